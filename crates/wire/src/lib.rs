@@ -1,0 +1,18 @@
+//! # wire
+//!
+//! Every header wirerate sends or must understand, in the smoltcp manner: a zero-copy view
+//! `Xxx<T: AsRef<[u8]>>` over a buffer (`new_unchecked`, `new_checked`, field getters, setters
+//! when `T: AsMut<[u8]>`) and an owned `XxxRepr` with `parse`, `buffer_len` and `emit`.
+//! Parsers never panic on any bytes; emitters write every byte of their header.
+//!
+//! On top of the headers: the test-frame [`signature`], the [`encap`] stack description, the
+//! [`template`] that composes a complete test frame and restamps it cheaply per frame, and the
+//! [`linerate`] arithmetic of DESIGN.md §4.
+//!
+//! This crate does no I/O, reads no clock and does not allocate per packet.
+
+pub mod checksum;
+pub mod error;
+pub mod units;
+
+pub use error::{Error, Result};
