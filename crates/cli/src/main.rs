@@ -1,1 +1,39 @@
-fn main() {}
+//! The `wirerate` binary: argument parsing and wiring only. Measurement, search and rendering
+//! live in the library crates.
+
+mod cmd;
+mod error;
+
+use clap::{Parser, Subcommand};
+
+/// Router, firewall and home-gateway throughput tester for Linux.
+///
+/// wirerate generates signed test traffic at wire rate between its ports, measures what comes
+/// back (throughput, loss, reordering, latency), and compares it with the theoretical line
+/// rate of the frames on each link.
+#[derive(Debug, Parser)]
+#[command(name = "wirerate", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build, inspect and tear down the built-in network-namespace lab (the Linux kernel as DUT).
+    Lab(cmd::lab::LabArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(cmd::completions::CompletionsArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Lab(a) => cmd::lab::run(a),
+        Command::Completions(a) => cmd::completions::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("wirerate: {e}");
+        std::process::exit(e.exit_code());
+    }
+}

@@ -15,4 +15,28 @@ pub mod checksum;
 pub mod error;
 pub mod units;
 
+// Link layer.
+pub mod arp;
+pub mod ethernet;
+pub mod mpls;
+pub mod vlan;
+
+// PPP over Ethernet (RFC 2516) and the PPP control protocols carried in it.
+pub mod ppp;
+pub mod pppoe;
+
+// Network and transport layers.
+pub mod icmpv6;
+pub mod ipv4;
+pub mod ipv6;
+pub mod tcp;
+pub mod udp;
+
+// Test frames.
+pub mod encap;
+pub mod linerate;
+pub mod pcap;
+pub mod signature;
+pub mod template;
+
 pub use error::{Error, Result};
