@@ -20,6 +20,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Theoretical frame and bit rates per frame size for a link speed and encapsulation.
+    Linerate(cmd::linerate::LinerateArgs),
+    /// Write the frames a stream would send to a pcap file (for Wireshark or tshark).
+    Craft(cmd::craft::CraftArgs),
+    /// Run one trial: send signed streams between two ports and measure what arrives.
+    Trial(cmd::trial::TrialArgs),
+    /// Measure the tester itself: TX and RX frame rates, side by side with trafgen.
+    Bench(cmd::bench::BenchArgs),
     /// Build, inspect and tear down the built-in network-namespace lab (the Linux kernel as DUT).
     Lab(cmd::lab::LabArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
@@ -29,6 +37,10 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Linerate(a) => cmd::linerate::run(a),
+        Command::Craft(a) => cmd::craft::run(a),
+        Command::Trial(a) => cmd::trial::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
         Command::Lab(a) => cmd::lab::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };

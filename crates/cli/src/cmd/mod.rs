@@ -1,4 +1,8 @@
 //! One module per subcommand: each owns its clap `Args` and a `run` function.
 
+pub mod bench;
 pub mod completions;
+pub mod craft;
 pub mod lab;
+pub mod linerate;
+pub mod trial;
