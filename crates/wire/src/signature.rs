@@ -159,7 +159,9 @@ impl SeqExtender {
             highest.wrapping_add(delta as u64)
         } else {
             // Behind the highest: only valid if it does not go below zero.
-            highest.checked_sub(u64::from(delta.unsigned_abs())).unwrap_or(u64::from(seq32))
+            highest
+                .checked_sub(u64::from(delta.unsigned_abs()))
+                .unwrap_or(u64::from(seq32))
         };
         if ext > highest {
             self.highest = Some(ext);
@@ -202,7 +204,11 @@ mod tests {
         let repr = SignatureRepr::parse(&Signature::new_checked(&BYTES[..]).unwrap()).unwrap();
         assert_eq!(
             repr,
-            SignatureRepr { stream_id: 0x0102, seq: 0x0a0b_0c0d, timestamp_ns: 0x1112_1314_1516_1718 }
+            SignatureRepr {
+                stream_id: 0x0102,
+                seq: 0x0a0b_0c0d,
+                timestamp_ns: 0x1112_1314_1516_1718
+            }
         );
         let mut buf = vec![0xa5; LEN];
         repr.emit(&mut Signature::new_unchecked(&mut buf[..]));
@@ -219,7 +225,10 @@ mod tests {
 
     #[test]
     fn rejects_foreign_payloads() {
-        assert_eq!(Signature::new_checked(&BYTES[..15]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Signature::new_checked(&BYTES[..15]).unwrap_err(),
+            Error::Truncated
+        );
         let mut other = BYTES;
         other[0] = 0x00;
         assert!(Signature::new_checked(&other[..]).is_err());
