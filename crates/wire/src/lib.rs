@@ -33,6 +33,7 @@ pub mod tcp;
 pub mod udp;
 
 // Test frames.
+pub mod dissect;
 pub mod encap;
 pub mod linerate;
 pub mod pcap;
