@@ -201,7 +201,12 @@ impl PppRepr {
         PROTOCOL_LEN
     }
 
+    /// Writes the 2-byte protocol field. `Malformed` if its high byte is odd: a reader would
+    /// take that byte for a compressed 1-byte protocol field (RFC 1661 §2 forbids such values).
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut PppPacket<T>) -> Result<()> {
+        if self.protocol.0 & 0x0100 != 0 {
+            return Err(Error::Malformed("PPP protocol with an odd high byte"));
+        }
         if packet.buffer.as_ref().len() < PROTOCOL_LEN {
             return Err(Error::Truncated);
         }
@@ -291,6 +296,14 @@ mod tests {
         assert_eq!(buf, [0xc0, 0x21, 0xa5]);
         let p = PppPacket::new_checked(&buf[..]).unwrap();
         assert_eq!(PppRepr::parse(&p), Ok(repr));
+        let mut two = [0u8; 2];
+        assert!(matches!(
+            PppRepr {
+                protocol: Protocol(0x0121)
+            }
+            .emit(&mut PppPacket::new_unchecked(&mut two[..])),
+            Err(Error::Malformed(_))
+        ));
         let mut one = [0u8; 1];
         assert_eq!(
             repr.emit(&mut PppPacket::new_unchecked(&mut one[..])),
