@@ -1,1 +1,55 @@
-//! placeholder
+//! The built-in lab: the Linux kernel, in a network namespace, as a device under test.
+//!
+//! A lab is a set of namespaces named `wr-<name>-a`, `wr-<name>-dut` and `wr-<name>-b`
+//! joined by veth pairs ([`Topology`]), with dual-stack documentation addresses, the DUT's
+//! receive processing steered to its own CPU ([`dut_cpu`], [`tester_cpus`]), and a DUT
+//! configuration ([`Profile`]) applied as one atomic nftables transaction. The lab never
+//! generates traffic; the engine and the iperf3 driver do that through [`Lab::port`] and
+//! [`Lab::command`], and read [`Lab::snapshot`] before and after a trial.
+//!
+//! ```no_run
+//! use lab::{Lab, LabConfig, Node, PortId, Profile, Topology};
+//! let lab = Lab::up(&LabConfig {
+//!     name: "demo".into(),
+//!     topology: Topology::Forward,
+//!     profile: Some(Profile::parse("filter-stateful-100")?),
+//! })?;
+//! let b = lab.port(PortId::B)?;
+//! println!("port B {} in {} at {}", b.ifname, b.netns, b.ipv4);
+//! let before = lab.snapshot()?;
+//! lab.exec(Node::A, &["ping", "-c1", &b.ipv4.to_string()])?;
+//! let after = lab.snapshot()?;
+//! # let _ = (before, after);
+//! lab.down()?;
+//! # Ok::<(), lab::LabError>(())
+//! ```
+//!
+//! See docs/lab.md for the topologies, the profiles, CPU isolation and its limits.
+
+pub mod cmd;
+pub mod cpu;
+mod error;
+mod lab;
+pub mod netns;
+pub mod probe;
+pub mod profile;
+pub mod stats;
+pub mod topology;
+
+pub use cmd::install_interrupt_handler;
+pub use cpu::{dut_cpu, tester_cpus};
+pub use error::{LabError, Result};
+pub use lab::{
+    down, down_all, inventory, status, Inventory, Lab, LabConfig, LabStatus, PeerInfo, PortInfo,
+    DEFAULT_NAME,
+};
+pub use probe::{catalogue, features, CatalogueEntry, Feature, Features, Support};
+pub use profile::{MssBackend, Profile};
+pub use stats::StatsSnapshot;
+pub use topology::{Node, PortId, Topology};
+
+/// Alias so `lab::profiles::catalogue()` reads naturally.
+pub mod profiles {
+    pub use crate::probe::catalogue;
+    pub use crate::profile::{describe, PATTERNS};
+}
