@@ -1,1 +1,76 @@
-//! placeholder
+//! # engine
+//!
+//! wirerate's packet engine (issue 4): ports on AF_PACKET, streams with paced transmission,
+//! signature-verified receive with exact loss, duplicate, reordering and latency accounting,
+//! and trials that run a set of streams between ports.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`sys`] | the only `unsafe`: AF_PACKET sockets, TX ring (TPACKET_V2), RX ring (TPACKET_V3), setns, CPU affinity, clocks |
+//! | [`frame`] | where the headers and the signature are in a frame |
+//! | [`port`] | a port: an interface, maybe inside a netns; opens its TX/RX rings from inside it |
+//! | [`resolve`] | ARP/ND: answer for our addresses, resolve the next hop's MAC |
+//! | [`stream`] | stream configuration and the per-frame writer (flows, IMIX, signature stamping) |
+//! | [`pacing`] | the absolute send schedule with bounded catch-up |
+//! | [`tx`] | the transmit loop on a TX ring: exact "accepted by the kernel" counts |
+//! | [`rx`] | classification and per-stream receive accounting |
+//! | [`trial`] | one timed run of a set of streams between ports |
+//! | [`bench`] | measuring the tester itself (TX/RX rates, next to trafgen) |
+
+pub mod bench;
+pub mod frame;
+pub mod pacing;
+pub mod port;
+pub mod resolve;
+pub mod rx;
+pub mod stream;
+pub mod sys;
+pub mod trial;
+pub mod tx;
+
+use std::fmt;
+
+/// What can go wrong in the engine.
+#[derive(Debug)]
+pub enum Error {
+    /// The request does not make sense (a bad stream, a frame without signature, ...).
+    Config(String),
+    /// A system call failed; `what` says which step.
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    /// Something did not answer in time (next hop resolution, a thread).
+    Timeout(String),
+    /// A worker thread failed or panicked.
+    Thread(String),
+}
+
+impl Error {
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config(m) | Error::Timeout(m) | Error::Thread(m) => f.write_str(m),
+            Error::Io { what, source } => write!(f, "{what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

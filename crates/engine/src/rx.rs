@@ -1,0 +1,451 @@
+//! Receive-side accounting: classify a frame by its signature, then per stream count frames and
+//! bytes, duplicates, out-of-order arrivals, latency (HDR histogram) and RFC 3550 jitter.
+//!
+//! Sequence accounting keeps a bitmap of the last [`WINDOW`] sequence numbers below the highest
+//! seen: a frame inside the window whose bit is set is a duplicate (not counted as received);
+//! one below the highest whose bit is clear is out of order (counted as received); one older
+//! than the window cannot be checked and is counted as received, out of order *and* `late`.
+
+use crate::frame::udp_layout;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use wire::signature::{SeqExtender, Signature};
+
+/// Sequence numbers remembered for duplicate detection.
+pub const WINDOW: u64 = 1 << 16;
+/// Largest latency the histogram records exactly (10 s); larger values are clamped.
+const HIST_MAX_NS: u64 = 10_000_000_000;
+
+/// Counters of one stream at one receiving port.
+#[derive(Debug, Clone)]
+pub struct StreamRx {
+    ext: SeqExtender,
+    highest: Option<u64>,
+    bitmap: Vec<u64>,
+    received: u64,
+    bytes: u64,
+    duplicates: u64,
+    out_of_order: u64,
+    late: u64,
+    hist: Histogram<u64>,
+    lat_sum: u128,
+    lat_min: u64,
+    lat_max: u64,
+    negative_latency: u64,
+    last_transit: Option<i64>,
+    jitter: f64,
+    first_rx_ns: u64,
+    last_rx_ns: u64,
+}
+
+impl Default for StreamRx {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamRx {
+    pub fn new() -> Self {
+        StreamRx {
+            ext: SeqExtender::new(),
+            highest: None,
+            bitmap: vec![0; (WINDOW / 64) as usize],
+            received: 0,
+            bytes: 0,
+            duplicates: 0,
+            out_of_order: 0,
+            late: 0,
+            hist: Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds"),
+            lat_sum: 0,
+            lat_min: u64::MAX,
+            lat_max: 0,
+            negative_latency: 0,
+            last_transit: None,
+            jitter: 0.0,
+            first_rx_ns: 0,
+            last_rx_ns: 0,
+        }
+    }
+
+    #[inline]
+    fn bit(&mut self, seq: u64) -> (&mut u64, u64) {
+        let i = seq % WINDOW;
+        (&mut self.bitmap[(i / 64) as usize], 1u64 << (i % 64))
+    }
+
+    /// Accounts one frame: `seq32` and `tx_ns` from its signature, `rx_ns` on the same clock
+    /// (CLOCK_MONOTONIC), `len` its length without FCS.
+    pub fn on_frame(&mut self, seq32: u32, tx_ns: u64, rx_ns: u64, len: usize) {
+        let seq = self.ext.extend(seq32);
+        match self.highest {
+            None => {
+                self.highest = Some(seq);
+                let (w, m) = self.bit(seq);
+                *w |= m;
+            }
+            Some(h) if seq > h => {
+                // Clear the bits of the sequence numbers we step over (they are now missing).
+                if seq - h >= WINDOW {
+                    self.bitmap.iter_mut().for_each(|w| *w = 0);
+                } else {
+                    for s in h + 1..seq {
+                        let (w, m) = self.bit(s);
+                        *w &= !m;
+                    }
+                }
+                let (w, m) = self.bit(seq);
+                *w |= m;
+                self.highest = Some(seq);
+            }
+            Some(h) => {
+                if h - seq >= WINDOW {
+                    self.late += 1;
+                } else {
+                    let (w, m) = self.bit(seq);
+                    if *w & m != 0 {
+                        self.duplicates += 1;
+                        return;
+                    }
+                    *w |= m;
+                }
+                self.out_of_order += 1;
+            }
+        }
+        self.received += 1;
+        self.bytes += len as u64;
+        if self.first_rx_ns == 0 {
+            self.first_rx_ns = rx_ns;
+        }
+        self.last_rx_ns = rx_ns;
+        // Latency.
+        let lat = if rx_ns >= tx_ns {
+            rx_ns - tx_ns
+        } else {
+            self.negative_latency += 1;
+            0
+        };
+        self.hist.saturating_record(lat.clamp(1, HIST_MAX_NS));
+        self.lat_sum += u128::from(lat);
+        self.lat_min = self.lat_min.min(lat);
+        self.lat_max = self.lat_max.max(lat);
+        // RFC 3550 §6.4.1 interarrival jitter, in arrival order.
+        let transit = rx_ns as i64 - tx_ns as i64;
+        if let Some(prev) = self.last_transit {
+            let d = (transit - prev).unsigned_abs() as f64;
+            self.jitter += (d - self.jitter) / 16.0;
+        }
+        self.last_transit = Some(transit);
+    }
+
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// The stream's figures; `sent` (from the sender, if known) gives the exact loss.
+    pub fn report(&self, stream_id: u16, sent: Option<u64>) -> StreamRxReport {
+        let latency = (self.received > 0).then(|| LatencyReport {
+            min_ns: self.lat_min,
+            avg_ns: (self.lat_sum / u128::from(self.received)) as u64,
+            max_ns: self.lat_max,
+            p50_ns: self.hist.value_at_quantile(0.50),
+            p90_ns: self.hist.value_at_quantile(0.90),
+            p99_ns: self.hist.value_at_quantile(0.99),
+            p999_ns: self.hist.value_at_quantile(0.999),
+            jitter_ns: self.jitter,
+        });
+        let lost_by_seq = self
+            .highest
+            .map_or(0, |h| (h + 1).saturating_sub(self.received));
+        StreamRxReport {
+            stream_id,
+            received: self.received,
+            bytes: self.bytes,
+            lost: sent.map(|s| s.saturating_sub(self.received)),
+            lost_by_sequence: lost_by_seq,
+            duplicates: self.duplicates,
+            out_of_order: self.out_of_order,
+            late: self.late,
+            negative_latency: self.negative_latency,
+            highest_seq: self.highest,
+            first_rx_ns: self.first_rx_ns,
+            last_rx_ns: self.last_rx_ns,
+            latency,
+        }
+    }
+}
+
+/// Latency figures of one stream, nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencyReport {
+    pub min_ns: u64,
+    pub avg_ns: u64,
+    pub max_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    /// RFC 3550 interarrival jitter estimate.
+    pub jitter_ns: f64,
+}
+
+/// What one port received of one stream.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamRxReport {
+    pub stream_id: u16,
+    /// Distinct frames received (duplicates excluded).
+    pub received: u64,
+    /// Bytes of those frames, without FCS.
+    pub bytes: u64,
+    /// `sent - received` when the sender's count is known: the exact loss.
+    pub lost: Option<u64>,
+    /// Gaps below the highest sequence number seen (what the receiver alone can tell).
+    pub lost_by_sequence: u64,
+    pub duplicates: u64,
+    /// Frames that arrived after a higher sequence number.
+    pub out_of_order: u64,
+    /// Out-of-order frames too old for the duplicate window (could not be checked).
+    pub late: u64,
+    /// Frames whose receive time preceded their send time (clock trouble; recorded as 0).
+    pub negative_latency: u64,
+    pub highest_seq: Option<u64>,
+    pub first_rx_ns: u64,
+    pub last_rx_ns: u64,
+    pub latency: Option<LatencyReport>,
+}
+
+/// What a frame turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// One of the expected streams (index into the receiver's stream table).
+    Ours { slot: usize },
+    /// Carries a signature, but of a stream this receiver does not expect.
+    UnexpectedStream,
+    /// Anything else.
+    Foreign,
+}
+
+/// Per-port receive accounting for a set of expected streams.
+#[derive(Debug, Clone)]
+pub struct Receiver {
+    /// stream id -> slot + 1 (0 = not expected).
+    index: Vec<u32>,
+    ids: Vec<u16>,
+    streams: Vec<StreamRx>,
+    foreign: u64,
+    foreign_bytes: u64,
+    unexpected: u64,
+}
+
+impl Receiver {
+    pub fn new(expected: &[u16]) -> Self {
+        let mut index = vec![0u32; 1 << 16];
+        let mut ids = Vec::new();
+        for &id in expected {
+            if index[usize::from(id)] == 0 {
+                ids.push(id);
+                index[usize::from(id)] = ids.len() as u32;
+            }
+        }
+        let streams = ids.iter().map(|_| StreamRx::new()).collect();
+        Receiver {
+            index,
+            ids,
+            streams,
+            foreign: 0,
+            foreign_bytes: 0,
+            unexpected: 0,
+        }
+    }
+
+    /// Classifies and accounts one frame received at `rx_ns` (CLOCK_MONOTONIC).
+    #[inline]
+    pub fn on_frame(&mut self, frame: &[u8], rx_ns: u64) -> Class {
+        let (class, payload) = classify(frame, &self.index);
+        match class {
+            Class::Ours { slot } => {
+                let sig = Signature::new_unchecked(&frame[payload..]);
+                self.streams[slot].on_frame(sig.seq32(), sig.timestamp_ns(), rx_ns, frame.len());
+            }
+            Class::UnexpectedStream => {
+                self.unexpected += 1;
+            }
+            Class::Foreign => {
+                self.foreign += 1;
+                self.foreign_bytes += frame.len() as u64;
+            }
+        }
+        class
+    }
+
+    /// Counts a frame that was not even looked at (e.g. control traffic answered elsewhere).
+    pub fn count_foreign(&mut self, len: usize) {
+        self.foreign += 1;
+        self.foreign_bytes += len as u64;
+    }
+
+    pub fn stream(&self, id: u16) -> Option<&StreamRx> {
+        let i = self.index[usize::from(id)];
+        (i != 0).then(|| &self.streams[i as usize - 1])
+    }
+
+    pub fn foreign(&self) -> u64 {
+        self.foreign
+    }
+
+    pub fn foreign_bytes(&self) -> u64 {
+        self.foreign_bytes
+    }
+
+    /// Signed frames of streams this receiver was not told to expect.
+    pub fn unexpected(&self) -> u64 {
+        self.unexpected
+    }
+
+    pub fn stream_ids(&self) -> &[u16] {
+        &self.ids
+    }
+}
+
+#[inline]
+fn classify(frame: &[u8], index: &[u32]) -> (Class, usize) {
+    let Some(l) = udp_layout(frame) else {
+        return (Class::Foreign, 0);
+    };
+    let Some(payload) = frame.get(l.payload..) else {
+        return (Class::Foreign, 0);
+    };
+    let Ok(sig) = Signature::new_checked(payload) else {
+        return (Class::Foreign, 0);
+    };
+    match index[usize::from(sig.stream_id())] {
+        0 => (Class::UnexpectedStream, l.payload),
+        i => (
+            Class::Ours {
+                slot: i as usize - 1,
+            },
+            l.payload,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::{FrameGen, Limit, Rate, StreamConfig};
+
+    fn rx_seqs(seqs: &[u32]) -> StreamRxReport {
+        let mut s = StreamRx::new();
+        for (i, &q) in seqs.iter().enumerate() {
+            s.on_frame(q, 1_000, 2_000 + i as u64 * 10, 60);
+        }
+        s.report(1, None)
+    }
+
+    #[test]
+    fn in_order_lossless() {
+        let r = rx_seqs(&(0..1000).collect::<Vec<_>>());
+        assert_eq!(
+            (r.received, r.duplicates, r.out_of_order, r.lost_by_sequence),
+            (1000, 0, 0, 0)
+        );
+        assert_eq!(r.bytes, 60_000);
+    }
+
+    #[test]
+    fn loss_duplicates_and_reordering() {
+        // 0..10 with 3 and 7 lost, 5 duplicated twice, 8/9 swapped.
+        let r = rx_seqs(&[0, 1, 2, 4, 5, 5, 5, 6, 9, 8]);
+        assert_eq!(r.received, 8);
+        assert_eq!(r.duplicates, 2);
+        assert_eq!(r.out_of_order, 1);
+        assert_eq!(r.lost_by_sequence, 2);
+        assert_eq!(r.highest_seq, Some(9));
+        let mut s = StreamRx::new();
+        for q in [0u32, 1, 2, 4, 5, 5, 5, 6, 9, 8] {
+            s.on_frame(q, 0, 1, 60);
+        }
+        assert_eq!(s.report(1, Some(10)).lost, Some(2));
+    }
+
+    #[test]
+    fn late_frame_after_gap_fills_it_and_duplicate_of_it_is_caught() {
+        let r = rx_seqs(&[0, 5, 3, 3, 1, 2, 4]);
+        assert_eq!(r.received, 6);
+        assert_eq!(r.duplicates, 1);
+        assert_eq!(r.out_of_order, 4);
+        assert_eq!(r.lost_by_sequence, 0);
+    }
+
+    #[test]
+    fn window_and_wrap() {
+        let mut seqs: Vec<u32> = (0..10).collect();
+        seqs.push(10 + WINDOW as u32 * 2); // jump far ahead (loss)
+        seqs.push(5); // far behind: late, cannot be checked
+        let r = rx_seqs(&seqs);
+        assert_eq!(r.late, 1);
+        assert_eq!(r.received, 12);
+        // A stepped-over sequence number is not mistaken for a duplicate after a big jump.
+        let r = rx_seqs(&[0, 1, 70_000, 69_999, 69_999]);
+        assert_eq!((r.received, r.duplicates, r.out_of_order), (4, 1, 1));
+        // Across the 32-bit wrap.
+        let r = rx_seqs(&[u32::MAX - 1, u32::MAX, 0, 1]);
+        assert_eq!((r.received, r.out_of_order, r.duplicates), (4, 0, 0));
+        assert_eq!(r.highest_seq, Some((1u64 << 32) + 1));
+    }
+
+    #[test]
+    fn latency_and_jitter() {
+        let mut s = StreamRx::new();
+        // Constant 5 µs latency: jitter stays 0.
+        for i in 0..100u64 {
+            s.on_frame(i as u32, i * 1000, i * 1000 + 5_000, 60);
+        }
+        let r = s.report(1, Some(100));
+        let l = r.latency.unwrap();
+        assert_eq!((l.min_ns, l.max_ns, l.avg_ns), (5_000, 5_000, 5_000));
+        assert!(l.p50_ns.abs_diff(5_000) <= 5 && l.p999_ns.abs_diff(5_000) <= 5);
+        assert_eq!(l.jitter_ns, 0.0);
+        // Alternating 1 µs / 3 µs: |D| = 2 µs every frame, jitter converges to 2 µs.
+        let mut s = StreamRx::new();
+        for i in 0..1000u64 {
+            let lat = if i % 2 == 0 { 1_000 } else { 3_000 };
+            s.on_frame(i as u32, i * 10_000, i * 10_000 + lat, 60);
+        }
+        let l = s.report(1, None).latency.unwrap();
+        assert!((l.jitter_ns - 2_000.0).abs() < 1.0, "{}", l.jitter_ns);
+        assert_eq!(l.avg_ns, 2_000);
+        // Clock trouble is counted, not hidden.
+        let mut s = StreamRx::new();
+        s.on_frame(0, 10, 5, 60);
+        assert_eq!(s.report(1, None).negative_latency, 1);
+    }
+
+    #[test]
+    fn receiver_classifies_ours_unexpected_and_foreign() {
+        let cfg = |id| StreamConfig {
+            id,
+            frames: vec![crate::stream::tests_support::signed_frame(60, id)],
+            weights: vec![1],
+            flows: Default::default(),
+            rate: Rate::Pps(1.0),
+            burst: 1,
+            limit: Limit::Frames(1),
+            reorder_every: None,
+            rewrite_macs: true,
+        };
+        let g3 = FrameGen::new(&cfg(3)).unwrap();
+        let g4 = FrameGen::new(&cfg(4)).unwrap();
+        let mut rx = Receiver::new(&[3]);
+        let mut buf = vec![0u8; 128];
+        for i in 0..5 {
+            let n = g3.write(i, 100, &mut buf);
+            assert_eq!(rx.on_frame(&buf[..n], 200), Class::Ours { slot: 0 });
+        }
+        let n = g4.write(0, 100, &mut buf);
+        assert_eq!(rx.on_frame(&buf[..n], 200), Class::UnexpectedStream);
+        assert_eq!(rx.on_frame(&[0u8; 42], 200), Class::Foreign);
+        assert_eq!(rx.stream(3).unwrap().received(), 5);
+        assert_eq!((rx.unexpected(), rx.foreign()), (1, 1));
+        assert!(rx.stream(4).is_none());
+    }
+}

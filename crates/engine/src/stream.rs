@@ -1,0 +1,558 @@
+//! A stream: what it sends (base frames per size, flow variation, reordering on purpose), how
+//! fast (rate, bursts) and for how long. [`FrameGen`] writes frame number `i` of a stream into
+//! a buffer: copy of the base frame, flow fields and signature patched in place, checksums
+//! updated incrementally (RFC 1624) — no allocation, no full checksum per frame.
+
+use crate::frame::{udp_layout, IpVersion, Layout};
+use crate::Error;
+use serde::Serialize;
+use wire::checksum::fold;
+use wire::signature;
+
+/// How fast a stream sends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rate {
+    /// Frames per second.
+    Pps(f64),
+    /// Bits per second counting preamble, SFD and inter-frame gap (20 B) and the FCS.
+    L1Bps(f64),
+    /// Bits per second of the frame including FCS.
+    L2Bps(f64),
+    /// Percent of the line rate of a link of `link_bps`.
+    PercentOfLine { percent: f64, link_bps: f64 },
+}
+
+impl Rate {
+    /// Frames per second for frames of `avg_len_with_fcs` bytes on average.
+    pub fn pps(&self, avg_len_with_fcs: f64) -> f64 {
+        match *self {
+            Rate::Pps(p) => p,
+            Rate::L1Bps(b) => b / ((avg_len_with_fcs + 20.0) * 8.0),
+            Rate::L2Bps(b) => b / (avg_len_with_fcs * 8.0),
+            Rate::PercentOfLine { percent, link_bps } => {
+                percent / 100.0 * link_bps / ((avg_len_with_fcs + 20.0) * 8.0)
+            }
+        }
+    }
+}
+
+/// When a stream stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// Send for this many nanoseconds.
+    DurationNs(u64),
+    /// Send exactly this many frames.
+    Frames(u64),
+}
+
+/// How flow fields vary from frame to frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowMode {
+    /// Every varying field steps by one per frame (modulo its count).
+    #[default]
+    Increment,
+    /// Each field takes a pseudorandom value in its range per frame (RFC 4814 §4.5), from a
+    /// fixed seed so that a trial is repeatable.
+    Random { seed: u64 },
+}
+
+/// Flow variation: how many distinct values each field takes, starting at the base frame's
+/// value. Addresses vary in their last 32 bits (IPv4 whole, IPv6 the low 32 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Flows {
+    pub src_ip_count: u32,
+    pub dst_ip_count: u32,
+    pub src_port_count: u16,
+    pub dst_port_count: u16,
+    pub mode: FlowMode,
+}
+
+impl Default for Flows {
+    fn default() -> Self {
+        Flows {
+            src_ip_count: 1,
+            dst_ip_count: 1,
+            src_port_count: 1,
+            dst_port_count: 1,
+            mode: FlowMode::Increment,
+        }
+    }
+}
+
+/// Everything about one stream. `frames` are complete base frames (Ethernet header first, no
+/// FCS), one per frame size, each carrying a signature with this stream's id right after its
+/// UDP header (build them with `wire::template::FrameTemplate`); `weights` gives each size's
+/// share (IMIX), one entry per frame.
+#[derive(Debug, Clone)]
+pub struct StreamConfig {
+    pub id: u16,
+    pub frames: Vec<Vec<u8>>,
+    pub weights: Vec<u32>,
+    pub flows: Flows,
+    pub rate: Rate,
+    /// Frames sent back to back per scheduling slot; 1 = evenly spaced.
+    pub burst: u32,
+    pub limit: Limit,
+    /// Every `k`-th pair of sequence numbers is sent swapped (k ≥ 2), to test the receiver's
+    /// reordering count (this kernel has no netem).
+    pub reorder_every: Option<u64>,
+    /// Overwrite the destination MAC with the resolved next hop and the source MAC with the
+    /// port's own (the default); `false` sends the base frames' MACs unchanged.
+    pub rewrite_macs: bool,
+}
+
+impl StreamConfig {
+    /// Average frame length including the 4-byte FCS, weighted by `weights`.
+    pub fn avg_len_with_fcs(&self) -> f64 {
+        let total: u64 = self.weights.iter().map(|&w| u64::from(w)).sum();
+        if total == 0 {
+            return 0.0;
+        }
+        self.frames
+            .iter()
+            .zip(&self.weights)
+            .map(|(f, &w)| (f.len() + 4) as f64 * f64::from(w))
+            .sum::<f64>()
+            / total as f64
+    }
+
+    pub fn pps(&self) -> f64 {
+        self.rate.pps(self.avg_len_with_fcs())
+    }
+}
+
+/// One frame's rewrite recipe: where the fields are in a base frame.
+#[derive(Debug, Clone)]
+struct Recipe {
+    base: Vec<u8>,
+    layout: Layout,
+    /// Offset of the IPv4 header checksum (None for IPv6).
+    ip_csum: Option<usize>,
+    /// Offset of the UDP checksum, None if the base frame carries none (IPv4 checksum 0).
+    udp_csum: Option<usize>,
+    src_addr_low: usize,
+    dst_addr_low: usize,
+}
+
+/// Writes the frames of one stream.
+#[derive(Debug, Clone)]
+pub struct FrameGen {
+    id: u16,
+    recipes: Vec<Recipe>,
+    /// IMIX pattern: recipe index per frame number modulo its length.
+    pattern: Vec<u8>,
+    flows: Flows,
+    reorder_every: Option<u64>,
+}
+
+#[inline]
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Adds `~old + new` for every 16-bit word of two equal-length even byte strings.
+#[inline]
+fn csum_delta(old: &[u8], new: &[u8]) -> u64 {
+    let mut acc = 0u64;
+    for (o, n) in old.chunks_exact(2).zip(new.chunks_exact(2)) {
+        acc += u64::from(!u16::from_be_bytes([o[0], o[1]]))
+            + u64::from(u16::from_be_bytes([n[0], n[1]]));
+    }
+    acc
+}
+
+#[inline]
+fn apply_delta(frame: &mut [u8], at: usize, delta: u64, zero_means_none: bool) {
+    let old = u16::from_be_bytes([frame[at], frame[at + 1]]);
+    let mut new = !fold(u64::from(!old) + delta);
+    if zero_means_none && new == 0 {
+        new = 0xffff;
+    }
+    frame[at..at + 2].copy_from_slice(&new.to_be_bytes());
+}
+
+impl FrameGen {
+    pub fn new(cfg: &StreamConfig) -> Result<Self, Error> {
+        if cfg.frames.is_empty() || cfg.frames.len() != cfg.weights.len() || cfg.frames.len() > 255
+        {
+            return Err(Error::Config(format!(
+                "stream {}: need 1..=255 base frames with one weight each",
+                cfg.id
+            )));
+        }
+        if let Some(k) = cfg.reorder_every {
+            if k < 2 {
+                return Err(Error::Config(format!(
+                    "stream {}: reorder interval must be ≥ 2",
+                    cfg.id
+                )));
+            }
+        }
+        let mut recipes = Vec::new();
+        for f in &cfg.frames {
+            let layout = udp_layout(f).ok_or_else(|| {
+                Error::Config(format!("stream {}: base frame is not UDP over IP", cfg.id))
+            })?;
+            let sig = signature::Signature::new_checked(f.get(layout.payload..).unwrap_or(&[]))
+                .map_err(|_| {
+                    Error::Config(format!(
+                        "stream {}: base frame carries no signature",
+                        cfg.id
+                    ))
+                })?;
+            if sig.stream_id() != cfg.id {
+                return Err(Error::Config(format!(
+                    "stream {}: base frame's signature says stream {}",
+                    cfg.id,
+                    sig.stream_id()
+                )));
+            }
+            let (ip_csum, src_addr_low, dst_addr_low) = match layout.ip_version {
+                IpVersion::V4 => (Some(layout.ip + 10), layout.ip + 12, layout.ip + 16),
+                IpVersion::V6 => (None, layout.ip + 8 + 12, layout.ip + 24 + 12),
+            };
+            let c = u16::from_be_bytes([f[layout.udp + 6], f[layout.udp + 7]]);
+            let udp_csum = (c != 0 || layout.ip_version == IpVersion::V6).then_some(layout.udp + 6);
+            recipes.push(Recipe {
+                base: f.clone(),
+                layout,
+                ip_csum,
+                udp_csum,
+                src_addr_low,
+                dst_addr_low,
+            });
+        }
+        // A short deterministic interleaving of the sizes in proportion to the weights.
+        let total: u64 = cfg.weights.iter().map(|&w| u64::from(w)).sum();
+        if total == 0 || total > 1 << 16 {
+            return Err(Error::Config(format!(
+                "stream {}: weights must sum to 1..=65536",
+                cfg.id
+            )));
+        }
+        let mut pattern = Vec::with_capacity(total as usize);
+        let mut credit: Vec<f64> = vec![0.0; cfg.weights.len()];
+        for _ in 0..total {
+            for (c, &w) in credit.iter_mut().zip(&cfg.weights) {
+                *c += f64::from(w) / total as f64;
+            }
+            let (best, _) =
+                credit.iter().enumerate().fold(
+                    (0, f64::MIN),
+                    |acc, (i, &c)| if c > acc.1 { (i, c) } else { acc },
+                );
+            credit[best] -= 1.0;
+            pattern.push(best as u8);
+        }
+        Ok(FrameGen {
+            id: cfg.id,
+            recipes,
+            pattern,
+            flows: cfg.flows,
+            reorder_every: cfg.reorder_every,
+        })
+    }
+
+    pub fn stream_id(&self) -> u16 {
+        self.id
+    }
+
+    /// The largest frame this stream sends.
+    pub fn max_len(&self) -> usize {
+        self.recipes.iter().map(|r| r.base.len()).max().unwrap_or(0)
+    }
+
+    /// Rewrites the Ethernet addresses of every base frame.
+    pub fn set_macs(&mut self, dst: [u8; 6], src: [u8; 6]) {
+        for r in &mut self.recipes {
+            r.base[0..6].copy_from_slice(&dst);
+            r.base[6..12].copy_from_slice(&src);
+        }
+    }
+
+    /// The sequence number sent as the `index`-th frame (equal unless reordering on purpose).
+    #[inline]
+    pub fn seq_for_index(&self, index: u64) -> u64 {
+        match self.reorder_every {
+            Some(k) => match index % k {
+                r if r == k - 2 => index + 1,
+                r if r == k - 1 => index - 1,
+                _ => index,
+            },
+            None => index,
+        }
+    }
+
+    /// Whether stopping after `sent` frames would leave a swapped pair half sent.
+    pub fn mid_pair(&self, sent: u64) -> bool {
+        matches!(self.reorder_every, Some(k) if sent % k == k - 1)
+    }
+
+    /// How many swapped pairs the first `sent` frames contain (the reorderings a receiver
+    /// should count on a lossless path).
+    pub fn swapped_pairs(&self, sent: u64) -> u64 {
+        self.reorder_every.map_or(0, |k| sent / k)
+    }
+
+    /// Length of the `index`-th frame.
+    #[inline]
+    pub fn len_for_index(&self, index: u64) -> usize {
+        let seq = self.seq_for_index(index);
+        self.recipes[usize::from(self.pattern[(seq % self.pattern.len() as u64) as usize])]
+            .base
+            .len()
+    }
+
+    fn field_index(&self, seq: u64, field: u64, count: u64) -> u64 {
+        match self.flows.mode {
+            FlowMode::Increment => seq % count,
+            FlowMode::Random { seed } => {
+                splitmix(seed ^ splitmix(seq.wrapping_mul(4).wrapping_add(field))) % count
+            }
+        }
+    }
+
+    /// Writes the `index`-th frame into `out`, stamped with `timestamp_ns`; returns its length.
+    /// `out` must hold [`FrameGen::max_len`] bytes.
+    #[inline]
+    pub fn write(&self, index: u64, timestamp_ns: u64, out: &mut [u8]) -> usize {
+        let seq = self.seq_for_index(index);
+        let r =
+            &self.recipes[usize::from(self.pattern[(seq % self.pattern.len() as u64) as usize])];
+        let len = r.base.len();
+        let f = &mut out[..len];
+        f.copy_from_slice(&r.base);
+        let mut l4 = 0u64;
+        let mut l3 = 0u64;
+        let fl = self.flows;
+        for (field, count, at, is_addr) in [
+            (0u64, u64::from(fl.src_ip_count), r.src_addr_low, true),
+            (1, u64::from(fl.dst_ip_count), r.dst_addr_low, true),
+            (2, u64::from(fl.src_port_count), r.layout.udp, false),
+            (3, u64::from(fl.dst_port_count), r.layout.udp + 2, false),
+        ] {
+            if count <= 1 {
+                continue;
+            }
+            let k = self.field_index(seq, field, count);
+            if is_addr {
+                let old = [f[at], f[at + 1], f[at + 2], f[at + 3]];
+                let new = u32::from_be_bytes(old).wrapping_add(k as u32).to_be_bytes();
+                f[at..at + 4].copy_from_slice(&new);
+                let d = csum_delta(&old, &new);
+                l4 += d;
+                l3 += d;
+            } else {
+                let old = [f[at], f[at + 1]];
+                let new = u16::from_be_bytes(old).wrapping_add(k as u16).to_be_bytes();
+                f[at..at + 2].copy_from_slice(&new);
+                l4 += csum_delta(&old, &new);
+            }
+        }
+        // Signature: sequence and timestamp (the template carries zeros there).
+        let s = r.layout.payload;
+        let mut stamp = [0u8; 12];
+        stamp[..4].copy_from_slice(&(seq as u32).to_be_bytes());
+        stamp[4..].copy_from_slice(&timestamp_ns.to_be_bytes());
+        let span = s + signature::SEQ_OFFSET..s + signature::SEQ_OFFSET + 12;
+        l4 += csum_delta(&f[span.clone()], &stamp);
+        f[span].copy_from_slice(&stamp);
+        if let Some(at) = r.udp_csum {
+            apply_delta(f, at, l4, true);
+        }
+        if let (Some(at), true) = (r.ip_csum, l3 != 0) {
+            apply_delta(f, at, l3, false);
+        }
+        len
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use crate::frame::tests::ipv4_udp;
+    use wire::{checksum, signature};
+
+    /// An IPv4/UDP frame of `len` bytes (no FCS) with a signature for `stream` and valid
+    /// checksums.
+    pub(crate) fn signed_frame(len: usize, stream: u16) -> Vec<u8> {
+        let mut f = ipv4_udp(len);
+        let mut sig = signature::Signature::new_unchecked(&mut f[42..58]);
+        signature::SignatureRepr {
+            stream_id: stream,
+            seq: 0,
+            timestamp_ns: 0,
+        }
+        .emit(&mut sig);
+        fix_udp_checksum(&mut f);
+        f
+    }
+
+    pub(crate) fn fix_udp_checksum(f: &mut [u8]) {
+        f[40] = 0;
+        f[41] = 0;
+        let udp_len = (f.len() - 34) as u16;
+        let ph = checksum::pseudo_header_v4(
+            [192, 0, 2, 1].into(),
+            [198, 51, 100, 1].into(),
+            17,
+            udp_len,
+        );
+        let mut c = !checksum::fold(ph + checksum::sum(&f[34..]));
+        if c == 0 {
+            c = 0xffff;
+        }
+        f[40..42].copy_from_slice(&c.to_be_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::tests::ipv4_udp;
+    use wire::checksum;
+
+    use super::tests_support::signed_frame;
+
+    fn udp_verifies(f: &[u8]) -> bool {
+        let src: [u8; 4] = f[26..30].try_into().unwrap();
+        let dst: [u8; 4] = f[30..34].try_into().unwrap();
+        let ph = checksum::pseudo_header_v4(src.into(), dst.into(), 17, (f.len() - 34) as u16);
+        checksum::fold(ph + checksum::sum(&f[34..])) == 0xffff
+    }
+
+    fn cfg(frames: Vec<Vec<u8>>, weights: Vec<u32>) -> StreamConfig {
+        StreamConfig {
+            id: 7,
+            frames,
+            weights,
+            flows: Flows::default(),
+            rate: Rate::Pps(1000.0),
+            burst: 1,
+            limit: Limit::Frames(10),
+            reorder_every: None,
+            rewrite_macs: true,
+        }
+    }
+
+    #[test]
+    fn stamps_signature_and_keeps_checksums_valid() {
+        let g = FrameGen::new(&cfg(vec![signed_frame(60, 7)], vec![1])).unwrap();
+        let mut buf = vec![0xa5; 2048];
+        for (i, ts) in [(0u64, 0u64), (1, 123_456_789), (0xffff_ffff_1234, u64::MAX)] {
+            let n = g.write(i, ts, &mut buf);
+            assert_eq!(n, 60);
+            let sig = signature::Signature::new_checked(&buf[42..58]).unwrap();
+            assert_eq!(sig.stream_id(), 7);
+            assert_eq!(sig.seq32(), i as u32);
+            assert_eq!(sig.timestamp_ns(), ts);
+            assert!(udp_verifies(&buf[..n]), "frame {i}");
+            assert!(checksum::verifies(&buf[14..34]));
+        }
+    }
+
+    #[test]
+    fn flow_variation_patches_addresses_ports_and_checksums() {
+        let mut c = cfg(vec![signed_frame(60, 7)], vec![1]);
+        c.flows = Flows {
+            src_ip_count: 3,
+            dst_ip_count: 5,
+            src_port_count: 7,
+            dst_port_count: 1,
+            mode: FlowMode::Increment,
+        };
+        let g = FrameGen::new(&c).unwrap();
+        let mut buf = vec![0; 2048];
+        for i in 0..40u64 {
+            g.write(i, i * 1000, &mut buf);
+            assert_eq!(buf[29], 1 + (i % 3) as u8);
+            assert_eq!(buf[33], 1 + (i % 5) as u8);
+            assert_eq!(
+                u16::from_be_bytes([buf[34], buf[35]]),
+                1024 + (i % 7) as u16
+            );
+            assert_eq!(u16::from_be_bytes([buf[36], buf[37]]), 7);
+            assert!(udp_verifies(&buf[..60]));
+            assert!(checksum::verifies(&buf[14..34]));
+        }
+        c.flows.mode = FlowMode::Random { seed: 42 };
+        let g = FrameGen::new(&c).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..200u64 {
+            g.write(i, 5, &mut buf);
+            assert!((1..=3).contains(&buf[29]));
+            seen.insert((buf[29], buf[33], buf[35]));
+            assert!(udp_verifies(&buf[..60]));
+            assert!(checksum::verifies(&buf[14..34]));
+        }
+        assert!(
+            seen.len() > 50,
+            "pseudorandom flows cover the space: {}",
+            seen.len()
+        );
+    }
+
+    #[test]
+    fn imix_pattern_follows_weights() {
+        let c = cfg(
+            vec![
+                signed_frame(60, 7),
+                signed_frame(590, 7),
+                signed_frame(1514, 7),
+            ],
+            vec![7, 4, 1],
+        );
+        let g = FrameGen::new(&c).unwrap();
+        let mut counts = [0u32; 3];
+        for i in 0..12 * 10 {
+            match g.len_for_index(i) {
+                60 => counts[0] += 1,
+                590 => counts[1] += 1,
+                _ => counts[2] += 1,
+            }
+        }
+        assert_eq!(counts, [70, 40, 10]);
+        let avg = c.avg_len_with_fcs();
+        assert!((avg - (7.0 * 64.0 + 4.0 * 594.0 + 1518.0) / 12.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn reordering_swaps_pairs() {
+        let mut c = cfg(vec![signed_frame(60, 7)], vec![1]);
+        c.reorder_every = Some(4);
+        let g = FrameGen::new(&c).unwrap();
+        let seqs: Vec<u64> = (0..8).map(|i| g.seq_for_index(i)).collect();
+        assert_eq!(seqs, [0, 1, 3, 2, 4, 5, 7, 6]);
+        assert!(g.mid_pair(3));
+        assert!(!g.mid_pair(4));
+        assert_eq!(g.swapped_pairs(8), 2);
+    }
+
+    #[test]
+    fn rejects_unsigned_or_foreign_frames() {
+        assert!(FrameGen::new(&cfg(vec![ipv4_udp(60)], vec![1])).is_err());
+        assert!(FrameGen::new(&cfg(vec![signed_frame(60, 8)], vec![1])).is_err());
+        assert!(FrameGen::new(&cfg(vec![], vec![])).is_err());
+    }
+
+    #[test]
+    fn rates_convert_per_frame_size() {
+        assert!((Rate::L1Bps(1e9).pps(64.0) - 1_488_095.238).abs() < 0.01);
+        assert!(
+            (Rate::PercentOfLine {
+                percent: 50.0,
+                link_bps: 1e9
+            }
+            .pps(64.0)
+                - 744_047.619)
+                .abs()
+                < 0.01
+        );
+        assert!((Rate::L2Bps(512e3).pps(64.0) - 1000.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,767 @@
+//! The only place in the engine with `unsafe`: Linux system calls for the AF_PACKET backend.
+//!
+//! - [`PacketSocket`]: an `AF_PACKET`/`SOCK_RAW` socket bound to one interface, with the options
+//!   the engine needs (qdisc bypass, forced send buffer, ignore-outgoing).
+//! - [`TxRing`]: a `PACKET_TX_RING` (TPACKET_V2) mapped into our memory; frames are written in
+//!   place, marked `SEND_REQUEST`, and flushed with one non-blocking `send`.
+//! - [`RxRing`]: a `PACKET_RX_RING` (TPACKET_V3) whose blocks we walk and hand back.
+//! - Thread placement: [`enter_netns`] (setns), [`pin_to_cpu`], [`set_timer_slack_ns`].
+//! - Clocks: [`monotonic_ns`], [`realtime_ns`], [`sleep_until`].
+//!
+//! Every `unsafe` block carries a `// SAFETY:` line.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+
+// Constants from <linux/if_packet.h> and <linux/if_ether.h>, spelled out so that the backend
+// does not depend on which of them a given `libc` release exports.
+const SOL_PACKET: libc::c_int = 263;
+const PACKET_RX_RING: libc::c_int = 5;
+const PACKET_STATISTICS: libc::c_int = 6;
+const PACKET_VERSION: libc::c_int = 10;
+const PACKET_TX_RING: libc::c_int = 13;
+const PACKET_QDISC_BYPASS: libc::c_int = 20;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+const TPACKET_V2: libc::c_int = 1;
+const TPACKET_V3: libc::c_int = 2;
+/// `ETH_P_ALL`: every protocol.
+pub const ETH_P_ALL: u16 = 0x0003;
+
+/// Frame status values of the TX ring (TPACKET_V2).
+pub const TP_STATUS_AVAILABLE: u32 = 0;
+pub const TP_STATUS_SEND_REQUEST: u32 = 1;
+pub const TP_STATUS_SENDING: u32 = 2;
+pub const TP_STATUS_WRONG_FORMAT: u32 = 4;
+/// Block status bits of the RX ring (TPACKET_V3).
+const TP_STATUS_KERNEL: u32 = 0;
+const TP_STATUS_USER: u32 = 1;
+/// Per-packet status bit: the ring was full and earlier packets were dropped.
+pub const TP_STATUS_LOSING: u32 = 1 << 2;
+
+/// `struct tpacket_req` (TX ring, V2).
+#[repr(C)]
+#[derive(Default)]
+struct TpacketReq {
+    block_size: u32,
+    block_nr: u32,
+    frame_size: u32,
+    frame_nr: u32,
+}
+
+/// `struct tpacket_req3` (RX ring, V3).
+#[repr(C)]
+#[derive(Default)]
+struct TpacketReq3 {
+    block_size: u32,
+    block_nr: u32,
+    frame_size: u32,
+    frame_nr: u32,
+    retire_blk_tov: u32,
+    sizeof_priv: u32,
+    feature_req_word: u32,
+}
+
+/// `struct tpacket_stats_v3`.
+#[repr(C)]
+#[derive(Default)]
+struct TpacketStatsV3 {
+    packets: u32,
+    drops: u32,
+    freeze_q_cnt: u32,
+}
+
+/// Offsets inside `struct tpacket2_hdr` (32 bytes; frame data at 32 for TX).
+mod v2 {
+    pub const STATUS: usize = 0;
+    pub const LEN: usize = 4;
+    /// TX data starts at `TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)` = 52 - 20.
+    pub const TX_DATA: usize = 32;
+}
+
+/// Offsets inside `struct tpacket_block_desc` / `tpacket_hdr_v1` and `struct tpacket3_hdr`.
+mod v3 {
+    pub const BLOCK_STATUS: usize = 8;
+    pub const NUM_PKTS: usize = 12;
+    pub const OFFSET_TO_FIRST_PKT: usize = 16;
+    pub const PKT_NEXT_OFFSET: usize = 0;
+    pub const PKT_SEC: usize = 4;
+    pub const PKT_NSEC: usize = 8;
+    pub const PKT_SNAPLEN: usize = 12;
+    pub const PKT_LEN: usize = 16;
+    pub const PKT_STATUS: usize = 20;
+    pub const PKT_MAC: usize = 24;
+}
+
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: `value` points to a live `T` of exactly `size_of::<T>()` bytes for the call.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// An `AF_PACKET` raw socket bound to one interface of the calling thread's network namespace.
+#[derive(Debug)]
+pub struct PacketSocket {
+    fd: OwnedFd,
+    ifindex: u32,
+}
+
+impl PacketSocket {
+    /// Opens a socket for `protocol` (host order, e.g. [`ETH_P_ALL`]) bound to `ifindex`.
+    pub fn open(ifindex: u32, protocol: u16) -> io::Result<Self> {
+        // SAFETY: plain system call with constant arguments; the result is checked.
+        let raw = cvt(unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                libc::c_int::from(protocol.to_be()),
+            )
+        })?;
+        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let sock = PacketSocket { fd, ifindex };
+        sock.bind(protocol)?;
+        Ok(sock)
+    }
+
+    fn bind(&self, protocol: u16) -> io::Result<()> {
+        // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = protocol.to_be();
+        sll.sll_ifindex = self.ifindex as i32;
+        // SAFETY: `sll` is a valid sockaddr_ll and the length matches it.
+        cvt(unsafe {
+            libc::bind(
+                self.fd.as_raw_fd(),
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        })
+        .map(drop)
+    }
+
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// The interface's hardware address, as the kernel reports it for the bound socket.
+    pub fn hw_addr(&self) -> io::Result<[u8; 6]> {
+        // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        // SAFETY: `sll` and `len` are valid for writes and `len` is the buffer size.
+        cvt(unsafe {
+            libc::getsockname(
+                self.fd.as_raw_fd(),
+                (&mut sll as *mut libc::sockaddr_ll).cast(),
+                &mut len,
+            )
+        })?;
+        if sll.sll_halen != 6 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "interface is not Ethernet-like",
+            ));
+        }
+        let mut mac = [0u8; 6];
+        mac.copy_from_slice(&sll.sll_addr[..6]);
+        Ok(mac)
+    }
+
+    /// Frames sent on this socket skip the qdisc layer (`PACKET_QDISC_BYPASS`).
+    pub fn set_qdisc_bypass(&self, on: bool) -> io::Result<()> {
+        setsockopt(
+            self.raw_fd(),
+            SOL_PACKET,
+            PACKET_QDISC_BYPASS,
+            &libc::c_int::from(on),
+        )
+    }
+
+    /// Do not deliver our own outgoing frames to this socket (`PACKET_IGNORE_OUTGOING`).
+    pub fn set_ignore_outgoing(&self, on: bool) -> io::Result<()> {
+        setsockopt(
+            self.raw_fd(),
+            SOL_PACKET,
+            PACKET_IGNORE_OUTGOING,
+            &libc::c_int::from(on),
+        )
+    }
+
+    /// Sets the send buffer, ignoring `wmem_max` (needs CAP_NET_ADMIN: `SO_SNDBUFFORCE`).
+    pub fn set_sndbuf_force(&self, bytes: usize) -> io::Result<()> {
+        let v = bytes.min(i32::MAX as usize) as libc::c_int;
+        setsockopt(self.raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &v)
+    }
+
+    /// Sets the receive buffer, ignoring `rmem_max` (`SO_RCVBUFFORCE`).
+    pub fn set_rcvbuf_force(&self, bytes: usize) -> io::Result<()> {
+        let v = bytes.min(i32::MAX as usize) as libc::c_int;
+        setsockopt(self.raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &v)
+    }
+
+    /// Sends one frame without blocking. `Ok(false)` when the kernel would have blocked.
+    pub fn send_frame(&self, frame: &[u8]) -> io::Result<bool> {
+        // SAFETY: `frame` is a valid readable buffer of `frame.len()` bytes.
+        let r = unsafe {
+            libc::send(
+                self.raw_fd(),
+                frame.as_ptr().cast(),
+                frame.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock {
+                return Ok(false);
+            }
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// Sends up to `frames.len()` frames with one `sendmmsg(MSG_DONTWAIT)`; returns how many
+    /// the kernel accepted (0 when it would have blocked).
+    pub fn send_batch(&self, frames: &[&[u8]]) -> io::Result<usize> {
+        if frames.is_empty() {
+            return Ok(0);
+        }
+        let mut iovs: Vec<libc::iovec> = frames
+            .iter()
+            .map(|f| libc::iovec {
+                iov_base: f.as_ptr() as *mut libc::c_void,
+                iov_len: f.len(),
+            })
+            .collect();
+        let mut msgs: Vec<libc::mmsghdr> = iovs
+            .iter_mut()
+            .map(|iov| {
+                // SAFETY: mmsghdr is plain old data; all-zero is a valid value.
+                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                m.msg_hdr.msg_iov = iov;
+                m.msg_hdr.msg_iovlen = 1;
+                m
+            })
+            .collect();
+        // SAFETY: `msgs` holds `msgs.len()` valid headers whose iovecs point into `frames`,
+        // all alive for the duration of the call.
+        let r = unsafe {
+            libc::sendmmsg(
+                self.raw_fd(),
+                msgs.as_mut_ptr(),
+                msgs.len() as u32,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock {
+                return Ok(0);
+            }
+            return Err(e);
+        }
+        Ok(r as usize)
+    }
+
+    /// Receives one frame without blocking into `buf` (`None` when nothing is queued).
+    pub fn recv_frame(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        // SAFETY: `buf` is a valid writable buffer of `buf.len()` bytes.
+        let r = unsafe {
+            libc::recv(
+                self.raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock {
+                return Ok(None);
+            }
+            return Err(e);
+        }
+        Ok(Some(r as usize))
+    }
+
+    /// Waits up to `timeout_ms` for the socket to become readable.
+    pub fn poll_readable(&self, timeout_ms: i32) -> io::Result<bool> {
+        let mut pfd = libc::pollfd {
+            fd: self.raw_fd(),
+            events: libc::POLLIN | libc::POLLERR,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is one valid pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(e);
+        }
+        Ok(r > 0)
+    }
+
+    /// `PACKET_STATISTICS` (TPACKET_V3 layout): packets seen and packets dropped since the
+    /// last call (the kernel resets them on read).
+    pub fn take_stats(&self) -> io::Result<(u64, u64)> {
+        let mut st = TpacketStatsV3::default();
+        let mut len = std::mem::size_of::<TpacketStatsV3>() as libc::socklen_t;
+        // SAFETY: `st` is writable for `len` bytes; `len` is updated by the kernel.
+        cvt(unsafe {
+            libc::getsockopt(
+                self.raw_fd(),
+                SOL_PACKET,
+                PACKET_STATISTICS,
+                (&mut st as *mut TpacketStatsV3).cast(),
+                &mut len,
+            )
+        })?;
+        Ok((u64::from(st.packets), u64::from(st.drops)))
+    }
+}
+
+/// A memory mapping owned by a ring; unmapped on drop.
+#[derive(Debug)]
+struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; access is coordinated through the ring protocol
+// by the single owner of the ring.
+unsafe impl Send for Mapping {}
+
+impl Mapping {
+    fn new(fd: RawFd, len: usize) -> io::Result<Self> {
+        // SAFETY: mapping a packet ring of the socket's configured size; the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            // MAP_LOCKED may exceed RLIMIT_MEMLOCK for non-root; retry without it.
+            // SAFETY: as above.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    fd,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            return Ok(Mapping {
+                ptr: NonNull::new(p.cast()).expect("mmap returned null"),
+                len,
+            });
+        }
+        Ok(Mapping {
+            ptr: NonNull::new(p.cast()).expect("mmap returned null"),
+            len,
+        })
+    }
+
+    /// The 32-bit word at `off`, as an atomic (ring status words are shared with the kernel).
+    fn status(&self, off: usize) -> &AtomicU32 {
+        assert!(off + 4 <= self.len && off % 4 == 0);
+        // SAFETY: in bounds and 4-aligned (mmap is page-aligned, `off` is a multiple of 4);
+        // the kernel only ever accesses it as a u32.
+        unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU32) }
+    }
+
+    fn read_u32(&self, off: usize) -> u32 {
+        assert!(off + 4 <= self.len);
+        // SAFETY: in bounds; read_unaligned tolerates any alignment.
+        unsafe { std::ptr::read_unaligned(self.ptr.as_ptr().add(off) as *const u32) }
+    }
+
+    fn read_u16(&self, off: usize) -> u16 {
+        assert!(off + 2 <= self.len);
+        // SAFETY: in bounds; read_unaligned tolerates any alignment.
+        unsafe { std::ptr::read_unaligned(self.ptr.as_ptr().add(off) as *const u16) }
+    }
+
+    fn write_u32(&self, off: usize, v: u32) {
+        assert!(off + 4 <= self.len);
+        // SAFETY: in bounds; the slot is owned by user space while we write it.
+        unsafe { std::ptr::write_unaligned(self.ptr.as_ptr().add(off) as *mut u32, v) }
+    }
+
+    fn slice(&self, off: usize, len: usize) -> &[u8] {
+        assert!(off.checked_add(len).is_some_and(|e| e <= self.len));
+        // SAFETY: in bounds; the ring protocol gives user space this range for now.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(off), len) }
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
+        assert!(off.checked_add(len).is_some_and(|e| e <= self.len));
+        // SAFETY: in bounds; the ring protocol gives user space exclusive use of this slot
+        // (status AVAILABLE) and the caller holds `&mut` on the ring, so no other slice aliases.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(off), len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what `new` mapped; no slices outlive the ring.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// A `PACKET_TX_RING` (TPACKET_V2) on a [`PacketSocket`].
+///
+/// Protocol: a slot whose status is `AVAILABLE` belongs to us; we write the frame, its length,
+/// then set `SEND_REQUEST` (release). [`TxRing::flush`] asks the kernel to send every requested
+/// slot in ring order without blocking; a slot the kernel took leaves `SEND_REQUEST`
+/// (`SENDING`, then `AVAILABLE` once the skb is freed). A slot the kernel could not take (send
+/// buffer full) stays `SEND_REQUEST` and goes out on a later flush.
+#[derive(Debug)]
+pub struct TxRing {
+    sock: PacketSocket,
+    map: Mapping,
+    frame_size: usize,
+    frame_nr: usize,
+}
+
+impl TxRing {
+    /// Configures a TX ring of at least `frames` slots of `frame_size` bytes (a power of two
+    /// ≥ 2048 is typical) on `sock`.
+    pub fn new(sock: PacketSocket, frame_size: usize, frames: usize) -> io::Result<Self> {
+        setsockopt(sock.raw_fd(), SOL_PACKET, PACKET_VERSION, &TPACKET_V2)?;
+        let page = 4096usize;
+        let block_size = frame_size.max(page).next_power_of_two().max(1 << 16);
+        let per_block = block_size / frame_size;
+        let block_nr = frames.div_ceil(per_block).max(1);
+        let req = TpacketReq {
+            block_size: block_size as u32,
+            block_nr: block_nr as u32,
+            frame_size: frame_size as u32,
+            frame_nr: (block_nr * per_block) as u32,
+        };
+        setsockopt(sock.raw_fd(), SOL_PACKET, PACKET_TX_RING, &req)?;
+        let map = Mapping::new(sock.raw_fd(), block_size * block_nr)?;
+        Ok(TxRing {
+            sock,
+            map,
+            frame_size,
+            frame_nr: block_nr * per_block,
+        })
+    }
+
+    pub fn socket(&self) -> &PacketSocket {
+        &self.sock
+    }
+
+    pub fn slots(&self) -> usize {
+        self.frame_nr
+    }
+
+    /// Largest frame a slot holds.
+    pub fn max_frame_len(&self) -> usize {
+        self.frame_size - v2::TX_DATA
+    }
+
+    /// The status word of slot `i` (acquire).
+    pub fn status(&self, i: usize) -> u32 {
+        self.map
+            .status(i * self.frame_size + v2::STATUS)
+            .load(Ordering::Acquire)
+    }
+
+    /// The data area of slot `i`; only valid to write while its status is `AVAILABLE`.
+    pub fn data_mut(&mut self, i: usize) -> &mut [u8] {
+        self.map.slice_mut(
+            i * self.frame_size + v2::TX_DATA,
+            self.frame_size - v2::TX_DATA,
+        )
+    }
+
+    /// Hands slot `i`, holding a frame of `len` bytes, to the kernel.
+    pub fn request(&mut self, i: usize, len: usize) {
+        let base = i * self.frame_size;
+        self.map.write_u32(base + v2::LEN, len as u32);
+        fence(Ordering::Release);
+        self.map
+            .status(base + v2::STATUS)
+            .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+    }
+
+    /// Asks the kernel to send all requested slots, without blocking. Returns the bytes the
+    /// kernel reports sent (0 under back-pressure).
+    pub fn flush(&self) -> io::Result<usize> {
+        // SAFETY: a zero-length send on a TX-ring socket; no user buffer is read.
+        let r = unsafe { libc::send(self.sock.raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                // ENOBUFS: a frame was dropped by the device; it stays requested and is retried.
+                _ if e.raw_os_error() == Some(libc::ENOBUFS) => Ok(0),
+                _ => Err(e),
+            };
+        }
+        Ok(r as usize)
+    }
+}
+
+/// A `PACKET_RX_RING` (TPACKET_V3) on a [`PacketSocket`].
+#[derive(Debug)]
+pub struct RxRing {
+    sock: PacketSocket,
+    map: Mapping,
+    block_size: usize,
+    block_nr: usize,
+    next: usize,
+}
+
+/// One received packet inside a retired block.
+#[derive(Debug, Clone, Copy)]
+pub struct RxPacket<'a> {
+    /// The captured bytes, starting at the Ethernet header.
+    pub data: &'a [u8],
+    /// Length on the wire (may exceed `data.len()` if truncated by the snap length).
+    pub wire_len: usize,
+    /// Kernel receive timestamp, CLOCK_REALTIME nanoseconds.
+    pub ts_realtime_ns: u64,
+    /// The packet's status bits (e.g. [`TP_STATUS_LOSING`]).
+    pub status: u32,
+}
+
+impl RxRing {
+    /// Configures a V3 RX ring of `block_nr` blocks of `block_size` bytes; a block is handed to
+    /// user space when full or after `retire_ms` milliseconds.
+    pub fn new(
+        sock: PacketSocket,
+        block_size: usize,
+        block_nr: usize,
+        retire_ms: u32,
+    ) -> io::Result<Self> {
+        setsockopt(sock.raw_fd(), SOL_PACKET, PACKET_VERSION, &TPACKET_V3)?;
+        let frame_size = 2048usize;
+        let req = TpacketReq3 {
+            block_size: block_size as u32,
+            block_nr: block_nr as u32,
+            frame_size: frame_size as u32,
+            frame_nr: (block_size / frame_size * block_nr) as u32,
+            retire_blk_tov: retire_ms,
+            sizeof_priv: 0,
+            feature_req_word: 0,
+        };
+        setsockopt(sock.raw_fd(), SOL_PACKET, PACKET_RX_RING, &req)?;
+        let map = Mapping::new(sock.raw_fd(), block_size * block_nr)?;
+        Ok(RxRing {
+            sock,
+            map,
+            block_size,
+            block_nr,
+            next: 0,
+        })
+    }
+
+    pub fn socket(&self) -> &PacketSocket {
+        &self.sock
+    }
+
+    /// Calls `f` for every packet of every block that is ready now, returning blocks to the
+    /// kernel as it goes; waits up to `timeout_ms` first if none is ready. Returns the number of
+    /// packets seen.
+    pub fn drain<F: FnMut(&PacketSocket, RxPacket<'_>)>(
+        &mut self,
+        timeout_ms: i32,
+        mut f: F,
+    ) -> io::Result<usize> {
+        let mut seen = 0usize;
+        let mut waited = false;
+        loop {
+            let base = self.next * self.block_size;
+            let st = self
+                .map
+                .status(base + v3::BLOCK_STATUS)
+                .load(Ordering::Acquire);
+            if st & TP_STATUS_USER == 0 {
+                if seen > 0 || waited || timeout_ms == 0 {
+                    return Ok(seen);
+                }
+                self.sock.poll_readable(timeout_ms)?;
+                waited = true;
+                continue;
+            }
+            let num = self.map.read_u32(base + v3::NUM_PKTS) as usize;
+            let mut off = self.map.read_u32(base + v3::OFFSET_TO_FIRST_PKT) as usize;
+            for _ in 0..num {
+                let p = base + off;
+                let snap = self.map.read_u32(p + v3::PKT_SNAPLEN) as usize;
+                let mac = usize::from(self.map.read_u16(p + v3::PKT_MAC));
+                let pkt = RxPacket {
+                    data: self
+                        .map
+                        .slice(p + mac, snap.min(self.block_size.saturating_sub(off + mac))),
+                    wire_len: self.map.read_u32(p + v3::PKT_LEN) as usize,
+                    ts_realtime_ns: u64::from(self.map.read_u32(p + v3::PKT_SEC)) * 1_000_000_000
+                        + u64::from(self.map.read_u32(p + v3::PKT_NSEC)),
+                    status: self.map.read_u32(p + v3::PKT_STATUS),
+                };
+                f(&self.sock, pkt);
+                seen += 1;
+                let next = self.map.read_u32(p + v3::PKT_NEXT_OFFSET) as usize;
+                if next == 0 {
+                    break;
+                }
+                off += next;
+            }
+            self.map
+                .status(base + v3::BLOCK_STATUS)
+                .store(TP_STATUS_KERNEL, Ordering::Release);
+            self.next = (self.next + 1) % self.block_nr;
+        }
+    }
+}
+
+/// Interface index of `name` in the calling thread's network namespace.
+pub fn ifindex(name: &str) -> io::Result<u32> {
+    let c = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"))?;
+    // SAFETY: `c` is a valid NUL-terminated string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(i)
+}
+
+/// Moves the calling thread into the network namespace of `ns_file` (e.g. `/run/netns/NAME`
+/// or `/proc/PID/ns/net`). Other threads are unaffected.
+pub fn enter_netns(ns_file: &File) -> io::Result<()> {
+    // SAFETY: plain system call on a descriptor we own; only this thread changes namespace.
+    cvt(unsafe { libc::setns(ns_file.as_raw_fd(), libc::CLONE_NEWNET) }).map(drop)
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "cpu out of range",
+        ));
+    }
+    // SAFETY: `cpu` is below CPU_SETSIZE, so CPU_SET stays inside `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 = the calling thread.
+    cvt(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })
+        .map(drop)
+}
+
+/// The CPUs the calling thread may run on.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a writable cpu_set_t of the size passed.
+    cvt(unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) })?;
+    // SAFETY: CPU_ISSET only reads inside `set` for indices below CPU_SETSIZE.
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+/// Sets the calling thread's timer slack (how late the kernel may wake it), in nanoseconds.
+pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes an unsigned long value; no pointers involved.
+    cvt(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) }).map(drop)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CLOCK_MONOTONIC in nanoseconds (the clock the signature timestamp uses).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CLOCK_REALTIME in nanoseconds (the clock of AF_PACKET receive timestamps).
+#[inline]
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+/// Sleeps until CLOCK_MONOTONIC reaches `deadline_ns` (absolute, so no drift accumulates).
+pub fn sleep_until(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null with TIMER_ABSTIME.
+    unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        );
+    }
+}
+
+/// `REALTIME - MONOTONIC` in nanoseconds, measured as tightly as we can (the smallest bracket
+/// of several tries): converts kernel receive timestamps to the monotonic clock.
+pub fn realtime_minus_monotonic_ns() -> i64 {
+    let mut best = (u64::MAX, 0i64);
+    for _ in 0..16 {
+        let a = monotonic_ns();
+        let r = realtime_ns();
+        let b = monotonic_ns();
+        let width = b - a;
+        if width < best.0 {
+            best = (width, r as i64 - (a + width / 2) as i64);
+        }
+    }
+    best.1
+}
