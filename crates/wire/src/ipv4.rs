@@ -154,6 +154,9 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 
     /// Whether the header checksum verifies. False (not a panic) if the header does not fit.
     pub fn verify_checksum(&self) -> bool {
+        if self.buffer.as_ref().is_empty() {
+            return false;
+        }
         match self.buffer.as_ref().get(..self.header_len()) {
             Some(h) if h.len() >= HEADER_LEN => checksum::verifies(h),
             _ => false,
@@ -552,5 +555,8 @@ mod tests {
         let p = Ipv4Packet::new_checked(&b[..]).unwrap();
         assert!(!p.verify_checksum());
         assert!(Ipv4Repr::parse(&p).is_ok());
+        // Unchecked short views do not panic.
+        assert!(!Ipv4Packet::new_unchecked(&[][..]).verify_checksum());
+        assert!(!Ipv4Packet::new_unchecked(&b[..10]).verify_checksum());
     }
 }

@@ -98,6 +98,7 @@ proptest! {
             let _ = p.payload();
         }
         let _ = UdpRepr::parse(&UdpPacket::new_unchecked(&b[..]));
+        let _ = Ipv4Packet::new_unchecked(&b[..]).verify_checksum();
         let _ = UdpPacket::new_unchecked(&b[..]).verify_checksum_v4(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST);
         let _ = UdpPacket::new_unchecked(&b[..]).verify_checksum_v6(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST);
         if let Ok(p) = TcpPacket::new_checked(&b[..]) {
