@@ -1,1 +1,37 @@
-//! placeholder
+//! `bench`: what turns a packet tester into an unattended benchmark.
+//!
+//! The crate is split so that everything a user's result depends on can be tested without a
+//! network:
+//!
+//! - [`search`]: RFC 2544 and MLRsearch-style methodologies as pure state machines that pick the
+//!   next trial from earlier outcomes, plus simulated DUTs to drive them in tests.
+//! - [`plan`]: the TOML plan file, validated with errors that name file, line and key, and its
+//!   expansion into [`plan::Case`]s with stable ids.
+//! - [`iperf3`]: parsing `iperf3 -J` output, L4→L2/L1 conversion and command-line building.
+//! - [`results`]: the run directory (`run.json`, `trials.jsonl`) that survives `kill -9`.
+//! - [`hooks`]: DUT hook commands as data, and parsers for the statistics they print.
+//!
+//! Trial execution against the packet engine and the lab is wired in later; nothing here opens
+//! a socket except [`iperf3::wait_for_port`] and the thin process layers.
+
+pub mod hooks;
+pub mod iperf3;
+pub mod plan;
+pub mod results;
+pub mod search;
+
+/// Serialises a [`core::time::Duration`] as fractional seconds, which is what a person reading
+/// `trials.jsonl` expects, instead of serde's `{secs, nanos}` pair.
+pub(crate) mod secs {
+    use core::time::Duration;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+    }
+}

@@ -1,0 +1,228 @@
+//! RFC 2544 §26.1 throughput: the classic binary search.
+//!
+//! Every trial is full length. The first trial runs at the maximum load (100 % unless the plan
+//! lowers it); a trial whose loss ratio is within the tolerance raises the lower bound, any other
+//! lowers the upper bound, and the next load is the midpoint. The search stops when the interval
+//! is narrower than `resolution` relative to its upper end — the same width definition
+//! [`super::MultiGoalSearch`] uses, so their costs can be compared honestly.
+
+use core::time::Duration;
+
+use super::{
+    check, Finding, GoalResult, InvalidConfig, Ledger, LineFraction, Outcome, Search, SearchResult,
+    Step, TrialRequest, DEFAULT_TESTER_TOLERANCE,
+};
+
+/// Parameters of [`BinarySearch`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BinaryConfig {
+    /// Largest loss ratio still counted as "no loss" (RFC 2544 strictly: 0).
+    pub loss_tolerance: f64,
+    /// Stop when (upper − lower) / upper ≤ this.
+    pub resolution: f64,
+    /// Lowest load worth measuring (must be > 0: relative widths need a floor).
+    pub min_load: LineFraction,
+    /// First and highest load (1.0 = 100 %; lower it to the tester's calibrated ceiling).
+    pub max_load: LineFraction,
+    /// Length of every trial.
+    pub duration: Duration,
+    /// See [`Outcome::is_tester_limited`].
+    pub tester_tolerance: f64,
+}
+
+impl BinaryConfig {
+    /// RFC 2544 defaults: no loss tolerated, 0.5 % resolution, 100 % first, 60 s trials.
+    pub fn rfc2544() -> BinaryConfig {
+        BinaryConfig {
+            loss_tolerance: 0.0,
+            resolution: 0.005,
+            min_load: LineFraction(0.001),
+            max_load: LineFraction::FULL,
+            duration: Duration::from_secs(60),
+            tester_tolerance: DEFAULT_TESTER_TOLERANCE,
+        }
+    }
+}
+
+/// The RFC 2544 throughput binary search. See the module docs.
+#[derive(Debug, Clone)]
+pub struct BinarySearch {
+    cfg: BinaryConfig,
+    ledger: Ledger,
+    lower: Option<f64>,
+    upper: Option<f64>,
+    finished: bool,
+}
+
+impl BinarySearch {
+    /// Checks `cfg` and builds the search.
+    pub fn new(cfg: BinaryConfig) -> Result<BinarySearch, InvalidConfig> {
+        validate_range(cfg.min_load, cfg.max_load)?;
+        check((0.0..1.0).contains(&cfg.loss_tolerance), || {
+            format!("loss tolerance {} is not in [0, 1)", cfg.loss_tolerance)
+        })?;
+        check(cfg.resolution > 0.0 && cfg.resolution < 1.0, || {
+            format!("resolution {} is not in (0, 1)", cfg.resolution)
+        })?;
+        check(!cfg.duration.is_zero(), || "trial duration is zero".into())?;
+        Ok(BinarySearch {
+            cfg,
+            ledger: Ledger::new(cfg.tester_tolerance),
+            lower: None,
+            upper: None,
+            finished: false,
+        })
+    }
+
+    fn choose(&self) -> Option<f64> {
+        let (min, max) = (self.cfg.min_load.0, self.cfg.max_load.0);
+        match (self.lower, self.upper) {
+            (None, None) => Some(max),
+            (Some(_), None) => None, // the maximum passed
+            (_, Some(hi)) if hi <= min => None,
+            (lo, Some(hi)) => {
+                let l = lo.unwrap_or(min);
+                if (hi - l) <= self.cfg.resolution * hi {
+                    // Narrow enough; but an unmeasured floor must be measured before it is a bound.
+                    (lo.is_none()).then_some(min)
+                } else {
+                    Some((l + hi) / 2.0)
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn validate_range(min: LineFraction, max: LineFraction) -> Result<(), InvalidConfig> {
+    check(min.0 > 0.0 && min.0 < max.0, || {
+        format!("minimum load {min} must be above 0 and below the maximum {max}")
+    })?;
+    check(max.0 <= 1.0, || {
+        format!("maximum load {max} is above line rate")
+    })
+}
+
+impl Search for BinarySearch {
+    fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest> {
+        match self.ledger.take(last) {
+            Step::Stop => return None,
+            Step::Learn(o) => {
+                if o.loss_ratio() <= self.cfg.loss_tolerance {
+                    self.lower = Some(o.intended.0);
+                } else {
+                    self.upper = Some(o.intended.0);
+                }
+            }
+            Step::Start => {}
+        }
+        if self.finished {
+            return None;
+        }
+        match self.choose() {
+            Some(load) => self
+                .ledger
+                .issue(TrialRequest::rate(LineFraction(load), self.cfg.duration)),
+            None => {
+                self.finished = true;
+                None
+            }
+        }
+    }
+
+    fn result(&self) -> SearchResult {
+        let finding = Finding::Throughput {
+            goals: vec![GoalResult {
+                loss_ratio: self.cfg.loss_tolerance,
+                lower: self.lower.map(LineFraction),
+                upper: self.upper.map(LineFraction),
+            }],
+        };
+        self.ledger.result(self.finished, finding)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sim::SimDut;
+    use super::super::{drive, Status};
+    use super::*;
+
+    fn cfg() -> BinaryConfig {
+        BinaryConfig {
+            duration: Duration::from_secs(10),
+            ..BinaryConfig::rfc2544()
+        }
+    }
+
+    #[test]
+    fn sharp_limit_is_bracketed_within_resolution() {
+        for capacity in [0.05, 0.3127, 0.62, 0.999] {
+            let mut dut = SimDut::sharp(LineFraction(capacity));
+            let mut s = BinarySearch::new(cfg()).unwrap();
+            let r = drive(&mut s, |t| dut.trial(t));
+            assert_eq!(r.status, Status::Complete);
+            let Finding::Throughput { goals } = &r.finding else {
+                panic!()
+            };
+            let (lo, hi) = (goals[0].lower.unwrap().0, goals[0].upper.unwrap().0);
+            assert!(lo <= capacity && capacity < hi, "{lo} {capacity} {hi}");
+            assert!(goals[0].relative_width().unwrap() <= 0.005);
+        }
+    }
+
+    #[test]
+    fn full_line_rate_needs_one_trial() {
+        let mut dut = SimDut::sharp(LineFraction(1.0));
+        let mut s = BinarySearch::new(cfg()).unwrap();
+        let r = drive(&mut s, |t| dut.trial(t));
+        assert_eq!(r.trials, 1);
+        assert_eq!(r.throughput(0), Some(LineFraction(1.0)));
+    }
+
+    #[test]
+    fn dut_below_minimum_reports_no_throughput() {
+        let mut dut = SimDut::sharp(LineFraction(0.0001));
+        let mut s = BinarySearch::new(cfg()).unwrap();
+        let r = drive(&mut s, |t| dut.trial(t));
+        assert_eq!(r.status, Status::Complete);
+        assert_eq!(r.throughput(0), None);
+        let Finding::Throughput { goals } = &r.finding else {
+            panic!()
+        };
+        assert_eq!(goals[0].upper, Some(LineFraction(0.001)));
+    }
+
+    #[test]
+    fn tester_limited_first_trial_stops_the_search() {
+        let mut dut = SimDut::sharp(LineFraction(0.9)).with_tester_ceiling(LineFraction(0.8));
+        let mut s = BinarySearch::new(cfg()).unwrap();
+        let r = drive(&mut s, |t| dut.trial(t));
+        assert_eq!(r.trials, 1);
+        assert_eq!(
+            r.status,
+            Status::TesterLimited {
+                intended: LineFraction(1.0),
+                achieved: LineFraction(0.8)
+            }
+        );
+        assert_eq!(r.throughput(0), None);
+        assert_eq!(
+            r.status.to_string(),
+            "tester-limited at 80.000 % (intended 100.000 %)"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_configs() {
+        assert!(BinarySearch::new(BinaryConfig {
+            min_load: LineFraction(0.0),
+            ..cfg()
+        })
+        .is_err());
+        assert!(BinarySearch::new(BinaryConfig {
+            resolution: 0.0,
+            ..cfg()
+        })
+        .is_err());
+    }
+}

@@ -1,0 +1,484 @@
+//! Methodologies as pure state machines.
+//!
+//! A [`Search`] never touches the network or a clock. It is asked for the next
+//! [`TrialRequest`], told the [`Outcome`] of that trial, and asked again, until it answers
+//! `None`; then [`Search::result`] holds what it found. That makes every methodology testable
+//! against a simulated DUT ([`sim`]) and makes a killed run resumable: recorded outcomes are
+//! replayed into a fresh state machine ([`replay`]) and the search continues exactly where it
+//! stopped, without repeating a trial.
+//!
+//! Loads are [`LineFraction`]s — fractions of the case's theoretical maximum rate — so the same
+//! search works for every frame size and encapsulation; the trial runner turns a fraction into
+//! frames per second with `wire`'s line-rate arithmetic.
+//!
+//! Tester-limited trials (the tester offered less than it was asked to, DESIGN.md §7) stop every
+//! search: the result's [`Status`] then says "tester-limited at X" and no DUT figure is derived.
+
+use core::fmt;
+use core::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use wire::units::{Nanos, Pps};
+
+mod back_to_back;
+mod binary;
+mod latency;
+mod loss_curve;
+mod mlr;
+pub mod sim;
+
+pub use back_to_back::{BackToBack, BackToBackConfig};
+pub use binary::{BinaryConfig, BinarySearch};
+pub use latency::{LatencyConfig, LatencySearch};
+pub use loss_curve::{LossCurve, LossCurveConfig};
+pub use mlr::{MultiGoalConfig, MultiGoalSearch};
+
+/// Default tolerance for tester-limited detection: an achieved offered load more than 1 %
+/// below the intended one means the tester, not the DUT, set the pace.
+pub const DEFAULT_TESTER_TOLERANCE: f64 = 0.01;
+
+/// An offered load as a fraction of the case's theoretical maximum rate (1.0 = line rate of the
+/// slowest link the stream crosses, DESIGN.md §4).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LineFraction(pub f64);
+
+impl LineFraction {
+    /// 100 % of line rate.
+    pub const FULL: LineFraction = LineFraction(1.0);
+
+    /// The frame rate this fraction means when the line rate is `max`.
+    pub fn to_pps(self, max: Pps) -> Pps {
+        Pps(self.0 * max.0)
+    }
+
+    /// The fraction of `max` that `pps` is.
+    pub fn from_pps(pps: Pps, max: Pps) -> LineFraction {
+        LineFraction(if max.0 > 0.0 { pps.0 / max.0 } else { 0.0 })
+    }
+
+    /// The fraction in percent.
+    pub fn percent(self) -> f64 {
+        self.0 * 100.0
+    }
+}
+
+impl fmt::Display for LineFraction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.3} %", self.percent())
+    }
+}
+
+/// What a search asks the trial runner to do next.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TrialRequest {
+    /// Offered load; for a burst, the rate inside the burst (1.0 = minimum inter-frame gap).
+    pub load: LineFraction,
+    /// How long the trial lasts (for a burst: the trial window that contains it).
+    #[serde(with = "crate::secs")]
+    pub duration: Duration,
+    /// Send exactly this many frames back to back instead of a timed stream (RFC 2544 §26.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_frames: Option<u64>,
+    /// Measure latency in this trial (RFC 2544 §26.2).
+    #[serde(default, skip_serializing_if = "core::ops::Not::not")]
+    pub latency: bool,
+}
+
+impl TrialRequest {
+    /// A timed trial at `load` for `duration`.
+    pub fn rate(load: LineFraction, duration: Duration) -> TrialRequest {
+        TrialRequest {
+            load,
+            duration,
+            burst_frames: None,
+            latency: false,
+        }
+    }
+}
+
+/// Latency figures of one trial, from the signatures' send timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Smallest one-way latency seen.
+    pub min: Nanos,
+    /// Mean one-way latency.
+    pub mean: Nanos,
+    /// Largest one-way latency seen.
+    pub max: Nanos,
+    /// How many frames contributed.
+    pub samples: u64,
+}
+
+/// What a trial measured: what was intended, what the tester actually offered, what came back.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The load the search asked for.
+    pub intended: LineFraction,
+    /// The load the tester really put on the wire (measured, never assumed: DESIGN.md §8).
+    pub offered: LineFraction,
+    /// Frames received at the far port.
+    pub received: u64,
+    /// Frames lost (sequence gaps in the signatures).
+    pub lost: u64,
+    /// How long the trial lasted.
+    #[serde(with = "crate::secs")]
+    pub duration: Duration,
+    /// Latency figures, when the trial measured them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
+}
+
+impl Outcome {
+    /// Lost frames over offered frames; 0 when nothing was sent.
+    pub fn loss_ratio(&self) -> f64 {
+        let sent = self.received + self.lost;
+        if sent == 0 {
+            0.0
+        } else {
+            self.lost as f64 / sent as f64
+        }
+    }
+
+    /// The rate the DUT forwarded, as a fraction of line rate (offered × (1 − loss ratio)).
+    pub fn forwarding_rate(&self) -> LineFraction {
+        LineFraction(self.offered.0 * (1.0 - self.loss_ratio()))
+    }
+
+    /// True when the tester offered more than `tolerance` (a ratio, e.g. 0.01) below the
+    /// intended load: the trial says something about the tester, nothing about the DUT.
+    pub fn is_tester_limited(&self, tolerance: f64) -> bool {
+        self.offered.0 < self.intended.0 * (1.0 - tolerance)
+    }
+}
+
+/// Whether a search is still running, finished, or stopped because the tester was the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum Status {
+    /// More trials are needed.
+    Running,
+    /// The search finished; its [`Finding`] is a DUT figure.
+    Complete,
+    /// A trial could not reach its intended load; the search stopped and its finding must not be
+    /// reported as a DUT figure.
+    TesterLimited {
+        /// The load that was asked for.
+        intended: LineFraction,
+        /// The load the tester reached.
+        achieved: LineFraction,
+    },
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Status::Running => f.write_str("running"),
+            Status::Complete => f.write_str("complete"),
+            Status::TesterLimited { intended, achieved } => {
+                write!(f, "tester-limited at {achieved} (intended {intended})")
+            }
+        }
+    }
+}
+
+/// The answer of one throughput goal: the load interval that brackets the goal's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GoalResult {
+    /// The goal: the largest acceptable loss ratio (0 for RFC 2544 throughput / NDR).
+    pub loss_ratio: f64,
+    /// Highest load that met the goal in a full-length trial; `None` = not even the minimum load.
+    pub lower: Option<LineFraction>,
+    /// Lowest load that missed the goal; `None` = the maximum load met it.
+    pub upper: Option<LineFraction>,
+}
+
+impl GoalResult {
+    /// The throughput for this goal: the lower bound, the only figure a trial has proven.
+    pub fn throughput(&self) -> Option<LineFraction> {
+        self.lower
+    }
+
+    /// (upper − lower) / upper, or `None` when one bound is missing.
+    pub fn relative_width(&self) -> Option<f64> {
+        match (self.lower, self.upper) {
+            (Some(l), Some(u)) if u.0 > 0.0 => Some((u.0 - l.0) / u.0),
+            _ => None,
+        }
+    }
+}
+
+/// One point of the RFC 2544 §26.3 frame-loss-rate curve.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LossPoint {
+    /// Offered load of the trial.
+    pub load: LineFraction,
+    /// Its loss ratio.
+    pub loss_ratio: f64,
+}
+
+/// What a methodology found; which variant depends on the methodology.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Finding {
+    /// Nothing yet.
+    Nothing,
+    /// Throughput per loss-ratio goal (RFC 2544 §26.1 has one goal, MLRsearch several).
+    Throughput {
+        /// One entry per goal, in the order the goals were configured.
+        goals: Vec<GoalResult>,
+    },
+    /// Latency at one load (RFC 2544 §26.2).
+    Latency {
+        /// The load the trials ran at.
+        load: LineFraction,
+        /// Each trial's latency figures.
+        trials: Vec<LatencySummary>,
+        /// Mean of the trials' means (RFC 2544: "the average of the recorded values").
+        mean: Option<Nanos>,
+    },
+    /// Frame-loss rate per load (RFC 2544 §26.3), in the order measured.
+    LossCurve {
+        /// Points from the highest load down.
+        points: Vec<LossPoint>,
+    },
+    /// Longest loss-free back-to-back burst (RFC 2544 §26.4).
+    BackToBack {
+        /// Per repetition, the longest burst forwarded without loss.
+        lengths: Vec<u64>,
+        /// Their mean.
+        mean: Option<f64>,
+    },
+}
+
+/// Everything a search can tell about itself: status, finding and cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// Running, complete, or stopped by the tester.
+    pub status: Status,
+    /// What was found so far; a DUT figure only when `status` is [`Status::Complete`].
+    pub finding: Finding,
+    /// Trials requested.
+    pub trials: u32,
+    /// Sum of the requested trial durations, in seconds (the cost the searches compete on).
+    pub trial_seconds: f64,
+}
+
+impl SearchResult {
+    /// The throughput for goal `index`, only when the search completed (never from a
+    /// tester-limited search).
+    pub fn throughput(&self, index: usize) -> Option<LineFraction> {
+        match (&self.status, &self.finding) {
+            (Status::Complete, Finding::Throughput { goals }) => goals.get(index)?.throughput(),
+            _ => None,
+        }
+    }
+}
+
+/// A methodology: a state machine that picks the next trial from the previous outcome.
+///
+/// Protocol: call `next(None)` first; run the returned trial; call `next(Some(&outcome))` with
+/// its outcome; repeat until `next` returns `None`. Outcomes must come back in request order.
+pub trait Search {
+    /// Learns from `last` (the outcome of the previously returned request) and returns the next
+    /// trial, or `None` when the search is over.
+    fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest>;
+    /// The current result (final once `next` returned `None`).
+    fn result(&self) -> SearchResult;
+}
+
+/// A search configuration that cannot work, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidConfig(pub String);
+
+impl fmt::Display for InvalidConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid search configuration: {}", self.0)
+    }
+}
+
+impl std::error::Error for InvalidConfig {}
+
+pub(crate) fn check(ok: bool, why: impl FnOnce() -> String) -> Result<(), InvalidConfig> {
+    if ok {
+        Ok(())
+    } else {
+        Err(InvalidConfig(why()))
+    }
+}
+
+/// Runs `search` to the end, calling `run` for every trial. The executor of a real run does the
+/// same with the engine in place of `run`; tests pass a simulated DUT.
+pub fn drive(
+    search: &mut dyn Search,
+    mut run: impl FnMut(&TrialRequest) -> Outcome,
+) -> SearchResult {
+    let mut last: Option<Outcome> = None;
+    while let Some(request) = search.next(last.as_ref()) {
+        last = Some(run(&request));
+    }
+    search.result()
+}
+
+/// A recorded trial whose request differs from what the search asks for now: the plan or the
+/// code changed since the trial was recorded, so the recorded outcome cannot be reused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayMismatch {
+    /// Position of the first recorded trial that does not match.
+    pub index: usize,
+    /// What the search asks for.
+    pub expected: Option<TrialRequest>,
+    /// What was recorded.
+    pub recorded: TrialRequest,
+}
+
+impl fmt::Display for ReplayMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "recorded trial {} ({:?}) is not what the search asks for now ({:?}); the plan changed since the run started",
+            self.index, self.recorded, self.expected
+        )
+    }
+}
+
+impl std::error::Error for ReplayMismatch {}
+
+/// Feeds recorded `(request, outcome)` pairs back into a fresh `search` (for `--resume`) and
+/// returns the first request that still has to run, or `None` if the search had finished.
+/// Because searches are deterministic, the state after replay is the state before the kill.
+pub fn replay(
+    search: &mut dyn Search,
+    recorded: &[(TrialRequest, Outcome)],
+) -> Result<Option<TrialRequest>, ReplayMismatch> {
+    let mut next = search.next(None);
+    for (index, (request, outcome)) in recorded.iter().enumerate() {
+        if next.as_ref() != Some(request) {
+            return Err(ReplayMismatch {
+                index,
+                expected: next,
+                recorded: *request,
+            });
+        }
+        next = search.next(Some(outcome));
+    }
+    Ok(next)
+}
+
+/// Book-keeping every search shares: cost, the pending request and tester-limited detection.
+#[derive(Debug, Clone)]
+pub(crate) struct Ledger {
+    tolerance: f64,
+    pending: Option<TrialRequest>,
+    trials: u32,
+    trial_seconds: f64,
+    limited: Option<(LineFraction, LineFraction)>,
+}
+
+/// What [`Ledger::take`] makes of the outcome handed to `next`.
+pub(crate) enum Step<'a> {
+    /// First call (or no outcome pending): nothing to learn.
+    Start,
+    /// A DUT outcome to learn from.
+    Learn(&'a Outcome),
+    /// Stop: the tester was the limit (now or before).
+    Stop,
+}
+
+impl Ledger {
+    pub(crate) fn new(tolerance: f64) -> Ledger {
+        Ledger {
+            tolerance,
+            pending: None,
+            trials: 0,
+            trial_seconds: 0.0,
+            limited: None,
+        }
+    }
+
+    pub(crate) fn take<'a>(&mut self, last: Option<&'a Outcome>) -> Step<'a> {
+        if self.limited.is_some() {
+            return Step::Stop;
+        }
+        match (self.pending.take(), last) {
+            (Some(_), Some(o)) => {
+                if o.is_tester_limited(self.tolerance) {
+                    self.limited = Some((o.intended, o.offered));
+                    Step::Stop
+                } else {
+                    Step::Learn(o)
+                }
+            }
+            _ => Step::Start,
+        }
+    }
+
+    pub(crate) fn issue(&mut self, request: TrialRequest) -> Option<TrialRequest> {
+        self.trials += 1;
+        self.trial_seconds += request.duration.as_secs_f64();
+        self.pending = Some(request);
+        Some(request)
+    }
+
+    pub(crate) fn result(&self, finished: bool, finding: Finding) -> SearchResult {
+        let status = match (self.limited, finished) {
+            (Some((intended, achieved)), _) => Status::TesterLimited { intended, achieved },
+            (None, true) => Status::Complete,
+            (None, false) => Status::Running,
+        };
+        SearchResult {
+            status,
+            finding,
+            trials: self.trials,
+            trial_seconds: self.trial_seconds,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(intended: f64, offered: f64, received: u64, lost: u64) -> Outcome {
+        Outcome {
+            intended: LineFraction(intended),
+            offered: LineFraction(offered),
+            received,
+            lost,
+            duration: Duration::from_secs(1),
+            latency: None,
+        }
+    }
+
+    #[test]
+    fn loss_ratio_and_forwarding_rate() {
+        let o = outcome(1.0, 1.0, 750, 250);
+        assert_eq!(o.loss_ratio(), 0.25);
+        assert_eq!(o.forwarding_rate(), LineFraction(0.75));
+        assert_eq!(outcome(1.0, 0.0, 0, 0).loss_ratio(), 0.0);
+    }
+
+    #[test]
+    fn tester_limited_threshold() {
+        assert!(!outcome(1.0, 0.995, 1, 0).is_tester_limited(0.01));
+        assert!(outcome(1.0, 0.98, 1, 0).is_tester_limited(0.01));
+    }
+
+    #[test]
+    fn line_fraction_pps_round_trip() {
+        let max = Pps(1_488_095.0);
+        let f = LineFraction::from_pps(Pps(744_047.5), max);
+        assert!((f.0 - 0.5).abs() < 1e-12);
+        assert!((f.to_pps(max).0 - 744_047.5).abs() < 1e-6);
+        assert_eq!(f.to_string(), "50.000 %");
+    }
+
+    #[test]
+    fn outcome_json_uses_seconds() {
+        let o = outcome(0.5, 0.5, 10, 0);
+        let j = serde_json::to_string(&o).unwrap();
+        assert!(j.contains("\"duration\":1.0"), "{j}");
+        let back: Outcome = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, o);
+    }
+}

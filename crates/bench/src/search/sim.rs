@@ -1,0 +1,153 @@
+//! Simulated DUTs with known limits, so that searches can be tested (and their cost counted in
+//! trial-seconds) without a network or a clock.
+//!
+//! The model: per trial the DUT forwards at most `capacity × line_pps × duration` frames plus
+//! what its `buffer_frames` absorb; everything above is lost. With `noise`, the capacity of each
+//! trial is drawn uniformly from `capacity × (1 ± noise)` by a seeded generator, so a test run is
+//! deterministic. A buffer makes short trials look better than long ones, which is exactly the
+//! trap MLRsearch's final full-length trials exist for. An optional tester ceiling caps the
+//! offered load, to exercise tester-limited detection.
+
+use wire::units::Nanos;
+
+use super::{LatencySummary, LineFraction, Outcome, TrialRequest};
+
+/// 64-byte frames at 1 Gb/s: 1,488,095 frames/s (DESIGN.md §1).
+pub const GIGABIT_64B_PPS: f64 = 1_488_095.0;
+
+/// A deterministic xorshift64* generator: enough for simulated noise, no dependency.
+#[derive(Debug, Clone)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator from `seed` (0 is replaced by a fixed non-zero value).
+    pub fn new(seed: u64) -> XorShift {
+        XorShift(if seed == 0 {
+            0x9e37_79b9_7f4a_7c15
+        } else {
+            seed
+        })
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in [-1, 1).
+    pub fn symmetric(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}
+
+/// A simulated device under test. See the module docs for the model.
+#[derive(Debug, Clone)]
+pub struct SimDut {
+    /// Forwarding capacity as a fraction of line rate.
+    pub capacity: LineFraction,
+    /// Line rate in frames per second (turns fractions into frame counts).
+    pub line_pps: f64,
+    /// Relative spread of the per-trial capacity.
+    pub noise: f64,
+    /// Frames the DUT can queue on top of its capacity per trial.
+    pub buffer_frames: u64,
+    /// The most the tester can offer.
+    pub tester_ceiling: Option<LineFraction>,
+    rng: XorShift,
+}
+
+impl SimDut {
+    /// A DUT that forwards exactly `capacity` and drops everything above it.
+    pub fn sharp(capacity: LineFraction) -> SimDut {
+        SimDut {
+            capacity,
+            line_pps: GIGABIT_64B_PPS,
+            noise: 0.0,
+            buffer_frames: 0,
+            tester_ceiling: None,
+            rng: XorShift::new(1),
+        }
+    }
+
+    /// A DUT whose capacity varies by ±`noise` (relative) from trial to trial.
+    pub fn noisy(capacity: LineFraction, noise: f64, seed: u64) -> SimDut {
+        SimDut {
+            noise,
+            rng: XorShift::new(seed),
+            ..SimDut::sharp(capacity)
+        }
+    }
+
+    /// Adds a queue of `frames` (short trials then lose less than long ones).
+    pub fn with_buffer(mut self, frames: u64) -> SimDut {
+        self.buffer_frames = frames;
+        self
+    }
+
+    /// Caps what the tester can offer.
+    pub fn with_tester_ceiling(mut self, ceiling: LineFraction) -> SimDut {
+        self.tester_ceiling = Some(ceiling);
+        self
+    }
+
+    /// The largest burst this DUT forwards without loss at line rate: during a burst of `n`
+    /// frames it forwards `n × capacity` and queues `buffer_frames`.
+    pub fn back_to_back_limit(&self) -> u64 {
+        if self.capacity.0 >= 1.0 {
+            u64::MAX
+        } else {
+            (self.buffer_frames as f64 / (1.0 - self.capacity.0)).floor() as u64
+        }
+    }
+
+    /// Runs one simulated trial.
+    pub fn trial(&mut self, request: &TrialRequest) -> Outcome {
+        let offered = match self.tester_ceiling {
+            Some(c) if c.0 < request.load.0 => c,
+            _ => request.load,
+        };
+        let capacity = self.capacity.0 * (1.0 + self.noise * self.rng.symmetric());
+        let (sent, can_forward) = match request.burst_frames {
+            Some(n) => {
+                let n_f = n as f64;
+                // Burst at `offered` of line rate: the DUT drains capacity/offered of it meanwhile.
+                let drained = if offered.0 > 0.0 {
+                    n_f * (capacity / offered.0).min(1.0)
+                } else {
+                    n_f
+                };
+                (n, drained.floor() as u64 + self.buffer_frames)
+            }
+            None => {
+                let secs = request.duration.as_secs_f64();
+                let sent = (offered.0 * self.line_pps * secs).round() as u64;
+                let cap = (capacity * self.line_pps * secs).floor() as u64 + self.buffer_frames;
+                (sent, cap)
+            }
+        };
+        let received = sent.min(can_forward);
+        let latency = request.latency.then(|| {
+            // Queueing grows with load; a fixed 10 µs pipeline otherwise.
+            let base = 10_000.0 * (1.0 + offered.0 / capacity.max(1e-9));
+            LatencySummary {
+                min: Nanos(10_000),
+                mean: Nanos(base as u64),
+                max: Nanos((base * 3.0) as u64),
+                samples: received,
+            }
+        });
+        Outcome {
+            intended: request.load,
+            offered,
+            received,
+            lost: sent - received,
+            duration: request.duration,
+            latency,
+        }
+    }
+}
