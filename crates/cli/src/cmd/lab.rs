@@ -1,10 +1,263 @@
-//! `wirerate lab …`: bring the built-in namespace lab up and down (being written).
+//! `wirerate lab …`: bring the built-in namespace lab up and down, switch the DUT's profile,
+//! run commands in its nodes. All the work is in the `lab` crate; this is parsing and display.
+
+use clap::{Args, Subcommand};
+use lab::{Lab, LabConfig, LabError, Node, PortId, Profile, Topology};
 
 use crate::error::{CliError, CliResult};
 
-#[derive(Debug, clap::Args)]
-pub struct LabArgs {}
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    wirerate lab up --profile filter-stateful-100\n  \
+    wirerate lab exec a -- ping -c1 203.0.113.2\n  \
+    wirerate lab profile napt\n  \
+    wirerate lab down")]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
 
-pub fn run(_args: LabArgs) -> CliResult {
-    Err(CliError::Failed("lab: not implemented yet".into()))
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Create the lab (namespaces wr-NAME-a, wr-NAME-dut, wr-NAME-b joined by veths).
+    ///
+    /// Running it again on a lab that is up only applies --profile. A lab left half-built by a
+    /// crash is rebuilt.
+    Up {
+        /// forward: A — DUT — B, the DUT routes; endpoint: A — DUT, the DUT is the endpoint;
+        /// direct: A — B, no DUT (measures the tester itself).
+        #[arg(long, default_value = "forward", value_parser = parse_topology)]
+        topology: Topology,
+        /// DUT profile to apply (see `wirerate lab profiles`); default forward.
+        #[arg(long)]
+        profile: Option<String>,
+        /// Lab name, so several labs can run side by side.
+        #[arg(long, default_value = lab::DEFAULT_NAME)]
+        name: String,
+    },
+    /// Remove a lab. Without --name, remove EVERY wr- namespace on the host (crash recovery).
+    Down {
+        /// Remove only this lab.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Show the labs on this host: topology, profile, ports and addresses, CPU isolation.
+    Status {
+        /// Show only this lab.
+        #[arg(long)]
+        name: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command inside a node (a, b or dut), pinned to the tester CPUs (a, b) or the
+    /// DUT's CPU (dut). Exits with the command's exit status.
+    Exec {
+        /// a, b or dut.
+        node: String,
+        /// The command and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+        #[arg(long, default_value = lab::DEFAULT_NAME)]
+        name: String,
+    },
+    /// Switch the DUT to another profile without tearing the lab down (atomic).
+    Profile {
+        /// Profile name, e.g. forward, filter-stateless-10000, napt, mss-clamp-1200.
+        profile: String,
+        #[arg(long, default_value = lab::DEFAULT_NAME)]
+        name: String,
+    },
+    /// List the DUT profiles, what each does, and whether this kernel supports it.
+    Profiles {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a stats snapshot of the lab as JSON (nft counters, conntrack, interfaces,
+    /// softnet, DUT CPU time).
+    Stats {
+        #[arg(long, default_value = lab::DEFAULT_NAME)]
+        name: String,
+    },
+}
+
+fn parse_topology(s: &str) -> Result<Topology, String> {
+    s.parse::<Topology>().map_err(|e| e.to_string())
+}
+
+fn cli_err(e: LabError) -> CliError {
+    if e.is_usage() {
+        CliError::Usage(e.to_string())
+    } else {
+        CliError::Failed(e.to_string())
+    }
+}
+
+fn json<T: serde::Serialize>(v: &T) -> CliResult {
+    let s = serde_json::to_string_pretty(v)
+        .map_err(|e| CliError::Failed(format!("serialising JSON: {e}")))?;
+    println!("{s}");
+    Ok(())
+}
+
+pub fn run(args: LabArgs) -> CliResult {
+    match args.command {
+        LabCommand::Up {
+            topology,
+            profile,
+            name,
+        } => up(&name, topology, profile.as_deref()),
+        LabCommand::Down { name } => {
+            let removed = match name {
+                Some(n) => lab::down(&n),
+                None => lab::down_all(),
+            }
+            .map_err(cli_err)?;
+            if removed.is_empty() {
+                println!("nothing to remove");
+            } else {
+                println!("removed {}", removed.join(" "));
+            }
+            Ok(())
+        }
+        LabCommand::Status { name, json: j } => status(name.as_deref(), j),
+        LabCommand::Exec {
+            node,
+            command,
+            name,
+        } => exec(&name, &node, &command),
+        LabCommand::Profile { profile, name } => {
+            let p = Profile::parse(&profile).map_err(cli_err)?;
+            let lab = Lab::attach(&name).map_err(cli_err)?;
+            let t0 = std::time::Instant::now();
+            lab.apply_profile(&p).map_err(cli_err)?;
+            println!(
+                "lab {name}: profile {p} applied in {:.2} s",
+                t0.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        LabCommand::Profiles { json: j } => {
+            let cat = lab::catalogue();
+            if j {
+                return json(&cat);
+            }
+            let w = cat.iter().map(|c| c.name.len()).max().unwrap_or(0);
+            for c in &cat {
+                println!("{:w$}  {}", c.name, c.description);
+                println!("{:w$}  -> {}", "", c.support);
+            }
+            Ok(())
+        }
+        LabCommand::Stats { name } => {
+            let lab = Lab::attach(&name).map_err(cli_err)?;
+            json(&lab.snapshot().map_err(cli_err)?)
+        }
+    }
+}
+
+fn up(name: &str, topology: Topology, profile: Option<&str>) -> CliResult {
+    let profile = profile.map(Profile::parse).transpose().map_err(cli_err)?;
+    lab::install_interrupt_handler();
+    let t0 = std::time::Instant::now();
+    let lab = Lab::up(&LabConfig {
+        name: name.to_string(),
+        topology,
+        profile,
+    })
+    .map_err(cli_err)?;
+    let p = lab.profile().map_err(cli_err)?;
+    println!(
+        "lab {name} up in {:.2} s: topology {topology}{}",
+        t0.elapsed().as_secs_f64(),
+        p.map(|p| format!(", profile {p}")).unwrap_or_default()
+    );
+    print_ports(&lab)?;
+    Ok(())
+}
+
+fn print_ports(lab: &Lab) -> CliResult {
+    for port in [PortId::A, PortId::B] {
+        if !lab.topology().has(port.node()) {
+            continue;
+        }
+        let p = lab.port(port).map_err(cli_err)?;
+        println!(
+            "  port {:?}: {}/{} {} {}/{} {}/{} -> {} {}{}",
+            port,
+            p.netns,
+            p.ifname,
+            p.mac,
+            p.ipv4,
+            p.ipv4_prefix,
+            p.ipv6,
+            p.ipv6_prefix,
+            p.peer.node,
+            p.peer.ifname,
+            p.target_v4
+                .map(|t| format!(", traffic to {t} / {}", p.target_v6.unwrap()))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+fn status(name: Option<&str>, as_json: bool) -> CliResult {
+    let mut inv = lab::inventory().map_err(cli_err)?;
+    if let Some(n) = name {
+        inv.labs.retain(|l| l.name == n);
+    }
+    if as_json {
+        return json(&inv);
+    }
+    match inv.dut_cpu {
+        Some(c) => println!(
+            "CPU isolation: DUT on CPU {c}, tester on CPUs {:?}",
+            inv.tester_cpus
+        ),
+        None => println!("CPU isolation: off (one CPU)"),
+    }
+    if inv.labs.is_empty() {
+        println!("no lab is up");
+    }
+    for l in &inv.labs {
+        let topo = l.topology.map(|t| t.to_string()).unwrap_or("?".into());
+        let state = if l.ready {
+            "up"
+        } else {
+            "INCOMPLETE (run `lab down` or `lab up`)"
+        };
+        println!(
+            "lab {}: {state}, topology {topo}, profile {}",
+            l.name,
+            l.profile.as_deref().unwrap_or("-")
+        );
+        println!("  namespaces: {}", l.namespaces.join(" "));
+        if l.ready {
+            if let Ok(lab) = Lab::attach(&l.name) {
+                print_ports(&lab)?;
+            }
+        }
+    }
+    if !inv.other_namespaces.is_empty() {
+        println!(
+            "other wr- namespaces (removed by `lab down`): {}",
+            inv.other_namespaces.join(" ")
+        );
+    }
+    Ok(())
+}
+
+fn exec(name: &str, node: &str, command: &[String]) -> CliResult {
+    let node: Node = node.parse().map_err(cli_err)?;
+    let lab = Lab::attach(name).map_err(cli_err)?;
+    let argv: Vec<&str> = command.iter().map(String::as_str).collect();
+    let status = lab
+        .command(node, &argv)
+        .map_err(cli_err)?
+        .status()
+        .map_err(|e| CliError::Failed(format!("running `{}`: {e}", argv.join(" "))))?;
+    // Like `ip netns exec`: the command's own exit status is the answer.
+    std::process::exit(status.code().unwrap_or(1));
 }
