@@ -163,11 +163,14 @@ pub fn status(name: &str) -> Result<Option<LabStatus>> {
         .iter()
         .filter_map(|ns| topology::parse_netns_name(ns).map(|(_, n)| n))
         .collect();
-    let topology = Topology::from_nodes(&nodes);
-    let ready = topology.is_some_and(|t| {
+    let guess = Topology::from_nodes(&nodes);
+    let ready = guess.is_some_and(|t| {
         alias(&topology::netns_name(name, Node::A), "wr-a").as_deref()
             == Some(ready_marker(name, t).as_str())
     });
+    // Without the ready marker the namespaces present say nothing reliable about the
+    // topology (a killed `forward` build with A and DUT looks like `endpoint`).
+    let topology = if ready { guess } else { None };
     let profile = if ready && nodes.contains(&Node::Dut) {
         alias(&topology::netns_name(name, Node::Dut), "wr-dut-a")
             .and_then(|a| a.strip_prefix("wirerate profile=").map(str::to_string))

@@ -1,0 +1,302 @@
+//! `wirerate lab …` end to end: the built binary on real namespaces (root only; otherwise each
+//! test prints `SKIP: <reason>`). Every test uses its own lab name, so they run in parallel.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wirerate");
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+fn have(tool: &str) -> bool {
+    ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        .iter()
+        .any(|d| Path::new(d).join(tool).exists())
+}
+
+macro_rules! require_root {
+    ($($tool:expr),*) => {
+        if !is_root() {
+            println!("SKIP: needs root (network namespaces)");
+            return;
+        }
+        for t in ["ip", "nft" $(, $tool)*] {
+            if !have(t) {
+                println!("SKIP: `{t}` not installed");
+                return;
+            }
+        }
+    };
+}
+
+/// Run wirerate with a deadline.
+fn wr(args: &[&str]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("`wirerate {}` exceeded 60 s", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = wr(args);
+    assert!(
+        o.status.success(),
+        "`wirerate {}`: {}{}",
+        args.join(" "),
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// Removes the lab when the test ends, however it ends.
+struct Guard(&'static str);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = wr(&["lab", "down", "--name", self.0]);
+    }
+}
+
+fn namespaces_of(name: &str) -> Vec<String> {
+    ["a", "dut", "b"]
+        .iter()
+        .map(|n| format!("wr-{name}-{n}"))
+        .filter(|ns| Path::new("/run/netns").join(ns).exists())
+        .collect()
+}
+
+fn lab_json(name: &str) -> Option<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(&ok(&["lab", "status", "--json"])).unwrap();
+    v["labs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == name)
+        .cloned()
+}
+
+#[test]
+fn lifecycle_up_status_exec_profile_down() {
+    require_root!("ping");
+    let _g = Guard("cli-life");
+    let out = ok(&[
+        "lab",
+        "up",
+        "--name",
+        "cli-life",
+        "--profile",
+        "filter-stateful-10",
+    ]);
+    assert!(out.contains("profile filter-stateful-10"), "{out}");
+    // Idempotent.
+    ok(&["lab", "up", "--name", "cli-life"]);
+    let l = lab_json("cli-life").unwrap();
+    assert_eq!(l["ready"], true);
+    assert_eq!(l["topology"], "forward");
+    assert_eq!(l["profile"], "filter-stateful-10");
+
+    let human = ok(&["lab", "status", "--name", "cli-life"]);
+    assert!(
+        human.contains("lab cli-life: up") && human.contains("203.0.113.2"),
+        "{human}"
+    );
+
+    ok(&[
+        "lab",
+        "exec",
+        "--name",
+        "cli-life",
+        "a",
+        "--",
+        "ping",
+        "-c1",
+        "-W2",
+        "203.0.113.2",
+    ]);
+    ok(&[
+        "lab",
+        "exec",
+        "--name",
+        "cli-life",
+        "a",
+        "--",
+        "ping",
+        "-c1",
+        "-W2",
+        "2001:db8:b::2",
+    ]);
+    // The command's exit status is passed through.
+    let o = wr(&[
+        "lab", "exec", "--name", "cli-life", "b", "--", "sh", "-c", "exit 7",
+    ]);
+    assert_eq!(o.status.code(), Some(7));
+
+    let out = ok(&["lab", "profile", "--name", "cli-life", "napt"]);
+    assert!(out.contains("profile napt applied"), "{out}");
+    assert_eq!(lab_json("cli-life").unwrap()["profile"], "napt");
+
+    let stats: serde_json::Value =
+        serde_json::from_str(&ok(&["lab", "stats", "--name", "cli-life"])).unwrap();
+    assert!(stats["interfaces"].as_array().unwrap().len() >= 4);
+
+    let out = ok(&["lab", "down", "--name", "cli-life"]);
+    assert!(out.contains("wr-cli-life-dut"), "{out}");
+    assert!(namespaces_of("cli-life").is_empty());
+    assert!(lab_json("cli-life").is_none());
+}
+
+/// Exit status 2 and exactly one line on stderr.
+fn assert_usage_error(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with("wirerate: ") && err.contains(needle),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_profile_is_a_one_line_usage_error() {
+    // Parsing happens before any privilege is needed: runs as any user.
+    let o = wr(&[
+        "lab",
+        "up",
+        "--name",
+        "cli-unknown",
+        "--profile",
+        "filter-fancy-3",
+    ]);
+    assert_usage_error(
+        &o,
+        "unknown profile `filter-fancy-3`; valid profiles: forward",
+    );
+    let o = wr(&["lab", "profile", "--name", "cli-unknown", "mss-clamp-0"]);
+    assert_usage_error(&o, "invalid profile");
+}
+
+#[test]
+fn unsupported_profile_is_a_one_line_usage_error() {
+    require_root!();
+    let listing = ok(&["lab", "profiles"]);
+    println!("{listing}");
+    if !listing.contains("unsupported on this kernel") {
+        println!("SKIP: this kernel supports every profile (flowtable present)");
+        return;
+    }
+    let o = wr(&["lab", "up", "--name", "cli-unsup", "--profile", "fastpath"]);
+    assert_usage_error(&o, "unsupported on this kernel: nftables flowtable");
+    assert!(namespaces_of("cli-unsup").is_empty(), "nothing built");
+}
+
+#[test]
+fn not_root_is_a_clear_usage_error() {
+    if !is_root() {
+        let o = wr(&["lab", "up", "--name", "cli-noroot"]);
+        assert_usage_error(&o, "needs root");
+        return;
+    }
+    if !have("setpriv") {
+        println!("SKIP: setpriv not installed (needed to drop root)");
+        return;
+    }
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(["lab", "up", "--name", "cli-noroot"])
+        .output()
+        .unwrap();
+    if stderr(&o).contains("Permission denied") {
+        println!("SKIP: the test binary is not readable by nobody");
+        return;
+    }
+    assert_usage_error(&o, "the lab needs root");
+}
+
+#[test]
+fn sigkill_during_up_then_down_leaves_a_clean_host() {
+    require_root!();
+    let name = "cli-kill";
+    let _g = Guard(name);
+    let mut child = Command::new(BIN)
+        .args([
+            "lab",
+            "up",
+            "--name",
+            name,
+            "--profile",
+            "filter-stateless-2000",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it mid-build: as soon as the DUT namespace exists (veths, addresses, the profile
+    // and the ready marker are still to come).
+    let dut = Path::new("/run/netns").join(format!("wr-{name}-dut"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dut.exists() {
+        assert!(Instant::now() < deadline, "lab up never created the DUT");
+        assert!(child.try_wait().unwrap().is_none(), "lab up ended early");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    let left = namespaces_of(name);
+    println!("left after SIGKILL: {left:?}");
+    assert!(
+        !left.is_empty(),
+        "the kill should have left something to clean"
+    );
+    let st = lab_json(name).unwrap();
+    println!("status after SIGKILL: {st}");
+
+    let out = ok(&["lab", "down", "--name", name]);
+    println!("{out}");
+    assert!(namespaces_of(name).is_empty(), "{:?}", namespaces_of(name));
+    // Nothing was ever created in the host's namespace.
+    let host = Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .unwrap();
+    for l in stdout(&host).lines() {
+        let ifname = l.split(": ").nth(1).unwrap_or("");
+        let ifname = ifname.split('@').next().unwrap_or("");
+        assert!(
+            !["wr-a", "wr-b", "wr-dut-a", "wr-dut-b"].contains(&ifname),
+            "host has {ifname}"
+        );
+    }
+    // And `up` after the crash works.
+    ok(&["lab", "up", "--name", name]);
+    assert_eq!(lab_json(name).unwrap()["ready"], true);
+}
