@@ -1,1 +1,1 @@
-//! (being written)
+//! Measuring the tester itself (being written).

@@ -31,6 +31,28 @@ fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
 }
 
+/// Whether the outermost network header of `frame` is IPv6 (which neighbour protocol resolves
+/// its next hop: ND rather than ARP).
+pub fn outer_is_ipv6(frame: &[u8]) -> bool {
+    let mut ethertype = be16(frame, 12).unwrap_or(0);
+    let mut at = ETH_HLEN;
+    while matches!(ethertype, 0x8100 | 0x88a8 | 0x9100) {
+        ethertype = be16(frame, at + 2).unwrap_or(0);
+        at += 4;
+    }
+    match ethertype {
+        0x86dd => true,
+        0x8864 => be16(frame, at + 6) == Some(0x0057),
+        0x8847 | 0x8848 => {
+            while frame.get(at + 2).is_some_and(|b| b & 1 == 0) {
+                at += 4;
+            }
+            frame.get(at + 4).is_some_and(|b| b >> 4 == 6)
+        }
+        _ => false,
+    }
+}
+
 /// Walks `frame` (starting at the Ethernet header) to its UDP header. `None` when the frame is
 /// not UDP over IP, is a non-first fragment, or is truncated.
 pub fn udp_layout(frame: &[u8]) -> Option<Layout> {

@@ -400,7 +400,7 @@ impl Mapping {
 
     /// The 32-bit word at `off`, as an atomic (ring status words are shared with the kernel).
     fn status(&self, off: usize) -> &AtomicU32 {
-        assert!(off + 4 <= self.len && off % 4 == 0);
+        assert!(off + 4 <= self.len && off.is_multiple_of(4));
         // SAFETY: in bounds and 4-aligned (mmap is page-aligned, `off` is a multiple of 4);
         // the kernel only ever accesses it as a u32.
         unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU32) }
@@ -524,6 +524,18 @@ impl TxRing {
         self.map
             .status(base + v2::STATUS)
             .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+    }
+
+    /// Whether slot `i` is ours to write (neither requested nor in flight).
+    pub fn is_available(&self, i: usize) -> bool {
+        self.status(i) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING | TP_STATUS_WRONG_FORMAT) == 0
+    }
+
+    /// Takes slot `i` back (after a malformed frame, or a request never flushed).
+    pub fn reset(&mut self, i: usize) {
+        self.map
+            .status(i * self.frame_size + v2::STATUS)
+            .store(TP_STATUS_AVAILABLE, Ordering::Release);
     }
 
     /// Asks the kernel to send all requested slots, without blocking. Returns the bytes the
