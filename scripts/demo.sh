@@ -17,12 +17,27 @@ echo; echo "== Ten 64-byte PPPoE test frames, written to $out/pppoe.pcap and dec
 $W craft --encap pppoe --size 64 --count 10 --pppoe-session 0x1234 -o "$out/pppoe.pcap"
 tshark -r "$out/pppoe.pcap" 2>/dev/null | head -3
 
-if $W lab --help >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
-  echo; echo "== The built-in lab: tester A — Linux DUT — tester B"
-  trap '$W lab down --name demo >/dev/null 2>&1 || true' EXIT
-  $W lab up --name demo --topology forward --profile forward
-  $W lab status --name demo
-  $W lab exec --name demo a -- ping -c 3 -i 0.2 203.0.113.2 || true
-  $W lab down --name demo
-  trap - EXIT
-fi
+echo; echo "== The built-in lab: tester A — Linux kernel DUT (own CPU) — tester B"
+$W lab profiles
+trap '$W lab down --name demo >/dev/null 2>&1 || true' EXIT
+$W lab up --name demo --topology forward --profile forward
+$W lab exec --name demo a -- ping -c 3 -i 0.2 203.0.113.2
+$W lab exec --name demo a -- ping -c 3 -i 0.2 2001:db8:b::2
+
+echo; echo "== TCP through the DUT with iperf3 (2 s), then the same with 100 stateful firewall rules"
+for profile in forward filter-stateful-100; do
+  $W lab profile --name demo "$profile"
+  $W lab exec --name demo b -- iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+  server=$!
+  # Wait for the server's port instead of sleeping a fixed time.
+  for _ in $(seq 50); do
+    $W lab exec --name demo b -- ss -ltn 2>/dev/null | grep -q ':5201 ' && break
+    sleep 0.1
+  done
+  $W lab exec --name demo a -- iperf3 -c 203.0.113.2 -p 5201 -t 2 | grep -E 'sender|receiver' | sed "s/^/$profile: /"
+  wait "$server" || true
+done
+$W lab stats --name demo | head -c 600; echo " …"
+
+$W lab down --name demo
+trap - EXIT

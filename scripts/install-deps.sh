@@ -6,6 +6,7 @@ set -euo pipefail
 # package -> a command (or file) that proves it is installed
 declare -A PROBE=(
   [iproute2]=/usr/sbin/ip
+  [iputils-ping]=/usr/bin/ping
   [nftables]=/usr/sbin/nft
   [iptables]=/usr/sbin/iptables
   [conntrack]=/usr/sbin/conntrack
