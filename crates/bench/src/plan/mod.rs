@@ -1,1 +1,627 @@
-//! (being written)
+//! The plan file: what to test, on what, and how — and its expansion into [`Case`]s.
+//!
+//! A plan is TOML (see `tests/fixtures/lab-demo.toml` and docs/methodology.md). It is checked
+//! completely before any traffic is sent: every error names the file, line and key
+//! ([`PlanError`]), unknown keys are rejected with a "did you mean" hint, and all errors are
+//! reported at once. The plan's `[[matrix]]` blocks expand into cases whose ids are derived from
+//! their dimensions, not their position, so `--resume` still recognises finished cases after the
+//! plan is reordered.
+
+use core::time::Duration;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use wire::encap::IpVersion;
+use wire::units::BitsPerSec;
+
+use crate::hooks::{Exec, ProfileHooks};
+use crate::search::{
+    self, BackToBack, BackToBackConfig, BinaryConfig, BinarySearch, LineFraction, LossCurve,
+    LossCurveConfig, MultiGoalConfig, MultiGoalSearch, Search,
+};
+
+mod parse;
+mod source;
+
+pub use source::{did_you_mean, line_col, PlanError, PlanErrors};
+
+/// Where the tester's ports are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Topology {
+    /// A namespace lab created by wirerate (`wr-<name>-*`).
+    Lab {
+        /// Lab topology: `forward`, `endpoint` or `direct`.
+        topology: String,
+        /// Lab name (namespaces `wr-<name>-a`, `-dut`, `-b`).
+        name: String,
+        /// Reference link speed for line-rate arithmetic (veths have none of their own).
+        speed: BitsPerSec,
+    },
+    /// Real interfaces, listed in `[ports]`.
+    Interfaces,
+}
+
+/// One tester attachment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Port {
+    /// Name used in the plan and the results.
+    pub name: String,
+    /// Interface name.
+    pub interface: String,
+    /// Network namespace the interface lives in, if any.
+    pub namespace: Option<String>,
+    /// Link speed.
+    pub speed: Option<BitsPerSec>,
+}
+
+/// Whether the DUT is a lab namespace or a real device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DutKind {
+    /// The lab's DUT namespace, configured with the lab's profiles.
+    Lab,
+    /// A real device configured by the profile's hooks.
+    Device,
+}
+
+/// One DUT configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Profile name (a dimension value of every case).
+    pub name: String,
+    /// For lab DUTs: the lab profile to apply (e.g. `filter-stateful-100`).
+    pub lab: Option<String>,
+    /// Hook commands.
+    pub hooks: ProfileHooks,
+}
+
+/// The device under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dut {
+    /// Lab or device.
+    pub kind: DutKind,
+    /// Where hooks run.
+    pub exec: Exec,
+    /// Profiles in plan order.
+    pub profiles: Vec<Profile>,
+}
+
+/// Run-wide settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// How often every case is repeated.
+    pub repetitions: u32,
+    /// Length of a full trial.
+    #[serde(with = "crate::secs")]
+    pub trial_duration: Duration,
+    /// Pause between trials (queues drain, counters settle).
+    #[serde(with = "crate::secs")]
+    pub settle: Duration,
+    /// Pause after a profile's setup hooks.
+    #[serde(with = "crate::secs")]
+    pub profile_settle: Duration,
+    /// Lowest load searches measure.
+    pub min_load: LineFraction,
+    /// Highest load (lower it to the tester's calibrated ceiling).
+    pub max_load: LineFraction,
+    /// Tester-limited threshold (ratio).
+    pub tester_tolerance: f64,
+}
+
+/// A methodology a case can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Methodology {
+    /// RFC 2544 §26.1 binary search.
+    Rfc2544Throughput,
+    /// Multi-goal loss-ratio search (MLRsearch-style).
+    MultiGoal,
+    /// RFC 2544 §26.2 latency at the throughput found.
+    Rfc2544Latency,
+    /// RFC 2544 §26.3 frame-loss-rate curve.
+    Rfc2544LossCurve,
+    /// RFC 2544 §26.4 back-to-back frames.
+    Rfc2544BackToBack,
+    /// One iperf3 run per repetition (TCP, or UDP at a fixed bit rate).
+    Iperf3,
+}
+
+impl Methodology {
+    /// Every methodology with its plan name.
+    pub const ALL: [(&'static str, Methodology); 6] = [
+        ("rfc2544-throughput", Methodology::Rfc2544Throughput),
+        ("multi-goal", Methodology::MultiGoal),
+        ("rfc2544-latency", Methodology::Rfc2544Latency),
+        ("rfc2544-loss-curve", Methodology::Rfc2544LossCurve),
+        ("rfc2544-back-to-back", Methodology::Rfc2544BackToBack),
+        ("iperf3", Methodology::Iperf3),
+    ];
+
+    /// The plan name.
+    pub fn name(self) -> &'static str {
+        Methodology::ALL
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// Whether it needs the packet engine (UDP test frames with signatures).
+    pub fn needs_engine(self) -> bool {
+        self != Methodology::Iperf3
+    }
+}
+
+/// Per-methodology settings from `[methodology.*]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MethodologySettings {
+    /// RFC 2544 throughput: tolerated loss ratio.
+    pub loss_tolerance: f64,
+    /// RFC 2544 throughput: relative resolution.
+    pub resolution: f64,
+    /// Multi-goal: loss-ratio goals.
+    pub goals: Vec<f64>,
+    /// Multi-goal: final relative width.
+    pub width: f64,
+    /// Multi-goal: first-phase trial duration.
+    #[serde(with = "crate::secs")]
+    pub initial_duration: Duration,
+    /// Latency: trials.
+    pub latency_trials: u32,
+    /// Latency: trial duration.
+    #[serde(with = "crate::secs")]
+    pub latency_duration: Duration,
+    /// Loss curve: step.
+    pub loss_curve_step: f64,
+    /// Back-to-back: repetitions of the burst search.
+    pub b2b_repetitions: u32,
+    /// Back-to-back: resolution in frames.
+    pub b2b_resolution_frames: u64,
+    /// Back-to-back: trial window (and the longest burst, at line rate).
+    #[serde(with = "crate::secs")]
+    pub b2b_duration: Duration,
+    /// iperf3: `-R`.
+    pub iperf3_reverse: bool,
+    /// iperf3: `--bidir`.
+    pub iperf3_bidir: bool,
+    /// iperf3: `-O` seconds to omit (TCP slow start).
+    #[serde(with = "crate::secs")]
+    pub iperf3_omit: Duration,
+    /// iperf3 UDP target bit rate (`-b`).
+    pub iperf3_udp_bitrate: Option<BitsPerSec>,
+}
+
+impl Default for MethodologySettings {
+    fn default() -> Self {
+        MethodologySettings {
+            loss_tolerance: 0.0,
+            resolution: 0.005,
+            goals: vec![0.0, 0.005],
+            width: 0.005,
+            initial_duration: Duration::from_secs(1),
+            latency_trials: 20,
+            latency_duration: Duration::from_secs(120),
+            loss_curve_step: 0.1,
+            b2b_repetitions: 50,
+            b2b_resolution_frames: 1,
+            b2b_duration: Duration::from_secs(2),
+            iperf3_reverse: false,
+            iperf3_bidir: false,
+            iperf3_omit: Duration::ZERO,
+            iperf3_udp_bitrate: None,
+        }
+    }
+}
+
+/// L4 protocol of a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// TCP (iperf3).
+    Tcp,
+    /// UDP (packet engine or iperf3).
+    Udp,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        })
+    }
+}
+
+/// One `[[matrix]]` block: a cartesian product of dimensions and the methodologies to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Matrix {
+    /// Optional label.
+    pub name: Option<String>,
+    /// Line of the block in the plan (for errors found during expansion).
+    pub line: usize,
+    /// Protocols.
+    pub protocol: Vec<Protocol>,
+    /// IP versions.
+    pub ip: Vec<IpVersion>,
+    /// UDP frame sizes (reference frame, with FCS).
+    pub frame_size: Vec<u32>,
+    /// TCP parallel sessions.
+    pub sessions: Vec<u32>,
+    /// TCP MSS values (`-M`); empty = iperf3's default.
+    pub mss: Vec<u32>,
+    /// Profiles (all when the plan omits the key).
+    pub profile: Vec<String>,
+    /// User-defined dimensions, handed to hooks as `WR_<NAME>` variables.
+    pub vars: Vec<(String, Vec<String>)>,
+    /// Methodologies per case.
+    pub methodologies: Vec<Methodology>,
+}
+
+/// A parsed and checked plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The file the plan was read from (for error messages).
+    pub file: String,
+    /// Plan name.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Lab or real interfaces.
+    pub topology: Topology,
+    /// Tester ports (required for real interfaces).
+    pub ports: Vec<Port>,
+    /// The DUT.
+    pub dut: Dut,
+    /// Run-wide settings.
+    pub run: RunSettings,
+    /// Methodology settings.
+    pub methodology: MethodologySettings,
+    /// Matrix blocks.
+    pub matrices: Vec<Matrix>,
+}
+
+/// One point of the matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Case {
+    /// Stable id derived from the dimensions, e.g. `napt/udp4/64B`.
+    pub id: String,
+    /// DUT profile.
+    pub profile: String,
+    /// Protocol.
+    pub protocol: Protocol,
+    /// IP version.
+    pub ip: IpVersion,
+    /// UDP frame size.
+    pub frame_size: Option<u32>,
+    /// TCP sessions.
+    pub sessions: Option<u32>,
+    /// TCP MSS.
+    pub mss: Option<u32>,
+    /// User dimensions (name, value).
+    pub vars: Vec<(String, String)>,
+    /// Methodologies, in run order.
+    pub methodologies: Vec<Methodology>,
+}
+
+fn ip_number(ip: IpVersion) -> u8 {
+    match ip {
+        IpVersion::V4 => 4,
+        IpVersion::V6 => 6,
+    }
+}
+
+impl Case {
+    /// Variables for hook commands: `WR_CASE`, `WR_PROFILE`, `WR_PROTOCOL`, `WR_IP`,
+    /// `WR_FRAME_SIZE`, `WR_SESSIONS`, `WR_MSS` (when set) and `WR_<NAME>` per user dimension.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut v = vec![
+            ("WR_CASE".to_string(), self.id.clone()),
+            ("WR_PROFILE".to_string(), self.profile.clone()),
+            ("WR_PROTOCOL".to_string(), self.protocol.to_string()),
+            ("WR_IP".to_string(), ip_number(self.ip).to_string()),
+        ];
+        let opt = |k: &str, x: Option<u32>| x.map(|x| (k.to_string(), x.to_string()));
+        v.extend(opt("WR_FRAME_SIZE", self.frame_size));
+        v.extend(opt("WR_SESSIONS", self.sessions));
+        v.extend(opt("WR_MSS", self.mss));
+        for (k, val) in &self.vars {
+            v.push((env_name(k), val.clone()));
+        }
+        v
+    }
+}
+
+/// `fast-path` → `WR_FAST_PATH`.
+pub fn env_name(var: &str) -> String {
+    format!("WR_{}", var.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// Predicted cost of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Cases.
+    pub cases: usize,
+    /// Trials over all cases and repetitions.
+    pub trials: u64,
+    /// Profile switches (setup + settle).
+    pub profile_switches: usize,
+    /// Seconds of trials, settles and profile settles.
+    pub seconds: f64,
+}
+
+/// The DUT a plan's time estimate assumes: it forwards half of line rate.
+pub const ESTIMATE_CAPACITY: LineFraction = LineFraction(0.5);
+
+impl Plan {
+    /// Parses and checks plan `text`; `file` is used in error messages.
+    pub fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
+        let plan = parse::parse(text, file)?;
+        // Expansion problems (duplicate cases) are plan errors too.
+        plan.cases()?;
+        Ok(plan)
+    }
+
+    /// Reads and checks the plan at `path`.
+    pub fn load(path: &Path) -> Result<Plan, PlanErrors> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            PlanErrors(vec![PlanError {
+                file: file.clone(),
+                line: 0,
+                column: 0,
+                key: String::new(),
+                message: format!("cannot read the plan: {e}"),
+                hint: None,
+            }])
+        })?;
+        Plan::parse(&text, &file)
+    }
+
+    /// Expands the matrix blocks into cases, ordered by profile (plan order) so each profile's
+    /// setup runs once, then by block. Two blocks producing the same case is an error.
+    pub fn cases(&self) -> Result<Vec<Case>, PlanErrors> {
+        let mut cases: Vec<(usize, Case, usize)> = Vec::new();
+        let profile_index = |p: &str| self.dut.profiles.iter().position(|x| x.name == p);
+        for m in &self.matrices {
+            for profile in &m.profile {
+                for &protocol in &m.protocol {
+                    for &ip in &m.ip {
+                        let (sizes, sessions, mss): (Dim, Dim, Dim) = match protocol {
+                            Protocol::Udp => (
+                                m.frame_size.iter().copied().map(Some).collect(),
+                                vec![None],
+                                vec![None],
+                            ),
+                            Protocol::Tcp => (
+                                vec![None],
+                                m.sessions.iter().copied().map(Some).collect(),
+                                if m.mss.is_empty() {
+                                    vec![None]
+                                } else {
+                                    m.mss.iter().copied().map(Some).collect()
+                                },
+                            ),
+                        };
+                        for &frame_size in &sizes {
+                            for &s in &sessions {
+                                for &ms in &mss {
+                                    for vars in var_product(&m.vars) {
+                                        let methodologies = m
+                                            .methodologies
+                                            .iter()
+                                            .copied()
+                                            .filter(|x| {
+                                                protocol == Protocol::Udp || !x.needs_engine()
+                                            })
+                                            .collect();
+                                        let mut case = Case {
+                                            id: String::new(),
+                                            profile: profile.clone(),
+                                            protocol,
+                                            ip,
+                                            frame_size,
+                                            sessions: s,
+                                            mss: ms,
+                                            vars,
+                                            methodologies,
+                                        };
+                                        case.id = case_id(&case);
+                                        let order = profile_index(profile).unwrap_or(usize::MAX);
+                                        cases.push((order, case, m.line));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        cases.sort_by_key(|(order, _, _)| *order);
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        let mut errors = Vec::new();
+        for (_, case, line) in &cases {
+            if let Some(first) = seen.insert(case.id.clone(), *line) {
+                errors.push(PlanError {
+                    file: self.file.clone(),
+                    line: *line,
+                    column: 1,
+                    key: "matrix".into(),
+                    message: format!(
+                        "case `{}` is also produced by the [[matrix]] block at line {first}",
+                        case.id
+                    ),
+                    hint: Some("merge the blocks or give them different dimensions".into()),
+                });
+            }
+        }
+        if errors.is_empty() {
+            Ok(cases.into_iter().map(|(_, c, _)| c).collect())
+        } else {
+            Err(PlanErrors(errors))
+        }
+    }
+
+    /// The search for `methodology` in `case`, or `None` for iperf3 (no search: one run per
+    /// repetition) and latency (it needs the throughput first: [`search::LatencySearch::at_throughput`]).
+    pub fn search(&self, case: &Case, methodology: Methodology) -> Option<Box<dyn Search>> {
+        let r = &self.run;
+        let m = &self.methodology;
+        let built: Result<Box<dyn Search>, search::InvalidConfig> = match methodology {
+            Methodology::Rfc2544Throughput => BinarySearch::new(BinaryConfig {
+                loss_tolerance: m.loss_tolerance,
+                resolution: m.resolution,
+                min_load: r.min_load,
+                max_load: r.max_load,
+                duration: r.trial_duration,
+                tester_tolerance: r.tester_tolerance,
+            })
+            .map(|s| Box::new(s) as Box<dyn Search>),
+            Methodology::MultiGoal => MultiGoalSearch::new(MultiGoalConfig {
+                goals: m.goals.clone(),
+                min_load: r.min_load,
+                max_load: r.max_load,
+                initial_duration: m.initial_duration.min(r.trial_duration),
+                final_duration: r.trial_duration,
+                width_goal: m.width,
+                phases: None,
+                tester_tolerance: r.tester_tolerance,
+            })
+            .map(|s| Box::new(s) as Box<dyn Search>),
+            Methodology::Rfc2544LossCurve => LossCurve::new(LossCurveConfig {
+                max_load: r.max_load,
+                step: m.loss_curve_step,
+                duration: r.trial_duration,
+                tester_tolerance: r.tester_tolerance,
+            })
+            .map(|s| Box::new(s) as Box<dyn Search>),
+            Methodology::Rfc2544BackToBack => BackToBack::new(BackToBackConfig {
+                max_frames: self.max_burst(case),
+                resolution_frames: m.b2b_resolution_frames,
+                duration: m.b2b_duration,
+                repetitions: m.b2b_repetitions,
+                tester_tolerance: r.tester_tolerance,
+            })
+            .map(|s| Box::new(s) as Box<dyn Search>),
+            Methodology::Rfc2544Latency | Methodology::Iperf3 => return None,
+        };
+        // Settings were range-checked by the parser, so this only fails on a bug.
+        built.ok()
+    }
+
+    /// Reference link speed of the case's path.
+    pub fn speed(&self) -> BitsPerSec {
+        match &self.topology {
+            Topology::Lab { speed, .. } => *speed,
+            Topology::Interfaces => self
+                .ports
+                .iter()
+                .filter_map(|p| p.speed)
+                .reduce(|a, b| if b.0 < a.0 { b } else { a })
+                .unwrap_or(BitsPerSec(1e9)),
+        }
+    }
+
+    /// The longest back-to-back burst tried: the whole trial window at line rate.
+    fn max_burst(&self, case: &Case) -> u64 {
+        let frame = case.frame_size.unwrap_or(64) as usize;
+        let pps = wire::linerate::max_frame_rate(self.speed(), frame).0;
+        ((pps * self.methodology.b2b_duration.as_secs_f64()) as u64).max(2)
+    }
+
+    /// Predicted run time: every search driven against a simulated DUT forwarding
+    /// [`ESTIMATE_CAPACITY`], plus settle times. Real DUTs differ; the order of magnitude holds.
+    pub fn estimate(&self) -> Result<Estimate, PlanErrors> {
+        let cases = self.cases()?;
+        let mut trials = 0u64;
+        let mut seconds = 0.0;
+        let settle = self.run.settle.as_secs_f64();
+        for case in &cases {
+            for &m in &case.methodologies {
+                let (t, s) = match m {
+                    Methodology::Iperf3 => (
+                        1,
+                        self.run.trial_duration.as_secs_f64()
+                            + self.methodology.iperf3_omit.as_secs_f64(),
+                    ),
+                    Methodology::Rfc2544Latency => {
+                        let n = self.methodology.latency_trials;
+                        (
+                            u64::from(n),
+                            f64::from(n) * self.methodology.latency_duration.as_secs_f64(),
+                        )
+                    }
+                    _ => match self.search(case, m) {
+                        Some(mut s) => {
+                            let mut dut = search::sim::SimDut::sharp(ESTIMATE_CAPACITY);
+                            let r = search::drive(s.as_mut(), |t| dut.trial(t));
+                            (u64::from(r.trials), r.trial_seconds)
+                        }
+                        None => (0, 0.0),
+                    },
+                };
+                let reps = u64::from(self.run.repetitions);
+                trials += t * reps;
+                seconds += (s + t as f64 * settle) * reps as f64;
+            }
+        }
+        let mut switches = 0;
+        let mut last: Option<&str> = None;
+        for c in &cases {
+            if last != Some(c.profile.as_str()) {
+                switches += 1;
+                last = Some(&c.profile);
+            }
+        }
+        seconds += switches as f64 * self.run.profile_settle.as_secs_f64();
+        Ok(Estimate {
+            cases: cases.len(),
+            trials,
+            profile_switches: switches,
+            seconds,
+        })
+    }
+}
+
+/// Values of one optional dimension of a case.
+type Dim = Vec<Option<u32>>;
+
+fn var_product(vars: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
+    let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (name, values) in vars {
+        out = out
+            .into_iter()
+            .flat_map(|prefix| {
+                values.iter().map(move |v| {
+                    let mut p = prefix.clone();
+                    p.push((name.clone(), v.clone()));
+                    p
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// `profile/proto+ip/size-or-sessions[/mssN][/var=value…]`: readable and independent of the
+/// case's position in the plan.
+fn case_id(c: &Case) -> String {
+    let mut id = format!("{}/{}{}", c.profile, c.protocol, ip_number(c.ip));
+    if let Some(f) = c.frame_size {
+        id.push_str(&format!("/{f}B"));
+    }
+    if let Some(s) = c.sessions {
+        id.push_str(&format!("/s{s}"));
+    }
+    if let Some(m) = c.mss {
+        id.push_str(&format!("/mss{m}"));
+    }
+    for (k, v) in &c.vars {
+        id.push_str(&format!("/{k}={v}"));
+    }
+    id
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,337 @@
+//! Plan parsing and expansion tests, on the shipped lab-demo plan and variations of it.
+
+use super::*;
+
+fn demo() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lab-demo.toml"
+    ))
+    .unwrap()
+}
+
+/// 1-based line of the first line containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+fn errors(text: &str) -> Vec<PlanError> {
+    match Plan::parse(text, "plan.toml") {
+        Ok(_) => panic!("plan accepted:\n{text}"),
+        Err(e) => {
+            println!("{e}");
+            e.0
+        }
+    }
+}
+
+#[test]
+fn lab_demo_expands_to_the_forwarding_matrix() {
+    let plan = Plan::parse(&demo(), "lab-demo.toml").unwrap();
+    assert_eq!(plan.name, "lab-demo");
+    let names: Vec<&str> = plan.dut.profiles.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "forward",
+            "filter-stateful-1",
+            "filter-stateful-100",
+            "filter-stateful-10000",
+            "filter-stateless-100",
+            "napt"
+        ]
+    );
+    assert_eq!(
+        plan.dut.exec,
+        Exec::Netns {
+            name: "wr-demo-dut".into()
+        }
+    );
+    let cases = plan.cases().unwrap();
+    // 6 profiles × (UDP: 2 IP × 3 sizes + TCP: 2 IP × 3 session counts).
+    assert_eq!(cases.len(), 72);
+    let ids: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids.len(), 72, "ids are unique");
+    assert_eq!(cases[0].id, "forward/udp4/64B");
+    assert!(ids.contains("napt/tcp6/s4"));
+    assert!(ids.contains("filter-stateful-10000/udp6/82B"));
+    // Grouped by profile, so each profile's setup runs once.
+    let mut switches = 1;
+    for w in cases.windows(2) {
+        switches += usize::from(w[0].profile != w[1].profile);
+    }
+    assert_eq!(switches, 6);
+    let udp = cases.iter().find(|c| c.protocol == Protocol::Udp).unwrap();
+    assert_eq!(udp.methodologies, [Methodology::Rfc2544Throughput]);
+    let tcp = cases.iter().find(|c| c.protocol == Protocol::Tcp).unwrap();
+    assert_eq!(tcp.methodologies, [Methodology::Iperf3]);
+
+    let e = plan.estimate().unwrap();
+    println!(
+        "lab-demo: {} cases, {} trials, {} profile switches, estimated {:.0} s",
+        e.cases, e.trials, e.profile_switches, e.seconds
+    );
+    assert_eq!(e.cases, 72);
+    assert_eq!(e.profile_switches, 6);
+    assert!(e.seconds < 600.0, "the demo must fit in ten minutes: {e:?}");
+}
+
+#[test]
+fn case_ids_do_not_depend_on_block_order() {
+    let text = demo();
+    let a = Plan::parse(&text, "a").unwrap().cases().unwrap();
+    // Move the TCP block first.
+    let tcp_at = text.find("[[matrix]]\nname = \"tcp\"").unwrap();
+    let first_at = text.find("[[matrix]]").unwrap();
+    let reordered = format!(
+        "{}{}\n{}",
+        &text[..first_at],
+        &text[tcp_at..],
+        &text[first_at..tcp_at]
+    );
+    let b = Plan::parse(&reordered, "b").unwrap().cases().unwrap();
+    let set = |c: &[Case]| {
+        c.iter()
+            .map(|c| c.id.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(set(&a), set(&b));
+}
+
+#[test]
+fn typo_in_a_key_names_line_key_and_suggestion() {
+    let text = demo().replace("trial-duration = \"1s\"", "trial-duraton = \"1s\"");
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1);
+    let e = &errs[0];
+    assert_eq!(e.file, "plan.toml");
+    assert_eq!(e.line, line_of(&text, "trial-duraton"));
+    assert_eq!(e.column, 1);
+    assert_eq!(e.key, "run.trial-duraton");
+    assert_eq!(e.hint.as_deref(), Some("did you mean `trial-duration`?"));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "plan.toml:{}:1: `run.trial-duraton`: unknown key (did you mean `trial-duration`?)",
+            e.line
+        )
+    );
+}
+
+#[test]
+fn missing_hook_command_is_reported_at_the_hook() {
+    let text = demo().replace(
+        "stats-after = [{ command = \"nft list ruleset\", parse = \"nft\" }]",
+        "stats-after = [{ parse = \"nft\" }]",
+    );
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1);
+    assert_eq!(
+        errs[0].key,
+        "dut.profiles.filter-stateful-100.stats-after[0].command"
+    );
+    assert_eq!(errs[0].message, "missing key");
+    assert_eq!(errs[0].line, line_of(&text, "stats-after = [{ parse"));
+    // An empty command is no command either.
+    let text = demo().replace("command = \"nft list ruleset\"", "command = \"  \"");
+    let errs = errors(&text);
+    assert_eq!(
+        errs[0].key,
+        "dut.profiles.filter-stateful-100.stats-after[0].command"
+    );
+    assert_eq!(errs[0].message, "must not be empty");
+}
+
+#[test]
+fn wrong_type_names_expected_and_found() {
+    let text = demo().replace("repetitions = 1", "repetitions = \"two\"");
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0].key, "run.repetitions");
+    assert_eq!(errs[0].message, "expected an integer, found a string");
+    assert_eq!(errs[0].line, line_of(&text, "repetitions = \"two\""));
+    assert_eq!(errs[0].column, 15, "points at the value");
+}
+
+#[test]
+fn several_errors_are_reported_together() {
+    let text = demo()
+        .replace("repetitions = 1", "repetitions = 0")
+        .replace("resolution = 0.02", "resolutoin = 0.02")
+        .replace(
+            "frame-size = [64, 512, 1518]",
+            "frame-size = [64, 512, 1518, 9999]",
+        );
+    let errs = errors(&text);
+    let keys: Vec<&str> = errs.iter().map(|e| e.key.as_str()).collect();
+    assert!(keys.contains(&"run.repetitions"), "{keys:?}");
+    assert!(
+        keys.contains(&"methodology.rfc2544-throughput.resolutoin"),
+        "{keys:?}"
+    );
+    assert!(keys.contains(&"matrix[0].frame-size[3]"), "{keys:?}");
+}
+
+#[test]
+fn syntax_error_has_a_line() {
+    let text = demo().replace("name = \"demo\"", "name = \"demo");
+    let errs = errors(&text);
+    assert_eq!(errs[0].line, line_of(&text, "name = \"demo"));
+    assert!(
+        errs[0].message.starts_with("TOML syntax"),
+        "{}",
+        errs[0].message
+    );
+}
+
+#[test]
+fn unknown_profile_and_methodology_get_suggestions() {
+    let text = demo()
+        .replace(
+            "ip = [4, 6]\nsessions",
+            "ip = [4, 6]\nprofile = [\"naptt\"]\nsessions",
+        )
+        .replace(
+            "methodologies = [\"iperf3\"]",
+            "methodologies = [\"iperf\"]",
+        );
+    let errs = errors(&text);
+    let hints: Vec<_> = errs.iter().filter_map(|e| e.hint.as_deref()).collect();
+    assert!(hints.contains(&"did you mean `napt`?"), "{errs:?}");
+    assert!(hints.contains(&"did you mean `iperf3`?"), "{errs:?}");
+}
+
+#[test]
+fn protocol_specific_rules() {
+    // TCP cannot run the engine's UDP methodologies.
+    let text = demo().replace(
+        "methodologies = [\"iperf3\"]",
+        "methodologies = [\"rfc2544-throughput\"]",
+    );
+    assert!(errors(&text)[0]
+        .message
+        .contains("TCP cases run with iperf3"));
+    // 64 B cannot carry IPv6 + UDP + signature.
+    let text = demo().replace(
+        "frame-size = [82, 512, 1518]",
+        "frame-size = [64, 512, 1518]",
+    );
+    let e = &errors(&text)[0];
+    assert!(e.message.contains("the smallest that works is 82 B"), "{e}");
+    // Latency needs a throughput search in the same case.
+    let text = demo().replace(
+        "frame-size = [64, 512, 1518]\nmethodologies = [\"rfc2544-throughput\"]",
+        "frame-size = [64, 512, 1518]\nmethodologies = [\"rfc2544-latency\"]",
+    );
+    assert!(errors(&text)[0]
+        .message
+        .contains("needs rfc2544-throughput or multi-goal"));
+}
+
+#[test]
+fn duplicate_cases_across_blocks_are_an_error() {
+    let text = format!(
+        "{}\n[[matrix]]\nprotocol = [\"udp\"]\nframe-size = [512]\nprofile = [\"napt\"]\nmethodologies = [\"multi-goal\"]\n",
+        demo()
+    );
+    let errs = errors(&text);
+    assert!(
+        errs[0]
+            .message
+            .contains("case `napt/udp4/512B` is also produced"),
+        "{}",
+        errs[0]
+    );
+    assert_eq!(errs[0].file, "plan.toml");
+}
+
+const DEVICE_PLAN: &str = r#"
+name = "cpe"
+[topology]
+kind = "interfaces"
+[ports.lan]
+interface = "enp1s0"
+speed = "1G"
+[ports.wan]
+interface = "enp2s0"
+namespace = "wr-wan"
+speed = "1G"
+[dut]
+kind = "device"
+ssh = "root@192.0.2.1"
+ssh-port = 2222
+[dut.profiles.pf-on]
+setup = ["pfctl -f /etc/pf.conf && pfctl -e", "sysctl net.inet.ip.fastforwarding=$WR_FASTPATH"]
+teardown = ["pfctl -d"]
+stats-before = ["pfctl -si", { command = "netstat -s" }]
+stats-after = ["pfctl -si"]
+samplers = [{ command = "vmstat 1", parse = "vmstat" }]
+[run]
+trial-duration = "30s"
+[[matrix]]
+protocol = ["tcp", "udp"]
+ip = [4]
+frame-size = [64]
+sessions = [1, 4]
+mss = [1414, 800]
+methodologies = ["multi-goal", "rfc2544-latency", "iperf3"]
+[matrix.vars]
+fastpath = [0, 1]
+"#;
+
+#[test]
+fn device_plan_with_ssh_hooks_and_user_dimensions() {
+    let plan = Plan::parse(DEVICE_PLAN, "cpe.toml").unwrap();
+    assert_eq!(
+        plan.dut.exec,
+        Exec::Ssh {
+            host: "root@192.0.2.1".into(),
+            port: Some(2222)
+        }
+    );
+    assert_eq!(plan.ports.len(), 2);
+    assert_eq!(plan.ports[1].namespace.as_deref(), Some("wr-wan"));
+    let hooks = &plan.dut.profiles[0].hooks;
+    assert_eq!(hooks.setup.len(), 2);
+    assert_eq!(hooks.stats_before[1].command, "netstat -s");
+    assert_eq!(hooks.samplers[0].parse, Some(crate::hooks::Parser::Vmstat));
+    let cases = plan.cases().unwrap();
+    // TCP: 2 sessions × 2 MSS × 2 fastpath; UDP: 1 size × 2 fastpath.
+    assert_eq!(cases.len(), 10);
+    let tcp = cases
+        .iter()
+        .find(|c| c.id == "pf-on/tcp4/s4/mss800/fastpath=1")
+        .unwrap();
+    assert_eq!(
+        tcp.methodologies,
+        [Methodology::Iperf3],
+        "engine methodologies are UDP-only"
+    );
+    let env = tcp.env();
+    assert!(env.contains(&("WR_FASTPATH".into(), "1".into())));
+    assert!(env.contains(&("WR_MSS".into(), "800".into())));
+    assert!(env.contains(&("WR_CASE".into(), tcp.id.clone())));
+    let udp = cases
+        .iter()
+        .find(|c| c.id == "pf-on/udp4/64B/fastpath=0")
+        .unwrap();
+    assert_eq!(
+        udp.methodologies,
+        [
+            Methodology::MultiGoal,
+            Methodology::Rfc2544Latency,
+            Methodology::Iperf3
+        ]
+    );
+    assert!(plan.search(udp, Methodology::MultiGoal).is_some());
+    assert!(plan.search(udp, Methodology::Iperf3).is_none());
+}
+
+#[test]
+fn real_interfaces_need_ports_with_speeds() {
+    let text = DEVICE_PLAN.replace("speed = \"1G\"\n[ports.wan]", "[ports.wan]");
+    let errs = errors(&text);
+    assert_eq!(errs[0].key, "ports.lan.speed");
+    let text = DEVICE_PLAN.replace("ssh-port = 2222", "ssh-port = 2222\nnetns = \"x\"");
+    assert!(errors(&text)[0].message.contains("either `ssh` or `netns`"));
+}
