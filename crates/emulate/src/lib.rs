@@ -1,1 +1,23 @@
-//! placeholder
+//! # emulate
+//!
+//! The control planes wirerate plays on its ports, as sans-I/O state machines: each is fed
+//! `(now, frame bytes)` and returns frames to send and events; time-driven work happens in
+//! `poll(now)` and `next_deadline()` says when to call it next. Nothing here opens a socket,
+//! spawns a thread or reads a clock; randomness comes from a seed in the configuration, so a
+//! run is reproducible under a simulated clock.
+//!
+//! - [`arp_nd`]: ARP and IPv6 Neighbor Discovery responder and resolver.
+//! - [`ppp`]: the RFC 1661 automaton and one PPP link (LCP, PAP, CHAP-MD5, IPCP, IPv6CP).
+//! - [`pppoe`]: the RFC 2516 access concentrator ([`pppoe::server`]) and subscriber
+//!   ([`pppoe::client`]), and the per-session header for the engine's fast path.
+//! - [`dslite`]: the RFC 6333 AFTR and B4, with outer IPv6 fragmentation and reassembly.
+//!
+//! See `docs/emulate.md` for the behaviour each machine promises.
+
+pub mod arp_nd;
+pub mod dslite;
+pub mod ppp;
+pub mod pppoe;
+pub mod util;
+
+pub use wire::units::Nanos;
