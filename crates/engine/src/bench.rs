@@ -1,1 +1,569 @@
-//! Measuring the tester itself (being written).
+//! Measuring the tester itself, side by side with trafgen (netsniff-ng).
+//!
+//! - [`tx`]: our sender, one core, 64-byte signed frames, into a veth whose peer drops every
+//!   frame at nftables netdev ingress; then trafgen with the same static frame on the same veth
+//!   for the same time. Both rates come from the veth's `tx_packets` counter over the same kind
+//!   of window (after a warm-up); ours is cross-checked with our own exact accepted count.
+//! - [`rx`]: trafgen sends exactly N signed frames at full speed into a veth; our receiver on
+//!   the peer must count exactly N.
+//!
+//! The fixture ([`BenchNet`]) is a namespace `wr-bench-<pid>` with one veth pair
+//! `wrb0`/`wrb1`, removed on drop. External tools run through `ip netns exec`.
+
+use crate::port::{PortSpec, RxRingConfig, TxRingConfig};
+use crate::rx::Receiver;
+use crate::stream::{FrameGen, Limit, Rate, StreamConfig};
+use crate::sys;
+use crate::{Error, Result};
+use serde::Serialize;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+fn run_cmd(argv: &[&str], stdin: Option<&str>) -> Result<String> {
+    let mut c = Command::new(argv[0]);
+    c.args(&argv[1..])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if stdin.is_some() {
+        c.stdin(Stdio::piped());
+    }
+    let mut child = c
+        .spawn()
+        .map_err(|e| Error::io(format!("running {}", argv[0]), e))?;
+    if let Some(s) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(s.as_bytes())
+            .map_err(|e| Error::io("stdin", e))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| Error::io(format!("waiting for {}", argv[0]), e))?;
+    if !out.status.success() {
+        return Err(Error::Config(format!(
+            "`{}` failed: {}",
+            argv.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A private namespace with one veth pair; removed on drop.
+#[derive(Debug)]
+pub struct BenchNet {
+    pub netns: String,
+    /// The sending side.
+    pub tx_if: String,
+    /// The peer (drops at ingress in the TX bench, receives in the RX bench).
+    pub rx_if: String,
+}
+
+impl BenchNet {
+    /// Creates `wr-bench-<tag>` with `wrb0` ⇄ `wrb1`; with `drop_at_peer` an nftables netdev
+    /// ingress chain on `wrb1` drops everything. `rps_cpu` steers `wrb1`'s receive processing
+    /// to that CPU (RPS), so it does not run on the sender's core.
+    pub fn new(tag: &str, drop_at_peer: bool, rps_cpu: Option<usize>) -> Result<Self> {
+        let netns = format!("wr-bench-{tag}");
+        let _ = run_cmd(&["ip", "netns", "del", &netns], None);
+        run_cmd(&["ip", "netns", "add", &netns], None)?;
+        let net = BenchNet {
+            netns,
+            tx_if: "wrb0".into(),
+            rx_if: "wrb1".into(),
+        };
+        let ns = net.netns.as_str();
+        run_cmd(
+            &[
+                "ip", "-n", ns, "link", "add", "wrb0", "type", "veth", "peer", "name", "wrb1",
+            ],
+            None,
+        )?;
+        run_cmd(&["ip", "-n", ns, "link", "set", "wrb0", "up"], None)?;
+        run_cmd(&["ip", "-n", ns, "link", "set", "wrb1", "up"], None)?;
+        // No IPv6 autoconfiguration chatter on the measured link.
+        let _ = run_cmd(
+            &[
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+            ],
+            None,
+        );
+        if drop_at_peer {
+            run_cmd(
+                &["ip", "netns", "exec", ns, "nft", "-f", "-"],
+                Some(
+                    "table netdev wr_bench {\n chain in {\n  type filter hook ingress device \"wrb1\" priority 0; policy drop;\n }\n}\n",
+                ),
+            )?;
+        }
+        if let Some(cpu) = rps_cpu {
+            let mask = format!("{:x}", 1u64 << cpu);
+            run_cmd(
+                &[
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    "sh",
+                    "-c",
+                    &format!("echo {mask} > /sys/class/net/wrb1/queues/rx-0/rps_cpus"),
+                ],
+                None,
+            )?;
+        }
+        Ok(net)
+    }
+
+    /// `tx_packets` (or another counter) of an interface in the namespace.
+    pub fn counter(&self, ifname: &str, name: &str) -> Result<u64> {
+        let s = run_cmd(
+            &[
+                "ip",
+                "netns",
+                "exec",
+                &self.netns,
+                "cat",
+                &format!("/sys/class/net/{ifname}/statistics/{name}"),
+            ],
+            None,
+        )?;
+        s.trim()
+            .parse()
+            .map_err(|_| Error::Config(format!("unreadable counter {name}: {s}")))
+    }
+
+    pub fn port(&self, ifname: &str, cpu: Option<usize>) -> PortSpec {
+        let mut p = PortSpec::new(ifname, ifname);
+        p.netns = Some(self.netns.clone());
+        p.cpus = cpu.into_iter().collect();
+        p
+    }
+}
+
+impl Drop for BenchNet {
+    fn drop(&mut self) {
+        let _ = run_cmd(&["ip", "netns", "del", &self.netns], None);
+    }
+}
+
+/// A 64-byte-class signed IPv4/UDP frame (no FCS) for benches: `len` bytes, stream `id`.
+pub fn bench_frame(len: usize, id: u16) -> Result<Vec<u8>> {
+    let mut spec = wire::template::StreamSpec::new(wire::encap::EncapSpec::default());
+    spec.stream_id = id;
+    let t = wire::template::FrameTemplate::new(&spec, len + 4)
+        .map_err(|e| Error::Config(e.to_string()))?;
+    Ok(t.bytes().to_vec())
+}
+
+/// A trafgen configuration sending `frame` unchanged.
+pub fn trafgen_config(frame: &[u8]) -> String {
+    let bytes: Vec<String> = frame.iter().map(|b| format!("0x{b:02x}")).collect();
+    format!("{{ {} }}\n", bytes.join(", "))
+}
+
+/// trafgen running in its own process group (its per-CPU children die with it).
+struct Trafgen {
+    child: Child,
+    _cfg: tempfile_lite::TempFile,
+}
+
+mod tempfile_lite {
+    /// A file under /tmp removed on drop.
+    pub struct TempFile(pub std::path::PathBuf);
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+impl Trafgen {
+    fn spawn(
+        net: &BenchNet,
+        ifname: &str,
+        frame: &[u8],
+        cpu: usize,
+        count: Option<u64>,
+    ) -> Result<Self> {
+        let path =
+            std::env::temp_dir().join(format!("wr-trafgen-{}-{}.cfg", std::process::id(), ifname));
+        std::fs::write(&path, trafgen_config(frame))
+            .map_err(|e| Error::io("writing trafgen config", e))?;
+        let cfg = tempfile_lite::TempFile(path);
+        let mut c = Command::new("ip");
+        c.args([
+            "netns",
+            "exec",
+            &net.netns,
+            "taskset",
+            "-c",
+            &cpu.to_string(),
+            "trafgen",
+        ]);
+        // One process, no CPU statistics; qdisc bypass is trafgen's default.
+        c.args(["-o", ifname, "-i"])
+            .arg(&cfg.0)
+            .args(["-P", "1", "-C"]);
+        if let Some(n) = count {
+            c.args(["-n", &n.to_string()]);
+        }
+        c.stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let child = c
+            .spawn()
+            .map_err(|e| Error::io("starting trafgen (is netsniff-ng installed?)", e))?;
+        Ok(Trafgen { child, _cfg: cfg })
+    }
+
+    fn kill_group(&mut self) {
+        let pgid = self.child.id() as i32;
+        let quiet = |sig: &str| {
+            let _ = Command::new("kill")
+                .args([sig, "--", &format!("-{pgid}")])
+                .stderr(Stdio::null())
+                .status();
+        };
+        quiet("-INT");
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        quiet("-KILL");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Trafgen {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.kill_group();
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TxBenchConfig {
+    pub duration: Duration,
+    /// Frame length without FCS (60 = a 64-byte frame).
+    pub frame_len: usize,
+    /// The core both senders run on.
+    pub cpu: usize,
+    /// Steer the dropping peer's receive processing to this CPU.
+    pub rps_cpu: Option<usize>,
+    /// Warm-up excluded from the measurement window.
+    pub warmup: Duration,
+    /// Also measure the sendmmsg sender (no TX ring).
+    pub with_sendmmsg: bool,
+}
+
+impl Default for TxBenchConfig {
+    fn default() -> Self {
+        TxBenchConfig {
+            duration: Duration::from_secs(5),
+            frame_len: 60,
+            cpu: 0,
+            rps_cpu: None,
+            warmup: Duration::from_millis(500),
+            with_sendmmsg: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TxBenchReport {
+    pub config: TxBenchConfig,
+    /// Our frames/s from the veth counter over the measurement window.
+    pub wirerate_pps: f64,
+    /// Our own exact count (frames the kernel accepted) over the whole run, and its rate.
+    pub wirerate_sent: u64,
+    pub wirerate_own_pps: f64,
+    pub wirerate_mean_batch: f64,
+    /// Our sendmmsg sender (no TX ring) on the same veth, if asked for.
+    pub sendmmsg_pps: Option<f64>,
+    /// trafgen's frames/s from the same counter over the same window length.
+    pub trafgen_pps: f64,
+    /// Why trafgen produced no figure (it aborts when the ring meets back-pressure).
+    pub trafgen_error: Option<String>,
+    pub ratio: f64,
+}
+
+fn counter_rate(net: &BenchNet, warmup: Duration, window: Duration) -> Result<f64> {
+    std::thread::sleep(warmup);
+    let c0 = net.counter(&net.tx_if, "tx_packets")?;
+    let t0 = Instant::now();
+    std::thread::sleep(window);
+    let c1 = net.counter(&net.tx_if, "tx_packets")?;
+    let dt = t0.elapsed().as_secs_f64();
+    Ok((c1 - c0) as f64 / dt)
+}
+
+/// A sendmmsg sender (no TX ring) for comparison: batches of 256 stamped frames, counted by
+/// the return value of `sendmmsg`. Returns (frames accepted, seconds).
+fn sendmmsg_sender(port: &PortSpec, frame: &[u8], stop: &AtomicBool) -> Result<(u64, f64)> {
+    let ifindex = port.enter(0)?;
+    let sock = crate::sys::PacketSocket::open(ifindex, 0).map_err(|e| Error::io("socket", e))?;
+    sock.set_qdisc_bypass(true)
+        .map_err(|e| Error::io("bypass", e))?;
+    let _ = sock.set_sndbuf_force(64 << 20);
+    let stream = StreamConfig {
+        id: 1,
+        frames: vec![frame.to_vec()],
+        weights: vec![1],
+        flows: Default::default(),
+        rate: Rate::Unlimited,
+        burst: 1,
+        limit: Limit::Frames(u64::MAX),
+        reorder_every: None,
+        rewrite_macs: false,
+    };
+    let gen = FrameGen::new(&stream)?;
+    let mut bufs = vec![vec![0u8; frame.len()]; 256];
+    let t0 = Instant::now();
+    let (mut sent, mut next) = (0u64, 0u64);
+    let mut pending = 0usize; // frames stamped but not yet accepted (front of bufs)
+    let mut start = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        if pending == 0 {
+            for b in bufs.iter_mut() {
+                gen.write(next, sys::monotonic_ns(), b);
+                next += 1;
+            }
+            pending = bufs.len();
+            start = 0;
+        }
+        let refs: Vec<&[u8]> = bufs[start..start + pending]
+            .iter()
+            .map(Vec::as_slice)
+            .collect();
+        let n = sock
+            .send_batch(&refs)
+            .map_err(|e| Error::io("sendmmsg", e))?;
+        sent += n as u64;
+        pending -= n;
+        start += n;
+    }
+    Ok((sent, t0.elapsed().as_secs_f64()))
+}
+
+/// `wirerate bench tx`.
+pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
+    let net = BenchNet::new(tag, true, cfg.rps_cpu)?;
+    let frame = bench_frame(cfg.frame_len, 1)?;
+    let stream = StreamConfig {
+        id: 1,
+        frames: vec![frame.clone()],
+        weights: vec![1],
+        flows: Default::default(),
+        rate: Rate::Unlimited,
+        burst: 1,
+        limit: Limit::DurationNs(
+            (cfg.warmup + cfg.duration + Duration::from_millis(300)).as_nanos() as u64,
+        ),
+        reorder_every: None,
+        rewrite_macs: false,
+    };
+    let port = net.port(&net.tx_if, Some(cfg.cpu));
+    let stop = AtomicBool::new(false);
+    let ours = std::thread::scope(|sc| -> Result<_> {
+        let h = sc.spawn(|| -> Result<_> {
+            let ifindex = port.enter(0)?;
+            let mut ring = port.open_tx(ifindex, &TxRingConfig::default())?;
+            let gen = FrameGen::new(&stream)?;
+            crate::tx::run(&mut ring, vec![(gen, &stream)], sys::monotonic_ns(), &stop)
+        });
+        let rate = counter_rate(&net, cfg.warmup, cfg.duration);
+        let rep = h
+            .join()
+            .map_err(|_| Error::Thread("sender panicked".into()))??;
+        Ok((rate?, rep))
+    })?;
+    let (wirerate_pps, rep) = ours;
+    let s = &rep.streams[0];
+    let sendmmsg = if cfg.with_sendmmsg {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|sc| -> Result<Option<f64>> {
+            let h = sc.spawn(|| sendmmsg_sender(&port, &frame, &stop));
+            let rate = counter_rate(&net, cfg.warmup, cfg.duration);
+            stop.store(true, Ordering::Relaxed);
+            h.join()
+                .map_err(|_| Error::Thread("sendmmsg sender panicked".into()))??;
+            Ok(Some(rate?))
+        })?
+    } else {
+        None
+    };
+    let mut tg = Trafgen::spawn(&net, &net.tx_if, &frame, cfg.cpu, None)?;
+    let trafgen = counter_rate(&net, cfg.warmup, cfg.duration);
+    let mut trafgen_error = None;
+    if let Ok(Some(st)) = tg.child.try_wait() {
+        let mut err = String::new();
+        if let Some(mut e) = tg.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        trafgen_error = Some(format!("trafgen exited early ({st}): {}", err.trim()));
+    }
+    tg.kill_group();
+    let trafgen_pps = if trafgen_error.is_some() {
+        0.0
+    } else {
+        trafgen?
+    };
+    Ok(TxBenchReport {
+        config: *cfg,
+        wirerate_pps,
+        wirerate_sent: s.sent,
+        wirerate_own_pps: s.achieved_pps,
+        wirerate_mean_batch: rep.mean_batch,
+        sendmmsg_pps: sendmmsg,
+        trafgen_pps,
+        trafgen_error,
+        ratio: if trafgen_pps > 0.0 {
+            wirerate_pps / trafgen_pps
+        } else {
+            0.0
+        },
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RxBenchConfig {
+    pub frames: u64,
+    pub frame_len: usize,
+    /// CPU of trafgen; our receiver runs on `rx_cpu`.
+    pub tx_cpu: usize,
+    pub rx_cpu: Option<usize>,
+}
+
+impl Default for RxBenchConfig {
+    fn default() -> Self {
+        RxBenchConfig {
+            frames: 1_000_000,
+            frame_len: 60,
+            tx_cpu: 0,
+            rx_cpu: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RxBenchReport {
+    pub config: RxBenchConfig,
+    /// Frames trafgen put on the veth (its tx_packets counter).
+    pub sent_by_trafgen: u64,
+    /// Signed frames of the bench stream our receiver counted (every copy: trafgen's frames
+    /// are identical, so all but the first are "duplicates" to the sequence tracker).
+    pub counted: u64,
+    pub foreign: u64,
+    pub ring_drops: u64,
+    /// The peer's own receive drops (backlog), if any.
+    pub peer_rx_dropped: u64,
+    pub seconds: f64,
+    pub rx_pps: f64,
+    pub exact: bool,
+}
+
+/// `wirerate bench rx`.
+pub fn rx(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
+    let net = BenchNet::new(tag, false, None)?;
+    let frame = bench_frame(cfg.frame_len, 2)?;
+    let port = net.port(&net.rx_if, cfg.rx_cpu);
+    let stop = AtomicBool::new(false);
+    let tx0 = net.counter(&net.tx_if, "tx_packets")?;
+    let drop0 = net.counter(&net.rx_if, "rx_dropped")?;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (rep, secs) = std::thread::scope(|sc| -> Result<_> {
+        let h = sc.spawn(|| -> Result<(Receiver, u64)> {
+            let setup = (|| {
+                let ifindex = port.enter(1)?;
+                port.open_rx(ifindex, &RxRingConfig::default())
+            })();
+            let mut ring = match setup {
+                Ok(r) => {
+                    let _ = ready_tx.send(Ok(()));
+                    r
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(Error::Thread(e.to_string())));
+                    return Err(e);
+                }
+            };
+            let _ = ring.socket().take_stats();
+            let mut rx = Receiver::new(&[2]);
+            while !stop.load(Ordering::Relaxed) {
+                ring.drain(5, |_, p| {
+                    rx.on_frame(p.data, 0);
+                })
+                .map_err(|e| Error::io("RX ring", e))?;
+            }
+            ring.drain(0, |_, p| {
+                rx.on_frame(p.data, 0);
+            })
+            .map_err(|e| Error::io("RX ring", e))?;
+            let drops = ring.socket().take_stats().map(|(_, d)| d).unwrap_or(0);
+            Ok((rx, drops))
+        });
+        ready_rx
+            .recv()
+            .map_err(|_| Error::Thread("receiver did not start".into()))??;
+        let t0 = Instant::now();
+        let mut tg = Trafgen::spawn(&net, &net.tx_if, &frame, cfg.tx_cpu, Some(cfg.frames))?;
+        let status = tg
+            .child
+            .wait()
+            .map_err(|e| Error::io("waiting for trafgen", e));
+        let secs = t0.elapsed().as_secs_f64();
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+        let r = h
+            .join()
+            .map_err(|_| Error::Thread("receiver panicked".into()))??;
+        let status = status?;
+        if !status.success() {
+            let mut err = String::new();
+            if let Some(mut e) = tg.child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            return Err(Error::Config(format!(
+                "trafgen failed ({status}): {}",
+                err.trim()
+            )));
+        }
+        Ok((r, secs))
+    })?;
+    let (rx, ring_drops) = rep;
+    let sent = net.counter(&net.tx_if, "tx_packets")? - tx0;
+    let peer_rx_dropped = net.counter(&net.rx_if, "rx_dropped")? - drop0;
+    let counted = rx
+        .stream(2)
+        .map(|s| {
+            let r = s.report(2, None);
+            r.received + r.duplicates
+        })
+        .unwrap_or(0);
+    Ok(RxBenchReport {
+        config: *cfg,
+        sent_by_trafgen: sent,
+        counted,
+        foreign: rx.foreign(),
+        ring_drops,
+        peer_rx_dropped,
+        seconds: secs,
+        rx_pps: counted as f64 / secs,
+        exact: counted == cfg.frames && sent == cfg.frames,
+    })
+}

@@ -21,6 +21,8 @@ pub enum Rate {
     L2Bps(f64),
     /// Percent of the line rate of a link of `link_bps`.
     PercentOfLine { percent: f64, link_bps: f64 },
+    /// As fast as the port can send (for measuring the tester itself).
+    Unlimited,
 }
 
 impl Rate {
@@ -33,6 +35,7 @@ impl Rate {
             Rate::PercentOfLine { percent, link_bps } => {
                 percent / 100.0 * link_bps / ((avg_len_with_fcs + 20.0) * 8.0)
             }
+            Rate::Unlimited => f64::INFINITY,
         }
     }
 }

@@ -296,111 +296,103 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
     let rx_stop = AtomicBool::new(false);
     let tx_stop = AtomicBool::new(false);
     let start_ns = AtomicU64::new(0);
-    let (rx_done, tx_done) =
-        std::thread::scope(|sc| -> Result<Outcomes> {
-            let abort = |e: Error| {
-                rx_stop.store(true, Ordering::Relaxed);
-                tx_stop.store(true, Ordering::Relaxed);
-                e
-            };
-            // Receivers first, on every port (they also answer ARP/ND).
-            let (rtx, rrx) = mpsc::channel();
-            let mut rx_handles = Vec::new();
-            for (p, spec) in cfg.ports.iter().enumerate() {
-                let expected: Vec<u16> = cfg
-                    .streams
-                    .iter()
-                    .filter(|s| s.rx_port == p)
-                    .map(|s| s.config.id)
-                    .collect();
-                let ready = rtx.clone();
-                let (rx_stop, ring) = (&rx_stop, cfg.rx_ring);
-                rx_handles
-                    .push(sc.spawn(move || rx_thread(spec, p, expected, ring, ready, rx_stop)));
-            }
-            drop(rtx);
-            for _ in 0..cfg.ports.len() {
-                match rrx.recv_timeout(Duration::from_secs(10)) {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => return Err(abort(e)),
-                    Err(_) => return Err(abort(Error::Timeout("a receiver did not start".into()))),
-                }
-            }
-            // Senders: resolve, open rings, report ready.
-            let (ttx, trx) = mpsc::channel();
-            let mut tx_handles = Vec::new();
-            for (p, spec) in cfg.ports.iter().enumerate() {
-                let streams: Vec<&StreamConfig> = cfg
-                    .streams
-                    .iter()
-                    .filter(|s| s.tx_port == p)
-                    .map(|s| &s.config)
-                    .collect();
-                if streams.is_empty() {
-                    continue;
-                }
-                let ready = ttx.clone();
-                let (start_ns, tx_stop) = (&start_ns, &tx_stop);
-                let (ring, timeout) = (cfg.tx_ring, cfg.resolve_timeout);
-                tx_handles.push((
-                    p,
-                    sc.spawn(move || {
-                        tx_thread(spec, streams, ring, timeout, ready, start_ns, tx_stop)
-                    }),
-                ));
-            }
-            drop(ttx);
-            for _ in 0..tx_handles.len() {
-                match trx.recv_timeout(cfg.resolve_timeout + Duration::from_secs(10)) {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => return Err(abort(e)),
-                    Err(_) => {
-                        return Err(abort(Error::Timeout("a sender did not get ready".into())))
-                    }
-                }
-            }
-            start_ns.store(
-                sys::monotonic_ns() + cfg.start_delay.as_nanos() as u64,
-                Ordering::Release,
-            );
-            // Forward an external stop to the senders while they run.
-            let mut tx_done = Vec::new();
-            let mut first_err = None;
-            for (p, h) in tx_handles {
-                while !h.is_finished() {
-                    if stop.load(Ordering::Relaxed) {
-                        tx_stop.store(true, Ordering::Relaxed);
-                    }
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                match h.join() {
-                    Ok(Ok(r)) => tx_done.push((p, r)),
-                    Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                    Err(_) => {
-                        first_err = first_err.or(Some(Error::Thread("a sender panicked".into())))
-                    }
-                }
-            }
-            // Drain, then stop the receivers.
-            if first_err.is_none() && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(cfg.drain);
-            }
+    let (rx_done, tx_done) = std::thread::scope(|sc| -> Result<Outcomes> {
+        let abort = |e: Error| {
             rx_stop.store(true, Ordering::Relaxed);
-            let mut rx_done = Vec::new();
-            for h in rx_handles {
-                match h.join() {
-                    Ok(Ok(r)) => rx_done.push(r),
-                    Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                    Err(_) => {
-                        first_err = first_err.or(Some(Error::Thread("a receiver panicked".into())))
-                    }
+            tx_stop.store(true, Ordering::Relaxed);
+            e
+        };
+        // Receivers first, on every port (they also answer ARP/ND).
+        let (rtx, rrx) = mpsc::channel();
+        let mut rx_handles = Vec::new();
+        for (p, spec) in cfg.ports.iter().enumerate() {
+            let expected: Vec<u16> = cfg
+                .streams
+                .iter()
+                .filter(|s| s.rx_port == p)
+                .map(|s| s.config.id)
+                .collect();
+            let ready = rtx.clone();
+            let (rx_stop, ring) = (&rx_stop, cfg.rx_ring);
+            rx_handles.push(sc.spawn(move || rx_thread(spec, p, expected, ring, ready, rx_stop)));
+        }
+        drop(rtx);
+        for _ in 0..cfg.ports.len() {
+            match rrx.recv_timeout(Duration::from_secs(10)) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(abort(e)),
+                Err(_) => return Err(abort(Error::Timeout("a receiver did not start".into()))),
+            }
+        }
+        // Senders: resolve, open rings, report ready.
+        let (ttx, trx) = mpsc::channel();
+        let mut tx_handles = Vec::new();
+        for (p, spec) in cfg.ports.iter().enumerate() {
+            let streams: Vec<&StreamConfig> = cfg
+                .streams
+                .iter()
+                .filter(|s| s.tx_port == p)
+                .map(|s| &s.config)
+                .collect();
+            if streams.is_empty() {
+                continue;
+            }
+            let ready = ttx.clone();
+            let (start_ns, tx_stop) = (&start_ns, &tx_stop);
+            let (ring, timeout) = (cfg.tx_ring, cfg.resolve_timeout);
+            tx_handles.push((
+                p,
+                sc.spawn(move || tx_thread(spec, streams, ring, timeout, ready, start_ns, tx_stop)),
+            ));
+        }
+        drop(ttx);
+        for _ in 0..tx_handles.len() {
+            match trx.recv_timeout(cfg.resolve_timeout + Duration::from_secs(10)) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(abort(e)),
+                Err(_) => return Err(abort(Error::Timeout("a sender did not get ready".into()))),
+            }
+        }
+        start_ns.store(
+            sys::monotonic_ns() + cfg.start_delay.as_nanos() as u64,
+            Ordering::Release,
+        );
+        // Forward an external stop to the senders while they run.
+        let mut tx_done = Vec::new();
+        let mut first_err = None;
+        for (p, h) in tx_handles {
+            while !h.is_finished() {
+                if stop.load(Ordering::Relaxed) {
+                    tx_stop.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            match h.join() {
+                Ok(Ok(r)) => tx_done.push((p, r)),
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(_) => first_err = first_err.or(Some(Error::Thread("a sender panicked".into()))),
+            }
+        }
+        // Drain, then stop the receivers.
+        if first_err.is_none() && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(cfg.drain);
+        }
+        rx_stop.store(true, Ordering::Relaxed);
+        let mut rx_done = Vec::new();
+        for h in rx_handles {
+            match h.join() {
+                Ok(Ok(r)) => rx_done.push(r),
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(_) => {
+                    first_err = first_err.or(Some(Error::Thread("a receiver panicked".into())))
                 }
             }
-            match first_err {
-                Some(e) => Err(e),
-                None => Ok((rx_done, tx_done)),
-            }
-        })?;
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok((rx_done, tx_done)),
+        }
+    })?;
     Ok(assemble(cfg, rx_done, tx_done))
 }
 
@@ -425,8 +417,13 @@ fn assemble(
             .map(|st| st.report(s.config.id, Some(tx.sent)))
             .expect("every stream has a receiver");
         // Rates over the sending interval, one frame period included.
-        let span = if tx.sent > 0 && tx.intended_pps > 0.0 {
-            (tx.last_tx_ns - tx.first_tx_ns) as f64 * 1e-9 + 1.0 / tx.intended_pps
+        let rate = if tx.intended_pps > 0.0 {
+            tx.intended_pps
+        } else {
+            tx.achieved_pps
+        };
+        let span = if tx.sent > 0 && rate > 0.0 {
+            (tx.last_tx_ns - tx.first_tx_ns) as f64 * 1e-9 + 1.0 / rate
         } else {
             0.0
         };

@@ -67,6 +67,7 @@ struct StreamState {
     first_ns: u64,
     last_ns: u64,
     intended: f64,
+    unpaced: bool,
     finishing_pair: bool,
 }
 
@@ -106,16 +107,26 @@ pub fn run(
         .into_iter()
         .map(|(gen, cfg)| {
             let pps = cfg.pps();
+            let unpaced = !pps.is_finite();
             let (limit, end_ns) = match cfg.limit {
                 Limit::Frames(n) => (n, None),
+                Limit::DurationNs(d) if unpaced => (u64::MAX - 1, Some(start_ns + d)),
                 Limit::DurationNs(d) => {
                     let burst = f64::from(cfg.burst.max(1));
                     let slots = (pps * d as f64 * 1e-9 / burst).ceil();
                     ((slots * burst) as u64, Some(start_ns + d))
                 }
             };
+            // Unpaced: a schedule so fast that a full batch is always due; no debt cap.
+            let pacer = if unpaced {
+                Pacer::new(start_ns, 1e15, crate::pacing::MAX_BATCH as u32, Some(limit))
+                    .with_max_debt(u64::MAX / 4)
+            } else {
+                Pacer::new(start_ns, pps, cfg.burst, Some(limit))
+            };
             StreamState {
-                pacer: Pacer::new(start_ns, pps, cfg.burst, Some(limit)),
+                pacer,
+                unpaced,
                 gen,
                 end_ns,
                 next: 0,
@@ -322,7 +333,7 @@ pub fn run(
             sent: s.sent,
             bytes: s.bytes,
             bytes_with_fcs: s.bytes + 4 * s.sent,
-            intended_pps: s.intended,
+            intended_pps: if s.unpaced { 0.0 } else { s.intended },
             achieved_pps: if s.sent >= 2 && s.last_ns > s.first_ns {
                 (s.sent - 1) as f64 / ((s.last_ns - s.first_ns) as f64 * 1e-9)
             } else {
@@ -330,8 +341,12 @@ pub fn run(
             },
             first_tx_ns: s.first_ns,
             last_tx_ns: s.last_ns,
-            slipped: s.pacer.slipped(),
-            max_debt: s.pacer.max_seen_debt(),
+            slipped: if s.unpaced { 0 } else { s.pacer.slipped() },
+            max_debt: if s.unpaced {
+                0
+            } else {
+                s.pacer.max_seen_debt()
+            },
             swapped_pairs: s.gen.swapped_pairs(s.sent),
         })
         .collect();

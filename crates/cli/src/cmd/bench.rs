@@ -1,10 +1,177 @@
-//! `wirerate bench` (being written).
+//! `wirerate bench`: measure the tester itself, side by side with trafgen (docs/engine.md).
 
 use crate::error::{CliError, CliResult};
+use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: What,
+}
 
-pub fn run(_args: BenchArgs) -> CliResult {
-    Err(CliError::Failed("bench: not implemented yet".into()))
+#[derive(Debug, clap::Subcommand)]
+enum What {
+    /// TX frames/s of 64-byte signed frames from one core into a veth whose peer drops at
+    /// ingress, then trafgen with the same static frame on the same veth; prints both and
+    /// the ratio.
+    Tx(TxArgs),
+    /// trafgen sends exactly N signed frames at full speed; our receiver must count exactly N.
+    Rx(RxArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct TxArgs {
+    /// Measurement window per sender, seconds (after a 0.5 s warm-up).
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Frame size with FCS, bytes.
+    #[arg(long, default_value_t = 64)]
+    size: usize,
+    /// CPU both senders run on.
+    #[arg(long, default_value_t = 0)]
+    cpu: usize,
+    /// Steer the dropping peer's receive processing to this CPU (RPS), for both senders.
+    #[arg(long)]
+    rps_cpu: Option<usize>,
+    /// Also measure a plain sendmmsg sender (no TX ring) for comparison.
+    #[arg(long)]
+    sendmmsg: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct RxArgs {
+    /// Frames trafgen sends.
+    #[arg(short = 'n', long, default_value_t = 1_000_000)]
+    frames: u64,
+    /// Frame size with FCS, bytes.
+    #[arg(long, default_value_t = 64)]
+    size: usize,
+    /// CPU trafgen runs on.
+    #[arg(long, default_value_t = 0)]
+    tx_cpu: usize,
+    /// CPU our receiver runs on (default: not pinned).
+    #[arg(long)]
+    rx_cpu: Option<usize>,
+    #[arg(long)]
+    json: bool,
+}
+
+fn root() -> CliResult {
+    let st = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let uid0 = st
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    if uid0 {
+        Ok(())
+    } else {
+        Err(CliError::Usage(
+            "bench needs root (network namespaces, AF_PACKET); run it with sudo".into(),
+        ))
+    }
+}
+
+fn frame_len(size: usize) -> CliResult<usize> {
+    if !(64..=1518).contains(&size) {
+        return Err(CliError::Usage(format!(
+            "--size {size}: give a frame size 64..1518 (with FCS)"
+        )));
+    }
+    Ok(size - 4)
+}
+
+fn json<T: serde::Serialize>(v: &T) -> CliResult {
+    let s = serde_json::to_string_pretty(v).map_err(|e| CliError::Failed(e.to_string()))?;
+    println!("{s}");
+    Ok(())
+}
+
+pub fn run(args: BenchArgs) -> CliResult {
+    let tag = std::process::id().to_string();
+    match args.what {
+        What::Tx(a) => {
+            if !(a.duration > 0.0 && a.duration <= 600.0) {
+                return Err(CliError::Usage("--duration: give 0 < seconds ≤ 600".into()));
+            }
+            root()?;
+            let cfg = engine::bench::TxBenchConfig {
+                duration: Duration::from_secs_f64(a.duration),
+                frame_len: frame_len(a.size)?,
+                cpu: a.cpu,
+                rps_cpu: a.rps_cpu,
+                with_sendmmsg: a.sendmmsg,
+                ..Default::default()
+            };
+            let r = engine::bench::tx(&cfg, &tag)
+                .map_err(|e| CliError::Failed(format!("bench tx: {e}")))?;
+            if a.json {
+                return json(&r);
+            }
+            println!(
+                "bench tx: {}-byte frames, CPU {}, {:.1} s window each (veth tx_packets)",
+                a.size, a.cpu, a.duration
+            );
+            println!(
+                "  wirerate (TX ring, signed) {:>10.0} frames/s",
+                r.wirerate_pps
+            );
+            println!(
+                "    own count: {} frames accepted, {:.0} frames/s, mean batch {:.1}",
+                r.wirerate_sent, r.wirerate_own_pps, r.wirerate_mean_batch
+            );
+            if let Some(p) = r.sendmmsg_pps {
+                println!("  wirerate (sendmmsg, signed) {:>9.0} frames/s", p);
+            }
+            match &r.trafgen_error {
+                None => {
+                    println!(
+                        "  trafgen (static frame)     {:>10.0} frames/s",
+                        r.trafgen_pps
+                    );
+                    println!(
+                        "  ratio                      {:>10.2}x (target ≥ 1.10x)",
+                        r.ratio
+                    );
+                }
+                Some(e) => println!("  trafgen: no figure: {e}"),
+            }
+            Ok(())
+        }
+        What::Rx(a) => {
+            if a.frames == 0 {
+                return Err(CliError::Usage("-n: give at least one frame".into()));
+            }
+            root()?;
+            let cfg = engine::bench::RxBenchConfig {
+                frames: a.frames,
+                frame_len: frame_len(a.size)?,
+                tx_cpu: a.tx_cpu,
+                rx_cpu: a.rx_cpu,
+            };
+            let r = engine::bench::rx(&cfg, &tag)
+                .map_err(|e| CliError::Failed(format!("bench rx: {e}")))?;
+            if a.json {
+                json(&r)?;
+            } else {
+                println!("bench rx: trafgen -n {} ({}-byte frames)", a.frames, a.size);
+                println!("  trafgen put on the wire   {:>10}", r.sent_by_trafgen);
+                println!("  wirerate counted          {:>10}", r.counted);
+                println!("  foreign frames            {:>10}", r.foreign);
+                println!("  RX ring drops             {:>10}", r.ring_drops);
+                println!("  peer backlog drops        {:>10}", r.peer_rx_dropped);
+                println!("  {:.3} s, {:.0} frames/s", r.seconds, r.rx_pps);
+                println!("  {}", if r.exact { "EXACT" } else { "NOT EXACT" });
+            }
+            if r.exact {
+                Ok(())
+            } else {
+                Err(CliError::Failed(format!(
+                    "counted {} of {} frames",
+                    r.counted, a.frames
+                )))
+            }
+        }
+    }
 }
