@@ -1,1 +1,300 @@
-//! (being written)
+//! The results store (DESIGN.md §7): a run directory that survives `kill -9`.
+//!
+//! - `run.json`: what ran (plan text, versions, host facts), written once, atomically.
+//! - `trials.jsonl`: one JSON object per line, appended and `fsync`ed after every trial, so a
+//!   crash loses at most the trial in flight.
+//!
+//! Reading back tolerates a torn last line (the process died mid-write); any other bad line is
+//! an error, because it means the file was edited or corrupted, not interrupted. Resuming cuts
+//! the torn tail off before appending, and [`Resume`] tells the runner which (case, repetition,
+//! methodology) are finished and which trials of an unfinished search can be replayed into it
+//! ([`crate::search::replay`]) so nothing is measured twice.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Methodology;
+use crate::search::{Outcome, SearchResult, TrialRequest};
+
+/// File names inside a run directory.
+pub const RUN_JSON: &str = "run.json";
+/// See [`RUN_JSON`].
+pub const TRIALS_JSONL: &str = "trials.jsonl";
+
+/// Facts about the run, written to `run.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// Plan name.
+    pub plan_name: String,
+    /// The plan file's text, verbatim (so a result can always be traced to its plan).
+    pub plan_text: String,
+    /// wirerate version.
+    pub version: String,
+    /// Start time, Unix seconds.
+    pub started_unix: u64,
+    /// Host facts (kernel, CPUs, tool versions …), free-form.
+    #[serde(default)]
+    pub host: BTreeMap<String, String>,
+}
+
+/// Identifies one trial within a run.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TrialKey {
+    /// [`crate::plan::Case::id`].
+    pub case_id: String,
+    /// Repetition, from 0.
+    pub repetition: u32,
+    /// Methodology.
+    pub methodology: Methodology,
+    /// Trial index within this (case, repetition, methodology), from 0.
+    pub index: u32,
+}
+
+/// One finished trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    /// Which trial.
+    #[serde(flatten)]
+    pub key: TrialKey,
+    /// What the search asked for.
+    pub request: TrialRequest,
+    /// What was measured.
+    pub outcome: Outcome,
+    /// Whether the tester, not the DUT, set the pace (never a DUT figure).
+    pub tester_limited: bool,
+    /// Raw iperf3 JSON, for iperf3 trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iperf3: Option<serde_json::Value>,
+    /// Completion time, Unix milliseconds.
+    pub finished_unix_ms: u64,
+}
+
+/// A (case, repetition, methodology) that finished, with its result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MethodologyDone {
+    /// Case id.
+    pub case_id: String,
+    /// Repetition.
+    pub repetition: u32,
+    /// Methodology.
+    pub methodology: Methodology,
+    /// The search result (none for iperf3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<SearchResult>,
+}
+
+/// One line of `trials.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "kebab-case")]
+pub enum Record {
+    /// A trial.
+    Trial(TrialRecord),
+    /// A methodology finished for a case and repetition.
+    Done(MethodologyDone),
+}
+
+/// What [`read_records`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// Complete records in file order.
+    pub records: Vec<Record>,
+    /// True when the last line was torn (and ignored).
+    pub torn_tail: bool,
+    /// Byte length of the complete lines (where appending must continue).
+    pub good_len: u64,
+}
+
+/// Reads `trials.jsonl`, ignoring a torn last line. A bad line that is not the last one is an
+/// `InvalidData` error naming the line.
+pub fn read_records(path: &Path) -> io::Result<Loaded> {
+    let mut text = Vec::new();
+    File::open(path)?.read_to_end(&mut text)?;
+    let mut records = Vec::new();
+    let mut good_len = 0u64;
+    let mut torn_tail = false;
+    let mut start = 0usize;
+    let mut line_no = 0usize;
+    while start < text.len() {
+        line_no += 1;
+        let end = text[start..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map(|i| start + i);
+        let line = &text[start..end.unwrap_or(text.len())];
+        let parsed = std::str::from_utf8(line)
+            .ok()
+            .and_then(|s| serde_json::from_str::<Record>(s).ok());
+        match (parsed, end) {
+            (Some(r), Some(e)) => {
+                records.push(r);
+                good_len = (e + 1) as u64;
+                start = e + 1;
+            }
+            // No newline: the write was cut short, whether or not the JSON happens to parse.
+            (_, None) => {
+                torn_tail = true;
+                break;
+            }
+            (None, Some(_)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}:{line_no}: not a trial record", path.display()),
+                ));
+            }
+        }
+    }
+    Ok(Loaded {
+        records,
+        torn_tail,
+        good_len,
+    })
+}
+
+/// What a resumed run already has.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resume {
+    /// Every recorded trial.
+    pub finished_trials: BTreeSet<TrialKey>,
+    /// Finished (case, repetition, methodology).
+    pub finished: BTreeSet<(String, u32, Methodology)>,
+    trials: BTreeMap<(String, u32, Methodology), BTreeMap<u32, (TrialRequest, Outcome)>>,
+}
+
+impl Resume {
+    /// Builds the resume index from records.
+    pub fn from_records(records: &[Record]) -> Resume {
+        let mut r = Resume::default();
+        for rec in records {
+            match rec {
+                Record::Trial(t) => {
+                    r.finished_trials.insert(t.key.clone());
+                    r.trials
+                        .entry((t.key.case_id.clone(), t.key.repetition, t.key.methodology))
+                        .or_default()
+                        .insert(t.key.index, (t.request, t.outcome));
+                }
+                Record::Done(d) => {
+                    r.finished
+                        .insert((d.case_id.clone(), d.repetition, d.methodology));
+                }
+            }
+        }
+        r
+    }
+
+    /// Whether this methodology already finished for this case and repetition.
+    pub fn is_done(&self, case_id: &str, repetition: u32, m: Methodology) -> bool {
+        self.finished
+            .contains(&(case_id.to_string(), repetition, m))
+    }
+
+    /// Recorded trials of an unfinished search, in index order, to replay into a fresh search.
+    /// Stops at the first gap (a trial whose record was lost cannot be skipped).
+    pub fn recorded(
+        &self,
+        case_id: &str,
+        repetition: u32,
+        m: Methodology,
+    ) -> Vec<(TrialRequest, Outcome)> {
+        let Some(map) = self.trials.get(&(case_id.to_string(), repetition, m)) else {
+            return Vec::new();
+        };
+        map.iter()
+            .enumerate()
+            .take_while(|(i, (idx, _))| *i as u32 == **idx)
+            .map(|(_, (_, t))| *t)
+            .collect()
+    }
+}
+
+/// An open run directory.
+#[derive(Debug)]
+pub struct RunDir {
+    dir: PathBuf,
+    trials: File,
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+impl RunDir {
+    /// Creates a new run in `dir` (created if missing; refused if it already holds a run).
+    pub fn create(dir: &Path, info: &RunInfo) -> io::Result<RunDir> {
+        std::fs::create_dir_all(dir)?;
+        if dir.join(RUN_JSON).exists() || dir.join(TRIALS_JSONL).exists() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "{} already holds a run; use --resume or another directory",
+                    dir.display()
+                ),
+            ));
+        }
+        let tmp = dir.join(".run.json.tmp");
+        {
+            let mut f = File::create(&tmp)?;
+            serde_json::to_writer_pretty(&mut f, info)?;
+            f.write_all(b"\n")?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, dir.join(RUN_JSON))?;
+        let trials = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(dir.join(TRIALS_JSONL))?;
+        sync_dir(dir)?;
+        Ok(RunDir {
+            dir: dir.to_path_buf(),
+            trials,
+        })
+    }
+
+    /// Reopens the run in `dir` for `--resume`: reads what is there, cuts a torn last line off,
+    /// and returns the run info and the resume index.
+    pub fn resume(dir: &Path) -> io::Result<(RunDir, RunInfo, Resume)> {
+        let info: RunInfo = serde_json::from_reader(File::open(dir.join(RUN_JSON))?)?;
+        let path = dir.join(TRIALS_JSONL);
+        let loaded = read_records(&path)?;
+        let mut trials = OpenOptions::new().read(true).write(true).open(&path)?;
+        if loaded.torn_tail {
+            trials.set_len(loaded.good_len)?;
+            trials.sync_all()?;
+        }
+        trials.seek(SeekFrom::End(0))?;
+        let resume = Resume::from_records(&loaded.records);
+        Ok((
+            RunDir {
+                dir: dir.to_path_buf(),
+                trials,
+            },
+            info,
+            resume,
+        ))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends one record as a line and forces it to disk before returning.
+    pub fn append(&mut self, record: &Record) -> io::Result<()> {
+        let mut line = serde_json::to_vec(record)?;
+        line.push(b'\n');
+        self.trials.write_all(&line)?;
+        self.trials.sync_data()
+    }
+
+    /// Every complete record so far.
+    pub fn records(&self) -> io::Result<Vec<Record>> {
+        Ok(read_records(&self.dir.join(TRIALS_JSONL))?.records)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -86,6 +86,16 @@ pub struct TrialRequest {
 }
 
 impl TrialRequest {
+    /// Whether `other` asks for the same trial. Loads are compared with a relative tolerance of
+    /// 1e-9, so a request read back from JSON still matches the one a replayed search issues.
+    pub fn same_as(&self, other: &TrialRequest) -> bool {
+        let (a, b) = (self.load.0, other.load.0);
+        self.duration == other.duration
+            && self.burst_frames == other.burst_frames
+            && self.latency == other.latency
+            && (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+    }
+
     /// A timed trial at `load` for `duration`.
     pub fn rate(load: LineFraction, duration: Duration) -> TrialRequest {
         TrialRequest {
@@ -353,7 +363,7 @@ pub fn replay(
 ) -> Result<Option<TrialRequest>, ReplayMismatch> {
     let mut next = search.next(None);
     for (index, (request, outcome)) in recorded.iter().enumerate() {
-        if next.as_ref() != Some(request) {
+        if !next.as_ref().is_some_and(|n| n.same_as(request)) {
             return Err(ReplayMismatch {
                 index,
                 expected: next,

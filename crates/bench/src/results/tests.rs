@@ -1,0 +1,206 @@
+//! Results-store tests in temporary directories, including a simulated `kill -9` mid-write.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use super::*;
+use crate::search::sim::SimDut;
+use crate::search::{replay, BinaryConfig, BinarySearch, LineFraction, Search};
+
+fn info() -> RunInfo {
+    RunInfo {
+        plan_name: "t".into(),
+        plan_text: "name = \"t\"\n".into(),
+        version: "0.1.0".into(),
+        started_unix: 1_800_000_000,
+        host: [("kernel".to_string(), "6.18".to_string())].into(),
+    }
+}
+
+fn search() -> BinarySearch {
+    BinarySearch::new(BinaryConfig {
+        duration: Duration::from_secs(1),
+        ..BinaryConfig::rfc2544()
+    })
+    .unwrap()
+}
+
+fn trial(index: u32, request: TrialRequest, outcome: Outcome) -> Record {
+    Record::Trial(TrialRecord {
+        key: TrialKey {
+            case_id: "napt/udp4/64B".into(),
+            repetition: 0,
+            methodology: Methodology::Rfc2544Throughput,
+            index,
+        },
+        request,
+        outcome,
+        tester_limited: false,
+        iperf3: None,
+        finished_unix_ms: 1_800_000_000_000 + u64::from(index),
+    })
+}
+
+/// Runs the case's search, recording each trial; stops after `kill_after` trials (if given),
+/// leaving a torn half line as a killed process would. Returns the requests it ran.
+fn run(run_dir: &mut RunDir, kill_after: Option<usize>) -> Vec<TrialRequest> {
+    let mut dut = SimDut::sharp(LineFraction(0.37));
+    let mut s = search();
+    let mut ran = Vec::new();
+    let mut last = None;
+    while let Some(req) = s.next(last.as_ref()) {
+        if kill_after == Some(ran.len()) {
+            let mut torn = serde_json::to_vec(&trial(99, req, dut.trial(&req))).unwrap();
+            torn.truncate(torn.len() / 2);
+            run_dir.trials.write_all(&torn).unwrap();
+            return ran;
+        }
+        let o = dut.trial(&req);
+        run_dir.append(&trial(ran.len() as u32, req, o)).unwrap();
+        ran.push(req);
+        last = Some(o);
+    }
+    run_dir
+        .append(&Record::Done(MethodologyDone {
+            case_id: "napt/udp4/64B".into(),
+            repetition: 0,
+            methodology: Methodology::Rfc2544Throughput,
+            result: Some(s.result()),
+        }))
+        .unwrap();
+    ran
+}
+
+#[test]
+fn append_and_read_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rd = RunDir::create(tmp.path(), &info()).unwrap();
+    let mut dut = SimDut::sharp(LineFraction(0.5));
+    let req = TrialRequest::rate(LineFraction(0.6), Duration::from_secs(1));
+    let rec = trial(0, req, dut.trial(&req));
+    rd.append(&rec).unwrap();
+    assert_eq!(rd.records().unwrap(), vec![rec]);
+    let text = std::fs::read_to_string(tmp.path().join(TRIALS_JSONL)).unwrap();
+    assert!(
+        text.starts_with("{\"record\":\"trial\",\"case_id\":\"napt/udp4/64B\""),
+        "{text}"
+    );
+    assert!(text.ends_with('\n'));
+    let back: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join(RUN_JSON)).unwrap()).unwrap();
+    assert_eq!(back, info());
+}
+
+#[test]
+fn an_existing_run_is_not_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    RunDir::create(tmp.path(), &info()).unwrap();
+    let err = RunDir::create(tmp.path(), &info()).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+}
+
+#[test]
+fn torn_last_line_is_ignored_and_cut_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rd = RunDir::create(tmp.path(), &info()).unwrap();
+    let ran = run(&mut rd, Some(3));
+    assert_eq!(ran.len(), 3);
+    drop(rd);
+    let path = tmp.path().join(TRIALS_JSONL);
+    let loaded = read_records(&path).unwrap();
+    assert_eq!(loaded.records.len(), 3);
+    assert!(loaded.torn_tail);
+    let (_rd, _, resume) = RunDir::resume(tmp.path()).unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), loaded.good_len);
+    assert_eq!(resume.finished_trials.len(), 3);
+    assert!(!read_records(&path).unwrap().torn_tail);
+}
+
+#[test]
+fn a_corrupt_middle_line_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rd = RunDir::create(tmp.path(), &info()).unwrap();
+    run(&mut rd, None);
+    let path = tmp.path().join(TRIALS_JSONL);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let broken = text
+        .replacen("{\"record\"", "{\"recor", 2)
+        .replacen("{\"recor", "{\"record\"", 1);
+    std::fs::write(&path, broken).unwrap();
+    let err = read_records(&path).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    assert!(err.to_string().ends_with(":2: not a trial record"), "{err}");
+}
+
+#[test]
+fn kill_then_resume_loses_nothing_and_repeats_nothing() {
+    // Reference: the uninterrupted run.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut full_dir = RunDir::create(&tmp.path().join("full"), &info()).unwrap();
+    let full = run(&mut full_dir, None);
+    assert!(full.len() > 5);
+
+    for kill_after in [0, 1, 4, full.len() - 1] {
+        let dir = tmp.path().join(format!("killed-{kill_after}"));
+        let mut rd = RunDir::create(&dir, &info()).unwrap();
+        let before = run(&mut rd, Some(kill_after));
+        drop(rd); // kill -9: nothing flushed beyond what append already synced
+
+        let (mut rd, info_back, resume) = RunDir::resume(&dir).unwrap();
+        assert_eq!(info_back, info());
+        assert!(!resume.is_done("napt/udp4/64B", 0, Methodology::Rfc2544Throughput));
+        let recorded = resume.recorded("napt/udp4/64B", 0, Methodology::Rfc2544Throughput);
+        assert_eq!(recorded.len(), before.len());
+
+        // Replay the recorded outcomes into a fresh search, then continue for real.
+        let mut s = search();
+        let mut dut = SimDut::sharp(LineFraction(0.37));
+        let mut next = replay(&mut s, &recorded).unwrap();
+        let mut after = Vec::new();
+        while let Some(req) = next {
+            let o = dut.trial(&req);
+            rd.append(&trial((recorded.len() + after.len()) as u32, req, o))
+                .unwrap();
+            after.push(req);
+            next = s.next(Some(&o));
+        }
+        rd.append(&Record::Done(MethodologyDone {
+            case_id: "napt/udp4/64B".into(),
+            repetition: 0,
+            methodology: Methodology::Rfc2544Throughput,
+            result: Some(s.result()),
+        }))
+        .unwrap();
+
+        // Nothing lost, nothing repeated: before + after is exactly the uninterrupted sequence.
+        let mut all = before.clone();
+        all.extend(after);
+        assert_eq!(all, full, "kill after {kill_after}");
+        let records = rd.records().unwrap();
+        let keys: BTreeSet<TrialKey> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Trial(t) => Some(t.key.clone()),
+                Record::Done(_) => None,
+            })
+            .collect();
+        assert_eq!(keys.len(), full.len(), "one record per trial");
+        assert_eq!(records.len(), full.len() + 1);
+        // The results equal the uninterrupted run's.
+        assert_eq!(records.last(), full_dir.records().unwrap().last());
+
+        // A second resume finds the methodology done.
+        let (_, _, again) = RunDir::resume(&dir).unwrap();
+        assert!(again.is_done("napt/udp4/64B", 0, Methodology::Rfc2544Throughput));
+    }
+}
+
+#[test]
+fn replay_refuses_records_from_another_plan() {
+    let mut dut = SimDut::sharp(LineFraction(0.37));
+    let req = TrialRequest::rate(LineFraction(0.8), Duration::from_secs(1));
+    let o = dut.trial(&req);
+    let err = replay(&mut search(), &[(req, o)]).unwrap_err();
+    assert_eq!(err.index, 0);
+    assert_eq!(err.expected.unwrap().load, LineFraction(1.0));
+}
