@@ -154,14 +154,17 @@ pub fn read_records(path: &Path) -> io::Result<Loaded> {
     })
 }
 
+/// (case id, repetition, methodology): one search of one case.
+pub type SearchKey = (String, u32, Methodology);
+
 /// What a resumed run already has.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Resume {
     /// Every recorded trial.
     pub finished_trials: BTreeSet<TrialKey>,
     /// Finished (case, repetition, methodology).
-    pub finished: BTreeSet<(String, u32, Methodology)>,
-    trials: BTreeMap<(String, u32, Methodology), BTreeMap<u32, (TrialRequest, Outcome)>>,
+    pub finished: BTreeSet<SearchKey>,
+    trials: BTreeMap<SearchKey, BTreeMap<u32, (TrialRequest, Outcome)>>,
 }
 
 impl Resume {
