@@ -9,7 +9,7 @@ use wire::ppp::control::{Code, OptionIter, RawOption};
 use wire::ppp::ConfigOption;
 use wire::units::Nanos;
 
-use crate::util::add;
+use crate::util::{add, Rng};
 
 /// The ten states of RFC 1661 §4.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,6 +37,10 @@ pub struct FsmConfig {
     pub max_terminate: u32,
     /// Configure-Naks sent without an Ack before Naks become Rejects (default 5).
     pub max_failure: u32,
+    /// Up to this much is added at random to each restart timer (default 300 ms), so two
+    /// ends (or thousands of sessions) do not retransmit in lockstep: with synchronized timers
+    /// a periodic loss pattern can hit the same exchange forever.
+    pub jitter: Nanos,
 }
 
 impl Default for FsmConfig {
@@ -46,6 +50,7 @@ impl Default for FsmConfig {
             max_configure: 10,
             max_terminate: 2,
             max_failure: 5,
+            jitter: Nanos(300_000_000),
         }
     }
 }
@@ -155,6 +160,8 @@ pub struct Fsm<N> {
     req_id: u8,
     req_options: Vec<u8>,
     req_answered: bool,
+    /// The peer's last request we acked (identifier, options).
+    last_acked: Option<(u8, Vec<u8>)>,
     term_id: u8,
     /// Packets to send, in order.
     pub out: Vec<Packet>,
@@ -166,11 +173,18 @@ pub struct Fsm<N> {
     pub discards: Vec<Discard>,
     /// Whether the last tlf came from the restart counter running out.
     finished_by_timeout: bool,
+    rng: Rng,
 }
 
 impl<N: Negotiator> Fsm<N> {
     pub fn new(cfg: FsmConfig, neg: N) -> Self {
+        Self::with_seed(cfg, neg, 0)
+    }
+
+    /// As [`new`](Self::new), with the seed of the restart-timer jitter.
+    pub fn with_seed(cfg: FsmConfig, neg: N, seed: u64) -> Self {
         Fsm {
+            rng: Rng::new(seed),
             state: State::Initial,
             cfg,
             neg,
@@ -181,6 +195,7 @@ impl<N: Negotiator> Fsm<N> {
             req_id: 0,
             req_options: Vec::new(),
             req_answered: false,
+            last_acked: None,
             term_id: 0,
             out: Vec::new(),
             signals: Vec::new(),
@@ -237,7 +252,15 @@ impl<N: Negotiator> Fsm<N> {
     }
     fn zrc(&mut self, now: Nanos) {
         self.restart_count = 0;
-        self.timer = Some(add(now, self.cfg.restart));
+        self.arm(now);
+    }
+
+    fn arm(&mut self, now: Nanos) {
+        let jitter = match self.cfg.jitter.0 {
+            0 => 0,
+            j => self.rng.next_u64() % j,
+        };
+        self.timer = Some(add(now, Nanos(self.cfg.restart.0 + jitter)));
     }
 
     /// Send-Configure-Request. A new request (not a timeout retransmission) gets a new id.
@@ -251,7 +274,7 @@ impl<N: Negotiator> Fsm<N> {
         }
         self.req_answered = false;
         self.restart_count = self.restart_count.saturating_sub(1);
-        self.timer = Some(add(now, self.cfg.restart));
+        self.arm(now);
         self.out.push(Packet {
             code: Code::ConfigureRequest,
             identifier: self.req_id,
@@ -266,7 +289,7 @@ impl<N: Negotiator> Fsm<N> {
             self.term_id = self.alloc_id();
         }
         self.restart_count = self.restart_count.saturating_sub(1);
-        self.timer = Some(add(now, self.cfg.restart));
+        self.arm(now);
         self.out.push(Packet {
             code: Code::TerminateRequest,
             identifier: self.term_id,
@@ -492,6 +515,24 @@ impl<N: Negotiator> Fsm<N> {
     }
 
     fn rcr(&mut self, now: Nanos, id: u8, data: &[u8]) {
+        // Deviation from the RFC 1661 table, on purpose: in Opened, an exact duplicate of the
+        // request we acked (same identifier, same options) is a retransmission whose Ack was
+        // lost. Re-Ack it instead of tearing the link down; a periodic loss pattern could
+        // otherwise hit the renegotiation every time (seen with every-3rd-frame loss). Any
+        // changed request renegotiates as the table says.
+        if self.state == State::Opened
+            && self
+                .last_acked
+                .as_ref()
+                .is_some_and(|(i, d)| *i == id && d.as_slice() == data)
+        {
+            self.out.push(Packet {
+                code: Code::ConfigureAck,
+                identifier: id,
+                data: data.to_vec(),
+            });
+            return;
+        }
         let mut reply = Reply::default();
         self.neg.check(data, &mut reply);
         let good = reply.is_ack();
@@ -519,6 +560,7 @@ impl<N: Negotiator> Fsm<N> {
             }
         } else {
             self.failure_count = 0;
+            self.last_acked = Some((id, data.to_vec()));
             Packet {
                 code: Code::ConfigureAck,
                 identifier: id,
@@ -831,6 +873,8 @@ mod tests {
     #[test]
     fn restart_timer_and_max_configure() {
         let mut a = fsm(3, 9);
+        a.cfg.jitter = Nanos(0);
+        a.timer = Some(Nanos(a.cfg.restart.0));
         let mut t = Nanos(0);
         let mut sent = 1;
         while let Some(d) = a.deadline() {
@@ -845,6 +889,24 @@ mod tests {
         // Retransmissions keep the identifier.
         assert!(a.out.iter().all(|p| p.identifier == a.out[0].identifier));
         assert_eq!(t, Nanos(3_000_000_000 * 10));
+    }
+
+    #[test]
+    fn duplicate_request_in_opened_is_re_acked_a_changed_one_renegotiates() {
+        let mut a = fsm(7, 9);
+        let mut b = fsm(9, 7);
+        converge(&mut a, &mut b);
+        let req = [1u8, 3, 7];
+        // b acked a's request with a's id; the same packet again only gets an Ack.
+        let id = b.last_acked.as_ref().unwrap().0;
+        b.input(Nanos(0), Code::ConfigureRequest, id, &req);
+        assert_eq!(b.state, State::Opened);
+        assert_eq!(b.out.pop().unwrap().code, Code::ConfigureAck);
+        assert!(b.out.is_empty());
+        // A new identifier means a new negotiation (RFC 1661: Opened + RCR+ -> AckSent).
+        b.input(Nanos(0), Code::ConfigureRequest, id.wrapping_add(1), &req);
+        assert_eq!(b.state, State::AckSent);
+        assert!(b.signals.contains(&Signal::Down));
     }
 
     #[test]

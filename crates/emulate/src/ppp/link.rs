@@ -246,11 +246,17 @@ impl Link {
             echo_interval: cfg.echo_interval,
             echo_failures: cfg.echo_failures.max(1),
             phase: Phase::Establish,
-            lcp: Fsm::new(cfg.fsm, lcp),
-            ipcp: cfg.ipcp.map(|n| Fsm::new(cfg.fsm, n)),
-            ipv6cp: cfg
-                .ipv6cp
-                .map(|id| Fsm::new(cfg.fsm, Ipv6cpNeg::new(id, cfg.seed ^ 0x5555))),
+            lcp: Fsm::with_seed(cfg.fsm, lcp, cfg.seed ^ 0x1c9),
+            ipcp: cfg
+                .ipcp
+                .map(|n| Fsm::with_seed(cfg.fsm, n, cfg.seed ^ 0x8021)),
+            ipv6cp: cfg.ipv6cp.map(|id| {
+                Fsm::with_seed(
+                    cfg.fsm,
+                    Ipv6cpNeg::new(id, cfg.seed ^ 0x5555),
+                    cfg.seed ^ 0x8057,
+                )
+            }),
             auth: Auth {
                 method: None,
                 done: false,
@@ -733,6 +739,14 @@ impl Link {
             match (self.role, self.auth.method) {
                 (Role::Server, Some(AuthMethod::ChapMd5)) => return self.send_challenge(now),
                 (Role::Client, Some(AuthMethod::Pap)) => return self.send_pap_request(now),
+                (Role::Client, Some(AuthMethod::ChapMd5)) => {
+                    if let Some((_, f)) = self.auth.last_answer.clone() {
+                        self.auth.tries_left -= 1;
+                        self.out.push(f);
+                        self.auth.timer = Some(add(now, self.fsm_cfg.restart));
+                        return;
+                    }
+                }
                 _ => {}
             }
         }
@@ -880,12 +894,28 @@ impl Link {
                     .cloned()
                     .unwrap_or(Credential::new("", ""));
                 let digest = md5(&[&[identifier], cred.password.as_bytes(), value]);
+                if self.auth.done {
+                    // A re-challenge after success (RFC 1994 allows periodic ones): answer.
+                    self.emit_chap(&ChapRepr::Response {
+                        identifier,
+                        value: &digest,
+                        name: cred.user.as_bytes(),
+                    });
+                    return;
+                }
+                if identifier != self.auth.id || self.auth.last_answer.is_none() {
+                    self.auth.tries_left = self.fsm_cfg.max_configure;
+                }
                 self.auth.id = identifier;
-                self.emit_chap(&ChapRepr::Response {
+                let f = self.emit_chap(&ChapRepr::Response {
                     identifier,
                     value: &digest,
                     name: cred.user.as_bytes(),
                 });
+                // Success or Failure may be lost; RFC 1994 §4.1 has the authenticator accept
+                // repeated Responses, so repeat ours until one arrives.
+                self.auth.last_answer = Some((Protocol::CHAP, f));
+                self.auth.timer = Some(add(now, self.fsm_cfg.restart));
             }
             (Role::Client, ChapRepr::Success { identifier, .. })
                 if identifier == self.auth.id && !self.auth.done =>

@@ -176,11 +176,12 @@ impl Negotiator for LcpNeg {
     fn nak_received(&mut self, options: &[u8]) {
         for (kind, value) in OptionIter::new(options).flatten() {
             match LcpOption::parse(kind, value) {
-                Ok(LcpOption::Mru(v)) if self.our_mru.is_some() => {
-                    if (MIN_MRU..=self.peer_mru_max.max(wire::ppp::lcp::PPPOE_MAX_MRU)).contains(&v)
-                    {
-                        self.our_mru = Some(v);
-                    }
+                Ok(LcpOption::Mru(v))
+                    if self.our_mru.is_some()
+                        && (MIN_MRU..=self.peer_mru_max.max(wire::ppp::lcp::PPPOE_MAX_MRU))
+                            .contains(&v) =>
+                {
+                    self.our_mru = Some(v);
                 }
                 Ok(LcpOption::MagicNumber(v)) if self.magic != 0 => {
                     if v == self.magic {
@@ -317,10 +318,10 @@ impl Negotiator for IpcpNeg {
     fn nak_received(&mut self, options: &[u8]) {
         for (kind, value) in OptionIter::new(options).flatten() {
             match IpcpOption::parse(kind, value) {
-                Ok(IpcpOption::IpAddress(a)) if !a.is_unspecified() && self.local.is_some() => {
-                    if self.side == Side::Client {
-                        self.local = Some(a)
-                    }
+                Ok(IpcpOption::IpAddress(a))
+                    if !a.is_unspecified() && self.local.is_some() && self.side == Side::Client =>
+                {
+                    self.local = Some(a)
                 }
                 Ok(IpcpOption::PrimaryDns(a)) if self.dns[0].is_some() => self.dns[0] = Some(a),
                 Ok(IpcpOption::SecondaryDns(a)) if self.dns[1].is_some() => self.dns[1] = Some(a),
@@ -446,7 +447,9 @@ mod tests {
         v
     }
 
-    fn judge<N: Negotiator>(n: &mut N, options: &[u8]) -> (Vec<(u8, Vec<u8>)>, Vec<(u8, Vec<u8>)>) {
+    type Options = Vec<(u8, Vec<u8>)>;
+
+    fn judge<N: Negotiator>(n: &mut N, options: &[u8]) -> (Options, Options) {
         let mut r = Reply::default();
         n.check(options, &mut r);
         let mut naks = Vec::new();

@@ -1,0 +1,658 @@
+//! The PPPoE access concentrator (RFC 2516, RFC 4638), many sessions at once.
+//!
+//! Discovery is stateless until a valid PADR: a PADO carries an AC-Cookie that is a keyed
+//! hash (SipHash-2-4) of the client's MAC, and only a PADR echoing the right cookie creates
+//! a session, so a PADI flood costs no memory (and is rate-limited on top). Each session runs
+//! a [`Link`] (LCP, PAP/CHAP, IPCP, IPv6CP, echo) keyed by (client MAC, session id).
+
+use core::net::Ipv4Addr;
+use std::collections::{BTreeMap, BTreeSet};
+
+use wire::ethernet::MacAddr;
+use wire::ppp::lcp::PPPOE_MAX_MRU as PPPOE_MAX_PAYLOAD_DEFAULT;
+use wire::ppp::Protocol;
+use wire::pppoe::{PppoeCode, TagType};
+use wire::units::Nanos;
+
+use super::{discovery_frame, parse, session_frame, HostileReason, SessionInfo, SessionKey, Tags};
+use crate::ppp::link::{Credential, DownReason, Link, LinkConfig, LinkEvent, Role};
+use crate::ppp::neg::{eui64, IpcpNeg};
+use crate::ppp::{AuthMethod, FsmConfig};
+use crate::util::{min_deadline, siphash24, Counter, DurationSummary, Rng};
+
+/// A block of IPv4 addresses handed to subscribers by IPCP.
+#[derive(Debug, Clone)]
+pub struct Ipv4Pool {
+    first: u32,
+    size: u32,
+    used: BTreeSet<u32>,
+}
+
+impl Ipv4Pool {
+    /// `size` addresses from `first` on.
+    pub fn new(first: Ipv4Addr, size: u32) -> Ipv4Pool {
+        Ipv4Pool {
+            first: u32::from(first),
+            size,
+            used: BTreeSet::new(),
+        }
+    }
+
+    /// The lowest free address.
+    pub fn allocate(&mut self) -> Option<Ipv4Addr> {
+        let i = (0..self.size).find(|i| !self.used.contains(i))?;
+        self.used.insert(i);
+        Some(Ipv4Addr::from(self.first.wrapping_add(i)))
+    }
+
+    pub fn release(&mut self, a: Ipv4Addr) {
+        self.used.remove(&u32::from(a).wrapping_sub(self.first));
+    }
+
+    pub fn in_use(&self) -> usize {
+        self.used.len()
+    }
+}
+
+/// How the access concentrator behaves.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub mac: MacAddr,
+    pub ac_name: String,
+    /// Services offered; empty means any requested Service-Name is served.
+    pub service_names: Vec<String>,
+    /// Key of the AC-Cookie hash.
+    pub cookie_key: [u8; 16],
+    pub max_sessions: usize,
+    /// RFC 4638: the largest PPP-Max-Payload we grant; 1492 turns the extension off.
+    pub max_payload: u16,
+    /// The MRU we request in LCP (default 1454).
+    pub mru: u16,
+    /// Authentication demanded, preferred first (empty: none).
+    pub auth: Vec<AuthMethod>,
+    pub credentials: Vec<Credential>,
+    /// Our IPCP address.
+    pub gateway: Ipv4Addr,
+    /// First address and size of the subscriber pool.
+    pub pool_first: Ipv4Addr,
+    pub pool_size: u32,
+    /// DNS servers handed out by IPCP (options 129 and 131); None rejects the option.
+    pub dns: [Option<Ipv4Addr>; 2],
+    pub ipcp: bool,
+    pub ipv6cp: bool,
+    pub echo_interval: Nanos,
+    pub echo_failures: u32,
+    pub fsm: FsmConfig,
+    /// PADOs per second (token bucket refill); 0 = unlimited.
+    pub pado_rate: u32,
+    /// Token bucket depth.
+    pub pado_burst: u32,
+    pub seed: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            mac: MacAddr([0x02, 0x77, 0x72, 0x00, 0x00, 0x01]),
+            ac_name: "wirerate-ac".into(),
+            service_names: Vec::new(),
+            cookie_key: *b"wirerate-cookie!",
+            max_sessions: 4096,
+            max_payload: PPPOE_MAX_PAYLOAD_DEFAULT,
+            mru: 1454,
+            auth: vec![AuthMethod::Pap],
+            credentials: vec![Credential::new("wirerate", "wirerate")],
+            gateway: Ipv4Addr::new(198, 51, 100, 1),
+            pool_first: Ipv4Addr::new(198, 51, 100, 10),
+            pool_size: 240,
+            dns: [
+                Some(Ipv4Addr::new(198, 51, 100, 53)),
+                Some(Ipv4Addr::new(203, 0, 113, 53)),
+            ],
+            ipcp: true,
+            ipv6cp: true,
+            echo_interval: Nanos(10_000_000_000),
+            echo_failures: 3,
+            fsm: FsmConfig::default(),
+            pado_rate: 1000,
+            pado_burst: 1000,
+            seed: 1,
+        }
+    }
+}
+
+/// What the server reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// LCP, authentication and the NCPs are done.
+    SessionUp {
+        key: SessionKey,
+        info: SessionInfo,
+        /// From the PADR that created the session.
+        setup: Nanos,
+        user: Option<String>,
+    },
+    /// The session ended (a PADT was sent, or received).
+    SessionDown { key: SessionKey, reason: DownReason },
+    /// A datagram from a subscriber.
+    Data {
+        key: SessionKey,
+        protocol: Protocol,
+        payload: Vec<u8>,
+    },
+}
+
+/// Counters of the access concentrator.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    pub padi_rx: u64,
+    pub pado_tx: u64,
+    /// PADIs for a service we do not offer (no PADO, as RFC 2516 asks).
+    pub padi_unserved: u64,
+    pub padr_rx: u64,
+    pub pads_tx: u64,
+    /// PADS with an error tag (session refused).
+    pub pads_refused: u64,
+    /// PADRs answered again with the session's PADS (the first was lost).
+    pub padr_repeated: u64,
+    pub padt_rx: u64,
+    pub padt_tx: u64,
+    pub sessions_started: u64,
+    /// Sessions up right now.
+    pub sessions_up: u64,
+    pub sessions_up_total: u64,
+    /// PADR to network phase complete.
+    pub setup: DurationSummary,
+    /// PPP retransmissions (Configure/Terminate-Request, CHAP Challenge).
+    pub retransmits: u64,
+    /// Sessions ended, by reason (failures and normal ends alike).
+    pub ended: Counter<DownReason>,
+    pub hostile: Counter<HostileReason>,
+}
+
+#[derive(Debug)]
+struct Session {
+    link: Link,
+    started: Nanos,
+    up: bool,
+    host_uniq: Option<Vec<u8>>,
+    pads: Vec<u8>,
+    ppp_seen: bool,
+    ipv4: Option<Ipv4Addr>,
+}
+
+/// The access concentrator.
+#[derive(Debug)]
+pub struct Server {
+    cfg: ServerConfig,
+    rng: Rng,
+    sessions: BTreeMap<SessionKey, Session>,
+    ids: BTreeSet<u16>,
+    pool: Ipv4Pool,
+    tokens: u64,
+    refilled: Nanos,
+    tx: Vec<Vec<u8>>,
+    events: Vec<ServerEvent>,
+    pub stats: ServerStats,
+}
+
+impl Server {
+    pub fn new(cfg: ServerConfig) -> Server {
+        Server {
+            rng: Rng::new(cfg.seed),
+            pool: Ipv4Pool::new(cfg.pool_first, cfg.pool_size),
+            tokens: u64::from(cfg.pado_burst),
+            refilled: Nanos(0),
+            sessions: BTreeMap::new(),
+            ids: BTreeSet::new(),
+            tx: Vec::new(),
+            events: Vec::new(),
+            stats: ServerStats::default(),
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.cfg
+    }
+
+    /// Frames to send, in order.
+    pub fn take_transmit(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.tx)
+    }
+
+    pub fn take_events(&mut self) -> Vec<ServerEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn sessions(&self) -> impl Iterator<Item = SessionKey> + '_ {
+        self.sessions.keys().copied()
+    }
+
+    /// The data-path view of an up session.
+    pub fn session_info(&self, key: SessionKey) -> Option<SessionInfo> {
+        let s = self.sessions.get(&key)?;
+        s.up.then(|| SessionInfo {
+            local_mac: self.cfg.mac,
+            peer_mac: key.client,
+            session_id: key.session_id,
+            negotiated: s.link.negotiated(),
+        })
+    }
+
+    /// The AC-Cookie for a client MAC.
+    pub fn cookie(&self, client: MacAddr) -> [u8; 8] {
+        siphash24(&self.cfg.cookie_key, &client.0).to_be_bytes()
+    }
+
+    /// When [`poll`](Self::poll) has work next.
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        self.sessions
+            .values()
+            .fold(None, |d, s| min_deadline(d, s.link.next_deadline()))
+    }
+
+    /// Runs the sessions' timers due at `now`.
+    pub fn poll(&mut self, now: Nanos) {
+        let due: Vec<SessionKey> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.link.next_deadline().is_some_and(|d| d <= now))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in due {
+            if let Some(s) = self.sessions.get_mut(&key) {
+                s.link.poll(now);
+            }
+            self.drain(now, key);
+        }
+    }
+
+    /// Closes a session with an LCP Terminate exchange, then a PADT.
+    pub fn close(&mut self, now: Nanos, key: SessionKey) {
+        if let Some(s) = self.sessions.get_mut(&key) {
+            s.link.close(now, DownReason::LocalClose);
+        }
+        self.drain(now, key);
+    }
+
+    /// Sends a datagram to a subscriber; false if there is no such session or its NCP is not
+    /// open.
+    pub fn send(
+        &mut self,
+        now: Nanos,
+        key: SessionKey,
+        protocol: Protocol,
+        payload: &[u8],
+    ) -> bool {
+        let sent = self
+            .sessions
+            .get_mut(&key)
+            .is_some_and(|s| s.link.send(protocol, payload));
+        self.drain(now, key);
+        sent
+    }
+
+    /// Handles one received Ethernet frame (without FCS). Returns false if it is not PPPoE
+    /// (the caller may hand it to ARP/ND or elsewhere).
+    pub fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool {
+        let p = match parse(frame) {
+            Ok(Some(p)) => p,
+            Ok(None) => return false,
+            Err(r) => {
+                self.stats.hostile.add(r);
+                return true;
+            }
+        };
+        let unicast_to_us = p.eth.dst == self.cfg.mac;
+        let result = match p.pppoe.code {
+            PppoeCode::Padi if unicast_to_us || p.eth.dst.is_broadcast() => {
+                self.padi(now, p.eth.src, p.pppoe.session_id, p.payload)
+            }
+            PppoeCode::Padr | PppoeCode::Padt | PppoeCode::Session if !unicast_to_us => {
+                Err(HostileReason::NotForUs)
+            }
+            PppoeCode::Padi => Err(HostileReason::NotForUs),
+            PppoeCode::Padr => self.padr(now, p.eth.src, p.pppoe.session_id, p.payload),
+            PppoeCode::Padt => {
+                self.stats.padt_rx += 1;
+                let key = SessionKey {
+                    client: p.eth.src,
+                    session_id: p.pppoe.session_id,
+                };
+                match self.sessions.get_mut(&key) {
+                    Some(s) => {
+                        s.link.kill(DownReason::PeerPadt);
+                        self.drain(now, key);
+                        Ok(())
+                    }
+                    None => Err(HostileReason::UnknownSession),
+                }
+            }
+            PppoeCode::Session => {
+                let key = SessionKey {
+                    client: p.eth.src,
+                    session_id: p.pppoe.session_id,
+                };
+                match self.sessions.get_mut(&key) {
+                    Some(s) => {
+                        s.ppp_seen = true;
+                        s.link.input(now, p.payload);
+                        self.drain(now, key);
+                        Ok(())
+                    }
+                    None => Err(HostileReason::UnknownSession),
+                }
+            }
+            PppoeCode::Pado | PppoeCode::Pads | PppoeCode::Unknown(_) => {
+                Err(HostileReason::UnexpectedCode)
+            }
+        };
+        if let Err(r) = result {
+            self.stats.hostile.add(r);
+        }
+        true
+    }
+
+    fn serves(&self, name: &[u8]) -> bool {
+        name.is_empty()
+            || self.cfg.service_names.is_empty()
+            || self.cfg.service_names.iter().any(|s| s.as_bytes() == name)
+    }
+
+    /// The PPP-Max-Payload to grant for a requested one (RFC 4638), None to leave it out.
+    fn grant_max_payload(&self, asked: Option<u16>) -> Option<u16> {
+        let asked = asked?;
+        (asked > PPPOE_MAX_PAYLOAD_DEFAULT && self.cfg.max_payload > PPPOE_MAX_PAYLOAD_DEFAULT)
+            .then(|| asked.min(self.cfg.max_payload))
+    }
+
+    fn take_token(&mut self, now: Nanos) -> bool {
+        if self.cfg.pado_rate == 0 {
+            return true;
+        }
+        let elapsed = now.0.saturating_sub(self.refilled.0);
+        let add = elapsed.saturating_mul(u64::from(self.cfg.pado_rate)) / 1_000_000_000;
+        if add > 0 {
+            self.tokens = (self.tokens + add).min(u64::from(self.cfg.pado_burst));
+            self.refilled = now;
+        }
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+
+    fn padi(
+        &mut self,
+        now: Nanos,
+        client: MacAddr,
+        sid: u16,
+        payload: &[u8],
+    ) -> Result<(), HostileReason> {
+        self.stats.padi_rx += 1;
+        if sid != 0 {
+            return Err(HostileReason::NonZeroSessionId);
+        }
+        let tags = Tags::parse(payload)?;
+        let Some(service) = tags.service_names.first().copied() else {
+            return Err(HostileReason::MissingServiceName);
+        };
+        if !self.serves(service) {
+            self.stats.padi_unserved += 1;
+            return Ok(());
+        }
+        if !self.take_token(now) {
+            return Err(HostileReason::PadiRateLimited);
+        }
+        let cookie = self.cookie(client);
+        let ac_name = self.cfg.ac_name.clone();
+        let mut out: Vec<(TagType, &[u8])> = vec![(TagType::AcName, ac_name.as_bytes())];
+        out.push((TagType::ServiceName, service));
+        if service.is_empty() {
+            for s in &self.cfg.service_names {
+                out.push((TagType::ServiceName, s.as_bytes()));
+            }
+        }
+        out.push((TagType::AcCookie, &cookie));
+        if let Some(h) = tags.host_uniq {
+            out.push((TagType::HostUniq, h));
+        }
+        if let Some(r) = tags.relay_session_id {
+            out.push((TagType::RelaySessionId, r));
+        }
+        let mp = self
+            .grant_max_payload(tags.max_payload)
+            .map(u16::to_be_bytes);
+        if let Some(mp) = mp.as_ref() {
+            out.push((TagType::PppMaxPayload, mp));
+        }
+        let f = discovery_frame(self.cfg.mac, client, PppoeCode::Pado, 0, &out);
+        self.tx.push(f);
+        self.stats.pado_tx += 1;
+        Ok(())
+    }
+
+    fn refuse(&mut self, client: MacAddr, error: TagType, why: &str, tags: &Tags<'_>) {
+        let mut out: Vec<(TagType, &[u8])> = vec![(error, why.as_bytes())];
+        if let Some(s) = tags.service_names.first() {
+            out.push((TagType::ServiceName, s));
+        }
+        if let Some(h) = tags.host_uniq {
+            out.push((TagType::HostUniq, h));
+        }
+        if let Some(r) = tags.relay_session_id {
+            out.push((TagType::RelaySessionId, r));
+        }
+        let f = discovery_frame(self.cfg.mac, client, PppoeCode::Pads, 0, &out);
+        self.tx.push(f);
+        self.stats.pads_refused += 1;
+    }
+
+    fn padr(
+        &mut self,
+        now: Nanos,
+        client: MacAddr,
+        sid: u16,
+        payload: &[u8],
+    ) -> Result<(), HostileReason> {
+        self.stats.padr_rx += 1;
+        if sid != 0 {
+            return Err(HostileReason::NonZeroSessionId);
+        }
+        let tags = Tags::parse(payload)?;
+        if tags.ac_cookie != Some(&self.cookie(client)[..]) {
+            return Err(HostileReason::BadCookie);
+        }
+        let Some(service) = tags.service_names.first().copied() else {
+            return Err(HostileReason::MissingServiceName);
+        };
+        if !self.serves(service) {
+            self.refuse(
+                client,
+                TagType::ServiceNameError,
+                "service not offered",
+                &tags,
+            );
+            return Ok(());
+        }
+        // A repeated PADR (our PADS was lost): the same session, the same PADS.
+        if let Some((_, s)) = self.sessions.iter().find(|(k, s)| {
+            k.client == client && !s.ppp_seen && s.host_uniq.as_deref() == tags.host_uniq
+        }) {
+            let pads = s.pads.clone();
+            self.tx.push(pads);
+            self.stats.padr_repeated += 1;
+            return Ok(());
+        }
+        if self.sessions.len() >= self.cfg.max_sessions || self.ids.len() >= 0xfffe {
+            self.refuse(
+                client,
+                TagType::AcSystemError,
+                "session limit reached",
+                &tags,
+            );
+            return Ok(());
+        }
+        let ipv4 = if self.cfg.ipcp {
+            match self.pool.allocate() {
+                Some(a) => Some(a),
+                None => {
+                    self.refuse(
+                        client,
+                        TagType::AcSystemError,
+                        "address pool exhausted",
+                        &tags,
+                    );
+                    return Ok(());
+                }
+            }
+        } else {
+            None
+        };
+        let id = loop {
+            let id = (self.rng.next_u32() % 0xfffe) as u16 + 1;
+            if !self.ids.contains(&id) {
+                break id;
+            }
+        };
+        self.ids.insert(id);
+        let key = SessionKey {
+            client,
+            session_id: id,
+        };
+        let granted = self.grant_max_payload(tags.max_payload);
+        let mut out: Vec<(TagType, &[u8])> = vec![(TagType::ServiceName, service)];
+        let ac_name = self.cfg.ac_name.clone();
+        out.push((TagType::AcName, ac_name.as_bytes()));
+        if let Some(h) = tags.host_uniq {
+            out.push((TagType::HostUniq, h));
+        }
+        if let Some(r) = tags.relay_session_id {
+            out.push((TagType::RelaySessionId, r));
+        }
+        let mp = granted.map(u16::to_be_bytes);
+        if let Some(mp) = mp.as_ref() {
+            out.push((TagType::PppMaxPayload, mp));
+        }
+        let pads = discovery_frame(self.cfg.mac, client, PppoeCode::Pads, id, &out);
+        self.tx.push(pads.clone());
+        self.stats.pads_tx += 1;
+        self.stats.sessions_started += 1;
+
+        let peer_mru_max = granted.unwrap_or(PPPOE_MAX_PAYLOAD_DEFAULT);
+        let link = Link::new(LinkConfig {
+            role: Role::Server,
+            fsm: self.cfg.fsm,
+            mru: self.cfg.mru.min(peer_mru_max),
+            peer_mru_max,
+            auth: self.cfg.auth.clone(),
+            credentials: self.cfg.credentials.clone(),
+            name: self.cfg.ac_name.clone(),
+            ipcp: self
+                .cfg
+                .ipcp
+                .then(|| IpcpNeg::server(self.cfg.gateway, ipv4, self.cfg.dns)),
+            ipv6cp: self.cfg.ipv6cp.then(|| eui64(self.cfg.mac.0)),
+            echo_interval: self.cfg.echo_interval,
+            echo_failures: self.cfg.echo_failures,
+            seed: self.rng.next_u64(),
+        });
+        self.sessions.insert(
+            key,
+            Session {
+                link,
+                started: now,
+                up: false,
+                host_uniq: tags.host_uniq.map(<[u8]>::to_vec),
+                pads,
+                ppp_seen: false,
+                ipv4,
+            },
+        );
+        if let Some(s) = self.sessions.get_mut(&key) {
+            s.link.open(now);
+        }
+        self.drain(now, key);
+        Ok(())
+    }
+
+    /// Moves a session's output to the wire and its events to ours; ends it if its link died.
+    fn drain(&mut self, now: Nanos, key: SessionKey) {
+        let Some(s) = self.sessions.get_mut(&key) else {
+            return;
+        };
+        for ppp in s.link.take_output() {
+            self.tx.push(session_frame(
+                self.cfg.mac,
+                key.client,
+                key.session_id,
+                &ppp,
+            ));
+        }
+        self.stats.retransmits += std::mem::take(&mut s.link.retransmits);
+        let mut ended = None;
+        for e in s.link.take_events() {
+            match e {
+                LinkEvent::Up => {
+                    if !s.up {
+                        s.up = true;
+                        let setup = Nanos(now.0.saturating_sub(s.started.0));
+                        self.stats.setup.record(setup);
+                        self.stats.sessions_up += 1;
+                        self.stats.sessions_up_total += 1;
+                        self.events.push(ServerEvent::SessionUp {
+                            key,
+                            info: SessionInfo {
+                                local_mac: self.cfg.mac,
+                                peer_mac: key.client,
+                                session_id: key.session_id,
+                                negotiated: s.link.negotiated(),
+                            },
+                            setup,
+                            user: s.link.user().map(str::to_owned),
+                        });
+                    }
+                }
+                LinkEvent::Down(reason) => ended = Some(reason),
+                LinkEvent::Data { protocol, payload } => self.events.push(ServerEvent::Data {
+                    key,
+                    protocol,
+                    payload,
+                }),
+                LinkEvent::Authenticated { .. } => {}
+                LinkEvent::Anomaly(a) => self.stats.hostile.add(HostileReason::Ppp(a)),
+            }
+        }
+        if let Some(reason) = ended {
+            let Some(s) = self.sessions.remove(&key) else {
+                return;
+            };
+            self.ids.remove(&key.session_id);
+            if let Some(a) = s.ipv4 {
+                self.pool.release(a);
+            }
+            if s.up {
+                self.stats.sessions_up -= 1;
+            }
+            if reason != DownReason::PeerPadt {
+                let f = discovery_frame(
+                    self.cfg.mac,
+                    key.client,
+                    PppoeCode::Padt,
+                    key.session_id,
+                    &[],
+                );
+                self.tx.push(f);
+                self.stats.padt_tx += 1;
+            }
+            self.stats.ended.add(reason);
+            self.events.push(ServerEvent::SessionDown { key, reason });
+        }
+    }
+}
