@@ -382,7 +382,8 @@ pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
     let ours = std::thread::scope(|sc| -> Result<_> {
         let h = sc.spawn(|| -> Result<_> {
             let ifindex = port.enter(0)?;
-            let mut ring = port.open_tx(ifindex, &TxRingConfig::default())?;
+            let mut ring =
+                port.open_tx(ifindex, &TxRingConfig::default().sized_for(frame.len()))?;
             let gen = FrameGen::new(&stream)?;
             crate::tx::run(&mut ring, vec![(gen, &stream)], sys::monotonic_ns(), &stop)
         });

@@ -5,7 +5,7 @@
 //! yet issued, capped at the batch size. Because the schedule is absolute, small delays are made
 //! up and no drift accumulates; after a stall the debt is capped at `max_debt` frames: anything
 //! beyond is *slipped* (dropped from the schedule and reported), so a stall never turns into an
-//! unbounded burst. The batch size follows the rate (about 50 µs worth of frames, at least one
+//! unbounded burst (the cap is 10 ms worth of frames). The batch size follows the rate (about 50 µs worth of frames, at least one
 //! burst, at most [`MAX_BATCH`]).
 //!
 //! Pure arithmetic on the times it is given: no clock, no sleeping (the caller does that).
@@ -28,6 +28,9 @@ pub struct Pacer {
     limit: u64,
     /// The largest debt (frames due but not yet issued) seen.
     max_seen_debt: u64,
+    /// Duration-limited schedules: slipped frames use up the limit (the schedule ends on
+    /// time); frame-limited ones: exactly `limit` frames are issued, however late.
+    slips_use_limit: bool,
 }
 
 impl Pacer {
@@ -38,8 +41,9 @@ impl Pacer {
         let batch = ((rate * 50e-6).ceil() as u64)
             .clamp(1, MAX_BATCH)
             .max(burst);
-        // Catch up at most ~2 ms worth of frames (and at least a few batches) after a stall.
-        let max_debt = ((rate * 2e-3).ceil() as u64).max(4 * batch).max(burst);
+        // Catch up at most ~10 ms worth of frames (and at least a few batches) after a stall:
+        // a busy machine delays wake-ups by milliseconds; longer stalls slip.
+        let max_debt = ((rate * 10e-3).ceil() as u64).max(4 * batch).max(burst);
         Pacer {
             start_ns,
             rate,
@@ -50,6 +54,22 @@ impl Pacer {
             slipped: 0,
             limit: limit.unwrap_or(u64::MAX),
             max_seen_debt: 0,
+            slips_use_limit: false,
+        }
+    }
+
+    /// Makes slipped frames count toward the limit, so the schedule ends at its planned time
+    /// (for duration-limited streams).
+    pub fn slips_use_limit(mut self) -> Self {
+        self.slips_use_limit = true;
+        self
+    }
+
+    fn spent(&self) -> u64 {
+        if self.slips_use_limit {
+            self.issued + self.slipped
+        } else {
+            self.issued
         }
     }
 
@@ -76,7 +96,7 @@ impl Pacer {
     }
 
     pub fn done(&self) -> bool {
-        self.issued >= self.limit
+        self.spent() >= self.limit
     }
 
     /// Frames the schedule has made due by `now_ns` (whole bursts; slot 0 is due at start).
@@ -193,6 +213,24 @@ mod tests {
         assert_eq!(p.due(9 * MS), 0);
         assert_eq!(p.next_due_ns(), 10 * MS);
         assert_eq!(p.due(10 * MS), 10);
+    }
+
+    #[test]
+    fn duration_limit_ends_on_time_despite_slips() {
+        // 1000 frames planned over 1 s; a 100 ms stall slips most of those frames.
+        let mut p = Pacer::new(0, 1000.0, 1, Some(1000))
+            .with_max_debt(10)
+            .slips_use_limit();
+        let mut now = 0;
+        while !p.done() {
+            let n = p.due(now);
+            p.issue(n);
+            now += if now == 500 * MS { 100 * MS } else { MS };
+        }
+        assert_eq!(p.issued() + p.slipped(), 1000);
+        assert_eq!(p.slipped(), 90);
+        // (this loop issues one batch per simulated ms, so catching up 10 frames takes 10 ms)
+        assert!(now <= 1_011 * MS, "ended on time: {now}");
     }
 
     #[test]

@@ -57,6 +57,8 @@ impl PortSpec {
             let f = File::open(&path).map_err(|e| Error::io(format!("opening netns {path}"), e))?;
             sys::enter_netns(&f).map_err(|e| Error::io(format!("entering netns {path}"), e))?;
         }
+        // Best effort: a higher scheduling weight than ordinary work on a shared machine.
+        let _ = sys::set_thread_nice(-10);
         if !self.cpus.is_empty() {
             let cpu = self.cpus[role % self.cpus.len()];
             sys::pin_to_cpu(cpu).map_err(|e| Error::io(format!("pinning to CPU {cpu}"), e))?;
@@ -116,6 +118,20 @@ pub struct TxRingConfig {
     pub qdisc_bypass: bool,
     /// SO_SNDBUFFORCE bytes (0 = leave the default). Every frame in flight is charged to it.
     pub sndbuf: usize,
+}
+
+impl TxRingConfig {
+    /// The default geometry with slots just large enough for `max_frame_len` bytes: small
+    /// slots keep many frames per page, which the kernel's per-frame work likes.
+    pub fn sized_for(self, max_frame_len: usize) -> Self {
+        let frame_size = (32 + max_frame_len).next_power_of_two().max(128);
+        let frames = ((8usize << 20) / frame_size).clamp(1024, 65536);
+        TxRingConfig {
+            frame_size,
+            frames,
+            ..self
+        }
+    }
 }
 
 impl Default for TxRingConfig {

@@ -242,7 +242,8 @@ fn tx_thread(
             gens.push((gen, *cfg));
         }
         drop(ctl);
-        let ring = spec.open_tx(ifindex, &ring_cfg)?;
+        let max_len = gens.iter().map(|(g, _)| g.max_len()).max().unwrap_or(0);
+        let ring = spec.open_tx(ifindex, &ring_cfg.sized_for(max_len))?;
         Ok((ring, gens))
     })();
     let (mut ring, gens) = match setup {

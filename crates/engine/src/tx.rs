@@ -112,15 +112,19 @@ pub fn run(
                 Limit::Frames(n) => (n, None),
                 Limit::DurationNs(d) if unpaced => (u64::MAX - 1, Some(start_ns + d)),
                 Limit::DurationNs(d) => {
+                    // Every frame scheduled before start + d; the schedule itself ends the
+                    // stream (slipped frames use up the count), not the clock.
                     let burst = f64::from(cfg.burst.max(1));
                     let slots = (pps * d as f64 * 1e-9 / burst).ceil();
-                    ((slots * burst) as u64, Some(start_ns + d))
+                    ((slots * burst) as u64, None)
                 }
             };
             // Unpaced: a schedule so fast that a full batch is always due; no debt cap.
             let pacer = if unpaced {
                 Pacer::new(start_ns, 1e15, crate::pacing::MAX_BATCH as u32, Some(limit))
                     .with_max_debt(u64::MAX / 4)
+            } else if matches!(cfg.limit, Limit::DurationNs(_)) {
+                Pacer::new(start_ns, pps, cfg.burst, Some(limit)).slips_use_limit()
             } else {
                 Pacer::new(start_ns, pps, cfg.burst, Some(limit))
             };

@@ -717,6 +717,15 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
         .collect())
 }
 
+/// Sets the calling thread's nice value (Linux: per thread). Negative values need root; the
+/// engine asks for a higher weight so that a busy machine delays its threads less.
+pub fn set_thread_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: plain system call on our own thread id.
+    cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) }).map(drop)
+}
+
 /// Sets the calling thread's timer slack (how late the kernel may wake it), in nanoseconds.
 pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
     // SAFETY: PR_SET_TIMERSLACK takes an unsigned long value; no pointers involved.
