@@ -126,14 +126,11 @@ impl Neighbors {
         if let Some(m) = self.lookup(ip) {
             return Some(m);
         }
-        if !self.pending.contains_key(&ip) {
-            self.pending.insert(
-                ip,
-                Pending {
-                    tries: 0,
-                    deadline: now,
-                },
-            );
+        if let std::collections::btree_map::Entry::Vacant(e) = self.pending.entry(ip) {
+            e.insert(Pending {
+                tries: 0,
+                deadline: now,
+            });
             self.poll(now);
         }
         None
