@@ -115,7 +115,7 @@ pub fn run(
                     // Every frame scheduled before start + d; the schedule itself ends the
                     // stream (slipped frames use up the count), not the clock.
                     let burst = f64::from(cfg.burst.max(1));
-                    let slots = (pps * d as f64 * 1e-9 / burst).ceil();
+                    let slots = (pps * d as f64 * 1e-9 / burst - 1e-6).ceil();
                     ((slots * burst) as u64, None)
                 }
             };
