@@ -232,6 +232,52 @@ fn in_session_garbage_is_rejected_and_the_session_survives() {
 }
 
 #[test]
+fn a_peer_echoing_our_magic_number_ends_the_session_without_crashing() {
+    // Regression: a looped-link verdict once recursed without end (stack overflow) when a
+    // peer kept sending Configure-Requests with the AC's own magic number.
+    let mut s = fresh();
+    let cookie = s.cookie(CLIENT);
+    let padr = craft(
+        ac_mac(),
+        PppoeCode::Padr,
+        0,
+        &[(TagType::ServiceName, b""), (TagType::AcCookie, &cookie)],
+    );
+    s.handle_frame(Nanos(0), &padr);
+    let out = s.take_transmit();
+    let sid = u16::from_be_bytes([out[0][16], out[0][17]]);
+    let key = SessionKey {
+        client: CLIENT,
+        session_id: sid,
+    };
+    // The AC's Configure-Request: find its Magic-Number option (type 5).
+    let req = &out[1][22..];
+    let opts = &req[4..usize::from(u16::from_be_bytes([req[2], req[3]]))];
+    let mut i = 0;
+    let mut magic = None;
+    while i + 1 < opts.len() {
+        if opts[i] == 5 {
+            magic = Some(opts[i + 2..i + 6].to_vec());
+        }
+        i += usize::from(opts[i + 1]).max(2);
+    }
+    let magic = magic.expect("the AC sends a magic number");
+    for id in 0..10u8 {
+        let mut ppp = vec![0xc0, 0x21, 1, id, 0, 10, 5, 6];
+        ppp.extend_from_slice(&magic);
+        s.handle_frame(Nanos(u64::from(id)), &session_frame(key, &ppp));
+        s.take_transmit();
+    }
+    let mut t = Nanos(100);
+    while let Some(d) = s.next_deadline() {
+        t = d.max(t);
+        s.poll(t);
+    }
+    assert_eq!(s.stats.ended.get(emulate::ppp::DownReason::Loopback), 1);
+    assert_eq!(s.session_count(), 0);
+}
+
+#[test]
 fn many_pads_for_a_session_id_that_does_not_exist() {
     let (mut net, key) = up_session();
     let mut sent = 0;

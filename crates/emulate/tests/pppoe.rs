@@ -170,6 +170,28 @@ fn dropping_every_second_frame_starves_discovery() {
 }
 
 #[test]
+fn ipv6cp_protocol_rejected_session_up_on_ipv4_alone() {
+    // The AC does not run IPv6CP: it Protocol-Rejects the client's, which stops that NCP;
+    // the session is up with IPCP alone and IPv6 datagrams are refused locally.
+    let mut s = server_cfg(vec![AuthMethod::Pap]);
+    s.ipv6cp = false;
+    let mut net = Net::one(s, client_cfg(16, "alice", "secret-a"));
+    net.start_all();
+    assert!(net.run_until(10, Net::all_up));
+    let n = net.clients[0].session_info().unwrap().negotiated;
+    assert!(n.local_ipv4.is_some());
+    assert_eq!(n.local_interface_id, None);
+    assert!(!net.clients[0].send(net.now, Protocol::IPV6, &[0x60; 40]));
+    assert!(net.clients[0].send(net.now, Protocol::IPV4, &ipv4_packet(3)));
+    let h = &net.server.stats.hostile;
+    assert!(
+        h.get(HostileReason::Ppp(
+            emulate::ppp::link::Anomaly::UnknownProtocol
+        )) >= 1
+    );
+}
+
+#[test]
 fn many_sessions_at_once() {
     let clients: Vec<_> = (0..60u8)
         .map(|i| {

@@ -1000,13 +1000,12 @@ impl Link {
                     self.ncp_signal(now, &sig);
                 }
             }
-            if self.phase != Phase::Dead {
+            // Only while not already closing: close() flushes, and these conditions stay
+            // true, so without the guard a looped link would recurse without end.
+            if self.phase != Phase::Dead && self.closing_reason.is_none() {
                 if self.lcp.neg.looped() {
                     self.close(now, DownReason::Loopback);
-                } else if self.role == Role::Server
-                    && self.lcp.neg.auth_refused
-                    && self.closing_reason.is_none()
-                {
+                } else if self.role == Role::Server && self.lcp.neg.auth_refused {
                     self.close(now, DownReason::AuthRefused);
                 }
             }
@@ -1095,4 +1094,94 @@ fn drain<N>(f: &mut Fsm<N>) -> Drained {
         std::mem::take(&mut f.discards),
         std::mem::take(&mut f.retransmits),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ppp::neg::eui64;
+
+    fn server() -> Link {
+        Link::new(LinkConfig {
+            role: Role::Server,
+            fsm: FsmConfig::default(),
+            mru: 1454,
+            peer_mru_max: 1492,
+            auth: vec![AuthMethod::Pap],
+            credentials: vec![Credential::new("u", "p")],
+            name: "ac".into(),
+            ipcp: Some(IpcpNeg::server(
+                Ipv4Addr::new(198, 51, 100, 1),
+                Some(Ipv4Addr::new(198, 51, 100, 10)),
+                [None, None],
+            )),
+            ipv6cp: Some(eui64([2, 0, 0, 0, 0, 1])),
+            echo_interval: Nanos(0),
+            echo_failures: 3,
+            seed: 5,
+        })
+    }
+
+    #[test]
+    fn a_link_looped_onto_itself_is_detected() {
+        // Without authentication (a looped AC would otherwise refuse its own auth demand first).
+        let mut l = server();
+        l.auth_cfg.clear();
+        l.lcp.neg.auth_demand.clear();
+        l.lcp.neg.auth_requested = None;
+        l.open(Nanos(0));
+        let mut now = Nanos(0);
+        for _ in 0..200 {
+            let out = l.take_output();
+            if out.is_empty() {
+                match l.next_deadline() {
+                    Some(d) => {
+                        now = d;
+                        l.poll(now);
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            for f in out {
+                l.input(now, &f);
+            }
+            if l.is_dead() {
+                break;
+            }
+        }
+        let events = l.take_events();
+        assert!(
+            events.contains(&LinkEvent::Down(DownReason::Loopback)),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn lcp_only_codes_before_open_and_garbage_are_counted() {
+        let mut l = server();
+        l.open(Nanos(0));
+        l.take_output();
+        // Echo-Request before LCP is open, a 1-byte frame, IPv4 before IPCP.
+        l.input(Nanos(0), &[0xc0, 0x21, 9, 1, 0, 8, 0, 0, 0, 0]);
+        l.input(Nanos(0), &[0xc0]);
+        l.input(Nanos(0), &[0x00, 0x21, 0x45]);
+        let a: Vec<_> = l
+            .take_events()
+            .into_iter()
+            .filter_map(|e| match e {
+                LinkEvent::Anomaly(a) => Some(a),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            a,
+            vec![
+                Anomaly::NotUp,
+                Anomaly::PppTruncated,
+                Anomaly::DataBeforeNcp
+            ]
+        );
+        assert!(l.take_output().is_empty());
+    }
 }
