@@ -269,6 +269,8 @@ pub struct TxBenchConfig {
     pub warmup: Duration,
     /// Also measure the sendmmsg sender (no TX ring).
     pub with_sendmmsg: bool,
+    /// Alternating windows per sender; medians are reported.
+    pub rounds: u32,
 }
 
 impl Default for TxBenchConfig {
@@ -280,6 +282,7 @@ impl Default for TxBenchConfig {
             rps_cpu: None,
             warmup: Duration::from_millis(500),
             with_sendmmsg: false,
+            rounds: 3,
         }
     }
 }
@@ -287,8 +290,9 @@ impl Default for TxBenchConfig {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TxBenchReport {
     pub config: TxBenchConfig,
-    /// Our frames/s from the veth counter over the measurement window.
+    /// Our frames/s from the veth counter over the measurement window (median of rounds).
     pub wirerate_pps: f64,
+    pub wirerate_rounds: Vec<f64>,
     /// Our own exact count (frames the kernel accepted) over the whole run, and its rate.
     pub wirerate_sent: u64,
     pub wirerate_own_pps: f64,
@@ -297,6 +301,7 @@ pub struct TxBenchReport {
     pub sendmmsg_pps: Option<f64>,
     /// trafgen's frames/s from the same counter over the same window length.
     pub trafgen_pps: f64,
+    pub trafgen_rounds: Vec<f64>,
     /// Why trafgen produced no figure (it aborts when the ring meets back-pressure).
     pub trafgen_error: Option<String>,
     pub ratio: f64,
@@ -360,13 +365,27 @@ fn sendmmsg_sender(port: &PortSpec, frame: &[u8], stop: &AtomicBool) -> Result<(
     Ok((sent, t0.elapsed().as_secs_f64()))
 }
 
-/// `wirerate bench tx`.
-pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
-    let net = BenchNet::new(tag, true, cfg.rps_cpu)?;
-    let frame = bench_frame(cfg.frame_len, 1)?;
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        0.0
+    } else if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    }
+}
+
+/// One window of our TX-ring sender: (counter rate, our report).
+fn measure_ours(
+    net: &BenchNet,
+    cfg: &TxBenchConfig,
+    frame: &[u8],
+) -> Result<(f64, crate::tx::TxPortReport)> {
     let stream = StreamConfig {
         id: 1,
-        frames: vec![frame.clone()],
+        frames: vec![frame.to_vec()],
         weights: vec![1],
         flows: Default::default(),
         rate: Rate::Unlimited,
@@ -379,7 +398,7 @@ pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
     };
     let port = net.port(&net.tx_if, Some(cfg.cpu));
     let stop = AtomicBool::new(false);
-    let ours = std::thread::scope(|sc| -> Result<_> {
+    std::thread::scope(|sc| -> Result<_> {
         let h = sc.spawn(|| -> Result<_> {
             let ifindex = port.enter(0)?;
             let mut ring =
@@ -387,51 +406,78 @@ pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
             let gen = FrameGen::new(&stream)?;
             crate::tx::run(&mut ring, vec![(gen, &stream)], sys::monotonic_ns(), &stop)
         });
-        let rate = counter_rate(&net, cfg.warmup, cfg.duration);
+        let rate = counter_rate(net, cfg.warmup, cfg.duration);
+        stop.store(true, Ordering::Relaxed);
         let rep = h
             .join()
             .map_err(|_| Error::Thread("sender panicked".into()))??;
         Ok((rate?, rep))
-    })?;
-    let (wirerate_pps, rep) = ours;
-    let s = &rep.streams[0];
-    let sendmmsg = if cfg.with_sendmmsg {
-        let stop = AtomicBool::new(false);
-        std::thread::scope(|sc| -> Result<Option<f64>> {
-            let h = sc.spawn(|| sendmmsg_sender(&port, &frame, &stop));
-            let rate = counter_rate(&net, cfg.warmup, cfg.duration);
-            stop.store(true, Ordering::Relaxed);
-            h.join()
-                .map_err(|_| Error::Thread("sendmmsg sender panicked".into()))??;
-            Ok(Some(rate?))
-        })?
-    } else {
-        None
-    };
-    let mut tg = Trafgen::spawn(&net, &net.tx_if, &frame, cfg.cpu, None)?;
-    let trafgen = counter_rate(&net, cfg.warmup, cfg.duration);
-    let mut trafgen_error = None;
+    })
+}
+
+/// One window of trafgen: its counter rate, or why it gave none.
+fn measure_trafgen(
+    net: &BenchNet,
+    cfg: &TxBenchConfig,
+    frame: &[u8],
+) -> Result<std::result::Result<f64, String>> {
+    let mut tg = Trafgen::spawn(net, &net.tx_if, frame, cfg.cpu, None)?;
+    let rate = counter_rate(net, cfg.warmup, cfg.duration);
     if let Ok(Some(st)) = tg.child.try_wait() {
         let mut err = String::new();
         if let Some(mut e) = tg.child.stderr.take() {
             let _ = std::io::Read::read_to_string(&mut e, &mut err);
         }
-        trafgen_error = Some(format!("trafgen exited early ({st}): {}", err.trim()));
+        return Ok(Err(format!("trafgen exited early ({st}): {}", err.trim())));
     }
     tg.kill_group();
-    let trafgen_pps = if trafgen_error.is_some() {
-        0.0
-    } else {
-        trafgen?
-    };
+    Ok(Ok(rate?))
+}
+
+/// `wirerate bench tx`: `rounds` alternating windows of our sender and trafgen (so that a
+/// machine whose load changes hurts both alike); medians and their ratio.
+pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
+    let net = BenchNet::new(tag, true, cfg.rps_cpu)?;
+    let frame = bench_frame(cfg.frame_len, 1)?;
+    let (mut ours, mut theirs, mut mmsg) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut sent, mut own, mut batch) = (0u64, Vec::new(), Vec::new());
+    let mut trafgen_error = None;
+    for _ in 0..cfg.rounds.max(1) {
+        let (pps, rep) = measure_ours(&net, cfg, &frame)?;
+        ours.push(pps);
+        sent += rep.streams[0].sent;
+        own.push(rep.streams[0].achieved_pps);
+        batch.push(rep.mean_batch);
+        if cfg.with_sendmmsg {
+            let stop = AtomicBool::new(false);
+            let port = net.port(&net.tx_if, Some(cfg.cpu));
+            let r = std::thread::scope(|sc| -> Result<f64> {
+                let h = sc.spawn(|| sendmmsg_sender(&port, &frame, &stop));
+                let rate = counter_rate(&net, cfg.warmup, cfg.duration);
+                stop.store(true, Ordering::Relaxed);
+                h.join()
+                    .map_err(|_| Error::Thread("sendmmsg sender panicked".into()))??;
+                rate
+            })?;
+            mmsg.push(r);
+        }
+        match measure_trafgen(&net, cfg, &frame)? {
+            Ok(p) => theirs.push(p),
+            Err(e) => trafgen_error = Some(e),
+        }
+    }
+    let wirerate_pps = median(&ours);
+    let trafgen_pps = median(&theirs);
     Ok(TxBenchReport {
         config: *cfg,
         wirerate_pps,
-        wirerate_sent: s.sent,
-        wirerate_own_pps: s.achieved_pps,
-        wirerate_mean_batch: rep.mean_batch,
-        sendmmsg_pps: sendmmsg,
+        wirerate_rounds: ours,
+        wirerate_sent: sent,
+        wirerate_own_pps: median(&own),
+        wirerate_mean_batch: median(&batch),
+        sendmmsg_pps: cfg.with_sendmmsg.then(|| median(&mmsg)),
         trafgen_pps,
+        trafgen_rounds: theirs,
         trafgen_error,
         ratio: if trafgen_pps > 0.0 {
             wirerate_pps / trafgen_pps
@@ -482,7 +528,14 @@ pub struct RxBenchReport {
 pub fn rx(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     let net = BenchNet::new(tag, false, None)?;
     let frame = bench_frame(cfg.frame_len, 2)?;
-    let port = net.port(&net.rx_if, cfg.rx_cpu);
+    // By default the receiver gets a CPU of its own (not trafgen's), if there is one.
+    let rx_cpu = cfg.rx_cpu.or_else(|| {
+        sys::allowed_cpus()
+            .ok()?
+            .into_iter()
+            .find(|&c| c != cfg.tx_cpu)
+    });
+    let port = net.port(&net.rx_if, rx_cpu);
     let stop = AtomicBool::new(false);
     let tx0 = net.counter(&net.tx_if, "tx_packets")?;
     let drop0 = net.counter(&net.rx_if, "rx_dropped")?;
