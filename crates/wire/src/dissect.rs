@@ -123,7 +123,7 @@ pub fn dissect(frame: &[u8]) -> Result<Dissection> {
         d.dst = pkt.dst_addr().into();
         d.protocol = ext.upper_protocol;
         d.fragment = ext.fragment.is_some();
-        let first_fragment = ext.fragment.map_or(true, |f| f.offset == 0);
+        let first_fragment = ext.fragment.is_none_or(|f| f.offset == 0);
         if ext.upper_protocol == IPPROTO_UDP && first_fragment {
             d.udp_offset = Some(l4);
         }
