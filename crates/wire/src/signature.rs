@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn test_construct() {
-        let mut buf = vec![0xa5; LEN];
+        let mut buf = [0xa5u8; LEN];
         let mut s = Signature::new_unchecked(&mut buf[..]);
         s.set_magic();
         s.set_stream_id(0x0102);
@@ -210,7 +210,7 @@ mod tests {
                 timestamp_ns: 0x1112_1314_1516_1718
             }
         );
-        let mut buf = vec![0xa5; LEN];
+        let mut buf = [0xa5u8; LEN];
         repr.emit(&mut Signature::new_unchecked(&mut buf[..]));
         assert_eq!(&buf[..], &BYTES[..]);
     }

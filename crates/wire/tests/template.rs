@@ -93,7 +93,7 @@ fn every_encapsulation_builds_a_consistent_frame() {
             assert_consistent(encap, &spec, t.bytes(), size);
             let (_, sig) = signature(t.bytes()).unwrap();
             assert_eq!(sig.stream_id(), 0x1234);
-            assert_eq!(t.signature_offset() + 16 <= t.len(), true);
+            assert!(t.signature_offset() + 16 <= t.len());
         }
     }
 }
