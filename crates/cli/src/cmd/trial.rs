@@ -189,7 +189,7 @@ fn parse_rate(text: &str, link_bps: f64) -> CliResult<Rate> {
             .trim()
             .parse()
             .map_err(|_| usage(format!("rate '{t}': bad number")))?;
-        if !(v > 0.0) {
+        if v.is_nan() || v <= 0.0 {
             return Err(usage(format!("rate '{t}': must be positive")));
         }
         return Ok(Rate::Pps(v * mult));
