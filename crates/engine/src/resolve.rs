@@ -2,14 +2,20 @@
 //! own addresses, and resolve the next hop's MAC address ourselves before sending — no MAC
 //! address is ever hard-coded.
 //!
-//! Frames are built and parsed at the byte level here (ARP for Ethernet/IPv4, NS/NA with the
-//! link-layer address options); checksums come from `wire::checksum`.
+//! Messages are parsed and built with `wire`'s views and representations (`wire::arp`,
+//! `wire::icmpv6`, `wire::ipv6`, `wire::ethernet`). ND is recognised on plain Ethernet only
+//! (no VLAN tag, no IPv6 extension header), with a verified ICMPv6 checksum.
 
 use crate::sys::PacketSocket;
 use crate::{Error, Result};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
-use wire::checksum;
+use wire::arp::{ArpOperation, ArpPacket, ArpRepr};
+use wire::ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
+use wire::icmpv6::{
+    solicited_node_mac, solicited_node_multicast, Icmpv6Packet, NdiscRepr, NeighborFlags,
+};
+use wire::ipv6::{Ipv6Packet, Ipv6Repr, NEXT_HEADER_ICMPV6};
 
 /// The addresses a port answers for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,186 +25,184 @@ pub struct Identity {
     pub ipv6: Option<Ipv6Addr>,
 }
 
-const ETH_ARP: [u8; 2] = [0x08, 0x06];
-const ETH_IPV6: [u8; 2] = [0x86, 0xdd];
-const ICMPV6: u8 = 58;
-const NS: u8 = 135;
-const NA: u8 = 136;
+/// ARP frames are padded to the 60-byte Ethernet minimum (without FCS).
+const ARP_FRAME_LEN: usize = 60;
+/// Hop limit of every ND message (RFC 4861 §7.1).
+const ND_HOP_LIMIT: u8 = 255;
 
-fn eth(out: &mut Vec<u8>, dst: [u8; 6], src: [u8; 6], ethertype: [u8; 2]) {
-    out.extend_from_slice(&dst);
-    out.extend_from_slice(&src);
-    out.extend_from_slice(&ethertype);
+/// An Ethernet frame of `len` bytes with its header written; the payload is zero.
+fn ethernet(dst: MacAddr, src: MacAddr, ethertype: EtherType, len: usize) -> wire::Result<Vec<u8>> {
+    let mut f = vec![0u8; len];
+    EthernetRepr {
+        src,
+        dst,
+        ethertype,
+    }
+    .emit(&mut EthernetFrame::new_unchecked(&mut f[..]))?;
+    Ok(f)
 }
 
-fn arp(
-    op: u16,
-    sha: [u8; 6],
-    spa: Ipv4Addr,
-    tha: [u8; 6],
-    tpa: Ipv4Addr,
-    eth_dst: [u8; 6],
-) -> Vec<u8> {
-    let mut f = Vec::with_capacity(60);
-    eth(&mut f, eth_dst, sha, ETH_ARP);
-    f.extend_from_slice(&[0, 1, 0x08, 0x00, 6, 4]);
-    f.extend_from_slice(&op.to_be_bytes());
-    f.extend_from_slice(&sha);
-    f.extend_from_slice(&spa.octets());
-    f.extend_from_slice(&tha);
-    f.extend_from_slice(&tpa.octets());
-    f.resize(60, 0);
-    f
+/// An ARP message in an Ethernet frame to `eth_dst`, from the message's source MAC.
+fn arp_frame(arp: &ArpRepr, eth_dst: MacAddr) -> wire::Result<Vec<u8>> {
+    let mut f = ethernet(eth_dst, arp.source_mac, EtherType::ARP, ARP_FRAME_LEN)?;
+    arp.emit(&mut ArpPacket::new_unchecked(
+        &mut f[wire::ethernet::HEADER_LEN..],
+    ))?;
+    Ok(f)
+}
+
+/// An ND message in an IPv6 packet (hop limit 255) in an Ethernet frame, checksum filled.
+fn nd_frame(
+    eth_dst: MacAddr,
+    eth_src: MacAddr,
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    nd: &NdiscRepr,
+) -> wire::Result<Vec<u8>> {
+    let icmp_at = wire::ethernet::HEADER_LEN + wire::ipv6::HEADER_LEN;
+    let mut f = ethernet(eth_dst, eth_src, EtherType::IPV6, icmp_at + nd.buffer_len())?;
+    Ipv6Repr {
+        src,
+        dst,
+        next_header: NEXT_HEADER_ICMPV6,
+        payload_len: nd.buffer_len(),
+        hop_limit: ND_HOP_LIMIT,
+        traffic_class: 0,
+        flow_label: 0,
+    }
+    .emit(&mut Ipv6Packet::new_unchecked(
+        &mut f[wire::ethernet::HEADER_LEN..icmp_at],
+    ))?;
+    let mut icmp = Icmpv6Packet::new_unchecked(&mut f[icmp_at..]);
+    nd.emit(&mut icmp)?;
+    icmp.fill_checksum(src, dst);
+    Ok(f)
 }
 
 /// An ARP request for `target`, broadcast.
-pub fn arp_request(me: [u8; 6], my_ip: Ipv4Addr, target: Ipv4Addr) -> Vec<u8> {
-    arp(1, me, my_ip, [0; 6], target, [0xff; 6])
-}
-
-fn solicited_node(a: Ipv6Addr) -> (Ipv6Addr, [u8; 6]) {
-    let o = a.octets();
-    let ip = Ipv6Addr::new(
-        0xff02,
-        0,
-        0,
-        0,
-        0,
-        1,
-        0xff00 | u16::from(o[13]),
-        u16::from_be_bytes([o[14], o[15]]),
-    );
-    (ip, [0x33, 0x33, 0xff, o[13], o[14], o[15]])
-}
-
-/// An ICMPv6 neighbour message (NS or NA) with one link-layer address option.
-#[allow(clippy::too_many_arguments)]
-fn ndisc(
-    ty: u8,
-    flags: u32,
-    eth_dst: [u8; 6],
-    src_mac: [u8; 6],
-    src: Ipv6Addr,
-    dst: Ipv6Addr,
-    target: Ipv6Addr,
-    opt_type: u8,
-) -> Vec<u8> {
-    let mut icmp = Vec::with_capacity(32);
-    icmp.extend_from_slice(&[ty, 0, 0, 0]);
-    icmp.extend_from_slice(&flags.to_be_bytes());
-    icmp.extend_from_slice(&target.octets());
-    icmp.extend_from_slice(&[opt_type, 1]);
-    icmp.extend_from_slice(&src_mac);
-    let ph = checksum::pseudo_header_v6(src, dst, ICMPV6, icmp.len() as u32);
-    let c = !checksum::fold(ph + checksum::sum(&icmp));
-    icmp[2..4].copy_from_slice(&c.to_be_bytes());
-    let mut f = Vec::with_capacity(14 + 40 + icmp.len());
-    eth(&mut f, eth_dst, src_mac, ETH_IPV6);
-    f.extend_from_slice(&[0x60, 0, 0, 0]);
-    f.extend_from_slice(&(icmp.len() as u16).to_be_bytes());
-    f.extend_from_slice(&[ICMPV6, 255]);
-    f.extend_from_slice(&src.octets());
-    f.extend_from_slice(&dst.octets());
-    f.extend_from_slice(&icmp);
-    f
+pub fn arp_request(me: [u8; 6], my_ip: Ipv4Addr, target: Ipv4Addr) -> wire::Result<Vec<u8>> {
+    let req = ArpRepr {
+        operation: ArpOperation::Request,
+        source_mac: MacAddr(me),
+        source_ip: my_ip,
+        target_mac: MacAddr::ZERO,
+        target_ip: target,
+    };
+    arp_frame(&req, MacAddr::BROADCAST)
 }
 
 /// A neighbour solicitation for `target`, to its solicited-node multicast group.
-pub fn neighbor_solicitation(me: [u8; 6], my_ip: Ipv6Addr, target: Ipv6Addr) -> Vec<u8> {
-    let (group, mac) = solicited_node(target);
-    ndisc(NS, 0, mac, me, my_ip, group, target, 1)
+pub fn neighbor_solicitation(
+    me: [u8; 6],
+    my_ip: Ipv6Addr,
+    target: Ipv6Addr,
+) -> wire::Result<Vec<u8>> {
+    let ns = NdiscRepr::NeighborSolicit {
+        target,
+        source_lladdr: Some(MacAddr(me)),
+    };
+    nd_frame(
+        solicited_node_mac(target),
+        MacAddr(me),
+        my_ip,
+        solicited_node_multicast(target),
+        &ns,
+    )
 }
 
-/// An ICMPv6 message in `f` (plain Ethernet, no extension headers): (src ip, payload).
-fn icmpv6(f: &[u8]) -> Option<(Ipv6Addr, Ipv6Addr, &[u8])> {
-    if f.len() < 14 + 40 + 24 || f[12..14] != ETH_IPV6 || f[14] >> 4 != 6 || f[20] != ICMPV6 {
+/// The ARP message in `frame`, if it is a well-formed Ethernet/IPv4 one.
+fn parse_arp(frame: &[u8]) -> Option<ArpRepr> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    if eth.ethertype() != EtherType::ARP {
         return None;
     }
-    let plen = usize::from(u16::from_be_bytes([f[18], f[19]]));
-    let icmp = f.get(54..54 + plen)?;
-    let src = Ipv6Addr::from(<[u8; 16]>::try_from(&f[22..38]).ok()?);
-    let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&f[38..54]).ok()?);
-    let ph = checksum::pseudo_header_v6(src, dst, ICMPV6, plen as u32);
-    if checksum::fold(ph + checksum::sum(icmp)) != 0xffff {
-        return None;
-    }
-    Some((src, dst, icmp))
+    ArpRepr::parse(&ArpPacket::new_checked(eth.payload()).ok()?).ok()
 }
 
-fn ll_option(icmp: &[u8], want: u8) -> Option<[u8; 6]> {
-    let mut opts = icmp.get(24..)?;
-    while opts.len() >= 8 {
-        let len = usize::from(opts[1]) * 8;
-        if len == 0 || len > opts.len() {
-            return None;
-        }
-        if opts[0] == want && len >= 8 {
-            return opts[2..8].try_into().ok();
-        }
-        opts = &opts[len..];
+/// An ND message in `frame` (plain Ethernet, no extension headers, checksum verified):
+/// (Ethernet source, IPv6 source, the message).
+fn parse_nd(frame: &[u8]) -> Option<(MacAddr, Ipv6Addr, NdiscRepr)> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    if eth.ethertype() != EtherType::IPV6 {
+        return None;
     }
-    None
+    let ip = Ipv6Packet::new_checked(eth.payload()).ok()?;
+    let repr = Ipv6Repr::parse(&ip).ok()?;
+    if repr.next_header != NEXT_HEADER_ICMPV6 {
+        return None;
+    }
+    let icmp = Icmpv6Packet::new_checked(ip.payload()).ok()?;
+    let nd = NdiscRepr::parse(&icmp).ok()?;
+    if !icmp.verify_checksum(repr.src, repr.dst) {
+        return None;
+    }
+    Some((eth.src_addr(), repr.src, nd))
 }
 
 /// If `frame` asks for one of `me`'s addresses (ARP request, NS), the reply to send.
 pub fn answer(frame: &[u8], me: &Identity) -> Option<Vec<u8>> {
-    if frame.len() >= 42 && frame[12..14] == ETH_ARP {
-        let a = &frame[14..42];
-        if a[0..6] != [0, 1, 0x08, 0x00, 6, 4] || a[6..8] != [0, 1] {
+    if let Some(req) = parse_arp(frame) {
+        if req.operation != ArpOperation::Request || Some(req.target_ip) != me.ipv4 {
             return None;
         }
-        let tpa = Ipv4Addr::new(a[24], a[25], a[26], a[27]);
-        if Some(tpa) != me.ipv4 {
-            return None;
-        }
-        let sha: [u8; 6] = a[8..14].try_into().ok()?;
-        let spa = Ipv4Addr::new(a[14], a[15], a[16], a[17]);
-        return Some(arp(2, me.mac, tpa, sha, spa, sha));
+        let reply = ArpRepr {
+            operation: ArpOperation::Reply,
+            source_mac: MacAddr(me.mac),
+            source_ip: req.target_ip,
+            target_mac: req.source_mac,
+            target_ip: req.source_ip,
+        };
+        return arp_frame(&reply, req.source_mac).ok();
     }
-    let (src, _dst, icmp) = icmpv6(frame)?;
-    if icmp[0] != NS {
+    let (eth_src, src, nd) = parse_nd(frame)?;
+    let NdiscRepr::NeighborSolicit {
+        target,
+        source_lladdr,
+    } = nd
+    else {
         return None;
-    }
-    let target = Ipv6Addr::from(<[u8; 16]>::try_from(icmp.get(8..24)?).ok()?);
+    };
     if Some(target) != me.ipv6 || src.is_unspecified() {
         return None;
     }
-    let peer_mac = ll_option(icmp, 1).or_else(|| frame[6..12].try_into().ok())?;
-    // Solicited + override.
-    Some(ndisc(
-        NA,
-        0x6000_0000,
-        peer_mac,
-        me.mac,
+    let na = NdiscRepr::NeighborAdvert {
+        flags: NeighborFlags {
+            router: false,
+            solicited: true,
+            override_flag: true,
+        },
+        target,
+        target_lladdr: Some(MacAddr(me.mac)),
+    };
+    nd_frame(
+        source_lladdr.unwrap_or(eth_src),
+        MacAddr(me.mac),
         target,
         src,
-        target,
-        2,
-    ))
+        &na,
+    )
+    .ok()
 }
 
 /// If `frame` tells `target`'s MAC (ARP reply or request from it, NA for it), that MAC.
 pub fn learn(frame: &[u8], target: IpAddr) -> Option<[u8; 6]> {
     match target {
         IpAddr::V4(t) => {
-            if frame.len() < 42 || frame[12..14] != ETH_ARP {
-                return None;
-            }
-            let a = &frame[14..42];
-            let spa = Ipv4Addr::new(a[14], a[15], a[16], a[17]);
-            (spa == t).then(|| a[8..14].try_into().ok()).flatten()
+            let a = parse_arp(frame)?;
+            (a.source_ip == t).then_some(a.source_mac.0)
         }
-        IpAddr::V6(t) => {
-            let (_, _, icmp) = icmpv6(frame)?;
-            if icmp[0] != NA {
-                return None;
-            }
-            let tgt = Ipv6Addr::from(<[u8; 16]>::try_from(icmp.get(8..24)?).ok()?);
-            if tgt != t {
-                return None;
-            }
-            ll_option(icmp, 2).or_else(|| frame[6..12].try_into().ok())
-        }
+        IpAddr::V6(t) => match parse_nd(frame)? {
+            (
+                eth_src,
+                _,
+                NdiscRepr::NeighborAdvert {
+                    target,
+                    target_lladdr,
+                    ..
+                },
+            ) if target == t => Some(target_lladdr.unwrap_or(eth_src).0),
+            _ => None,
+        },
     }
 }
 
@@ -223,7 +227,8 @@ pub fn resolve(
             })?;
             neighbor_solicitation(me.mac, ip, t)
         }
-    };
+    }
+    .map_err(|e| Error::Config(format!("cannot build the ARP/ND request for {target}: {e}")))?;
     let deadline = Instant::now() + timeout;
     let mut buf = vec![0u8; 2048];
     let mut next_send = Instant::now();
@@ -268,7 +273,7 @@ mod tests {
     fn arp_request_answer_learn() {
         let a_ip = Ipv4Addr::new(192, 0, 2, 2);
         let b_ip = Ipv4Addr::new(192, 0, 2, 1);
-        let req = arp_request(A, a_ip, b_ip);
+        let req = arp_request(A, a_ip, b_ip).unwrap();
         assert_eq!(req.len(), 60);
         assert_eq!(&req[0..6], &[0xff; 6]);
         let b = Identity {
@@ -295,9 +300,9 @@ mod tests {
     fn ndisc_solicit_advertise_learn() {
         let a_ip: Ipv6Addr = "2001:db8:1::2".parse().unwrap();
         let b_ip: Ipv6Addr = "2001:db8:1::1".parse().unwrap();
-        let ns = neighbor_solicitation(A, a_ip, b_ip);
+        let ns = neighbor_solicitation(A, a_ip, b_ip).unwrap();
         assert_eq!(&ns[0..6], &[0x33, 0x33, 0xff, 0, 0, 1]);
-        assert!(icmpv6(&ns).is_some(), "checksum verifies");
+        assert!(parse_nd(&ns).is_some(), "checksum verifies");
         let b = Identity {
             mac: B,
             ipv4: None,
