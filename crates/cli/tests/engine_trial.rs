@@ -88,7 +88,7 @@ fn stream(id: u16, src: IpAddr, dst: IpAddr, size: usize, pps: f64, limit: Limit
     let t = FrameTemplate::new(&spec, size).expect("template");
     StreamConfig {
         id,
-        frames: vec![t.bytes().to_vec()],
+        frames: vec![t],
         weights: vec![1],
         flows: Flows::default(),
         rate: Rate::Pps(pps),

@@ -21,6 +21,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use wire::template::FrameTemplate;
 
 fn run_cmd(argv: &[&str], stdin: Option<&str>) -> Result<String> {
     let mut c = Command::new(argv[0]);
@@ -158,12 +159,10 @@ impl Drop for BenchNet {
 }
 
 /// A 64-byte-class signed IPv4/UDP frame (no FCS) for benches: `len` bytes, stream `id`.
-pub fn bench_frame(len: usize, id: u16) -> Result<Vec<u8>> {
+pub fn bench_frame(len: usize, id: u16) -> Result<FrameTemplate> {
     let mut spec = wire::template::StreamSpec::new(wire::encap::EncapSpec::default());
     spec.stream_id = id;
-    let t = wire::template::FrameTemplate::new(&spec, len + 4)
-        .map_err(|e| Error::Config(e.to_string()))?;
-    Ok(t.bytes().to_vec())
+    FrameTemplate::new(&spec, len + 4).map_err(|e| Error::Config(e.to_string()))
 }
 
 /// A trafgen configuration sending `frame` unchanged.
@@ -319,7 +318,11 @@ fn counter_rate(net: &BenchNet, warmup: Duration, window: Duration) -> Result<f6
 
 /// A sendmmsg sender (no TX ring) for comparison: batches of 256 stamped frames, counted by
 /// the return value of `sendmmsg`. Returns (frames accepted, seconds).
-fn sendmmsg_sender(port: &PortSpec, frame: &[u8], stop: &AtomicBool) -> Result<(u64, f64)> {
+fn sendmmsg_sender(
+    port: &PortSpec,
+    frame: &FrameTemplate,
+    stop: &AtomicBool,
+) -> Result<(u64, f64)> {
     let ifindex = port.enter(0)?;
     let sock = crate::sys::PacketSocket::open(ifindex, 0).map_err(|e| Error::io("socket", e))?;
     sock.set_qdisc_bypass(true)
@@ -327,7 +330,7 @@ fn sendmmsg_sender(port: &PortSpec, frame: &[u8], stop: &AtomicBool) -> Result<(
     let _ = sock.set_sndbuf_force(64 << 20);
     let stream = StreamConfig {
         id: 1,
-        frames: vec![frame.to_vec()],
+        frames: vec![frame.clone()],
         weights: vec![1],
         flows: Default::default(),
         rate: Rate::Unlimited,
@@ -381,11 +384,11 @@ fn median(v: &[f64]) -> f64 {
 fn measure_ours(
     net: &BenchNet,
     cfg: &TxBenchConfig,
-    frame: &[u8],
+    frame: &FrameTemplate,
 ) -> Result<(f64, crate::tx::TxPortReport)> {
     let stream = StreamConfig {
         id: 1,
-        frames: vec![frame.to_vec()],
+        frames: vec![frame.clone()],
         weights: vec![1],
         flows: Default::default(),
         rate: Rate::Unlimited,
@@ -419,9 +422,9 @@ fn measure_ours(
 fn measure_trafgen(
     net: &BenchNet,
     cfg: &TxBenchConfig,
-    frame: &[u8],
+    frame: &FrameTemplate,
 ) -> Result<std::result::Result<f64, String>> {
-    let mut tg = Trafgen::spawn(net, &net.tx_if, frame, cfg.cpu, None)?;
+    let mut tg = Trafgen::spawn(net, &net.tx_if, frame.bytes(), cfg.cpu, None)?;
     let rate = counter_rate(net, cfg.warmup, cfg.duration);
     if let Ok(Some(st)) = tg.child.try_wait() {
         let mut err = String::new();
@@ -575,7 +578,13 @@ pub fn rx(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
             .recv()
             .map_err(|_| Error::Thread("receiver did not start".into()))??;
         let t0 = Instant::now();
-        let mut tg = Trafgen::spawn(&net, &net.tx_if, &frame, cfg.tx_cpu, Some(cfg.frames))?;
+        let mut tg = Trafgen::spawn(
+            &net,
+            &net.tx_if,
+            frame.bytes(),
+            cfg.tx_cpu,
+            Some(cfg.frames),
+        )?;
         let status = tg
             .child
             .wait()

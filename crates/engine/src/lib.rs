@@ -7,7 +7,6 @@
 //! | module | job |
 //! |---|---|
 //! | [`sys`] | the only `unsafe`: AF_PACKET sockets, TX ring (TPACKET_V2), RX ring (TPACKET_V3), setns, CPU affinity, clocks |
-//! | [`frame`] | where the headers and the signature are in a frame |
 //! | [`port`] | a port: an interface, maybe inside a netns; opens its TX/RX rings from inside it |
 //! | [`resolve`] | ARP/ND: answer for our addresses, resolve the next hop's MAC |
 //! | [`stream`] | stream configuration and the per-frame writer (flows, IMIX, signature stamping) |
@@ -18,7 +17,6 @@
 //! | [`bench`] | measuring the tester itself (TX/RX rates, next to trafgen) |
 
 pub mod bench;
-pub mod frame;
 pub mod pacing;
 pub mod port;
 pub mod resolve;

@@ -6,10 +6,9 @@
 //! one below the highest whose bit is clear is out of order (counted as received); one older
 //! than the window cannot be checked and is counted as received, out of order *and* `late`.
 
-use crate::frame::udp_layout;
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use wire::signature::{SeqExtender, Signature};
+use wire::signature::SeqExtender;
 
 /// Sequence numbers remembered for duplicate detection.
 pub const WINDOW: u64 = 1 << 16;
@@ -260,21 +259,22 @@ impl Receiver {
     /// Classifies and accounts one frame received at `rx_ns` (CLOCK_MONOTONIC).
     #[inline]
     pub fn on_frame(&mut self, frame: &[u8], rx_ns: u64) -> Class {
-        let (class, payload) = classify(frame, &self.index);
-        match class {
-            Class::Ours { slot } => {
-                let sig = Signature::new_unchecked(&frame[payload..]);
-                self.streams[slot].on_frame(sig.seq32(), sig.timestamp_ns(), rx_ns, frame.len());
-            }
-            Class::UnexpectedStream => {
+        let Some((_, sig)) = wire::dissect::signature(frame) else {
+            self.foreign += 1;
+            self.foreign_bytes += frame.len() as u64;
+            return Class::Foreign;
+        };
+        match self.index[usize::from(sig.stream_id())] {
+            0 => {
                 self.unexpected += 1;
+                Class::UnexpectedStream
             }
-            Class::Foreign => {
-                self.foreign += 1;
-                self.foreign_bytes += frame.len() as u64;
+            i => {
+                let slot = i as usize - 1;
+                self.streams[slot].on_frame(sig.seq32(), sig.timestamp_ns(), rx_ns, frame.len());
+                Class::Ours { slot }
             }
         }
-        class
     }
 
     /// Counts a frame that was not even looked at (e.g. control traffic answered elsewhere).
@@ -303,28 +303,6 @@ impl Receiver {
 
     pub fn stream_ids(&self) -> &[u16] {
         &self.ids
-    }
-}
-
-#[inline]
-fn classify(frame: &[u8], index: &[u32]) -> (Class, usize) {
-    let Some(l) = udp_layout(frame) else {
-        return (Class::Foreign, 0);
-    };
-    let Some(payload) = frame.get(l.payload..) else {
-        return (Class::Foreign, 0);
-    };
-    let Ok(sig) = Signature::new_checked(payload) else {
-        return (Class::Foreign, 0);
-    };
-    match index[usize::from(sig.stream_id())] {
-        0 => (Class::UnexpectedStream, l.payload),
-        i => (
-            Class::Ours {
-                slot: i as usize - 1,
-            },
-            l.payload,
-        ),
     }
 }
 
@@ -447,5 +425,64 @@ mod tests {
         assert_eq!(rx.stream(3).unwrap().received(), 5);
         assert_eq!((rx.unexpected(), rx.foreign()), (1, 1));
         assert!(rx.stream(4).is_none());
+    }
+
+    /// Where `wire::dissect` finds the signature of a 60-byte signed IPv4/UDP frame under the
+    /// encapsulations the receiver must see through (offsets from the frame's start).
+    #[test]
+    fn signature_found_through_vlan_mpls_and_ipv4_in_ipv6() {
+        let payload = |f: &[u8]| {
+            let (d, sig) = wire::dissect::signature(f).expect("signature found");
+            assert_eq!(sig.stream_id(), 3);
+            (
+                d.ip_offset,
+                d.udp_offset.unwrap(),
+                d.udp_payload_offset().unwrap(),
+            )
+        };
+        let t = crate::stream::tests_support::signed_frame(60, 3);
+        let f = t.bytes();
+        assert_eq!(payload(f), (14, 34, 42));
+        // Insert a VLAN tag.
+        let mut v = f[..12].to_vec();
+        v.extend_from_slice(&[0x81, 0x00, 0x00, 0x0a]);
+        v.extend_from_slice(&f[12..]);
+        assert_eq!(payload(&v).2, 46);
+        // Replace the ethertype with two MPLS labels.
+        let mut m = f[..12].to_vec();
+        m.extend_from_slice(&[0x88, 0x47, 0, 0x10, 0x00, 64, 0, 0x20, 0x01, 64]);
+        m.extend_from_slice(&f[14..]);
+        assert_eq!(payload(&m).2, 50);
+        // IPv4 in IPv6 (DS-Lite).
+        let mut t6 = f[..12].to_vec();
+        t6.extend_from_slice(&[0x86, 0xdd]);
+        let mut v6 = [0u8; 40];
+        v6[0] = 0x60;
+        v6[4..6].copy_from_slice(&((f.len() - 14) as u16).to_be_bytes());
+        v6[6] = 4;
+        t6.extend_from_slice(&v6);
+        t6.extend_from_slice(&f[14..]);
+        let (ip, _, at) = payload(&t6);
+        assert_eq!((ip, at), (54, 82));
+    }
+
+    #[test]
+    fn never_panics_on_garbage() {
+        let mut rx = Receiver::new(&[3]);
+        for len in 0..80 {
+            for fill in [0x00u8, 0x45, 0x60, 0x81, 0x88, 0xff] {
+                let mut f = vec![fill; len];
+                if len > 14 {
+                    f[12] = 0x08;
+                    f[13] = 0x00;
+                }
+                rx.on_frame(&f, 0);
+            }
+        }
+        let t = crate::stream::tests_support::signed_frame(60, 3);
+        for cut in 0..t.len() {
+            rx.on_frame(&t.bytes()[..cut], 0);
+        }
+        assert_eq!(rx.stream(3).unwrap().received(), 0);
     }
 }

@@ -1,13 +1,15 @@
 //! A stream: what it sends (base frames per size, flow variation, reordering on purpose), how
 //! fast (rate, bursts) and for how long. [`FrameGen`] writes frame number `i` of a stream into
-//! a buffer: copy of the base frame, flow fields and signature patched in place, checksums
-//! updated incrementally (RFC 1624) — no allocation, no full checksum per frame.
+//! a buffer: copy of the base frame, signature stamped by the frame's
+//! [`FrameTemplate::stamp`], flow fields patched in place with the checksums updated
+//! incrementally (RFC 1624) — no allocation, no full checksum per frame.
 
-use crate::frame::{udp_layout, IpVersion, Layout};
 use crate::Error;
 use serde::Serialize;
-use wire::checksum::fold;
-use wire::signature;
+use std::net::IpAddr;
+use wire::checksum;
+use wire::dissect::Dissection;
+use wire::template::FrameTemplate;
 
 /// How fast a stream sends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -85,14 +87,13 @@ impl Default for Flows {
     }
 }
 
-/// Everything about one stream. `frames` are complete base frames (Ethernet header first, no
-/// FCS), one per frame size, each carrying a signature with this stream's id right after its
-/// UDP header (build them with `wire::template::FrameTemplate`); `weights` gives each size's
-/// share (IMIX), one entry per frame.
+/// Everything about one stream. `frames` are the base frames, one per frame size, each
+/// carrying a signature with this stream's id; `weights` gives each size's share (IMIX), one
+/// entry per frame.
 #[derive(Debug, Clone)]
 pub struct StreamConfig {
     pub id: u16,
-    pub frames: Vec<Vec<u8>>,
+    pub frames: Vec<FrameTemplate>,
     pub weights: Vec<u32>,
     pub flows: Flows,
     pub rate: Rate,
@@ -127,17 +128,46 @@ impl StreamConfig {
     }
 }
 
-/// One frame's rewrite recipe: where the fields are in a base frame.
+/// One base frame: its template (which stamps the signature), its bytes with this port's MACs
+/// and where its flow fields are.
 #[derive(Debug, Clone)]
 struct Recipe {
+    template: FrameTemplate,
     base: Vec<u8>,
-    layout: Layout,
-    /// Offset of the IPv4 header checksum (None for IPv6).
-    ip_csum: Option<usize>,
-    /// Offset of the UDP checksum, None if the base frame carries none (IPv4 checksum 0).
-    udp_csum: Option<usize>,
+    flow: FlowFields,
+}
+
+/// Where the fields that flows vary sit in a frame, and the checksums that cover them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FlowFields {
+    /// The low 32 bits of the source and destination addresses of the test packet's IP header.
     src_addr_low: usize,
     dst_addr_low: usize,
+    /// The UDP source port; the destination port follows it.
+    udp: usize,
+    /// The IPv4 header checksum (None for IPv6, which has none).
+    ip_csum: Option<usize>,
+    udp_csum: usize,
+}
+
+impl FlowFields {
+    /// From the dissection of a UDP frame; None if it has no UDP header.
+    fn of(d: &Dissection) -> Option<FlowFields> {
+        let udp = d.udp_offset?;
+        let ip = d.ip_offset;
+        // IPv4: addresses at 12 and 16, checksum at 10. IPv6: addresses at 8 and 24 (16 bytes).
+        let (ip_csum, src_addr_low, dst_addr_low) = match d.src {
+            IpAddr::V4(_) => (Some(ip + 10), ip + 12, ip + 16),
+            IpAddr::V6(_) => (None, ip + 8 + 12, ip + 24 + 12),
+        };
+        Some(FlowFields {
+            src_addr_low,
+            dst_addr_low,
+            udp,
+            ip_csum,
+            udp_csum: udp + 6,
+        })
+    }
 }
 
 /// Writes the frames of one stream.
@@ -159,25 +189,9 @@ fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Adds `~old + new` for every 16-bit word of two equal-length even byte strings.
 #[inline]
-fn csum_delta(old: &[u8], new: &[u8]) -> u64 {
-    let mut acc = 0u64;
-    for (o, n) in old.chunks_exact(2).zip(new.chunks_exact(2)) {
-        acc += u64::from(!u16::from_be_bytes([o[0], o[1]]))
-            + u64::from(u16::from_be_bytes([n[0], n[1]]));
-    }
-    acc
-}
-
-#[inline]
-fn apply_delta(frame: &mut [u8], at: usize, delta: u64, zero_means_none: bool) {
-    let old = u16::from_be_bytes([frame[at], frame[at + 1]]);
-    let mut new = !fold(u64::from(!old) + delta);
-    if zero_means_none && new == 0 {
-        new = 0xffff;
-    }
-    frame[at..at + 2].copy_from_slice(&new.to_be_bytes());
+fn be16(f: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([f[at], f[at + 1]])
 }
 
 impl FrameGen {
@@ -198,17 +212,13 @@ impl FrameGen {
             }
         }
         let mut recipes = Vec::new();
-        for f in &cfg.frames {
-            let layout = udp_layout(f).ok_or_else(|| {
-                Error::Config(format!("stream {}: base frame is not UDP over IP", cfg.id))
+        for t in &cfg.frames {
+            let (d, sig) = wire::dissect::signature(t.bytes()).ok_or_else(|| {
+                Error::Config(format!(
+                    "stream {}: base frame carries no signature after a UDP header",
+                    cfg.id
+                ))
             })?;
-            let sig = signature::Signature::new_checked(f.get(layout.payload..).unwrap_or(&[]))
-                .map_err(|_| {
-                    Error::Config(format!(
-                        "stream {}: base frame carries no signature",
-                        cfg.id
-                    ))
-                })?;
             if sig.stream_id() != cfg.id {
                 return Err(Error::Config(format!(
                     "stream {}: base frame's signature says stream {}",
@@ -216,19 +226,23 @@ impl FrameGen {
                     sig.stream_id()
                 )));
             }
-            let (ip_csum, src_addr_low, dst_addr_low) = match layout.ip_version {
-                IpVersion::V4 => (Some(layout.ip + 10), layout.ip + 12, layout.ip + 16),
-                IpVersion::V6 => (None, layout.ip + 8 + 12, layout.ip + 24 + 12),
-            };
-            let c = u16::from_be_bytes([f[layout.udp + 6], f[layout.udp + 7]]);
-            let udp_csum = (c != 0 || layout.ip_version == IpVersion::V6).then_some(layout.udp + 6);
+            // The flow fields are found by dissection and the signature by the template: they
+            // must describe the same frame.
+            let flow = FlowFields::of(&d)
+                .filter(|fl| {
+                    d.udp_payload_offset() == Some(t.signature_offset())
+                        && t.udp_checksum().0 == fl.udp_csum
+                })
+                .ok_or_else(|| {
+                    Error::Config(format!(
+                        "stream {}: base frame's headers do not match its template",
+                        cfg.id
+                    ))
+                })?;
             recipes.push(Recipe {
-                base: f.clone(),
-                layout,
-                ip_csum,
-                udp_csum,
-                src_addr_low,
-                dst_addr_low,
+                template: t.clone(),
+                base: t.bytes().to_vec(),
+                flow,
             });
         }
         // A short deterministic interleaving of the sizes in proportion to the weights.
@@ -321,6 +335,47 @@ impl FrameGen {
         }
     }
 
+    /// Steps the varying flow fields of frame `seq` (written and stamped in `f`) and patches
+    /// the checksums that cover them (RFC 1624).
+    #[inline]
+    fn vary_flows(&self, at: &FlowFields, seq: u64, f: &mut [u8]) {
+        let fl = self.flows;
+        let mut udp = be16(f, at.udp_csum);
+        let mut ip = at.ip_csum.map(|c| be16(f, c));
+        let mut changed = false;
+        for (field, count, pos, is_addr) in [
+            (0u64, u64::from(fl.src_ip_count), at.src_addr_low, true),
+            (1, u64::from(fl.dst_ip_count), at.dst_addr_low, true),
+            (2, u64::from(fl.src_port_count), at.udp, false),
+            (3, u64::from(fl.dst_port_count), at.udp + 2, false),
+        ] {
+            if count <= 1 {
+                continue;
+            }
+            changed = true;
+            let k = self.field_index(seq, field, count);
+            if is_addr {
+                let old = [f[pos], f[pos + 1], f[pos + 2], f[pos + 3]];
+                let new = u32::from_be_bytes(old).wrapping_add(k as u32).to_be_bytes();
+                f[pos..pos + 4].copy_from_slice(&new);
+                udp = checksum::update_bytes(udp, &old, &new);
+                ip = ip.map(|c| checksum::update_bytes(c, &old, &new));
+            } else {
+                let old = be16(f, pos);
+                let new = old.wrapping_add(k as u16);
+                f[pos..pos + 2].copy_from_slice(&new.to_be_bytes());
+                udp = checksum::update_word(udp, old, new);
+            }
+        }
+        if changed {
+            f[at.udp_csum..at.udp_csum + 2]
+                .copy_from_slice(&checksum::udp_nonzero(udp).to_be_bytes());
+            if let (Some(c), Some(v)) = (at.ip_csum, ip) {
+                f[c..c + 2].copy_from_slice(&v.to_be_bytes());
+            }
+        }
+    }
+
     /// Writes the `index`-th frame into `out`, stamped with `timestamp_ns`; returns its length.
     /// `out` must hold [`FrameGen::max_len`] bytes.
     #[inline]
@@ -331,94 +386,38 @@ impl FrameGen {
         let len = r.base.len();
         let f = &mut out[..len];
         f.copy_from_slice(&r.base);
-        let mut l4 = 0u64;
-        let mut l3 = 0u64;
-        let fl = self.flows;
-        for (field, count, at, is_addr) in [
-            (0u64, u64::from(fl.src_ip_count), r.src_addr_low, true),
-            (1, u64::from(fl.dst_ip_count), r.dst_addr_low, true),
-            (2, u64::from(fl.src_port_count), r.layout.udp, false),
-            (3, u64::from(fl.dst_port_count), r.layout.udp + 2, false),
-        ] {
-            if count <= 1 {
-                continue;
-            }
-            let k = self.field_index(seq, field, count);
-            if is_addr {
-                let old = [f[at], f[at + 1], f[at + 2], f[at + 3]];
-                let new = u32::from_be_bytes(old).wrapping_add(k as u32).to_be_bytes();
-                f[at..at + 4].copy_from_slice(&new);
-                let d = csum_delta(&old, &new);
-                l4 += d;
-                l3 += d;
-            } else {
-                let old = [f[at], f[at + 1]];
-                let new = u16::from_be_bytes(old).wrapping_add(k as u16).to_be_bytes();
-                f[at..at + 2].copy_from_slice(&new);
-                l4 += csum_delta(&old, &new);
-            }
-        }
-        // Signature: sequence and timestamp (the template carries zeros there).
-        let s = r.layout.payload;
-        let mut stamp = [0u8; 12];
-        stamp[..4].copy_from_slice(&(seq as u32).to_be_bytes());
-        stamp[4..].copy_from_slice(&timestamp_ns.to_be_bytes());
-        let span = s + signature::SEQ_OFFSET..s + signature::SEQ_OFFSET + 12;
-        l4 += csum_delta(&f[span.clone()], &stamp);
-        f[span].copy_from_slice(&stamp);
-        if let Some(at) = r.udp_csum {
-            apply_delta(f, at, l4, true);
-        }
-        if let (Some(at), true) = (r.ip_csum, l3 != 0) {
-            apply_delta(f, at, l3, false);
-        }
+        // Sequence, timestamp, IPv4 ident and both checksums, from the template's bases.
+        r.template.stamp(f, seq, timestamp_ns);
+        self.vary_flows(&r.flow, seq, f);
         len
     }
 }
 
 #[cfg(test)]
 pub(crate) mod tests_support {
-    use crate::frame::tests::ipv4_udp;
-    use wire::{checksum, signature};
+    use std::net::Ipv4Addr;
+    use wire::encap::EncapSpec;
+    use wire::template::{FrameTemplate, StreamSpec};
 
-    /// An IPv4/UDP frame of `len` bytes (no FCS) with a signature for `stream` and valid
-    /// checksums.
-    pub(crate) fn signed_frame(len: usize, stream: u16) -> Vec<u8> {
-        let mut f = ipv4_udp(len);
-        let mut sig = signature::Signature::new_unchecked(&mut f[42..58]);
-        signature::SignatureRepr {
-            stream_id: stream,
-            seq: 0,
-            timestamp_ns: 0,
-        }
-        .emit(&mut sig);
-        fix_udp_checksum(&mut f);
-        f
-    }
-
-    pub(crate) fn fix_udp_checksum(f: &mut [u8]) {
-        f[40] = 0;
-        f[41] = 0;
-        let udp_len = (f.len() - 34) as u16;
-        let ph = checksum::pseudo_header_v4(
-            [192, 0, 2, 1].into(),
-            [198, 51, 100, 1].into(),
-            17,
-            udp_len,
-        );
-        let mut c = !checksum::fold(ph + checksum::sum(&f[34..]));
-        if c == 0 {
-            c = 0xffff;
-        }
-        f[40..42].copy_from_slice(&c.to_be_bytes());
+    /// An IPv4/UDP frame of `len` bytes (no FCS), 192.0.2.1:1024 → 198.51.100.1:7, with a
+    /// signature for `stream` and valid checksums.
+    pub(crate) fn signed_frame(len: usize, stream: u16) -> FrameTemplate {
+        let mut spec = StreamSpec::new(EncapSpec::default());
+        spec.stream_id = stream;
+        spec.src_ip = Ipv4Addr::new(192, 0, 2, 1).into();
+        spec.dst_ip = Ipv4Addr::new(198, 51, 100, 1).into();
+        spec.src_port = 1024;
+        spec.dst_port = 7;
+        let t = FrameTemplate::new(&spec, len + wire::encap::FCS).expect("template");
+        assert_eq!(t.len(), len);
+        t
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::tests::ipv4_udp;
-    use wire::checksum;
+    use wire::signature;
 
     use super::tests_support::signed_frame;
 
@@ -429,7 +428,7 @@ mod tests {
         checksum::fold(ph + checksum::sum(&f[34..])) == 0xffff
     }
 
-    fn cfg(frames: Vec<Vec<u8>>, weights: Vec<u32>) -> StreamConfig {
+    fn cfg(frames: Vec<FrameTemplate>, weights: Vec<u32>) -> StreamConfig {
         StreamConfig {
             id: 7,
             frames,
@@ -538,7 +537,6 @@ mod tests {
 
     #[test]
     fn rejects_unsigned_or_foreign_frames() {
-        assert!(FrameGen::new(&cfg(vec![ipv4_udp(60)], vec![1])).is_err());
         assert!(FrameGen::new(&cfg(vec![signed_frame(60, 8)], vec![1])).is_err());
         assert!(FrameGen::new(&cfg(vec![], vec![])).is_err());
     }

@@ -195,6 +195,12 @@ fn rx_thread(
     })
 }
 
+/// Whether the outermost network header of `frame` is IPv6 (its next hop is then resolved by
+/// ND rather than ARP): an IPv6 test packet, or any packet in a DS-Lite tunnel.
+fn outer_is_ipv6(frame: &[u8]) -> bool {
+    wire::dissect::dissect(frame).is_ok_and(|d| d.tunnel.is_some() || d.dst.is_ipv6())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn tx_thread(
     spec: &PortSpec,
@@ -219,7 +225,7 @@ fn tx_thread(
         for cfg in &streams {
             let mut gen = FrameGen::new(cfg)?;
             if cfg.rewrite_macs {
-                let hop: IpAddr = match crate::frame::outer_is_ipv6(&cfg.frames[0]) {
+                let hop: IpAddr = match outer_is_ipv6(cfg.frames[0].bytes()) {
                     false => spec.next_hop_v4.map(IpAddr::V4),
                     true => spec.next_hop_v6.map(IpAddr::V6),
                 }

@@ -363,7 +363,7 @@ fn build_streams(
             for (size, w) in sizes(&d.size, &encap)? {
                 let t = FrameTemplate::new(&spec, size)
                     .map_err(|e| usage(format!("stream {id}: {e}")))?;
-                frames.push(t.bytes().to_vec());
+                frames.push(t);
                 weights.push(w);
             }
             let rewrite_macs = !encap.pppoe;
