@@ -24,8 +24,8 @@ $W lab up --name demo --topology forward --profile forward
 $W lab exec --name demo a -- ping -c 3 -i 0.2 203.0.113.2
 $W lab exec --name demo a -- ping -c 3 -i 0.2 2001:db8:b::2
 
-echo; echo "== A 3-second trial through the DUT: signed 64-byte UDP both ways at 50 kpps each"
-$W trial --lab demo --direction both --rate 50kpps --duration 3
+echo; echo "== A 3-second trial through the DUT: signed 64-byte UDP both ways at 20 kpps each"
+$W trial --lab demo --direction both --rate 20kpps --duration 3
 
 echo; echo "== TCP through the DUT with iperf3 (2 s), then the same with 100 stateful firewall rules"
 for profile in forward filter-stateful-100; do

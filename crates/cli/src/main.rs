@@ -12,7 +12,12 @@ use clap::{Parser, Subcommand};
 /// back (throughput, loss, reordering, latency), and compares it with the theoretical line
 /// rate of the frames on each link.
 #[derive(Debug, Parser)]
-#[command(name = "wirerate", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "wirerate",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -77,7 +77,8 @@ pub fn update_bytes(checksum: u16, old: &[u8], new: &[u8]) -> u16 {
     // ~HC + ~m + m' summed over all changed words.
     let mut acc = u64::from(!checksum);
     for (o, n) in old.chunks_exact(2).zip(new.chunks_exact(2)) {
-        acc += u64::from(!u16::from_be_bytes([o[0], o[1]])) + u64::from(u16::from_be_bytes([n[0], n[1]]));
+        acc += u64::from(!u16::from_be_bytes([o[0], o[1]]))
+            + u64::from(u16::from_be_bytes([n[0], n[1]]));
     }
     !fold(acc)
 }
@@ -113,8 +114,8 @@ mod tests {
     fn known_ipv4_header_verifies() {
         // A real IPv4 header (from Wikipedia's worked example), checksum b861.
         let hdr = [
-            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0x00,
-            0x01, 0xc0, 0xa8, 0x00, 0xc7,
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
         ];
         assert!(verifies(&hdr));
         let mut zeroed = hdr;
