@@ -191,13 +191,10 @@ pub fn run(
         n
     };
 
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let now = sys::monotonic_ns();
-        if unconfirmed > 0 {
-            // Earlier frames still wait for the kernel: retry them before stamping new ones.
+    // Hands the requested slots to the kernel, counts what it took and records the batch.
+    // A macro rather than a closure: it needs the loop's mutable state, which `confirm` borrows.
+    macro_rules! flush_and_confirm {
+        () => {{
             ring.flush().map_err(|e| Error::io("TX ring flush", e))?;
             let n = confirm(
                 ring,
@@ -212,6 +209,18 @@ pub fn run(
                 rep.max_batch = rep.max_batch.max(n);
                 accepted_total += n;
             }
+            n
+        }};
+    }
+
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let now = sys::monotonic_ns();
+        if unconfirmed > 0 {
+            // Earlier frames still wait for the kernel: retry them before stamping new ones.
+            flush_and_confirm!();
             if unconfirmed > 0 {
                 rep.backpressure_flushes += 1;
                 std::thread::yield_now();
@@ -254,20 +263,7 @@ pub fn run(
             s.finishing_pair = s.gen.mid_pair(s.next);
         }
         if filled > 0 {
-            ring.flush().map_err(|e| Error::io("TX ring flush", e))?;
-            let n = confirm(
-                ring,
-                &mut streams,
-                &slots,
-                &mut tail,
-                &mut unconfirmed,
-                &mut rep,
-            );
-            if n > 0 {
-                rep.flushes += 1;
-                rep.max_batch = rep.max_batch.max(n);
-                accepted_total += n;
-            }
+            flush_and_confirm!();
             if unconfirmed > 0 {
                 rep.backpressure_flushes += 1;
             }
@@ -293,20 +289,7 @@ pub fn run(
     // Give frames still waiting a last chance (up to 1 s), then take them back uncounted.
     let deadline = sys::monotonic_ns() + 1_000_000_000;
     while unconfirmed > 0 && sys::monotonic_ns() < deadline && !stop.load(Ordering::Relaxed) {
-        ring.flush().map_err(|e| Error::io("TX ring flush", e))?;
-        let n = confirm(
-            ring,
-            &mut streams,
-            &slots,
-            &mut tail,
-            &mut unconfirmed,
-            &mut rep,
-        );
-        if n > 0 {
-            rep.flushes += 1;
-            rep.max_batch = rep.max_batch.max(n);
-            accepted_total += n;
-        } else {
+        if flush_and_confirm!() == 0 {
             std::thread::yield_now();
         }
     }
