@@ -25,6 +25,16 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a plan unattended: every case of its matrix, results after every trial, a report.
+    Run(cmd::run::RunArgs),
+    /// Check a plan file and print its expanded matrix with a time estimate.
+    Plan(cmd::plan::PlanArgs),
+    /// Measure the tester's own ceiling per frame size on a direct link (no DUT).
+    Calibrate(cmd::calibrate::CalibrateArgs),
+    /// Render a run directory as HTML (with charts), CSV, Markdown and JSON.
+    Report(cmd::report::ReportArgs),
+    /// Compare two runs case by case: improved, regressed or within noise.
+    Compare(cmd::compare::CompareArgs),
     /// Theoretical frame and bit rates per frame size for a link speed and encapsulation.
     Linerate(cmd::linerate::LinerateArgs),
     /// Write the frames a stream would send to a pcap file (for Wireshark or tshark).
@@ -42,6 +52,11 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(a) => cmd::run::run(a),
+        Command::Plan(a) => cmd::plan::run(a),
+        Command::Calibrate(a) => cmd::calibrate::run(a),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
         Command::Linerate(a) => cmd::linerate::run(a),
         Command::Craft(a) => cmd::craft::run(a),
         Command::Trial(a) => cmd::trial::run(a),

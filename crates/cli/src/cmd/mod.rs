@@ -1,8 +1,13 @@
 //! One module per subcommand: each owns its clap `Args` and a `run` function.
 
 pub mod bench;
+pub mod calibrate;
+pub mod compare;
 pub mod completions;
 pub mod craft;
 pub mod lab;
 pub mod linerate;
+pub mod plan;
+pub mod report;
+pub mod run;
 pub mod trial;
