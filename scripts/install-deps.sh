@@ -21,6 +21,7 @@ declare -A PROBE=(
   [ca-certificates]=/etc/ssl/certs/ca-certificates.crt
   [build-essential]=/usr/bin/cc
   [pkg-config]=/usr/bin/pkg-config
+  [chromium]=/usr/bin/chromium
 )
 
 missing=()
