@@ -14,9 +14,11 @@
 //! | [`tx`] | the transmit loop on a TX ring: exact "accepted by the kernel" counts |
 //! | [`rx`] | classification and per-stream receive accounting |
 //! | [`trial`] | one timed run of a set of streams between ports |
+//! | [`control`] | runs an `emulate` control plane (PPPoE, ARP/ND, DS-Lite) on a port's socket |
 //! | [`bench`] | measuring the tester itself (TX/RX rates, next to trafgen) |
 
 pub mod bench;
+pub mod control;
 pub mod pacing;
 pub mod port;
 pub mod resolve;

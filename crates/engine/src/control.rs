@@ -1,0 +1,179 @@
+//! Running a sans-I/O control plane (the `emulate` crate's PPPoE server or client, ARP/ND,
+//! DS-Lite AFTR or B4) on a real port.
+//!
+//! A [`ControlPort`] is a plain AF_PACKET socket on one interface. [`ControlPort::step`]
+//! sends what the machine wants sent, waits for a frame or the machine's next deadline
+//! (whichever is first, at most `max_wait`), feeds every queued frame with the current
+//! CLOCK_MONOTONIC time, runs due timers and sends again. The machine never sees a socket or
+//! a clock; this loop is the only place that does I/O for it.
+//!
+//! The socket sees every frame of the interface, so a control plane can run in its own thread
+//! next to a trial's RX ring on the same port (each AF_PACKET socket gets its own copy): LCP
+//! echoes keep being answered while test traffic flows. Frames the machine does not claim are
+//! only counted.
+
+use std::time::{Duration, Instant};
+
+use wire::units::Nanos;
+
+use crate::port::PortSpec;
+use crate::sys::{self, PacketSocket};
+use crate::{Error, Result};
+
+/// What a port needs from a control-plane state machine (see `docs/emulate.md`).
+pub trait ControlPlane {
+    /// Feeds one received Ethernet frame; `false` when it is not this machine's protocol.
+    fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool;
+    /// Runs the timers that are due.
+    fn poll(&mut self, now: Nanos);
+    /// When [`poll`](Self::poll) should run next.
+    fn next_deadline(&self) -> Option<Nanos>;
+    /// Frames to send, in order.
+    fn take_transmit(&mut self) -> Vec<Vec<u8>>;
+}
+
+macro_rules! control_plane {
+    ($($t:ty),*) => {$(
+        impl ControlPlane for $t {
+            fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool {
+                <$t>::handle_frame(self, now, frame)
+            }
+            fn poll(&mut self, now: Nanos) {
+                <$t>::poll(self, now)
+            }
+            fn next_deadline(&self) -> Option<Nanos> {
+                <$t>::next_deadline(self)
+            }
+            fn take_transmit(&mut self) -> Vec<Vec<u8>> {
+                <$t>::take_transmit(self)
+            }
+        }
+    )*};
+}
+
+control_plane!(
+    emulate::pppoe::server::Server,
+    emulate::pppoe::client::Client,
+    emulate::arp_nd::Neighbors,
+    emulate::dslite::Aftr,
+    emulate::dslite::B4
+);
+
+/// Frame counts of a control port.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ControlPortStats {
+    pub rx: u64,
+    /// Received frames the machine did not claim (test traffic, other protocols).
+    pub rx_unclaimed: u64,
+    pub tx: u64,
+    /// Frames the kernel refused (would block or an error); the machine's timers retry.
+    pub tx_failed: u64,
+}
+
+/// A control plane's socket on one port.
+#[derive(Debug)]
+pub struct ControlPort {
+    sock: PacketSocket,
+    buf: Vec<u8>,
+    pub stats: ControlPortStats,
+}
+
+/// CLOCK_MONOTONIC as the machines' time.
+pub fn now() -> Nanos {
+    Nanos(sys::monotonic_ns())
+}
+
+impl ControlPort {
+    /// Enters the port's namespace (this thread only) and opens the socket there. Call from
+    /// the thread that will run [`step`](Self::step).
+    pub fn open(port: &PortSpec) -> Result<ControlPort> {
+        let ifindex = port.enter(0)?;
+        let sock = port.open_socket(ifindex)?;
+        sock.set_ignore_outgoing(true)
+            .map_err(|e| Error::io("PACKET_IGNORE_OUTGOING", e))?;
+        let _ = sock.set_rcvbuf_force(4 << 20);
+        Ok(ControlPort {
+            sock,
+            buf: vec![0; 65536],
+            stats: ControlPortStats::default(),
+        })
+    }
+
+    /// The interface's MAC address.
+    pub fn mac(&self) -> Result<[u8; 6]> {
+        self.sock
+            .hw_addr()
+            .map_err(|e| Error::io("reading the port's MAC", e))
+    }
+
+    /// Sends one frame directly (for test harnesses that inject frames).
+    pub fn send_raw(&mut self, frame: &[u8]) -> Result<bool> {
+        self.sock
+            .send_frame(frame)
+            .map_err(|e| Error::io("sending a control frame", e))
+    }
+
+    /// Sends everything the machine has queued.
+    pub fn flush<C: ControlPlane + ?Sized>(&mut self, cp: &mut C) {
+        for f in cp.take_transmit() {
+            match self.sock.send_frame(&f) {
+                Ok(true) => self.stats.tx += 1,
+                Ok(false) | Err(_) => self.stats.tx_failed += 1,
+            }
+        }
+    }
+
+    /// One turn of the loop: send, wait (at most `max_wait` or until the machine's next
+    /// deadline), feed what arrived, run due timers, send.
+    pub fn step<C: ControlPlane + ?Sized>(&mut self, cp: &mut C, max_wait: Duration) -> Result<()> {
+        self.flush(cp);
+        let t = now();
+        let mut wait = max_wait;
+        if let Some(d) = cp.next_deadline() {
+            wait = wait.min(Duration::from_nanos(d.0.saturating_sub(t.0)));
+        }
+        // poll() takes milliseconds: round up so that we never spin before a deadline.
+        let ms = wait.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+        self.sock
+            .poll_readable(ms)
+            .map_err(|e| Error::io("waiting for control frames", e))?;
+        loop {
+            let n = match self.sock.recv_frame(&mut self.buf) {
+                Ok(Some(n)) => n,
+                Ok(None) => break,
+                Err(e) => return Err(Error::io("receiving control frames", e)),
+            };
+            self.stats.rx += 1;
+            if !cp.handle_frame(now(), &self.buf[..n]) {
+                self.stats.rx_unclaimed += 1;
+            }
+            self.flush(cp);
+        }
+        let t = now();
+        if cp.next_deadline().is_some_and(|d| d <= t) {
+            cp.poll(t);
+        }
+        self.flush(cp);
+        Ok(())
+    }
+
+    /// Steps until `done(machine)` is true (returns `true`) or `timeout` passes (`false`).
+    pub fn run_until<C: ControlPlane + ?Sized>(
+        &mut self,
+        cp: &mut C,
+        timeout: Duration,
+        mut done: impl FnMut(&mut C) -> bool,
+    ) -> Result<bool> {
+        let end = Instant::now() + timeout;
+        loop {
+            if done(cp) {
+                return Ok(true);
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            self.step(cp, left.min(Duration::from_millis(20)))?;
+        }
+    }
+}
