@@ -1,0 +1,294 @@
+//! Issue 7, independent peers: our PPPoE server and client against scapy (Debian's
+//! `/usr/bin/python3`, whose scapy is an implementation independent of ours) over a veth pair
+//! between two `wr-em…` namespaces, through the engine's `control` loop on real AF_PACKET
+//! sockets. Root is needed (else `SKIP: …`); without scapy the tests skip too, except under CI
+//! (`CI` set), where a missing scapy fails.
+//!
+//! The scripts are in `crates/emulate/tests/peers/`.
+
+use emulate::ppp::link::DownReason;
+use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
+use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
+use emulate::pppoe::HostileReason;
+use engine::control::{self, ControlPort, ControlPortStats};
+use engine::port::PortSpec;
+use std::io::Read;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use wire::ethernet::MacAddr;
+
+const PYTHON: &str = "/usr/bin/python3";
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// `true` when the test can run; prints `SKIP: …` otherwise (and fails under CI without scapy).
+fn can_run() -> bool {
+    if !is_root() {
+        println!("SKIP: PPPoE peer tests need root (network namespaces, AF_PACKET)");
+        return false;
+    }
+    let scapy = Command::new(PYTHON)
+        .args(["-c", "import scapy.layers.ppp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !scapy {
+        if std::env::var_os("CI").is_some() {
+            panic!("scapy is missing for {PYTHON} (apt-get install python3-scapy)");
+        }
+        println!("SKIP: {PYTHON} has no scapy (apt-get install python3-scapy)");
+        return false;
+    }
+    true
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("running ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two namespaces joined by a veth pair (`wrem0` in `a`, `wrem1` in `b`); removed on drop,
+/// also when the test fails.
+struct NsPair {
+    a: String,
+    b: String,
+}
+
+impl NsPair {
+    fn new(tag: &str) -> NsPair {
+        let id = std::process::id() % 100_000;
+        let pair = NsPair {
+            a: format!("wr-em{id}{tag}a"),
+            b: format!("wr-em{id}{tag}b"),
+        };
+        pair.remove();
+        ip(&["netns", "add", &pair.a]);
+        ip(&["netns", "add", &pair.b]);
+        ip(&[
+            "link", "add", "name", "wrem0", "netns", &pair.a, "type", "veth", "peer", "name",
+            "wrem1", "netns", &pair.b,
+        ]);
+        for (ns, dev) in [(&pair.a, "wrem0"), (&pair.b, "wrem1")] {
+            // No IPv6 autoconfiguration chatter on the link: only the PPPoE peers speak.
+            let _ = Command::new("ip")
+                .args(["netns", "exec", ns, "sysctl", "-qw"])
+                .arg(format!("net.ipv6.conf.{dev}.disable_ipv6=1"))
+                .status();
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+        }
+        pair
+    }
+
+    fn remove(&self) {
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", ns])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
+    fn port_a(&self) -> PortSpec {
+        let mut p = PortSpec::new("a", "wrem0");
+        p.netns = Some(self.a.clone());
+        p
+    }
+
+    fn port_b(&self) -> PortSpec {
+        let mut p = PortSpec::new("b", "wrem1");
+        p.netns = Some(self.b.clone());
+        p
+    }
+}
+
+impl Drop for NsPair {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+fn peer_script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../emulate/tests/peers")
+        .join(name)
+}
+
+/// Runs a scapy peer inside `ns`; returns its exit status and its `RESULT` JSON.
+fn run_peer(ns: &str, script: &str, args: &[&str], timeout: Duration) -> (bool, serde_json::Value) {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, PYTHON])
+        .arg(peer_script(script))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the scapy peer");
+    let end = Instant::now() + timeout;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("waiting for the peer") {
+            break Some(s);
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    eprintln!("--- {script} stderr ---\n{err}--- {script} stdout ---\n{out}");
+    let json = out
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .map(|j| serde_json::from_str(j).expect("peer RESULT json"))
+        .unwrap_or(serde_json::Value::Null);
+    (status.is_some_and(|s| s.success()), json)
+}
+
+/// A control plane running on a port in its own thread until stopped.
+struct Running<C: Send + 'static, E: Send + 'static> {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<(C, Vec<E>, ControlPortStats)>>,
+}
+
+impl<C: Send + 'static, E: Send + 'static> Running<C, E> {
+    /// Starts `make(port MAC)` on `port`; `events` drains the machine's events each turn.
+    fn start(
+        port: PortSpec,
+        make: impl FnOnce(MacAddr) -> C + Send + 'static,
+        mut events: impl FnMut(&mut C) -> Vec<E> + Send + 'static,
+    ) -> Self
+    where
+        C: control::ControlPlane,
+    {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let stop2 = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut cp = ControlPort::open(&port).expect("control port");
+            let mac = MacAddr(cp.mac().expect("mac"));
+            let mut m = make(mac);
+            let mut all = Vec::new();
+            ready_tx.send(()).unwrap();
+            while !stop2.load(Ordering::Relaxed) {
+                cp.step(&mut m, Duration::from_millis(20)).expect("step");
+                all.extend(events(&mut m));
+            }
+            (m, all, cp.stats)
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("control port ready");
+        Running {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    fn finish(mut self) -> (C, Vec<E>, ControlPortStats) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.take().unwrap().join().expect("control thread")
+    }
+}
+
+impl<C: Send + 'static, E: Send + 'static> Drop for Running<C, E> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn server_cfg(mac: MacAddr) -> ServerConfig {
+    ServerConfig {
+        mac,
+        mru: 1454,
+        ..ServerConfig::default()
+    }
+}
+
+fn in_pool(a: &str) -> bool {
+    let a: Ipv4Addr = a.parse().expect("address");
+    let (first, size) = (u32::from(Ipv4Addr::new(198, 51, 100, 10)), 240);
+    (first..first + size).contains(&u32::from(a))
+}
+
+/// (a) scapy plays the subscriber: discovery, LCP (MRU 1454, magic), PAP, IPCP; our AC gives
+/// it an address from the pool; the scapy PADT ends the session.
+#[test]
+fn scapy_client_gets_a_session_from_our_server() {
+    if !can_run() {
+        return;
+    }
+    let ns = NsPair::new("c");
+    let srv = Running::start(
+        ns.port_a(),
+        |mac| Server::new(server_cfg(mac)),
+        |s: &mut Server| s.take_events());
+    let (ok, r) = run_peer(
+        &ns.b,
+        "pppoe_client.py",
+        &["--iface", "wrem1", "--user", "wirerate", "--password", "wirerate"],
+        Duration::from_secs(30),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let (server, events, port) = srv.finish();
+    eprintln!("server stats: {:#?}\nport: {port:?}", server.stats);
+    assert!(ok, "scapy client failed: {r}");
+    assert_eq!(r["ac_mru"], 1454, "our LCP request carries MRU 1454");
+    assert_eq!(r["ac_auth"], 0xc023, "our LCP request asks for PAP");
+    assert!(r["ac_magic"].as_u64().is_some_and(|m| m != 0));
+    assert_eq!(r["cookie_len"], 8, "PADO carries an 8-byte AC-Cookie");
+    assert!(in_pool(r["address"].as_str().unwrap()), "IPCP Ack address {r}");
+    assert_eq!(r["ac_address"], "198.51.100.1");
+    let ups: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            ServerEvent::SessionUp { info, user, .. } => Some((*info, user.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ups.len(), 1, "one session up: {events:?}");
+    assert_eq!(ups[0].1.as_deref(), Some("wirerate"));
+    assert_eq!(ups[0].0.session_id, r["session_id"].as_u64().unwrap() as u16);
+    assert_eq!(
+        ups[0].0.negotiated.peer_ipv4.map(|a| a.to_string()),
+        r["address"].as_str().map(String::from)
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        ServerEvent::SessionDown {
+            reason: DownReason::PeerPadt,
+            ..
+        }
+    )));
+    let st = &server.stats;
+    assert_eq!((st.sessions_up_total, st.sessions_up), (1, 0));
+    assert_eq!(st.padt_rx, 1);
+    assert_eq!(st.ended.get(DownReason::PeerPadt), 1);
+    assert_eq!(st.hostile.total(), 0, "{:?}", st.hostile);
+}
