@@ -11,14 +11,17 @@
 //! - [`results`]: the run directory (`run.json`, `trials.jsonl`) that survives `kill -9`.
 //! - [`hooks`]: DUT hook commands as data, and parsers for the statistics they print.
 //!
-//! Trial execution against the packet engine and the lab is wired in later; nothing here opens
-//! a socket except [`iperf3::wait_for_port`] and the thin process layers.
+//! - [`trial`], [`runner`], [`calibration`]: the executor that runs a plan on the lab with the
+//!   packet engine and iperf3, and the tester's own ceiling.
 
+pub mod calibration;
 pub mod hooks;
 pub mod iperf3;
 pub mod plan;
 pub mod results;
+pub mod runner;
 pub mod search;
+pub mod trial;
 
 /// Serialises a [`core::time::Duration`] as fractional seconds, which is what a person reading
 /// `trials.jsonl` expects, instead of serde's `{secs, nanos}` pair.

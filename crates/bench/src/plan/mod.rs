@@ -530,41 +530,53 @@ impl Plan {
         ((pps * self.methodology.b2b_duration.as_secs_f64()) as u64).max(2)
     }
 
+    /// Predicted trials and seconds of one case (all repetitions, settles included, profile
+    /// switches not): each search driven against a simulated DUT forwarding
+    /// [`ESTIMATE_CAPACITY`]. The runner uses it for its ETA.
+    pub fn case_estimate(&self, case: &Case) -> (u64, f64) {
+        let mut trials = 0u64;
+        let mut seconds = 0.0;
+        let settle = self.run.settle.as_secs_f64();
+        for &m in &case.methodologies {
+            let (t, s) = match m {
+                Methodology::Iperf3 => (
+                    1,
+                    self.run.trial_duration.as_secs_f64()
+                        + self.methodology.iperf3_omit.as_secs_f64(),
+                ),
+                Methodology::Rfc2544Latency => {
+                    let n = self.methodology.latency_trials;
+                    (
+                        u64::from(n),
+                        f64::from(n) * self.methodology.latency_duration.as_secs_f64(),
+                    )
+                }
+                _ => match self.search(case, m) {
+                    Some(mut s) => {
+                        let mut dut = search::sim::SimDut::sharp(ESTIMATE_CAPACITY);
+                        let r = search::drive(s.as_mut(), |t| dut.trial(t));
+                        (u64::from(r.trials), r.trial_seconds)
+                    }
+                    None => (0, 0.0),
+                },
+            };
+            let reps = u64::from(self.run.repetitions);
+            trials += t * reps;
+            seconds += (s + t as f64 * settle) * reps as f64;
+        }
+        (trials, seconds)
+    }
+
     /// Predicted run time: every search driven against a simulated DUT forwarding
     /// [`ESTIMATE_CAPACITY`], plus settle times. Real DUTs differ; the order of magnitude holds.
     pub fn estimate(&self) -> Result<Estimate, PlanErrors> {
         let cases = self.cases()?;
         let mut trials = 0u64;
         let mut seconds = 0.0;
-        let settle = self.run.settle.as_secs_f64();
         for case in &cases {
-            for &m in &case.methodologies {
-                let (t, s) = match m {
-                    Methodology::Iperf3 => (
-                        1,
-                        self.run.trial_duration.as_secs_f64()
-                            + self.methodology.iperf3_omit.as_secs_f64(),
-                    ),
-                    Methodology::Rfc2544Latency => {
-                        let n = self.methodology.latency_trials;
-                        (
-                            u64::from(n),
-                            f64::from(n) * self.methodology.latency_duration.as_secs_f64(),
-                        )
-                    }
-                    _ => match self.search(case, m) {
-                        Some(mut s) => {
-                            let mut dut = search::sim::SimDut::sharp(ESTIMATE_CAPACITY);
-                            let r = search::drive(s.as_mut(), |t| dut.trial(t));
-                            (u64::from(r.trials), r.trial_seconds)
-                        }
-                        None => (0, 0.0),
-                    },
-                };
-                let reps = u64::from(self.run.repetitions);
-                trials += t * reps;
-                seconds += (s + t as f64 * settle) * reps as f64;
-            }
+            let (t, s) = self.case_estimate(case);
+            trials += t;
+            seconds += s;
         }
         let mut switches = 0;
         let mut last: Option<&str> = None;

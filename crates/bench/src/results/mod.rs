@@ -69,6 +69,10 @@ pub struct TrialRecord {
     /// Raw iperf3 JSON, for iperf3 trials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iperf3: Option<serde_json::Value>,
+    /// TCP figures of an iperf3 trial (from the raw JSON above, plus the SYN's MSS as captured
+    /// at the far tester port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpFigures>,
     /// Completion time, Unix milliseconds.
     pub finished_unix_ms: u64,
 }
@@ -85,6 +89,44 @@ pub struct MethodologyDone {
     /// The search result (none for iperf3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<SearchResult>,
+    /// Comparison of the result with the tester's calibrated ceiling (when a calibration was
+    /// available): a result within 10 % of the ceiling is tester-limited, not a DUT figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<CeilingCheck>,
+}
+
+/// What an iperf3 trial measured, converted for a router test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TcpFigures {
+    /// L4 throughput iperf3 reported as received (sum over directions for `--bidir`).
+    pub l4_bps: f64,
+    /// The same at L2 (Ethernet frames with FCS) and L1 (+20 B per frame).
+    pub l2_bps: f64,
+    /// See `l2_bps`.
+    pub l1_bps: f64,
+    /// The MSS used for the conversion.
+    pub mss: u32,
+    /// Retransmits (sender side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// MSS options of the client SYNs captured at the far tester port, in arrival order
+    /// (control connection first, then the data connections): what the DUT let through.
+    pub syn_mss: Vec<u32>,
+    /// Sender and receiver CPU %, as iperf3 reported them.
+    pub cpu_local: f64,
+    /// See `cpu_local`.
+    pub cpu_remote: f64,
+}
+
+/// A throughput result compared with the tester's own calibrated ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CeilingCheck {
+    /// The tester's ceiling for this frame size and IP version, frames/s.
+    pub ceiling_pps: f64,
+    /// The result (goal 0), frames/s.
+    pub result_pps: f64,
+    /// True when the result is within 10 % of the ceiling: a tester figure, not a DUT figure.
+    pub tester_limited: bool,
 }
 
 /// One line of `trials.jsonl`.

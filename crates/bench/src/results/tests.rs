@@ -37,6 +37,7 @@ fn trial(index: u32, request: TrialRequest, outcome: Outcome) -> Record {
         outcome,
         tester_limited: false,
         iperf3: None,
+        tcp: None,
         finished_unix_ms: 1_800_000_000_000 + u64::from(index),
     })
 }
@@ -66,6 +67,7 @@ fn run(run_dir: &mut RunDir, kill_after: Option<usize>) -> Vec<TrialRequest> {
             repetition: 0,
             methodology: Methodology::Rfc2544Throughput,
             result: Some(s.result()),
+            ceiling: None,
         }))
         .unwrap();
     ran
@@ -169,6 +171,7 @@ fn kill_then_resume_loses_nothing_and_repeats_nothing() {
             repetition: 0,
             methodology: Methodology::Rfc2544Throughput,
             result: Some(s.result()),
+            ceiling: None,
         }))
         .unwrap();
 

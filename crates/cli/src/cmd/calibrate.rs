@@ -1,10 +1,88 @@
-//! `wirerate calibrate` (being written).
+//! `wirerate calibrate`: the tester's own ceiling per frame size on the lab's `direct`
+//! topology (no DUT), stored for `wirerate run` (results within 10 % of it are flagged
+//! tester-limited). Measurement lives in `bench::calibration`.
 
 use crate::error::{CliError, CliResult};
+use bench::calibration;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use wire::encap::IpVersion;
 
+/// Measure the tester's ceiling per frame size on a direct link between its ports.
 #[derive(Debug, clap::Args)]
-pub struct CalibrateArgs {}
+#[command(after_help = "Example:\n  sudo wirerate calibrate --sizes 64,512,1518 --duration 1")]
+pub struct CalibrateArgs {
+    /// Lab name for the direct topology (built and removed by this command).
+    #[arg(long, default_value = "cal")]
+    lab: String,
+    /// Frame sizes with FCS.
+    #[arg(long, value_delimiter = ',', default_value = "64,82,512,1518")]
+    sizes: Vec<u32>,
+    /// IP versions (4, 6).
+    #[arg(long, value_delimiter = ',', default_value = "4,6")]
+    ip: Vec<u8>,
+    /// Seconds per size.
+    #[arg(long, default_value_t = 1.0)]
+    duration: f64,
+    /// Reference link speed the trials ask line rate of.
+    #[arg(long, default_value = "1G")]
+    link_speed: String,
+    /// Where to store the result (default: ~/.local/share/wirerate/calibration.json).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
 
-pub fn run(_args: CalibrateArgs) -> CliResult {
-    Err(CliError::Failed("calibrate: not implemented yet".into()))
+pub fn run(args: CalibrateArgs) -> CliResult {
+    let speed = wire::linerate::parse_speed(&args.link_speed)
+        .map_err(|e| CliError::Usage(format!("--link-speed: {e}")))?;
+    if !(args.duration > 0.0 && args.duration <= 60.0) {
+        return Err(CliError::Usage("--duration: give 0..60 seconds".into()));
+    }
+    let mut ips = Vec::new();
+    for v in &args.ip {
+        ips.push(match v {
+            4 => IpVersion::V4,
+            6 => IpVersion::V6,
+            o => return Err(CliError::Usage(format!("--ip {o}: give 4 or 6"))),
+        });
+    }
+    let sizes: Vec<u32> = args.sizes.clone();
+    let l = lab::Lab::up(&lab::LabConfig {
+        name: args.lab.clone(),
+        topology: lab::Topology::Direct,
+        profile: None,
+    })
+    .map_err(|e| CliError::Failed(format!("lab {}: {e}", args.lab)))?;
+    let stop = AtomicBool::new(false);
+    println!(
+        "{:>3} {:>6} {:>14} {:>14} {:>14}",
+        "ip", "size", "offered", "received", "ceiling"
+    );
+    let res = calibration::measure(
+        &l,
+        &ips,
+        // Sizes too small for an IP version (IPv6 needs 82 B) are skipped for it.
+        &sizes,
+        speed,
+        Duration::from_secs_f64(args.duration),
+        &stop,
+        |e| {
+            println!(
+                "{:>3} {:>6} {:>11}pps {:>11}pps {:>11}pps",
+                e.ip,
+                e.frame_size,
+                wire::units::si(e.offered_pps),
+                wire::units::si(e.received_pps),
+                wire::units::si(e.ceiling_pps)
+            )
+        },
+    );
+    let down = l.down();
+    let cal = res.map_err(CliError::Failed)?;
+    down.map_err(|e| CliError::Failed(format!("removing lab {}: {e}", args.lab)))?;
+    let path = args.out.unwrap_or_else(calibration::default_path);
+    cal.save(&path).map_err(CliError::Failed)?;
+    println!("saved {}", path.display());
+    Ok(())
 }

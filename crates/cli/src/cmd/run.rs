@@ -1,10 +1,231 @@
-//! `wirerate run` (being written).
+//! `wirerate run PLAN`: run a plan unattended on the lab (all measurement lives in
+//! `bench::runner`; this module parses arguments, handles Ctrl-C and prints progress).
 
 use crate::error::{CliError, CliResult};
+use bench::calibration::{self, Calibration};
+use bench::plan::{Case, Methodology, Plan};
+use bench::runner::{self, Event, RunError, RunOptions};
+use bench::search::{Finding, Status};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
+/// Run a plan: every case of its matrix on the lab, each trial recorded as it finishes.
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {}
+#[command(after_help = "Examples:\n  \
+    sudo wirerate plan check plans/lab-demo.toml\n  \
+    sudo wirerate run plans/lab-demo.toml\n  \
+    sudo wirerate run plans/lab-demo.toml --resume runs/lab-demo-20260101-120000\n\n\
+Results: run.json, trials.jsonl (one line per trial, synced), hooks.jsonl, iperf3/*.json.\n\
+Ctrl-C stops cleanly (teardown hooks run, the lab is removed); --resume continues.")]
+pub struct RunArgs {
+    /// The plan file (TOML).
+    plan: PathBuf,
+    /// Results directory (default: runs/<plan>-<UTC timestamp>).
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    out: Option<PathBuf>,
+    /// Continue the run in DIR: finished trials are kept, none is repeated.
+    #[arg(long, value_name = "DIR")]
+    resume: Option<PathBuf>,
+    /// Tester calibration (`wirerate calibrate`); default: the stored one, if any.
+    #[arg(long, value_name = "FILE")]
+    calibration: Option<PathBuf>,
+}
 
-pub fn run(_args: RunArgs) -> CliResult {
-    Err(CliError::Failed("run: not implemented yet".into()))
+fn hms(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}m{:02}s", s / 60, s % 60)
+}
+
+fn si(v: f64) -> String {
+    wire::units::si(v)
+}
+
+/// A stop flag set by SIGINT/SIGTERM (the lab crate's handler, polled).
+fn stop_flag() -> Arc<AtomicBool> {
+    lab::install_interrupt_handler();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    std::thread::spawn(move || loop {
+        if lab::cmd::interrupted() {
+            s.store(true, Ordering::SeqCst);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    });
+    stop
+}
+
+pub fn run(args: RunArgs) -> CliResult {
+    let (plan, text) = super::plan::load(&args.plan)?;
+    let calibration = match &args.calibration {
+        Some(p) => {
+            Some(Calibration::load(p).map_err(|e| CliError::Usage(format!("--calibration {e}")))?)
+        }
+        None => Calibration::load(&calibration::default_path()).ok(),
+    };
+    let (dir, resume) = match (&args.resume, &args.out) {
+        (Some(d), _) => (d.clone(), true),
+        (None, Some(d)) => (d.clone(), false),
+        (None, None) => (
+            runner::default_dir(std::path::Path::new("runs"), &plan.name),
+            false,
+        ),
+    };
+    let est = plan
+        .estimate()
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    println!(
+        "plan {}: {} cases, estimated {}; results in {}{}",
+        plan.name,
+        est.cases,
+        hms(Duration::from_secs_f64(est.seconds)),
+        dir.display(),
+        match &calibration {
+            Some(c) => format!(" (tester calibration from {})", c.lab),
+            None => " (no tester calibration: run `wirerate calibrate`)".into(),
+        }
+    );
+    let stop = stop_flag();
+    let cases: BTreeMap<String, Case> = plan
+        .cases()
+        .map_err(|e| CliError::Usage(e.to_string()))?
+        .into_iter()
+        .map(|c| (c.id.clone(), c))
+        .collect();
+    let mut progress = |e: Event<'_>| print_event(&plan, &cases, e);
+    let result = runner::run(
+        &plan,
+        &text,
+        RunOptions {
+            dir: dir.clone(),
+            resume,
+            calibration,
+            stop: &stop,
+            progress: &mut progress,
+        },
+    );
+    match result {
+        Ok(s) => {
+            println!(
+                "run finished in {}: {} trials measured, {} kept from before; results in {}",
+                hms(s.elapsed),
+                s.trials_run,
+                s.trials_replayed,
+                dir.display()
+            );
+            // REPORT CALL SITE (issue 6): `crate::cmd::report` has no function to call yet.
+            // When it has one, render the run directory here, e.g.
+            // `crate::cmd::report::render_run(&dir)?;`
+            if s.failures.is_empty() {
+                Ok(())
+            } else {
+                Err(CliError::Failed(format!(
+                    "{} methodologies failed (rerun with --resume {} to retry):\n  {}",
+                    s.failures.len(),
+                    dir.display(),
+                    s.failures.join("\n  ")
+                )))
+            }
+        }
+        Err(RunError::Preflight(p)) => Err(CliError::Usage(format!(
+            "the plan cannot run here (nothing was sent):\n  {}",
+            p.join("\n  ")
+        ))),
+        Err(RunError::Interrupted) => Err(CliError::Failed(format!(
+            "interrupted; the lab was removed; continue with: wirerate run {} --resume {}",
+            args.plan.display(),
+            dir.display()
+        ))),
+        Err(RunError::Failed(m)) => Err(CliError::Failed(format!(
+            "{m} (results so far in {}; --resume continues)",
+            dir.display()
+        ))),
+    }
+}
+
+fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
+    match e {
+        Event::Case {
+            index,
+            cases: n,
+            case,
+            skipped,
+        } => {
+            if skipped {
+                println!("[{index}/{n}] {} (finished earlier)", case.id);
+            } else {
+                println!("[{index}/{n}] {}", case.id);
+            }
+        }
+        Event::Trial {
+            index,
+            cases: n,
+            record: r,
+            eta,
+        } => {
+            if let Some(t) = &r.tcp {
+                println!(
+                    "  [{index}/{n}] iperf3: {}b/s L4, {}b/s L2, retransmits {}, SYN MSS at far port {:?}  ETA {}",
+                    si(t.l4_bps),
+                    si(t.l2_bps),
+                    t.retransmits.map_or("-".into(), |x| x.to_string()),
+                    t.syn_mss,
+                    hms(eta)
+                );
+            } else {
+                let o = &r.outcome;
+                println!(
+                    "  [{index}/{n}] {} #{}: intended {} offered {} loss {:.4} %{}  ETA {}",
+                    r.key.methodology.name(),
+                    r.key.index,
+                    o.intended,
+                    o.offered,
+                    o.loss_ratio() * 100.0,
+                    if r.tester_limited {
+                        " TESTER-LIMITED"
+                    } else {
+                        ""
+                    },
+                    hms(eta)
+                );
+            }
+        }
+        Event::Done(d) => {
+            let Some(res) = &d.result else { return };
+            let case = cases.get(&d.case_id);
+            let max = case
+                .and_then(|c| c.frame_size)
+                .map(|f| bench::trial::line_pps(plan.speed(), f).0);
+            match (&res.status, &res.finding) {
+                (Status::Complete, Finding::Throughput { goals }) => {
+                    for g in goals {
+                        let t = g.throughput();
+                        let pps = t.zip(max).map(|(t, m)| t.0 * m);
+                        println!(
+                            "  => {} loss ≤ {} %: {}{}{}",
+                            d.methodology.name(),
+                            g.loss_ratio * 100.0,
+                            t.map_or("below the minimum load".into(), |t| t.to_string()),
+                            pps.map_or(String::new(), |p| format!(" ({}pps)", si(p))),
+                            match d.ceiling {
+                                Some(c) if c.tester_limited => format!(
+                                    "  TESTER-LIMITED: within 10 % of the tester's ceiling ({}pps)",
+                                    si(c.ceiling_pps)
+                                ),
+                                _ => String::new(),
+                            }
+                        );
+                    }
+                }
+                (Status::Complete, f) if d.methodology != Methodology::Iperf3 => {
+                    println!("  => {}: {:?}", d.methodology.name(), f);
+                }
+                (s, _) => println!("  => {}: {s}", d.methodology.name()),
+            }
+        }
+        Event::Note(m) => println!("  {m}"),
+    }
 }

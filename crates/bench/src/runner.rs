@@ -1,0 +1,1181 @@
+//! The executor: runs every case of a plan on the lab, unattended, and records every trial.
+//!
+//! Order of work (DESIGN.md §7, issue 5):
+//!
+//! 1. [`preflight`]: everything that can be checked before traffic — lab profiles known to
+//!    this kernel, every hook command present (locally, or on the DUT over ssh, after an ssh
+//!    reachability check), iperf3 and tcpdump for TCP cases.
+//! 2. The lab is (re)built, so nothing a killed run left behind (an iperf3 server, a capture)
+//!    survives into this one.
+//! 3. Per profile: the lab profile, setup hooks, `profile-settle`; per case: stats-before hooks
+//!    and samplers, every repetition × methodology (a search driven trial by trial, each trial
+//!    appended to `trials.jsonl` and synced before the next one starts, a `done` record after
+//!    each methodology), stats-after hooks; then the profile's teardown hooks.
+//! 4. The lab is removed, also on error and on Ctrl-C (the trial in flight is aborted and not
+//!    recorded; teardown hooks still run).
+//!
+//! `--resume` skips finished (case, repetition, methodology) entries and replays the recorded
+//! trials of an unfinished search (see [`crate::search::replay`]): nothing finished is lost or
+//! measured again.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use engine::port::PortSpec;
+use serde::Serialize;
+use wire::encap::IpVersion;
+use wire::units::BitsPerSec;
+
+use crate::calibration::Calibration;
+use crate::hooks::{self, Exec, Hook, HookOutput, Sampler};
+use crate::iperf3::{self, ClientOptions};
+use crate::plan::{Case, DutKind, Methodology, Plan, Protocol, Topology};
+use crate::results::{
+    CeilingCheck, MethodologyDone, Record, Resume, RunDir, RunInfo, TcpFigures, TrialKey,
+    TrialRecord,
+};
+use crate::search::{LatencySearch, LineFraction, Outcome, Search, TrialRequest};
+use crate::trial::UdpTrial;
+
+/// Hook commands (setup, stats) are killed after this long.
+pub const HOOK_TIMEOUT: Duration = Duration::from_secs(120);
+/// The TCP port of the iperf3 server wirerate starts in the far tester namespace.
+pub const IPERF3_PORT: u16 = 5201;
+/// File in the run directory with every hook's raw (and parsed) output, one JSON per line.
+pub const HOOKS_JSONL: &str = "hooks.jsonl";
+/// Directory in the run directory with each iperf3 trial's raw `-J` output.
+pub const IPERF3_DIR: &str = "iperf3";
+
+/// Why a run stopped early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    /// Found before any traffic: the plan cannot run here (a missing command, an unreachable
+    /// host, an unsupported profile).
+    Preflight(Vec<String>),
+    /// Ctrl-C or SIGTERM: stopped cleanly, the results so far are kept.
+    Interrupted,
+    /// Something failed while running (the lab, a setup hook, the results directory).
+    Failed(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Preflight(v) => write!(f, "the plan cannot run here: {}", v.join("; ")),
+            RunError::Interrupted => f.write_str("interrupted; resume with --resume"),
+            RunError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+fn failed(m: impl std::fmt::Display) -> RunError {
+    RunError::Failed(m.to_string())
+}
+
+/// What happened, for a progress display.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A case starts (`index` from 1 of `cases`); `skipped` when resume found it finished.
+    Case {
+        /// 1-based.
+        index: usize,
+        /// Number of cases.
+        cases: usize,
+        /// The case.
+        case: &'a Case,
+        /// Finished in an earlier run.
+        skipped: bool,
+    },
+    /// A trial was recorded.
+    Trial {
+        /// 1-based case index.
+        index: usize,
+        /// Number of cases.
+        cases: usize,
+        /// The record as written.
+        record: &'a TrialRecord,
+        /// Estimated time left.
+        eta: Duration,
+    },
+    /// A methodology finished.
+    Done(&'a MethodologyDone),
+    /// Something worth a line (profile switches, recoverable failures).
+    Note(String),
+}
+
+/// How to run.
+pub struct RunOptions<'a> {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Continue the run in `dir` instead of creating one.
+    pub resume: bool,
+    /// The tester's ceiling, if calibrated.
+    pub calibration: Option<Calibration>,
+    /// Set to stop (Ctrl-C): the trial in flight is aborted, teardown runs.
+    pub stop: &'a AtomicBool,
+    /// Progress callback.
+    pub progress: &'a mut dyn FnMut(Event<'_>),
+}
+
+/// What a finished run did.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    /// Trials measured in this invocation.
+    pub trials_run: u64,
+    /// Trials found already recorded (resume).
+    pub trials_replayed: u64,
+    /// Methodologies that failed (engine or iperf3 errors), with the reason; they are not
+    /// marked done, so `--resume` retries them.
+    pub failures: Vec<String>,
+    /// Wall-clock time.
+    pub elapsed: Duration,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Sleeps `d`, waking early when `stop` is set; false if stopped.
+fn nap(d: Duration, stop: &AtomicBool) -> bool {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep((end - Instant::now()).min(Duration::from_millis(20)));
+    }
+    !stop.load(Ordering::SeqCst)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preflight
+
+/// The program a hook command starts: its first word after `VAR=value` assignments and
+/// `sudo`/`env`/`exec`/`timeout N` prefixes. `None` for a command that starts with shell syntax.
+pub fn hook_program(command: &str) -> Option<String> {
+    let mut words = command.split_whitespace().peekable();
+    while let Some(w) = words.next() {
+        if w.contains('=') && !w.starts_with('=') && !w.starts_with('/') {
+            continue;
+        }
+        match w {
+            "sudo" | "env" | "exec" | "nice" | "nohup" => continue,
+            "timeout" => {
+                words.next();
+                continue;
+            }
+            _ => {}
+        }
+        let first = w.trim_start_matches('(');
+        if first.is_empty() || first.starts_with(['{', '!', '$', '`', '"', '\'']) {
+            return None;
+        }
+        return Some(first.trim_end_matches(';').to_string());
+    }
+    None
+}
+
+fn ssh_reachable(host: &str, port: Option<u16>) -> Result<(), String> {
+    let mut c = Command::new("ssh");
+    c.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=3"]);
+    if let Some(p) = port {
+        c.args(["-p", &p.to_string()]);
+    }
+    c.args([host, "true"]).stdin(Stdio::null());
+    let out = c
+        .output()
+        .map_err(|e| format!("cannot run ssh to check DUT host `{host}`: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let why = String::from_utf8_lossy(&out.stderr);
+        let why = why
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or("ssh failed")
+            .to_string();
+        Err(format!(
+            "DUT host `{host}` is unreachable over ssh (`ssh -o BatchMode=yes -o ConnectTimeout=3 {host} true`: {why})"
+        ))
+    }
+}
+
+/// Whether `program` exists where `exec` runs hooks (for a namespace: on this host, since
+/// namespaces share the file system).
+fn program_exists(exec: &Exec, program: &str) -> Result<bool, String> {
+    let check = format!("command -v {} >/dev/null 2>&1", hooks::shell_quote(program));
+    let argv = match exec {
+        Exec::Ssh { .. } => exec.argv(&check, &[]),
+        _ => Exec::Local.argv(&check, &[]),
+    };
+    let st = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("{}: {e}", argv[0]))?;
+    Ok(st.success())
+}
+
+/// Everything that can be checked before any traffic is sent; every problem found is listed.
+pub fn preflight(plan: &Plan) -> Result<(), RunError> {
+    let mut problems = Vec::new();
+    if !matches!(plan.topology, Topology::Lab { .. }) {
+        problems.push(
+            "`wirerate run` drives lab topologies only so far (topology.kind = \"lab\"); real interfaces need `wirerate trial --port-a/--port-b`".to_string(),
+        );
+    }
+    if plan.dut.kind == DutKind::Lab {
+        for p in &plan.dut.profiles {
+            let name = p.lab.as_deref().unwrap_or(&p.name);
+            match lab::Profile::parse(name) {
+                Ok(lp) => {
+                    if let Err(e) = lab::probe::require(&lp) {
+                        problems.push(format!("dut.profiles.{}: {e}", p.name));
+                    }
+                }
+                Err(e) => problems.push(format!("dut.profiles.{}: {e}", p.name)),
+            }
+        }
+    }
+    let mut host_ok = true;
+    if let Exec::Ssh { host, port } = &plan.dut.exec {
+        if let Err(e) = ssh_reachable(host, *port) {
+            problems.push(e);
+            host_ok = false;
+        }
+    }
+    if host_ok {
+        let mut checked: BTreeMap<String, bool> = BTreeMap::new();
+        for p in &plan.dut.profiles {
+            let h = &p.hooks;
+            for (stage, list) in [
+                ("setup", &h.setup),
+                ("teardown", &h.teardown),
+                ("stats-before", &h.stats_before),
+                ("stats-after", &h.stats_after),
+                ("samplers", &h.samplers),
+            ] {
+                for (i, hook) in list.iter().enumerate() {
+                    let Some(prog) = hook_program(&hook.command) else {
+                        continue;
+                    };
+                    let ok = match checked.get(&prog) {
+                        Some(ok) => *ok,
+                        None => {
+                            let ok = program_exists(&plan.dut.exec, &prog).unwrap_or(false);
+                            checked.insert(prog.clone(), ok);
+                            ok
+                        }
+                    };
+                    if !ok {
+                        let place = match &plan.dut.exec {
+                            Exec::Ssh { host, .. } => format!("on {host}"),
+                            _ => "on this host".to_string(),
+                        };
+                        problems.push(format!(
+                            "{}: dut.profiles.{}.{stage}[{i}]: command `{prog}` not found {place} (in `{}`)",
+                            plan.file, p.name, hook.command
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let cases = plan
+        .cases()
+        .map_err(|e| RunError::Preflight(vec![e.to_string()]))?;
+    if cases
+        .iter()
+        .any(|c| c.methodologies.contains(&Methodology::Iperf3))
+    {
+        for tool in ["iperf3", "tcpdump"] {
+            if !program_exists(&Exec::Local, tool).unwrap_or(false) {
+                problems.push(format!(
+                    "iperf3 cases need `{tool}` on this host (scripts/install-deps.sh)"
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(RunError::Preflight(problems))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run
+
+#[derive(Serialize)]
+struct HookLine<'a> {
+    case_id: Option<&'a str>,
+    profile: &'a str,
+    stage: &'a str,
+    finished_unix_ms: u64,
+    output: &'a HookOutput,
+}
+
+struct Ctx<'p, 'o> {
+    plan: &'p Plan,
+    lab: lab::Lab,
+    a: PortSpec,
+    b: PortSpec,
+    run: RunDir,
+    hooks_file: File,
+    resume: Resume,
+    done_results: BTreeMap<(String, u32, Methodology), crate::search::SearchResult>,
+    opts: RunOptions<'o>,
+    summary: RunSummary,
+    started: Instant,
+    est_total: f64,
+    est_done: f64,
+}
+
+impl Ctx<'_, '_> {
+    fn stopped(&self) -> bool {
+        self.opts.stop.load(Ordering::SeqCst)
+    }
+
+    fn note(&mut self, m: String) {
+        (self.opts.progress)(Event::Note(m));
+    }
+
+    fn eta(&self) -> Duration {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let left = (self.est_total - self.est_done).max(0.0);
+        let scale = if self.est_done > 1.0 && elapsed > 1.0 {
+            elapsed / self.est_done
+        } else {
+            1.0
+        };
+        Duration::from_secs_f64(left * scale)
+    }
+
+    fn record_hook(&mut self, case: Option<&Case>, profile: &str, stage: &str, out: &HookOutput) {
+        let line = HookLine {
+            case_id: case.map(|c| c.id.as_str()),
+            profile,
+            stage,
+            finished_unix_ms: now_ms(),
+            output: out,
+        };
+        if let Ok(mut v) = serde_json::to_vec(&line) {
+            v.push(b'\n');
+            let _ = self.hooks_file.write_all(&v);
+            let _ = self.hooks_file.sync_data();
+        }
+    }
+
+    /// Runs `list`; a failing hook is an error when `fatal` (setup), else recorded and noted.
+    fn run_hooks(
+        &mut self,
+        case: Option<&Case>,
+        profile: &str,
+        stage: &str,
+        list: &[Hook],
+        env: &[(String, String)],
+        fatal: bool,
+    ) -> Result<(), RunError> {
+        for hook in list {
+            let out = hooks::run(&self.plan.dut.exec, hook, env, HOOK_TIMEOUT)
+                .map_err(|e| failed(format!("{stage} hook `{}`: {e}", hook.command)))?;
+            self.record_hook(case, profile, stage, &out);
+            if !out.success() {
+                let m = format!(
+                    "{stage} hook `{}` of profile {profile} failed (status {:?}): {}",
+                    hook.command,
+                    out.status,
+                    out.stderr.trim()
+                );
+                if fatal {
+                    return Err(failed(m));
+                }
+                self.note(m);
+            }
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, r: &Record) -> Result<(), RunError> {
+        self.run
+            .append(r)
+            .map_err(|e| failed(format!("{}: {e}", self.run.path().display())))
+    }
+}
+
+/// Runs `plan` (its text is `plan_text`) as `opts` says.
+pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSummary, RunError> {
+    preflight(plan)?;
+    let cases = plan
+        .cases()
+        .map_err(|e| RunError::Preflight(vec![e.to_string()]))?;
+    let (run_dir, resume, records) = if opts.resume {
+        let (rd, info, resume) = RunDir::resume(&opts.dir)
+            .map_err(|e| failed(format!("--resume {}: {e}", opts.dir.display())))?;
+        if info.plan_text != plan_text {
+            (opts.progress)(Event::Note(
+                "the plan file changed since the run started; finished work is kept, recorded trials must still match".into(),
+            ));
+        }
+        let records = rd.records().map_err(failed)?;
+        (rd, resume, records)
+    } else {
+        let info = RunInfo {
+            plan_name: plan.name.clone(),
+            plan_text: plan_text.to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            started_unix: now_ms() / 1000,
+            host: host_facts(),
+        };
+        let rd = RunDir::create(&opts.dir, &info).map_err(failed)?;
+        (rd, Resume::default(), Vec::new())
+    };
+    let mut done_results = BTreeMap::new();
+    for r in &records {
+        if let Record::Done(d) = r {
+            if let Some(res) = &d.result {
+                done_results.insert(
+                    (d.case_id.clone(), d.repetition, d.methodology),
+                    res.clone(),
+                );
+            }
+        }
+    }
+    let hooks_file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(opts.dir.join(HOOKS_JSONL))
+        .map_err(|e| failed(format!("{HOOKS_JSONL}: {e}")))?;
+    std::fs::create_dir_all(opts.dir.join(IPERF3_DIR)).map_err(failed)?;
+
+    let Topology::Lab { topology, name, .. } = &plan.topology else {
+        return Err(RunError::Preflight(vec!["not a lab topology".into()]));
+    };
+    let topo: lab::Topology = topology.parse().map_err(|e| failed(format!("{e}")))?;
+    // Rebuild: whatever a killed run left in the namespaces (servers, captures) goes with them.
+    lab::down(name).map_err(|e| failed(format!("lab {name}: {e}")))?;
+    let lab = lab::Lab::up(&lab::LabConfig {
+        name: name.clone(),
+        topology: topo,
+        profile: None,
+    })
+    .map_err(|e| failed(format!("lab {name}: {e}")))?;
+    let ports = crate::trial::lab_ports(&lab);
+    let (a, b) = match ports {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = lab.down();
+            return Err(failed(e));
+        }
+    };
+    let est_total = cases.iter().map(|c| plan.case_estimate(c).1).sum();
+    let mut ctx = Ctx {
+        plan,
+        lab,
+        a,
+        b,
+        run: run_dir,
+        hooks_file,
+        resume,
+        done_results,
+        opts,
+        summary: RunSummary::default(),
+        started: Instant::now(),
+        est_total,
+        est_done: 0.0,
+    };
+    let result = run_cases(&mut ctx, &cases);
+    let lab = ctx.lab.clone();
+    let down = lab.down();
+    let mut summary = ctx.summary;
+    summary.elapsed = ctx.started.elapsed();
+    result?;
+    down.map_err(|e| failed(format!("removing the lab: {e}")))?;
+    Ok(summary)
+}
+
+fn host_facts() -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+        m.insert("kernel".into(), k.trim().to_string());
+    }
+    m.insert(
+        "cpus".into(),
+        std::thread::available_parallelism()
+            .map_or(0, |n| n.get())
+            .to_string(),
+    );
+    if let Ok(o) = Command::new("iperf3").arg("--version").output() {
+        let t = String::from_utf8_lossy(&o.stdout);
+        if let Some(l) = t.lines().next() {
+            m.insert("iperf3".into(), l.trim().to_string());
+        }
+    }
+    m
+}
+
+fn case_finished(ctx: &Ctx, case: &Case) -> bool {
+    (0..ctx.plan.run.repetitions).all(|rep| {
+        case.methodologies
+            .iter()
+            .all(|m| ctx.resume.is_done(&case.id, rep, *m))
+    })
+}
+
+fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
+    let total = cases.len();
+    let mut i = 0;
+    while i < cases.len() {
+        let profile_name = cases[i].profile.clone();
+        let end = cases[i..]
+            .iter()
+            .position(|c| c.profile != profile_name)
+            .map_or(cases.len(), |p| i + p);
+        let group = &cases[i..end];
+        if group.iter().all(|c| case_finished(ctx, c)) {
+            for (k, c) in group.iter().enumerate() {
+                ctx.est_done += ctx.plan.case_estimate(c).1;
+                (ctx.opts.progress)(Event::Case {
+                    index: i + k + 1,
+                    cases: total,
+                    case: c,
+                    skipped: true,
+                });
+            }
+            i = end;
+            continue;
+        }
+        let profile = ctx
+            .plan
+            .dut
+            .profiles
+            .iter()
+            .find(|p| p.name == profile_name)
+            .cloned()
+            .ok_or_else(|| failed(format!("profile {profile_name} is not in the plan")))?;
+        if ctx.plan.dut.kind == DutKind::Lab {
+            let lp = lab::Profile::parse(profile.lab.as_deref().unwrap_or(&profile.name))
+                .map_err(failed)?;
+            ctx.note(format!(
+                "profile {}: applying lab profile {lp}",
+                profile.name
+            ));
+            ctx.lab
+                .apply_profile(&lp)
+                .map_err(|e| failed(format!("profile {}: {e}", profile.name)))?;
+        }
+        let env = vec![("WR_PROFILE".to_string(), profile.name.clone())];
+        let setup = ctx.run_hooks(
+            None,
+            &profile.name,
+            "setup",
+            &profile.hooks.setup,
+            &env,
+            true,
+        );
+        let body = setup.and_then(|()| {
+            if !nap(ctx.plan.run.profile_settle, ctx.opts.stop) {
+                return Err(RunError::Interrupted);
+            }
+            for (k, case) in group.iter().enumerate() {
+                run_case(ctx, case, i + k + 1, total)?;
+            }
+            Ok(())
+        });
+        // Teardown runs whatever happened (also on Ctrl-C).
+        let teardown = ctx.run_hooks(
+            None,
+            &profile.name,
+            "teardown",
+            &profile.hooks.teardown,
+            &env,
+            false,
+        );
+        body?;
+        teardown?;
+        i = end;
+    }
+    Ok(())
+}
+
+fn run_case(ctx: &mut Ctx, case: &Case, index: usize, total: usize) -> Result<(), RunError> {
+    let est = ctx.plan.case_estimate(case).1;
+    let skipped = case_finished(ctx, case);
+    (ctx.opts.progress)(Event::Case {
+        index,
+        cases: total,
+        case,
+        skipped,
+    });
+    if skipped {
+        ctx.est_done += est;
+        return Ok(());
+    }
+    let profile = ctx
+        .plan
+        .dut
+        .profiles
+        .iter()
+        .find(|p| p.name == case.profile)
+        .cloned()
+        .ok_or_else(|| failed(format!("profile {} is not in the plan", case.profile)))?;
+    let env = case.env();
+    ctx.run_hooks(
+        Some(case),
+        &profile.name,
+        "stats-before",
+        &profile.hooks.stats_before,
+        &env,
+        false,
+    )?;
+    let mut samplers = Vec::new();
+    for hook in &profile.hooks.samplers {
+        match Sampler::start(&ctx.plan.dut.exec, hook, &env) {
+            Ok(s) => samplers.push(s),
+            Err(e) => ctx.note(format!("sampler `{}` did not start: {e}", hook.command)),
+        }
+    }
+    let mut result = Ok(());
+    'reps: for rep in 0..ctx.plan.run.repetitions {
+        for &m in &case.methodologies {
+            if let Err(e) = run_methodology(ctx, case, rep, m, index, total) {
+                result = Err(e);
+                break 'reps;
+            }
+        }
+    }
+    for s in samplers {
+        if let Ok(out) = s.stop() {
+            ctx.record_hook(Some(case), &profile.name, "sampler", &out);
+        }
+    }
+    ctx.run_hooks(
+        Some(case),
+        &profile.name,
+        "stats-after",
+        &profile.hooks.stats_after,
+        &env,
+        false,
+    )?;
+    ctx.est_done += est;
+    result
+}
+
+fn run_methodology(
+    ctx: &mut Ctx,
+    case: &Case,
+    rep: u32,
+    m: Methodology,
+    index: usize,
+    total: usize,
+) -> Result<(), RunError> {
+    if ctx.resume.is_done(&case.id, rep, m) {
+        return Ok(());
+    }
+    let plan = ctx.plan;
+    let mut search: Box<dyn Search> = match m {
+        Methodology::Iperf3 => return run_iperf3(ctx, case, rep, index, total),
+        Methodology::Rfc2544Latency => {
+            let base = [Methodology::Rfc2544Throughput, Methodology::MultiGoal]
+                .into_iter()
+                .find_map(|t| ctx.done_results.get(&(case.id.clone(), rep, t)).cloned());
+            let built = match base {
+                Some(r) => LatencySearch::at_throughput(
+                    &r,
+                    0,
+                    plan.methodology.latency_trials,
+                    plan.methodology.latency_duration,
+                )
+                .map_err(|e| e.to_string()),
+                None => Err("latency needs a throughput methodology first in the case".into()),
+            };
+            match built {
+                Ok(s) => Box::new(s),
+                Err(why) => {
+                    ctx.note(format!("{} rep {rep} {}: {why}", case.id, m.name()));
+                    let d = MethodologyDone {
+                        case_id: case.id.clone(),
+                        repetition: rep,
+                        methodology: m,
+                        result: None,
+                        ceiling: None,
+                    };
+                    ctx.append(&Record::Done(d.clone()))?;
+                    (ctx.opts.progress)(Event::Done(&d));
+                    return Ok(());
+                }
+            }
+        }
+        _ => plan
+            .search(case, m)
+            .ok_or_else(|| failed(format!("no search for {}", m.name())))?,
+    };
+    let recorded = ctx.resume.recorded(&case.id, rep, m);
+    let mut next = crate::search::replay(search.as_mut(), &recorded).map_err(|e| {
+        failed(format!(
+            "{} rep {rep} {}: {e}; start a new run instead of --resume",
+            case.id,
+            m.name()
+        ))
+    })?;
+    ctx.summary.trials_replayed += recorded.len() as u64;
+    let mut trial_index = recorded.len() as u32;
+    let Some(frame_size) = case.frame_size else {
+        return Err(failed(format!(
+            "{}: UDP case without a frame size",
+            case.id
+        )));
+    };
+    let udp = UdpTrial {
+        ip: case.ip,
+        frame_size,
+        speed: plan.speed(),
+        drain: Duration::from_millis(300),
+    };
+    while let Some(request) = next {
+        if ctx.stopped() {
+            return Err(RunError::Interrupted);
+        }
+        let res = udp.run(&ctx.a, &ctx.b, &request, ctx.opts.stop);
+        if ctx.stopped() {
+            return Err(RunError::Interrupted);
+        }
+        let outcome = match res {
+            Ok((o, _)) => o,
+            Err(e) => {
+                let m = format!("{} rep {rep} {}: {e}", case.id, m.name());
+                ctx.note(format!("FAILED {m} (not marked done; --resume retries it)"));
+                ctx.summary.failures.push(m);
+                return Ok(());
+            }
+        };
+        let rec = TrialRecord {
+            key: TrialKey {
+                case_id: case.id.clone(),
+                repetition: rep,
+                methodology: m,
+                index: trial_index,
+            },
+            request,
+            outcome,
+            tester_limited: outcome.is_tester_limited(plan.run.tester_tolerance),
+            iperf3: None,
+            tcp: None,
+            finished_unix_ms: now_ms(),
+        };
+        ctx.append(&Record::Trial(rec.clone()))?;
+        ctx.summary.trials_run += 1;
+        trial_index += 1;
+        let eta = ctx.eta();
+        (ctx.opts.progress)(Event::Trial {
+            index,
+            cases: total,
+            record: &rec,
+            eta,
+        });
+        next = search.next(Some(&outcome));
+        if next.is_some() && !nap(plan.run.settle, ctx.opts.stop) {
+            return Err(RunError::Interrupted);
+        }
+    }
+    let result = search.result();
+    let ceiling = match (&ctx.opts.calibration, result.throughput(0)) {
+        (Some(cal), Some(t)) => {
+            let pps = t.to_pps(udp.max_pps()).0;
+            cal.ceiling_pps(case.ip, frame_size).map(|c| CeilingCheck {
+                ceiling_pps: c,
+                result_pps: pps,
+                tester_limited: cal
+                    .is_tester_limited(case.ip, frame_size, pps)
+                    .unwrap_or(false),
+            })
+        }
+        _ => None,
+    };
+    let d = MethodologyDone {
+        case_id: case.id.clone(),
+        repetition: rep,
+        methodology: m,
+        result: Some(result.clone()),
+        ceiling,
+    };
+    ctx.append(&Record::Done(d.clone()))?;
+    ctx.done_results.insert((case.id.clone(), rep, m), result);
+    (ctx.opts.progress)(Event::Done(&d));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// iperf3
+
+/// MSS values from `tcpdump -v` output (`options [mss 1460,…]`), in order.
+pub fn parse_syn_mss(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(p) = rest.find("mss ") {
+        rest = &rest[p + 4..];
+        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        if let Ok(v) = digits.parse() {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Client SYNs (SYN without ACK) to the iperf3 port, IPv4 or IPv6 (no extension headers).
+fn syn_filter(port: u16) -> String {
+    format!(
+        "(ip and tcp dst port {port} and tcp[13] & 0x12 == 0x02) or (ip6 and ip6[6] == 6 and ip6[42:2] == {port} and ip6[53] & 0x12 == 0x02)"
+    )
+}
+
+fn default_mss(ip: IpVersion) -> u32 {
+    match ip {
+        IpVersion::V4 => 1460,
+        IpVersion::V6 => 1440,
+    }
+}
+
+/// One iperf3 run: server in port B's namespace (started and stopped here, its port awaited),
+/// SYN capture at port B, client in port A's namespace.
+pub fn iperf3_trial(
+    lab: &lab::Lab,
+    case: &Case,
+    plan: &Plan,
+    stop: &AtomicBool,
+) -> Result<(serde_json::Value, TcpFigures, Duration), String> {
+    let pa = lab.port(lab::PortId::A).map_err(|e| e.to_string())?;
+    let pb = lab.port(lab::PortId::B).map_err(|e| e.to_string())?;
+    let (target, ns_a, ns_b) = (
+        match case.ip {
+            IpVersion::V4 => pb.ipv4.to_string(),
+            IpVersion::V6 => pb.ipv6.to_string(),
+        },
+        Exec::Netns { name: pa.netns },
+        Exec::Netns { name: pb.netns },
+    );
+    let server_cmd = iperf3::server_argv(IPERF3_PORT, None)
+        .iter()
+        .map(|a| hooks::shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let server = Sampler::start(
+        &ns_b,
+        &Hook {
+            command: format!("exec {server_cmd}"),
+            parse: None,
+        },
+        &[],
+    )
+    .map_err(|e| format!("iperf3 server: {e}"))?;
+    if !server.wait_for_output("Server listening", Duration::from_secs(5)) {
+        let out = server.stop().map(|o| o.stderr).unwrap_or_default();
+        return Err(format!("iperf3 server did not start: {}", out.trim()));
+    }
+    let sessions = case.sessions.unwrap_or(1);
+    let capture = Sampler::start(
+        &ns_b,
+        &Hook {
+            command: format!(
+                "exec tcpdump -i {} -nn -v -l -c {} {} 2>&1",
+                hooks::shell_quote(&pb.ifname),
+                sessions + 1,
+                hooks::shell_quote(&syn_filter(IPERF3_PORT))
+            ),
+            parse: None,
+        },
+        &[],
+    );
+    let capture = match capture {
+        Ok(c) if c.wait_for_output("listening on", Duration::from_secs(5)) => Some(c),
+        Ok(c) => {
+            let _ = c.stop();
+            None
+        }
+        Err(_) => None,
+    };
+    let seconds = plan.run.trial_duration.as_secs_f64().ceil().max(1.0) as u32;
+    let mut opts = ClientOptions::tcp(&target, IPERF3_PORT, seconds);
+    opts.parallel = sessions;
+    opts.mss = case.mss;
+    opts.omit = plan.methodology.iperf3_omit.as_secs_f64().ceil() as u32;
+    opts.reverse = plan.methodology.iperf3_reverse;
+    opts.bidir = plan.methodology.iperf3_bidir;
+    // UDP cases with `iperf3` listed: datagrams sized to the case's frame size.
+    let udp_payload = match (case.protocol, case.frame_size) {
+        (Protocol::Udp, Some(f)) => {
+            let ip_header = match case.ip {
+                IpVersion::V4 => 20,
+                IpVersion::V6 => 40,
+            };
+            let overhead = iperf3::UDP_HEADER + ip_header + iperf3::ETHERNET_OVERHEAD;
+            let p = f.saturating_sub(overhead).max(16);
+            opts.protocol = iperf3::L4::Udp;
+            opts.bitrate = Some(
+                plan.methodology
+                    .iperf3_udp_bitrate
+                    .unwrap_or(BitsPerSec(0.0)),
+            );
+            opts.length = Some(p);
+            opts.mss = None;
+            Some(p)
+        }
+        _ => None,
+    };
+    let argv = iperf3::wrap(&ns_a, &opts.argv());
+    let started = Instant::now();
+    let client = run_interruptible(&argv, stop);
+    let elapsed = started.elapsed();
+    let syn_text = capture
+        .and_then(|c| c.stop().ok())
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    let _ = server.stop();
+    let json_text = client?;
+    let raw: serde_json::Value = serde_json::from_str(&json_text)
+        .map_err(|e| format!("iperf3 -J output is not JSON: {e}"))?;
+    let report = iperf3::parse(&json_text).map_err(|e| format!("iperf3: {e}"))?;
+    let mss = report
+        .tcp_mss
+        .map(|m| m as u32)
+        .or(case.mss)
+        .unwrap_or_else(|| default_mss(case.ip));
+    let l4 = report.total_received();
+    let rates = match udp_payload {
+        Some(p) => iperf3::udp_rates(l4, p, case.ip),
+        None => iperf3::tcp_rates(l4, mss, case.ip, true),
+    };
+    let retransmits = match (&report.forward.retransmits, &report.backward) {
+        (Some(f), Some(b)) => Some(f + b.retransmits.unwrap_or(0)),
+        (f, _) => *f,
+    };
+    Ok((
+        raw,
+        TcpFigures {
+            l4_bps: l4.0,
+            l2_bps: rates.l2.0,
+            l1_bps: rates.l1.0,
+            mss,
+            retransmits,
+            syn_mss: parse_syn_mss(&syn_text),
+            cpu_local: report.cpu.host_total,
+            cpu_remote: report.cpu.remote_total,
+        },
+        elapsed,
+    ))
+}
+
+/// Runs `argv`, collecting stdout; killed (this child, by its handle) when `stop` is set.
+fn run_interruptible(argv: &[String], stop: &AtomicBool) -> Result<String, String> {
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", argv[0]))?;
+    let mut out = child.stdout.take().ok_or("no stdout")?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        if stop.load(Ordering::SeqCst) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("interrupted".into());
+        }
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let text = reader.join().unwrap_or_default();
+    if !status.success() {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        // iperf3 -J reports its errors inside the JSON.
+        let j = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(String::from));
+        return Err(format!(
+            "iperf3 client failed ({status}): {}",
+            j.unwrap_or_else(|| err.trim().to_string())
+        ));
+    }
+    Ok(text)
+}
+
+fn iperf3_file(case: &Case, rep: u32) -> String {
+    let safe: String = case
+        .id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}-r{rep}.json")
+}
+
+fn run_iperf3(
+    ctx: &mut Ctx,
+    case: &Case,
+    rep: u32,
+    index: usize,
+    total: usize,
+) -> Result<(), RunError> {
+    let m = Methodology::Iperf3;
+    let key = TrialKey {
+        case_id: case.id.clone(),
+        repetition: rep,
+        methodology: m,
+        index: 0,
+    };
+    // Recorded but not marked done (killed between the two lines): the trial counts.
+    if !ctx.resume.finished_trials.contains(&key) {
+        if ctx.stopped() {
+            return Err(RunError::Interrupted);
+        }
+        let res = iperf3_trial(&ctx.lab, case, ctx.plan, ctx.opts.stop);
+        if ctx.stopped() {
+            return Err(RunError::Interrupted);
+        }
+        let (raw, tcp, elapsed) = match res {
+            Ok(x) => x,
+            Err(e) => {
+                let msg = format!("{} rep {rep} iperf3: {e}", case.id);
+                ctx.note(format!(
+                    "FAILED {msg} (not marked done; --resume retries it)"
+                ));
+                ctx.summary.failures.push(msg);
+                return Ok(());
+            }
+        };
+        let path = ctx.opts.dir.join(IPERF3_DIR).join(iperf3_file(case, rep));
+        std::fs::write(&path, serde_json::to_vec_pretty(&raw).unwrap_or_default())
+            .map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        let speed: BitsPerSec = ctx.plan.speed();
+        let load = LineFraction(tcp.l1_bps / speed.0);
+        let rec = TrialRecord {
+            key,
+            request: TrialRequest::rate(load, ctx.plan.run.trial_duration),
+            outcome: Outcome {
+                intended: load,
+                offered: load,
+                received: 0,
+                lost: 0,
+                duration: elapsed,
+                latency: None,
+            },
+            tester_limited: false,
+            iperf3: Some(raw),
+            tcp: Some(tcp),
+            finished_unix_ms: now_ms(),
+        };
+        ctx.append(&Record::Trial(rec.clone()))?;
+        ctx.summary.trials_run += 1;
+        let eta = ctx.eta();
+        (ctx.opts.progress)(Event::Trial {
+            index,
+            cases: total,
+            record: &rec,
+            eta,
+        });
+        if !nap(ctx.plan.run.settle, ctx.opts.stop) {
+            return Err(RunError::Interrupted);
+        }
+    } else {
+        ctx.summary.trials_replayed += 1;
+    }
+    let d = MethodologyDone {
+        case_id: case.id.clone(),
+        repetition: rep,
+        methodology: m,
+        result: None,
+        ceiling: None,
+    };
+    ctx.append(&Record::Done(d.clone()))?;
+    (ctx.opts.progress)(Event::Done(&d));
+    Ok(())
+}
+
+/// `runs/<plan>-<YYYYmmdd-HHMMSS>` (UTC) under `base`.
+pub fn default_dir(base: &Path, plan_name: &str) -> PathBuf {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, mo, d) = civil_from_days(days as i64);
+    base.join(format!(
+        "{plan_name}-{y:04}{mo:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    ))
+}
+
+/// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_programs() {
+        assert_eq!(hook_program("nft list ruleset").as_deref(), Some("nft"));
+        assert_eq!(
+            hook_program("FOO=1 sudo timeout 5 pfctl -si").as_deref(),
+            Some("pfctl")
+        );
+        assert_eq!(hook_program("  vmstat 1").as_deref(), Some("vmstat"));
+        assert_eq!(hook_program("$HOME/x"), None);
+    }
+
+    #[test]
+    fn syn_mss_from_tcpdump() {
+        let t = "listening on wr-b, link-type EN10MB\n12:00:00.1 IP (tos 0x0, ttl 63, id 1, offset 0, flags [DF], proto TCP (6), length 60)\n    198.51.100.2.40000 > 203.0.113.2.5201: Flags [S], cksum 0x1 (correct), seq 1, win 64240, options [mss 1460,sackOK,TS val 1 ecr 0,nop,wscale 7], length 0\n    x > y: Flags [S], options [mss 1200,nop], length 0\n";
+        assert_eq!(parse_syn_mss(t), vec![1460, 1200]);
+    }
+
+    #[test]
+    fn default_dir_is_dated() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_000), (2024, 10, 04));
+        let d = default_dir(Path::new("runs"), "lab-demo");
+        let s = d.to_string_lossy();
+        assert!(s.starts_with("runs/lab-demo-2"), "{s}");
+        assert_eq!(s.len(), "runs/lab-demo-20261122-074500".len());
+    }
+}
