@@ -113,12 +113,6 @@ impl NsPair {
         p.netns = Some(self.a.clone());
         p
     }
-
-    fn port_b(&self) -> PortSpec {
-        let mut p = PortSpec::new("b", "wrem1");
-        p.netns = Some(self.b.clone());
-        p
-    }
 }
 
 impl Drop for NsPair {
@@ -133,39 +127,66 @@ fn peer_script(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Runs a scapy peer inside `ns`; returns its exit status and its `RESULT` JSON.
+/// A scapy peer running inside a namespace.
+struct Peer {
+    script: String,
+    child: std::process::Child,
+}
+
+impl Peer {
+    fn spawn(ns: &str, script: &str, args: &[&str]) -> Peer {
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns, PYTHON])
+            .arg(peer_script(script))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting the scapy peer");
+        Peer {
+            script: script.into(),
+            child,
+        }
+    }
+
+    /// Waits (killing it after `timeout`); returns its success and its `RESULT` JSON.
+    fn wait(mut self, timeout: Duration) -> (bool, serde_json::Value) {
+        let end = Instant::now() + timeout;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("waiting for the peer") {
+                break Some(s);
+            }
+            if Instant::now() > end {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut out = String::new();
+        let mut err = String::new();
+        let _ = self.child.stdout.take().unwrap().read_to_string(&mut out);
+        let _ = self.child.stderr.take().unwrap().read_to_string(&mut err);
+        let script = &self.script;
+        eprintln!("--- {script} stderr ---\n{err}--- {script} stdout ---\n{out}");
+        let json = out
+            .lines()
+            .find_map(|l| l.strip_prefix("RESULT "))
+            .map(|j| serde_json::from_str(j).expect("peer RESULT json"))
+            .unwrap_or(serde_json::Value::Null);
+        (status.is_some_and(|s| s.success()), json)
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn run_peer(ns: &str, script: &str, args: &[&str], timeout: Duration) -> (bool, serde_json::Value) {
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, PYTHON])
-        .arg(peer_script(script))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting the scapy peer");
-    let end = Instant::now() + timeout;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("waiting for the peer") {
-            break Some(s);
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut out = String::new();
-    let mut err = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    eprintln!("--- {script} stderr ---\n{err}--- {script} stdout ---\n{out}");
-    let json = out
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .map(|j| serde_json::from_str(j).expect("peer RESULT json"))
-        .unwrap_or(serde_json::Value::Null);
-    (status.is_some_and(|s| s.success()), json)
+    Peer::spawn(ns, script, args).wait(timeout)
 }
 
 /// A control plane running on a port in its own thread until stopped.
@@ -248,11 +269,19 @@ fn scapy_client_gets_a_session_from_our_server() {
     let srv = Running::start(
         ns.port_a(),
         |mac| Server::new(server_cfg(mac)),
-        |s: &mut Server| s.take_events());
+        |s: &mut Server| s.take_events(),
+    );
     let (ok, r) = run_peer(
         &ns.b,
         "pppoe_client.py",
-        &["--iface", "wrem1", "--user", "wirerate", "--password", "wirerate"],
+        &[
+            "--iface",
+            "wrem1",
+            "--user",
+            "wirerate",
+            "--password",
+            "wirerate",
+        ],
         Duration::from_secs(30),
     );
     std::thread::sleep(Duration::from_millis(300));
@@ -263,7 +292,10 @@ fn scapy_client_gets_a_session_from_our_server() {
     assert_eq!(r["ac_auth"], 0xc023, "our LCP request asks for PAP");
     assert!(r["ac_magic"].as_u64().is_some_and(|m| m != 0));
     assert_eq!(r["cookie_len"], 8, "PADO carries an 8-byte AC-Cookie");
-    assert!(in_pool(r["address"].as_str().unwrap()), "IPCP Ack address {r}");
+    assert!(
+        in_pool(r["address"].as_str().unwrap()),
+        "IPCP Ack address {r}"
+    );
     assert_eq!(r["ac_address"], "198.51.100.1");
     let ups: Vec<_> = events
         .iter()
@@ -274,7 +306,10 @@ fn scapy_client_gets_a_session_from_our_server() {
         .collect();
     assert_eq!(ups.len(), 1, "one session up: {events:?}");
     assert_eq!(ups[0].1.as_deref(), Some("wirerate"));
-    assert_eq!(ups[0].0.session_id, r["session_id"].as_u64().unwrap() as u16);
+    assert_eq!(
+        ups[0].0.session_id,
+        r["session_id"].as_u64().unwrap() as u16
+    );
     assert_eq!(
         ups[0].0.negotiated.peer_ipv4.map(|a| a.to_string()),
         r["address"].as_str().map(String::from)
@@ -291,4 +326,186 @@ fn scapy_client_gets_a_session_from_our_server() {
     assert_eq!(st.padt_rx, 1);
     assert_eq!(st.ended.get(DownReason::PeerPadt), 1);
     assert_eq!(st.hostile.total(), 0, "{:?}", st.hostile);
+}
+
+/// (b) Our subscriber against a scapy-scripted AC: discovery with its cookie, LCP with its MRU
+/// 1492, PAP, IPCP Naks to its address and DNS, IPv6CP Protocol-Rejected; then we close
+/// (LCP Terminate + PADT) and scapy sees our PADT.
+#[test]
+fn our_client_gets_a_session_from_a_scapy_server() {
+    if !can_run() {
+        return;
+    }
+    let ns = NsPair::new("s");
+    let peer = Peer::spawn(
+        &ns.b,
+        "pppoe_server.py",
+        &[
+            "--iface",
+            "wrem1",
+            "--address",
+            "203.0.113.77",
+            "--mru",
+            "1492",
+        ],
+    );
+    // Give scapy a moment to open its socket (our PADI is retried anyway).
+    std::thread::sleep(Duration::from_millis(500));
+    let mut up_at: Option<Instant> = None;
+    let cli = Running::start(
+        ns.port_a(),
+        |mac| {
+            let mut c = Client::new(ClientConfig {
+                mac,
+                auth: vec![emulate::ppp::AuthMethod::Pap],
+                ..ClientConfig::default()
+            });
+            c.start(control::now());
+            c
+        },
+        move |c: &mut Client| {
+            let ev = c.take_events();
+            if ev.iter().any(|e| matches!(e, ClientEvent::Up(_))) {
+                up_at = Some(Instant::now());
+            }
+            if up_at.is_some_and(|t| t.elapsed() > Duration::from_millis(300)) {
+                up_at = None;
+                c.close(control::now());
+            }
+            ev
+        },
+    );
+    let (ok, r) = peer.wait(Duration::from_secs(30));
+    let (client, events, port) = cli.finish();
+    eprintln!(
+        "client stats: {:?}\nport: {port:?}\nevents: {events:?}",
+        client.stats
+    );
+    assert!(ok, "scapy server: {r}");
+    let info = events
+        .iter()
+        .find_map(|e| match e {
+            ClientEvent::Up(i) => Some(*i),
+            _ => None,
+        })
+        .expect("our client came up");
+    assert_eq!(info.session_id, 0x1234);
+    assert_eq!(
+        info.negotiated.local_ipv4,
+        Some(Ipv4Addr::new(203, 0, 113, 77))
+    );
+    assert_eq!(
+        info.negotiated.peer_ipv4,
+        Some(Ipv4Addr::new(203, 0, 113, 1))
+    );
+    assert_eq!(info.negotiated.dns[0], Some(Ipv4Addr::new(203, 0, 113, 53)));
+    assert_eq!(info.negotiated.peer_mru, 1492, "the scapy AC's MRU");
+    assert_eq!(info.max_datagram(), 1492);
+    assert_eq!(r["pap_user"], "wirerate");
+    assert_eq!(r["client_mru"], 1492, "our LCP request");
+    assert_eq!(r["padi_host_uniq"], true);
+    assert_eq!(r["terminate_from_client"], true);
+    assert_eq!(r["padt_from_client"], true);
+    assert!(r["ipcp_naks"].as_u64().unwrap() >= 1);
+    assert_eq!(client.stats.padt_tx, 1);
+    assert_eq!(
+        client.stats.hostile.total(),
+        0,
+        "{:?}",
+        client.stats.hostile
+    );
+}
+
+/// (c) Hostile input from scapy: one frame of each malformed kind and a flood of 3,000 PADIs.
+/// The server neither panics nor wedges, counts each by reason, keeps no state for the flood,
+/// and a normal scapy subscriber still gets a session afterwards.
+#[test]
+fn hostile_scapy_input_is_counted_and_the_server_still_serves() {
+    if !can_run() {
+        return;
+    }
+    let ns = NsPair::new("h");
+    let srv = Running::start(
+        ns.port_a(),
+        |mac| Server::new(server_cfg(mac)),
+        |s: &mut Server| s.take_events(),
+    );
+    let (ok, h) = run_peer(
+        &ns.b,
+        "pppoe_hostile.py",
+        &["--iface", "wrem1", "--flood", "3000"],
+        Duration::from_secs(60),
+    );
+    assert!(ok, "hostile script: {h}");
+    // Let the server drain its socket, then a normal subscriber must still get in.
+    std::thread::sleep(Duration::from_millis(500));
+    let (ok, r) = run_peer(
+        &ns.b,
+        "pppoe_client.py",
+        &["--iface", "wrem1"],
+        Duration::from_secs(30),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let (server, events, port) = srv.finish();
+    let st = &server.stats;
+    eprintln!("server stats: {st:#?}\nport: {port:?}");
+    assert!(ok, "normal subscriber after the hostile input: {r}");
+    assert!(in_pool(r["address"].as_str().unwrap()));
+    let ups = events
+        .iter()
+        .filter(|e| matches!(e, ServerEvent::SessionUp { .. }))
+        .count();
+    assert_eq!(ups, 1);
+    assert_eq!(
+        st.sessions_started, 1,
+        "no session from any hostile frame or the flood"
+    );
+    let hostile = |r: HostileReason| st.hostile.get(r);
+    use HostileReason::*;
+    assert_eq!(hostile(BadTags), 1, "truncated tags");
+    assert_eq!(
+        hostile(TruncatedPppoe),
+        2,
+        "LENGTH past the frame, 3-byte header"
+    );
+    assert_eq!(hostile(BadVersion), 1);
+    assert_eq!(
+        hostile(UnexpectedCode),
+        2,
+        "unknown code 0x42, a PADO sent to the AC"
+    );
+    assert_eq!(hostile(WrongEtherType), 1);
+    assert_eq!(hostile(NonZeroSessionId), 1);
+    assert_eq!(hostile(MissingServiceName), 1);
+    assert_eq!(hostile(BadMaxPayload), 1);
+    assert_eq!(hostile(BadSourceMac), 1);
+    assert_eq!(
+        hostile(BadCookie),
+        2,
+        "PADR without a cookie, with a wrong one"
+    );
+    assert_eq!(
+        hostile(UnknownSession),
+        2,
+        "session frame and PADT for id 0x4242"
+    );
+    // The flood: every PADI was seen (2 ordinary ones: the hostile script's probe and the
+    // subscriber's), each got a PADO or was rate-limited, and nothing else happened.
+    let flood = h["flood"].as_u64().unwrap();
+    let valid_padis = flood + 2;
+    let limited = hostile(PadiRateLimited);
+    assert_eq!(
+        st.pado_tx + limited,
+        valid_padis,
+        "PADO or rate-limited, nothing lost"
+    );
+    assert!(
+        port.rx >= flood,
+        "all flood frames reached the server: {port:?}"
+    );
+    eprintln!(
+        "flood: {flood} PADIs in {:.3} s -> {} PADOs, {limited} rate-limited",
+        h["flood_seconds"].as_f64().unwrap(),
+        st.pado_tx
+    );
 }
