@@ -45,6 +45,8 @@ enum Command {
     Bench(cmd::bench::BenchArgs),
     /// Build, inspect and tear down the built-in network-namespace lab (the Linux kernel as DUT).
     Lab(cmd::lab::LabArgs),
+    /// Play a PPPoE access concentrator or subscriber on one interface (manual use).
+    Pppoe(cmd::pppoe::PppoeArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(cmd::completions::CompletionsArgs),
 }
@@ -62,6 +64,7 @@ fn main() {
         Command::Trial(a) => cmd::trial::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Lab(a) => cmd::lab::run(a),
+        Command::Pppoe(a) => cmd::pppoe::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };
     if let Err(e) = result {

@@ -509,3 +509,68 @@ fn hostile_scapy_input_is_counted_and_the_server_still_serves() {
         st.pado_tx
     );
 }
+
+/// `wirerate pppoe server` and `wirerate pppoe client` (the manual-use commands) bring a CHAP
+/// session up between two namespaces and report it: events and statistics as JSON lines.
+#[test]
+fn cli_server_and_client_bring_a_session_up() {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, AF_PACKET)");
+        return;
+    }
+    let ns = NsPair::new("x");
+    let bin = env!("CARGO_BIN_EXE_wirerate");
+    let common = ["--user", "alice", "--password", "s3cret", "--auth", "chap"];
+    let server = Command::new(bin)
+        .args([
+            "pppoe", "server", "--netns", &ns.a, "--dev", "wrem0", "--json",
+        ])
+        .args(["--sessions", "1", "--duration", "20", "--mru", "1454"])
+        .args(common)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("wirerate pppoe server");
+    std::thread::sleep(Duration::from_millis(300));
+    let client = Command::new(bin)
+        .args([
+            "pppoe", "client", "--netns", &ns.b, "--dev", "wrem1", "--json",
+        ])
+        .args(["--hold", "0.5", "--duration", "20"])
+        .args(common)
+        .stdin(Stdio::null())
+        .output()
+        .expect("wirerate pppoe client");
+    let server = server.wait_with_output().expect("server output");
+    let lines = |b: &[u8]| -> Vec<serde_json::Value> {
+        String::from_utf8_lossy(b)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON line"))
+            .collect()
+    };
+    let (c, s) = (lines(&client.stdout), lines(&server.stdout));
+    eprintln!("client: {c:#?}\nserver: {s:#?}");
+    assert!(client.status.success() && server.status.success());
+    let up = c.iter().find(|v| v["event"] == "up").expect("client up");
+    assert_eq!(up["auth"], "ChapMd5");
+    assert_eq!(up["peer_mru"], 1454);
+    assert_eq!(up["local_ipv4"], "198.51.100.10");
+    assert!(c
+        .iter()
+        .any(|v| v["event"] == "down" && v["reason"] == "LocalClose"));
+    let sup = s.iter().find(|v| v["event"] == "up").expect("server up");
+    assert_eq!(sup["user"], "alice");
+    assert_eq!(sup["session_id"], up["session_id"]);
+    let stats = s
+        .iter()
+        .find(|v| v["event"] == "stats")
+        .expect("server stats");
+    assert_eq!(stats["sessions_up_total"], 1);
+    // Our client sends LCP Terminate-Request then PADT; whichever the AC acts on first ends it.
+    let ended = &stats["ended"];
+    assert_eq!(
+        ended["PeerPadt"].as_u64().unwrap_or(0) + ended["PeerTerminate"].as_u64().unwrap_or(0),
+        1,
+        "{stats}"
+    );
+}

@@ -8,6 +8,7 @@ pub mod craft;
 pub mod lab;
 pub mod linerate;
 pub mod plan;
+pub mod pppoe;
 pub mod report;
 pub mod run;
 pub mod trial;

@@ -1,0 +1,453 @@
+//! `wirerate pppoe server|client`: run the `emulate` PPPoE access concentrator or subscriber
+//! on a port by hand, printing session events as they happen and the statistics at the end.
+//! The state machines live in `emulate`; the socket loop is `engine::control`.
+
+use std::io::{BufRead, IsTerminal};
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use emulate::ppp::link::Credential;
+use emulate::ppp::AuthMethod;
+use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
+use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
+use emulate::pppoe::SessionInfo;
+use engine::control::{self, ControlPort};
+use engine::port::PortSpec;
+use wire::ethernet::MacAddr;
+
+use crate::error::{CliError, CliResult};
+
+/// Play the ISP's PPPoE access concentrator or a PPPoE subscriber on one interface.
+///
+/// The interface's own MAC is used. Session events are printed as they happen (one line each,
+/// or one JSON object per line with --json). The command stops after --duration seconds (the
+/// server also after --sessions sessions, the client --hold seconds after its session came
+/// up), or, on a terminal, when Enter or Ctrl-D is pressed; it then closes its sessions (LCP
+/// Terminate + PADT) and prints its statistics.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    wirerate pppoe server --netns wr-wan --dev veth0 --user alice --password secret\n  \
+    wirerate pppoe client --netns wr-cpe --dev veth1 --user alice --password secret --duration 30\n  \
+    wirerate pppoe server --netns wr-wan --dev veth0 --auth chap --mru 1492 --json")]
+pub struct PppoeArgs {
+    #[command(subcommand)]
+    pub role: Role,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Role {
+    /// The access concentrator (ISP side): discovery, LCP, PAP/CHAP, IPCP/IPv6CP, echo.
+    Server(ServerArgs),
+    /// One subscriber: brings a session up, keeps it up until stopped, then closes it.
+    Client(ClientArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PortArgs {
+    /// Network namespace of the interface (a name under /run/netns or a path).
+    #[arg(long)]
+    pub netns: Option<String>,
+    /// The interface.
+    #[arg(long)]
+    pub dev: String,
+    /// User name (server: the one accepted subscriber; client: ours).
+    #[arg(long, default_value = "wirerate")]
+    pub user: String,
+    #[arg(long, default_value = "wirerate")]
+    pub password: String,
+    /// Authentication: pap, chap, or both (server: demanded, preferred first; client: offered).
+    #[arg(long, default_value = "pap")]
+    pub auth: String,
+    /// The MRU requested in LCP.
+    #[arg(long)]
+    pub mru: Option<u16>,
+    /// LCP Echo-Request interval in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub echo_interval: f64,
+    /// Stop after this many seconds (default: until Enter/Ctrl-D on a terminal, or killed).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Events and statistics as JSON lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// AC-Name in PADO.
+    #[arg(long, default_value = "wirerate-ac")]
+    pub ac_name: String,
+    /// Our IPCP address.
+    #[arg(long, default_value = "198.51.100.1")]
+    pub gateway: Ipv4Addr,
+    /// First address of the subscriber pool.
+    #[arg(long, default_value = "198.51.100.10")]
+    pub pool: Ipv4Addr,
+    #[arg(long, default_value_t = 240)]
+    pub pool_size: u32,
+    /// Stop once this many sessions have come up and ended.
+    #[arg(long)]
+    pub sessions: Option<u64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ClientArgs {
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// Service-Name to ask for (empty: any).
+    #[arg(long, default_value = "")]
+    pub service: String,
+    /// Close the session this many seconds after it came up, then exit.
+    #[arg(long)]
+    pub hold: Option<f64>,
+}
+
+pub fn run(a: PppoeArgs) -> CliResult {
+    match a.role {
+        Role::Server(s) => server(s),
+        Role::Client(c) => client(c),
+    }
+}
+
+fn auth_methods(s: &str) -> CliResult<Vec<AuthMethod>> {
+    match s {
+        "pap" => Ok(vec![AuthMethod::Pap]),
+        "chap" => Ok(vec![AuthMethod::ChapMd5]),
+        "both" | "chap,pap" => Ok(vec![AuthMethod::ChapMd5, AuthMethod::Pap]),
+        "pap,chap" => Ok(vec![AuthMethod::Pap, AuthMethod::ChapMd5]),
+        other => Err(CliError::Usage(format!(
+            "--auth {other}: use pap, chap or both"
+        ))),
+    }
+}
+
+fn secs(s: f64, what: &str) -> CliResult<Duration> {
+    Duration::try_from_secs_f64(s)
+        .map_err(|_| CliError::Usage(format!("{what} {s}: not a number of seconds")))
+}
+
+fn open(p: &PortArgs) -> CliResult<(ControlPort, MacAddr)> {
+    let mut spec = PortSpec::new("pppoe", &p.dev);
+    spec.netns = p.netns.clone();
+    let port = ControlPort::open(&spec).map_err(|e| CliError::Failed(e.to_string()))?;
+    let mac = MacAddr(port.mac().map_err(|e| CliError::Failed(e.to_string()))?);
+    Ok((port, mac))
+}
+
+/// Set when a line (Enter) or end of file (Ctrl-D) arrives on stdin, if stdin is a terminal;
+/// a non-interactive stdin (a script, `< /dev/null`) is ignored.
+fn stdin_stop() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    if !std::io::stdin().is_terminal() {
+        return stop;
+    }
+    let s = stop.clone();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut line);
+        s.store(true, Ordering::Relaxed);
+    });
+    stop
+}
+
+fn info_json(i: &SessionInfo) -> serde_json::Value {
+    let n = &i.negotiated;
+    serde_json::json!({
+        "session_id": i.session_id,
+        "local_mac": i.local_mac.to_string(),
+        "peer_mac": i.peer_mac.to_string(),
+        "our_mru": n.our_mru,
+        "peer_mru": n.peer_mru,
+        "auth": n.auth.map(|a| format!("{a:?}")),
+        "local_ipv4": n.local_ipv4.map(|a| a.to_string()),
+        "peer_ipv4": n.peer_ipv4.map(|a| a.to_string()),
+        "dns": n.dns.iter().flatten().map(|a| a.to_string()).collect::<Vec<_>>(),
+    })
+}
+
+fn info_text(i: &SessionInfo) -> String {
+    let n = &i.negotiated;
+    let ip = |a: Option<Ipv4Addr>| a.map_or("-".to_string(), |a| a.to_string());
+    format!(
+        "session {:#06x} {} <-> {}  MRU ours {} peer {}  auth {:?}  local {} peer {}",
+        i.session_id,
+        i.local_mac,
+        i.peer_mac,
+        n.our_mru,
+        n.peer_mru,
+        n.auth,
+        ip(n.local_ipv4),
+        ip(n.peer_ipv4)
+    )
+}
+
+fn emit(json: bool, v: serde_json::Value, text: String) {
+    if json {
+        println!("{v}");
+    } else {
+        println!("{text}");
+    }
+}
+
+fn server(a: ServerArgs) -> CliResult {
+    let p = &a.port;
+    let auth = auth_methods(&p.auth)?;
+    let duration = p.duration.map(|d| secs(d, "--duration")).transpose()?;
+    let echo = secs(p.echo_interval, "--echo-interval")?;
+    let (mut port, mac) = open(p)?;
+    let mut cfg = ServerConfig {
+        mac,
+        ac_name: a.ac_name.clone(),
+        auth,
+        credentials: vec![Credential::new(&p.user, &p.password)],
+        gateway: a.gateway,
+        pool_first: a.pool,
+        pool_size: a.pool_size,
+        echo_interval: wire::units::Nanos(echo.as_nanos() as u64),
+        ..ServerConfig::default()
+    };
+    if let Some(m) = p.mru {
+        cfg.mru = m;
+    }
+    let mut srv = Server::new(cfg);
+    let stop = stdin_stop();
+    let start = Instant::now();
+    if !p.json {
+        eprintln!("PPPoE AC on {} ({mac}); Enter or Ctrl-D stops", p.dev);
+    }
+    loop {
+        if stop.load(Ordering::Relaxed) || duration.is_some_and(|d| start.elapsed() >= d) {
+            break;
+        }
+        if a.sessions
+            .is_some_and(|n| srv.stats.ended.total() >= n && srv.stats.sessions_up_total >= n)
+        {
+            break;
+        }
+        port.step(&mut srv, Duration::from_millis(50))
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        for e in srv.take_events() {
+            match e {
+                ServerEvent::SessionUp {
+                    info, setup, user, ..
+                } => {
+                    let mut v = info_json(&info);
+                    v["event"] = "up".into();
+                    v["user"] = user.clone().into();
+                    v["setup_ms"] = (setup.0 as f64 / 1e6).into();
+                    emit(
+                        p.json,
+                        v,
+                        format!(
+                            "up    {}  user {}  setup {:.1} ms",
+                            info_text(&info),
+                            user.as_deref().unwrap_or("-"),
+                            setup.0 as f64 / 1e6
+                        ),
+                    );
+                }
+                ServerEvent::SessionDown { key, reason } => emit(
+                    p.json,
+                    serde_json::json!({"event": "down", "session_id": key.session_id,
+                        "client": key.client.to_string(), "reason": format!("{reason:?}")}),
+                    format!(
+                        "down  session {:#06x} {}  {reason:?}",
+                        key.session_id, key.client
+                    ),
+                ),
+                ServerEvent::Data { .. } => {}
+            }
+        }
+    }
+    // Close what is still up (LCP Terminate, PADT), giving the peers a moment to answer.
+    let keys: Vec<_> = srv.sessions().collect();
+    for k in keys {
+        srv.close(control::now(), k);
+    }
+    let end = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < end && srv.session_count() > 0 {
+        port.step(&mut srv, Duration::from_millis(20))
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+    }
+    let _ = srv.take_events();
+    print_server_stats(&srv, p.json, &port);
+    Ok(())
+}
+
+fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {
+    let st = &srv.stats;
+    let ended: serde_json::Map<_, _> = st
+        .ended
+        .iter()
+        .map(|(k, v)| (format!("{k:?}"), v.into()))
+        .collect();
+    let hostile: serde_json::Map<_, _> = st
+        .hostile
+        .iter()
+        .map(|(k, v)| (format!("{k:?}"), v.into()))
+        .collect();
+    let setup_mean =
+        (st.setup.count > 0).then(|| st.setup.total.0 as f64 / st.setup.count as f64 / 1e6);
+    let v = serde_json::json!({
+        "event": "stats",
+        "padi_rx": st.padi_rx, "pado_tx": st.pado_tx, "padi_unserved": st.padi_unserved,
+        "padr_rx": st.padr_rx, "pads_tx": st.pads_tx, "pads_refused": st.pads_refused,
+        "padr_repeated": st.padr_repeated, "padt_rx": st.padt_rx, "padt_tx": st.padt_tx,
+        "sessions_started": st.sessions_started, "sessions_up_total": st.sessions_up_total,
+        "setup_count": st.setup.count,
+        "setup_min_ms": st.setup.min.0 as f64 / 1e6,
+        "setup_max_ms": st.setup.max.0 as f64 / 1e6,
+        "setup_mean_ms": setup_mean,
+        "retransmits": st.retransmits, "ended": ended, "hostile": hostile,
+        "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
+        "frames_unclaimed": port.stats.rx_unclaimed, "tx_failed": port.stats.tx_failed,
+    });
+    if json {
+        println!("{v}");
+        return;
+    }
+    println!(
+        "discovery: PADI {} (unserved {}), PADO {}, PADR {} (repeated {}), PADS {} (refused {}), \
+         PADT rx {} tx {}",
+        st.padi_rx,
+        st.padi_unserved,
+        st.pado_tx,
+        st.padr_rx,
+        st.padr_repeated,
+        st.pads_tx,
+        st.pads_refused,
+        st.padt_rx,
+        st.padt_tx
+    );
+    println!(
+        "sessions: started {}, up in total {}, retransmissions {}",
+        st.sessions_started, st.sessions_up_total, st.retransmits
+    );
+    if let Some(m) = setup_mean {
+        println!(
+            "setup (PADR → up): min {:.1} ms, mean {m:.1} ms, max {:.1} ms",
+            st.setup.min.0 as f64 / 1e6,
+            st.setup.max.0 as f64 / 1e6
+        );
+    }
+    for (k, v) in st.ended.iter() {
+        println!("ended  {k:?}: {v}");
+    }
+    for (k, v) in st.hostile.iter() {
+        println!("refused {k:?}: {v}");
+    }
+    println!(
+        "frames: rx {} (not PPPoE {}), tx {} (failed {})",
+        port.stats.rx, port.stats.rx_unclaimed, port.stats.tx, port.stats.tx_failed
+    );
+}
+
+fn client(a: ClientArgs) -> CliResult {
+    let p = &a.port;
+    let auth = auth_methods(&p.auth)?;
+    let duration = p.duration.map(|d| secs(d, "--duration")).transpose()?;
+    let hold = a.hold.map(|d| secs(d, "--hold")).transpose()?;
+    let echo = secs(p.echo_interval, "--echo-interval")?;
+    let (mut port, mac) = open(p)?;
+    let mut cfg = ClientConfig {
+        mac,
+        service_name: a.service.clone(),
+        credential: Credential::new(&p.user, &p.password),
+        auth,
+        echo_interval: wire::units::Nanos(echo.as_nanos() as u64),
+        ..ClientConfig::default()
+    };
+    if let Some(m) = p.mru {
+        cfg.mru = m;
+    }
+    let mut c = Client::new(cfg);
+    let stop = stdin_stop();
+    let start = Instant::now();
+    c.start(control::now());
+    let mut up_at: Option<Instant> = None;
+    let mut ended = None;
+    if !p.json {
+        eprintln!("PPPoE client on {} ({mac}); Enter or Ctrl-D stops", p.dev);
+    }
+    while ended.is_none() {
+        if stop.load(Ordering::Relaxed)
+            || duration.is_some_and(|d| start.elapsed() >= d)
+            || hold.is_some_and(|h| up_at.is_some_and(|t| t.elapsed() >= h))
+        {
+            break;
+        }
+        port.step(&mut c, Duration::from_millis(50))
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        for e in c.take_events() {
+            match e {
+                ClientEvent::Up(info) => {
+                    up_at = Some(Instant::now());
+                    let setup = c.stats.setup.map_or(0.0, |s| s.0 as f64 / 1e6);
+                    let mut v = info_json(&info);
+                    v["event"] = "up".into();
+                    v["setup_ms"] = setup.into();
+                    emit(
+                        p.json,
+                        v,
+                        format!("up    {}  setup {setup:.1} ms", info_text(&info)),
+                    );
+                }
+                ClientEvent::Down(reason) => {
+                    emit(
+                        p.json,
+                        serde_json::json!({"event": "down", "reason": format!("{reason:?}")}),
+                        format!("down  {reason:?}"),
+                    );
+                    ended = Some(reason);
+                }
+                ClientEvent::Data { .. } => {}
+            }
+        }
+    }
+    if ended.is_none() && c.is_up() {
+        c.close(control::now());
+        let _ = port.run_until(&mut c, Duration::from_millis(500), |c| !c.is_up());
+        for e in c.take_events() {
+            if let ClientEvent::Down(reason) = e {
+                emit(
+                    p.json,
+                    serde_json::json!({"event": "down", "reason": format!("{reason:?}")}),
+                    format!("down  {reason:?}"),
+                );
+            }
+        }
+    }
+    let st = &c.stats;
+    let v = serde_json::json!({
+        "event": "stats",
+        "padi_tx": st.padi_tx, "pado_rx": st.pado_rx, "padr_tx": st.padr_tx, "pads_rx": st.pads_rx,
+        "padt_rx": st.padt_rx, "padt_tx": st.padt_tx, "retransmits": st.retransmits,
+        "setup_ms": st.setup.map(|s| s.0 as f64 / 1e6),
+        "ended": st.ended.iter().map(|(k, v)| (format!("{k:?}"), v.into())).collect::<serde_json::Map<_, _>>(),
+        "hostile": st.hostile.iter().map(|(k, v)| (format!("{k:?}"), v.into())).collect::<serde_json::Map<_, _>>(),
+        "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
+    });
+    if p.json {
+        println!("{v}");
+    } else {
+        println!(
+            "discovery: PADI {}, PADO {}, PADR {}, PADS {}, PADT rx {} tx {}; retransmissions {}",
+            st.padi_tx, st.pado_rx, st.padr_tx, st.pads_rx, st.padt_rx, st.padt_tx, st.retransmits
+        );
+        for (k, v) in st.ended.iter() {
+            println!("ended  {k:?}: {v}");
+        }
+        for (k, v) in st.hostile.iter() {
+            println!("refused {k:?}: {v}");
+        }
+    }
+    match ended {
+        Some(r) if st.setup.is_none() => Err(CliError::Failed(format!("no session: {r:?}"))),
+        _ if st.setup.is_none() => Err(CliError::Failed("no session came up".into())),
+        _ => Ok(()),
+    }
+}
