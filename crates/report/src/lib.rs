@@ -1,1 +1,34 @@
-//! placeholder
+//! Exporters from a run's results to bytes (DESIGN.md §3, §7): a JSON summary, CSV, Markdown,
+//! and a self-contained HTML page with hand-written SVG charts; plus `compare` of two runs.
+//!
+//! Everything here is a pure function. The CLI reads the run directory into a
+//! [`model::RunInput`], calls [`model::analyse`] once, and writes what the exporters return, so
+//! every format shows the same numbers.
+
+pub mod compare;
+pub mod html;
+pub mod model;
+pub mod svg;
+pub mod text;
+
+pub use compare::{compare, compare_text, CompareRow, Verdict};
+pub use model::{analyse, cpu_from_hooks, Analysis, CaseStats, HookRecord, RunInput};
+
+/// File names the report writes into a run directory.
+pub const REPORT_HTML: &str = "report.html";
+/// See [`REPORT_HTML`].
+pub const RESULTS_CSV: &str = "results.csv";
+/// See [`REPORT_HTML`].
+pub const SUMMARY_MD: &str = "summary.md";
+/// See [`REPORT_HTML`].
+pub const SUMMARY_JSON: &str = "summary.json";
+
+/// Every exported file of one analysis: (file name, bytes).
+pub fn render_all(a: &Analysis) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        (REPORT_HTML, html::html(a)),
+        (RESULTS_CSV, text::csv(a)),
+        (SUMMARY_MD, text::markdown(a)),
+        (SUMMARY_JSON, text::json(a)),
+    ]
+}

@@ -1,10 +1,53 @@
-//! `wirerate compare` (being written).
+//! `wirerate compare RUN_A RUN_B`: per case, improved / regressed / within noise.
 
+use std::path::PathBuf;
+
+use crate::cmd::report::load_run;
 use crate::error::{CliError, CliResult};
 
 #[derive(Debug, clap::Args)]
-pub struct CompareArgs {}
+pub struct CompareArgs {
+    /// The earlier (reference) run directory.
+    pub run_a: PathBuf,
+    /// The later run directory.
+    pub run_b: PathBuf,
+    /// Smallest relative change that counts, in percent; the change must also exceed the noise
+    /// of both runs.
+    #[arg(long, default_value_t = 5.0, value_name = "PERCENT")]
+    pub threshold: f64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with status 1 when any case regressed.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+}
 
-pub fn run(_args: CompareArgs) -> CliResult {
-    Err(CliError::Failed("compare: not implemented yet".into()))
+pub fn run(args: CompareArgs) -> CliResult {
+    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
+        return Err(CliError::Usage(format!(
+            "--threshold {} is not a percentage; give e.g. --threshold 5",
+            args.threshold
+        )));
+    }
+    let a = load_run(&args.run_a)?;
+    let b = load_run(&args.run_b)?;
+    let t = args.threshold / 100.0;
+    let rows = report::compare(&a, &b, t);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).map_err(|e| CliError::Failed(e.to_string()))?
+        );
+    } else {
+        print!("{}", report::compare_text(&a, &b, &rows, t));
+    }
+    let regressed = rows
+        .iter()
+        .filter(|r| r.verdict == report::Verdict::Regressed)
+        .count();
+    if args.fail_on_regression && regressed > 0 {
+        return Err(CliError::Failed(format!("{regressed} case(s) regressed")));
+    }
+    Ok(())
 }

@@ -1,0 +1,178 @@
+//! `wirerate compare`: the same cases in two runs, improved / regressed / within noise.
+//!
+//! A case counts as changed only when both hold: the relative change exceeds the threshold,
+//! and the absolute change exceeds the noise of both runs (|b − a| > noise(a) + noise(b)).
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{beyond_noise, signed_percent, Analysis};
+use crate::text::num;
+
+/// What happened to one case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// B is faster, beyond threshold and noise.
+    Improved,
+    /// B is slower, beyond threshold and noise.
+    Regressed,
+    /// The change is below the threshold or inside the noise.
+    WithinNoise,
+    /// No DUT figure in one run (tester-limited, missing or unfinished).
+    NotComparable,
+}
+
+impl Verdict {
+    /// The word printed.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::WithinNoise => "within noise",
+            Verdict::NotComparable => "not comparable",
+        }
+    }
+}
+
+/// One case in both runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareRow {
+    /// Case id.
+    pub case_id: String,
+    /// Methodology.
+    pub methodology: String,
+    /// Frames per second in A and B.
+    pub a_pps: Option<f64>,
+    /// See `a_pps`.
+    pub b_pps: Option<f64>,
+    /// Noise of A and B, frames per second.
+    pub a_noise: f64,
+    /// See `a_noise`.
+    pub b_noise: f64,
+    /// (B − A) / A, percent.
+    pub delta_percent: Option<f64>,
+    /// Verdict.
+    pub verdict: Verdict,
+    /// Why it is not comparable.
+    pub reason: Option<String>,
+}
+
+/// Compares every (case, methodology) present in either run. `threshold` is relative (0.05 = 5 %).
+pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
+    let mut out = Vec::new();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in a.rows.iter().chain(&b.rows) {
+        let k = (r.case_id.clone(), r.methodology.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (case, m) in keys {
+        let find = |x: &Analysis| {
+            x.rows
+                .iter()
+                .find(|r| r.case_id == case && r.methodology == m)
+                .cloned()
+        };
+        let (ra, rb) = (find(a), find(b));
+        let pps = |r: &Option<crate::model::Row>| r.as_ref().and_then(|r| r.pps);
+        let noise = |r: &Option<crate::model::Row>| r.as_ref().map_or(0.0, |r| r.noise_pps);
+        let (ap, bp) = (pps(&ra), pps(&rb));
+        let (an, bn) = (noise(&ra), noise(&rb));
+        let reason = match (&ra, &rb) {
+            (None, _) => Some("missing in A".to_string()),
+            (_, None) => Some("missing in B".to_string()),
+            (Some(x), _) if x.tester_limited => Some("tester-limited in A".into()),
+            (_, Some(y)) if y.tester_limited => Some("tester-limited in B".into()),
+            _ if ap.is_none() || bp.is_none() => Some("no figure".into()),
+            _ if ap == Some(0.0) => Some("zero throughput in A".into()),
+            _ => None,
+        };
+        let (delta, verdict) = match (reason.is_none(), ap, bp) {
+            (true, Some(x), Some(y)) => {
+                let rel = (y - x) / x;
+                let v = if rel.abs() > threshold && beyond_noise(y, bn, x, an) {
+                    if rel > 0.0 {
+                        Verdict::Improved
+                    } else {
+                        Verdict::Regressed
+                    }
+                } else {
+                    Verdict::WithinNoise
+                };
+                (Some(rel * 100.0), v)
+            }
+            _ => (None, Verdict::NotComparable),
+        };
+        out.push(CompareRow {
+            case_id: case,
+            methodology: m,
+            a_pps: ap,
+            b_pps: bp,
+            a_noise: an,
+            b_noise: bn,
+            delta_percent: delta,
+            verdict,
+            reason,
+        });
+    }
+    out
+}
+
+/// The comparison as a text table with a one-line tally.
+pub fn compare_text(a: &Analysis, b: &Analysis, rows: &[CompareRow], threshold: f64) -> String {
+    let mut o = format!(
+        "A: {} (wirerate {}, started {})\nB: {} (wirerate {}, started {})\nrule: changed when |Δ| > {} % and |B − A| > noise(A) + noise(B)\n\n",
+        a.plan_name,
+        a.version,
+        a.started_unix,
+        b.plan_name,
+        b.version,
+        b.started_unix,
+        threshold * 100.0
+    );
+    let head = ["case", "A pps", "±", "B pps", "±", "Δ", "verdict"];
+    let mut table: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    for r in rows {
+        table.push(vec![
+            format!("{} [{}]", r.case_id, r.methodology),
+            r.a_pps.map(num::pps).unwrap_or_else(|| "-".into()),
+            num::pps(r.a_noise),
+            r.b_pps.map(num::pps).unwrap_or_else(|| "-".into()),
+            num::pps(r.b_noise),
+            r.delta_percent
+                .map(signed_percent)
+                .unwrap_or_else(|| "-".into()),
+            match &r.reason {
+                Some(why) => format!("{} ({why})", r.verdict.word()),
+                None => r.verdict.word().into(),
+            },
+        ]);
+    }
+    let mut w = vec![0usize; head.len()];
+    for row in &table {
+        for (i, c) in row.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    for row in &table {
+        for (i, c) in row.iter().enumerate() {
+            let pad = " ".repeat(w[i] - c.chars().count());
+            if i == 0 || i == 6 {
+                o.push_str(&format!("{c}{pad}"));
+            } else {
+                o.push_str(&format!("{pad}{c}"));
+            }
+            o.push_str(if i + 1 < row.len() { "  " } else { "\n" });
+        }
+    }
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    o.push_str(&format!(
+        "\n{} improved, {} regressed, {} within noise, {} not comparable\n",
+        count(Verdict::Improved),
+        count(Verdict::Regressed),
+        count(Verdict::WithinNoise),
+        count(Verdict::NotComparable)
+    ));
+    o
+}

@@ -1,0 +1,526 @@
+//! `report.html`: one self-contained page (inline CSS and SVG; no scripts, no fetched fonts).
+
+use std::collections::BTreeMap;
+
+use crate::model::{udp_max, Analysis, Dims, Row};
+use crate::svg::{bar_chart, esc, line_chart, Bar, Series};
+use crate::text::{cells, completeness_lines, num, status, COLUMNS};
+
+const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#222;max-width:1240px}
+h1{font-size:1.6em;margin-bottom:4px}h2{margin-top:32px;border-bottom:1px solid #ccc}h3{margin-bottom:4px}
+.meta{color:#555}.missing{background:#fff4e5;border:1px solid #e69f00;padding:8px 16px;margin:12px 0}
+.charts{display:flex;flex-wrap:wrap;gap:12px}.chart{background:#fff;border:1px solid #e5e5e5}
+.chart text{font-size:11px;fill:#222}.chart .title{font-size:13px;font-weight:600}.chart .axis-label{font-size:12px}
+.chart .tl{font-size:10px;fill:#900;font-weight:600}
+table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px solid #ccc;padding:2px 6px}
+td.n{text-align:right;font-variant-numeric:tabular-nums}tr.tester-limited td{background:#f3f3f3;color:#777}
+tr.partial td{background:#fffbe8}li.sig{font-weight:600}";
+
+fn family_key(d: &Dims) -> (String, u8, String) {
+    (d.protocol.clone(), d.ip, d.encap.clone())
+}
+
+/// The non-profile dimensions of a row, as a bar's series name.
+fn second(d: &Dims) -> String {
+    let mut p = Vec::new();
+    if let Some(f) = d.frame_size {
+        p.push(format!("{f} B"));
+    }
+    if let Some(s) = d.sessions {
+        p.push(format!("{s} sess."));
+    }
+    if let Some(m) = d.mss {
+        p.push(format!("MSS {m}"));
+    }
+    for (k, v) in &d.vars {
+        p.push(format!("{k}={v}"));
+    }
+    if p.is_empty() {
+        "all".into()
+    } else {
+        p.join(" ")
+    }
+}
+
+fn grouped(
+    a: &Analysis,
+    rows: &[&Row],
+    value: impl Fn(&Row) -> Option<f64>,
+) -> (Vec<String>, Vec<String>, Vec<Vec<Option<Bar>>>) {
+    let mut groups: Vec<String> = Vec::new();
+    for p in &a.profiles {
+        if rows.iter().any(|r| &r.dims.profile == p) {
+            groups.push(p.clone());
+        }
+    }
+    let mut series: Vec<String> = Vec::new();
+    for r in rows {
+        let s = second(&r.dims);
+        if !series.contains(&s) {
+            series.push(s);
+        }
+    }
+    let values = groups
+        .iter()
+        .map(|g| {
+            series
+                .iter()
+                .map(|s| {
+                    let r = rows
+                        .iter()
+                        .find(|r| &r.dims.profile == g && &second(&r.dims) == s)?;
+                    if r.tester_limited {
+                        // What the tester reached, drawn hatched: never a DUT figure.
+                        let reached = r.tester_reached_percent? / 100.0 * r.max_pps;
+                        let scale = value(r).map_or(1.0, |_| 1.0);
+                        return Some(Bar {
+                            value: scaled(r, reached, &value) * scale,
+                            noise: 0.0,
+                            tester_limited: true,
+                        });
+                    }
+                    let v = value(r)?;
+                    let pps = r.pps.unwrap_or(0.0);
+                    let noise = if pps > 0.0 {
+                        r.noise_pps / pps * v
+                    } else {
+                        0.0
+                    };
+                    Some(Bar {
+                        value: v,
+                        noise,
+                        tester_limited: false,
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    (groups, series, values)
+}
+
+/// Converts a frame rate into the chart's unit by asking `value` about a row at that rate.
+fn scaled(r: &Row, pps: f64, value: &impl Fn(&Row) -> Option<f64>) -> f64 {
+    let mut probe = r.clone();
+    probe.tester_limited = false;
+    probe.pps = Some(pps);
+    probe.l2_bps = Some(pps * r.frame_len * 8.0);
+    probe.dut_cpu_percent = None;
+    value(&probe).unwrap_or(0.0)
+}
+
+fn fig(o: &mut String, svg: &str) {
+    o.push_str(svg);
+}
+
+/// Renders the report page.
+pub fn html(a: &Analysis) -> Vec<u8> {
+    let mut o = String::new();
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    o.push_str(&format!(
+        "<title>wirerate report: {}</title><style>{CSS}</style></head><body>\n",
+        esc(&a.plan_name)
+    ));
+    o.push_str(&format!(
+        "<h1>wirerate report: {}</h1>\n",
+        esc(&a.plan_name)
+    ));
+    if let Some(d) = &a.description {
+        o.push_str(&format!("<p>{}</p>\n", esc(d)));
+    }
+    o.push_str(&format!(
+        "<p class=\"meta\">wirerate {} · reference link {} Gb/s · {} repetition{} per case · baseline profile: {}</p>\n",
+        esc(&a.version),
+        a.speed_bps / 1e9,
+        a.repetitions,
+        if a.repetitions == 1 { "" } else { "s" },
+        esc(a.baseline.as_deref().unwrap_or("none"))
+    ));
+    let missing = completeness_lines(a);
+    if !missing.is_empty() {
+        o.push_str("<div class=\"missing\" id=\"missing\"><h3>What is missing</h3><ul>");
+        for l in &missing {
+            o.push_str(&format!("<li>{}</li>", esc(l)));
+        }
+        o.push_str("</ul></div>\n");
+    }
+    if !a.findings.is_empty() {
+        o.push_str("<h2>Findings</h2><ul id=\"findings\">");
+        for f in &a.findings {
+            o.push_str(&format!(
+                "<li class=\"{}\">{}</li>",
+                if f.significant { "sig" } else { "noise" },
+                esc(&f.text)
+            ));
+        }
+        o.push_str("</ul>\n");
+    }
+
+    // Families of rows (protocol × IP × encapsulation).
+    let mut families: BTreeMap<(String, u8, String), Vec<&Row>> = BTreeMap::new();
+    for r in &a.rows {
+        families.entry(family_key(&r.dims)).or_default().push(r);
+    }
+    // Shared y axes: every bar chart of one protocol uses the same maximum per unit.
+    let mut max_mbps: BTreeMap<String, f64> = BTreeMap::new();
+    let mut max_pps: BTreeMap<String, f64> = BTreeMap::new();
+    for r in &a.rows {
+        let reached = r
+            .tester_reached_percent
+            .map_or(0.0, |p| p / 100.0 * r.max_pps);
+        let pps = r.pps.unwrap_or(0.0).max(reached) + r.noise_pps;
+        let m = max_mbps.entry(r.dims.protocol.clone()).or_default();
+        *m = m.max(pps * r.frame_len * 8.0 / 1e6);
+        let p = max_pps.entry(r.dims.protocol.clone()).or_default();
+        *p = p.max(pps);
+    }
+    o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (half the spread over repetitions plus half the search resolution). Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
+    for ((proto, _, _), rows) in &families {
+        let fam = rows[0].dims.family();
+        o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
+        let (g, s, v) = grouped(a, rows, |r| r.l2_bps.map(|b| b / 1e6));
+        fig(
+            &mut o,
+            &bar_chart(
+                &format!("{fam}: throughput, Mb/s (L2)"),
+                "profile",
+                "Mb/s (L2, frames with FCS)",
+                &g,
+                &s,
+                &v,
+                max_mbps.get(proto).copied().unwrap_or(1.0),
+            ),
+        );
+        let (g, s, v) = grouped(a, rows, |r| r.pps);
+        fig(
+            &mut o,
+            &bar_chart(
+                &format!("{fam}: throughput, frames/s"),
+                "profile",
+                "frames per second",
+                &g,
+                &s,
+                &v,
+                max_pps.get(proto).copied().unwrap_or(1.0),
+            ),
+        );
+        if rows.iter().any(|r| r.dut_cpu_percent.is_some()) {
+            let (g, s, v) = grouped(a, rows, |r| r.dut_cpu_percent);
+            fig(
+                &mut o,
+                &bar_chart(
+                    &format!("{fam}: DUT CPU busy %"),
+                    "profile",
+                    "DUT CPU %",
+                    &g,
+                    &s,
+                    &v,
+                    100.0,
+                ),
+            );
+        }
+        o.push_str("</div>\n");
+    }
+
+    // Throughput and % of line rate against frame size, per encapsulation.
+    let udp: Vec<_> = families
+        .iter()
+        .filter(|(k, rows)| k.0 == "udp" && rows.iter().any(|r| r.dims.frame_size.is_some()))
+        .collect();
+    if !udp.is_empty() {
+        o.push_str("<h2>Throughput against frame size</h2>\n<p>Dashed: the theoretical maximum of the encapsulated frame on the bottleneck link.</p>\n");
+    }
+    for (_, rows) in &udp {
+        let fam = rows[0].dims.family();
+        let mut mbps = Vec::new();
+        let mut pct = Vec::new();
+        for p in &a.profiles {
+            let pts: Vec<&&Row> = rows
+                .iter()
+                .filter(|r| &r.dims.profile == p && r.pps.is_some() && r.dims.frame_size.is_some())
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            mbps.push(Series {
+                name: p.clone(),
+                points: pts
+                    .iter()
+                    .map(|r| (r.frame_len, r.l2_bps.unwrap_or(0.0) / 1e6))
+                    .collect(),
+                dashed: false,
+            });
+            pct.push(Series {
+                name: p.clone(),
+                points: pts
+                    .iter()
+                    .map(|r| (r.frame_len, r.percent.unwrap_or(0.0)))
+                    .collect(),
+                dashed: false,
+            });
+        }
+        let dims = &rows[0].dims;
+        let lo = rows
+            .iter()
+            .filter_map(|r| r.dims.frame_size)
+            .min()
+            .unwrap_or(64);
+        let hi = rows
+            .iter()
+            .filter_map(|r| r.dims.frame_size)
+            .max()
+            .unwrap_or(1518);
+        let mut theo = Vec::new();
+        let mut f = lo;
+        while f <= hi {
+            if let Some((_, l2, _)) = udp_max(a.speed_bps, dims, f) {
+                theo.push((f64::from(f), l2 / 1e6));
+            }
+            f += 16.min(hi - f).max(1);
+            if f == hi {
+                if let Some((_, l2, _)) = udp_max(a.speed_bps, dims, f) {
+                    theo.push((f64::from(f), l2 / 1e6));
+                }
+                break;
+            }
+        }
+        mbps.push(Series {
+            name: "theoretical max".into(),
+            points: theo.clone(),
+            dashed: true,
+        });
+        pct.push(Series {
+            name: "line rate (100 %)".into(),
+            points: vec![(f64::from(lo), 100.0), (f64::from(hi), 100.0)],
+            dashed: true,
+        });
+        o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
+        fig(
+            &mut o,
+            &line_chart(
+                &format!("{fam}: throughput vs frame size"),
+                "frame size, bytes",
+                "Mb/s (L2)",
+                &mbps,
+                None,
+            ),
+        );
+        fig(
+            &mut o,
+            &line_chart(
+                &format!("{fam}: percent of line rate vs frame size"),
+                "frame size, bytes",
+                "% of line rate",
+                &pct,
+                Some(100.0),
+            ),
+        );
+        o.push_str("</div>\n");
+    }
+
+    // TCP throughput against MSS.
+    let tcp_mss: Vec<_> = families
+        .iter()
+        .filter(|(k, rows)| {
+            k.0 == "tcp" && {
+                let mut m: Vec<u32> = rows.iter().filter_map(|r| r.dims.mss).collect();
+                m.sort_unstable();
+                m.dedup();
+                m.len() > 1
+            }
+        })
+        .collect();
+    if !tcp_mss.is_empty() {
+        o.push_str("<h2>TCP throughput against MSS</h2>\n<div class=\"charts\">");
+    }
+    for (_, rows) in &tcp_mss {
+        let fam = rows[0].dims.family();
+        let mut lines: BTreeMap<(usize, Option<u32>), Series> = BTreeMap::new();
+        for r in rows.iter() {
+            let (Some(m), Some(b)) = (r.dims.mss, r.l4_bps.or(r.l2_bps)) else {
+                continue;
+            };
+            let order = a
+                .profiles
+                .iter()
+                .position(|p| p == &r.dims.profile)
+                .unwrap_or(usize::MAX);
+            lines
+                .entry((order, r.dims.sessions))
+                .or_insert_with(|| Series {
+                    name: match r.dims.sessions {
+                        Some(s) => format!("{} ×{s}", r.dims.profile),
+                        None => r.dims.profile.clone(),
+                    },
+                    points: Vec::new(),
+                    dashed: false,
+                })
+                .points
+                .push((f64::from(m), b / 1e6));
+        }
+        let mut series: Vec<Series> = lines.into_values().collect();
+        for s in &mut series {
+            s.points.sort_by(|x, y| x.0.total_cmp(&y.0));
+        }
+        fig(
+            &mut o,
+            &line_chart(
+                &format!("{fam}: throughput vs MSS"),
+                "MSS, bytes",
+                "Mb/s (L4, iperf3)",
+                &series,
+                None,
+            ),
+        );
+    }
+    if !tcp_mss.is_empty() {
+        o.push_str("</div>\n");
+    }
+
+    // Loss curves.
+    if !a.loss_curves.is_empty() {
+        o.push_str("<h2>Frame loss rate</h2>\n<div class=\"charts\">");
+        let mut by_fam: BTreeMap<String, Vec<Series>> = BTreeMap::new();
+        for c in &a.loss_curves {
+            by_fam.entry(c.dims.family()).or_default().push(Series {
+                name: format!("{} {}", c.dims.profile, second(&c.dims)),
+                points: c.points.iter().rev().copied().collect(),
+                dashed: false,
+            });
+        }
+        for (fam, series) in by_fam {
+            fig(
+                &mut o,
+                &line_chart(
+                    &format!("{fam}: frame loss rate (RFC 2544 §26.3)"),
+                    "offered load, % of line rate",
+                    "frames lost, %",
+                    &series,
+                    None,
+                ),
+            );
+        }
+        o.push_str("</div>\n");
+    }
+
+    // Latency.
+    if !a.latency.is_empty() {
+        o.push_str("<h2>Latency per frame size</h2>\n<p>Solid: mean one-way latency; dashed: min and max (the trials record no percentiles yet).</p><div class=\"charts\">");
+        let mut by_fam: BTreeMap<String, BTreeMap<usize, Vec<&crate::model::LatencyRow>>> =
+            BTreeMap::new();
+        for l in &a.latency {
+            let order = a
+                .profiles
+                .iter()
+                .position(|p| p == &l.dims.profile)
+                .unwrap_or(usize::MAX);
+            by_fam
+                .entry(l.dims.family())
+                .or_default()
+                .entry(order)
+                .or_default()
+                .push(l);
+        }
+        for (fam, profs) in by_fam {
+            let mut series = Vec::new();
+            for ls in profs.values() {
+                let name = &ls[0].dims.profile;
+                let pts = |f: &dyn Fn(&crate::model::LatencyRow) -> f64| -> Vec<(f64, f64)> {
+                    ls.iter()
+                        .filter_map(|l| l.dims.frame_size.map(|s| (f64::from(s), f(l))))
+                        .collect()
+                };
+                series.push(Series {
+                    name: format!("{name} mean"),
+                    points: pts(&|l| l.mean_us),
+                    dashed: false,
+                });
+                series.push(Series {
+                    name: format!("{name} max"),
+                    points: pts(&|l| l.max_us),
+                    dashed: true,
+                });
+                series.push(Series {
+                    name: format!("{name} min"),
+                    points: pts(&|l| l.min_us),
+                    dashed: true,
+                });
+            }
+            fig(
+                &mut o,
+                &line_chart(
+                    &format!("{fam}: latency at throughput"),
+                    "frame size, bytes",
+                    "one-way latency, µs",
+                    &series,
+                    None,
+                ),
+            );
+        }
+        o.push_str("</div>\n");
+    }
+
+    // Tables.
+    o.push_str("<h2>Throughput against line rate</h2>\n<p>pps and Mb/s measured (mean over repetitions; bidirectional tests sum both directions), the theoretical maximum for the encapsulation on the bottleneck link, and the percentage reached. Tester-limited cells are grey and carry no DUT figure.</p>\n<table class=\"results\" id=\"results\"><thead><tr>");
+    for c in COLUMNS {
+        o.push_str(&format!("<th>{c}</th>"));
+    }
+    o.push_str("<th>directions</th></tr></thead><tbody>\n");
+    for r in &a.rows {
+        o.push_str(&format!(
+            "<tr class=\"{}\" data-case=\"{}\" data-methodology=\"{}\">",
+            status(r),
+            esc(&r.case_id),
+            esc(&r.methodology)
+        ));
+        for (i, c) in cells(r).iter().enumerate() {
+            let numeric = i >= 11 || i == 9 || i == 3;
+            let shown = if i == 10 && r.tester_limited {
+                format!(
+                    "tester-limited (tester reached {} %)",
+                    r.tester_reached_percent.map(num::pct).unwrap_or_default()
+                )
+            } else {
+                c.clone()
+            };
+            o.push_str(&format!(
+                "<td{} data-k=\"{}\">{}</td>",
+                if numeric { " class=\"n\"" } else { "" },
+                COLUMNS[i],
+                esc(&shown)
+            ));
+        }
+        o.push_str(&format!("<td class=\"n\">{}</td></tr>\n", r.directions));
+    }
+    o.push_str("</tbody></table>\n");
+    if !a.latency.is_empty() {
+        o.push_str("<h3>Latency</h3><table id=\"latency\"><tr><th>case</th><th>load %</th><th>min µs</th><th>mean µs</th><th>max µs</th><th>samples</th></tr>");
+        for l in &a.latency {
+            o.push_str(&format!(
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                esc(&l.case_id),
+                num::pct(l.load_percent),
+                num::us(l.min_us),
+                num::us(l.mean_us),
+                num::us(l.max_us),
+                l.samples
+            ));
+        }
+        o.push_str("</table>\n");
+    }
+    if !a.notes.is_empty() {
+        o.push_str("<h2>Notes</h2><ul>");
+        for n in &a.notes {
+            o.push_str(&format!("<li>{}</li>", esc(n)));
+        }
+        o.push_str("</ul>\n");
+    }
+    if !a.host.is_empty() {
+        o.push_str("<h2>Host</h2><table>");
+        for (k, v) in &a.host {
+            o.push_str(&format!("<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v)));
+        }
+        o.push_str("</table>\n");
+    }
+    o.push_str("</body></html>\n");
+    o.into_bytes()
+}

@@ -1,0 +1,920 @@
+//! From a run's records to the figures every exporter prints: one [`Analysis`].
+//!
+//! Every number the exporters show is computed here once, so HTML, CSV, Markdown and JSON
+//! cannot disagree. Rates are turned from line fractions into frames and bits per second with
+//! `wire`'s line-rate arithmetic for the case's encapsulation (DESIGN.md §4), never hard-coded.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bench::iperf3;
+use bench::plan::{Case, Methodology, Plan};
+use bench::results::{Record, RunInfo, TrialRecord};
+use bench::search::{Finding, Status};
+use serde::{Deserialize, Serialize};
+use wire::encap::{EncapSpec, IpVersion};
+use wire::linerate::{FrameSize, Path};
+use wire::units::BitsPerSec;
+
+/// Link speed assumed when the plan cannot be read (it names none).
+pub const DEFAULT_SPEED: f64 = 1e9;
+
+/// Per-case DUT statistics, derived from the hook outputs the runner records in `hooks.jsonl`
+/// ([`cpu_from_hooks`]). A run without CPU hooks has no CPU figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseStats {
+    /// Case id.
+    pub case_id: String,
+    /// Repetition, from 0.
+    pub repetition: u32,
+    /// DUT CPU busy percent during the case (e.g. from a `proc-stat` before/after pair).
+    #[serde(default)]
+    pub dut_cpu_percent: Option<f64>,
+}
+
+/// One line of `hooks.jsonl` as the runner writes it (`bench::runner`): a DUT hook's output,
+/// with its case when it ran for one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookRecord {
+    /// Case id, for per-case hooks (`stats-before`, `stats-after`, `sampler`).
+    #[serde(default)]
+    pub case_id: Option<String>,
+    /// Profile.
+    pub profile: String,
+    /// `setup`, `teardown`, `stats-before`, `stats-after` or `sampler`.
+    pub stage: String,
+    /// What the hook printed, raw and parsed.
+    pub output: bench::hooks::HookOutput,
+}
+
+/// DUT CPU per case from hook outputs: a `vmstat` sampler's mean, or a `/proc/stat`
+/// `stats-before`/`stats-after` pair of the same case. The n-th figure of a case is
+/// repetition n.
+pub fn cpu_from_hooks(lines: &[HookRecord]) -> Vec<CaseStats> {
+    use bench::hooks::parse::{cpu_busy_percent, Parsed};
+    let mut out: Vec<CaseStats> = Vec::new();
+    let mut before: BTreeMap<&str, &Vec<bench::hooks::parse::CpuTimes>> = BTreeMap::new();
+    let push = |case: &str, pct: f64, out: &mut Vec<CaseStats>| {
+        let repetition = out.iter().filter(|s| s.case_id == case).count() as u32;
+        out.push(CaseStats {
+            case_id: case.into(),
+            repetition,
+            dut_cpu_percent: Some(pct),
+        });
+    };
+    for l in lines {
+        let Some(case) = l.case_id.as_deref() else {
+            continue;
+        };
+        match (l.stage.as_str(), &l.output.parsed) {
+            ("sampler", Some(Parsed::Vmstat(s))) => {
+                if let Some(m) = s.mean() {
+                    push(case, m, &mut out);
+                }
+            }
+            ("stats-before", Some(Parsed::ProcStat(t))) => {
+                before.insert(case, t);
+            }
+            ("stats-after", Some(Parsed::ProcStat(t))) => {
+                if let Some(b) = before.remove(case) {
+                    if let Some(p) = cpu_busy_percent(b, t, "cpu") {
+                        push(case, p, &mut out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Everything read from a run directory; the CLI fills it, the report never touches files.
+#[derive(Debug, Clone, Copy)]
+pub struct RunInput<'a> {
+    /// `run.json`.
+    pub info: &'a RunInfo,
+    /// Complete records of `trials.jsonl`.
+    pub records: &'a [Record],
+    /// The last line of `trials.jsonl` was torn (the run was killed mid-write).
+    pub torn_tail: bool,
+    /// DUT statistics per case ([`cpu_from_hooks`] of `hooks.jsonl`).
+    pub stats: &'a [CaseStats],
+}
+
+/// The dimensions of a case, as the report groups them.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Dims {
+    /// DUT profile.
+    pub profile: String,
+    /// `udp` or `tcp`.
+    pub protocol: String,
+    /// 4 or 6.
+    pub ip: u8,
+    /// Encapsulation on the far link (`ipv4`, `ipv4+pppoe`, …): the case's `encap` variable when
+    /// the plan has one, else plain IP.
+    pub encap: String,
+    /// UDP frame size.
+    pub frame_size: Option<u32>,
+    /// TCP sessions.
+    pub sessions: Option<u32>,
+    /// TCP MSS.
+    pub mss: Option<u32>,
+    /// User dimensions other than `encap`.
+    pub vars: Vec<(String, String)>,
+}
+
+impl Dims {
+    fn from_case(c: &Case) -> Dims {
+        let ip = match c.ip {
+            IpVersion::V4 => 4,
+            IpVersion::V6 => 6,
+        };
+        let encap = c
+            .vars
+            .iter()
+            .find(|(k, _)| k == "encap")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| EncapSpec::plain(c.ip).to_string());
+        Dims {
+            profile: c.profile.clone(),
+            protocol: c.protocol.to_string(),
+            ip,
+            encap,
+            frame_size: c.frame_size,
+            sessions: c.sessions,
+            mss: c.mss,
+            vars: c
+                .vars
+                .iter()
+                .filter(|(k, _)| k != "encap")
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Parses a case id (`profile/udp4/64B/s2/mss1200/k=v`) when the plan is unreadable.
+    pub fn from_case_id(id: &str) -> Dims {
+        let mut parts = id.split('/');
+        let profile = parts.next().unwrap_or("").to_string();
+        let proto = parts.next().unwrap_or("udp4");
+        let (protocol, ip) = if let Some(v) = proto.strip_prefix("tcp") {
+            ("tcp", v)
+        } else {
+            ("udp", proto.strip_prefix("udp").unwrap_or("4"))
+        };
+        let ip: u8 = ip.parse().unwrap_or(4);
+        let mut d = Dims {
+            profile,
+            protocol: protocol.into(),
+            ip,
+            encap: if ip == 6 { "ipv6" } else { "ipv4" }.into(),
+            frame_size: None,
+            sessions: None,
+            mss: None,
+            vars: Vec::new(),
+        };
+        for p in parts {
+            if let Some((k, v)) = p.split_once('=') {
+                if k == "encap" {
+                    d.encap = v.into();
+                } else {
+                    d.vars.push((k.into(), v.into()));
+                }
+            } else if let Some(n) = p.strip_suffix('B').and_then(|x| x.parse().ok()) {
+                d.frame_size = Some(n);
+            } else if let Some(n) = p.strip_prefix("mss").and_then(|x| x.parse().ok()) {
+                d.mss = Some(n);
+            } else if let Some(n) = p.strip_prefix('s').and_then(|x| x.parse().ok()) {
+                d.sessions = Some(n);
+            }
+        }
+        d
+    }
+
+    /// `IPv4 UDP`, `IPv6 TCP`, with the encapsulation when it is not plain.
+    pub fn family(&self) -> String {
+        let base = format!("IPv{} {}", self.ip, self.protocol.to_uppercase());
+        if self.encap == format!("ipv{}", self.ip) {
+            base
+        } else {
+            format!("{base} over {}", self.encap)
+        }
+    }
+
+    /// Where in the matrix, without the profile: `64 B, IPv4 UDP`.
+    pub fn point(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(f) = self.frame_size {
+            parts.push(format!("{f} B"));
+        }
+        if let Some(s) = self.sessions {
+            parts.push(format!("{s} session{}", if s == 1 { "" } else { "s" }));
+        }
+        if let Some(m) = self.mss {
+            parts.push(format!("MSS {m}"));
+        }
+        for (k, v) in &self.vars {
+            parts.push(format!("{k}={v}"));
+        }
+        parts.push(self.family());
+        parts.join(", ")
+    }
+
+    /// The same point with another profile (for findings and grouping).
+    pub fn without_profile(&self) -> Dims {
+        Dims {
+            profile: String::new(),
+            ..self.clone()
+        }
+    }
+}
+
+/// One throughput figure of one case (a throughput search or iperf3), over all repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Case id.
+    pub case_id: String,
+    /// Dimensions.
+    pub dims: Dims,
+    /// Methodology name (`rfc2544-throughput`, `multi-goal`, `iperf3`).
+    pub methodology: String,
+    /// Repetitions that produced a DUT figure.
+    pub repetitions: usize,
+    /// Repetitions planned.
+    pub repetitions_planned: u32,
+    /// Directions summed (2 for a bidirectional iperf3 run).
+    pub directions: u8,
+    /// Frame length on the reference link, bytes with FCS (mean for TCP: full segments).
+    pub frame_len: f64,
+    /// Measured frames per second (mean over repetitions, directions summed).
+    pub pps: Option<f64>,
+    /// Measured L2 bits per second (frame bytes with FCS).
+    pub l2_bps: Option<f64>,
+    /// L4 bits per second (iperf3 only).
+    pub l4_bps: Option<f64>,
+    /// Per-repetition frames per second.
+    pub rep_pps: Vec<f64>,
+    /// Noise in frames per second: half the spread over repetitions plus half the search's
+    /// final interval (its resolution).
+    pub noise_pps: f64,
+    /// Theoretical maximum frames per second on the bottleneck link (directions summed).
+    pub max_pps: f64,
+    /// Theoretical maximum L2 bits per second at the reference link (directions summed).
+    pub max_l2_bps: f64,
+    /// Bottleneck link name.
+    pub bottleneck: String,
+    /// Percent of the theoretical maximum reached.
+    pub percent: Option<f64>,
+    /// The tester, not the DUT, set the pace in some repetition: no DUT figure.
+    pub tester_limited: bool,
+    /// For tester-limited cells: what the tester reached, percent of line rate.
+    pub tester_reached_percent: Option<f64>,
+    /// Mean DUT CPU busy percent, when captured.
+    pub dut_cpu_percent: Option<f64>,
+}
+
+/// The frame-loss-rate curve of one case (mean over repetitions per load).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LossCurveRow {
+    /// Case id.
+    pub case_id: String,
+    /// Dimensions.
+    pub dims: Dims,
+    /// (offered load percent, loss percent), highest load first.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Latency of one case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyRow {
+    /// Case id.
+    pub case_id: String,
+    /// Dimensions.
+    pub dims: Dims,
+    /// The load the latency trials ran at, percent of line rate.
+    pub load_percent: f64,
+    /// Smallest one-way latency, microseconds.
+    pub min_us: f64,
+    /// Mean of the trials' means, microseconds.
+    pub mean_us: f64,
+    /// Largest, microseconds.
+    pub max_us: f64,
+    /// Frames that contributed.
+    pub samples: u64,
+}
+
+/// One statement about a profile against the baseline profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Statement {
+    /// Profile.
+    pub profile: String,
+    /// Baseline profile.
+    pub baseline: String,
+    /// The matrix point (`64 B, IPv4 UDP`).
+    pub point: String,
+    /// (profile − baseline) / baseline, percent.
+    pub delta_percent: f64,
+    /// The noise both figures carry, percent of the baseline.
+    pub noise_percent: f64,
+    /// Whether the difference exceeds the noise.
+    pub significant: bool,
+    /// The sentence.
+    pub text: String,
+}
+
+/// What a killed or unfinished run lacks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Completeness {
+    /// (case, repetition, methodology) searches the plan asks for (0 when unknown).
+    pub expected: usize,
+    /// Searches that finished.
+    pub finished: usize,
+    /// The last line of `trials.jsonl` was torn.
+    pub torn_tail: bool,
+    /// Searches that started but did not finish: `case (methodology, repetition N): K trials`.
+    pub in_progress: Vec<String>,
+    /// Searches not started: `case (methodology): N of M repetitions missing`.
+    pub missing: Vec<String>,
+    /// Why the plan in `run.json` could not be read, if it could not.
+    pub plan_error: Option<String>,
+}
+
+impl Completeness {
+    /// True when everything the plan asked for is there.
+    pub fn is_complete(&self) -> bool {
+        self.plan_error.is_none()
+            && !self.torn_tail
+            && self.in_progress.is_empty()
+            && self.missing.is_empty()
+    }
+}
+
+/// The whole report, ready to export.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// Plan name.
+    pub plan_name: String,
+    /// Plan description.
+    pub description: Option<String>,
+    /// wirerate version that ran.
+    pub version: String,
+    /// Start, Unix seconds.
+    pub started_unix: u64,
+    /// Host facts.
+    pub host: BTreeMap<String, String>,
+    /// Reference link speed, bits per second.
+    pub speed_bps: f64,
+    /// Repetitions per case.
+    pub repetitions: u32,
+    /// Profiles in plan order.
+    pub profiles: Vec<String>,
+    /// The profile the others are compared with (the plan's first).
+    pub baseline: Option<String>,
+    /// Throughput rows.
+    pub rows: Vec<Row>,
+    /// Loss curves.
+    pub loss_curves: Vec<LossCurveRow>,
+    /// Latency.
+    pub latency: Vec<LatencyRow>,
+    /// Findings.
+    pub findings: Vec<Statement>,
+    /// What is missing.
+    pub completeness: Completeness,
+    /// Things a reader must know (assumptions, records the run did not have).
+    pub notes: Vec<String>,
+}
+
+fn ip_of(d: &Dims) -> IpVersion {
+    if d.ip == 6 {
+        IpVersion::V6
+    } else {
+        IpVersion::V4
+    }
+}
+
+/// Theoretical one-direction maximum for a UDP frame size: (pps, L2 bps at the reference link,
+/// bottleneck name). `None` when the size does not fit.
+pub fn udp_max(speed: f64, dims: &Dims, frame: u32) -> Option<(f64, f64, String)> {
+    let ip = ip_of(dims);
+    let encap: EncapSpec = dims.encap.parse().unwrap_or(EncapSpec::plain(ip));
+    let path = Path::router(BitsPerSec(speed), encap, wire::linerate::ETHERNET_MTU);
+    let r = path
+        .rate(
+            &FrameSize::Fixed {
+                bytes: frame as usize,
+            },
+            false,
+        )
+        .ok()?;
+    let name = r
+        .links
+        .get(r.bottleneck)
+        .map(|l| l.link.clone())
+        .unwrap_or_default();
+    Some((r.max_pps.0, r.total_l2.0, name))
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        None
+    } else {
+        Some(v.iter().sum::<f64>() / v.len() as f64)
+    }
+}
+
+fn half_spread(v: &[f64]) -> f64 {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if v.len() < 2 {
+        0.0
+    } else {
+        (hi - lo) / 2.0
+    }
+}
+
+fn is_throughput(m: Methodology) -> bool {
+    matches!(m, Methodology::Rfc2544Throughput | Methodology::MultiGoal)
+}
+
+/// Analyses a run. Never fails: what cannot be read is reported in [`Analysis::completeness`].
+pub fn analyse(input: RunInput<'_>) -> Analysis {
+    let info = input.info;
+    let plan = Plan::parse(&info.plan_text, "run.json");
+    let mut completeness = Completeness {
+        torn_tail: input.torn_tail,
+        ..Completeness::default()
+    };
+    let mut notes = Vec::new();
+    let (cases, speed, reps, profiles, description) = match &plan {
+        Ok(p) => (
+            p.cases().unwrap_or_default(),
+            p.speed().0,
+            p.run.repetitions,
+            p.dut.profiles.iter().map(|x| x.name.clone()).collect(),
+            p.description.clone(),
+        ),
+        Err(e) => {
+            completeness.plan_error = Some(e.to_string());
+            notes.push(format!(
+                "the plan in run.json could not be read; dimensions come from case ids and the link speed is assumed to be {} Gb/s",
+                DEFAULT_SPEED / 1e9
+            ));
+            (Vec::new(), DEFAULT_SPEED, 1, Vec::new(), None)
+        }
+    };
+    let mut dims_of: BTreeMap<String, Dims> = cases
+        .iter()
+        .map(|c| (c.id.clone(), Dims::from_case(c)))
+        .collect();
+    let mut profiles: Vec<String> = profiles;
+    let dims_for = |id: &str, dims_of: &mut BTreeMap<String, Dims>| -> Dims {
+        dims_of
+            .entry(id.to_string())
+            .or_insert_with(|| Dims::from_case_id(id))
+            .clone()
+    };
+
+    // Index the records.
+    let mut trials: BTreeMap<(String, u32, Methodology), Vec<&TrialRecord>> = BTreeMap::new();
+    let mut done: BTreeMap<(String, u32, Methodology), Option<&bench::search::SearchResult>> =
+        BTreeMap::new();
+    // Results the runner found within 10 % of the tester's calibrated ceiling: (case, m) → pps.
+    let mut ceiling: BTreeMap<(String, Methodology), f64> = BTreeMap::new();
+    for r in input.records {
+        match r {
+            Record::Trial(t) => trials
+                .entry((t.key.case_id.clone(), t.key.repetition, t.key.methodology))
+                .or_default()
+                .push(t),
+            Record::Done(d) => {
+                if let Some(c) = d.ceiling.filter(|c| c.tester_limited) {
+                    ceiling.insert((d.case_id.clone(), d.methodology), c.result_pps);
+                }
+                done.insert(
+                    (d.case_id.clone(), d.repetition, d.methodology),
+                    d.result.as_ref(),
+                );
+            }
+        }
+    }
+
+    // Completeness.
+    completeness.finished = done.len();
+    completeness.expected = cases
+        .iter()
+        .map(|c| c.methodologies.len() * reps as usize)
+        .sum();
+    for ((case, rep, m), ts) in &trials {
+        if !done.contains_key(&(case.clone(), *rep, *m)) {
+            completeness.in_progress.push(format!(
+                "{case} ({}, repetition {rep}): {} trial{} recorded, search unfinished",
+                m.name(),
+                ts.len(),
+                if ts.len() == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    for c in &cases {
+        for m in &c.methodologies {
+            let missing = (0..reps)
+                .filter(|r| {
+                    let k = (c.id.clone(), *r, *m);
+                    !done.contains_key(&k) && !trials.contains_key(&k)
+                })
+                .count();
+            if missing > 0 {
+                completeness.missing.push(format!(
+                    "{} ({}): {missing} of {reps} repetition{} not run",
+                    c.id,
+                    m.name(),
+                    if reps == 1 { "" } else { "s" }
+                ));
+            }
+        }
+    }
+
+    // DUT CPU per case.
+    let mut cpu: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for s in input.stats {
+        if let Some(p) = s.dut_cpu_percent {
+            cpu.entry(s.case_id.as_str()).or_default().push(p);
+        }
+    }
+
+    // Throughput rows, keyed by (case, methodology).
+    let mut keys: BTreeSet<(String, Methodology)> = BTreeSet::new();
+    for (c, _, m) in done.keys().chain(trials.keys()) {
+        if is_throughput(*m) || *m == Methodology::Iperf3 {
+            keys.insert((c.clone(), *m));
+        }
+    }
+    let mut rows = Vec::new();
+    let mut tcp_timestamps_note = false;
+    for (case_id, m) in &keys {
+        let dims = dims_for(case_id, &mut dims_of);
+        let dut_cpu_percent = cpu.get(case_id.as_str()).and_then(|v| mean(v));
+        if is_throughput(*m) {
+            let Some(frame) = dims.frame_size else {
+                continue;
+            };
+            let Some((max_pps, max_l2, bottleneck)) = udp_max(speed, &dims, frame) else {
+                notes.push(format!(
+                    "{case_id}: frame size {frame} B does not fit the path; no theoretical maximum"
+                ));
+                continue;
+            };
+            let mut rep_pps = Vec::new();
+            let mut widths = Vec::new();
+            let mut limited = None;
+            for ((c, _, mm), res) in &done {
+                if c != case_id || mm != m {
+                    continue;
+                }
+                let Some(res) = res else { continue };
+                match (&res.status, &res.finding) {
+                    (Status::TesterLimited { achieved, .. }, _) => {
+                        limited = Some(achieved.percent());
+                    }
+                    (Status::Complete, Finding::Throughput { goals }) => {
+                        if let Some(g) = goals.first() {
+                            let lower = g.lower.map_or(0.0, |l| l.0);
+                            rep_pps.push(lower * max_pps);
+                            if let Some(u) = g.upper {
+                                widths.push((u.0 - lower) * max_pps);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if limited.is_none() {
+                if let Some(p) = ceiling.get(&(case_id.clone(), *m)) {
+                    limited = Some(100.0 * p / max_pps);
+                }
+            }
+            let pps = mean(&rep_pps);
+            let noise_pps = half_spread(&rep_pps) + mean(&widths).unwrap_or(0.0) / 2.0;
+            let frame_len = frame as f64;
+            rows.push(Row {
+                case_id: case_id.clone(),
+                dims,
+                methodology: m.name().into(),
+                repetitions: rep_pps.len(),
+                repetitions_planned: reps,
+                directions: 1,
+                frame_len,
+                pps: if limited.is_some() { None } else { pps },
+                l2_bps: if limited.is_some() {
+                    None
+                } else {
+                    pps.map(|p| p * frame_len * 8.0)
+                },
+                l4_bps: None,
+                rep_pps,
+                noise_pps,
+                max_pps,
+                max_l2_bps: max_l2,
+                bottleneck,
+                percent: if limited.is_some() {
+                    None
+                } else {
+                    pps.map(|p| 100.0 * p / max_pps)
+                },
+                tester_limited: limited.is_some(),
+                tester_reached_percent: limited,
+                dut_cpu_percent,
+            });
+        } else {
+            // iperf3: one run per repetition; the last trial with a parsable report counts.
+            let mut rep_pps = Vec::new();
+            let mut rep_l2 = Vec::new();
+            let mut rep_l4 = Vec::new();
+            let mut frame_len = 0.0;
+            let mut directions = 1;
+            for ((c, _, mm), ts) in &trials {
+                if c != case_id || mm != m {
+                    continue;
+                }
+                // The runner's TCP figures when it recorded them (MSS as captured on the wire),
+                // else the raw iperf3 JSON.
+                let Some(t) = ts
+                    .iter()
+                    .rev()
+                    .find(|t| t.tcp.is_some() || t.iperf3.is_some())
+                else {
+                    continue;
+                };
+                let rep = t
+                    .iperf3
+                    .as_ref()
+                    .and_then(|v| iperf3::report::parse(&v.to_string()).ok());
+                let (l4, mss) = match (&t.tcp, &rep) {
+                    (Some(f), _) => (BitsPerSec(f.l4_bps), f.mss),
+                    (None, Some(r)) => (
+                        r.total_received(),
+                        r.tcp_mss
+                            .map(|x| x as u32)
+                            .or(dims.mss)
+                            .unwrap_or(if dims.ip == 6 { 1440 } else { 1460 }),
+                    ),
+                    (None, None) => continue,
+                };
+                tcp_timestamps_note = true;
+                let rates = iperf3::tcp_rates(l4, mss, ip_of(&dims), true);
+                frame_len = f64::from(rates.frame_len);
+                directions = if rep.as_ref().is_some_and(|r| r.backward.is_some()) {
+                    2
+                } else {
+                    1
+                };
+                rep_pps.push(rates.frames.0);
+                rep_l2.push(t.tcp.as_ref().map_or(rates.l2.0, |f| f.l2_bps));
+                rep_l4.push(l4.0);
+            }
+            if rep_pps.is_empty() {
+                continue;
+            }
+            let one = wire::linerate::max_frame_rate(BitsPerSec(speed), frame_len as usize).0;
+            let max_pps = one * f64::from(directions);
+            let pps = mean(&rep_pps);
+            rows.push(Row {
+                case_id: case_id.clone(),
+                dims,
+                methodology: m.name().into(),
+                repetitions: rep_pps.len(),
+                repetitions_planned: reps,
+                directions,
+                frame_len,
+                pps,
+                l2_bps: mean(&rep_l2),
+                l4_bps: mean(&rep_l4),
+                noise_pps: half_spread(&rep_pps),
+                rep_pps,
+                max_pps,
+                max_l2_bps: max_pps * frame_len * 8.0,
+                bottleneck: "link".into(),
+                percent: pps.map(|p| 100.0 * p / max_pps),
+                tester_limited: false,
+                tester_reached_percent: None,
+                dut_cpu_percent,
+            });
+        }
+    }
+    if tcp_timestamps_note {
+        notes.push(
+            "TCP frame rates assume full-size segments with TCP timestamps (Linux's default): payload = MSS − 12 B".into(),
+        );
+    }
+
+    // Loss curves and latency.
+    let mut loss_curves = Vec::new();
+    let mut latency = Vec::new();
+    let mut curve_acc: BTreeMap<String, BTreeMap<i64, Vec<f64>>> = BTreeMap::new();
+    let mut lat_acc: BTreeMap<String, Vec<(f64, bench::search::LatencySummary)>> = BTreeMap::new();
+    for ((case, _, _), res) in &done {
+        let Some(res) = res else { continue };
+        if res.status != Status::Complete {
+            continue;
+        }
+        match &res.finding {
+            Finding::LossCurve { points } => {
+                let acc = curve_acc.entry(case.clone()).or_default();
+                for p in points {
+                    acc.entry((p.load.percent() * 1000.0).round() as i64)
+                        .or_default()
+                        .push(p.loss_ratio * 100.0);
+                }
+            }
+            Finding::Latency { load, trials, .. } => {
+                for t in trials {
+                    lat_acc
+                        .entry(case.clone())
+                        .or_default()
+                        .push((load.percent(), *t));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (case, acc) in curve_acc {
+        let dims = dims_for(&case, &mut dims_of);
+        let mut points: Vec<(f64, f64)> = acc
+            .into_iter()
+            .map(|(k, v)| (k as f64 / 1000.0, mean(&v).unwrap_or(0.0)))
+            .collect();
+        points.reverse();
+        loss_curves.push(LossCurveRow {
+            case_id: case,
+            dims,
+            points,
+        });
+    }
+    for (case, acc) in lat_acc {
+        let dims = dims_for(&case, &mut dims_of);
+        let samples: u64 = acc.iter().map(|(_, t)| t.samples).sum();
+        let weighted: f64 = acc
+            .iter()
+            .map(|(_, t)| t.mean.0 as f64 * t.samples as f64)
+            .sum();
+        latency.push(LatencyRow {
+            case_id: case,
+            dims,
+            load_percent: mean(&acc.iter().map(|x| x.0).collect::<Vec<_>>()).unwrap_or(0.0),
+            min_us: acc.iter().map(|x| x.1.min.0).min().unwrap_or(0) as f64 / 1e3,
+            mean_us: if samples > 0 {
+                weighted / samples as f64 / 1e3
+            } else {
+                0.0
+            },
+            max_us: acc.iter().map(|x| x.1.max.0).max().unwrap_or(0) as f64 / 1e3,
+            samples,
+        });
+    }
+    if !latency.is_empty() {
+        notes.push(
+            "latency: trials record min, mean and max only; percentiles (p50/p99) are not in the results yet".into(),
+        );
+    }
+
+    // Profiles seen but not in the plan.
+    for r in &rows {
+        if !profiles.contains(&r.dims.profile) {
+            profiles.push(r.dims.profile.clone());
+        }
+    }
+    let order = |p: &str| profiles.iter().position(|x| x == p).unwrap_or(usize::MAX);
+    let sort_key = |d: &Dims| {
+        (
+            d.protocol.clone(),
+            d.ip,
+            d.encap.clone(),
+            order(&d.profile),
+            d.frame_size,
+            d.sessions,
+            d.mss,
+            d.vars.clone(),
+        )
+    };
+    rows.sort_by(|a, b| {
+        sort_key(&a.dims)
+            .cmp(&sort_key(&b.dims))
+            .then(a.methodology.cmp(&b.methodology))
+    });
+    loss_curves.sort_by_key(|a| sort_key(&a.dims));
+    latency.sort_by_key(|a| sort_key(&a.dims));
+
+    let baseline = profiles
+        .iter()
+        .find(|p| rows.iter().any(|r| &r.dims.profile == *p))
+        .cloned();
+    let findings = baseline
+        .as_deref()
+        .map(|b| findings(&rows, b, reps))
+        .unwrap_or_default();
+    if reps < 2 && !findings.is_empty() {
+        notes.push(
+            "one repetition per case: the noise is only the search's resolution, not measured spread".into(),
+        );
+    }
+
+    Analysis {
+        plan_name: info.plan_name.clone(),
+        description,
+        version: info.version.clone(),
+        started_unix: info.started_unix,
+        host: info.host.clone(),
+        speed_bps: speed,
+        repetitions: reps,
+        profiles,
+        baseline,
+        rows,
+        loss_curves,
+        latency,
+        findings,
+        completeness,
+        notes,
+    }
+}
+
+/// Whether `a` and `b` differ by more than their noise: |a − b| > noise(a) + noise(b).
+pub fn beyond_noise(a: f64, noise_a: f64, b: f64, noise_b: f64) -> bool {
+    (a - b).abs() > noise_a + noise_b
+}
+
+/// Signed percent with a real minus sign: `−48 %`, `+12 %`.
+pub fn signed_percent(p: f64) -> String {
+    let r = p.round();
+    if r == 0.0 {
+        "±0 %".into()
+    } else if r < 0.0 {
+        format!("\u{2212}{} %", -r)
+    } else {
+        format!("+{r} %")
+    }
+}
+
+fn findings(rows: &[Row], baseline: &str, _reps: u32) -> Vec<Statement> {
+    let mut out = Vec::new();
+    for r in rows {
+        if r.dims.profile == baseline || r.tester_limited {
+            continue;
+        }
+        let key = r.dims.without_profile();
+        let Some(b) = rows.iter().find(|b| {
+            b.dims.profile == baseline
+                && b.methodology == r.methodology
+                && b.dims.without_profile() == key
+        }) else {
+            continue;
+        };
+        if b.tester_limited {
+            let point = r.dims.point();
+            out.push(Statement {
+                profile: r.dims.profile.clone(),
+                baseline: baseline.into(),
+                text: format!(
+                    "{}: no comparison with {baseline} at {point}: {baseline} is tester-limited there",
+                    r.dims.profile
+                ),
+                point,
+                delta_percent: 0.0,
+                noise_percent: 0.0,
+                significant: false,
+            });
+            continue;
+        }
+        let (Some(x), Some(y)) = (r.pps, b.pps) else {
+            continue;
+        };
+        if y <= 0.0 {
+            continue;
+        }
+        let delta = 100.0 * (x - y) / y;
+        let noise = 100.0 * (r.noise_pps + b.noise_pps) / y;
+        let significant = beyond_noise(x, r.noise_pps, y, b.noise_pps);
+        let point = r.dims.point();
+        let text = if significant {
+            format!(
+                "{}: {} vs {baseline} at {point}",
+                r.dims.profile,
+                signed_percent(delta)
+            )
+        } else {
+            format!(
+                "{}: within noise of {baseline} at {point} ({}, noise ±{:.1} %)",
+                r.dims.profile,
+                signed_percent(delta),
+                noise
+            )
+        };
+        out.push(Statement {
+            profile: r.dims.profile.clone(),
+            baseline: baseline.into(),
+            point,
+            delta_percent: delta,
+            noise_percent: noise,
+            significant,
+            text,
+        });
+    }
+    out
+}

@@ -1,0 +1,314 @@
+//! Hand-written SVG charts: grouped bars and lines. No scripts, no external fonts.
+
+/// Okabe–Ito colours (distinguishable with the common colour-vision deficiencies).
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+];
+
+/// Escapes text for XML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A "nice" axis maximum and tick step at or above `max`.
+pub fn nice_axis(max: f64) -> (f64, f64) {
+    if !(max > 0.0) || !max.is_finite() {
+        return (1.0, 0.2);
+    }
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| s * 5.0 >= max * 0.999)
+        .unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+/// Tick label: compact, with SI suffix for large values.
+pub fn tick(v: f64) -> String {
+    let a = v.abs();
+    let (x, s) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let t = format!("{x:.2}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    format!("{t}{s}")
+}
+
+/// One bar.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bar {
+    /// Height.
+    pub value: f64,
+    /// Half-height of the noise whisker.
+    pub noise: f64,
+    /// Tester-limited: drawn hatched, labelled "TL", no DUT figure.
+    pub tester_limited: bool,
+}
+
+const W: f64 = 600.0;
+const H: f64 = 330.0;
+const L: f64 = 70.0;
+const R: f64 = 20.0;
+const T: f64 = 36.0;
+const B: f64 = 64.0;
+
+fn frame(title: &str, y_label: &str, x_label: &str, y_max: f64, step: f64, o: &mut String) {
+    o.push_str(&format!(
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}">"#,
+        t = esc(title)
+    ));
+    o.push_str(&format!(
+        r#"<text class="title" x="{}" y="20" text-anchor="middle">{}</text>"#,
+        W / 2.0,
+        esc(title)
+    ));
+    let ph = H - T - B;
+    let mut v = 0.0;
+    while v <= y_max * 1.0001 {
+        let y = T + ph - v / y_max * ph;
+        o.push_str(&format!(
+            r##"<line x1="{L}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text class="tick" x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+            W - R,
+            L - 6.0,
+            y + 4.0,
+            tick(v)
+        ));
+        v += step;
+    }
+    o.push_str(&format!(
+        r##"<line x1="{L}" x2="{L}" y1="{T}" y2="{}" stroke="#333"/><line x1="{L}" x2="{}" y1="{}" y2="{}" stroke="#333"/>"##,
+        T + ph,
+        W - R,
+        T + ph,
+        T + ph
+    ));
+    o.push_str(&format!(
+        r#"<text class="axis-label" transform="translate(16 {}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        T + ph / 2.0,
+        esc(y_label)
+    ));
+    o.push_str(&format!(
+        r#"<text class="axis-label" x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        L + (W - L - R) / 2.0,
+        H - 8.0,
+        esc(x_label)
+    ));
+}
+
+fn legend(names: &[String], dashed: &[bool], o: &mut String) {
+    let mut x = L;
+    let y = H - 30.0;
+    for (i, n) in names.iter().enumerate() {
+        let c = PALETTE[i % PALETTE.len()];
+        if dashed.get(i).copied().unwrap_or(false) {
+            o.push_str(&format!(
+                r#"<line x1="{x}" x2="{}" y1="{}" y2="{}" stroke="{c}" stroke-width="2" stroke-dasharray="5 3"/>"#,
+                x + 14.0,
+                y - 4.0,
+                y - 4.0
+            ));
+        } else {
+            o.push_str(&format!(
+                r#"<rect x="{x}" y="{}" width="12" height="10" fill="{c}"/>"#,
+                y - 9.0
+            ));
+        }
+        o.push_str(&format!(
+            r#"<text class="legend" x="{}" y="{y}">{}</text>"#,
+            x + 17.0,
+            esc(n)
+        ));
+        x += 30.0 + 6.5 * n.chars().count() as f64;
+    }
+}
+
+/// Grouped bars: `values[group][series]`. `y_max` lets charts that belong together share an
+/// axis.
+pub fn bar_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    groups: &[String],
+    series: &[String],
+    values: &[Vec<Option<Bar>>],
+    y_max: f64,
+) -> String {
+    let (y_max, step) = nice_axis(y_max);
+    let mut o = String::new();
+    frame(title, y_label, x_label, y_max, step, &mut o);
+    o.push_str(r##"<defs><pattern id="tl" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#eee"/><line x1="0" y1="0" x2="0" y2="6" stroke="#999" stroke-width="3"/></pattern></defs>"##);
+    let ph = H - T - B;
+    let pw = W - L - R;
+    let gw = pw / groups.len().max(1) as f64;
+    let bw = (gw * 0.8 / series.len().max(1) as f64).min(40.0);
+    for (gi, g) in groups.iter().enumerate() {
+        let gx = L + gi as f64 * gw;
+        let used = bw * series.len() as f64;
+        let x0 = gx + (gw - used) / 2.0;
+        for (si, s) in series.iter().enumerate() {
+            let Some(b) = values.get(gi).and_then(|v| v.get(si)).copied().flatten() else {
+                continue;
+            };
+            let x = x0 + si as f64 * bw;
+            let h = (b.value / y_max * ph).clamp(0.0, ph);
+            let y = T + ph - h;
+            let fill = if b.tester_limited {
+                "url(#tl)".to_string()
+            } else {
+                PALETTE[si % PALETTE.len()].to_string()
+            };
+            o.push_str(&format!(
+                r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{h:.1}" fill="{fill}"><title>{}: {} {}</title></rect>"#,
+                bw - 2.0,
+                esc(g),
+                esc(s),
+                tick(b.value)
+            ));
+            if b.tester_limited {
+                o.push_str(&format!(
+                    r#"<text class="tl" x="{:.1}" y="{:.1}" text-anchor="middle">TL</text>"#,
+                    x + bw / 2.0 - 1.0,
+                    y - 3.0
+                ));
+            } else if b.noise > 0.0 {
+                let cx = x + bw / 2.0 - 1.0;
+                let y1 = T + ph - ((b.value + b.noise) / y_max * ph).clamp(0.0, ph);
+                let y2 = T + ph - ((b.value - b.noise).max(0.0) / y_max * ph).clamp(0.0, ph);
+                o.push_str(&format!(
+                    r##"<path class="whisker" d="M{:.1} {y1:.1}H{:.1}M{cx:.1} {y1:.1}V{y2:.1}M{:.1} {y2:.1}H{:.1}" stroke="#222" fill="none"/>"##,
+                    cx - 3.0,
+                    cx + 3.0,
+                    cx - 3.0,
+                    cx + 3.0
+                ));
+            }
+        }
+        o.push_str(&format!(
+            r#"<text class="group" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            gx + gw / 2.0,
+            T + ph + 14.0,
+            esc(g)
+        ));
+    }
+    legend(series, &[], &mut o);
+    o.push_str("</svg>");
+    o
+}
+
+/// One line of a line chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend name.
+    pub name: String,
+    /// Points (x, y), drawn in order.
+    pub points: Vec<(f64, f64)>,
+    /// Dashed (theoretical curves).
+    pub dashed: bool,
+}
+
+/// Lines over a linear x axis from 0 (or the smallest x) to the largest x.
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    y_max: Option<f64>,
+) -> String {
+    let all = series.iter().flat_map(|s| s.points.iter());
+    let (mut x_lo, mut x_hi, mut y_hi) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    for (x, y) in all {
+        x_lo = x_lo.min(*x);
+        x_hi = x_hi.max(*x);
+        y_hi = y_hi.max(*y);
+    }
+    if !x_lo.is_finite() {
+        x_lo = 0.0;
+        x_hi = 1.0;
+    }
+    if x_hi <= x_lo {
+        x_hi = x_lo + 1.0;
+    }
+    let (y_max, step) = nice_axis(y_max.unwrap_or(y_hi));
+    let mut o = String::new();
+    frame(title, y_label, x_label, y_max, step, &mut o);
+    let ph = H - T - B;
+    let pw = W - L - R - 10.0;
+    let px = |x: f64| L + 5.0 + (x - x_lo) / (x_hi - x_lo) * pw;
+    let py = |y: f64| T + ph - (y / y_max * ph).clamp(0.0, ph);
+    // X ticks at the data's distinct x values (at most 8).
+    let mut xs: Vec<f64> = series
+        .iter()
+        .filter(|s| !s.dashed)
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    if xs.len() > 8 {
+        let (_, st) = nice_axis(x_hi - x_lo);
+        xs = (0..)
+            .map(|i| x_lo + st * i as f64)
+            .take_while(|x| *x <= x_hi)
+            .collect();
+    }
+    for x in xs {
+        o.push_str(&format!(
+            r#"<text class="tick" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            px(x),
+            T + ph + 14.0,
+            tick(x)
+        ));
+    }
+    for (i, s) in series.iter().enumerate() {
+        let c = PALETTE[i % PALETTE.len()];
+        let d: Vec<String> = s
+            .points
+            .iter()
+            .enumerate()
+            .map(|(k, (x, y))| {
+                format!(
+                    "{}{:.1} {:.1}",
+                    if k == 0 { "M" } else { "L" },
+                    px(*x),
+                    py(*y)
+                )
+            })
+            .collect();
+        let dash = if s.dashed {
+            r#" stroke-dasharray="6 4""#
+        } else {
+            ""
+        };
+        o.push_str(&format!(
+            r#"<path class="line" d="{}" stroke="{c}" stroke-width="2" fill="none"{dash}/>"#,
+            d.join("")
+        ));
+        if !s.dashed {
+            for (x, y) in &s.points {
+                o.push_str(&format!(
+                    r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="3" fill="{c}"><title>{}: {} → {}</title></circle>"#,
+                    px(*x),
+                    py(*y),
+                    esc(&s.name),
+                    tick(*x),
+                    tick(*y)
+                ));
+            }
+        }
+    }
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    let dashed: Vec<bool> = series.iter().map(|s| s.dashed).collect();
+    legend(&names, &dashed, &mut o);
+    o.push_str("</svg>");
+    o
+}

@@ -1,0 +1,294 @@
+//! Text exporters: JSON summary, CSV, Markdown and the terminal table. One number format for
+//! all of them ([`num`]), so the same figure reads the same everywhere.
+
+use crate::model::{Analysis, Row};
+
+/// Number formats shared by every exporter.
+pub mod num {
+    /// Frames per second: whole frames.
+    pub fn pps(x: f64) -> String {
+        format!("{x:.0}")
+    }
+    /// Bits per second as Mb/s with three decimals.
+    pub fn mbps(bps: f64) -> String {
+        format!("{:.3}", bps / 1e6)
+    }
+    /// Percent with two decimals.
+    pub fn pct(x: f64) -> String {
+        format!("{x:.2}")
+    }
+    /// Microseconds with one decimal.
+    pub fn us(x: f64) -> String {
+        format!("{x:.1}")
+    }
+}
+
+/// The columns of the results table, in order, shared by CSV, Markdown and HTML.
+pub const COLUMNS: [&str; 18] = [
+    "case",
+    "profile",
+    "protocol",
+    "ip",
+    "encap",
+    "frame_size",
+    "sessions",
+    "mss",
+    "methodology",
+    "repetitions",
+    "status",
+    "pps",
+    "mbps_l2",
+    "max_pps",
+    "max_mbps_l2",
+    "percent_line_rate",
+    "noise_pps",
+    "dut_cpu_percent",
+];
+
+/// A row's status word: `ok`, `tester-limited`, `partial` (fewer repetitions than planned).
+pub fn status(r: &Row) -> &'static str {
+    if r.tester_limited {
+        "tester-limited"
+    } else if (r.repetitions as u32) < r.repetitions_planned {
+        "partial"
+    } else {
+        "ok"
+    }
+}
+
+fn opt<T: ToString>(x: Option<T>) -> String {
+    x.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// The cells of a row, in [`COLUMNS`] order (empty where there is no figure).
+pub fn cells(r: &Row) -> Vec<String> {
+    let d = &r.dims;
+    let mut extra = String::new();
+    for (k, v) in &d.vars {
+        extra.push_str(&format!(" {k}={v}"));
+    }
+    vec![
+        r.case_id.clone(),
+        d.profile.clone(),
+        d.protocol.clone(),
+        d.ip.to_string(),
+        d.encap.clone(),
+        opt(d.frame_size),
+        opt(d.sessions),
+        opt(d.mss),
+        r.methodology.clone(),
+        r.repetitions.to_string(),
+        status(r).into(),
+        r.pps.map(num::pps).unwrap_or_default(),
+        r.l2_bps.map(num::mbps).unwrap_or_default(),
+        num::pps(r.max_pps),
+        num::mbps(r.max_l2_bps),
+        r.percent.map(num::pct).unwrap_or_default(),
+        num::pps(r.noise_pps),
+        r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
+    ]
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// `results.csv`: one line per throughput row.
+pub fn csv(a: &Analysis) -> Vec<u8> {
+    let mut out = COLUMNS.join(",");
+    out.push('\n');
+    for r in &a.rows {
+        let line: Vec<String> = cells(r).iter().map(|c| csv_field(c)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// The JSON summary: the whole [`Analysis`], pretty-printed.
+pub fn json(a: &Analysis) -> Vec<u8> {
+    let mut v = serde_json::to_vec_pretty(a).unwrap_or_default();
+    v.push(b'\n');
+    v
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Missing-data lines (shared by Markdown, HTML and the terminal).
+pub fn completeness_lines(a: &Analysis) -> Vec<String> {
+    let c = &a.completeness;
+    let mut v = Vec::new();
+    if c.is_complete() {
+        return v;
+    }
+    v.push(format!(
+        "UNFINISHED RUN: {} of {} searches finished.",
+        c.finished,
+        if c.expected > 0 {
+            c.expected.to_string()
+        } else {
+            "?".into()
+        }
+    ));
+    if c.torn_tail {
+        v.push("The last line of trials.jsonl was cut off (the run was killed while writing); it is ignored.".into());
+    }
+    if let Some(e) = &c.plan_error {
+        v.push(format!("The plan could not be read: {e}"));
+    }
+    for s in &c.in_progress {
+        v.push(format!("In progress: {s}"));
+    }
+    const MAX: usize = 20;
+    for s in c.missing.iter().take(MAX) {
+        v.push(format!("Missing: {s}"));
+    }
+    if c.missing.len() > MAX {
+        v.push(format!("… and {} more missing", c.missing.len() - MAX));
+    }
+    v
+}
+
+/// `summary.md`.
+pub fn markdown(a: &Analysis) -> Vec<u8> {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "# wirerate report: {}\n\n",
+        md_escape(&a.plan_name)
+    ));
+    if let Some(d) = &a.description {
+        o.push_str(&format!("{}\n\n", md_escape(d)));
+    }
+    o.push_str(&format!(
+        "wirerate {} · reference link {} Gb/s · {} repetition{} per case\n\n",
+        a.version,
+        a.speed_bps / 1e9,
+        a.repetitions,
+        if a.repetitions == 1 { "" } else { "s" }
+    ));
+    let missing = completeness_lines(a);
+    if !missing.is_empty() {
+        o.push_str("## What is missing\n\n");
+        for l in &missing {
+            o.push_str(&format!("- {}\n", md_escape(l)));
+        }
+        o.push('\n');
+    }
+    if !a.findings.is_empty() {
+        o.push_str("## Findings\n\n");
+        for f in &a.findings {
+            o.push_str(&format!("- {}\n", md_escape(&f.text)));
+        }
+        o.push('\n');
+    }
+    o.push_str("## Throughput against line rate\n\n");
+    o.push_str("Measured rates sum both directions where a test was bidirectional; the maximum is the theoretical rate of the encapsulated frame on the bottleneck link. Tester-limited cells carry no DUT figure.\n\n");
+    o.push_str(&format!("| {} |\n", COLUMNS.join(" | ")));
+    o.push_str(&format!("|{}\n", "---|".repeat(COLUMNS.len())));
+    for r in &a.rows {
+        let mut c = cells(r);
+        if r.tester_limited {
+            if let Some(p) = r.tester_reached_percent {
+                c[10] = format!("tester-limited (tester reached {} %)", num::pct(p));
+            }
+        }
+        let c: Vec<String> = c.iter().map(|x| md_escape(x)).collect();
+        o.push_str(&format!("| {} |\n", c.join(" | ")));
+    }
+    o.push('\n');
+    if !a.latency.is_empty() {
+        o.push_str("## Latency\n\n| case | load % | min µs | mean µs | max µs | samples |\n|---|---|---|---|---|---|\n");
+        for l in &a.latency {
+            o.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                md_escape(&l.case_id),
+                num::pct(l.load_percent),
+                num::us(l.min_us),
+                num::us(l.mean_us),
+                num::us(l.max_us),
+                l.samples
+            ));
+        }
+        o.push('\n');
+    }
+    if !a.loss_curves.is_empty() {
+        o.push_str("## Frame loss rate\n\n| case | offered load % → loss % |\n|---|---|\n");
+        for c in &a.loss_curves {
+            let pts: Vec<String> = c
+                .points
+                .iter()
+                .map(|(l, x)| format!("{} → {}", num::pct(*l), num::pct(*x)))
+                .collect();
+            o.push_str(&format!(
+                "| {} | {} |\n",
+                md_escape(&c.case_id),
+                pts.join(", ")
+            ));
+        }
+        o.push('\n');
+    }
+    if !a.notes.is_empty() {
+        o.push_str("## Notes\n\n");
+        for n in &a.notes {
+            o.push_str(&format!("- {}\n", md_escape(n)));
+        }
+    }
+    o.into_bytes()
+}
+
+/// The table the terminal shows at the end of a run.
+pub fn terminal(a: &Analysis) -> String {
+    let head = ["case", "pps", "Mb/s L2", "% line", "status"];
+    let mut rows: Vec<[String; 5]> = Vec::new();
+    for r in &a.rows {
+        rows.push([
+            format!("{} [{}]", r.case_id, r.methodology),
+            r.pps.map(num::pps).unwrap_or_else(|| "-".into()),
+            r.l2_bps.map(num::mbps).unwrap_or_else(|| "-".into()),
+            r.percent.map(num::pct).unwrap_or_else(|| "-".into()),
+            status(r).into(),
+        ]);
+    }
+    let mut w = head.map(str::len);
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut o = String::new();
+    let line = |cells: &[String], o: &mut String| {
+        for (i, c) in cells.iter().enumerate() {
+            let pad = w[i] - c.chars().count();
+            if i == 0 || i == 4 {
+                o.push_str(c);
+                o.push_str(&" ".repeat(pad));
+            } else {
+                o.push_str(&" ".repeat(pad));
+                o.push_str(c);
+            }
+            if i + 1 < cells.len() {
+                o.push_str("  ");
+            }
+        }
+        let trimmed = o.trim_end_matches(' ').len();
+        o.truncate(trimmed);
+        o.push('\n');
+    };
+    line(&head.map(String::from), &mut o);
+    for r in &rows {
+        line(r, &mut o);
+    }
+    for f in a.findings.iter().filter(|f| f.significant) {
+        o.push_str(&format!("  {}\n", f.text));
+    }
+    for l in completeness_lines(a) {
+        o.push_str(&format!("! {l}\n"));
+    }
+    o
+}

@@ -1,0 +1,371 @@
+//! Exporter tests against the fixture runs in `tests/fixtures/` (see `tests/fixture.rs`).
+//!
+//! Snapshots live in `tests/fixtures/<run>/expected/`; `WIRERATE_BLESS=1` rewrites them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use bench::results::{read_records, RunInfo};
+use report::model::Analysis;
+use report::{analyse, compare, cpu_from_hooks, HookRecord, RunInput, Verdict};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Reads a fixture run the way the CLI does.
+fn load(name: &str) -> Analysis {
+    let d = fixture(name);
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let loaded = read_records(&d.join("trials.jsonl")).unwrap();
+    let hooks: Vec<HookRecord> = std::fs::read_to_string(d.join("hooks.jsonl"))
+        .map(|t| {
+            t.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    let stats = cpu_from_hooks(&hooks);
+    analyse(RunInput {
+        info: &info,
+        records: &loaded.records,
+        torn_tail: loaded.torn_tail,
+        stats: &stats,
+    })
+}
+
+fn snapshot(run: &str, file: &str, actual: &[u8]) {
+    let path = fixture(run).join("expected").join(file);
+    if std::env::var_os("WIRERATE_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with WIRERATE_BLESS=1)", path.display()));
+    if expected != actual {
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{run}-{file}"));
+        std::fs::write(&out, actual).unwrap();
+        panic!(
+            "{} differs from the snapshot; actual output in {} (WIRERATE_BLESS=1 accepts it)",
+            path.display(),
+            out.display()
+        );
+    }
+}
+
+#[test]
+fn snapshots_of_every_exporter() {
+    for run in ["run-demo", "run-demo-killed"] {
+        let a = load(run);
+        for (name, bytes) in report::render_all(&a) {
+            snapshot(run, name, &bytes);
+        }
+        snapshot(run, "terminal.txt", report::text::terminal(&a).as_bytes());
+    }
+}
+
+#[test]
+fn the_demo_run_has_what_a_reader_needs() {
+    let a = load("run-demo");
+    assert!(a.completeness.is_complete(), "{:?}", a.completeness);
+    assert_eq!(a.profiles, ["forward", "filter-stateful-100", "napt"]);
+    assert_eq!(a.baseline.as_deref(), Some("forward"));
+    // 3 profiles × (5 UDPv4 + 3 UDPv6 sizes + 4 TCP cases).
+    assert_eq!(a.rows.len(), 36);
+    // The theoretical maximum is computed, not typed in: 64 B at 1 Gb/s is 1,488,095 frames/s.
+    let tl = a
+        .rows
+        .iter()
+        .find(|r| r.case_id == "forward/udp4/64B")
+        .unwrap();
+    assert_eq!(tl.max_pps.round(), 1_488_095.0);
+    assert!(tl.tester_limited && tl.pps.is_none() && tl.percent.is_none());
+    // 82 B IPv6: 1e9 / ((82 + 20) × 8).
+    let v6 = a
+        .rows
+        .iter()
+        .find(|r| r.case_id == "forward/udp6/82B")
+        .unwrap();
+    assert_eq!(v6.max_pps.round(), (1e9f64 / (102.0 * 8.0)).round());
+    // Filtering costs about half at small frames (fixture: 290 vs 560 kpps) and is called out.
+    let f = a
+        .findings
+        .iter()
+        .find(|f| {
+            f.text
+                .starts_with("filter-stateful-100: −48 % vs forward at 128 B, IPv4 UDP")
+        })
+        .unwrap_or_else(|| panic!("{:#?}", a.findings));
+    assert!(f.significant);
+    // At 1518 B every profile reaches line rate: within noise, not a finding.
+    assert!(a.findings.iter().any(|f| !f.significant
+        && f.text
+            .contains("within noise of forward at 1518 B, IPv4 UDP")));
+    // No comparison against a tester-limited baseline.
+    assert!(a
+        .findings
+        .iter()
+        .any(|f| f.text.contains("forward is tester-limited")));
+    // Latency, loss curves and DUT CPU reach the report.
+    assert_eq!(
+        a.latency.len(),
+        3 * 5 - 1,
+        "latency for all udp4 cases but the tester-limited one"
+    );
+    // The tester-limited case's loss curve stopped at the tester limit too.
+    assert_eq!(a.loss_curves.len(), 3 * 5 - 1);
+    assert!(a
+        .rows
+        .iter()
+        .filter(|r| r.dims.ip == 4)
+        .all(|r| r.dut_cpu_percent.is_some() || r.tester_limited));
+    assert!(a
+        .rows
+        .iter()
+        .filter(|r| r.dims.ip == 6)
+        .all(|r| r.dut_cpu_percent.is_none()));
+}
+
+#[test]
+fn a_killed_run_renders_what_it_has_and_says_what_is_missing() {
+    let a = load("run-demo-killed");
+    let c = &a.completeness;
+    assert!(!c.is_complete());
+    assert!(c.torn_tail);
+    assert!(c.finished > 0 && c.finished < c.expected, "{c:?}");
+    assert_eq!(c.in_progress.len(), 1, "{c:?}");
+    assert!(!c.missing.is_empty());
+    assert!(!a.rows.is_empty(), "finished cases are still reported");
+    let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+    assert!(md.contains("## What is missing"));
+    assert!(md.contains("UNFINISHED RUN"));
+    assert!(md.contains("was cut off"));
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    assert!(html.contains("id=\"missing\""));
+    // A partially measured case says so instead of passing for a full one.
+    assert!(a.rows.iter().any(|r| report::text::status(r) == "partial"));
+}
+
+/// Splits a CSV line (the exporter quotes only fields with commas or quotes).
+fn csv_split(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+fn html_unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
+/// (case, methodology) → column → text, from the HTML results table.
+fn html_table(html: &str) -> BTreeMap<(String, String), BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for tr in html.split("<tr class=").skip(1) {
+        let tr = &tr[..tr.find("</tr>").unwrap()];
+        let attr = |name: &str| {
+            let start = tr.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+            html_unescape(&tr[start..start + tr[start..].find('"').unwrap()])
+        };
+        let key = (attr("data-case"), attr("data-methodology"));
+        let mut cells = BTreeMap::new();
+        for td in tr.split("data-k=\"").skip(1) {
+            let k = &td[..td.find('"').unwrap()];
+            let v = &td[td.find('>').unwrap() + 1..td.find("</td>").unwrap()];
+            cells.insert(k.to_string(), html_unescape(v));
+        }
+        out.insert(key, cells);
+    }
+    out
+}
+
+/// The figures every format must agree on, per row: (column, JSON value, decimals shown).
+const NUMERIC: [(&str, &str, i32); 6] = [
+    ("pps", "pps", 0),
+    ("mbps_l2", "l2_bps", 3),
+    ("max_pps", "max_pps", 0),
+    ("max_mbps_l2", "max_l2_bps", 3),
+    ("percent_line_rate", "percent", 2),
+    ("dut_cpu_percent", "dut_cpu_percent", 2),
+];
+
+#[test]
+fn html_csv_markdown_and_json_show_the_same_numbers() {
+    let a = load("run-demo");
+    let json: serde_json::Value =
+        serde_json::from_slice(&report::text::json(&a)).expect("JSON summary parses");
+    let csv = String::from_utf8(report::text::csv(&a)).unwrap();
+    let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+
+    let mut lines = csv.lines();
+    let head = csv_split(lines.next().unwrap());
+    let csv_rows: Vec<Vec<String>> = lines.map(csv_split).collect();
+    let md_rows: Vec<Vec<String>> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("| case | profile"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect();
+    let html_rows = html_table(&html);
+    let json_rows = json["rows"].as_array().unwrap();
+    assert_eq!(json_rows.len(), a.rows.len());
+    assert_eq!(csv_rows.len(), json_rows.len());
+    assert_eq!(md_rows.len(), json_rows.len());
+    assert_eq!(html_rows.len(), json_rows.len());
+
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let mut compared = 0;
+    for (i, j) in json_rows.iter().enumerate() {
+        let case = j["case_id"].as_str().unwrap();
+        let m = j["methodology"].as_str().unwrap();
+        let csv_row = csv_rows
+            .iter()
+            .find(|r| r[col("case")] == case && r[col("methodology")] == m)
+            .unwrap_or_else(|| panic!("{case} missing from CSV"));
+        let md_row = &md_rows[i];
+        assert_eq!(md_row[0], case, "Markdown keeps the JSON order");
+        let html_row = &html_rows[&(case.to_string(), m.to_string())];
+        for (column, field, decimals) in NUMERIC {
+            let scale = if field.ends_with("bps") { 1e-6 } else { 1.0 };
+            let want = j[field].as_f64().map(|x| x * scale);
+            let c = &csv_row[col(column)];
+            let md_cell = &md_row[col(column)];
+            let html_cell = &html_row[column];
+            match want {
+                None => {
+                    assert!(
+                        c.is_empty() && md_cell.is_empty() && html_cell.is_empty(),
+                        "{case} {column}"
+                    );
+                }
+                Some(w) => {
+                    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+                    for (fmt, text) in [("CSV", c), ("Markdown", md_cell), ("HTML", html_cell)] {
+                        let got: f64 = text
+                            .parse()
+                            .unwrap_or_else(|_| panic!("{fmt} {case} {column}: {text:?}"));
+                        assert!(
+                            (got - w).abs() <= tol,
+                            "{fmt} {case} {column}: {got} vs JSON {w}"
+                        );
+                    }
+                    compared += 1;
+                }
+            }
+        }
+        // The status word agrees too.
+        let status = &csv_row[col("status")];
+        assert!(md_row[col("status")].starts_with(status.as_str()));
+        assert!(html_row["status"].starts_with(status.as_str()));
+    }
+    assert!(compared > 150, "compared {compared} figures");
+}
+
+#[test]
+fn compare_finds_improved_regressed_and_within_noise() {
+    let a = load("run-demo");
+    let b = load("run-demo-b");
+    let rows = compare(&a, &b, 0.05);
+    let verdict = |case: &str| {
+        rows.iter()
+            .find(|r| r.case_id == case)
+            .unwrap_or_else(|| panic!("{case}"))
+            .verdict
+    };
+    // Run B: NAPT 15 % faster where the DUT is the limit, filter-stateful-100 12 % slower at
+    // 64/128 B, everything else re-measured with different noise.
+    assert_eq!(verdict("napt/udp4/64B"), Verdict::Improved);
+    assert_eq!(verdict("napt/udp6/82B"), Verdict::Improved);
+    assert_eq!(verdict("filter-stateful-100/udp4/128B"), Verdict::Regressed);
+    assert_eq!(verdict("filter-stateful-100/udp4/64B"), Verdict::Regressed);
+    assert_eq!(verdict("forward/udp4/512B"), Verdict::WithinNoise);
+    assert_eq!(verdict("forward/udp4/1518B"), Verdict::WithinNoise);
+    assert_eq!(
+        verdict("napt/udp4/1518B"),
+        Verdict::WithinNoise,
+        "line rate: nothing to gain"
+    );
+    assert_eq!(verdict("forward/udp4/64B"), Verdict::NotComparable);
+    assert!(rows
+        .iter()
+        .filter(|r| r.case_id.starts_with("forward/"))
+        .all(|r| r.verdict != Verdict::Improved && r.verdict != Verdict::Regressed));
+    let text = report::compare_text(&a, &b, &rows, 0.05);
+    assert!(text.contains("regressed") && text.contains("improved"));
+    println!("{text}");
+}
+
+#[test]
+fn compare_needs_both_the_threshold_and_the_noise() {
+    let a = load("run-demo");
+    let mut b = a.clone();
+    let mut noisy = a.clone();
+    let r = b
+        .rows
+        .iter_mut()
+        .find(|r| r.case_id == "napt/udp4/128B")
+        .unwrap();
+    let base = r.pps.unwrap();
+    // +8 %: beyond a 5 % threshold and beyond the (small) noise → improved.
+    r.pps = Some(base * 1.08);
+    assert_eq!(
+        compare(&a, &b, 0.05)
+            .iter()
+            .find(|x| x.case_id == "napt/udp4/128B")
+            .unwrap()
+            .verdict,
+        Verdict::Improved
+    );
+    // The same change under a 10 % threshold → within noise.
+    assert_eq!(
+        compare(&a, &b, 0.10)
+            .iter()
+            .find(|x| x.case_id == "napt/udp4/128B")
+            .unwrap()
+            .verdict,
+        Verdict::WithinNoise
+    );
+    // The same change in a run whose repetitions spread ±10 % → within noise.
+    let n = noisy
+        .rows
+        .iter_mut()
+        .find(|r| r.case_id == "napt/udp4/128B")
+        .unwrap();
+    n.pps = Some(base * 1.08);
+    n.noise_pps = base * 0.10;
+    assert_eq!(
+        compare(&a, &noisy, 0.05)
+            .iter()
+            .find(|x| x.case_id == "napt/udp4/128B")
+            .unwrap()
+            .verdict,
+        Verdict::WithinNoise
+    );
+}

@@ -1,0 +1,325 @@
+//! Generates the fixture run directories under `tests/fixtures/` from simulated DUTs, so their
+//! records are exactly what `bench` serialises. Run with `WIRERATE_REGEN_FIXTURE=1 cargo test -p
+//! report --test fixture`; without the variable the test only checks that the fixtures parse.
+//!
+//! - `run-demo`: a complete run (3 profiles, UDP v4/v6, TCP, 3 repetitions, latency, loss
+//!   curves, one tester-limited cell, DUT CPU from a `vmstat` sampler in `hooks.jsonl`).
+//! - `run-demo-b`: the same plan again, NAPT faster, filter-stateful-100 slower at 64 B and
+//!   128 B, the rest re-measured with other noise (for `compare`).
+//! - `run-demo-killed`: `run-demo` killed after 40 % of its records, last line torn.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bench::hooks::parse::{CpuSamples, Parsed};
+use bench::hooks::HookOutput;
+use bench::plan::{Methodology, Plan};
+use bench::results::{read_records, MethodologyDone, Record, RunInfo, TrialKey, TrialRecord};
+use bench::search::sim::{SimDut, XorShift};
+use bench::search::{drive, LatencySearch, LatencySummary, LineFraction, Outcome, TrialRequest};
+use report::HookRecord;
+use wire::units::Nanos;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Forwarding capacity of a profile in frames per second (the DUT is per-packet limited).
+fn capacity_pps(profile: &str, variant: char, frame: u32) -> f64 {
+    let base: f64 = match profile {
+        "forward" => 560e3,
+        "filter-stateful-100" => 290e3,
+        _ => 450e3,
+    };
+    let b = match (variant, profile) {
+        ('b', "napt") => base * 1.15,
+        ('b', "filter-stateful-100") if frame <= 128 => base * 0.88,
+        _ => base,
+    };
+    b
+}
+
+fn line_pps(frame: u32) -> f64 {
+    wire::linerate::max_frame_rate(wire::units::BitsPerSec(1e9), frame as usize).0
+}
+
+fn iperf3_json(
+    template: &serde_json::Value,
+    l4: f64,
+    sessions: u32,
+    mss: u32,
+) -> serde_json::Value {
+    let mut v = template.clone();
+    let old = v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap();
+    let k = l4 / old;
+    fn scale(v: &mut serde_json::Value, k: f64) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (key, x) in m.iter_mut() {
+                    if key == "bits_per_second" || key == "bytes" {
+                        if let Some(f) = x.as_f64() {
+                            *x = serde_json::json!((f * k).round());
+                        }
+                    } else {
+                        scale(x, k);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| scale(x, k)),
+            _ => {}
+        }
+    }
+    scale(&mut v["end"], k);
+    v["start"]["tcp_mss"] = serde_json::json!(mss);
+    v["start"]["test_start"]["num_streams"] = serde_json::json!(sessions);
+    v
+}
+
+fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
+    let plan_text = std::fs::read_to_string(dir().join("run-demo.plan.toml")).unwrap();
+    let plan = Plan::parse(&plan_text, "run-demo.plan.toml").unwrap();
+    let template: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/tests/fixtures/iperf3/tcp-1.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let started = if variant == 'a' {
+        1_795_000_000
+    } else {
+        1_795_090_000
+    };
+    let info = RunInfo {
+        plan_name: plan.name.clone(),
+        plan_text,
+        version: "0.1.0".into(),
+        started_unix: started,
+        host: [
+            ("kernel".to_string(), "6.18.0".to_string()),
+            ("cpus".to_string(), "2".to_string()),
+            ("iperf3".to_string(), "3.12".to_string()),
+        ]
+        .into_iter()
+        .collect(),
+    };
+    let mut records = Vec::new();
+    let mut stats = Vec::new();
+    let mut clock = started * 1000;
+    let mut rng = XorShift::new(if variant == 'a' { 7 } else { 11 });
+    let mut seed = if variant == 'a' { 100 } else { 900 };
+    for case in plan.cases().unwrap() {
+        for rep in 0..plan.run.repetitions {
+            let mut throughput = None;
+            let mut cpu = None;
+            for &m in &case.methodologies {
+                let mut index = 0u32;
+                let mut push_trial =
+                    |req: &TrialRequest, out: &Outcome, iperf3: Option<serde_json::Value>| {
+                        clock += (req.duration.as_secs_f64() * 1000.0) as u64 + 200;
+                        records.push(Record::Trial(TrialRecord {
+                            key: TrialKey {
+                                case_id: case.id.clone(),
+                                repetition: rep,
+                                methodology: m,
+                                index,
+                            },
+                            request: *req,
+                            outcome: *out,
+                            tester_limited: out.is_tester_limited(plan.run.tester_tolerance),
+                            iperf3,
+                            tcp: None,
+                            finished_unix_ms: clock,
+                        }));
+                        index += 1;
+                    };
+                let result = match (m, case.frame_size) {
+                    (Methodology::Iperf3, _) => {
+                        let mss = case.mss.unwrap_or(1460);
+                        let sessions = case.sessions.unwrap_or(1);
+                        let payload = f64::from(mss - 12);
+                        let frame = mss + 12 + 20 + 20 + 14 + 4;
+                        // TCP costs the DUT more per packet than UDP test frames.
+                        let cap = capacity_pps(&case.profile, variant, frame)
+                            * 0.35
+                            * (1.0 + 0.04 * f64::from(sessions.min(4) - 1));
+                        let pps = cap.min(line_pps(frame)) * 0.97 * (1.0 + 0.015 * rng.symmetric());
+                        let l4 = pps * payload * 8.0;
+                        cpu = Some(
+                            if case.profile == "forward" {
+                                71.0
+                            } else {
+                                96.0
+                            } + 3.0 * rng.symmetric(),
+                        );
+                        let req = TrialRequest::rate(LineFraction::FULL, Duration::from_secs(10));
+                        let out = Outcome {
+                            intended: LineFraction::FULL,
+                            offered: LineFraction::FULL,
+                            received: 0,
+                            lost: 0,
+                            duration: Duration::from_secs(10),
+                            latency: None,
+                        };
+                        push_trial(&req, &out, Some(iperf3_json(&template, l4, sessions, mss)));
+                        None
+                    }
+                    (_, Some(frame)) => {
+                        let line = line_pps(frame);
+                        let capacity =
+                            (capacity_pps(&case.profile, variant, frame) / line).min(1.0);
+                        seed += 1;
+                        let mut dut = SimDut::noisy(LineFraction(capacity), 0.015, seed);
+                        dut.line_pps = line;
+                        if case.id == "forward/udp4/64B" {
+                            // The tester cannot offer more than ~0.8 Mpps (DESIGN.md §8).
+                            dut = dut.with_tester_ceiling(LineFraction(0.54));
+                        }
+                        let profile = case.profile.clone();
+                        let mut run = |req: &TrialRequest| {
+                            let mut out = dut.trial(req);
+                            if req.latency {
+                                let base = match profile.as_str() {
+                                    "forward" => 18_000.0,
+                                    "filter-stateful-100" => 41_000.0,
+                                    _ => 27_000.0,
+                                } + f64::from(frame) * 9.0;
+                                let j = 1.0 + 0.05 * rng.symmetric();
+                                out.latency = Some(LatencySummary {
+                                    min: Nanos((base * 0.55 * j) as u64),
+                                    mean: Nanos((base * j) as u64),
+                                    max: Nanos((base * 4.2 * j) as u64),
+                                    samples: out.received.min(200_000),
+                                });
+                            }
+                            out
+                        };
+                        match m {
+                            Methodology::Rfc2544Latency => {
+                                match throughput.as_ref().and_then(|t| {
+                                    LatencySearch::at_throughput(
+                                        t,
+                                        0,
+                                        plan.methodology.latency_trials,
+                                        plan.methodology.latency_duration,
+                                    )
+                                    .ok()
+                                }) {
+                                    Some(mut s) => Some(drive(&mut s, |r| {
+                                        let o = run(r);
+                                        push_trial(r, &o, None);
+                                        o
+                                    })),
+                                    None => None,
+                                }
+                            }
+                            _ => {
+                                let mut s = plan.search(&case, m).unwrap();
+                                let r = drive(s.as_mut(), |r| {
+                                    let o = run(r);
+                                    push_trial(r, &o, None);
+                                    o
+                                });
+                                if m == Methodology::Rfc2544Throughput {
+                                    throughput = Some(r.clone());
+                                    if let Some(t) = r.throughput(0) {
+                                        let load = t.0 * line
+                                            / capacity_pps(&case.profile, variant, frame);
+                                        cpu = Some(
+                                            (100.0 * load).min(100.0) * 0.98 + rng.symmetric(),
+                                        );
+                                    }
+                                }
+                                Some(r)
+                            }
+                        }
+                    }
+                    _ => unreachable!("UDP cases have a frame size"),
+                };
+                records.push(Record::Done(MethodologyDone {
+                    case_id: case.id.clone(),
+                    repetition: rep,
+                    methodology: m,
+                    result,
+                    ceiling: None,
+                }));
+            }
+            // DUT CPU is captured for IPv4 only (the napt and forward profiles' proc-stat hooks).
+            if case.ip == wire::encap::IpVersion::V4 {
+                if let Some(c) = cpu {
+                    // A `vmstat 1` sampler's samples around the case's mean.
+                    let busy: Vec<f64> = (0..3)
+                        .map(|i| (c + [-1.0, 0.0, 1.0][i]).clamp(0.0, 100.0).round())
+                        .collect();
+                    let _ = rep;
+                    stats.push(HookRecord {
+                        case_id: Some(case.id.clone()),
+                        profile: case.profile.clone(),
+                        stage: "sampler".into(),
+                        output: HookOutput {
+                            argv: vec!["sh".into(), "-c".into(), "vmstat 1".into()],
+                            status: None,
+                            stdout: String::new(),
+                            stderr: String::new(),
+                            parsed: Some(Parsed::Vmstat(CpuSamples { busy_percent: busy })),
+                        },
+                    });
+                }
+            }
+        }
+    }
+    (info, records, stats)
+}
+
+fn jsonl<T: serde::Serialize>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect()
+}
+
+fn write_run(name: &str, info: &RunInfo, trials: &str, stats: Option<&str>) {
+    let d = dir().join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("run.json"),
+        serde_json::to_string_pretty(info).unwrap() + "\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("trials.jsonl"), trials).unwrap();
+    if let Some(s) = stats {
+        std::fs::write(d.join("hooks.jsonl"), s).unwrap();
+    }
+}
+
+#[test]
+fn fixtures_are_current_and_parse() {
+    if std::env::var_os("WIRERATE_REGEN_FIXTURE").is_some() {
+        let (info, records, stats) = generate('a');
+        let trials = jsonl(&records);
+        write_run("run-demo", &info, &trials, Some(&jsonl(&stats)));
+        let (info_b, records_b, stats_b) = generate('b');
+        write_run(
+            "run-demo-b",
+            &info_b,
+            &jsonl(&records_b),
+            Some(&jsonl(&stats_b)),
+        );
+        // Killed: 40 % of the lines, then half of the next one.
+        let lines: Vec<&str> = trials.lines().collect();
+        let keep = lines.len() * 2 / 5;
+        let mut cut: String = lines[..keep].iter().map(|l| format!("{l}\n")).collect();
+        cut.push_str(&lines[keep][..lines[keep].len() / 2]);
+        write_run("run-demo-killed", &info, &cut, None);
+    }
+    for name in ["run-demo", "run-demo-b", "run-demo-killed"] {
+        let d = dir().join(name);
+        let loaded = read_records(&d.join("trials.jsonl")).unwrap();
+        assert!(!loaded.records.is_empty(), "{name}");
+        assert_eq!(loaded.torn_tail, name == "run-demo-killed", "{name}");
+        let _: RunInfo =
+            serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    }
+}
