@@ -15,6 +15,7 @@
 //! See `docs/emulate.md` for the behaviour each machine promises.
 
 pub mod arp_nd;
+pub mod control_plane;
 pub mod dslite;
 pub mod ppp;
 pub mod pppoe;

@@ -20,7 +20,8 @@ use crate::port::PortSpec;
 use crate::sys::{self, PacketSocket};
 use crate::{Error, Result};
 
-/// What a port needs from a control-plane state machine (see `docs/emulate.md`).
+/// What a port needs from a control-plane state machine (see `docs/emulate.md`). The
+/// `emulate` crate implements it for its machines; the engine does not depend on `emulate`.
 pub trait ControlPlane {
     /// Feeds one received Ethernet frame; `false` when it is not this machine's protocol.
     fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool;
@@ -31,33 +32,6 @@ pub trait ControlPlane {
     /// Frames to send, in order.
     fn take_transmit(&mut self) -> Vec<Vec<u8>>;
 }
-
-macro_rules! control_plane {
-    ($($t:ty),*) => {$(
-        impl ControlPlane for $t {
-            fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool {
-                <$t>::handle_frame(self, now, frame)
-            }
-            fn poll(&mut self, now: Nanos) {
-                <$t>::poll(self, now)
-            }
-            fn next_deadline(&self) -> Option<Nanos> {
-                <$t>::next_deadline(self)
-            }
-            fn take_transmit(&mut self) -> Vec<Vec<u8>> {
-                <$t>::take_transmit(self)
-            }
-        }
-    )*};
-}
-
-control_plane!(
-    emulate::pppoe::server::Server,
-    emulate::pppoe::client::Client,
-    emulate::arp_nd::Neighbors,
-    emulate::dslite::Aftr,
-    emulate::dslite::B4
-);
 
 /// Frame counts of a control port.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
