@@ -2,7 +2,7 @@
 //!
 //! - [`tx`]: our sender, one core, 64-byte signed frames, into a veth whose peer drops every
 //!   frame at nftables netdev ingress; then trafgen with the same static frame on the same veth
-//!   for the same time. Both rates come from the veth's `tx_packets` counter over the same kind
+//!   for the same time, on the same core at the same nice value (−10, as our threads). Both rates come from the veth's `tx_packets` counter over the same kind
 //!   of window (after a warm-up); ours is cross-checked with our own exact accepted count.
 //! - [`rx`]: trafgen sends exactly N signed frames at full speed into a veth; our receiver on
 //!   the peer must count exactly N.
@@ -14,6 +14,7 @@ use crate::port::{PortSpec, RxRingConfig, TxRingConfig};
 use crate::rx::Receiver;
 use crate::stream::{FrameGen, Limit, Rate, StreamConfig};
 use crate::sys;
+use crate::tx::TxBackend;
 use crate::{Error, Result};
 use serde::Serialize;
 use std::io::Write;
@@ -201,10 +202,15 @@ impl Trafgen {
             .map_err(|e| Error::io("writing trafgen config", e))?;
         let cfg = tempfile_lite::TempFile(path);
         let mut c = Command::new("ip");
+        // The same core and nice value as our sender threads (`PortSpec::enter`: nice −10), so
+        // that neither gets more of a shared CPU than the other.
         c.args([
             "netns",
             "exec",
             &net.netns,
+            "nice",
+            "-n",
+            "-10",
             "taskset",
             "-c",
             &cpu.to_string(),
@@ -266,8 +272,10 @@ pub struct TxBenchConfig {
     pub rps_cpu: Option<usize>,
     /// Warm-up excluded from the measurement window.
     pub warmup: Duration,
-    /// Also measure the sendmmsg sender (no TX ring).
-    pub with_sendmmsg: bool,
+    /// Our backend whose figure is compared with trafgen's.
+    pub backend: TxBackend,
+    /// Also measure our other backend.
+    pub both_backends: bool,
     /// Alternating windows per sender; medians are reported.
     pub rounds: u32,
 }
@@ -280,7 +288,8 @@ impl Default for TxBenchConfig {
             cpu: 0,
             rps_cpu: None,
             warmup: Duration::from_millis(500),
-            with_sendmmsg: false,
+            backend: TxBackend::default(),
+            both_backends: false,
             rounds: 3,
         }
     }
@@ -296,8 +305,8 @@ pub struct TxBenchReport {
     pub wirerate_sent: u64,
     pub wirerate_own_pps: f64,
     pub wirerate_mean_batch: f64,
-    /// Our sendmmsg sender (no TX ring) on the same veth, if asked for.
-    pub sendmmsg_pps: Option<f64>,
+    /// Our other backend on the same veth, if asked for: (backend, median, rounds).
+    pub other_backend: Option<(TxBackend, f64, Vec<f64>)>,
     /// trafgen's frames/s from the same counter over the same window length.
     pub trafgen_pps: f64,
     pub trafgen_rounds: Vec<f64>,
@@ -316,58 +325,6 @@ fn counter_rate(net: &BenchNet, warmup: Duration, window: Duration) -> Result<f6
     Ok((c1 - c0) as f64 / dt)
 }
 
-/// A sendmmsg sender (no TX ring) for comparison: batches of 256 stamped frames, counted by
-/// the return value of `sendmmsg`. Returns (frames accepted, seconds).
-fn sendmmsg_sender(
-    port: &PortSpec,
-    frame: &FrameTemplate,
-    stop: &AtomicBool,
-) -> Result<(u64, f64)> {
-    let ifindex = port.enter(0)?;
-    let sock = crate::sys::PacketSocket::open(ifindex, 0).map_err(|e| Error::io("socket", e))?;
-    sock.set_qdisc_bypass(true)
-        .map_err(|e| Error::io("bypass", e))?;
-    let _ = sock.set_sndbuf_force(64 << 20);
-    let stream = StreamConfig {
-        id: 1,
-        frames: vec![frame.clone()],
-        weights: vec![1],
-        flows: Default::default(),
-        rate: Rate::Unlimited,
-        burst: 1,
-        limit: Limit::Frames(u64::MAX),
-        reorder_every: None,
-        rewrite_macs: false,
-    };
-    let gen = FrameGen::new(&stream)?;
-    let mut bufs = vec![vec![0u8; frame.len()]; 256];
-    let t0 = Instant::now();
-    let (mut sent, mut next) = (0u64, 0u64);
-    let mut pending = 0usize; // frames stamped but not yet accepted (front of bufs)
-    let mut start = 0usize;
-    while !stop.load(Ordering::Relaxed) {
-        if pending == 0 {
-            for b in bufs.iter_mut() {
-                gen.write(next, sys::monotonic_ns(), b);
-                next += 1;
-            }
-            pending = bufs.len();
-            start = 0;
-        }
-        let refs: Vec<&[u8]> = bufs[start..start + pending]
-            .iter()
-            .map(Vec::as_slice)
-            .collect();
-        let n = sock
-            .send_batch(&refs)
-            .map_err(|e| Error::io("sendmmsg", e))?;
-        sent += n as u64;
-        pending -= n;
-        start += n;
-    }
-    Ok((sent, t0.elapsed().as_secs_f64()))
-}
-
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
@@ -380,10 +337,11 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// One window of our TX-ring sender: (counter rate, our report).
+/// One window of our sender on `backend`: (counter rate, our report).
 fn measure_ours(
     net: &BenchNet,
     cfg: &TxBenchConfig,
+    backend: TxBackend,
     frame: &FrameTemplate,
 ) -> Result<(f64, crate::tx::TxPortReport)> {
     let stream = StreamConfig {
@@ -404,10 +362,20 @@ fn measure_ours(
     std::thread::scope(|sc| -> Result<_> {
         let h = sc.spawn(|| -> Result<_> {
             let ifindex = port.enter(0)?;
-            let mut ring =
-                port.open_tx(ifindex, &TxRingConfig::default().sized_for(frame.len()))?;
+            let mut sender = crate::tx::open(
+                &port,
+                ifindex,
+                &TxRingConfig::default(),
+                backend,
+                frame.len(),
+            )?;
             let gen = FrameGen::new(&stream)?;
-            crate::tx::run(&mut ring, vec![(gen, &stream)], sys::monotonic_ns(), &stop)
+            crate::tx::run(
+                &mut sender,
+                vec![(gen, &stream)],
+                sys::monotonic_ns(),
+                &stop,
+            )
         });
         let rate = counter_rate(net, cfg.warmup, cfg.duration);
         stop.store(true, Ordering::Relaxed);
@@ -442,27 +410,21 @@ fn measure_trafgen(
 pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
     let net = BenchNet::new(tag, true, cfg.rps_cpu)?;
     let frame = bench_frame(cfg.frame_len, 1)?;
-    let (mut ours, mut theirs, mut mmsg) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ours, mut theirs, mut others) = (Vec::new(), Vec::new(), Vec::new());
     let (mut sent, mut own, mut batch) = (0u64, Vec::new(), Vec::new());
     let mut trafgen_error = None;
+    let other = match cfg.backend {
+        TxBackend::Sendmmsg => TxBackend::Ring,
+        TxBackend::Ring => TxBackend::Sendmmsg,
+    };
     for _ in 0..cfg.rounds.max(1) {
-        let (pps, rep) = measure_ours(&net, cfg, &frame)?;
+        let (pps, rep) = measure_ours(&net, cfg, cfg.backend, &frame)?;
         ours.push(pps);
         sent += rep.streams[0].sent;
         own.push(rep.streams[0].achieved_pps);
         batch.push(rep.mean_batch);
-        if cfg.with_sendmmsg {
-            let stop = AtomicBool::new(false);
-            let port = net.port(&net.tx_if, Some(cfg.cpu));
-            let r = std::thread::scope(|sc| -> Result<f64> {
-                let h = sc.spawn(|| sendmmsg_sender(&port, &frame, &stop));
-                let rate = counter_rate(&net, cfg.warmup, cfg.duration);
-                stop.store(true, Ordering::Relaxed);
-                h.join()
-                    .map_err(|_| Error::Thread("sendmmsg sender panicked".into()))??;
-                rate
-            })?;
-            mmsg.push(r);
+        if cfg.both_backends {
+            others.push(measure_ours(&net, cfg, other, &frame)?.0);
         }
         match measure_trafgen(&net, cfg, &frame)? {
             Ok(p) => theirs.push(p),
@@ -478,7 +440,9 @@ pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
         wirerate_sent: sent,
         wirerate_own_pps: median(&own),
         wirerate_mean_batch: median(&batch),
-        sendmmsg_pps: cfg.with_sendmmsg.then(|| median(&mmsg)),
+        other_backend: cfg
+            .both_backends
+            .then(|| (other, median(&others), others.clone())),
         trafgen_pps,
         trafgen_rounds: theirs,
         trafgen_error,

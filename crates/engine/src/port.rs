@@ -118,6 +118,8 @@ pub struct TxRingConfig {
     pub qdisc_bypass: bool,
     /// SO_SNDBUFFORCE bytes (0 = leave the default). Every frame in flight is charged to it.
     pub sndbuf: usize,
+    /// How frames reach the kernel: `sendmmsg` (default) or this TX ring.
+    pub backend: crate::tx::TxBackend,
 }
 
 impl TxRingConfig {
@@ -141,6 +143,7 @@ impl Default for TxRingConfig {
             frames: 4096,
             qdisc_bypass: true,
             sndbuf: 64 << 20,
+            backend: crate::tx::TxBackend::default(),
         }
     }
 }

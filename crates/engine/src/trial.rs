@@ -249,7 +249,7 @@ fn tx_thread(
         }
         drop(ctl);
         let max_len = gens.iter().map(|(g, _)| g.max_len()).max().unwrap_or(0);
-        let ring = spec.open_tx(ifindex, &ring_cfg.sized_for(max_len))?;
+        let ring = tx::open(spec, ifindex, &ring_cfg, ring_cfg.backend, max_len)?;
         Ok((ring, gens))
     })();
     let (mut ring, gens) = match setup {

@@ -36,9 +36,12 @@ struct TxArgs {
     /// Alternating windows per sender (medians are reported).
     #[arg(long, default_value_t = 3)]
     rounds: u32,
-    /// Also measure a plain sendmmsg sender (no TX ring) for comparison.
+    /// Our TX backend compared with trafgen: sendmmsg (the default) or ring.
+    #[arg(long, default_value = "sendmmsg")]
+    backend: engine::tx::TxBackend,
+    /// Also measure our other backend, in the same rounds.
     #[arg(long)]
-    sendmmsg: bool,
+    both_backends: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -104,7 +107,8 @@ pub fn run(args: BenchArgs) -> CliResult {
                 frame_len: frame_len(a.size)?,
                 cpu: a.cpu,
                 rps_cpu: a.rps_cpu,
-                with_sendmmsg: a.sendmmsg,
+                backend: a.backend,
+                both_backends: a.both_backends,
                 rounds: a.rounds.clamp(1, 20),
                 ..Default::default()
             };
@@ -124,7 +128,8 @@ pub fn run(args: BenchArgs) -> CliResult {
                     .join(" ")
             };
             println!(
-                "  wirerate (TX ring, signed)  {:>9.0} frames/s   rounds: {}",
+                "  wirerate ({:<8}, signed) {:>9.0} frames/s   rounds: {}",
+                cfg.backend.name(),
                 r.wirerate_pps,
                 rounds(&r.wirerate_rounds)
             );
@@ -132,18 +137,24 @@ pub fn run(args: BenchArgs) -> CliResult {
                 "    own count: {} frames accepted in all rounds; {:.0} frames/s, mean batch {:.1}",
                 r.wirerate_sent, r.wirerate_own_pps, r.wirerate_mean_batch
             );
-            if let Some(p) = r.sendmmsg_pps {
-                println!("  wirerate (sendmmsg, signed) {:>9.0} frames/s", p);
+            if let Some((b, p, v)) = &r.other_backend {
+                println!(
+                    "  wirerate ({:<8}, signed) {:>9.0} frames/s   rounds: {}",
+                    b.name(),
+                    p,
+                    rounds(v)
+                );
             }
             match &r.trafgen_error {
                 None => {
                     println!(
-                        "  trafgen (static frame)      {:>9.0} frames/s   rounds: {}",
+                        "  trafgen (static frame)       {:>9.0} frames/s   rounds: {}",
                         r.trafgen_pps,
                         rounds(&r.trafgen_rounds)
                     );
                     println!(
-                        "  ratio                       {:>9.2}x (target ≥ 1.10x)",
+                        "  ratio ({:<8} / trafgen)  {:>9.2}x (target ≥ 1.10x)",
+                        cfg.backend.name(),
                         r.ratio
                     );
                 }
