@@ -13,8 +13,24 @@ h1{font-size:1.6em;margin-bottom:4px}h2{margin-top:32px;border-bottom:1px solid 
 .chart text{font-size:11px;fill:#222}.chart .title{font-size:13px;font-weight:600}.chart .axis-label{font-size:12px}
 .chart .tl{font-size:10px;fill:#900;font-weight:600}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px solid #ccc;padding:2px 6px}
-td.n{text-align:right;font-variant-numeric:tabular-nums}tr.tester-limited td{background:#f3f3f3;color:#777}
+td{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.tester-limited td{background:#f3f3f3;color:#777}
 tr.partial td{background:#fffbe8}li.sig{font-weight:600}";
+
+/// The results-table columns the page shows (index into [`COLUMNS`], header); the dimension
+/// columns are in the case id.
+const SHOWN: [(usize, &str); 11] = [
+    (0, "case"),
+    (8, "methodology"),
+    (9, "reps"),
+    (10, "status"),
+    (11, "pps"),
+    (12, "Mb/s L2"),
+    (13, "max pps"),
+    (14, "max Mb/s L2"),
+    (15, "% of line rate"),
+    (16, "noise ± pps"),
+    (17, "DUT CPU %"),
+];
 
 fn family_key(d: &Dims) -> (String, u8, String) {
     (d.protocol.clone(), d.ip, d.encap.clone())
@@ -45,6 +61,7 @@ fn second(d: &Dims) -> String {
 fn grouped(
     a: &Analysis,
     rows: &[&Row],
+    rate: bool,
     value: impl Fn(&Row) -> Option<f64>,
 ) -> (Vec<String>, Vec<String>, Vec<Vec<Option<Bar>>>) {
     let mut groups: Vec<String> = Vec::new();
@@ -69,19 +86,18 @@ fn grouped(
                     let r = rows
                         .iter()
                         .find(|r| &r.dims.profile == g && &second(&r.dims) == s)?;
-                    if r.tester_limited {
+                    if r.tester_limited && rate {
                         // What the tester reached, drawn hatched: never a DUT figure.
                         let reached = r.tester_reached_percent? / 100.0 * r.max_pps;
-                        let scale = value(r).map_or(1.0, |_| 1.0);
                         return Some(Bar {
-                            value: scaled(r, reached, &value) * scale,
+                            value: scaled(r, reached, &value),
                             noise: 0.0,
                             tester_limited: true,
                         });
                     }
                     let v = value(r)?;
                     let pps = r.pps.unwrap_or(0.0);
-                    let noise = if pps > 0.0 {
+                    let noise = if rate && pps > 0.0 {
                         r.noise_pps / pps * v
                     } else {
                         0.0
@@ -144,15 +160,26 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         o.push_str("</ul></div>\n");
     }
     if !a.findings.is_empty() {
-        o.push_str("<h2>Findings</h2><ul id=\"findings\">");
-        for f in &a.findings {
-            o.push_str(&format!(
-                "<li class=\"{}\">{}</li>",
-                if f.significant { "sig" } else { "noise" },
-                esc(&f.text)
-            ));
+        let (sig, rest): (Vec<_>, Vec<_>) = a.findings.iter().partition(|f| f.significant);
+        o.push_str("<h2>Findings</h2>\n<p>Each profile against the baseline profile, only where the difference exceeds the noise of both figures.</p><ul id=\"findings\">");
+        if sig.is_empty() {
+            o.push_str("<li>No profile differs from the baseline by more than the noise.</li>");
+        }
+        for f in &sig {
+            o.push_str(&format!("<li class=\"sig\">{}</li>", esc(&f.text)));
         }
         o.push_str("</ul>\n");
+        if !rest.is_empty() {
+            o.push_str(&format!(
+                "<details><summary>{} comparison{} within noise or not comparable</summary><ul>",
+                rest.len(),
+                if rest.len() == 1 { "" } else { "s" }
+            ));
+            for f in &rest {
+                o.push_str(&format!("<li class=\"noise\">{}</li>", esc(&f.text)));
+            }
+            o.push_str("</ul></details>\n");
+        }
     }
 
     // Families of rows (protocol × IP × encapsulation).
@@ -177,7 +204,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     for ((proto, _, _), rows) in &families {
         let fam = rows[0].dims.family();
         o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
-        let (g, s, v) = grouped(a, rows, |r| r.l2_bps.map(|b| b / 1e6));
+        let (g, s, v) = grouped(a, rows, true, |r| r.l2_bps.map(|b| b / 1e6));
         fig(
             &mut o,
             &bar_chart(
@@ -190,7 +217,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                 max_mbps.get(proto).copied().unwrap_or(1.0),
             ),
         );
-        let (g, s, v) = grouped(a, rows, |r| r.pps);
+        let (g, s, v) = grouped(a, rows, true, |r| r.pps);
         fig(
             &mut o,
             &bar_chart(
@@ -204,7 +231,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             ),
         );
         if rows.iter().any(|r| r.dut_cpu_percent.is_some()) {
-            let (g, s, v) = grouped(a, rows, |r| r.dut_cpu_percent);
+            let (g, s, v) = grouped(a, rows, false, |r| r.dut_cpu_percent);
             fig(
                 &mut o,
                 &bar_chart(
@@ -248,6 +275,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                     .map(|r| (r.frame_len, r.l2_bps.unwrap_or(0.0) / 1e6))
                     .collect(),
                 dashed: false,
+                color: None,
             });
             pct.push(Series {
                 name: p.clone(),
@@ -256,6 +284,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                     .map(|r| (r.frame_len, r.percent.unwrap_or(0.0)))
                     .collect(),
                 dashed: false,
+                color: None,
             });
         }
         let dims = &rows[0].dims;
@@ -287,11 +316,13 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             name: "theoretical max".into(),
             points: theo.clone(),
             dashed: true,
+            color: None,
         });
         pct.push(Series {
             name: "line rate (100 %)".into(),
             points: vec![(f64::from(lo), 100.0), (f64::from(hi), 100.0)],
             dashed: true,
+            color: None,
         });
         o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
         fig(
@@ -353,6 +384,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                     },
                     points: Vec::new(),
                     dashed: false,
+                    color: None,
                 })
                 .points
                 .push((f64::from(m), b / 1e6));
@@ -379,19 +411,24 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     // Loss curves.
     if !a.loss_curves.is_empty() {
         o.push_str("<h2>Frame loss rate</h2>\n<div class=\"charts\">");
-        let mut by_fam: BTreeMap<String, Vec<Series>> = BTreeMap::new();
+        let mut by_fam: BTreeMap<(String, Option<u32>, String), Vec<Series>> = BTreeMap::new();
         for c in &a.loss_curves {
-            by_fam.entry(c.dims.family()).or_default().push(Series {
-                name: format!("{} {}", c.dims.profile, second(&c.dims)),
-                points: c.points.iter().rev().copied().collect(),
-                dashed: false,
-            });
+            let color = a.profiles.iter().position(|p| p == &c.dims.profile);
+            by_fam
+                .entry((c.dims.family(), c.dims.frame_size, second(&c.dims)))
+                .or_default()
+                .push(Series {
+                    name: c.dims.profile.clone(),
+                    points: c.points.iter().rev().copied().collect(),
+                    dashed: false,
+                    color,
+                });
         }
-        for (fam, series) in by_fam {
+        for ((fam, _, point), series) in by_fam {
             fig(
                 &mut o,
                 &line_chart(
-                    &format!("{fam}: frame loss rate (RFC 2544 §26.3)"),
+                    &format!("{fam} {point}: frame loss rate"),
                     "offered load, % of line rate",
                     "frames lost, %",
                     &series,
@@ -422,7 +459,8 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         }
         for (fam, profs) in by_fam {
             let mut series = Vec::new();
-            for ls in profs.values() {
+            for (order, ls) in &profs {
+                let color = (*order != usize::MAX).then_some(*order);
                 let name = &ls[0].dims.profile;
                 let pts = |f: &dyn Fn(&crate::model::LatencyRow) -> f64| -> Vec<(f64, f64)> {
                     ls.iter()
@@ -433,16 +471,19 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                     name: format!("{name} mean"),
                     points: pts(&|l| l.mean_us),
                     dashed: false,
+                    color,
                 });
                 series.push(Series {
                     name: format!("{name} max"),
                     points: pts(&|l| l.max_us),
                     dashed: true,
+                    color,
                 });
                 series.push(Series {
                     name: format!("{name} min"),
                     points: pts(&|l| l.min_us),
                     dashed: true,
+                    color,
                 });
             }
             fig(
@@ -461,8 +502,8 @@ pub fn html(a: &Analysis) -> Vec<u8> {
 
     // Tables.
     o.push_str("<h2>Throughput against line rate</h2>\n<p>pps and Mb/s measured (mean over repetitions; bidirectional tests sum both directions), the theoretical maximum for the encapsulation on the bottleneck link, and the percentage reached. Tester-limited cells are grey and carry no DUT figure.</p>\n<table class=\"results\" id=\"results\"><thead><tr>");
-    for c in COLUMNS {
-        o.push_str(&format!("<th>{c}</th>"));
+    for (_, title) in SHOWN {
+        o.push_str(&format!("<th>{title}</th>"));
     }
     o.push_str("<th>directions</th></tr></thead><tbody>\n");
     for r in &a.rows {
@@ -472,8 +513,9 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             esc(&r.case_id),
             esc(&r.methodology)
         ));
-        for (i, c) in cells(r).iter().enumerate() {
-            let numeric = i >= 11 || i == 9 || i == 3;
+        let all = cells(r);
+        for (i, _) in SHOWN {
+            let c = &all[i];
             let shown = if i == 10 && r.tester_limited {
                 format!(
                     "tester-limited (tester reached {} %)",
@@ -484,7 +526,11 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             };
             o.push_str(&format!(
                 "<td{} data-k=\"{}\">{}</td>",
-                if numeric { " class=\"n\"" } else { "" },
+                if i >= 9 && i != 10 {
+                    " class=\"n\""
+                } else {
+                    ""
+                },
                 COLUMNS[i],
                 esc(&shown)
             ));

@@ -63,9 +63,18 @@ const R: f64 = 20.0;
 const T: f64 = 36.0;
 const B: f64 = 64.0;
 
-fn frame(title: &str, y_label: &str, x_label: &str, y_max: f64, step: f64, o: &mut String) {
+fn frame(
+    title: &str,
+    y_label: &str,
+    x_label: &str,
+    y_max: f64,
+    step: f64,
+    legend_rows: usize,
+    o: &mut String,
+) {
+    let h = H + 16.0 * legend_rows.saturating_sub(1) as f64;
     o.push_str(&format!(
-        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}">"#,
+        r#"<svg class="chart" viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}">"#,
         t = esc(title)
     ));
     o.push_str(&format!(
@@ -101,16 +110,34 @@ fn frame(title: &str, y_label: &str, x_label: &str, y_max: f64, step: f64, o: &m
     o.push_str(&format!(
         r#"<text class="axis-label" x="{}" y="{}" text-anchor="middle">{}</text>"#,
         L + (W - L - R) / 2.0,
-        H - 8.0,
+        T + ph + 30.0,
         esc(x_label)
     ));
 }
 
-fn legend(names: &[String], dashed: &[bool], o: &mut String) {
+/// Legend entries laid out in rows that fit the chart width: (x, row) per entry.
+fn legend_layout(names: &[String]) -> (Vec<(f64, usize)>, usize) {
     let mut x = L;
-    let y = H - 30.0;
+    let mut row = 0;
+    let mut out = Vec::new();
+    for n in names {
+        let w = 30.0 + 6.5 * n.chars().count() as f64;
+        if x + w > W - R + 10.0 && x > L {
+            x = L;
+            row += 1;
+        }
+        out.push((x, row));
+        x += w;
+    }
+    (out, if names.is_empty() { 0 } else { row + 1 })
+}
+
+fn legend(names: &[String], dashed: &[bool], colors: &[usize], o: &mut String) {
+    let (pos, _) = legend_layout(names);
     for (i, n) in names.iter().enumerate() {
-        let c = PALETTE[i % PALETTE.len()];
+        let (x, row) = pos[i];
+        let y = T + (H - T - B) + 48.0 + 16.0 * row as f64;
+        let c = PALETTE[colors.get(i).copied().unwrap_or(i) % PALETTE.len()];
         if dashed.get(i).copied().unwrap_or(false) {
             o.push_str(&format!(
                 r#"<line x1="{x}" x2="{}" y1="{}" y2="{}" stroke="{c}" stroke-width="2" stroke-dasharray="5 3"/>"#,
@@ -129,7 +156,6 @@ fn legend(names: &[String], dashed: &[bool], o: &mut String) {
             x + 17.0,
             esc(n)
         ));
-        x += 30.0 + 6.5 * n.chars().count() as f64;
     }
 }
 
@@ -146,7 +172,15 @@ pub fn bar_chart(
 ) -> String {
     let (y_max, step) = nice_axis(y_max);
     let mut o = String::new();
-    frame(title, y_label, x_label, y_max, step, &mut o);
+    frame(
+        title,
+        y_label,
+        x_label,
+        y_max,
+        step,
+        legend_layout(series).1,
+        &mut o,
+    );
     o.push_str(r##"<defs><pattern id="tl" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#eee"/><line x1="0" y1="0" x2="0" y2="6" stroke="#999" stroke-width="3"/></pattern></defs>"##);
     let ph = H - T - B;
     let pw = W - L - R;
@@ -201,7 +235,7 @@ pub fn bar_chart(
             esc(g)
         ));
     }
-    legend(series, &[], &mut o);
+    legend(series, &[], &[], &mut o);
     o.push_str("</svg>");
     o
 }
@@ -213,8 +247,10 @@ pub struct Series {
     pub name: String,
     /// Points (x, y), drawn in order.
     pub points: Vec<(f64, f64)>,
-    /// Dashed (theoretical curves).
+    /// Dashed (theoretical curves, min/max).
     pub dashed: bool,
+    /// Palette index; `None` = the series' position.
+    pub color: Option<usize>,
 }
 
 /// Lines over a linear x axis from 0 (or the smallest x) to the largest x.
@@ -240,8 +276,17 @@ pub fn line_chart(
         x_hi = x_lo + 1.0;
     }
     let (y_max, step) = nice_axis(y_max.unwrap_or(y_hi));
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
     let mut o = String::new();
-    frame(title, y_label, x_label, y_max, step, &mut o);
+    frame(
+        title,
+        y_label,
+        x_label,
+        y_max,
+        step,
+        legend_layout(&names).1,
+        &mut o,
+    );
     let ph = H - T - B;
     let pw = W - L - R - 10.0;
     let px = |x: f64| L + 5.0 + (x - x_lo) / (x_hi - x_lo) * pw;
@@ -270,7 +315,7 @@ pub fn line_chart(
         ));
     }
     for (i, s) in series.iter().enumerate() {
-        let c = PALETTE[i % PALETTE.len()];
+        let c = PALETTE[s.color.unwrap_or(i) % PALETTE.len()];
         let d: Vec<String> = s
             .points
             .iter()
@@ -306,9 +351,13 @@ pub fn line_chart(
             }
         }
     }
-    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
     let dashed: Vec<bool> = series.iter().map(|s| s.dashed).collect();
-    legend(&names, &dashed, &mut o);
+    let colors: Vec<usize> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.color.unwrap_or(i))
+        .collect();
+    legend(&names, &dashed, &colors, &mut o);
     o.push_str("</svg>");
     o
 }

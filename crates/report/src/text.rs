@@ -182,8 +182,18 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     }
     if !a.findings.is_empty() {
         o.push_str("## Findings\n\n");
-        for f in &a.findings {
-            o.push_str(&format!("- {}\n", md_escape(&f.text)));
+        let (sig, rest): (Vec<_>, Vec<_>) = a.findings.iter().partition(|f| f.significant);
+        if sig.is_empty() {
+            o.push_str("- No profile differs from the baseline by more than the noise.\n");
+        }
+        for f in &sig {
+            o.push_str(&format!("- **{}**\n", md_escape(&f.text)));
+        }
+        if !rest.is_empty() {
+            o.push_str("\nWithin noise or not comparable:\n\n");
+            for f in &rest {
+                o.push_str(&format!("- {}\n", md_escape(&f.text)));
+            }
         }
         o.push('\n');
     }

@@ -1,0 +1,213 @@
+//! `wirerate report` on the fixture run, rendered by headless Chromium: the page loads from
+//! disk without errors, has its charts and axis labels, and a screenshot is saved at
+//! `target/report-screenshot.png` (under the cargo target directory) for a person to look at.
+//!
+//! Without Chromium this prints `SKIP: …`, except in CI (`CI` set), where it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../report/tests/fixtures")
+        .join(name)
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn wirerate(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_wirerate"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs Chromium headless on `html` with `extra` arguments; returns (stdout, stderr).
+fn chromium(html: &Path, extra: &[String]) -> (String, String) {
+    let profile = out_dir(&format!(
+        "chromium-profile-{}",
+        extra.len() + extra.first().map_or(0, String::len)
+    ));
+    let mut cmd = Command::new("timeout");
+    cmd.arg("120")
+        .arg(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", html.display()));
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn console_errors(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| {
+            l.contains("Uncaught")
+                || l.contains(":CONSOLE")
+                || l.contains("Failed to load resource")
+                || l.contains("net::ERR_")
+        })
+        .collect()
+}
+
+#[test]
+fn report_renders_in_chromium_with_its_charts_and_no_errors() {
+    let dir = out_dir("report-html");
+    let (ok, stdout, stderr) = wirerate(&[
+        "report",
+        fixture("run-demo").to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("filter-stateful-100: −48 % vs forward at 128 B, IPv4 UDP"));
+    for f in ["report.html", "results.csv", "summary.md", "summary.json"] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+    let html_path = dir.join("report.html");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    // Self-contained: nothing fetched, nothing executed.
+    for banned in [
+        "<script", "http://", "https://", "@import", "url(http", "<link",
+    ] {
+        assert!(!html.contains(banned), "report.html contains {banned}");
+    }
+
+    if !Path::new(CHROMIUM).exists() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{CHROMIUM} is missing; scripts/install-deps.sh installs it");
+        }
+        println!("SKIP: {CHROMIUM} is missing (run scripts/install-deps.sh as root)");
+        return;
+    }
+
+    // Control: the error check sees a page error when there is one.
+    let bad = out_dir("report-bad").join("bad.html");
+    std::fs::write(
+        &bad,
+        "<html><body><script>throw new Error('boom')</script></body></html>",
+    )
+    .unwrap();
+    let (_, stderr) = chromium(&bad, &["--dump-dom".to_string()]);
+    assert!(
+        !console_errors(&stderr).is_empty(),
+        "the console check is blind: {stderr}"
+    );
+
+    // The DOM Chromium built: every chart is an SVG with its axis labels.
+    let (dom, stderr) = chromium(&html_path, &["--dump-dom".to_string()]);
+    let errors = console_errors(&stderr);
+    assert!(errors.is_empty(), "page errors: {errors:#?}");
+    let svgs = dom.matches("<svg class=\"chart\"").count();
+    // 3 families × (Mb/s, pps) + CPU for 2 IPv4 families + 2 vs-frame-size × 2 UDP families
+    // + TCP vs MSS + a loss-curve chart per IPv4 frame size + 1 latency chart.
+    assert_eq!(svgs, 6 + 2 + 4 + 1 + 5 + 1, "charts in the rendered DOM");
+    assert!(dom.matches("class=\"bar\"").count() > 80);
+    for label in [
+        "Mb/s (L2, frames with FCS)",
+        "frames per second",
+        "DUT CPU %",
+        "% of line rate",
+        "frame size, bytes",
+        "MSS, bytes",
+        "offered load, % of line rate",
+        "one-way latency, µs",
+        "theoretical max",
+    ] {
+        assert!(
+            dom.contains(label),
+            "axis or legend label {label:?} missing"
+        );
+    }
+    assert!(dom.contains(">TL<"), "the tester-limited bar is marked");
+    assert!(dom.contains("id=\"results\""));
+
+    // The screenshot, for a person to look at.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let png = target.join("report-screenshot.png");
+    let _ = std::fs::remove_file(&png);
+    let (_, stderr) = chromium(
+        &html_path,
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1280,2400".to_string(),
+        ],
+    );
+    let errors = console_errors(&stderr);
+    assert!(errors.is_empty(), "page errors: {errors:#?}");
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert_eq!(&bytes[1..4], b"PNG");
+    assert!(bytes.len() > 50_000, "a blank page would be tiny");
+    println!("screenshot: {}", png.display());
+}
+
+#[test]
+fn killed_run_report_says_what_is_missing() {
+    let dir = out_dir("report-killed");
+    let (ok, stdout, stderr) = wirerate(&[
+        "report",
+        fixture("run-demo-killed").to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("UNFINISHED RUN"), "{stdout}");
+    assert!(stderr.contains("unfinished"), "{stderr}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("## What is missing"));
+}
+
+#[test]
+fn compare_cli_reports_verdicts() {
+    let (ok, stdout, stderr) = wirerate(&[
+        "compare",
+        fixture("run-demo").to_str().unwrap(),
+        fixture("run-demo-b").to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("improved") && stdout.contains("regressed"));
+    let (ok, _, stderr) = wirerate(&[
+        "compare",
+        "--fail-on-regression",
+        fixture("run-demo").to_str().unwrap(),
+        fixture("run-demo-b").to_str().unwrap(),
+    ]);
+    assert!(!ok && stderr.contains("regressed"), "{stderr}");
+    let (ok, _, stderr) = wirerate(&["report", "/nonexistent-run-dir"]);
+    assert!(!ok && stderr.contains("run.json"), "{stderr}");
+}
