@@ -15,7 +15,7 @@ pub fn esc(s: &str) -> String {
 
 /// A "nice" axis maximum and tick step at or above `max`.
 pub fn nice_axis(max: f64) -> (f64, f64) {
-    if !(max > 0.0) || !max.is_finite() {
+    if max.is_nan() || max <= 0.0 || !max.is_finite() {
         return (1.0, 0.2);
     }
     let raw = max / 5.0;

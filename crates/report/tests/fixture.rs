@@ -31,12 +31,11 @@ fn capacity_pps(profile: &str, variant: char, frame: u32) -> f64 {
         "filter-stateful-100" => 290e3,
         _ => 450e3,
     };
-    let b = match (variant, profile) {
+    match (variant, profile) {
         ('b', "napt") => base * 1.15,
         ('b', "filter-stateful-100") if frame <= 128 => base * 0.88,
         _ => base,
-    };
-    b
+    }
 }
 
 fn line_pps(frame: u32) -> f64 {
@@ -197,8 +196,9 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                             out
                         };
                         match m {
-                            Methodology::Rfc2544Latency => {
-                                match throughput.as_ref().and_then(|t| {
+                            Methodology::Rfc2544Latency => throughput
+                                .as_ref()
+                                .and_then(|t| {
                                     LatencySearch::at_throughput(
                                         t,
                                         0,
@@ -206,15 +206,14 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                                         plan.methodology.latency_duration,
                                     )
                                     .ok()
-                                }) {
-                                    Some(mut s) => Some(drive(&mut s, |r| {
+                                })
+                                .map(|mut s| {
+                                    drive(&mut s, |r| {
                                         let o = run(r);
                                         push_trial(r, &o, None);
                                         o
-                                    })),
-                                    None => None,
-                                }
-                            }
+                                    })
+                                }),
                             _ => {
                                 let mut s = plan.search(&case, m).unwrap();
                                 let r = drive(s.as_mut(), |r| {
