@@ -918,3 +918,37 @@ fn findings(rows: &[Row], baseline: &str, _reps: u32) -> Vec<Statement> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn theoretical_maximum_follows_the_encapsulation() {
+        let plain = Dims::from_case_id("forward/udp4/64B");
+        assert_eq!(plain.encap, "ipv4");
+        let (pps, _, link) = udp_max(1e9, &plain, 64).unwrap();
+        assert_eq!(pps.round(), 1_488_095.0);
+        assert_eq!(link, "link");
+        // PPPoE adds 8 B on the WAN link: 1e9 / ((64 + 8 + 20) × 8).
+        let pppoe = Dims::from_case_id("forward/udp4/64B/encap=ipv4+pppoe");
+        assert_eq!(pppoe.encap, "ipv4+pppoe");
+        let (pps, _, link) = udp_max(1e9, &pppoe, 64).unwrap();
+        assert_eq!(pps.round(), (1e9f64 / (92.0 * 8.0)).round());
+        assert_eq!(link, "wan");
+        assert_eq!(pppoe.family(), "IPv4 UDP over ipv4+pppoe");
+    }
+
+    #[test]
+    fn case_ids_parse_back_into_dimensions() {
+        let d = Dims::from_case_id("napt/tcp6/s4/mss1200/fast-path=on");
+        assert_eq!(
+            (d.protocol.as_str(), d.ip, d.sessions, d.mss),
+            ("tcp", 6, Some(4), Some(1200))
+        );
+        assert_eq!(d.vars, [("fast-path".to_string(), "on".to_string())]);
+        assert_eq!(d.point(), "4 sessions, MSS 1200, fast-path=on, IPv6 TCP");
+        assert_eq!(signed_percent(-47.6), "\u{2212}48 %");
+        assert_eq!(signed_percent(-0.2), "±0 %");
+    }
+}
