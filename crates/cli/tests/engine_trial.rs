@@ -7,6 +7,7 @@
 use engine::port::PortSpec;
 use engine::stream::{Flows, Limit, Rate, StreamConfig};
 use engine::trial::{self, TrialConfig, TrialReport, TrialStream};
+use engine::tx::TxBackend;
 use lab::{Lab, LabConfig, Node, PortId, Profile, StatsSnapshot, Topology};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -101,7 +102,12 @@ fn stream(id: u16, src: IpAddr, dst: IpAddr, size: usize, pps: f64, limit: Limit
 }
 
 fn run(ports: Vec<PortSpec>, streams: Vec<TrialStream>) -> TrialReport {
+    run_on(TxBackend::default(), ports, streams)
+}
+
+fn run_on(backend: TxBackend, ports: Vec<PortSpec>, streams: Vec<TrialStream>) -> TrialReport {
     let mut cfg = TrialConfig::new(ports, streams);
+    cfg.tx_ring.backend = backend;
     cfg.drain = Duration::from_millis(300);
     let r = trial::run(&cfg, &AtomicBool::new(false)).expect("trial runs");
     for p in &r.rx_ports {
@@ -502,6 +508,56 @@ fn reorder_option_is_counted_as_reordering() {
         assert_eq!(s.rx.out_of_order, 100);
     }
     assert_eq!((s.rx.lost, s.rx.duplicates), (Some(path), 0));
+}
+
+/// Both TX backends count exactly: 20,000 frames per backend on the direct topology, each
+/// checked against the kernel's count at B.
+#[test]
+fn both_tx_backends_count_exactly() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = lab_or_skip("et9", Topology::Direct, None) else {
+        return;
+    };
+    let (a, ai) = port(&lab, PortId::A, "a");
+    let (b, bi) = port(&lab, PortId::B, "b");
+    witness(&lab, Node::B, &bi.ifname, "b");
+    for (id, backend) in [(30u16, TxBackend::Ring), (31, TxBackend::Sendmmsg)] {
+        let n = 20_000;
+        let s = stream(
+            id,
+            ai.ipv4.into(),
+            bi.ipv4.into(),
+            64,
+            50_000.0,
+            Limit::Frames(n),
+        );
+        let w0 = witnessed(&lab, Node::B)["b_v4"];
+        let before = lab.snapshot().unwrap();
+        let r = run_on(
+            backend,
+            vec![a.clone(), b.clone()],
+            vec![TrialStream {
+                config: s,
+                tx_port: 0,
+                rx_port: 1,
+            }],
+        );
+        let after = lab.snapshot().unwrap();
+        let arrived = witnessed(&lab, Node::B)["b_v4"] - w0;
+        let s = &r.streams[0];
+        let what = format!("{} backend", backend.name());
+        assert_eq!(s.tx.sent, n, "{what}: sent");
+        let path = path_loss(&what, n, arrived, &before, &after);
+        assert_eq!(
+            s.rx.received, arrived,
+            "{what}: received = kernel count at B"
+        );
+        assert_eq!(s.rx.received, n - path, "{what}: received");
+        assert_eq!(s.rx.lost, Some(path));
+        assert_eq!((s.rx.duplicates, s.rx.out_of_order, s.rx.late), (0, 0, 0));
+        assert!(s.rx.latency.expect("latency").min_ns > 0);
+        assert_eq!(s.rx.negative_latency, 0);
+    }
 }
 
 #[test]

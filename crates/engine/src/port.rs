@@ -118,7 +118,7 @@ pub struct TxRingConfig {
     pub qdisc_bypass: bool,
     /// SO_SNDBUFFORCE bytes (0 = leave the default). Every frame in flight is charged to it.
     pub sndbuf: usize,
-    /// How frames reach the kernel: `sendmmsg` (default) or this TX ring.
+    /// How frames reach the kernel: this TX ring (default) or `sendmmsg`.
     pub backend: crate::tx::TxBackend,
 }
 

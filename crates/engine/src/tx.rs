@@ -1,12 +1,12 @@
 //! The transmit loop of one port, on one of two AF_PACKET backends ([`TxBackend`]):
 //!
-//! - **sendmmsg** (the default, measured faster on veth, docs/engine.md): frames are written
-//!   into a reused pool of buffers ([`sys::MmsgBatch`]) and handed over with one
-//!   `sendmmsg(MSG_DONTWAIT)` per batch on a socket with qdisc bypass. The kernel copies each
-//!   into a linear skb. A frame counts as **sent** once `sendmmsg` reports it accepted.
-//! - **TX ring** (`PACKET_TX_RING`, TPACKET_V2): frames are written straight into ring slots
-//!   and flushed with one non-blocking `send`. A frame counts as **sent** once its slot left
-//!   `SEND_REQUEST`.
+//! - **TX ring** (`PACKET_TX_RING`, TPACKET_V2; the default, the faster one on veth,
+//!   docs/engine.md): frames are written straight into ring slots behind a `virtio_net_hdr`
+//!   that makes the kernel build linear skbs (`sys::TxRing::new`), and flushed with one
+//!   non-blocking `send`. A frame counts as **sent** once its slot left `SEND_REQUEST`.
+//! - **sendmmsg**: frames are written into a reused pool of buffers ([`sys::MmsgBatch`]) and
+//!   handed over with one `sendmmsg(MSG_DONTWAIT)` per batch on a socket with qdisc bypass. A
+//!   frame counts as **sent** once `sendmmsg` reports it accepted.
 //!
 //! Either way, each frame is a copy of the base frame with flow fields, signature and
 //! checksums patched. The signature's timestamp is CLOCK_MONOTONIC **read once per batch**,
@@ -75,11 +75,12 @@ pub struct TxPortReport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TxBackend {
-    /// `sendmmsg` from a reused buffer pool, qdisc bypass (the default: faster on veth).
+    /// `PACKET_TX_RING` (TPACKET_V2) with linear skbs, qdisc bypass: the default, the faster
+    /// of the two on veth (docs/engine.md, "Measured figures").
     #[default]
-    Sendmmsg,
-    /// `PACKET_TX_RING` (TPACKET_V2), qdisc bypass.
     Ring,
+    /// `sendmmsg` from a reused buffer pool, qdisc bypass.
+    Sendmmsg,
 }
 
 impl TxBackend {
@@ -126,9 +127,11 @@ pub fn open(
     max_len: usize,
 ) -> Result<Sender> {
     match backend {
-        TxBackend::Ring => Ok(Sender::Ring(
-            spec.open_tx(ifindex, &cfg.sized_for(max_len))?,
-        )),
+        TxBackend::Ring => {
+            // Room for the ring's virtio_net_hdr in front of each frame (`sys::TxRing::new`).
+            let cfg = cfg.sized_for(max_len + 16);
+            Ok(Sender::Ring(spec.open_tx(ifindex, &cfg)?))
+        }
         TxBackend::Sendmmsg => {
             // Protocol 0: a send-only socket that receives nothing.
             let sock = PacketSocket::open(ifindex, 0).map_err(|e| {

@@ -36,8 +36,8 @@ struct TxArgs {
     /// Alternating windows per sender (medians are reported).
     #[arg(long, default_value_t = 3)]
     rounds: u32,
-    /// Our TX backend compared with trafgen: sendmmsg (the default) or ring.
-    #[arg(long, default_value = "sendmmsg")]
+    /// Our TX backend compared with trafgen: ring (the default) or sendmmsg.
+    #[arg(long, default_value = "ring")]
     backend: engine::tx::TxBackend,
     /// Also measure our other backend, in the same rounds.
     #[arg(long)]
