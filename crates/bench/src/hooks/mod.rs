@@ -8,6 +8,7 @@
 //! (`vmstat`, `/proc/stat`, nftables counters) into numbers.
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -265,7 +266,10 @@ impl Sampler {
     /// Starts `hook` through `exec`.
     pub fn start(exec: &Exec, hook: &Hook, env: &[(String, String)]) -> std::io::Result<Sampler> {
         let argv = exec.argv(&hook.command, env);
+        // Its own process group, so `stop` ends the command's children too (`sh -c 'vmstat 1'`
+        // forks vmstat, which would otherwise outlive the shell and keep the pipes open).
         let mut child = command(exec, &argv, env)
+            .process_group(0)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;
@@ -310,8 +314,15 @@ impl Sampler {
         }
     }
 
-    /// Kills the sampler (this child only, by its own handle) and returns what it printed.
+    /// Stops the sampler (SIGTERM to the process group it leads, then SIGKILL to the child
+    /// itself) and returns what it printed.
     pub fn stop(mut self) -> std::io::Result<HookOutput> {
+        // The group this sampler leads (created in `start`): the shell and what it started.
+        let _ = Command::new("kill")
+            .args(["-TERM", "--", &format!("-{}", self.child.id())])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let status = self.child.wait()?;
         for r in self.readers.drain(..) {

@@ -1,0 +1,142 @@
+//! `wirerate plan check` / `wirerate run` refuse a broken plan before any traffic (issue 5): a
+//! typo (file:line:col, key, did-you-mean), a hook command that does not exist, a DUT host that
+//! ssh cannot reach. Each check asserts that no run directory and no lab namespace was created.
+//! No root needed: every error is found before the lab would be built.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const WIRERATE: &str = env!("CARGO_BIN_EXE_wirerate");
+
+fn plan(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn wirerate(args: &[&str]) -> Output {
+    Command::new(WIRERATE).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn no_namespace(lab: &str) {
+    let out = Command::new("ip").args(["netns", "list"]).output();
+    if let Ok(o) = out {
+        let list = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            !list.contains(&format!("wr-{lab}-")),
+            "a lab namespace was created: {list}"
+        );
+    }
+}
+
+const BASE: &str = r#"name = "bad"
+[topology]
+kind = "lab"
+lab = "forward"
+name = "h8bad"
+[dut]
+kind = "lab"
+[dut.profiles.forward]
+[run]
+trial-duration = "1s"
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+frame-size = [64]
+methodologies = ["rfc2544-throughput"]
+"#;
+
+#[test]
+fn fixture_and_shipped_plan_check_ok() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for p in [
+        root.join("plans/lab-demo.toml"),
+        root.join("crates/bench/tests/fixtures/lab-demo.toml"),
+    ] {
+        let o = wirerate(&["plan", "check", p.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("72 cases"), "{out}");
+        assert!(out.contains("napt/tcp6/s4"), "{out}");
+        assert!(out.contains("estimated"), "{out}");
+    }
+}
+
+#[test]
+fn typo_is_reported_with_line_key_and_hint_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let p = plan(
+        d.path(),
+        "typo.toml",
+        &BASE.replace("trial-duration", "trial-duraton"),
+    );
+    let o = wirerate(&["plan", "check", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("typo.toml:10:1"), "{e}");
+    assert!(e.contains("run.trial-duraton"), "{e}");
+    assert!(e.contains("did you mean `trial-duration`"), "{e}");
+    let out = d.path().join("out");
+    let o = wirerate(&["run", p.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("did you mean"), "{}", stderr(&o));
+    assert!(!out.exists(), "a run directory was created");
+    no_namespace("h8bad");
+}
+
+#[test]
+fn missing_hook_command_is_named_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let p = plan(
+        d.path(),
+        "hook.toml",
+        &BASE.replace(
+            "[dut.profiles.forward]\n",
+            "[dut.profiles.forward]\nsetup = [\"wr-no-such-command --on\"]\n",
+        ),
+    );
+    let out = d.path().join("out");
+    let o = wirerate(&["run", p.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("nothing was sent"), "{e}");
+    assert!(
+        e.contains("dut.profiles.forward.setup[0]: command `wr-no-such-command` not found"),
+        "{e}"
+    );
+    assert!(!out.exists(), "a run directory was created");
+    no_namespace("h8bad");
+}
+
+#[test]
+fn unreachable_ssh_host_is_named_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    // A name under .invalid never resolves (RFC 6761): no packet reaches any real host.
+    let p = plan(
+        d.path(),
+        "ssh.toml",
+        &BASE
+            .replace(
+                "kind = \"lab\"\n[dut.profiles",
+                "kind = \"device\"\nssh = \"wr-nohost.invalid\"\n[dut.profiles",
+            )
+            .replace(
+                "[dut.profiles.forward]\n",
+                "[dut.profiles.forward]\nsetup = [\"true\"]\n",
+            ),
+    );
+    let out = d.path().join("out");
+    let o = wirerate(&["run", p.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("DUT host `wr-nohost.invalid` is unreachable over ssh"),
+        "{e}"
+    );
+    assert!(!out.exists(), "a run directory was created");
+    no_namespace("h8bad");
+}
