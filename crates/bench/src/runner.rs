@@ -889,7 +889,7 @@ pub fn iperf3_trial(
         &ns_b,
         &Hook {
             command: format!(
-                "exec tcpdump -i {} -nn -v -l -c {} {} 2>&1",
+                "exec tcpdump -i {} --immediate-mode -nn -v -l -c {} {} 2>&1",
                 hooks::shell_quote(&pb.ifname),
                 sessions + 1,
                 hooks::shell_quote(&syn_filter(IPERF3_PORT))
@@ -938,8 +938,13 @@ pub fn iperf3_trial(
     let started = Instant::now();
     let client = run_interruptible(&argv, stop);
     let elapsed = started.elapsed();
+    // tcpdump exits by itself after the control and data connections' SYNs ("N packets
+    // captured"); give it a moment, then stop it whatever it saw.
     let syn_text = capture
-        .and_then(|c| c.stop().ok())
+        .and_then(|c| {
+            c.wait_for_output("packets captured", Duration::from_secs(1));
+            c.stop().ok()
+        })
         .map(|o| o.stdout)
         .unwrap_or_default();
     let _ = server.stop();

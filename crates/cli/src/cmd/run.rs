@@ -116,9 +116,15 @@ pub fn run(args: RunArgs) -> CliResult {
                 s.trials_replayed,
                 dir.display()
             );
-            // REPORT CALL SITE (issue 6): `crate::cmd::report` has no function to call yet.
-            // When it has one, render the run directory here, e.g.
-            // `crate::cmd::report::render_run(&dir)?;`
+            // The report (issue 6) is rendered into the run directory; a report problem does
+            // not lose the run (`wirerate report DIR` renders it again).
+            match super::report::render_run_dir(&dir) {
+                Ok(summary) => print!("{summary}"),
+                Err(e) => eprintln!(
+                    "wirerate: report: {e} (the results are in {})",
+                    dir.display()
+                ),
+            }
             if s.failures.is_empty() {
                 Ok(())
             } else {
