@@ -145,6 +145,12 @@ pub fn run(args: BenchArgs) -> CliResult {
                     rounds(v)
                 );
             }
+            if r.trafgen_aborts > 0 {
+                println!(
+                    "  trafgen aborted {} window(s) on back-pressure (retried)",
+                    r.trafgen_aborts
+                );
+            }
             match &r.trafgen_error {
                 None => {
                     println!(
