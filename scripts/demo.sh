@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the built-in lab: install what is missing, build, then show what wirerate
-# does today — the line-rate table, a crafted capture decoded by tshark, and the namespace lab
-# brought up, exercised and taken down.
+# does today — the line-rate table, a crafted capture decoded by tshark, the tester's own
+# calibration, and plans/lab-demo.toml run unattended on the namespace lab (a few minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -17,30 +17,13 @@ echo; echo "== Ten 64-byte PPPoE test frames, written to $out/pppoe.pcap and dec
 $W craft --encap pppoe --size 64 --count 10 --pppoe-session 0x1234 -o "$out/pppoe.pcap"
 tshark -r "$out/pppoe.pcap" 2>/dev/null | head -3
 
-echo; echo "== The built-in lab: tester A — Linux kernel DUT (own CPU) — tester B"
-$W lab profiles
-trap '$W lab down --name demo >/dev/null 2>&1 || true' EXIT
-$W lab up --name demo --topology forward --profile forward
-$W lab exec --name demo a -- ping -c 3 -i 0.2 203.0.113.2
-$W lab exec --name demo a -- ping -c 3 -i 0.2 2001:db8:b::2
-
-echo; echo "== A 3-second trial through the DUT: signed 64-byte UDP both ways at 20 kpps each"
-$W trial --lab demo --direction both --rate 20kpps --duration 3
-
-echo; echo "== TCP through the DUT with iperf3 (2 s), then the same with 100 stateful firewall rules"
-for profile in forward filter-stateful-100; do
-  $W lab profile --name demo "$profile"
-  $W lab exec --name demo b -- iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
-  server=$!
-  # Wait for the server's port instead of sleeping a fixed time.
-  for _ in $(seq 50); do
-    $W lab exec --name demo b -- ss -ltn 2>/dev/null | grep -q ':5201 ' && break
-    sleep 0.1
-  done
-  $W lab exec --name demo a -- iperf3 -c 203.0.113.2 -p 5201 -t 2 | grep -E 'sender|receiver' | sed "s/^/$profile: /"
-  wait "$server" || true
-done
-$W lab stats --name demo | head -c 600; echo " …"
-
-$W lab down --name demo
-trap - EXIT
+echo; echo "== The main job: plans/lab-demo.toml, the forwarding matrix of DESIGN.md §1 on the lab"
+echo "   (6 DUT profiles × UDP 64/512/1518 B RFC 2544 throughput + TCP 1/2/4 sessions × IPv4/IPv6)"
+$W plan check plans/lab-demo.toml --quiet
+echo; echo "== The tester's own ceiling first (direct link, no DUT), so DUT figures near it are flagged"
+$W calibrate --sizes 64,82,512,1518 --duration 1 --out "$out/calibration.json"
+echo
+# The run builds the lab, applies each profile, measures, removes the lab (also on Ctrl-C),
+# and renders the report into the run directory.
+$W run plans/lab-demo.toml --out "$out/run" --calibration "$out/calibration.json"
+echo; echo "Results: $out/run (trials.jsonl, hooks.jsonl, iperf3/, report.html)"

@@ -1177,7 +1177,7 @@ mod tests {
     #[test]
     fn default_dir_is_dated() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_000), (2024, 10, 04));
+        assert_eq!(civil_from_days(20_000), (2024, 10, 4));
         let d = default_dir(Path::new("runs"), "lab-demo");
         let s = d.to_string_lossy();
         assert!(s.starts_with("runs/lab-demo-2"), "{s}");
