@@ -91,7 +91,7 @@ fn plan_file(dir: &Path, text: &str) -> PathBuf {
 ///
 /// On a shared machine a trial's achieved rate now and then falls more than the 1.5 % tester
 /// tolerance short; the search then stops tester-limited (correctly: no DUT figure). The test
-/// retries such a run up to three times; it never accepts a figure from a tester-limited trial.
+/// retries such a run up to four times; it never accepts a figure from a tester-limited trial.
 #[test]
 fn tbf_ground_truth() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -155,14 +155,14 @@ methodologies = ["rfc2544-throughput"]
                 _ => None,
             })
             .expect("a done record");
-        if done.throughput(0).is_some() || attempt == 3 {
+        if done.throughput(0).is_some() || attempt == 4 {
             break (out, done, stdout);
         }
         println!("attempt {attempt}: {} — retrying\n{stdout}", done.status);
     };
     let fraction = done
         .throughput(0)
-        .unwrap_or_else(|| panic!("no complete throughput result in 3 attempts\n{stdout}"))
+        .unwrap_or_else(|| panic!("no complete throughput result in 4 attempts (every run tester-limited: the machine is too loaded to pace 2 kpps evenly)\n{stdout}"))
         .0;
     let line_fps = 100e6 / ((1518.0 + 20.0) * 8.0);
     let found_fps = fraction * line_fps;
@@ -405,4 +405,90 @@ methodologies = ["rfc2544-throughput"]
         before.len(),
         after.len() - before.len()
     );
+}
+
+/// SIGINT (what Ctrl-C sends) in the middle of a run: exit status 1 with the `--resume` hint,
+/// the profile's teardown hook ran, the lab's namespaces are gone, and `--resume` finishes.
+#[test]
+fn sigint_stops_cleanly() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if skip() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let plan = plan_file(
+        d.path(),
+        r#"name = "int"
+[topology]
+kind = "lab"
+lab = "forward"
+name = "h8int"
+[dut]
+kind = "lab"
+[dut.profiles.forward]
+teardown = ["echo torn-down"]
+[run]
+repetitions = 6
+trial-duration = "500ms"
+settle = "50ms"
+profile-settle = "0s"
+max-load = 0.01
+tester-tolerance = 0.05
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+frame-size = [512]
+methodologies = ["rfc2544-throughput"]
+"#,
+    );
+    let out = d.path().join("run");
+    let child = Command::new(WIRERATE)
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !(out.join("trials.jsonl").exists() && !trials(&out).is_empty()) {
+        assert!(Instant::now() < deadline, "no trial within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("interrupted") && stderr.contains("--resume"),
+        "{stderr}"
+    );
+    let hooks = std::fs::read_to_string(out.join("hooks.jsonl")).unwrap();
+    assert!(
+        hooks.contains("torn-down"),
+        "teardown hook did not run: {hooks}"
+    );
+    let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let ns = String::from_utf8_lossy(&ns.stdout);
+    assert!(!ns.contains("wr-h8int-"), "lab left behind: {ns}");
+    let before = trials(&out);
+    assert!(before.len() < 6, "the run was not stopped early");
+    let o = run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--resume",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = trials(&out);
+    assert_eq!(&after[..before.len()], &before[..]);
+    assert_eq!(after.len(), 6, "one trial per repetition at 1 % load");
 }
