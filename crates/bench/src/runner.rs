@@ -236,6 +236,13 @@ pub fn preflight(plan: &Plan) -> Result<(), RunError> {
             "`wirerate run` drives lab topologies only so far (topology.kind = \"lab\"); real interfaces need `wirerate trial --port-a/--port-b`".to_string(),
         );
     }
+    if let Topology::Lab { topology, .. } = &plan.topology {
+        if topology != "forward" && topology != "direct" {
+            problems.push(format!(
+                "topology.lab = \"{topology}\": `wirerate run` needs ports A and B (forward or direct)"
+            ));
+        }
+    }
     if plan.dut.kind == DutKind::Lab {
         for p in &plan.dut.profiles {
             let name = p.lab.as_deref().unwrap_or(&p.name);
