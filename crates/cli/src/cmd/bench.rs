@@ -42,6 +42,9 @@ struct TxArgs {
     /// Also measure our other backend, in the same rounds.
     #[arg(long)]
     both_backends: bool,
+    /// Old spelling of `--both-backends` (the sendmmsg sender is now a backend).
+    #[arg(long, hide = true)]
+    sendmmsg: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -108,7 +111,7 @@ pub fn run(args: BenchArgs) -> CliResult {
                 cpu: a.cpu,
                 rps_cpu: a.rps_cpu,
                 backend: a.backend,
-                both_backends: a.both_backends,
+                both_backends: a.both_backends || a.sendmmsg,
                 rounds: a.rounds.clamp(1, 20),
                 ..Default::default()
             };
