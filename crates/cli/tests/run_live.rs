@@ -393,7 +393,8 @@ methodologies = ["rfc2544-throughput"]
             .filter(|t| t.key.repetition == rep)
             .map(|t| t.key.index)
             .collect();
-        assert!(idx.len() >= 2, "repetition {rep}: {idx:?}");
+        // One trial is enough when it was tester-limited: the search then stops by design.
+        assert!(!idx.is_empty(), "repetition {rep}: no trial at all");
         assert_eq!(
             idx,
             (0..idx.len() as u32).collect::<Vec<_>>(),

@@ -808,11 +808,11 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         .cloned();
     let findings = baseline
         .as_deref()
-        .map(|b| findings(&rows, b, reps))
+        .map(|b| findings(&rows, b))
         .unwrap_or_default();
     if reps < 2 && !findings.is_empty() {
         notes.push(
-            "one repetition per case: the noise is only the search's resolution, not measured spread".into(),
+            "one repetition per case: no noise was measured, so no finding is stated; set repetitions >= 2 in the plan".into(),
         );
     }
 
@@ -852,7 +852,10 @@ pub fn signed_percent(p: f64) -> String {
     }
 }
 
-fn findings(rows: &[Row], baseline: &str, _reps: u32) -> Vec<Statement> {
+/// A profile against the baseline at each point. A difference is stated only when it exceeds the
+/// noise measured over repetitions: with fewer than two repetitions on either side nothing was
+/// measured (one figure has no spread), so the statement says it was not judged.
+fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
     let mut out = Vec::new();
     for r in rows {
         if r.dims.profile == baseline || r.tester_limited {
@@ -890,11 +893,18 @@ fn findings(rows: &[Row], baseline: &str, _reps: u32) -> Vec<Statement> {
         }
         let delta = 100.0 * (x - y) / y;
         let noise = 100.0 * (r.noise_pps + b.noise_pps) / y;
-        let significant = beyond_noise(x, r.noise_pps, y, b.noise_pps);
+        let measured = r.repetitions >= 2 && b.repetitions >= 2;
+        let significant = measured && beyond_noise(x, r.noise_pps, y, b.noise_pps);
         let point = r.dims.point();
         let text = if significant {
             format!(
                 "{}: {} vs {baseline} at {point}",
+                r.dims.profile,
+                signed_percent(delta)
+            )
+        } else if !measured {
+            format!(
+                "{}: {} vs {baseline} at {point}, not judged: fewer than 2 repetitions, so no measured noise",
                 r.dims.profile,
                 signed_percent(delta)
             )
