@@ -256,24 +256,13 @@ fn set_hops(p: &mut PortSpec, hops: &[IpAddr]) {
 fn ports(args: &TrialArgs) -> CliResult<(PortSpec, PortSpec)> {
     if let Some(name) = &args.lab {
         let l = lab::Lab::attach(name).map_err(|e| usage(format!("--lab {name}: {e}")))?;
-        let mk = |id: lab::PortId, label: &str| -> CliResult<PortSpec> {
-            let i = l.port(id).map_err(|e| CliError::Failed(e.to_string()))?;
-            Ok(PortSpec {
-                name: label.into(),
-                ifname: i.ifname,
-                netns: Some(i.netns),
-                ipv4: Some(i.ipv4),
-                ipv6: Some(i.ipv6),
-                next_hop_v4: i.gateway_v4.or(i.target_v4),
-                next_hop_v6: i.gateway_v6.or(i.target_v6),
-                cpus: if args.cpus.is_empty() {
-                    lab::Lab::cpus_for(lab::Node::A)
-                } else {
-                    args.cpus.clone()
-                },
-            })
-        };
-        return Ok((mk(lab::PortId::A, "a")?, mk(lab::PortId::B, "b")?));
+        let (mut a, mut b) =
+            bench::trial::lab_ports(&l).map_err(|e| CliError::Failed(e.to_string()))?;
+        if !args.cpus.is_empty() {
+            a.cpus = args.cpus.clone();
+            b.cpus = args.cpus.clone();
+        }
+        return Ok((a, b));
     }
     let (Some(pa), Some(pb)) = (&args.port_a, &args.port_b) else {
         return Err(usage("give --lab NAME, or --port-a and --port-b"));
