@@ -398,21 +398,7 @@ fn run_ring(
             continue;
         }
         // Nothing due: wait for the earliest next frame.
-        let next = streams
-            .iter()
-            .filter(|s| !s.done(now))
-            .map(|s| s.pacer.next_due_ns())
-            .min();
-        if let Some(next) = next {
-            let now = sys::monotonic_ns();
-            if next > now + 60_000 {
-                sys::sleep_until(next - 50_000);
-            } else if next > now + 5_000 {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
+        wait_for_next_due(streams.iter(), now);
     }
     // Give frames still waiting a last chance (up to 1 s), then take them back uncounted.
     let deadline = sys::monotonic_ns() + 1_000_000_000;
@@ -531,21 +517,7 @@ fn run_mmsg(
             continue;
         }
         // Nothing due: wait for the earliest next frame.
-        let next = streams
-            .iter()
-            .filter(|s| !s.done(now))
-            .map(|s| s.pacer.next_due_ns())
-            .min();
-        if let Some(next) = next {
-            let now = sys::monotonic_ns();
-            if next > now + 60_000 {
-                sys::sleep_until(next - 50_000);
-            } else if next > now + 5_000 {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
+        wait_for_next_due(streams.iter(), now);
     }
     // Give frames still waiting a last chance (up to 1 s), then drop them uncounted.
     let deadline = sys::monotonic_ns() + 1_000_000_000;
@@ -584,6 +556,27 @@ impl StreamState {
                 self.pacer.max_seen_debt()
             },
             swapped_pairs: self.gen.swapped_pairs(self.sent),
+        }
+    }
+}
+
+/// Waits until shortly before the earliest frame any unfinished stream has due: sleeps when it
+/// is more than 60 µs away (waking 50 µs early, since sleeps overshoot), yields when it is
+/// 5–60 µs away, and spins below that, so that pacing stays on schedule without burning a core
+/// at low rates.
+fn wait_for_next_due<'a>(streams: impl Iterator<Item = &'a StreamState>, now: u64) {
+    let next = streams
+        .filter(|s| !s.done(now))
+        .map(|s| s.pacer.next_due_ns())
+        .min();
+    if let Some(next) = next {
+        let now = sys::monotonic_ns();
+        if next > now + 60_000 {
+            sys::sleep_until(next - 50_000);
+        } else if next > now + 5_000 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
         }
     }
 }
