@@ -22,6 +22,10 @@ declare -A PROBE=(
   [build-essential]=/usr/bin/cc
   [pkg-config]=/usr/bin/pkg-config
   [chromium]=/usr/bin/chromium
+  # The XDP backend's BPF programs are C, compiled by build.rs (crates/engine/build.rs).
+  [clang]=/usr/bin/clang
+  [libbpf-dev]=/usr/include/bpf/bpf_helpers.h
+  [linux-libc-dev]=/usr/include/linux/bpf.h
 )
 
 missing=()

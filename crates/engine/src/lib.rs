@@ -15,6 +15,7 @@
 //! | [`rx`] | classification and per-stream receive accounting |
 //! | [`trial`] | one timed run of a set of streams between ports |
 //! | [`control`] | runs an `emulate` control plane (PPPoE, ARP/ND, DS-Lite) on a port's socket |
+//! | [`xdp`] | the XDP backend: BPF programs that stamp and send (live frames) and count in maps |
 //! | [`bench`] | measuring the tester itself (TX/RX rates, next to trafgen) |
 
 pub mod bench;
@@ -27,6 +28,7 @@ pub mod stream;
 pub mod sys;
 pub mod trial;
 pub mod tx;
+pub mod xdp;
 
 use std::fmt;
 

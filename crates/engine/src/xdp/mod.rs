@@ -1,0 +1,13 @@
+//! The XDP backend (issue 8): frames generated and counted inside the kernel.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`objects`] | the compiled BPF objects, built from `crates/engine/bpf/*.bpf.c` by `build.rs` |
+//! | [`sys`] | the only `unsafe` of this backend (BPF_PROG_RUN with live frames, ...) |
+//! | [`tx`] | TX: an XDP program run over live frames stamps each frame's signature and sends it |
+//! | [`rx`] | RX: an XDP program on the receiving port counts test frames per stream in maps |
+
+pub mod objects;
+pub mod rx;
+pub(crate) mod sys;
+pub mod tx;

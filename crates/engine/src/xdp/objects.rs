@@ -1,0 +1,6 @@
+//! The BPF objects `build.rs` compiles from `crates/engine/bpf/`, embedded in the binary so a
+//! wirerate executable needs no files beside it. (`include_bytes_aligned!`: the ELF parser
+//! needs the object 8-byte aligned, which plain `include_bytes!` does not promise.)
+
+/// Passes every frame: proves that a port accepts an XDP program at all.
+pub const PROBE: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/probe.bpf.o"));

@@ -1,0 +1,1 @@
+//! XDP receive (see the module table in `xdp`).

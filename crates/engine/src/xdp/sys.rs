@@ -1,0 +1,1 @@
+//! The XDP backend's `unsafe`: every block carries a `// SAFETY:` line.

@@ -1,0 +1,1 @@
+//! XDP transmit (see the module table in `xdp`).
