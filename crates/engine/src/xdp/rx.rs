@@ -1,1 +1,511 @@
-//! XDP receive (see the module table in `xdp`).
+//! XDP receive (see the module table in `xdp`): `bpf/rx.bpf.c` on the receiving port counts
+//! the test frames of each expected stream in maps, inside the kernel, and drops them; every
+//! other frame goes on to the stack (ARP, ND, PPPoE discovery keep working).
+//!
+//! [`XdpReceiver`] loads the program, tells it the expected streams, attaches it to the port's
+//! interface (inside the port's namespace) and turns the maps into the same
+//! [`StreamRxReport`]s as the AF_PACKET receiver ([`crate::rx::Receiver`]), with the same
+//! counting rules (docs/engine.md, "Counting rules"):
+//!
+//! - received, bytes, duplicates, out of order, late, negative latency, first/last receive
+//!   time, latency min/mean/max are exact sums (and minima/maxima) of per-CPU counters;
+//! - sequence state (the highest sequence number and the 2^16 duplicate window) is shared by
+//!   all CPUs and updated atomically, so duplicates are exact whichever CPU sees a frame;
+//! - percentiles come from a log-linear histogram with 128 sub-buckets per power of two
+//!   (exact below 128 ns, otherwise within 1/256 of the value, i.e. ±0.4 %);
+//! - jitter (RFC 3550) is kept per CPU in the RFC's integer form (J×16): exact in arrival
+//!   order when one CPU receives the stream (one veth RX queue); with several, the mean of the
+//!   per-CPU values weighted by frames.
+//!
+//! Detaching: the program is attached through a BPF link, which the kernel removes when its
+//! last file descriptor closes. Dropping the receiver closes it; so does the process ending in
+//! any way (Ctrl-C, a panic, SIGKILL), so no program is ever left behind on an interface.
+
+use crate::port::PortSpec;
+use crate::rx::{LatencyReport, StreamRxReport};
+use crate::{Error, Result};
+use aya::maps::{Array, MapData, PerCpuArray};
+use aya::programs::{Xdp, XdpFlags};
+use aya::{Ebpf, EbpfLoader};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Streams one XDP receiver can count (the maps are sized to the streams actually expected).
+pub const MAX_STREAMS: usize = 64;
+/// Sequence numbers remembered for duplicate detection (as [`crate::rx::WINDOW`]).
+pub const WINDOW: u64 = 1 << 16;
+
+/// Histogram geometry, mirrored from `bpf/rx.bpf.c`.
+const SUB_BITS: u32 = 7;
+const SUB: u64 = 1 << SUB_BITS;
+const MAX_EXP: u32 = 33;
+const NBUCKETS: usize = ((MAX_EXP - SUB_BITS + 2) as usize) * SUB as usize;
+const HIST_MAX_NS: u64 = 10_000_000_000;
+
+/// Per-stream counter indices, mirrored from `bpf/rx.bpf.c`.
+mod c {
+    pub const RECEIVED: usize = 0;
+    pub const BYTES: usize = 1;
+    pub const DUPLICATES: usize = 2;
+    pub const OUT_OF_ORDER: usize = 3;
+    pub const LATE: usize = 4;
+    pub const NEGATIVE: usize = 5;
+    pub const LAT_SUM: usize = 6;
+    pub const LAT_MIN: usize = 7;
+    pub const LAT_MAX: usize = 8;
+    pub const FIRST_RX: usize = 9;
+    pub const LAST_RX: usize = 10;
+    pub const JITTER16: usize = 11;
+    pub const N: usize = 16;
+}
+
+/// Per-port counter indices, mirrored from `bpf/rx.bpf.c`.
+mod p {
+    pub const FOREIGN: usize = 0;
+    pub const FOREIGN_BYTES: usize = 1;
+    pub const UNEXPECTED: usize = 2;
+    pub const OURS: usize = 3;
+    pub const N: usize = 8;
+}
+
+type Ctr = [u64; c::N];
+type PortCtr = [u64; p::N];
+type Hist = [u64; NBUCKETS];
+
+/// How the program runs on the interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum XdpMode {
+    /// In the driver (veth and most NIC drivers).
+    Native,
+    /// Generic XDP on the skb, after the driver: slower, same counts.
+    Skb,
+}
+
+/// Options of an [`XdpReceiver`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct XdpRxConfig {
+    /// Pass test frames on to the stack after counting them instead of dropping them (so an
+    /// AF_PACKET receiver on the same port sees the very same frames: cross-checks).
+    pub pass_ours: bool,
+    /// Attach in this mode only; `None`: native, falling back to SKB mode.
+    pub mode: Option<XdpMode>,
+}
+
+/// The port-level counters (the XDP side of `trial::PortRxSummary`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct XdpPortCounters {
+    /// Frames that are not test frames (passed to the stack).
+    pub foreign: u64,
+    pub foreign_bytes: u64,
+    /// Signed frames of streams this port was not told to expect.
+    pub unexpected_streams: u64,
+    /// Frames of expected streams, duplicates included.
+    pub ours: u64,
+}
+
+/// The XDP receiver of one port; detached on drop.
+pub struct XdpReceiver {
+    bpf: Ebpf,
+    ids: Vec<u16>,
+    ifname: String,
+    mode: XdpMode,
+    mode_note: Option<String>,
+}
+
+impl std::fmt::Debug for XdpReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XdpReceiver")
+            .field("ifname", &self.ifname)
+            .field("ids", &self.ids)
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+/// An error and its causes on one line (aya's errors keep the kernel's reason in `source`).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+impl XdpReceiver {
+    /// Loads the receiver for `expected` streams and attaches it to `port`'s interface.
+    ///
+    /// The namespace is entered by a short-lived thread ([`PortSpec::enter`]); the link it
+    /// creates lives on in this process, wherever the receiver is used or dropped.
+    pub fn attach(port: &PortSpec, expected: &[u16], cfg: &XdpRxConfig) -> Result<Self> {
+        let mut ids: Vec<u16> = Vec::new();
+        for &id in expected {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        if ids.is_empty() {
+            return Err(Error::Config("XDP receiver: no streams to expect".into()));
+        }
+        if ids.len() > MAX_STREAMS {
+            return Err(Error::Config(format!(
+                "XDP receiver on {}: {} streams expected, at most {MAX_STREAMS} per port",
+                port.ifname,
+                ids.len()
+            )));
+        }
+        let port = port.clone();
+        let cfg = *cfg;
+        std::thread::scope(|s| {
+            s.spawn(|| Self::attach_here(&port, ids, &cfg))
+                .join()
+                .map_err(|_| Error::Thread("XDP attach thread panicked".into()))?
+        })
+    }
+
+    fn attach_here(port: &PortSpec, ids: Vec<u16>, cfg: &XdpRxConfig) -> Result<Self> {
+        let ifindex = port.enter(0)?;
+        let n = ids.len() as u32;
+        let pass: u32 = cfg.pass_ours.into();
+        let mut bpf = EbpfLoader::new()
+            .set_max_entries("wr_rx_ctr", n)
+            .set_max_entries("wr_rx_hist", n)
+            .set_max_entries("wr_rx_high", n)
+            .set_max_entries("wr_rx_win", n * WINDOW as u32)
+            .set_global("wr_pass_ours", &pass, true)
+            .load(super::objects::RX)
+            .map_err(|e| {
+                Error::Config(format!("loading the XDP receiver object: {}", chain(&e)))
+            })?;
+        {
+            let mut slots: Array<&mut MapData, u32> = Array::try_from(
+                bpf.map_mut("wr_rx_slots")
+                    .ok_or_else(|| Error::Config("rx.bpf.o has no map wr_rx_slots".into()))?,
+            )
+            .map_err(|e| Error::Config(format!("wr_rx_slots: {}", chain(&e))))?;
+            for (slot, &id) in ids.iter().enumerate() {
+                slots
+                    .set(u32::from(id), slot as u32 + 1, 0)
+                    .map_err(|e| Error::Config(format!("wr_rx_slots: {}", chain(&e))))?;
+            }
+        }
+        let prog: &mut Xdp = bpf
+            .program_mut("wr_rx")
+            .ok_or_else(|| Error::Config("rx.bpf.o has no program wr_rx".into()))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| Error::Config(chain(&e)))?;
+        prog.load().map_err(|e| {
+            Error::Config(format!(
+                "the kernel refused the XDP receiver program: {}",
+                chain(&e)
+            ))
+        })?;
+        let tries: &[XdpMode] = match cfg.mode {
+            Some(XdpMode::Native) => &[XdpMode::Native],
+            Some(XdpMode::Skb) => &[XdpMode::Skb],
+            None => &[XdpMode::Native, XdpMode::Skb],
+        };
+        let mut refusals = Vec::new();
+        for &mode in tries {
+            let flags = match mode {
+                XdpMode::Native => XdpFlags::DRV_MODE,
+                XdpMode::Skb => XdpFlags::SKB_MODE,
+            };
+            match prog.attach_to_if_index(ifindex, flags) {
+                Ok(_link) => {
+                    // The link stays owned by the program (and so by `bpf`) until drop.
+                    let mode_note = (!refusals.is_empty()).then(|| {
+                        format!(
+                            "{}: native XDP refused ({}); running in SKB mode",
+                            port.ifname,
+                            refusals.join("; ")
+                        )
+                    });
+                    return Ok(XdpReceiver {
+                        bpf,
+                        ids,
+                        ifname: port.ifname.clone(),
+                        mode,
+                        mode_note,
+                    });
+                }
+                Err(e) => refusals.push(format!("{mode:?} mode: {}", chain(&e))),
+            }
+        }
+        Err(Error::Config(format!(
+            "cannot attach XDP to {} (port {}): {}",
+            port.ifname,
+            port.name,
+            refusals.join("; ")
+        )))
+    }
+
+    pub fn ifname(&self) -> &str {
+        &self.ifname
+    }
+
+    pub fn mode(&self) -> XdpMode {
+        self.mode
+    }
+
+    /// Why the receiver runs in SKB mode, when native mode was refused.
+    pub fn mode_note(&self) -> Option<&str> {
+        self.mode_note.as_deref()
+    }
+
+    /// The expected streams, in slot order.
+    pub fn stream_ids(&self) -> &[u16] {
+        &self.ids
+    }
+
+    fn per_cpu<V: aya::Pod>(&self, map: &str, index: u32) -> Result<Vec<V>> {
+        let m = self
+            .bpf
+            .map(map)
+            .ok_or_else(|| Error::Config(format!("rx.bpf.o has no map {map}")))?;
+        let arr: PerCpuArray<&MapData, V> =
+            PerCpuArray::try_from(m).map_err(|e| Error::Config(format!("{map}: {}", chain(&e))))?;
+        let v = arr
+            .get(&index, 0)
+            .map_err(|e| Error::Config(format!("reading {map}: {}", chain(&e))))?;
+        Ok(v.iter().copied().collect())
+    }
+
+    /// The port's counters so far.
+    pub fn port_counters(&self) -> Result<XdpPortCounters> {
+        let mut out = XdpPortCounters::default();
+        for v in self.per_cpu::<PortCtr>("wr_rx_port", 0)? {
+            out.foreign += v[p::FOREIGN];
+            out.foreign_bytes += v[p::FOREIGN_BYTES];
+            out.unexpected_streams += v[p::UNEXPECTED];
+            out.ours += v[p::OURS];
+        }
+        Ok(out)
+    }
+
+    /// What this port received of stream `id` so far (`None` if it is not expected); `sent`
+    /// (from the sender) gives the exact loss, as in [`crate::rx::StreamRx::report`].
+    pub fn stream_report(&self, id: u16, sent: Option<u64>) -> Result<Option<StreamRxReport>> {
+        let Some(slot) = self.ids.iter().position(|&i| i == id) else {
+            return Ok(None);
+        };
+        let slot = slot as u32;
+        let ctrs = self.per_cpu::<Ctr>("wr_rx_ctr", slot)?;
+        let hists = self.per_cpu::<Hist>("wr_rx_hist", slot)?;
+        let high: Array<&MapData, u64> = Array::try_from(
+            self.bpf
+                .map("wr_rx_high")
+                .ok_or_else(|| Error::Config("rx.bpf.o has no map wr_rx_high".into()))?,
+        )
+        .map_err(|e| Error::Config(format!("wr_rx_high: {}", chain(&e))))?;
+        let high1 = high
+            .get(&slot, 0)
+            .map_err(|e| Error::Config(format!("reading wr_rx_high: {}", chain(&e))))?;
+        let mut buckets = vec![0u64; NBUCKETS];
+        for h in &hists {
+            for (b, n) in buckets.iter_mut().zip(h.iter()) {
+                *b += n;
+            }
+        }
+        Ok(Some(summarize(id, &ctrs, &buckets, high1, sent)))
+    }
+
+    /// Reports of every expected stream, in slot order; `sent(id)` as in
+    /// [`stream_report`](Self::stream_report).
+    pub fn reports(&self, sent: impl Fn(u16) -> Option<u64>) -> Result<Vec<StreamRxReport>> {
+        let mut out = Vec::with_capacity(self.ids.len());
+        for &id in &self.ids {
+            if let Some(r) = self.stream_report(id, sent(id))? {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Detaches now (dropping does the same; this is for callers that want it explicit).
+    pub fn detach(self) {
+        drop(self);
+    }
+}
+
+/// The lowest latency (ns) a histogram bucket holds and its width, mirrored from `bucket_of`
+/// in `bpf/rx.bpf.c`.
+fn bucket_range(b: usize) -> (u64, u64) {
+    let b = b as u64;
+    if b < SUB {
+        return (b, 1);
+    }
+    let e = (b >> SUB_BITS) + u64::from(SUB_BITS) - 1;
+    let sub = b & (SUB - 1);
+    let shift = e - u64::from(SUB_BITS);
+    ((SUB + sub) << shift, 1 << shift)
+}
+
+/// The per-CPU counters, summed histogram and shared highest (+1) of one stream, as a report
+/// with the fields and semantics of [`crate::rx::StreamRx::report`].
+fn summarize(
+    id: u16,
+    ctrs: &[Ctr],
+    buckets: &[u64],
+    high1: u64,
+    sent: Option<u64>,
+) -> StreamRxReport {
+    let sum = |i: usize| ctrs.iter().map(|v| v[i]).sum::<u64>();
+    let active = || ctrs.iter().filter(|v| v[c::RECEIVED] > 0);
+    let received = sum(c::RECEIVED);
+    let latency = (received > 0).then(|| {
+        let min_ns = active().map(|v| v[c::LAT_MIN]).min().unwrap_or(0);
+        let max_ns = active().map(|v| v[c::LAT_MAX]).max().unwrap_or(0);
+        let mut hist: Histogram<u64> =
+            Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds");
+        for (b, &n) in buckets.iter().enumerate() {
+            if n > 0 {
+                let (lo, width) = bucket_range(b);
+                let _ = hist.record_n((lo + (width - 1) / 2).clamp(1, HIST_MAX_NS), n);
+            }
+        }
+        // Bucket midpoints may fall outside what was measured; the exact extremes bound them.
+        let q = |x: f64| hist.value_at_quantile(x).clamp(min_ns, max_ns);
+        let weighted: f64 = active()
+            .map(|v| v[c::JITTER16] as f64 / 16.0 * v[c::RECEIVED] as f64)
+            .sum();
+        LatencyReport {
+            min_ns,
+            avg_ns: sum(c::LAT_SUM) / received,
+            max_ns,
+            p50_ns: q(0.50),
+            p90_ns: q(0.90),
+            p99_ns: q(0.99),
+            p999_ns: q(0.999),
+            jitter_ns: weighted / received as f64,
+        }
+    });
+    let highest_seq = high1.checked_sub(1);
+    StreamRxReport {
+        stream_id: id,
+        received,
+        bytes: sum(c::BYTES),
+        lost: sent.map(|s| s.saturating_sub(received)),
+        lost_by_sequence: highest_seq.map_or(0, |h| (h + 1).saturating_sub(received)),
+        duplicates: sum(c::DUPLICATES),
+        out_of_order: sum(c::OUT_OF_ORDER),
+        late: sum(c::LATE),
+        negative_latency: sum(c::NEGATIVE),
+        highest_seq,
+        first_rx_ns: active().map(|v| v[c::FIRST_RX]).min().unwrap_or(0),
+        last_rx_ns: active().map(|v| v[c::LAST_RX]).max().unwrap_or(0),
+        latency,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `bucket_of` from rx.bpf.c, for checking the inverse.
+    fn bucket_of(v: u64) -> usize {
+        if v < SUB {
+            return v as usize;
+        }
+        let e = 63 - v.leading_zeros();
+        let b = (((e - SUB_BITS + 1) as u64) << SUB_BITS) + ((v >> (e - SUB_BITS)) & (SUB - 1));
+        (b as usize).min(NBUCKETS - 1)
+    }
+
+    #[test]
+    fn buckets_cover_the_range_and_invert() {
+        assert_eq!(bucket_of(HIST_MAX_NS), bucket_of(HIST_MAX_NS));
+        assert!(bucket_of(HIST_MAX_NS) < NBUCKETS);
+        for v in [
+            1u64,
+            5,
+            127,
+            128,
+            129,
+            255,
+            256,
+            1000,
+            12_345,
+            1 << 20,
+            999_999_937,
+            HIST_MAX_NS,
+        ] {
+            let (lo, w) = bucket_range(bucket_of(v));
+            assert!(lo <= v && v < lo + w, "{v}: [{lo}, {})", lo + w);
+            // Relative width at most 1/128.
+            assert!(
+                w == 1 || (w as f64) / (lo as f64) <= 1.0 / 128.0 + 1e-12,
+                "{v}"
+            );
+        }
+        // Buckets are contiguous and increasing.
+        for b in 1..NBUCKETS {
+            let (lo0, w0) = bucket_range(b - 1);
+            let (lo1, _) = bucket_range(b);
+            assert_eq!(lo0 + w0, lo1, "bucket {b}");
+        }
+    }
+
+    fn ctr(f: impl FnOnce(&mut Ctr)) -> Ctr {
+        let mut v = [0u64; c::N];
+        f(&mut v);
+        v
+    }
+
+    #[test]
+    fn summary_sums_cpus_like_the_software_receiver() {
+        let a = ctr(|v| {
+            v[c::RECEIVED] = 6;
+            v[c::BYTES] = 360;
+            v[c::DUPLICATES] = 1;
+            v[c::OUT_OF_ORDER] = 2;
+            v[c::LAT_SUM] = 6_000;
+            v[c::LAT_MIN] = 500;
+            v[c::LAT_MAX] = 2_000;
+            v[c::FIRST_RX] = 100;
+            v[c::LAST_RX] = 900;
+            v[c::JITTER16] = 160;
+        });
+        let b = ctr(|v| {
+            v[c::RECEIVED] = 2;
+            v[c::BYTES] = 120;
+            v[c::LAT_SUM] = 2_000;
+            v[c::LAT_MIN] = 1_000;
+            v[c::LAT_MAX] = 1_000;
+            v[c::FIRST_RX] = 50;
+            v[c::LAST_RX] = 950;
+            v[c::JITTER16] = 0;
+        });
+        let idle = [0u64; c::N];
+        let mut buckets = vec![0u64; NBUCKETS];
+        buckets[bucket_of(500)] += 1;
+        buckets[bucket_of(1_000)] += 6;
+        buckets[bucket_of(2_000)] += 1;
+        // Highest seq 9 (stored +1): 10 numbers, 8 received.
+        let r = summarize(7, &[a, idle, b], &buckets, 10, Some(12));
+        assert_eq!(
+            (r.received, r.bytes, r.duplicates, r.out_of_order),
+            (8, 480, 1, 2)
+        );
+        assert_eq!(
+            (r.lost, r.lost_by_sequence, r.highest_seq),
+            (Some(4), 2, Some(9))
+        );
+        assert_eq!((r.first_rx_ns, r.last_rx_ns), (50, 950));
+        let l = r.latency.unwrap();
+        assert_eq!((l.min_ns, l.avg_ns, l.max_ns), (500, 1_000, 2_000));
+        assert!(l.p50_ns.abs_diff(1_000) <= 1_000 / 200, "{}", l.p50_ns);
+        assert_eq!(l.p999_ns, 2_000);
+        // Jitter: 10 ns on the CPU with 6 frames, 0 on the one with 2.
+        assert!((l.jitter_ns - 7.5).abs() < 1e-9, "{}", l.jitter_ns);
+        // Nothing received: no latency, no highest.
+        let r = summarize(7, &[idle], &vec![0; NBUCKETS], 0, None);
+        assert_eq!((r.received, r.highest_seq, r.latency), (0, None, None));
+    }
+}

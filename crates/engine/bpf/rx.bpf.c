@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// wirerate's XDP receiver (issue 8; user space: crates/engine/src/xdp/rx.rs).
+//
+// Walks each frame the way wire::dissect does (Ethernet, up to two 802.1Q/QinQ tags, an MPLS
+// stack of up to 8 labels, a PPPoE session header, IPv4 with options, IPv6 with extension
+// headers, IPv4-in-IPv6) to the 16-byte signature after the UDP header, and keeps the
+// per-stream counters of engine::rx::StreamRx in maps:
+//
+// - test frames of an expected stream are counted and dropped (XDP_DROP), so the kernel's
+//   stack does no work for them ("pass_ours" passes them on, for cross-checks);
+// - signed frames of other streams are counted as unexpected and dropped the same way;
+// - everything else is counted as foreign and passed (XDP_PASS): ARP, ND, PPPoE discovery and
+//   anything the control plane needs still reach the stack and AF_PACKET.
+//
+// Sequence accounting matches engine::rx (a window of 2^16 sequence numbers): per stream a
+// shared array of 2^16 u32 "tags" — slot seq mod 2^16 holds (seq >> 16) + 1 of the last
+// sequence number accounted there — replaces the bitmap. A frame inside the window is a
+// duplicate iff its slot already holds its own tag: exact, lock-free (one atomic exchange),
+// and nothing has to be cleared as the window slides. The highest sequence number is shared
+// too (an atomic compare-and-swap max). Everything else is per CPU and summed by user space.
+//
+// Only bounded loops; every packet read is checked against data_end.
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define MAX_STREAMS 64
+#define WIN_BITS 16
+#define WIN (1u << WIN_BITS)
+#define MAX_OFF 4096 /* headers must end within this many bytes (else: foreign) */
+#define MAX_EXT_HDRS 8 /* IPv6 extension headers walked (more: foreign) */
+#define MAX_OPTS 16 /* TLVs in one Destination Options header (more: foreign) */
+
+/* Latency histogram: values below 2^SUB_BITS ns are exact, above that log-linear with
+ * 2^SUB_BITS sub-buckets per power of two (relative bucket width 1/128). Values are clamped
+ * to [1 ns, 10 s] as in engine::rx, so the largest exponent is 33. */
+#define SUB_BITS 7
+#define SUB (1u << SUB_BITS)
+#define MAX_EXP 33
+#define NBUCKETS ((MAX_EXP - SUB_BITS + 2) * SUB) /* 3584 */
+#define HIST_MAX_NS 10000000000ULL
+
+/* Per-stream counters, one u64 each (index into struct ctr.v). */
+enum {
+	C_RECEIVED,
+	C_BYTES,
+	C_DUPLICATES,
+	C_OUT_OF_ORDER,
+	C_LATE,
+	C_NEGATIVE,
+	C_LAT_SUM,
+	C_LAT_MIN,
+	C_LAT_MAX,
+	C_FIRST_RX,
+	C_LAST_RX,
+	C_JITTER16, /* RFC 3550 jitter x16 (the RFC's own integer form) */
+	C_LAST_TRANSIT,
+	C_HAS_TRANSIT,
+	C_NCTR = 16,
+};
+
+/* Per-port counters. */
+enum {
+	P_FOREIGN,
+	P_FOREIGN_BYTES,
+	P_UNEXPECTED,
+	P_OURS, /* frames of expected streams, duplicates included */
+	P_NCTR = 8,
+};
+
+struct ctr {
+	__u64 v[C_NCTR];
+};
+
+struct hist {
+	__u64 b[NBUCKETS];
+};
+
+struct port_ctr {
+	__u64 v[P_NCTR];
+};
+
+/* Stream id -> slot + 1 (0: not expected). Written by user space before attaching. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 65536);
+} wr_rx_slots SEC(".maps");
+
+/* The max_entries below are defaults; user space sizes the per-stream maps to its streams. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct ctr);
+	__uint(max_entries, MAX_STREAMS);
+} wr_rx_ctr SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hist);
+	__uint(max_entries, MAX_STREAMS);
+} wr_rx_hist SEC(".maps");
+
+/* Highest extended sequence number + 1 per slot (0: nothing yet). Shared by all CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, MAX_STREAMS);
+} wr_rx_high SEC(".maps");
+
+/* The duplicate window: slot * 2^16 + (seq mod 2^16) -> (seq >> 16) + 1. Shared. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, MAX_STREAMS * WIN);
+} wr_rx_win SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct port_ctr);
+	__uint(max_entries, 1);
+} wr_rx_port SEC(".maps");
+
+/* Set by user space at load time: pass test frames on instead of dropping them. */
+volatile const __u32 wr_pass_ours = 0;
+
+#define ETH_VLAN 0x8100
+#define ETH_QINQ 0x88a8
+#define ETH_MPLS 0x8847
+#define ETH_PPPOE_SESSION 0x8864
+#define ETH_IPV4 0x0800
+#define ETH_IPV6 0x86dd
+#define PPP_IPV4 0x0021
+#define PPP_IPV6 0x0057
+#define IPPROTO_UDP_ 17
+#define IPPROTO_IPIP_ 4
+#define NH_HOP 0
+#define NH_ROUTING 43
+#define NH_FRAGMENT 44
+#define NH_AH 51
+#define NH_DEST 60
+
+struct pkt {
+	__u8 *data;
+	__u8 *end;
+	__u64 len; /* frame length, without FCS */
+};
+
+/* A pointer to `n` bytes at `off`, or NULL when they are not all in the frame. */
+static __always_inline __u8 *at(const struct pkt *p, __u64 off, __u64 n)
+{
+	if (off > MAX_OFF)
+		return NULL;
+	/* Keep the verifier's view of `off` bounded on the register used below. */
+	asm volatile("" : "+r"(off));
+	if (off > MAX_OFF)
+		return NULL;
+	__u8 *q = p->data + off;
+	if (q + n > p->end)
+		return NULL;
+	return q;
+}
+
+static __always_inline int be16_at(const struct pkt *p, __u64 off, __u32 *out)
+{
+	__u8 *q = at(p, off, 2);
+	if (!q)
+		return -1;
+	*out = ((__u32)q[0] << 8) | q[1];
+	return 0;
+}
+
+static __always_inline int u8_at(const struct pkt *p, __u64 off, __u32 *out)
+{
+	__u8 *q = at(p, off, 1);
+	if (!q)
+		return -1;
+	*out = q[0];
+	return 0;
+}
+
+/* IPv4 at `off` (wire::ipv4::check_len and dissect::ipv4): the UDP offset, or -1. */
+static __always_inline __s64 ipv4_udp(const struct pkt *p, __u64 off)
+{
+	__u8 *ip = at(p, off, 20);
+	if (!ip)
+		return -1;
+	__u64 ihl = (ip[0] & 0x0f) * 4;
+	__u64 total = ((__u64)ip[2] << 8) | ip[3];
+	if (ihl < 20 || total < ihl || p->len < off + total)
+		return -1;
+	__u32 frag = (((__u32)ip[6] << 8) | ip[7]) & 0x1fff;
+	if (ip[9] != IPPROTO_UDP_ || frag != 0)
+		return -1;
+	return off + ihl;
+}
+
+static __always_inline void pkt_of(struct xdp_md *ctx, struct pkt *p)
+{
+	p->data = (void *)(long)ctx->data;
+	p->end = (void *)(long)ctx->data_end;
+	p->len = p->end - p->data;
+}
+
+/* Validates the TLVs of a Destination Options header of `hlen` bytes at `off`
+ * (wire::ipv6::find_tunnel_encap_limit): 0 if well formed.
+ *
+ * The IPv6 walk is split into global (non-static, not inlined) functions: the verifier checks
+ * each of those once, for any arguments, instead of once per path through the nested loops
+ * (which exceeded its limit of a million instructions). */
+__noinline int wr_dest_opts_ok(struct xdp_md *ctx, __u64 off, __u64 hlen)
+{
+	struct pkt pk;
+	const struct pkt *p = &pk;
+	pkt_of(ctx, &pk);
+	if (hlen > 2048)
+		return -1;
+	__u64 o = 2;
+	for (int i = 0; i < MAX_OPTS; i++) {
+		if (o >= hlen)
+			return 0;
+		__u32 kind, len;
+		if (u8_at(p, off + o, &kind))
+			return -1;
+		if (kind == 0) { /* Pad1 */
+			o += 1;
+			continue;
+		}
+		if (o + 1 >= hlen || u8_at(p, off + o + 1, &len))
+			return -1;
+		if (o + 2 + len > hlen)
+			return -1;
+		if (kind == 4 && len != 1)
+			return -1;
+		o += 2 + len;
+	}
+	return o >= hlen ? 0 : -1;
+}
+
+/* IPv6 at `off` (wire::dissect): the UDP offset, or -1. Follows IPv4-in-IPv6. */
+__noinline __s64 wr_ipv6_udp(struct xdp_md *ctx, __u64 off)
+{
+	struct pkt pk;
+	const struct pkt *p = &pk;
+	pkt_of(ctx, &pk);
+	__u8 *ip = at(p, off, 40);
+	if (!ip)
+		return -1;
+	__u64 plen = ((__u64)ip[4] << 8) | ip[5];
+	if (p->len < off + 40 + plen)
+		return -1;
+	__u32 nh = ip[6];
+	__u64 base = off + 40; /* the payload; extension header offsets are relative to it */
+	__u64 o = 0;
+	int fragment = 0, first_fragment = 1;
+	int done = 0;
+	for (int i = 0; i < MAX_EXT_HDRS; i++) {
+		if (o > plen)
+			return -1;
+		if (nh == NH_HOP || nh == NH_ROUTING || nh == NH_DEST) {
+			__u32 ext_len, next;
+			if (nh == NH_HOP && o != 0)
+				return -1;
+			if (o + 2 > plen || u8_at(p, base + o + 1, &ext_len))
+				return -1;
+			__u64 hlen = ((__u64)ext_len + 1) * 8;
+			if (o + hlen > plen)
+				return -1;
+			if (nh == NH_DEST && wr_dest_opts_ok(ctx, base + o, hlen))
+				return -1;
+			if (u8_at(p, base + o, &next))
+				return -1;
+			nh = next;
+			o += hlen;
+		} else if (nh == NH_FRAGMENT) {
+			__u32 next, fo;
+			if (o + 8 > plen || u8_at(p, base + o, &next) || be16_at(p, base + o + 2, &fo))
+				return -1;
+			fragment = 1;
+			nh = next;
+			o += 8;
+			if ((fo & 0xfff8) != 0) {
+				first_fragment = 0;
+				done = 1;
+				break;
+			}
+		} else if (nh == NH_AH) {
+			__u32 ah_len, next;
+			if (o + 2 > plen || u8_at(p, base + o + 1, &ah_len))
+				return -1;
+			__u64 hlen = ((__u64)ah_len + 2) * 4;
+			if (o + hlen > plen || u8_at(p, base + o, &next))
+				return -1;
+			nh = next;
+			o += hlen;
+		} else {
+			done = 1;
+			break;
+		}
+	}
+	if (!done)
+		return -1; /* more extension headers than we walk */
+	if (o > plen)
+		return -1;
+	__u64 l4 = base + o;
+	if (nh == IPPROTO_IPIP_ && !fragment)
+		return ipv4_udp(p, l4);
+	if (nh == IPPROTO_UDP_ && first_fragment)
+		return l4;
+	return -1;
+}
+
+/* The offset of the UDP header of the test packet (wire::dissect::dissect), or -1. */
+static __always_inline __s64 find_udp(struct xdp_md *ctx, const struct pkt *p)
+{
+	__u32 et;
+	if (be16_at(p, 12, &et))
+		return -1;
+	__u64 off = 14;
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		if (et != ETH_VLAN && et != ETH_QINQ)
+			break;
+		if (be16_at(p, off + 2, &et))
+			return -1;
+		off += 4;
+	}
+	if (et == ETH_VLAN || et == ETH_QINQ)
+		return -1; /* more than two tags */
+	if (et == ETH_MPLS) {
+		int bottom = 0;
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			__u8 *l = at(p, off, 4);
+			if (!l)
+				return -1;
+			off += 4;
+			if (l[2] & 1) {
+				bottom = 1;
+				break;
+			}
+		}
+		if (!bottom)
+			return -1;
+		__u32 b;
+		if (u8_at(p, off, &b))
+			return -1;
+		if ((b >> 4) == 4)
+			et = ETH_IPV4;
+		else if ((b >> 4) == 6)
+			et = ETH_IPV6;
+		else
+			return -1;
+	} else if (et == ETH_PPPOE_SESSION) {
+		__u8 *h = at(p, off, 6);
+		if (!h)
+			return -1;
+		__u64 length = ((__u64)h[4] << 8) | h[5];
+		if (p->len < off + 6 + length || h[1] != 0x00)
+			return -1;
+		/* PPP protocol: one byte if odd (compressed), else two (wire::ppp). */
+		__u32 b0, proto;
+		if (length < 1 || u8_at(p, off + 6, &b0))
+			return -1;
+		if (b0 & 1) {
+			proto = b0;
+		} else {
+			if (length < 2 || be16_at(p, off + 6, &proto))
+				return -1;
+		}
+		if (proto == PPP_IPV4)
+			et = ETH_IPV4;
+		else if (proto == PPP_IPV6)
+			et = ETH_IPV6;
+		else
+			return -1;
+		off += 8;
+	}
+	if (et == ETH_IPV6)
+		return wr_ipv6_udp(ctx, off);
+	if (et == ETH_IPV4)
+		return ipv4_udp(p, off);
+	return -1;
+}
+
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0;
+	if (v >> 32) {
+		v >>= 32;
+		r += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		r += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		r += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		r += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		r += 2;
+	}
+	if (v >> 1)
+		r += 1;
+	return r;
+}
+
+/* The histogram bucket of a latency in [1, HIST_MAX_NS]. Mirrored in xdp/rx.rs. */
+static __always_inline __u32 bucket_of(__u64 v)
+{
+	if (v < SUB)
+		return v;
+	__u32 e = log2_u64(v);
+	__u32 b = ((e - SUB_BITS + 1) << SUB_BITS) + ((v >> (e - SUB_BITS)) & (SUB - 1));
+	return b < NBUCKETS ? b : NBUCKETS - 1;
+}
+
+/* Sequence extension as wire::signature::SeqExtender, relative to the highest seen. */
+static __always_inline __u64 extend(__u32 seq32, __u64 high1)
+{
+	if (high1 == 0)
+		return seq32;
+	__u64 h = high1 - 1;
+	__s32 delta = (__s32)(seq32 - (__u32)h);
+	if (delta >= 0)
+		return h + (__u64)(__s64)delta;
+	__u64 back = (__u64)(-(__s64)delta);
+	return h >= back ? h - back : (__u64)seq32;
+}
+
+/* engine::rx::StreamRx::on_frame for one frame of the stream in `slot`. */
+static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 rx_ns,
+				    __u64 len)
+{
+	struct ctr *c = bpf_map_lookup_elem(&wr_rx_ctr, &slot);
+	__u64 *hp = bpf_map_lookup_elem(&wr_rx_high, &slot);
+	if (!c || !hp)
+		return;
+	__u64 high1 = *(volatile __u64 *)hp;
+	__u64 seq = extend(seq32, high1);
+	int ooo = 0;
+	if (high1 != 0 && seq < high1 - 1) {
+		ooo = 1;
+		if (high1 - 1 - seq >= WIN) {
+			/* Too old for the window: received, out of order and late, unchecked. */
+			c->v[C_LATE]++;
+			goto received;
+		}
+	}
+	{
+		__u32 key = (slot << WIN_BITS) | (__u32)(seq & (WIN - 1));
+		__u32 *w = bpf_map_lookup_elem(&wr_rx_win, &key);
+		if (!w)
+			return;
+		__u32 tag = (__u32)(seq >> WIN_BITS) + 1;
+		__u32 old = __sync_lock_test_and_set(w, tag);
+		if (old == tag) {
+			c->v[C_DUPLICATES]++;
+			return;
+		}
+	}
+	if (high1 == 0 || seq > high1 - 1) {
+		/* A new highest: raise the shared maximum (bounded retries under contention). */
+		__u64 cur = high1;
+		for (int i = 0; i < 8; i++) {
+			__u64 prev = __sync_val_compare_and_swap(hp, cur, seq + 1);
+			if (prev == cur || prev >= seq + 1)
+				break;
+			cur = prev;
+		}
+	}
+received:
+	if (ooo)
+		c->v[C_OUT_OF_ORDER]++;
+	if (c->v[C_RECEIVED] == 0) {
+		c->v[C_FIRST_RX] = rx_ns;
+		c->v[C_LAT_MIN] = ~0ULL;
+	}
+	c->v[C_RECEIVED]++;
+	c->v[C_BYTES] += len;
+	c->v[C_LAST_RX] = rx_ns;
+	__u64 lat;
+	if (rx_ns >= tx_ns) {
+		lat = rx_ns - tx_ns;
+	} else {
+		c->v[C_NEGATIVE]++;
+		lat = 0;
+	}
+	c->v[C_LAT_SUM] += lat;
+	if (lat < c->v[C_LAT_MIN])
+		c->v[C_LAT_MIN] = lat;
+	if (lat > c->v[C_LAT_MAX])
+		c->v[C_LAT_MAX] = lat;
+	struct hist *hg = bpf_map_lookup_elem(&wr_rx_hist, &slot);
+	if (hg) {
+		__u64 v = lat < 1 ? 1 : (lat > HIST_MAX_NS ? HIST_MAX_NS : lat);
+		__u32 b = bucket_of(v);
+		if (b < NBUCKETS)
+			hg->b[b]++;
+	}
+	/* RFC 3550 §6.4.1 / A.8: J16 += |D| - J16/16 (rounded), in this CPU's arrival order. */
+	__s64 transit = (__s64)rx_ns - (__s64)tx_ns;
+	if (c->v[C_HAS_TRANSIT]) {
+		__s64 d = transit - (__s64)c->v[C_LAST_TRANSIT];
+		__u64 ad = d < 0 ? (__u64)(-d) : (__u64)d;
+		__u64 j = c->v[C_JITTER16];
+		c->v[C_JITTER16] = j + ad - ((j + 8) >> 4);
+	}
+	c->v[C_LAST_TRANSIT] = (__u64)transit;
+	c->v[C_HAS_TRANSIT] = 1;
+}
+
+static __always_inline void port_count(__u32 which, __u64 bytes)
+{
+	__u32 k = 0;
+	struct port_ctr *pc = bpf_map_lookup_elem(&wr_rx_port, &k);
+	if (!pc)
+		return;
+	if (which == P_FOREIGN) {
+		pc->v[P_FOREIGN]++;
+		pc->v[P_FOREIGN_BYTES] += bytes;
+	} else if (which == P_UNEXPECTED) {
+		pc->v[P_UNEXPECTED]++;
+	} else {
+		pc->v[P_OURS]++;
+	}
+}
+
+SEC("xdp")
+int wr_rx(struct xdp_md *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct pkt p;
+	pkt_of(ctx, &p);
+	__s64 udp = find_udp(ctx, &p);
+	__u8 *sig = udp < 0 ? NULL : at(&p, (__u64)udp + 8, 16);
+	if (!sig || sig[0] != 'W' || sig[1] != 'R') {
+		port_count(P_FOREIGN, p.len);
+		return XDP_PASS;
+	}
+	__u32 stream = ((__u32)sig[2] << 8) | sig[3];
+	__u32 seq32 = ((__u32)sig[4] << 24) | ((__u32)sig[5] << 16) | ((__u32)sig[6] << 8) | sig[7];
+	__u64 tx_ns = 0;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		tx_ns = (tx_ns << 8) | sig[8 + i];
+	__u32 *slot1 = bpf_map_lookup_elem(&wr_rx_slots, &stream);
+	int pass = wr_pass_ours != 0;
+	if (!slot1 || *slot1 == 0) {
+		port_count(P_UNEXPECTED, p.len);
+		return pass ? XDP_PASS : XDP_DROP;
+	}
+	port_count(P_OURS, p.len);
+	account(*slot1 - 1, seq32, tx_ns, now, p.len);
+	return pass ? XDP_PASS : XDP_DROP;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
