@@ -4,3 +4,6 @@
 
 /// Passes every frame: proves that a port accepts an XDP program at all.
 pub const PROBE: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/probe.bpf.o"));
+
+/// The receiver: counts test frames per stream in maps, passes everything else (`xdp::rx`).
+pub const RX: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/rx.bpf.o"));
