@@ -15,7 +15,7 @@ use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
 use wire::units::{BitsPerSec, Nanos, Pps};
 
-use crate::search::{LatencySummary, LineFraction, Outcome, TrialRequest};
+use crate::search::{LatencySummary, LineFraction, Outcome, Percentiles, TrialRequest};
 
 /// The engine port for lab port `id` of `lab`, named `label`, pinned to the tester CPUs.
 /// `wirerate trial --lab` builds the same ports.
@@ -44,6 +44,22 @@ pub fn lab_ports(lab: &lab::Lab) -> lab::Result<(PortSpec, PortSpec)> {
 /// The frame rate that is 100 % of `speed` for plain frames of `frame_size` bytes (with FCS).
 pub fn line_pps(speed: BitsPerSec, frame_size: u32) -> Pps {
     wire::linerate::max_frame_rate(speed, frame_size as usize)
+}
+
+/// The search's latency figures from the engine's histogram of one stream (`samples` frames).
+pub fn latency_summary(l: &engine::rx::LatencyReport, samples: u64) -> LatencySummary {
+    LatencySummary {
+        min: Nanos(l.min_ns),
+        mean: Nanos(l.avg_ns),
+        max: Nanos(l.max_ns),
+        samples,
+        percentiles: Some(Percentiles {
+            p50: Nanos(l.p50_ns),
+            p90: Nanos(l.p90_ns),
+            p99: Nanos(l.p99_ns),
+            p99_9: Nanos(l.p999_ns),
+        }),
+    }
 }
 
 /// What a UDP trial sends: one stream from port A to port B.
@@ -106,6 +122,7 @@ impl UdpTrial {
                 flows: Flows::default(),
                 rate: Rate::Pps(pps),
                 burst: 1,
+                burst_gap: None,
                 limit,
                 reorder_every: None,
                 rewrite_macs: true,
@@ -127,12 +144,7 @@ impl UdpTrial {
                 s.tx.achieved_pps,
                 s.rx.received,
                 s.rx.lost.unwrap_or(s.tx.sent.saturating_sub(s.rx.received)),
-                s.rx.latency.map(|l| LatencySummary {
-                    min: Nanos(l.min_ns),
-                    mean: Nanos(l.avg_ns),
-                    max: Nanos(l.max_ns),
-                    samples: s.rx.received,
-                }),
+                s.rx.latency.map(|l| latency_summary(&l, s.rx.received)),
             ),
             None => (0, 0.0, 0, 0, None),
         };
@@ -148,6 +160,7 @@ impl UdpTrial {
             offered,
             received,
             lost,
+            directions: 1,
             duration: request.duration,
             latency: if request.latency { latency } else { None },
         }

@@ -159,6 +159,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                             offered: LineFraction::FULL,
                             received: 0,
                             lost: 0,
+                            directions: 1,
                             duration: Duration::from_secs(10),
                             latency: None,
                         };
@@ -191,6 +192,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                                     mean: Nanos((base * j) as u64),
                                     max: Nanos((base * 4.2 * j) as u64),
                                     samples: out.received.min(200_000),
+                                    percentiles: None,
                                 });
                             }
                             out

@@ -118,25 +118,59 @@ pub struct LatencySummary {
     pub max: Nanos,
     /// How many frames contributed.
     pub samples: u64,
+    /// The latency distribution's percentiles (the engine's HDR histogram). `None` in trials
+    /// recorded before they were kept, and from sources that only give min/mean/max; readers
+    /// must say so rather than invent them.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<Percentiles>,
+}
+
+/// Percentiles of one-way latency (serialized inline in [`LatencySummary`] as `p50`, `p90`,
+/// `p99`, `p99_9`; all four or none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: Nanos,
+    /// 90th percentile.
+    pub p90: Nanos,
+    /// 99th percentile.
+    pub p99: Nanos,
+    /// 99.9th percentile.
+    pub p99_9: Nanos,
 }
 
 /// What a trial measured: what was intended, what the tester actually offered, what came back.
+///
+/// A trial may run in several directions at once (RFC 2544 §14 bidirectional: A→B and B→A,
+/// each at the same load). Then `intended` and `offered` are *per direction* line fractions
+/// (`offered` is the lowest direction's, so a tester that fell behind in either direction makes
+/// the trial tester-limited), while `received` and `lost` are *summed* over the directions. A
+/// rate summed over directions is therefore `fraction × directions × line rate`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
-    /// The load the search asked for.
+    /// The load the search asked for, per direction.
     pub intended: LineFraction,
-    /// The load the tester really put on the wire (measured, never assumed: DESIGN.md §8).
+    /// The load the tester really put on the wire (measured, never assumed: DESIGN.md §8); with
+    /// several directions, the lowest direction's.
     pub offered: LineFraction,
-    /// Frames received at the far port.
+    /// Frames received at the far port(s), summed over directions.
     pub received: u64,
-    /// Frames lost (sequence gaps in the signatures).
+    /// Frames lost (sequence gaps in the signatures), summed over directions.
     pub lost: u64,
+    /// How many directions ran at once (1 = one-way; 2 = bidirectional). Records written
+    /// before this field existed were one-way.
+    #[serde(default = "one_direction")]
+    pub directions: u32,
     /// How long the trial lasted.
     #[serde(with = "crate::secs")]
     pub duration: Duration,
     /// Latency figures, when the trial measured them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencySummary>,
+}
+
+fn one_direction() -> u32 {
+    1
 }
 
 impl Outcome {
@@ -455,6 +489,7 @@ mod tests {
             offered: LineFraction(offered),
             received,
             lost,
+            directions: 1,
             duration: Duration::from_secs(1),
             latency: None,
         }
@@ -488,6 +523,42 @@ mod tests {
         let o = outcome(0.5, 0.5, 10, 0);
         let j = serde_json::to_string(&o).unwrap();
         assert!(j.contains("\"duration\":1.0"), "{j}");
+        let back: Outcome = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, o);
+    }
+
+    #[test]
+    fn old_records_load_as_one_way_without_percentiles() {
+        let j = r#"{"intended":0.5,"offered":0.5,"received":10,"lost":0,"duration":1.0,
+            "latency":{"min":1000,"mean":2000,"max":9000,"samples":10}}"#;
+        let o: Outcome = serde_json::from_str(j).unwrap();
+        assert_eq!(o.directions, 1);
+        let l = o.latency.unwrap();
+        assert_eq!(l.percentiles, None);
+        assert_eq!(l.max, Nanos(9000));
+    }
+
+    #[test]
+    fn percentiles_round_trip_inline() {
+        let mut o = outcome(0.5, 0.5, 10, 0);
+        o.directions = 2;
+        o.latency = Some(LatencySummary {
+            min: Nanos(1),
+            mean: Nanos(5),
+            max: Nanos(99),
+            samples: 10,
+            percentiles: Some(Percentiles {
+                p50: Nanos(4),
+                p90: Nanos(8),
+                p99: Nanos(20),
+                p99_9: Nanos(50),
+            }),
+        });
+        let j = serde_json::to_string(&o).unwrap();
+        assert!(
+            j.contains("\"p99_9\":50") && j.contains("\"directions\":2"),
+            "{j}"
+        );
         let back: Outcome = serde_json::from_str(&j).unwrap();
         assert_eq!(back, o);
     }

@@ -10,7 +10,7 @@
 
 use wire::units::Nanos;
 
-use super::{LatencySummary, LineFraction, Outcome, TrialRequest};
+use super::{LatencySummary, LineFraction, Outcome, Percentiles, TrialRequest};
 
 /// 64-byte frames at 1 Gb/s: 1,488,095 frames/s (DESIGN.md §1).
 pub const GIGABIT_64B_PPS: f64 = 1_488_095.0;
@@ -139,6 +139,12 @@ impl SimDut {
                 mean: Nanos(base as u64),
                 max: Nanos((base * 3.0) as u64),
                 samples: received,
+                percentiles: Some(Percentiles {
+                    p50: Nanos((base * 0.9) as u64),
+                    p90: Nanos((base * 1.4) as u64),
+                    p99: Nanos((base * 2.2) as u64),
+                    p99_9: Nanos((base * 2.8) as u64),
+                }),
             }
         });
         Outcome {
@@ -146,6 +152,7 @@ impl SimDut {
             offered,
             received,
             lost: sent - received,
+            directions: 1,
             duration: request.duration,
             latency,
         }
