@@ -913,7 +913,7 @@ pub fn iperf3_trial(
         }
         Err(_) => None,
     };
-    let seconds = plan.methodology.iperf3_duration.as_secs_f64().ceil().max(1.0) as u32;
+    let seconds = plan.run.trial_duration.as_secs_f64().ceil().max(1.0) as u32;
     let mut opts = ClientOptions::tcp(&target, IPERF3_PORT, seconds);
     opts.parallel = sessions;
     opts.mss = case.mss;
@@ -1090,7 +1090,7 @@ fn run_iperf3(
         let load = LineFraction(tcp.l1_bps / speed.0);
         let rec = TrialRecord {
             key,
-            request: TrialRequest::rate(load, ctx.plan.methodology.iperf3_duration),
+            request: TrialRequest::rate(load, ctx.plan.run.trial_duration),
             outcome: Outcome {
                 intended: load,
                 offered: load,
