@@ -676,6 +676,7 @@ fn loopback_trial_through_a_pppoe_session_both_ways() {
                     flows: Flows::default(),
                     rate: Rate::Pps(5_000.0),
                     burst: 1,
+                    burst_gap: None,
                     limit: Limit::Frames(frames),
                     reorder_every: None,
                     rewrite_macs: false,

@@ -11,7 +11,7 @@ use engine::tx::TxBackend;
 use lab::{Lab, LabConfig, Node, PortId, Profile, StatsSnapshot, Topology};
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 use wire::encap::EncapSpec;
@@ -95,6 +95,7 @@ fn stream(id: u16, src: IpAddr, dst: IpAddr, size: usize, pps: f64, limit: Limit
         flows: Flows::default(),
         rate: Rate::Pps(pps),
         burst: 1,
+        burst_gap: None,
         limit,
         reorder_every: None,
         rewrite_macs: true,
@@ -521,6 +522,133 @@ fn reorder_option_is_counted_as_reordering() {
         assert_eq!(s.rx.out_of_order, 100);
     }
     assert_eq!((s.rx.lost, s.rx.duplicates), (Some(path), 0));
+}
+
+/// Records `(receive time, stream, sequence)` of every signed frame arriving on `spec` until
+/// `stop` is set: a second RX ring next to the trial's own (AF_PACKET gives each its copy).
+/// Kernel receive timestamps, CLOCK_REALTIME ns.
+fn capture(spec: &PortSpec, ready: &AtomicBool, stop: &AtomicBool) -> Vec<(u64, u16, u32)> {
+    let ifindex = spec.enter(1).expect("enter port");
+    let mut ring = spec
+        .open_rx(ifindex, &engine::port::RxRingConfig::default())
+        .expect("capture ring");
+    ready.store(true, Ordering::Release);
+    let mut seen = Vec::new();
+    let mut on = |pkt: engine::sys::RxPacket<'_>| {
+        if let Some((_, sig)) = wire::dissect::signature(pkt.data) {
+            seen.push((pkt.ts_realtime_ns, sig.stream_id(), sig.seq32()));
+        }
+    };
+    while !stop.load(Ordering::Acquire) {
+        ring.drain(5, |_, pkt| on(pkt)).expect("capture");
+    }
+    ring.drain(0, |_, pkt| on(pkt)).expect("capture");
+    seen
+}
+
+/// An explicit burst gap shows on the wire: bursts of 50 frames at 100 kpps, 10 ms of silence
+/// after each. Checked on B's kernel receive timestamps without tight timing: a 2-CPU machine
+/// under load can stall the sender, so most (not all) burst boundaries must show a gap of at
+/// least half the configured one, and few gaps that long may fall inside a burst. Counts are
+/// exact as always.
+#[test]
+fn burst_gap_shows_on_the_wire() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = lab_or_skip("h3-burstgap", Topology::Direct, None) else {
+        return;
+    };
+    let (a, ai) = port(&lab, PortId::A, "a");
+    let (b, bi) = port(&lab, PortId::B, "b");
+    let (burst, bursts, gap) = (50u64, 30u64, Duration::from_millis(10));
+    let mut s = stream(
+        40,
+        ai.ipv4.into(),
+        bi.ipv4.into(),
+        64,
+        100_000.0,
+        Limit::Frames(burst * bursts),
+    );
+    s.burst = burst as u32;
+    s.burst_gap = Some(gap);
+    witness(&lab, Node::B, &bi.ifname, "b");
+    let before = lab.snapshot().unwrap();
+    let (ready, stop) = (AtomicBool::new(false), AtomicBool::new(false));
+    let (r, seen) = std::thread::scope(|sc| {
+        let cap = sc.spawn(|| capture(&b, &ready, &stop));
+        while !ready.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let r = run(
+            vec![a.clone(), b.clone()],
+            vec![TrialStream {
+                config: s,
+                tx_port: 0,
+                rx_port: 1,
+            }],
+        );
+        stop.store(true, Ordering::Release);
+        (r, cap.join().expect("capture thread"))
+    });
+    let after = lab.snapshot().unwrap();
+    let arrived = witnessed(&lab, Node::B)["b_v4"];
+    let st = &r.streams[0];
+    let n = burst * bursts;
+    assert_eq!(st.tx.sent, n);
+    // Average rate: 50 frames per (50 × 10 µs + 10 ms).
+    let avg = burst as f64 / (burst as f64 * 10e-6 + gap.as_secs_f64());
+    assert!(
+        (st.tx.intended_pps - avg).abs() < 1e-6 * avg,
+        "{}",
+        st.tx.intended_pps
+    );
+    let path = path_loss("burst gap test", n, arrived, &before, &after);
+    assert_eq!(st.rx.received, arrived, "received = kernel count at B");
+    assert_eq!(st.rx.received, n - path);
+    assert_eq!((st.rx.duplicates, st.rx.out_of_order), (0, 0));
+    // The pattern, from the capture.
+    let mut frames: Vec<(u64, u32)> = seen
+        .iter()
+        .filter(|f| f.1 == 40)
+        .map(|f| (f.0, f.2))
+        .collect();
+    assert_eq!(frames.len() as u64, arrived, "the capture saw every frame");
+    frames.sort_unstable();
+    let half_gap = gap.as_nanos() as u64 / 2;
+    let (mut boundaries, mut boundary_gaps, mut inner_gaps) = (0u64, 0u64, 0u64);
+    let mut max_inner = 0u64;
+    for w in frames.windows(2) {
+        let (dt, prev, next) = (w[1].0.saturating_sub(w[0].0), w[0].1, w[1].1);
+        let crosses = u64::from(prev) / burst != u64::from(next) / burst;
+        if crosses {
+            boundaries += 1;
+            boundary_gaps += u64::from(dt >= half_gap);
+        } else {
+            inner_gaps += u64::from(dt >= half_gap);
+            max_inner = max_inner.max(dt);
+        }
+    }
+    let clusters = 1 + frames
+        .windows(2)
+        .filter(|w| w[1].0 - w[0].0 >= half_gap)
+        .count() as u64;
+    println!(
+        "burst gap: {clusters} clusters of arrivals for {bursts} bursts; {boundary_gaps} of {boundaries} burst boundaries show ≥ {} ms of silence; {inner_gaps} gaps that long inside bursts; largest gap inside a burst {:.3} ms",
+        half_gap as f64 / 1e6,
+        max_inner as f64 / 1e6
+    );
+    assert!(
+        boundaries >= bursts - 1 - path,
+        "every burst boundary was seen"
+    );
+    assert!(
+        boundary_gaps * 10 >= boundaries * 9,
+        "at least 90 % of the burst boundaries show the gap"
+    );
+    assert!(
+        inner_gaps * 10 <= bursts,
+        "at most 10 % as many gap-sized silences inside bursts as there are bursts"
+    );
+    assert!(clusters * 10 >= bursts * 9 && clusters * 10 <= bursts * 11);
 }
 
 /// Both TX backends count exactly: 20,000 frames per backend on the direct topology, each

@@ -1,14 +1,30 @@
 //! Pacing on an absolute schedule.
 //!
-//! Slot `j` (a burst of `burst` frames, 1 for evenly spaced traffic) is due at
-//! `start + j·burst/rate`. Each call to [`Pacer::due`] says how many frames are due now and not
-//! yet issued, capped at the batch size. Because the schedule is absolute, small delays are made
-//! up and no drift accumulates; after a stall the debt is capped at `max_debt` frames: anything
-//! beyond is *slipped* (dropped from the schedule and reported), so a stall never turns into an
-//! unbounded burst (the cap is 10 ms worth of frames). The batch size follows the rate (about 50 µs worth of frames, at least one
-//! burst, at most [`MAX_BATCH`]).
+//! Frames come in bursts of `burst` frames (1 for evenly spaced traffic). Burst `k` starts at
+//! `start + k·period`; frame `j` of a burst is due `j·spacing` after its burst's start. Two
+//! shapes ([`Pacer::new`], [`Pacer::with_gap`]):
+//!
+//! - **rate and burst** (`burst_gap` unset): `period = burst/rate`, `spacing = 0`. The frames
+//!   of a burst are due together and go back to back; the average is `rate`.
+//! - **burst gap**: the frames of a burst are paced at `rate` (`spacing = 1/rate`, 0 for an
+//!   unlimited rate: back to back), and after the burst the line stays idle for `gap`:
+//!   `period = burst·spacing + gap`. The gap is measured from the *end* of a burst (the due time
+//!   of its last frame plus one frame time at `rate`) to the start of the next, i.e. the extra
+//!   silence compared with evenly paced traffic. The average rate is `burst/period`.
+//!
+//! Each call to [`Pacer::due`] says how many frames are due now and not yet issued, capped at
+//! the batch size. Because the schedule is absolute, small delays are made up and no drift
+//! accumulates; after a stall the debt is capped at `max_debt` frames: anything beyond is
+//! *slipped* (dropped from the schedule and reported), so a stall never turns into an unbounded
+//! burst (the cap is 10 ms worth of frames at the average rate). The batch size follows the
+//! rate inside a burst (about 50 µs worth of frames, at most [`MAX_BATCH`]; at least a whole
+//! burst when the burst's frames are due together).
 //!
 //! Pure arithmetic on the times it is given: no clock, no sleeping (the caller does that).
+//! [`StreamPacing::for_stream`] builds the pacer a stream's configuration asks for, for every
+//! transmit backend.
+
+use crate::stream::{Limit, StreamConfig};
 
 /// The largest number of frames handed to the kernel in one go.
 pub const MAX_BATCH: u64 = 256;
@@ -16,7 +32,10 @@ pub const MAX_BATCH: u64 = 256;
 #[derive(Debug, Clone)]
 pub struct Pacer {
     start_ns: u64,
-    rate: f64,
+    /// Between the starts of two bursts.
+    period_ns: f64,
+    /// Between two frames of one burst (0: due together).
+    spacing_ns: f64,
     burst: u64,
     batch: u64,
     max_debt: u64,
@@ -34,19 +53,56 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    /// A schedule of `rate` frames/s in bursts of `burst` frames starting at `start_ns`.
+    /// A schedule of `rate` frames/s in bursts of `burst` frames (due together) starting at
+    /// `start_ns`.
     pub fn new(start_ns: u64, rate: f64, burst: u32, limit: Option<u64>) -> Self {
         assert!(rate > 0.0 && rate.is_finite(), "rate must be positive");
         let burst = u64::from(burst.max(1));
         let batch = ((rate * 50e-6).ceil() as u64)
             .clamp(1, MAX_BATCH)
             .max(burst);
+        Self::build(
+            start_ns,
+            burst as f64 * 1e9 / rate,
+            0.0,
+            burst,
+            batch,
+            limit,
+        )
+    }
+
+    /// Bursts of `burst` frames paced at `rate` frames/s inside the burst (`f64::INFINITY`:
+    /// back to back), each followed by `gap_ns` of silence (see the module doc).
+    pub fn with_gap(start_ns: u64, rate: f64, burst: u32, gap_ns: u64, limit: Option<u64>) -> Self {
+        assert!(rate > 0.0, "rate must be positive");
+        assert!(gap_ns > 0, "a burst gap must be positive");
+        let burst = u64::from(burst.max(1));
+        let spacing = if rate.is_finite() { 1e9 / rate } else { 0.0 };
+        let batch = if spacing > 0.0 {
+            ((rate * 50e-6).ceil() as u64).clamp(1, MAX_BATCH)
+        } else {
+            MAX_BATCH.max(burst)
+        };
+        let period = burst as f64 * spacing + gap_ns as f64;
+        Self::build(start_ns, period, spacing, burst, batch, limit)
+    }
+
+    fn build(
+        start_ns: u64,
+        period_ns: f64,
+        spacing_ns: f64,
+        burst: u64,
+        batch: u64,
+        limit: Option<u64>,
+    ) -> Self {
         // Catch up at most ~10 ms worth of frames (and at least a few batches) after a stall:
         // a busy machine delays wake-ups by milliseconds; longer stalls slip.
-        let max_debt = ((rate * 10e-3).ceil() as u64).max(4 * batch).max(burst);
+        let avg_rate = burst as f64 * 1e9 / period_ns;
+        let max_debt = ((avg_rate * 10e-3).ceil() as u64).max(4 * batch).max(burst);
         Pacer {
             start_ns,
-            rate,
+            period_ns,
+            spacing_ns,
             burst,
             batch,
             max_debt,
@@ -95,18 +151,31 @@ impl Pacer {
         self.max_seen_debt
     }
 
+    /// Average frames/s of the schedule (gaps included).
+    pub fn avg_rate(&self) -> f64 {
+        self.burst as f64 * 1e9 / self.period_ns
+    }
+
     pub fn done(&self) -> bool {
         self.spent() >= self.limit
     }
 
-    /// Frames the schedule has made due by `now_ns` (whole bursts; slot 0 is due at start).
+    /// Frames the schedule has made due by `now_ns` (frame 0 is due at start).
     fn scheduled(&self, now_ns: u64) -> u64 {
         if now_ns < self.start_ns {
             return 0;
         }
-        let elapsed = (now_ns - self.start_ns) as f64 * 1e-9;
-        let slots = (elapsed * self.rate / self.burst as f64).floor() as u64 + 1;
-        slots.saturating_mul(self.burst)
+        let elapsed = (now_ns - self.start_ns) as f64;
+        let k = (elapsed / self.period_ns).floor();
+        let in_burst = if self.spacing_ns > 0.0 {
+            let within = elapsed - k * self.period_ns;
+            ((within / self.spacing_ns).floor() as u64 + 1).min(self.burst)
+        } else {
+            self.burst
+        };
+        (k as u64)
+            .saturating_mul(self.burst)
+            .saturating_add(in_burst)
     }
 
     /// Frames due now and not yet issued, at most one batch; call [`Pacer::issue`] with the
@@ -130,20 +199,100 @@ impl Pacer {
         self.issued += n;
     }
 
+    /// When frame `n` of the schedule is due (monotonic ns).
+    fn due_ns(&self, n: u64) -> u64 {
+        let (k, j) = (n / self.burst, n % self.burst);
+        self.start_ns + (k as f64 * self.period_ns + j as f64 * self.spacing_ns).round() as u64
+    }
+
     /// When the next frame not yet issued is due (monotonic ns).
     pub fn next_due_ns(&self) -> u64 {
-        let next = self.issued + self.slipped;
-        let slot = next / self.burst;
-        self.start_ns + (slot as f64 * self.burst as f64 / self.rate * 1e9).round() as u64
+        self.due_ns(self.issued + self.slipped)
     }
 
     /// The time the schedule ends for a duration-limited stream is the caller's business; for a
     /// frame-limited one it is when the last frame is due.
     pub fn end_ns(&self) -> Option<u64> {
-        (self.limit != u64::MAX).then(|| {
-            let last_slot = (self.limit - 1) / self.burst;
-            self.start_ns + (last_slot as f64 * self.burst as f64 / self.rate * 1e9).round() as u64
-        })
+        (self.limit != u64::MAX).then(|| self.due_ns(self.limit - 1))
+    }
+
+    /// How many frames of this schedule are due before `duration_ns` after its start.
+    pub fn frames_within(&self, duration_ns: u64) -> u64 {
+        if duration_ns == 0 {
+            return 0;
+        }
+        let d = duration_ns as f64;
+        // Bursts that start before the end (a millionth of a frame time of tolerance against
+        // rounding, as the schedule's own times are rounded to whole nanoseconds).
+        let bursts = (d / self.period_ns - 1e-6).ceil().max(1.0) as u64;
+        let last_start = (bursts - 1) as f64 * self.period_ns;
+        let in_last = if self.spacing_ns > 0.0 {
+            (((d - last_start) / self.spacing_ns - 1e-6).ceil().max(1.0) as u64).min(self.burst)
+        } else {
+            self.burst
+        };
+        (bursts - 1) * self.burst + in_last
+    }
+}
+
+/// The schedule a stream's configuration asks for, as every transmit backend runs it.
+#[derive(Debug, Clone)]
+pub struct StreamPacing {
+    pub pacer: Pacer,
+    /// A clock deadline that ends the stream (unpaced duration-limited streams only; paced
+    /// ones end with their schedule).
+    pub end_ns: Option<u64>,
+    /// As fast as the port goes: no schedule, no debt cap, no slip accounting.
+    pub unpaced: bool,
+    /// The average frames/s intended (gaps included); 0 when unpaced.
+    pub intended_pps: f64,
+}
+
+impl StreamPacing {
+    /// The pacer of `cfg` starting at `start_ns`.
+    ///
+    /// - Unpaced (`Rate::Unlimited` without a burst gap): a schedule so fast that a full batch
+    ///   is always due and no debt cap; a duration ends it by the clock.
+    /// - Paced and duration-limited: every frame scheduled before `start + duration`; the
+    ///   schedule itself ends the stream (slipped frames use up the count), not the clock.
+    /// - Paced and frame-limited: exactly that many frames, however late.
+    pub fn for_stream(cfg: &StreamConfig, start_ns: u64) -> Self {
+        let pps = cfg.pps();
+        let burst = cfg.burst.max(1);
+        let paced = |limit| match cfg.burst_gap {
+            Some(gap) => Pacer::with_gap(start_ns, pps, burst, gap.as_nanos() as u64, limit),
+            None => Pacer::new(start_ns, pps, burst, limit),
+        };
+        if cfg.burst_gap.is_none() && !pps.is_finite() {
+            let (limit, end_ns) = match cfg.limit {
+                Limit::Frames(n) => (n, None),
+                Limit::DurationNs(d) => (u64::MAX - 1, Some(start_ns + d)),
+            };
+            let pacer = Pacer::new(start_ns, 1e15, MAX_BATCH as u32, Some(limit))
+                .with_max_debt(u64::MAX / 4);
+            return StreamPacing {
+                pacer,
+                end_ns,
+                unpaced: true,
+                intended_pps: 0.0,
+            };
+        }
+        let pacer = match cfg.limit {
+            Limit::Frames(n) => paced(Some(n)),
+            Limit::DurationNs(d) => {
+                let n = paced(None).frames_within(d);
+                paced(Some(n)).slips_use_limit()
+            }
+        };
+        StreamPacing {
+            intended_pps: match cfg.burst_gap {
+                Some(_) => pacer.avg_rate(),
+                None => pps,
+            },
+            pacer,
+            end_ns: None,
+            unpaced: false,
+        }
     }
 }
 
@@ -245,5 +394,78 @@ mod tests {
         assert_eq!(p.issued(), 1000);
         assert_eq!(p.due(now + 1_000_000_000), 0);
         assert_eq!(p.end_ns(), Some(999_000));
+    }
+
+    #[test]
+    fn burst_gap_schedule() {
+        // 4 frames 10 µs apart (100 kpps), then 1 ms of silence: bursts start every 1.04 ms.
+        let us = 1_000;
+        let mut p = Pacer::with_gap(0, 100_000.0, 4, MS, None);
+        let dues: Vec<u64> = (0..9).map(|n| p.due_ns(n)).collect();
+        assert_eq!(
+            dues,
+            [
+                0,
+                10 * us,
+                20 * us,
+                30 * us,
+                1_040 * us,
+                1_050 * us,
+                1_060 * us,
+                1_070 * us,
+                2_080 * us
+            ]
+        );
+        assert!((p.avg_rate() - 4.0 / 1.04e-3).abs() < 1e-6);
+        // Inside a burst the frames come one by one, as at 100 kpps.
+        assert_eq!(p.batch(), 5);
+        assert_eq!(p.due(0), 1);
+        p.issue(1);
+        assert_eq!(p.due(25 * us), 2);
+        p.issue(2);
+        assert_eq!(p.due(500 * us), 1); // the last frame of the burst; then the gap
+        p.issue(1);
+        assert_eq!(p.due(1_039 * us), 0);
+        assert_eq!(p.next_due_ns(), 1_040 * us);
+        assert_eq!(p.due(1_040 * us), 1);
+        // Duration: frames due before 2.1 ms are two whole bursts and two frames of the third
+        // (due at 2.08 and 2.09 ms).
+        assert_eq!(p.frames_within(2_100 * us), 10);
+        assert_eq!(p.frames_within(2_080 * us), 8);
+        assert_eq!(p.frames_within(1), 1);
+        let p = Pacer::with_gap(0, 100_000.0, 4, MS, Some(8));
+        assert_eq!(p.end_ns(), Some(1_070 * us));
+    }
+
+    #[test]
+    fn burst_gap_unlimited_rate_sends_bursts_whole() {
+        // Back to back inside the burst: the whole burst is due at its start, every 2 ms.
+        let mut p = Pacer::with_gap(0, f64::INFINITY, 300, 2 * MS, None);
+        assert!(p.batch() >= 300);
+        assert_eq!(p.due(0), 300);
+        p.issue(300);
+        assert_eq!(p.due(2 * MS - 1), 0);
+        assert_eq!(p.next_due_ns(), 2 * MS);
+        assert_eq!(p.due(2 * MS), 300);
+        assert!((p.avg_rate() - 150_000.0).abs() < 1e-6);
+        assert_eq!(p.frames_within(5 * MS), 900);
+    }
+
+    #[test]
+    fn rate_and_burst_durations_match_the_old_slot_arithmetic() {
+        // Without a gap, frames within a duration are whole bursts: ceil(rate·d/burst)·burst.
+        for (rate, burst, d) in [
+            (10_000.0, 1, 5 * 1000 * MS),
+            (1000.0, 10, 15 * MS),
+            (3.0, 2, 1000 * MS),
+        ] {
+            let p = Pacer::new(0, rate, burst, None);
+            let slots = (rate * d as f64 * 1e-9 / f64::from(burst) - 1e-6).ceil() as u64;
+            assert_eq!(
+                p.frames_within(d),
+                slots * u64::from(burst),
+                "{rate} {burst} {d}"
+            );
+        }
     }
 }

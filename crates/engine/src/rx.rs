@@ -306,6 +306,121 @@ impl Receiver {
     }
 }
 
+/// Steering the frames of a port to several receive threads (`rx_threads` > 1).
+///
+/// Per-stream accounting (duplicates, reordering, loss by sequence) needs every frame of a
+/// stream to reach the *same* thread: two threads that each saw half of a stream could not
+/// tell a duplicate from a frame the other one saw, nor order across them. Merging per-thread
+/// state afterwards cannot fix that (the duplicate window slides). So the port's receive
+/// sockets form one `PACKET_FANOUT` group in `PACKET_FANOUT_CBPF` mode, and this classic BPF
+/// program assigns each frame by its **signature's stream id**: for every offset at which an
+/// expected stream carries its signature (ascending), it checks the signature's magic there,
+/// loads the stream id after it and returns the thread that counts that stream. Anything else
+/// (ARP/ND, foreign traffic) returns 0: thread 0 also answers ARP/ND.
+///
+/// Loads are relative to the MAC header (`SKF_LL_OFF`). Offsets are checked from the smallest
+/// up because a load beyond the frame ends the program with 0: a frame always passes the
+/// smaller offsets before its own. A stream whose stack starts with an 802.1Q/802.1ad tag is
+/// also looked for 4 bytes earlier, since the receive path may strip that tag into metadata
+/// before packet sockets see the frame. A frame could only be steered wrongly if, at a smaller
+/// offset than its own, it carried the magic followed by the id of a stream expected there;
+/// the thread that received it would then count it as `unexpected_streams` (visible, never
+/// silently counted).
+pub mod steering {
+    use crate::stream::StreamConfig;
+    use crate::sys::{SockFilter, SKF_LL_OFF};
+    use crate::{Error, Result};
+
+    const LD_H_ABS: u16 = 0x28;
+    const JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+
+    fn insn(code: u16, jt: u8, jf: u8, k: u32) -> SockFilter {
+        SockFilter { code, jt, jf, k }
+    }
+
+    /// Where a stream's signature may sit in a received frame (see the module doc).
+    pub fn signature_offsets(cfg: &StreamConfig) -> Vec<usize> {
+        let mut out = Vec::new();
+        for t in &cfg.frames {
+            let b = t.bytes();
+            let off = t.signature_offset();
+            out.push(off);
+            if b.len() >= 14 && matches!([b[12], b[13]], [0x81, 0x00] | [0x88, 0xa8]) {
+                out.push(off - 4);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The program for `streams` given as (stream id, thread that counts it); thread numbers
+    /// are returned as they are (the kernel takes them modulo the group's size).
+    pub fn program(streams: &[(&StreamConfig, u32)]) -> Result<Vec<SockFilter>> {
+        let mut by_offset: Vec<(usize, Vec<(u16, u32)>)> = Vec::new();
+        for (cfg, thread) in streams {
+            for off in signature_offsets(cfg) {
+                match by_offset.iter_mut().find(|(o, _)| *o == off) {
+                    Some((_, v)) => v.push((cfg.id, *thread)),
+                    None => by_offset.push((off, vec![(cfg.id, *thread)])),
+                }
+            }
+        }
+        by_offset.sort_by_key(|(o, _)| *o);
+        let magic = u32::from(u16::from_be_bytes(wire::signature::MAGIC));
+        let mut prog = Vec::new();
+        for (off, ids) in &by_offset {
+            // Jump offsets are 8 bits: the magic check skips the id load and 2 per stream.
+            let skip = u8::try_from(1 + 2 * ids.len()).map_err(|_| {
+                Error::Config(format!(
+                    "too many streams ({}) at one signature offset for several receive threads",
+                    ids.len()
+                ))
+            })?;
+            let at = |o: usize| (SKF_LL_OFF + o as i32) as u32;
+            prog.push(insn(LD_H_ABS, 0, 0, at(*off)));
+            prog.push(insn(JEQ_K, 0, skip, magic));
+            prog.push(insn(LD_H_ABS, 0, 0, at(off + 2)));
+            for &(id, thread) in ids {
+                prog.push(insn(JEQ_K, 0, 1, u32::from(id)));
+                prog.push(insn(RET_K, 0, 0, thread));
+            }
+        }
+        prog.push(insn(RET_K, 0, 0, 0));
+        if prog.len() > 4096 {
+            return Err(Error::Config(
+                "too many streams for the receive threads' steering program".into(),
+            ));
+        }
+        Ok(prog)
+    }
+
+    /// Runs `prog` on `frame` as the kernel would for the instructions [`program`] emits
+    /// (a load beyond the frame returns 0). For tests.
+    pub fn run(prog: &[SockFilter], frame: &[u8]) -> u32 {
+        let (mut pc, mut a) = (0usize, 0u32);
+        while let Some(i) = prog.get(pc) {
+            match i.code {
+                LD_H_ABS => {
+                    let off = (i.k as i32).wrapping_sub(SKF_LL_OFF) as usize;
+                    match frame.get(off..off + 2) {
+                        Some(b) => a = u32::from(u16::from_be_bytes([b[0], b[1]])),
+                        None => return 0,
+                    }
+                }
+                JEQ_K => {
+                    pc += usize::from(if a == i.k { i.jt } else { i.jf });
+                }
+                RET_K => return i.k,
+                _ => return 0,
+            }
+            pc += 1;
+        }
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,6 +522,7 @@ mod tests {
             flows: Default::default(),
             rate: Rate::Pps(1.0),
             burst: 1,
+            burst_gap: None,
             limit: Limit::Frames(1),
             reorder_every: None,
             rewrite_macs: true,
@@ -484,5 +600,80 @@ mod tests {
             rx.on_frame(&t.bytes()[..cut], 0);
         }
         assert_eq!(rx.stream(3).unwrap().received(), 0);
+    }
+
+    #[test]
+    fn steering_program_sends_each_stream_to_its_thread() {
+        use crate::stream::{FlowMode, Flows};
+        use std::net::Ipv6Addr;
+        use wire::encap::EncapSpec;
+        use wire::template::{FrameTemplate, StreamSpec};
+        let template = |encap: &str, id: u16, size: usize| {
+            let encap: EncapSpec = encap.parse().unwrap();
+            let mut spec = StreamSpec::new(encap);
+            spec.stream_id = id;
+            if encap.ip == wire::encap::IpVersion::V6 {
+                spec.src_ip = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0x5752, 1).into();
+                spec.dst_ip = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 2).into();
+            }
+            FrameTemplate::new(&spec, size).unwrap()
+        };
+        let stream = |encap: &str, id: u16, sizes: &[usize]| StreamConfig {
+            id,
+            frames: sizes.iter().map(|&n| template(encap, id, n)).collect(),
+            weights: vec![1; sizes.len()],
+            flows: Flows {
+                src_ip_count: 1000,
+                dst_port_count: 50,
+                mode: FlowMode::Random { seed: 3 },
+                ..Flows::default()
+            },
+            rate: Rate::Pps(1.0),
+            burst: 1,
+            burst_gap: None,
+            limit: Limit::Frames(1),
+            reorder_every: None,
+            rewrite_macs: true,
+        };
+        let streams = [
+            (stream("ipv4", 1, &[64, 594, 1518]), 0u32),
+            (stream("ipv4", 3, &[64]), 1),
+            (stream("ipv6", 2, &[128]), 1),
+            (stream("vlan+ipv4", 5, &[68]), 0),
+            (stream("vlan+ipv4", 7, &[68]), 1),
+            (stream("ipv6", 0x5752, &[90]), 0),
+        ];
+        let pairs: Vec<(&StreamConfig, u32)> = streams.iter().map(|(c, t)| (c, *t)).collect();
+        let prog = steering::program(&pairs).unwrap();
+        let mut buf = vec![0u8; 2048];
+        for (cfg, thread) in &streams {
+            let g = FrameGen::new(cfg).unwrap();
+            for i in 0..300u64 {
+                let n = g.write(i * 7919, i, &mut buf);
+                let f = &buf[..n];
+                assert_eq!(
+                    steering::run(&prog, f),
+                    *thread,
+                    "stream {} frame {i}",
+                    cfg.id
+                );
+                if f[12..14] == [0x81, 0x00] {
+                    // The same frame with its tag stripped by the receive path.
+                    let stripped: Vec<u8> = f[..12].iter().chain(&f[16..]).copied().collect();
+                    assert_eq!(
+                        steering::run(&prog, &stripped),
+                        *thread,
+                        "stripped {}",
+                        cfg.id
+                    );
+                }
+            }
+        }
+        // Not ours: thread 0.
+        assert_eq!(steering::run(&prog, &[0u8; 60]), 0);
+        assert_eq!(steering::run(&prog, &[0u8; 10]), 0);
+        let g = FrameGen::new(&stream("ipv4", 9, &[64])).unwrap();
+        let n = g.write(0, 0, &mut buf);
+        assert_eq!(steering::run(&prog, &buf[..n]), 0, "an unexpected stream");
     }
 }

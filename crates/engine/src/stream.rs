@@ -97,8 +97,14 @@ pub struct StreamConfig {
     pub weights: Vec<u32>,
     pub flows: Flows,
     pub rate: Rate,
-    /// Frames sent back to back per scheduling slot; 1 = evenly spaced.
+    /// Frames per burst; 1 = evenly spaced. Without [`burst_gap`](Self::burst_gap) the frames
+    /// of a burst go back to back and bursts follow each other at the average `rate`.
     pub burst: u32,
+    /// Idle time after each burst (needs `burst` ≥ 2): the frames of a burst are then paced at
+    /// `rate` (back to back if `Rate::Unlimited`), and the next burst starts this long after
+    /// the end of the previous one (the due time of its last frame plus one frame time at
+    /// `rate`). The average rate is `burst / (burst/rate + gap)`. See [`crate::pacing`].
+    pub burst_gap: Option<std::time::Duration>,
     pub limit: Limit,
     /// Every `k`-th pair of sequence numbers is sent swapped (k ≥ 2), to test the receiver's
     /// reordering count (this kernel has no netem).
@@ -123,8 +129,42 @@ impl StreamConfig {
             / total as f64
     }
 
+    /// Frames/s of `rate` (inside a burst when a burst gap is set).
     pub fn pps(&self) -> f64 {
         self.rate.pps(self.avg_len_with_fcs())
+    }
+
+    /// Longest burst gap accepted.
+    pub const MAX_BURST_GAP: std::time::Duration = std::time::Duration::from_secs(3600);
+
+    /// Rejects settings that make no sense: a burst gap that is zero, longer than
+    /// [`Self::MAX_BURST_GAP`], or given with bursts of one frame (that is only a lower
+    /// rate); a reorder interval below 2.
+    pub fn check(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(format!("stream {}: {m}", self.id)));
+        if let Some(gap) = self.burst_gap {
+            if gap.is_zero() {
+                return bad("a burst gap must be longer than 0 (or leave it out)".into());
+            }
+            if gap > Self::MAX_BURST_GAP {
+                return bad(format!(
+                    "burst gap {gap:?} is longer than {:?}",
+                    Self::MAX_BURST_GAP
+                ));
+            }
+            if self.burst < 2 {
+                return bad(
+                    "a burst gap needs bursts of at least 2 frames (with 1 it is only a lower rate)"
+                        .into(),
+                );
+            }
+        }
+        if let Some(k) = self.reorder_every {
+            if k < 2 {
+                return bad("reorder interval must be ≥ 2".into());
+            }
+        }
+        Ok(())
     }
 }
 
@@ -203,14 +243,7 @@ impl FrameGen {
                 cfg.id
             )));
         }
-        if let Some(k) = cfg.reorder_every {
-            if k < 2 {
-                return Err(Error::Config(format!(
-                    "stream {}: reorder interval must be ≥ 2",
-                    cfg.id
-                )));
-            }
-        }
+        cfg.check()?;
         let mut recipes = Vec::new();
         for t in &cfg.frames {
             let (d, sig) = wire::dissect::signature(t.bytes()).ok_or_else(|| {
@@ -436,6 +469,7 @@ mod tests {
             flows: Flows::default(),
             rate: Rate::Pps(1000.0),
             burst: 1,
+            burst_gap: None,
             limit: Limit::Frames(10),
             reorder_every: None,
             rewrite_macs: true,
@@ -533,6 +567,22 @@ mod tests {
         assert!(g.mid_pair(3));
         assert!(!g.mid_pair(4));
         assert_eq!(g.swapped_pairs(8), 2);
+    }
+
+    #[test]
+    fn burst_gap_nonsense_is_rejected() {
+        use std::time::Duration;
+        let mut c = cfg(vec![signed_frame(60, 7)], vec![1]);
+        c.burst = 10;
+        c.burst_gap = Some(Duration::from_millis(5));
+        assert!(FrameGen::new(&c).is_ok());
+        c.burst_gap = Some(Duration::ZERO);
+        assert!(c.check().is_err());
+        c.burst_gap = Some(Duration::from_secs(3601));
+        assert!(c.check().is_err());
+        c.burst_gap = Some(Duration::from_millis(5));
+        c.burst = 1;
+        assert!(FrameGen::new(&c).is_err());
     }
 
     #[test]

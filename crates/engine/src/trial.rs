@@ -293,6 +293,7 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
                 s.config.id
             )));
         }
+        s.config.check()?;
         if !ids.insert(s.config.id) {
             return Err(Error::Config(format!(
                 "stream id {} used twice",

@@ -19,9 +19,9 @@
 //! capped and slips, and the report says so (`slipped`, `backpressure_flushes`). A frame the
 //! device dropped on hand-over (`ENOBUFS`) is retried like one that would have blocked.
 
-use crate::pacing::Pacer;
+use crate::pacing::{Pacer, StreamPacing};
 use crate::port::{PortSpec, TxRingConfig};
-use crate::stream::{FrameGen, Limit, StreamConfig};
+use crate::stream::{FrameGen, StreamConfig};
 use crate::sys::{
     self, MmsgBatch, PacketSocket, TxRing, TP_STATUS_SEND_REQUEST, TP_STATUS_WRONG_FORMAT,
 };
@@ -240,39 +240,18 @@ pub fn run(
 fn stream_states(gens: Vec<(FrameGen, &StreamConfig)>, start_ns: u64) -> Vec<StreamState> {
     gens.into_iter()
         .map(|(gen, cfg)| {
-            let pps = cfg.pps();
-            let unpaced = !pps.is_finite();
-            let (limit, end_ns) = match cfg.limit {
-                Limit::Frames(n) => (n, None),
-                Limit::DurationNs(d) if unpaced => (u64::MAX - 1, Some(start_ns + d)),
-                Limit::DurationNs(d) => {
-                    // Every frame scheduled before start + d; the schedule itself ends the
-                    // stream (slipped frames use up the count), not the clock.
-                    let burst = f64::from(cfg.burst.max(1));
-                    let slots = (pps * d as f64 * 1e-9 / burst - 1e-6).ceil();
-                    ((slots * burst) as u64, None)
-                }
-            };
-            // Unpaced: a schedule so fast that a full batch is always due; no debt cap.
-            let pacer = if unpaced {
-                Pacer::new(start_ns, 1e15, crate::pacing::MAX_BATCH as u32, Some(limit))
-                    .with_max_debt(u64::MAX / 4)
-            } else if matches!(cfg.limit, Limit::DurationNs(_)) {
-                Pacer::new(start_ns, pps, cfg.burst, Some(limit)).slips_use_limit()
-            } else {
-                Pacer::new(start_ns, pps, cfg.burst, Some(limit))
-            };
+            let p = StreamPacing::for_stream(cfg, start_ns);
             StreamState {
-                pacer,
-                unpaced,
+                pacer: p.pacer,
+                unpaced: p.unpaced,
                 gen,
-                end_ns,
+                end_ns: p.end_ns,
                 next: 0,
                 sent: 0,
                 bytes: 0,
                 first_ns: 0,
                 last_ns: 0,
-                intended: pps,
+                intended: p.intended_pps,
                 finishing_pair: false,
             }
         })

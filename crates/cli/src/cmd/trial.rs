@@ -23,8 +23,10 @@ use wire::template::{FrameTemplate, StreamSpec};
     wirerate trial --lab lab --streams streams.toml\n\n\
 Rates: 10kpps, 1.5Mpps (frames/s); 100M or 1Gbps (L1 bit/s, as on the wire); 100M-l2 (L2,\n\
 with FCS); 50% (of --link-speed).\n\
+Bursts: --burst 32 sends 32 frames back to back per slot at the average --rate; add\n\
+--burst-gap 5ms to pace each burst's frames at --rate and keep the line idle 5 ms after it.\n\
 TOML: [[stream]] tables with the keys direction, encap, size, rate, duration, frames, burst,\n\
-src_ips, dst_ips, src_ports, dst_ports, random_seed, tos, reorder_every.")]
+burst_gap, src_ips, dst_ips, src_ports, dst_ports, random_seed, tos, reorder_every.")]
 pub struct TrialArgs {
     /// Use lab NAME's ports A and B (`wirerate lab up` first).
     #[arg(long, value_name = "NAME", conflicts_with_all = ["port_a", "port_b"])]
@@ -71,9 +73,15 @@ pub struct TrialArgs {
     /// Send exactly this many frames per stream.
     #[arg(long)]
     frames: Option<u64>,
-    /// Frames back to back per scheduling slot (1 = evenly spaced).
+    /// Frames per burst (1 = evenly spaced). Without --burst-gap a burst's frames go back to
+    /// back and bursts follow at the average --rate.
     #[arg(long, default_value_t = 1)]
     burst: u32,
+    /// Idle time after each burst, e.g. 500us, 5ms (needs --burst 2 or more): the burst's
+    /// frames are then paced at --rate, and the next burst starts this long after the end of
+    /// the last one. Average rate = burst / (burst/rate + gap).
+    #[arg(long, value_name = "TIME")]
+    burst_gap: Option<String>,
     /// Distinct source addresses / destination addresses / source ports / destination ports.
     #[arg(long, default_value_t = 1)]
     src_ips: u32,
@@ -118,6 +126,8 @@ struct StreamDef {
     frames: Option<u64>,
     #[serde(default = "one32")]
     burst: u32,
+    #[serde(default)]
+    burst_gap: Option<String>,
     #[serde(default = "one32")]
     src_ips: u32,
     #[serde(default = "one32")]
@@ -206,6 +216,35 @@ fn parse_rate(text: &str, link_bps: f64) -> CliResult<Rate> {
     } else {
         Rate::L1Bps(bps)
     })
+}
+
+/// Parses a time with a unit: `250ns`, `100us` (or `µs`), `5ms`, `1.5s`.
+fn parse_time(text: &str) -> CliResult<Duration> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "" => return Err(usage(format!("time '{t}': give a unit: 500us, 5ms, 1s"))),
+        u => {
+            return Err(usage(format!(
+                "time '{t}': unknown unit '{u}' (ns, us, ms, s)"
+            )))
+        }
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| usage(format!("time '{t}': bad number")))?;
+    let secs = v * scale;
+    if !secs.is_finite() || secs > 1e6 {
+        return Err(usage(format!("time '{t}': too long")));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 fn sizes(text: &str, encap: &EncapSpec) -> CliResult<Vec<(usize, u32)>> {
@@ -328,6 +367,10 @@ fn build_streams(
                 return Err(usage("reorder_every: give K ≥ 2"));
             }
         }
+        let burst_gap = match &d.burst_gap {
+            Some(t) => Some(parse_time(t).map_err(|e| usage(format!("burst gap: {e}")))?),
+            None => None,
+        };
         for &(tx, rx) in dirs {
             let (src, dst) = if tx == 0 { (a, b) } else { (b, a) };
             let id = out.len() as u16 + 1;
@@ -356,6 +399,7 @@ fn build_streams(
                 weights.push(w);
             }
             let rewrite_macs = !encap.pppoe;
+            let before = out.len();
             out.push(TrialStream {
                 config: StreamConfig {
                     id,
@@ -372,6 +416,7 @@ fn build_streams(
                     },
                     rate,
                     burst: d.burst.max(1),
+                    burst_gap,
                     limit,
                     reorder_every: d.reorder_every,
                     rewrite_macs,
@@ -379,6 +424,10 @@ fn build_streams(
                 tx_port: tx,
                 rx_port: rx,
             });
+            out[before]
+                .config
+                .check()
+                .map_err(|e| usage(e.to_string()))?;
         }
     }
     if out.is_empty() {
@@ -506,6 +555,7 @@ pub fn run(args: TrialArgs) -> CliResult {
             duration: Some(args.duration),
             frames: args.frames,
             burst: args.burst,
+            burst_gap: args.burst_gap.clone(),
             src_ips: args.src_ips,
             dst_ips: args.dst_ips,
             src_ports: args.src_ports,
@@ -554,6 +604,37 @@ mod tests {
         assert!(parse_rate("fast", 1e9).is_err());
         assert!(parse_rate("0pps", 1e9).is_err());
         assert!(parse_rate("150%", 1e9).is_err());
+    }
+
+    #[test]
+    fn burst_gaps_parse_and_nonsense_is_refused() {
+        assert_eq!(parse_time("5ms").unwrap(), Duration::from_millis(5));
+        assert_eq!(parse_time("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_time("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_time("100ns").unwrap(), Duration::from_nanos(100));
+        for bad in ["5", "ms", "5 parsecs", "-1ms", "1e999s"] {
+            assert!(parse_time(bad).is_err(), "{bad}");
+        }
+        let f: StreamsFile =
+            toml::from_str("[[stream]]\nburst = 16\nburst_gap = \"2ms\"\nframes = 160\n").unwrap();
+        let mut a = PortSpec::new("a", "x");
+        a.ipv4 = Some(Ipv4Addr::new(192, 0, 2, 1));
+        let mut b = PortSpec::new("b", "y");
+        b.ipv4 = Some(Ipv4Addr::new(192, 0, 2, 2));
+        let s = build_streams(&f.stream, &a, &b, 1e9).unwrap();
+        assert_eq!(s[0].config.burst, 16);
+        assert_eq!(s[0].config.burst_gap, Some(Duration::from_millis(2)));
+        // A gap with bursts of one frame, or of zero length, is refused as bad input.
+        for bad in [
+            "[[stream]]\nburst_gap = \"2ms\"\n",
+            "[[stream]]\nburst = 4\nburst_gap = \"0ms\"\n",
+        ] {
+            let f: StreamsFile = toml::from_str(bad).unwrap();
+            assert!(matches!(
+                build_streams(&f.stream, &a, &b, 1e9),
+                Err(CliError::Usage(_))
+            ));
+        }
     }
 
     #[test]

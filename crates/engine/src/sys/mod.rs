@@ -27,6 +27,16 @@ const PACKET_TX_RING: libc::c_int = 13;
 const PACKET_QDISC_BYPASS: libc::c_int = 20;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const PACKET_VNET_HDR: libc::c_int = 15;
+const PACKET_FANOUT: libc::c_int = 18;
+const PACKET_FANOUT_DATA: libc::c_int = 22;
+/// Fanout mode: a classic BPF program picks the member (`return value % members`).
+const PACKET_FANOUT_CBPF: u32 = 6;
+/// Fanout flag: the kernel picks a free group id (first member only).
+const PACKET_FANOUT_FLAG_UNIQUEID: u32 = 0x2000;
+/// Fanout flag: the group does not see frames sent from this host (Linux 6.9+).
+const PACKET_FANOUT_FLAG_IGNORE_OUTGOING: u32 = 0x4000;
+/// Classic BPF loads relative to the link-layer (MAC) header start at this offset.
+pub const SKF_LL_OFF: i32 = -0x20_0000;
 /// `sizeof(struct virtio_net_hdr)`.
 const VNET_HDR_LEN: usize = 10;
 const TPACKET_V2: libc::c_int = 1;
@@ -67,6 +77,9 @@ struct TpacketReq3 {
     sizeof_priv: u32,
     feature_req_word: u32,
 }
+
+/// One classic BPF instruction (`struct sock_filter`), e.g. for a fanout steering program.
+pub type SockFilter = libc::sock_filter;
 
 /// `struct tpacket_stats_v3`.
 #[repr(C)]
@@ -329,6 +342,47 @@ impl PacketSocket {
             return Err(e);
         }
         Ok(r > 0)
+    }
+
+    /// Creates a `PACKET_FANOUT` group in `PACKET_FANOUT_CBPF` mode with a group id the kernel
+    /// picks, joins it, installs `prog` as the group's steering program and returns the id
+    /// for the other members ([`PacketSocket::join_cbpf_fanout`]). The group ignores frames
+    /// sent from this host where the kernel supports that (6.9+). Call after the socket's
+    /// ring is set up.
+    pub fn create_cbpf_fanout(&self, prog: &[SockFilter]) -> io::Result<(u16, u32)> {
+        let mut flags = PACKET_FANOUT_FLAG_IGNORE_OUTGOING;
+        let arg = |flags: u32| (PACKET_FANOUT_CBPF | flags | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+        if setsockopt(self.raw_fd(), SOL_PACKET, PACKET_FANOUT, &arg(flags)).is_err() {
+            flags = 0;
+            setsockopt(self.raw_fd(), SOL_PACKET, PACKET_FANOUT, &arg(flags))?;
+        }
+        let mut v: u32 = 0;
+        let mut len = std::mem::size_of::<u32>() as libc::socklen_t;
+        // SAFETY: `v` is writable for `len` bytes; `len` is updated by the kernel.
+        cvt(unsafe {
+            libc::getsockopt(
+                self.raw_fd(),
+                SOL_PACKET,
+                PACKET_FANOUT,
+                (&mut v as *mut u32).cast(),
+                &mut len,
+            )
+        })?;
+        let fprog = libc::sock_fprog {
+            len: u16::try_from(prog.len())
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "BPF program too long"))?,
+            filter: prog.as_ptr() as *mut libc::sock_filter,
+        };
+        // The kernel copies the program during the call; `prog` outlives it.
+        setsockopt(self.raw_fd(), SOL_PACKET, PACKET_FANOUT_DATA, &fprog)?;
+        Ok(((v & 0xffff) as u16, flags))
+    }
+
+    /// Joins the `PACKET_FANOUT_CBPF` group `id` made by [`PacketSocket::create_cbpf_fanout`]
+    /// (on the same interface and network namespace), with the `flags` it returned.
+    pub fn join_cbpf_fanout(&self, id: u16, flags: u32) -> io::Result<()> {
+        let arg = u32::from(id) | ((PACKET_FANOUT_CBPF | flags) << 16);
+        setsockopt(self.raw_fd(), SOL_PACKET, PACKET_FANOUT, &arg)
     }
 
     /// `PACKET_STATISTICS` (TPACKET_V3 layout): packets seen and packets dropped since the
