@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use engine::port::PortSpec;
 use engine::stream::{Flows, Limit, Rate, StreamConfig};
-use engine::trial::{self, TrialConfig, TrialReport, TrialStream};
+use engine::trial::{self, StreamResult, TrialConfig, TrialReport, TrialStream};
 use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
 use wire::units::{BitsPerSec, Nanos, Pps};
@@ -135,32 +135,79 @@ impl UdpTrial {
         Ok(cfg)
     }
 
-    /// What the engine's `report` means for the search that asked for `request`.
+    /// The B→A stream of a bidirectional trial (RFC 2544 §14): a copy of `forward` (the A→B
+    /// stream of [`UdpTrial::config`], after any rate adjustment, so both directions run at
+    /// the same load and length) with stream id 2, plain frames addressed from `b` to `a`.
+    /// Push it onto the config's streams; [`UdpTrial::outcome`] then sums both directions.
+    /// Port B then needs a next hop (it resolves the DUT's MAC like port A). Plain only: an
+    /// encapsulated far link would need B to resolve and send inside its VLAN, MPLS, PPPoE
+    /// session or softwire, which the engine does not do yet, so plan check refuses
+    /// `bidirectional` with a non-plain `encap`.
+    pub fn reverse_of(
+        &self,
+        forward: &TrialStream,
+        a: &PortSpec,
+        b: &PortSpec,
+    ) -> Result<TrialStream, String> {
+        let mut spec = StreamSpec::new(EncapSpec::plain(self.ip));
+        spec.stream_id = 2;
+        spec.src_ip = addr(b, self.ip)?;
+        spec.dst_ip = addr(a, self.ip)?;
+        spec.dst_port = 9;
+        let template = FrameTemplate::new(&spec, self.frame_size as usize)
+            .map_err(|e| format!("frame size {}: {e}", self.frame_size))?;
+        let mut config = forward.config.clone();
+        config.id = 2;
+        config.frames = vec![template];
+        Ok(TrialStream {
+            config,
+            tx_port: 1,
+            rx_port: 0,
+        })
+    }
+
+    /// What the engine's `report` means for the search that asked for `request`. With several
+    /// streams (a bidirectional trial), received and lost frames are summed and the offered
+    /// load is the lowest stream's, as [`Outcome`] defines; latency is the first stream's that
+    /// has it (the A→B direction).
     pub fn outcome(&self, request: &TrialRequest, report: &TrialReport) -> Outcome {
+        self.outcome_of(request, &report.streams)
+    }
+
+    /// [`UdpTrial::outcome`] from the report's per-stream results.
+    pub fn outcome_of(&self, request: &TrialRequest, streams: &[StreamResult]) -> Outcome {
         let max = self.max_pps();
-        let (sent, achieved, received, lost, latency) = match report.streams.first() {
-            Some(s) => (
-                s.tx.sent,
-                s.tx.achieved_pps,
-                s.rx.received,
-                s.rx.lost.unwrap_or(s.tx.sent.saturating_sub(s.rx.received)),
-                s.rx.latency.map(|l| latency_summary(&l, s.rx.received)),
-            ),
-            None => (0, 0.0, 0, 0, None),
-        };
-        // A burst is sent back to back: its offered rate is what the sender reached inside it.
-        // One frame has no rate; count it as offered at the intended load.
-        let offered = if sent <= 1 {
-            request.load
-        } else {
-            LineFraction::from_pps(Pps(achieved), max)
-        };
+        let mut offered: Option<LineFraction> = None;
+        let (mut received, mut lost) = (0u64, 0u64);
+        let mut latency = None;
+        let mut directions = Vec::new();
+        for s in streams {
+            received += s.rx.received;
+            lost += s.rx.lost.unwrap_or(s.tx.sent.saturating_sub(s.rx.received));
+            if latency.is_none() {
+                latency = s.rx.latency.map(|l| latency_summary(&l, s.rx.received));
+            }
+            // A burst is sent back to back: its offered rate is what the sender reached inside
+            // it. One frame has no rate; count it as offered at the intended load.
+            let this = if s.tx.sent <= 1 {
+                request.load
+            } else {
+                LineFraction::from_pps(Pps(s.tx.achieved_pps), max)
+            };
+            offered = Some(match offered {
+                Some(o) if o.0 <= this.0 => o,
+                _ => this,
+            });
+            if !directions.contains(&(&s.tx_port, &s.rx_port)) {
+                directions.push((&s.tx_port, &s.rx_port));
+            }
+        }
         Outcome {
             intended: request.load,
-            offered,
+            offered: offered.unwrap_or(request.load),
             received,
             lost,
-            directions: 1,
+            directions: directions.len().max(1) as u32,
             duration: request.duration,
             latency: if request.latency { latency } else { None },
         }
@@ -177,5 +224,129 @@ impl UdpTrial {
         let cfg = self.config(a, b, request)?;
         let report = trial::run(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
         Ok((self.outcome(request, &report), report))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::rx::{LatencyReport, StreamRxReport};
+    use engine::tx::TxStreamReport;
+
+    fn stream(id: u16, tx: &str, rx: &str, sent: u64, received: u64, pps: f64) -> StreamResult {
+        StreamResult {
+            stream_id: id,
+            tx_port: tx.into(),
+            rx_port: rx.into(),
+            tx: TxStreamReport {
+                stream_id: id,
+                sent,
+                bytes: 0,
+                bytes_with_fcs: 0,
+                intended_pps: pps,
+                achieved_pps: pps,
+                first_tx_ns: 0,
+                last_tx_ns: 0,
+                slipped: 0,
+                max_debt: 0,
+                swapped_pairs: 0,
+            },
+            rx: StreamRxReport {
+                stream_id: id,
+                received,
+                bytes: 0,
+                lost: Some(sent - received),
+                lost_by_sequence: 0,
+                duplicates: 0,
+                out_of_order: 0,
+                late: 0,
+                negative_latency: 0,
+                highest_seq: None,
+                first_rx_ns: 0,
+                last_rx_ns: 0,
+                latency: Some(LatencyReport {
+                    min_ns: 1_000,
+                    avg_ns: 2_000,
+                    max_ns: 9_000,
+                    p50_ns: 1_900,
+                    p90_ns: 2_500,
+                    p99_ns: 4_000,
+                    p999_ns: 8_000,
+                    jitter_ns: 0.0,
+                }),
+            },
+            rx_pps: 0.0,
+            rx_l2_bps: 0.0,
+            rx_l1_bps: 0.0,
+        }
+    }
+
+    fn trial() -> UdpTrial {
+        UdpTrial {
+            ip: IpVersion::V4,
+            frame_size: 64,
+            speed: BitsPerSec(1e9),
+            drain: Duration::from_millis(100),
+        }
+    }
+
+    #[test]
+    fn bidirectional_outcome_sums_frames_and_keeps_the_slower_direction() {
+        let t = trial();
+        let max = t.max_pps().0;
+        let mut req = TrialRequest::rate(LineFraction(0.5), Duration::from_secs(1));
+        req.latency = true;
+        let r = vec![
+            stream(1, "a", "b", 1000, 990, 0.5 * max),
+            stream(2, "b", "a", 1000, 1000, 0.45 * max),
+        ];
+        let o = t.outcome_of(&req, &r);
+        assert_eq!(o.directions, 2);
+        assert_eq!((o.received, o.lost), (1990, 10));
+        assert!((o.offered.0 - 0.45).abs() < 1e-9, "{:?}", o.offered);
+        assert!(o.is_tester_limited(0.01), "the B→A sender fell behind");
+        let p = o.latency.unwrap().percentiles.unwrap();
+        assert_eq!((p.p50.0, p.p99_9.0), (1_900, 8_000));
+    }
+
+    #[test]
+    fn one_way_outcome_is_one_direction() {
+        let t = trial();
+        let max = t.max_pps().0;
+        let req = TrialRequest::rate(LineFraction(0.5), Duration::from_secs(1));
+        let o = t.outcome_of(&req, &[stream(1, "a", "b", 100, 100, 0.5 * max)]);
+        assert_eq!((o.directions, o.received, o.lost), (1, 100, 0));
+        assert!(
+            o.latency.is_none(),
+            "latency only when the request asked for it"
+        );
+    }
+
+    #[test]
+    fn reverse_stream_runs_from_b_to_a_at_the_forward_load() {
+        let port = |name: &str, v4: [u8; 4]| PortSpec {
+            name: name.into(),
+            ifname: format!("veth-{name}"),
+            netns: None,
+            ipv4: Some(v4.into()),
+            ipv6: None,
+            next_hop_v4: None,
+            next_hop_v6: None,
+            cpus: Vec::new(),
+        };
+        let (a, b) = (port("a", [10, 0, 0, 2]), port("b", [10, 0, 1, 2]));
+        let req = TrialRequest::rate(LineFraction(0.5), Duration::from_secs(1));
+        let t = trial();
+        let mut cfg = t.config(&a, &b, &req).unwrap();
+        cfg.streams[0].config.rate = engine::stream::Rate::Pps(1234.0);
+        let s = t.reverse_of(&cfg.streams[0], &a, &b).unwrap();
+        assert_eq!((s.tx_port, s.rx_port, s.config.id), (1, 0, 2));
+        assert_eq!(
+            s.config.rate,
+            engine::stream::Rate::Pps(1234.0),
+            "same load both ways"
+        );
+        let d = wire::dissect::dissect(s.config.frames[0].bytes()).unwrap();
+        assert_eq!(d.dst, IpAddr::from([10, 0, 0, 2]));
     }
 }
