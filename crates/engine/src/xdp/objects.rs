@@ -7,3 +7,7 @@ pub const PROBE: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/
 
 /// The receiver: counts test frames per stream in maps, passes everything else (`xdp::rx`).
 pub const RX: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/rx.bpf.o"));
+
+/// The transmitter (`bpf/tx.bpf.c`): `wr_tx`, run with BPF_PROG_RUN over live frames, stamps
+/// and sends; two raw tracepoint programs count the frames the device refused.
+pub const TX: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tx.bpf.o"));

@@ -1,1 +1,196 @@
 //! The XDP backend's `unsafe`: every block carries a `// SAFETY:` line.
+//!
+//! - [`test_run_live`]: `bpf(BPF_PROG_TEST_RUN)` with `BPF_F_TEST_XDP_LIVE_FRAMES`, which runs
+//!   an XDP program `repeat` times over a frame and sends what it returns `XDP_TX` for out of
+//!   the ingress interface (kernel ≥ 5.18; net/bpf/test_run.c).
+//! - The map value types shared with `bpf/tx.bpf.c` (`#[repr(C)]`, [`aya::Pod`]).
+
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+const BPF_PROG_TEST_RUN: libc::c_long = 10;
+/// `BPF_F_TEST_XDP_LIVE_FRAMES` (include/uapi/linux/bpf.h).
+const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
+/// The largest `batch_size` live mode accepts (TEST_XDP_MAX_BATCH).
+pub const MAX_LIVE_BATCH: u32 = 256;
+
+/// The `test` member of `union bpf_attr`, in the kernel's layout.
+#[repr(C)]
+#[derive(Default)]
+struct TestRunAttr {
+    prog_fd: u32,
+    retval: u32,
+    data_size_in: u32,
+    data_size_out: u32,
+    data_in: u64,
+    data_out: u64,
+    repeat: u32,
+    duration: u32,
+    ctx_size_in: u32,
+    ctx_size_out: u32,
+    ctx_in: u64,
+    ctx_out: u64,
+    flags: u32,
+    cpu: u32,
+    batch_size: u32,
+    _pad: u32,
+}
+
+/// `struct xdp_md` as BPF_PROG_TEST_RUN takes it in `ctx_in`: offsets into `data_in`.
+#[repr(C)]
+#[derive(Default)]
+struct XdpMd {
+    data: u32,
+    data_end: u32,
+    data_meta: u32,
+    ingress_ifindex: u32,
+    rx_queue_index: u32,
+    egress_ifindex: u32,
+}
+
+/// Runs the XDP program `prog` `repeat` times in live-frames mode over `data` (`meta_len`
+/// bytes of metadata, a multiple of 4 up to 32, then the frame), as if received on
+/// `ifindex` queue 0 of the calling thread's network namespace, `batch` frames per batch
+/// (1..=[`MAX_LIVE_BATCH`]). The kernel sends every frame the program returns `XDP_TX` for
+/// out of `ifindex`. On `EINTR` (a signal) an unknown number of frames were processed: the
+/// program's own counters tell.
+pub fn test_run_live(
+    prog: BorrowedFd<'_>,
+    ifindex: u32,
+    data: &[u8],
+    meta_len: u32,
+    repeat: u32,
+    batch: u32,
+) -> std::io::Result<()> {
+    let ctx = XdpMd {
+        data: meta_len,
+        data_end: data.len() as u32,
+        ingress_ifindex: ifindex,
+        ..Default::default()
+    };
+    let mut attr = TestRunAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        data_size_in: data.len() as u32,
+        data_in: data.as_ptr() as u64,
+        repeat,
+        ctx_size_in: std::mem::size_of::<XdpMd>() as u32,
+        ctx_in: &ctx as *const XdpMd as u64,
+        flags: BPF_F_TEST_XDP_LIVE_FRAMES,
+        batch_size: batch,
+        ..Default::default()
+    };
+    // SAFETY: `attr` is a properly laid out, zero-padded bpf_attr prefix whose pointers
+    // (`data`, `ctx`) stay valid for the call; the kernel only reads them (no data_out/ctx_out
+    // in live mode) and writes `retval`/`duration` inside `attr`, which we own mutably.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_TEST_RUN,
+            &mut attr as *mut TestRunAttr,
+            std::mem::size_of::<TestRunAttr>() as u32,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The calling thread's id (what `bpf_get_current_pid_tgid()` returns in its low 32 bits).
+pub fn gettid() -> u32 {
+    // SAFETY: gettid(2) has no arguments and cannot fail.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// Moves the calling thread (only) into a new, empty network namespace.
+pub fn unshare_netns() -> std::io::Result<()> {
+    // SAFETY: unshare(2) with CLONE_NEWNET only changes the calling thread's namespace; it
+    // takes no pointers.
+    let r = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `struct recipe` of `bpf/tx.bpf.c`: one base frame of one stream and where its variable
+/// fields are.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recipe {
+    pub seed: u64,
+    pub reorder_every: u64,
+    pub stream: u32,
+    pub flags: u32,
+    pub src_ip_count: u32,
+    pub dst_ip_count: u32,
+    pub src_ip_base: u32,
+    pub dst_ip_base: u32,
+    pub src_port_count: u32,
+    pub dst_port_count: u32,
+    pub src_port_base: u16,
+    pub dst_port_base: u16,
+    pub sig_off: u16,
+    pub udp_csum_off: u16,
+    pub udp_csum_base: u16,
+    pub ip_csum_off: u16,
+    pub ip_csum_base: u16,
+    pub ip_ident_off: u16,
+    pub src_addr_off: u16,
+    pub dst_addr_off: u16,
+    pub udp_off: u16,
+    pub ip_is_v4: u16,
+}
+
+/// `struct stream_state` of `bpf/tx.bpf.c`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamState {
+    pub next: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+}
+
+/// `struct recipe_state` of `bpf/tx.bpf.c`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecipeState {
+    pub processed: u64,
+    pub refused: u64,
+    pub refused_events: u64,
+    pub last_err: i64,
+}
+
+/// `struct ctl` of `bpf/tx.bpf.c`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ctl {
+    pub tid: u32,
+    pub current: u32,
+    pub bad_recipe: u64,
+}
+
+// SAFETY: plain #[repr(C)] integers with no padding holes (sizes checked by the test below),
+// so any bit pattern is a valid value and the bytes the kernel copies are exactly the fields.
+unsafe impl aya::Pod for Recipe {}
+// SAFETY: as above: #[repr(C)], integers only, no padding.
+unsafe impl aya::Pod for StreamState {}
+// SAFETY: as above: #[repr(C)], integers only, no padding.
+unsafe impl aya::Pod for RecipeState {}
+// SAFETY: as above: #[repr(C)], integers only, no padding.
+unsafe impl aya::Pod for Ctl {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_values_have_the_c_layout_without_padding() {
+        // Sums of the field sizes: any padding would make the sizes differ.
+        assert_eq!(std::mem::size_of::<Recipe>(), 8 * 2 + 4 * 8 + 2 * 12);
+        assert_eq!(std::mem::size_of::<StreamState>(), 24);
+        assert_eq!(std::mem::size_of::<RecipeState>(), 32);
+        assert_eq!(std::mem::size_of::<Ctl>(), 16);
+        assert_eq!(std::mem::size_of::<XdpMd>(), 24);
+        assert_eq!(std::mem::size_of::<TestRunAttr>(), 80);
+    }
+}

@@ -1,1 +1,727 @@
-//! XDP transmit (see the module table in `xdp`).
+//! XDP transmit: the kernel stamps and sends each frame (issue 8).
+//!
+//! `bpf/tx.bpf.c`'s `wr_tx` runs with `BPF_PROG_RUN` and `BPF_F_TEST_XDP_LIVE_FRAMES` over one
+//! base frame of one stream ("recipe": a stream and one of its frame sizes), `repeat` = the
+//! frames due. Per frame it takes the stream's next frame index from a map, writes the
+//! signature's sequence number (reordering on purpose included) and `bpf_ktime_get_ns()` send
+//! time, the IPv4 identification and the flow fields (ranges, incrementing or RFC 4814
+//! pseudorandom, exactly as [`FrameGen`](crate::stream::FrameGen) computes them), patches the
+//! UDP and IPv4 checksums incrementally and returns `XDP_TX`: live mode redirects the frame out
+//! of the port. No copy through user space, no skb.
+//!
+//! **Same streams, same report.** [`open`] takes the same `(FrameGen, &StreamConfig)` pairs as
+//! [`crate::tx::run`] (MAC addresses already resolved into the generator) and [`run`] returns
+//! the same [`TxPortReport`], so a trial swaps backends in its TX thread:
+//! `xdp::tx::open(spec, ifindex, &gens)?` where it would call `tx::open`, then
+//! `xdp::tx::run(&mut sender, gens, start, stop)`. [`run_port`] does enter + open + run for
+//! streams with fixed MACs.
+//!
+//! **Pacing** is the engine's absolute schedule ([`StreamPacing`], bursts and burst gaps
+//! included): before each run the frames due
+//! are collected (up to [`PACED_CAP`] per run when paced, [`UNPACED_CAP`] unpaced), so the run
+//! size follows the rate. Frame sizes of an IMIX stream are separate runs, in the proportions
+//! of the stream's pattern; sequence numbers stay consecutive across them because the index
+//! lives in the stream's map slot. Send timestamps are per frame (not per batch).
+//!
+//! **Sent = accepted by the device.** Each run's frames are flushed to the device's
+//! `ndo_xdp_xmit` inside the same `BPF_PROG_RUN` call, on this thread. A frame the device
+//! refuses (a veth peer without NAPI, its ring full, a device without XDP transmit) shows in
+//! the kernel tracepoints `xdp:xdp_devmap_xmit` (`drops`) or `xdp:xdp_redirect_err`; two raw
+//! tracepoint programs add those frames to the running recipe, filtered on this thread's id.
+//! `sent` = frames processed − frames refused. Refused frames are not retried (their sequence
+//! numbers are skipped, so a receiver sees them as lost by sequence; `lost = sent − received`
+//! stays exact); they are reported in [`TxPortReport::abandoned`], and the runs that refused
+//! any in `backpressure_flushes`.
+//!
+//! **Veth.** A veth accepts XDP-transmitted frames only if its peer runs NAPI: GRO enabled on
+//! the peer or an XDP program attached to it (the lab enables GRO). [`open`] sends one probe
+//! frame (EtherType 0x88b5, local experimental, addressed to the port's own MAC, so nothing
+//! forwards it) and fails with what to do if the device refused it.
+//!
+//! **Not supported** (refused with an error, never ignored): frames above
+//! [`MAX_FRAME_LEN`] bytes (live mode takes one page per frame: no jumbo frames), more than
+//! 254 frame sizes per port. Programs and tracepoint links are released when the sender is
+//! dropped (the `BPF_PROG_RUN` program is never attached to an interface).
+
+use super::sys::{self, Ctl, Recipe, RecipeState, StreamState as MapStream};
+use crate::pacing::{Pacer, StreamPacing};
+use crate::port::PortSpec;
+use crate::stream::{FlowMode, FrameGen, StreamConfig};
+use crate::tx::{TxPortReport, TxStreamReport};
+use crate::{Error, Result};
+use aya::maps::{Array, MapData};
+use aya::programs::{RawTracePoint, Xdp};
+use aya::Ebpf;
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Largest frame (without FCS) the XDP sender sends: live mode builds each frame in one page
+/// with headroom and tailroom, and refuses larger data (net/bpf/test_run.c).
+pub const MAX_FRAME_LEN: usize = 3000;
+/// Most frames per `BPF_PROG_RUN` when paced (about 200 µs at 5 Mpps).
+pub const PACED_CAP: u64 = 1024;
+/// Most frames per `BPF_PROG_RUN` unpaced (a few ms at full speed: the stop flag and the end
+/// of a duration are checked between runs).
+pub const UNPACED_CAP: u64 = 16384;
+/// Frames per batch inside a run: the kernel's default (NAPI_POLL_WEIGHT). Each batch is
+/// flushed to the device before the next; a veth's ring holds 256.
+const LIVE_BATCH: u32 = 64;
+const _: () = assert!(LIVE_BATCH <= sys::MAX_LIVE_BATCH);
+/// Bytes of metadata in front of the frame: the recipe index.
+const META_LEN: usize = 4;
+/// The recipe slot of the probe frame (the last of the map's 256).
+const PROBE_SLOT: u32 = 255;
+const RECIPE_PROBE: u32 = 1;
+const RECIPE_RANDOM: u32 = 2;
+const MAX_STREAMS: usize = 256;
+
+/// One base frame: what `BPF_PROG_RUN` gets (metadata + frame), and its length.
+#[derive(Debug)]
+struct Run {
+    data: Vec<u8>,
+    len: usize,
+}
+
+/// An XDP sender, loaded and checked on one port.
+pub struct XdpSender {
+    bpf: Ebpf,
+    /// The private namespace whose `lo` holds `wr_tx` attached (see [`keep_in_dispatcher`]).
+    _dispatcher_ns: std::fs::File,
+    ifindex: u32,
+    ifname: String,
+    runs: Vec<Run>,
+    /// Per stream: its recipes (indices into `runs`) and the frame length of each.
+    stream_runs: Vec<Vec<usize>>,
+}
+
+impl std::fmt::Debug for XdpSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XdpSender")
+            .field("ifname", &self.ifname)
+            .field("ifindex", &self.ifindex)
+            .field("recipes", &self.runs.len())
+            .finish()
+    }
+}
+
+fn be16(f: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([f[at], f[at + 1]])
+}
+
+fn be32(f: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([f[at], f[at + 1], f[at + 2], f[at + 3]])
+}
+
+fn off16(v: usize) -> u16 {
+    // Every offset is inside a frame of at most MAX_FRAME_LEN bytes.
+    v as u16
+}
+
+/// The recipe of one base frame (`frame` with the port's MACs) of stream slot `slot`.
+fn recipe(cfg: &StreamConfig, slot: usize, frame: &[u8], sig_off: usize) -> Result<Recipe> {
+    let bad = |what: &str| Error::Config(format!("stream {}: {what}", cfg.id));
+    let (d, _) = wire::dissect::signature(frame)
+        .ok_or_else(|| bad("base frame carries no signature after a UDP header"))?;
+    let udp = d
+        .udp_offset
+        .ok_or_else(|| bad("base frame has no UDP header"))?;
+    if d.udp_payload_offset() != Some(sig_off) {
+        return Err(bad("base frame's headers do not match its template"));
+    }
+    let ip = d.ip_offset;
+    let v4 = d.src.is_ipv4();
+    let (src_addr_off, dst_addr_off) = if v4 {
+        (ip + 12, ip + 16)
+    } else {
+        (ip + 8 + 12, ip + 24 + 12)
+    };
+    let f = cfg.flows;
+    let (flags, seed) = match f.mode {
+        FlowMode::Increment => (0, 0),
+        FlowMode::Random { seed } => (RECIPE_RANDOM, seed),
+    };
+    Ok(Recipe {
+        seed,
+        reorder_every: cfg.reorder_every.unwrap_or(0),
+        stream: slot as u32,
+        flags,
+        src_ip_count: f.src_ip_count,
+        dst_ip_count: f.dst_ip_count,
+        src_ip_base: be32(frame, src_addr_off),
+        dst_ip_base: be32(frame, dst_addr_off),
+        src_port_count: u32::from(f.src_port_count),
+        dst_port_count: u32::from(f.dst_port_count),
+        src_port_base: be16(frame, udp),
+        dst_port_base: be16(frame, udp + 2),
+        sig_off: off16(sig_off),
+        udp_csum_off: off16(udp + 6),
+        udp_csum_base: be16(frame, udp + 6),
+        ip_csum_off: if v4 { off16(ip + 10) } else { 0 },
+        ip_csum_base: if v4 { be16(frame, ip + 10) } else { 0 },
+        ip_ident_off: if v4 { off16(ip + 4) } else { 0 },
+        src_addr_off: off16(src_addr_off),
+        dst_addr_off: off16(dst_addr_off),
+        udp_off: off16(udp),
+        ip_is_v4: u16::from(v4),
+    })
+}
+
+fn with_meta(index: u32, frame: &[u8]) -> Vec<u8> {
+    let mut data = Vec::with_capacity(META_LEN + frame.len());
+    data.extend_from_slice(&index.to_ne_bytes());
+    data.extend_from_slice(frame);
+    data
+}
+
+fn bpf_err(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Config(format!("XDP TX: {what}: {e}"))
+}
+
+fn array<'a, V: aya::Pod>(bpf: &'a mut Ebpf, name: &str) -> Result<Array<&'a mut MapData, V>> {
+    let map = bpf
+        .map_mut(name)
+        .ok_or_else(|| bpf_err("map missing from the object", name))?;
+    Array::try_from(map).map_err(|e| bpf_err(name, e))
+}
+
+fn array_ro<'a, V: aya::Pod>(bpf: &'a Ebpf, name: &str) -> Result<Array<&'a MapData, V>> {
+    let map = bpf
+        .map(name)
+        .ok_or_else(|| bpf_err("map missing from the object", name))?;
+    Array::try_from(map).map_err(|e| bpf_err(name, e))
+}
+
+/// Loads the XDP sender for `gens` on `ifindex` and checks that the port accepts
+/// XDP-transmitted frames. The calling thread must be in the port's namespace
+/// ([`PortSpec::enter`]); [`run`] must be called from a thread in the same namespace.
+pub fn open(
+    spec: &PortSpec,
+    ifindex: u32,
+    gens: &[(FrameGen, &StreamConfig)],
+) -> Result<XdpSender> {
+    if gens.len() > MAX_STREAMS {
+        return Err(Error::Config(format!(
+            "XDP TX: {} streams on port {}; at most {MAX_STREAMS} per port",
+            gens.len(),
+            spec.name
+        )));
+    }
+    let mut runs = Vec::new();
+    let mut recipes = Vec::new();
+    let mut stream_runs = Vec::new();
+    let mut own_mac = None;
+    for (slot, (gen, cfg)) in gens.iter().enumerate() {
+        // The generator holds the MACs the trial resolved: take them from its frame 0.
+        let mut buf = vec![0u8; gen.max_len()];
+        gen.write(0, 0, &mut buf);
+        let macs: [u8; 12] = buf[..12]
+            .try_into()
+            .expect("a frame has an Ethernet header");
+        own_mac.get_or_insert([macs[6], macs[7], macs[8], macs[9], macs[10], macs[11]]);
+        let mut mine = Vec::new();
+        for t in &cfg.frames {
+            if t.len() > MAX_FRAME_LEN {
+                return Err(Error::Config(format!(
+                    "stream {}: {}-byte frames are above the XDP backend's largest, {MAX_FRAME_LEN} B \
+                     (live frames live in one page); use the AF_PACKET backend for jumbo frames",
+                    cfg.id,
+                    t.len()
+                )));
+            }
+            if runs.len() >= PROBE_SLOT as usize {
+                return Err(Error::Config(format!(
+                    "XDP TX: more than {PROBE_SLOT} frame sizes on port {}",
+                    spec.name
+                )));
+            }
+            let mut frame = t.bytes().to_vec();
+            frame[..12].copy_from_slice(&macs);
+            recipes.push(recipe(cfg, slot, &frame, t.signature_offset())?);
+            mine.push(runs.len());
+            runs.push(Run {
+                data: with_meta(runs.len() as u32, &frame),
+                len: frame.len(),
+            });
+        }
+        stream_runs.push(mine);
+    }
+
+    let mut bpf = Ebpf::load(super::objects::TX).map_err(|e| bpf_err("loading tx.bpf.o", e))?;
+    {
+        let prog: &mut Xdp = bpf
+            .program_mut("wr_tx")
+            .ok_or_else(|| bpf_err("program missing", "wr_tx"))?
+            .try_into()
+            .map_err(|e| bpf_err("wr_tx", e))?;
+        prog.load()
+            .map_err(|e| bpf_err("the verifier refused wr_tx", e))?;
+    }
+    let dispatcher_ns = keep_in_dispatcher(&mut bpf)?;
+    for (name, tp) in [
+        ("wr_tx_xmit", "xdp_devmap_xmit"),
+        ("wr_tx_redirect_err", "xdp_redirect_err"),
+    ] {
+        let prog: &mut RawTracePoint = bpf
+            .program_mut(name)
+            .ok_or_else(|| bpf_err("program missing", name))?
+            .try_into()
+            .map_err(|e| bpf_err(name, e))?;
+        prog.load()
+            .map_err(|e| bpf_err(&format!("the verifier refused {name}"), e))?;
+        prog.attach(tp)
+            .map_err(|e| bpf_err(&format!("attaching {name} to tracepoint xdp:{tp}"), e))?;
+    }
+    {
+        let mut m = array::<Recipe>(&mut bpf, "recipes")?;
+        for (i, r) in recipes.iter().enumerate() {
+            m.set(i as u32, r, 0).map_err(|e| bpf_err("recipes", e))?;
+        }
+        m.set(
+            PROBE_SLOT,
+            Recipe {
+                flags: RECIPE_PROBE,
+                ..Default::default()
+            },
+            0,
+        )
+        .map_err(|e| bpf_err("recipes", e))?;
+    }
+    let mut sender = XdpSender {
+        bpf,
+        _dispatcher_ns: dispatcher_ns,
+        ifindex,
+        ifname: spec.ifname.clone(),
+        runs,
+        stream_runs,
+    };
+    sender.set_thread()?;
+    sender.probe(spec, own_mac.unwrap_or([2, 0, 0, 0, 0, 0]))?;
+    Ok(sender)
+}
+
+/// Attaches `wr_tx` (generic mode) to the loopback of a new, private network namespace, which
+/// nothing else uses, and returns that namespace (it lives as long as the file).
+///
+/// Why: for `repeat > 1`, BPF_PROG_RUN adds the program to the kernel's XDP dispatcher before
+/// the run and removes it after, and each change waits for an RCU grace period
+/// (`bpf_dispatcher_change_prog` → `synchronize_rcu`, seen in the thread's kernel stack): 20–40
+/// ms per run on this machine, whatever the run's size. A program that is attached somewhere is
+/// already in the dispatcher, so the runs only take a reference and no longer wait. In its own
+/// namespace, the attachment touches no interface of the user's; closing the file and the
+/// program's link (when the sender is dropped, or the process dies) removes both.
+fn keep_in_dispatcher(bpf: &mut Ebpf) -> Result<std::fs::File> {
+    let prog: &mut Xdp = bpf
+        .program_mut("wr_tx")
+        .ok_or_else(|| bpf_err("program missing", "wr_tx"))?
+        .try_into()
+        .map_err(|e| bpf_err("wr_tx", e))?;
+    std::thread::scope(|sc| {
+        sc.spawn(|| -> Result<std::fs::File> {
+            sys::unshare_netns().map_err(|e| Error::io("XDP TX: a private netns (unshare)", e))?;
+            let ns = std::fs::File::open("/proc/thread-self/ns/net")
+                .map_err(|e| Error::io("XDP TX: /proc/thread-self/ns/net", e))?;
+            prog.attach("lo", aya::programs::XdpFlags::SKB_MODE)
+                .map_err(|e| bpf_err("attaching wr_tx to a private loopback", e))?;
+            Ok(ns)
+        })
+        .join()
+        .map_err(|_| Error::Thread("XDP TX setup thread panicked".into()))?
+    })
+}
+
+impl XdpSender {
+    /// Makes the tracepoint programs count the refusals of the calling thread's runs.
+    fn set_thread(&mut self) -> Result<()> {
+        let mut c = array::<Ctl>(&mut self.bpf, "ctl")?;
+        let mut v = c.get(&0, 0).map_err(|e| bpf_err("ctl", e))?;
+        v.tid = sys::gettid();
+        c.set(0, v, 0).map_err(|e| bpf_err("ctl", e))
+    }
+
+    fn prog_run(&self, data: &[u8], repeat: u32) -> std::io::Result<()> {
+        let prog: &Xdp = self
+            .bpf
+            .program("wr_tx")
+            .and_then(|p| p.try_into().ok())
+            .expect("open loaded wr_tx");
+        let fd = prog
+            .fd()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        sys::test_run_live(
+            fd.as_fd(),
+            self.ifindex,
+            data,
+            META_LEN as u32,
+            repeat,
+            LIVE_BATCH,
+        )
+    }
+
+    fn recipe_state(&self, i: u32) -> Result<RecipeState> {
+        array_ro::<RecipeState>(&self.bpf, "recipe_states")?
+            .get(&i, 0)
+            .map_err(|e| bpf_err("recipe_states", e))
+    }
+
+    fn stream_state(&self, i: u32) -> Result<MapStream> {
+        array_ro::<MapStream>(&self.bpf, "streams")?
+            .get(&i, 0)
+            .map_err(|e| bpf_err("streams", e))
+    }
+
+    /// Sends one frame nobody forwards (EtherType 0x88b5 to our own MAC) and fails if the
+    /// device refused it.
+    fn probe(&self, spec: &PortSpec, mac: [u8; 6]) -> Result<()> {
+        let mut frame = vec![0u8; 60];
+        frame[..6].copy_from_slice(&mac);
+        frame[6..12].copy_from_slice(&mac);
+        frame[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
+        frame[14..32].copy_from_slice(b"wirerate xdp probe");
+        self.prog_run(&with_meta(PROBE_SLOT, &frame), 1)
+            .map_err(|e| {
+                let hint = match e.raw_os_error() {
+                    Some(libc::EINVAL) => {
+                        " (BPF_PROG_RUN with live frames needs kernel 5.18 or later)"
+                    }
+                    Some(libc::EPERM) => " (needs root: CAP_BPF and CAP_NET_ADMIN)",
+                    _ => "",
+                };
+                Error::io(
+                    format!(
+                        "XDP TX: BPF_PROG_RUN on {} of port {}{hint}",
+                        spec.ifname, spec.name
+                    ),
+                    e,
+                )
+            })?;
+        let st = self.recipe_state(PROBE_SLOT)?;
+        if st.processed != 1 {
+            return Err(bpf_err(
+                "the probe run did not reach the program",
+                format!("{} runs", st.processed),
+            ));
+        }
+        if st.refused > 0 {
+            let why = if st.last_err == -i64::from(libc::ENXIO) {
+                "ENXIO: on a veth, its peer runs no NAPI"
+            } else if st.last_err == -i64::from(libc::EOPNOTSUPP) {
+                "EOPNOTSUPP: the driver cannot transmit XDP frames"
+            } else {
+                "see the error number"
+            };
+            return Err(Error::Config(format!(
+                "port {}: {} refused an XDP-transmitted frame (error {}, {why}). On a veth, \
+                 the PEER must accept XDP frames: enable GRO on the peer (`ethtool -K <peer> \
+                 gro on` in the peer's namespace; `wirerate lab up` does this) or attach an XDP \
+                 program to it; or use the AF_PACKET backend",
+                spec.name, spec.ifname, st.last_err
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One stream's schedule and progress.
+struct Sched<'a> {
+    gen: FrameGen,
+    cfg: &'a StreamConfig,
+    pacer: Pacer,
+    end_ns: Option<u64>,
+    next: u64,
+    intended: f64,
+    unpaced: bool,
+    finishing_pair: bool,
+}
+
+impl Sched<'_> {
+    fn done(&self, now: u64) -> bool {
+        !self.finishing_pair && (self.pacer.done() || self.end_ns.is_some_and(|e| now >= e))
+    }
+}
+
+fn schedules<'a>(gens: Vec<(FrameGen, &'a StreamConfig)>, start_ns: u64) -> Vec<Sched<'a>> {
+    gens.into_iter()
+        .map(|(gen, cfg)| {
+            // The same schedule as the AF_PACKET backend (rate, bursts, burst gap, limits).
+            let p = StreamPacing::for_stream(cfg, start_ns);
+            Sched {
+                gen,
+                cfg,
+                pacer: p.pacer,
+                end_ns: p.end_ns,
+                next: 0,
+                intended: p.intended_pps,
+                unpaced: p.unpaced,
+                finishing_pair: false,
+            }
+        })
+        .collect()
+}
+
+/// Waits until shortly before the earliest frame due (as `crate::tx` does): sleep when more
+/// than 60 µs away, yield when 5–60 µs away, spin below.
+fn wait_for_next_due(streams: &[Sched<'_>], now: u64) {
+    let next = streams
+        .iter()
+        .filter(|s| !s.done(now))
+        .map(|s| s.pacer.next_due_ns())
+        .min();
+    if let Some(next) = next {
+        let now = crate::sys::monotonic_ns();
+        if next > now + 60_000 {
+            crate::sys::sleep_until(next - 50_000);
+        } else if next > now + 5_000 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Runs `gens` (the pairs given to [`open`], in the same order) on `sender` from `start_ns`
+/// until every stream is done or `stop` is set. Call it from a thread in the port's namespace.
+pub fn run(
+    sender: &mut XdpSender,
+    gens: Vec<(FrameGen, &StreamConfig)>,
+    start_ns: u64,
+    stop: &AtomicBool,
+) -> Result<TxPortReport> {
+    if gens.len() != sender.stream_runs.len() {
+        return Err(Error::Config(format!(
+            "XDP TX: {} streams given, {} opened",
+            gens.len(),
+            sender.stream_runs.len()
+        )));
+    }
+    sender.set_thread()?;
+    let _ = crate::sys::set_timer_slack_ns(1);
+    let mut streams = schedules(gens, start_ns);
+    let (mut runs_done, mut max_batch, mut processed_total) = (0u64, 0u64, 0u64);
+    // Frames of each recipe due in this round (IMIX streams split by size).
+    let mut per_recipe = vec![0u64; sender.runs.len()];
+    'outer: loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let now = crate::sys::monotonic_ns();
+        if streams.iter().all(|s| s.done(now)) {
+            break;
+        }
+        let mut any = false;
+        for (si, s) in streams.iter_mut().enumerate() {
+            if s.done(now) {
+                continue;
+            }
+            let cap = if s.unpaced { UNPACED_CAP } else { PACED_CAP };
+            let mut due = 0;
+            loop {
+                let n = s.pacer.due(now).min(cap - due);
+                if n == 0 {
+                    break;
+                }
+                s.pacer.issue(n);
+                due += n;
+            }
+            if s.finishing_pair && due == 0 {
+                // Never stop between the two frames of a swapped pair.
+                s.pacer.issue(1);
+                due = 1;
+            }
+            if due == 0 {
+                continue;
+            }
+            any = true;
+            let mine = &sender.stream_runs[si];
+            if mine.len() == 1 {
+                per_recipe[mine[0]] = due;
+            } else {
+                for i in s.next..s.next + due {
+                    let len = s.gen.len_for_index(i);
+                    let r = mine
+                        .iter()
+                        .copied()
+                        .find(|&r| sender.runs[r].len == len)
+                        .unwrap_or(mine[0]);
+                    per_recipe[r] += 1;
+                }
+            }
+            for &r in mine {
+                let n = std::mem::take(&mut per_recipe[r]);
+                if n == 0 {
+                    continue;
+                }
+                let done = match sender.prog_run(&sender.runs[r].data, n as u32) {
+                    Ok(()) => n,
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
+                        // A signal cut the run short: the program's count says how far it got.
+                        let st = sender.stream_state(si as u32)?;
+                        let got = st.next.saturating_sub(s.next).min(n);
+                        s.next += got;
+                        processed_total += got;
+                        runs_done += 1;
+                        max_batch = max_batch.max(got);
+                        // The rest were never processed, so never counted as sent.
+                        if stop.load(Ordering::Relaxed) {
+                            break 'outer;
+                        }
+                        continue;
+                    }
+                    Err(e) => {
+                        return Err(Error::io(
+                            format!("XDP TX: BPF_PROG_RUN on {}", sender.ifname),
+                            e,
+                        ))
+                    }
+                };
+                s.next += done;
+                processed_total += done;
+                runs_done += 1;
+                max_batch = max_batch.max(done);
+            }
+            s.finishing_pair = s.gen.mid_pair(s.next);
+        }
+        if !any {
+            wait_for_next_due(&streams, now);
+        }
+    }
+    report(sender, &streams, runs_done, max_batch, processed_total)
+}
+
+fn report(
+    sender: &XdpSender,
+    streams: &[Sched<'_>],
+    runs_done: u64,
+    max_batch: u64,
+    processed_total: u64,
+) -> Result<TxPortReport> {
+    let ctl = array_ro::<Ctl>(&sender.bpf, "ctl")?
+        .get(&0, 0)
+        .map_err(|e| bpf_err("ctl", e))?;
+    if ctl.bad_recipe > 0 {
+        return Err(bpf_err(
+            "the program met runs without a valid recipe",
+            ctl.bad_recipe,
+        ));
+    }
+    let (mut refused_total, mut refused_runs) = (0u64, 0u64);
+    let mut out = Vec::new();
+    for (si, s) in streams.iter().enumerate() {
+        let st = sender.stream_state(si as u32)?;
+        let (mut sent, mut bytes, mut processed) = (0u64, 0u64, 0u64);
+        for &r in &sender.stream_runs[si] {
+            let rs = sender.recipe_state(r as u32)?;
+            let ok = rs.processed.saturating_sub(rs.refused);
+            sent += ok;
+            bytes += ok * sender.runs[r].len as u64;
+            processed += rs.processed;
+            refused_total += rs.refused;
+            refused_runs += rs.refused_events;
+        }
+        if processed != st.next {
+            return Err(bpf_err(
+                "frame counts disagree",
+                format!(
+                    "stream {}: {processed} processed, next index {}",
+                    s.cfg.id, st.next
+                ),
+            ));
+        }
+        out.push(TxStreamReport {
+            stream_id: s.gen.stream_id(),
+            sent,
+            bytes,
+            bytes_with_fcs: bytes + 4 * sent,
+            intended_pps: if s.unpaced { 0.0 } else { s.intended },
+            achieved_pps: if sent >= 2 && st.last_ns > st.first_ns {
+                (sent - 1) as f64 / ((st.last_ns - st.first_ns) as f64 * 1e-9)
+            } else {
+                0.0
+            },
+            first_tx_ns: if sent > 0 { st.first_ns } else { 0 },
+            last_tx_ns: if sent > 0 { st.last_ns } else { 0 },
+            slipped: if s.unpaced { 0 } else { s.pacer.slipped() },
+            max_debt: if s.unpaced {
+                0
+            } else {
+                s.pacer.max_seen_debt()
+            },
+            swapped_pairs: s.gen.swapped_pairs(processed),
+        });
+    }
+    Ok(TxPortReport {
+        streams: out,
+        flushes: runs_done,
+        max_batch,
+        mean_batch: if runs_done > 0 {
+            processed_total as f64 / runs_done as f64
+        } else {
+            0.0
+        },
+        backpressure_flushes: refused_runs,
+        abandoned: refused_total,
+        wrong_format: 0,
+    })
+}
+
+/// Enters `spec`'s namespace (pinning to its first CPU), opens an XDP sender for `streams`
+/// and runs them from `start_ns` (0 = now). The streams' frames are sent with the MACs they
+/// carry (no next-hop resolution: for benches and tests; a trial resolves first and calls
+/// [`open`] and [`run`]).
+pub fn run_port(
+    spec: &PortSpec,
+    streams: &[StreamConfig],
+    start_ns: u64,
+    stop: &AtomicBool,
+) -> Result<TxPortReport> {
+    let ifindex = spec.enter(0)?;
+    let gens = streams
+        .iter()
+        .map(|c| Ok((FrameGen::new(c)?, c)))
+        .collect::<Result<Vec<_>>>()?;
+    let mut sender = open(spec, ifindex, &gens)?;
+    let start = if start_ns == 0 {
+        crate::sys::monotonic_ns()
+    } else {
+        start_ns
+    };
+    run(&mut sender, gens, start, stop)
+}
+
+/// `wr_drop` attached to an interface: drops every frame in the driver (the dropping peer of
+/// `wirerate bench tx --backend xdp`; on a veth it also gives the interface NAPI, so its peer's
+/// XDP frames are accepted). Detached when dropped.
+pub struct XdpDrop {
+    // Owns the program; its link (and with it the attachment) ends when this is dropped.
+    _bpf: Ebpf,
+}
+
+impl std::fmt::Debug for XdpDrop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("XdpDrop")
+    }
+}
+
+impl XdpDrop {
+    /// Attaches `wr_drop` (driver mode) to `spec`'s interface, from a thread of its own that
+    /// enters the port's namespace.
+    pub fn attach(spec: &PortSpec) -> Result<XdpDrop> {
+        std::thread::scope(|sc| {
+            sc.spawn(|| -> Result<XdpDrop> {
+                spec.enter(0)?;
+                let mut bpf =
+                    Ebpf::load(super::objects::TX).map_err(|e| bpf_err("loading tx.bpf.o", e))?;
+                let prog: &mut Xdp = bpf
+                    .program_mut("wr_drop")
+                    .ok_or_else(|| bpf_err("program missing", "wr_drop"))?
+                    .try_into()
+                    .map_err(|e| bpf_err("wr_drop", e))?;
+                prog.load().map_err(|e| bpf_err("wr_drop", e))?;
+                prog.attach(&spec.ifname, aya::programs::XdpFlags::DRV_MODE)
+                    .map_err(|e| bpf_err(&format!("attaching wr_drop to {}", spec.ifname), e))?;
+                Ok(XdpDrop { _bpf: bpf })
+            })
+            .join()
+            .map_err(|_| Error::Thread("XDP attach thread panicked".into()))?
+        })
+    }
+}

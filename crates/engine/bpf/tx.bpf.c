@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// wirerate's XDP transmitter (engine::xdp::tx). User space runs `wr_tx` with BPF_PROG_RUN and
+// BPF_F_TEST_XDP_LIVE_FRAMES over one base frame ("recipe": one stream, one frame size), with
+// `repeat` = the frames due. For each frame the program takes the stream's next frame index
+// from a map, writes the signature's sequence number and CLOCK_MONOTONIC send time, the IPv4
+// identification and the varying flow fields, patches the UDP and IPv4 header checksums
+// incrementally from bases user space computed (RFC 1624) and returns XDP_TX, which live mode
+// turns into a redirect out of the ingress interface (net/bpf/test_run.c).
+//
+// Live mode does not copy the base frame into a recycled page again, so every variable field
+// is computed from the recipe's base values and rewritten for every frame; nothing is read
+// back from the packet.
+//
+// Which frames the device refused: the redirect ends in the device's ndo_xdp_xmit, flushed at
+// the end of each batch inside the same BPF_PROG_RUN call, on the same thread. Two raw
+// tracepoint programs (xdp_devmap_xmit: `drops` frames of a flush; xdp_redirect_err: one frame)
+// add those to the recipe that was running, filtered on the sending thread's id. User space
+// counts a frame as sent only if it was not refused.
+//
+// The signature layout is wire::signature (DESIGN.md §5): "WR", u16 stream id, u32 sequence,
+// u64 timestamp, all big-endian, right after the UDP header.
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#define RECIPE_PROBE 1u   /* send the frame unchanged (the peer-acceptance probe) */
+#define RECIPE_RANDOM 2u  /* pseudorandom flow fields (RFC 4814), else incrementing */
+#define MAX_RECIPES 256
+#define MAX_STREAMS 256
+#define MAX_OFF 4096
+
+/* Keep in sync with engine::xdp::sys::Recipe. */
+struct recipe {
+	__u64 seed;
+	__u64 reorder_every;   /* 0: none; k: indices k-2 and k-1 of every k swap sequences */
+	__u32 stream;          /* slot in `streams` */
+	__u32 flags;
+	__u32 src_ip_count;
+	__u32 dst_ip_count;
+	__u32 src_ip_base;     /* low 32 bits of the base addresses, host order */
+	__u32 dst_ip_base;
+	__u32 src_port_count;
+	__u32 dst_port_count;
+	__u16 src_port_base;
+	__u16 dst_port_base;
+	__u16 sig_off;
+	__u16 udp_csum_off;
+	__u16 udp_csum_base;   /* with sequence, timestamp, ident 0 and base flows */
+	__u16 ip_csum_off;     /* 0: no IPv4 header to patch */
+	__u16 ip_csum_base;
+	__u16 ip_ident_off;
+	__u16 src_addr_off;    /* the low 32 bits of the test packet's source address */
+	__u16 dst_addr_off;
+	__u16 udp_off;         /* the UDP header: source port, then destination port */
+	__u16 ip_is_v4;        /* address changes also patch the IPv4 header checksum */
+};
+
+/* Keep in sync with engine::xdp::sys::StreamState. */
+struct stream_state {
+	__u64 next;            /* frames processed = the next frame index */
+	__u64 first_ns;
+	__u64 last_ns;
+};
+
+/* Keep in sync with engine::xdp::sys::RecipeState. */
+struct recipe_state {
+	__u64 processed;
+	__u64 refused;         /* frames the device refused (never sent) */
+	__u64 refused_events;  /* flushes or redirects that refused frames */
+	__s64 last_err;
+};
+
+/* Keep in sync with engine::xdp::sys::Ctl. */
+struct ctl {
+	__u32 tid;             /* the sending thread: tracepoints count only its refusals */
+	__u32 current;         /* the recipe running now */
+	__u64 bad_recipe;      /* runs with a recipe the maps do not hold (a bug) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_RECIPES);
+	__type(key, __u32);
+	__type(value, struct recipe);
+} recipes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_RECIPES);
+	__type(key, __u32);
+	__type(value, struct recipe_state);
+} recipe_states SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_STREAMS);
+	__type(key, __u32);
+	__type(value, struct stream_state);
+} streams SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ctl);
+} ctl SEC(".maps");
+
+static __always_inline __u64 splitmix(__u64 z)
+{
+	z += 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* engine::stream::FrameGen::field_index */
+static __always_inline __u64 field_index(const struct recipe *r, __u64 seq, __u64 field,
+					 __u64 count)
+{
+	if (r->flags & RECIPE_RANDOM)
+		return splitmix(r->seed ^ splitmix(seq * 4 + field)) % count;
+	return seq % count;
+}
+
+/* One's-complement addition of the change old -> new of a 32-bit value (two words). */
+static __always_inline __u64 delta32(__u32 old, __u32 new)
+{
+	return (__u64)((~old >> 16) & 0xffff) + (~old & 0xffff) + (new >> 16) + (new & 0xffff);
+}
+
+static __always_inline __u16 fold(__u64 s)
+{
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (__u16)s;
+}
+
+static __always_inline void put16(__u8 *p, __u16 v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static __always_inline void put32(__u8 *p, __u32 v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+SEC("xdp")
+int wr_tx(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	void *meta = (void *)(long)ctx->data_meta;
+	__u32 zero = 0;
+
+	struct ctl *c = bpf_map_lookup_elem(&ctl, &zero);
+	if (!c)
+		return XDP_DROP;
+	/* The recipe index travels in the frame's metadata (BPF_PROG_RUN's ctx_in.data). A frame
+	 * without it is not one of our runs (the program is also attached to a private loopback
+	 * to stay in the XDP dispatcher, see engine::xdp::tx): leave it alone. */
+	if (meta + sizeof(__u32) > data)
+		return XDP_PASS;
+	__u32 ri = *(__u32 *)meta;
+	struct recipe *r = bpf_map_lookup_elem(&recipes, &ri);
+	struct recipe_state *rs = bpf_map_lookup_elem(&recipe_states, &ri);
+	if (!r || !rs) {
+		c->bad_recipe++;
+		return XDP_DROP;
+	}
+	c->current = ri;
+	rs->processed++;
+	if (r->flags & RECIPE_PROBE)
+		return XDP_TX;
+	__u32 si = r->stream;
+	struct stream_state *s = bpf_map_lookup_elem(&streams, &si);
+	if (!s) {
+		c->bad_recipe++;
+		return XDP_DROP;
+	}
+
+	__u64 index = s->next;
+	s->next = index + 1;
+	__u64 seq = index;
+	__u64 k = r->reorder_every;
+	if (k >= 2) {
+		__u64 rem = index % k;
+		if (rem == k - 2)
+			seq = index + 1;
+		else if (rem == k - 1)
+			seq = index - 1;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	if (index == 0)
+		s->first_ns = now;
+	s->last_ns = now;
+
+	/* Signature: sequence and timestamp. */
+	__u32 off = r->sig_off;
+	if (off > MAX_OFF)
+		return XDP_DROP;
+	__u8 *sig = data + off;
+	if ((void *)(sig + 16) > data_end)
+		return XDP_DROP;
+	__u32 seq32 = (__u32)seq;
+	put32(sig + 4, seq32);
+	put32(sig + 8, (__u32)(now >> 32));
+	put32(sig + 12, (__u32)now);
+	__u64 udp = (~r->udp_csum_base & 0xffff) + (seq32 >> 16) + (seq32 & 0xffff) +
+		    ((now >> 48) & 0xffff) + ((now >> 32) & 0xffff) + ((now >> 16) & 0xffff) +
+		    (now & 0xffff);
+
+	/* IPv4 identification = low 16 bits of the sequence, as FrameTemplate::stamp. */
+	__u64 ip = 0;
+	__u32 ip_csum_off = r->ip_csum_off;
+	if (ip_csum_off) {
+		__u32 ident_off = r->ip_ident_off;
+		if (ident_off > MAX_OFF)
+			return XDP_DROP;
+		__u8 *id = data + ident_off;
+		if ((void *)(id + 2) > data_end)
+			return XDP_DROP;
+		put16(id, (__u16)seq);
+		ip = (~r->ip_csum_base & 0xffff) + (seq & 0xffff);
+	}
+
+	/* Flow fields, from their base values (engine::stream::FrameGen::vary_flows). */
+	if (r->src_ip_count > 1) {
+		__u32 a = r->src_ip_base + (__u32)field_index(r, seq, 0, r->src_ip_count);
+		__u32 o = r->src_addr_off;
+		if (o > MAX_OFF)
+			return XDP_DROP;
+		__u8 *p = data + o;
+		if ((void *)(p + 4) > data_end)
+			return XDP_DROP;
+		put32(p, a);
+		udp += delta32(r->src_ip_base, a);
+		if (r->ip_is_v4)
+			ip += delta32(r->src_ip_base, a);
+	}
+	if (r->dst_ip_count > 1) {
+		__u32 a = r->dst_ip_base + (__u32)field_index(r, seq, 1, r->dst_ip_count);
+		__u32 o = r->dst_addr_off;
+		if (o > MAX_OFF)
+			return XDP_DROP;
+		__u8 *p = data + o;
+		if ((void *)(p + 4) > data_end)
+			return XDP_DROP;
+		put32(p, a);
+		udp += delta32(r->dst_ip_base, a);
+		if (r->ip_is_v4)
+			ip += delta32(r->dst_ip_base, a);
+	}
+	if (r->src_port_count > 1 || r->dst_port_count > 1) {
+		__u32 o = r->udp_off;
+		if (o > MAX_OFF)
+			return XDP_DROP;
+		__u8 *p = data + o;
+		if ((void *)(p + 4) > data_end)
+			return XDP_DROP;
+		if (r->src_port_count > 1) {
+			__u16 v = r->src_port_base +
+				  (__u16)field_index(r, seq, 2, r->src_port_count);
+			put16(p, v);
+			udp += (~r->src_port_base & 0xffff) + v;
+		}
+		if (r->dst_port_count > 1) {
+			__u16 v = r->dst_port_base +
+				  (__u16)field_index(r, seq, 3, r->dst_port_count);
+			put16(p + 2, v);
+			udp += (~r->dst_port_base & 0xffff) + v;
+		}
+	}
+
+	/* Checksums. A UDP checksum of 0 means "none": send 0xffff (RFC 768). */
+	__u32 uo = r->udp_csum_off;
+	if (uo > MAX_OFF)
+		return XDP_DROP;
+	__u8 *up = data + uo;
+	if ((void *)(up + 2) > data_end)
+		return XDP_DROP;
+	__u16 u = ~fold(udp);
+	put16(up, u ? u : 0xffff);
+	if (ip_csum_off) {
+		if (ip_csum_off > MAX_OFF)
+			return XDP_DROP;
+		__u8 *ipc = data + ip_csum_off;
+		if ((void *)(ipc + 2) > data_end)
+			return XDP_DROP;
+		put16(ipc, ~fold(ip));
+	}
+	return XDP_TX;
+}
+
+static __always_inline void refused(__u64 n, __s64 err)
+{
+	__u32 zero = 0;
+	struct ctl *c = bpf_map_lookup_elem(&ctl, &zero);
+	if (!c || (__u32)bpf_get_current_pid_tgid() != c->tid)
+		return;
+	__u32 ri = c->current;
+	struct recipe_state *rs = bpf_map_lookup_elem(&recipe_states, &ri);
+	if (!rs)
+		return;
+	rs->refused += n;
+	rs->refused_events++;
+	rs->last_err = err;
+}
+
+/* TP_PROTO(const struct net_device *from_dev, const struct net_device *to_dev, int sent,
+ *          int drops, int err) */
+SEC("raw_tracepoint/xdp_devmap_xmit")
+int wr_tx_xmit(struct bpf_raw_tracepoint_args *ctx)
+{
+	int drops = (int)ctx->args[3];
+	if (drops > 0)
+		refused(drops, (int)ctx->args[4]);
+	return 0;
+}
+
+/* TP_PROTO(const struct net_device *dev, const struct bpf_prog *xdp, const void *tgt, int err,
+ *          enum bpf_map_type map_type, u32 map_id, u32 index) */
+SEC("raw_tracepoint/xdp_redirect_err")
+int wr_tx_redirect_err(struct bpf_raw_tracepoint_args *ctx)
+{
+	refused(1, (int)ctx->args[3]);
+	return 0;
+}
+
+/* Drops every frame at the driver: the "peer that drops at ingress" of `wirerate bench tx
+ * --backend xdp` (attaching it also gives a veth the NAPI it needs to accept XDP frames). */
+SEC("xdp")
+int wr_drop(struct xdp_md *ctx)
+{
+	return XDP_DROP;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
