@@ -30,5 +30,7 @@ control_plane!(
     crate::pppoe::client::Client,
     crate::arp_nd::Neighbors,
     crate::dslite::Aftr,
-    crate::dslite::B4
+    crate::dslite::B4,
+    crate::softwire::AftrPort,
+    crate::softwire::B4Port
 );

@@ -181,7 +181,7 @@ impl Reassembler {
 
     /// Adds one fragment's data (the fragmentable part after the Fragment header). Returns
     /// the whole fragmentable part, its next header and the sender's MAC once complete.
-    fn insert(
+    pub(crate) fn insert(
         &mut self,
         now: Nanos,
         key: (Ipv6Addr, Ipv6Addr, u32),

@@ -11,14 +11,19 @@
 //! - [`pppoe`]: the RFC 2516 access concentrator ([`pppoe::server`]) and subscriber
 //!   ([`pppoe::client`]), and the per-session header for the engine's fast path.
 //! - [`dslite`]: the RFC 6333 AFTR and B4, with outer IPv6 fragmentation and reassembly.
+//! - [`ipfrag`]: IPv4 fragmentation and reassembly (1500-byte packets in a PPPoE session).
+//! - [`softwire`]: the AFTR and B4 on a port: ND for the tunnel endpoint, a tunnel probe,
+//!   and the data-path view of a softwire ([`softwire::SoftwireInfo`]).
 //!
 //! See `docs/emulate.md` for the behaviour each machine promises.
 
 pub mod arp_nd;
 pub mod control_plane;
 pub mod dslite;
+pub mod ipfrag;
 pub mod ppp;
 pub mod pppoe;
+pub mod softwire;
 pub mod util;
 
 pub use wire::units::Nanos;

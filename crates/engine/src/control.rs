@@ -151,3 +151,119 @@ impl ControlPort {
         }
     }
 }
+
+/// A control plane running on a port in its own thread, shared with the caller through a
+/// mutex: the thread steps the machine (answering echoes, keepalives, ND) while a trial runs
+/// on the same port, and the caller reads session state or queues frames between steps with
+/// [`with`](Self::with). This is how a PPPoE session or a DS-Lite softwire stays up under
+/// test traffic (`wirerate trial --pppoe/--dslite`, plans with an ISP-side WAN port).
+#[derive(Debug)]
+pub struct Background<C: ControlPlane + Send + 'static> {
+    machine: std::sync::Arc<std::sync::Mutex<C>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Result<ControlPortStats>>>,
+}
+
+impl<C: ControlPlane + Send + 'static> Background<C> {
+    /// Opens a control port on `port` in a new thread and runs `make(port MAC)` there until
+    /// [`finish`](Self::finish) (or drop). Fails if the port cannot be opened.
+    pub fn start(port: PortSpec, make: impl FnOnce([u8; 6]) -> C + Send + 'static) -> Result<Self> {
+        Self::start_with(port, make, |_| {})
+    }
+
+    /// As [`start`](Self::start), calling `each_step` on the machine after every step (under
+    /// the lock): e.g. to throw away the data events test traffic causes, which would
+    /// otherwise pile up while nobody reads them.
+    pub fn start_with(
+        port: PortSpec,
+        make: impl FnOnce([u8; 6]) -> C + Send + 'static,
+        mut each_step: impl FnMut(&mut C) + Send + 'static,
+    ) -> Result<Self> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{mpsc, Arc, Mutex};
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel::<Result<Arc<Mutex<C>>>>();
+        let stop2 = stop.clone();
+        let handle = std::thread::spawn(move || -> Result<ControlPortStats> {
+            let opened = ControlPort::open(&port).and_then(|p| p.mac().map(|m| (p, m)));
+            let (mut cp, mac) = match opened {
+                Ok(x) => x,
+                Err(e) => {
+                    let msg = e.to_string();
+                    let _ = tx.send(Err(e));
+                    return Err(Error::Thread(msg));
+                }
+            };
+            let m = Arc::new(Mutex::new(make(mac)));
+            let _ = tx.send(Ok(m.clone()));
+            while !stop2.load(Ordering::Relaxed) {
+                {
+                    let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+                    cp.step(&mut *g, Duration::from_millis(5))?;
+                    each_step(&mut g);
+                }
+                // Let a caller waiting in `with` take the lock between steps.
+                std::thread::yield_now();
+            }
+            // Send what the caller queued last (a PADT after close, say).
+            let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+            cp.flush(&mut *g);
+            Ok(cp.stats)
+        });
+        let machine = rx
+            .recv_timeout(Duration::from_secs(10))
+            .map_err(|_| Error::Timeout("the control thread did not start".into()))??;
+        Ok(Background {
+            machine,
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// Runs `f` on the machine between two steps of its thread.
+    pub fn with<R>(&self, f: impl FnOnce(&mut C) -> R) -> R {
+        let mut g = self.machine.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut g)
+    }
+
+    /// Calls `f` every few milliseconds until it returns `Some` (returned) or `timeout` passes.
+    pub fn wait_for<R>(
+        &self,
+        timeout: Duration,
+        mut f: impl FnMut(&mut C) -> Option<R>,
+    ) -> Option<R> {
+        let end = Instant::now() + timeout;
+        loop {
+            if let Some(r) = self.with(&mut f) {
+                return Some(r);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Stops the thread and returns the machine and its port's frame counts.
+    pub fn finish(mut self) -> Result<(C, ControlPortStats)> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let stats = match self.handle.take().map(|h| h.join()) {
+            Some(Ok(r)) => r?,
+            _ => return Err(Error::Thread("the control thread panicked".into())),
+        };
+        let m = std::sync::Arc::clone(&self.machine);
+        drop(self);
+        let m = std::sync::Arc::try_unwrap(m)
+            .map_err(|_| Error::Thread("control machine still shared".into()))?;
+        Ok((m.into_inner().unwrap_or_else(|p| p.into_inner()), stats))
+    }
+}
+
+impl<C: ControlPlane + Send + 'static> Drop for Background<C> {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,738 @@
+//! DS-Lite on a port: the [`crate::dslite`] AFTR and B4 together with what they need on a real
+//! Ethernet link — Neighbor Discovery for the tunnel endpoint address — and a tunnel probe that
+//! gives a softwire what a PPPoE session has: a moment it is "up", a setup time, retries and
+//! failures by reason.
+//!
+//! The probe is an ICMP echo request from the B4's IPv4 address (192.0.0.2, RFC 6333 §5.7) to
+//! the AFTR's (192.0.0.1) sent through the softwire; our [`AftrPort`] answers it through the
+//! same softwire, which also teaches the AFTR the B4's address and MAC before any test traffic
+//! flows. DS-Lite itself has no signalling: a real AFTR that does not answer 192.0.0.1 can be
+//! used with `probe_attempts = 0` (the B4 is up as soon as the AFTR's MAC is resolved).
+//!
+//! [`SoftwireInfo`] is the data-path view of an up softwire, parallel to
+//! [`crate::pppoe::SessionInfo`]: `apply_to` points a `dslite` stream at it, `max_datagram`
+//! is the largest IPv4 packet the tunnel carries without fragmenting its outer IPv6.
+
+use core::net::{Ipv4Addr, Ipv6Addr};
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use wire::ethernet::MacAddr;
+use wire::ipv4::{Ipv4Packet, Ipv4Repr};
+use wire::template::StreamSpec;
+use wire::units::Nanos;
+
+use crate::arp_nd::{NeighborConfig, NeighborEvent, Neighbors};
+use crate::dslite::{
+    Aftr, TunnelConfig, TunnelDrop, TunnelEvent, TunnelStats, AFTR_IPV4, B4, B4_IPV4,
+};
+use crate::util::{add, min_deadline, Counter};
+
+/// IP protocol number of ICMP.
+const ICMP: u8 = 1;
+/// Identifier of our tunnel probes ("WR").
+const PROBE_ID: u16 = 0x5752;
+/// Received packets kept as events before further ones are only counted (test traffic reaches
+/// the control socket too).
+pub const DEFAULT_MAX_EVENTS: usize = 4096;
+
+/// An up softwire as the data path sees it (either end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SoftwireInfo {
+    /// Our MAC and the next hop's (the AFTR's on the B4, the B4's on the AFTR).
+    pub local_mac: MacAddr,
+    pub peer_mac: MacAddr,
+    /// Our tunnel endpoint and the other one.
+    pub local: Ipv6Addr,
+    pub remote: Ipv6Addr,
+    /// The largest outer IPv6 packet the link carries whole (the tunnel MTU).
+    pub mtu: usize,
+    /// Whether our outer packets carry the 8-byte Tunnel Encapsulation Limit option.
+    pub encap_limit: bool,
+}
+
+impl SoftwireInfo {
+    /// The largest IPv4 packet carried without fragmenting the outer IPv6 packet.
+    pub fn max_datagram(&self) -> usize {
+        self.mtu
+            .saturating_sub(wire::ipv6::HEADER_LEN + if self.encap_limit { 8 } else { 0 })
+    }
+
+    /// Points a `dslite` stream at this softwire: MACs and both tunnel endpoints. On the B4
+    /// side (`b4_side`) an IPv4 source is set to the B4's own 192.0.0.2; the AFTR side leaves
+    /// the inner addresses to the caller (without NAT44 they are the subscriber's).
+    pub fn apply_to(&self, spec: &mut StreamSpec, b4_side: bool) {
+        spec.src_mac = self.local_mac;
+        spec.dst_mac = self.peer_mac;
+        spec.tunnel_src = self.local;
+        spec.tunnel_dst = self.remote;
+        if b4_side && spec.src_ip.is_ipv4() {
+            spec.src_ip = B4_IPV4.into();
+        }
+    }
+}
+
+/// A 36-byte ICMP echo request or reply inside IPv4 (20 + 8 + 8 bytes of "wirerate").
+fn icmp_echo(src: Ipv4Addr, dst: Ipv4Addr, reply: bool, ident: u16, seq: u16) -> Vec<u8> {
+    let mut p = vec![0u8; 36];
+    let _ = Ipv4Repr {
+        src,
+        dst,
+        protocol: ICMP,
+        payload_len: 16,
+        ttl: 64,
+        tos: 0,
+        ident: seq,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(&mut p[..]));
+    p[20] = if reply { 0 } else { 8 };
+    p[24..26].copy_from_slice(&ident.to_be_bytes());
+    p[26..28].copy_from_slice(&seq.to_be_bytes());
+    p[28..36].copy_from_slice(b"wirerate");
+    let c = wire::checksum::checksum(&p[20..]);
+    p[22..24].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// (source, destination, is_reply, identifier, sequence, ICMP message) of an unfragmented
+/// ICMP echo request/reply with a good checksum.
+fn parse_echo(packet: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, bool, u16, u16, &[u8])> {
+    let ip = Ipv4Packet::new_checked(packet).ok()?;
+    let r = Ipv4Repr::parse(&ip).ok()?;
+    if r.protocol != ICMP || r.more_frags || r.frag_offset != 0 {
+        return None;
+    }
+    let icmp = ip.payload();
+    if icmp.len() < 8 || icmp[1] != 0 || !wire::checksum::verifies(icmp) {
+        return None;
+    }
+    let reply = match icmp[0] {
+        0 => true,
+        8 => false,
+        _ => return None,
+    };
+    let id = u16::from_be_bytes([icmp[4], icmp[5]]);
+    let seq = u16::from_be_bytes([icmp[6], icmp[7]]);
+    Some((r.src, r.dst, reply, id, seq, icmp))
+}
+
+/// The answer to an echo request: same identifier, sequence and data.
+fn echo_reply(src: Ipv4Addr, dst: Ipv4Addr, request: &[u8]) -> Vec<u8> {
+    let mut p = vec![0u8; 20 + request.len()];
+    let _ = Ipv4Repr {
+        src,
+        dst,
+        protocol: ICMP,
+        payload_len: request.len(),
+        ttl: 64,
+        tos: 0,
+        ident: 0,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(&mut p[..]));
+    p[20..].copy_from_slice(request);
+    p[20] = 0;
+    p[22..24].fill(0);
+    let c = wire::checksum::checksum(&p[20..]);
+    p[22..24].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// The AFTR on a port.
+#[derive(Debug, Clone)]
+pub struct AftrConfig {
+    pub tunnel: TunnelConfig,
+    /// The AFTR's own IPv4 address (answers echo requests to it through the softwire).
+    pub ipv4: Ipv4Addr,
+    pub answer_echo: bool,
+    /// Decapsulated packets kept as events; more are only counted.
+    pub max_events: usize,
+}
+
+impl AftrConfig {
+    pub fn new(local: Ipv6Addr, mac: MacAddr) -> AftrConfig {
+        AftrConfig {
+            tunnel: TunnelConfig::new(local, mac),
+            ipv4: AFTR_IPV4,
+            answer_echo: true,
+            max_events: DEFAULT_MAX_EVENTS,
+        }
+    }
+}
+
+/// What an [`AftrPort`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AftrEvent {
+    /// The first packet from a B4 arrived: its softwire exists now.
+    SoftwireUp { b4: Ipv6Addr, info: SoftwireInfo },
+    /// An IPv4 packet came out of a softwire (not an echo we answered).
+    Packet { b4: Ipv6Addr, packet: Vec<u8> },
+}
+
+/// Counters of an [`AftrPort`] besides the tunnel's own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AftrPortStats {
+    pub softwires_up: u64,
+    pub echo_replies: u64,
+    /// Packets not kept as events because `max_events` were pending.
+    pub events_dropped: u64,
+}
+
+/// The AFTR plus ND for its tunnel endpoint address.
+#[derive(Debug)]
+pub struct AftrPort {
+    cfg: AftrConfig,
+    aftr: Aftr,
+    nd: Neighbors,
+    known: BTreeSet<Ipv6Addr>,
+    events: Vec<AftrEvent>,
+    pub stats: AftrPortStats,
+}
+
+impl AftrPort {
+    pub fn new(cfg: AftrConfig) -> AftrPort {
+        let mut nc = NeighborConfig::new(cfg.tunnel.mac);
+        nc.ipv6.push(cfg.tunnel.local);
+        AftrPort {
+            aftr: Aftr::new(cfg.tunnel.clone()),
+            nd: Neighbors::new(nc),
+            cfg,
+            known: BTreeSet::new(),
+            events: Vec::new(),
+            stats: AftrPortStats::default(),
+        }
+    }
+
+    pub fn aftr(&self) -> &Aftr {
+        &self.aftr
+    }
+
+    pub fn tunnel_stats(&self) -> &TunnelStats {
+        self.aftr.stats()
+    }
+
+    pub fn neighbors(&self) -> &Neighbors {
+        &self.nd
+    }
+
+    /// The softwire to `b4` as the data path sees it, once the B4 has been heard from.
+    pub fn softwire_info(&self, b4: Ipv6Addr) -> Option<SoftwireInfo> {
+        self.aftr.softwire(b4).map(|sw| SoftwireInfo {
+            local_mac: self.cfg.tunnel.mac,
+            peer_mac: sw.mac,
+            local: self.cfg.tunnel.local,
+            remote: b4,
+            mtu: self.cfg.tunnel.mtu,
+            encap_limit: self.cfg.tunnel.encap_limit.is_some(),
+        })
+    }
+
+    /// B4s heard from, in address order.
+    pub fn softwires(&self) -> impl Iterator<Item = Ipv6Addr> + '_ {
+        self.known.iter().copied()
+    }
+
+    /// Sends an IPv4 packet down the softwire to `b4` (fragmenting the outer IPv6 above the
+    /// MTU); the number of frames queued.
+    pub fn encapsulate(&mut self, b4: Ipv6Addr, ipv4: &[u8]) -> Result<usize, TunnelDrop> {
+        self.aftr.encapsulate(b4, ipv4)
+    }
+
+    pub fn take_events(&mut self) -> Vec<AftrEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    pub fn take_transmit(&mut self) -> Vec<Vec<u8>> {
+        let mut tx = self.nd.take_transmit();
+        tx.extend(self.aftr.take_transmit());
+        tx
+    }
+
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        min_deadline(self.nd.next_deadline(), self.aftr.next_deadline())
+    }
+
+    pub fn poll(&mut self, now: Nanos) {
+        self.nd.poll(now);
+        self.aftr.poll(now);
+    }
+
+    /// ND for our address first, then the tunnel; false if it is neither.
+    pub fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool {
+        if self.nd.handle_frame(now, frame) {
+            let _ = self.nd.take_events();
+            return true;
+        }
+        if !self.aftr.handle_frame(now, frame) {
+            return false;
+        }
+        for TunnelEvent::Decapsulated { peer, packet } in self.aftr.take_events() {
+            if self.known.insert(peer) {
+                self.stats.softwires_up += 1;
+                if let Some(info) = self.softwire_info(peer) {
+                    self.events.push(AftrEvent::SoftwireUp { b4: peer, info });
+                }
+            }
+            if self.cfg.answer_echo {
+                if let Some((src, dst, false, _, _, icmp)) = parse_echo(&packet) {
+                    if dst == self.cfg.ipv4 {
+                        let reply = echo_reply(dst, src, icmp);
+                        if self.aftr.encapsulate(peer, &reply).is_ok() {
+                            self.stats.echo_replies += 1;
+                        }
+                        continue;
+                    }
+                }
+            }
+            if self.events.len() < self.cfg.max_events {
+                self.events.push(AftrEvent::Packet { b4: peer, packet });
+            } else {
+                self.stats.events_dropped += 1;
+            }
+        }
+        true
+    }
+}
+
+/// The B4 on a port.
+#[derive(Debug, Clone)]
+pub struct B4Config {
+    pub tunnel: TunnelConfig,
+    /// The AFTR's tunnel endpoint (its MAC is resolved with ND).
+    pub aftr: Ipv6Addr,
+    /// Our IPv4 address (the probe's source) and the AFTR's (the probe's destination).
+    pub ipv4: Ipv4Addr,
+    pub aftr_ipv4: Ipv4Addr,
+    /// Echo probes through the tunnel before giving up (0: up once the AFTR's MAC is known).
+    pub probe_attempts: u32,
+    /// Time between probes (default 1 s).
+    pub probe_interval: Nanos,
+    /// ND solicitations for the AFTR before giving up (default 3, one per second).
+    pub nd_attempts: u32,
+    pub max_events: usize,
+}
+
+impl B4Config {
+    pub fn new(local: Ipv6Addr, mac: MacAddr, aftr: Ipv6Addr) -> B4Config {
+        B4Config {
+            tunnel: TunnelConfig::new(local, mac),
+            aftr,
+            ipv4: B4_IPV4,
+            aftr_ipv4: AFTR_IPV4,
+            probe_attempts: 5,
+            probe_interval: Nanos(1_000_000_000),
+            nd_attempts: 3,
+            max_events: DEFAULT_MAX_EVENTS,
+        }
+    }
+}
+
+/// Why a B4 did not come up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum B4Failure {
+    /// The AFTR's address did not answer Neighbor Solicitations.
+    NdFailed,
+    /// No echo reply came back through the tunnel.
+    ProbeTimeout,
+}
+
+/// Where a B4 is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum B4State {
+    Idle,
+    /// Resolving the AFTR's MAC.
+    Resolving,
+    /// Probing the tunnel (sequence number of the last probe, next probe due).
+    Probing {
+        sent: u32,
+        due: Nanos,
+    },
+    Up,
+    Failed(B4Failure),
+}
+
+/// What a [`B4Port`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum B4Event {
+    Up(SoftwireInfo),
+    Failed(B4Failure),
+    /// An IPv4 packet came out of the softwire (not our probe's answer).
+    Packet(Vec<u8>),
+}
+
+/// Counters of a [`B4Port`] besides the tunnel's own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct B4PortStats {
+    pub probes_tx: u64,
+    pub probe_replies: u64,
+    /// Probes repeated plus ND solicitations repeated.
+    pub retries: u64,
+    /// `start` to up (ND + the first answered probe).
+    pub setup: Option<Nanos>,
+    pub failed: Counter<B4Failure>,
+    pub events_dropped: u64,
+}
+
+/// The B4 plus ND for its address and the AFTR's.
+#[derive(Debug)]
+pub struct B4Port {
+    cfg: B4Config,
+    nd: Neighbors,
+    b4: Option<B4>,
+    aftr_mac: Option<MacAddr>,
+    state: B4State,
+    started: Nanos,
+    events: Vec<B4Event>,
+    pub stats: B4PortStats,
+}
+
+impl B4Port {
+    pub fn new(cfg: B4Config) -> B4Port {
+        let mut nc = NeighborConfig::new(cfg.tunnel.mac);
+        nc.ipv6.push(cfg.tunnel.local);
+        nc.attempts = cfg.nd_attempts;
+        B4Port {
+            nd: Neighbors::new(nc),
+            cfg,
+            b4: None,
+            aftr_mac: None,
+            state: B4State::Idle,
+            started: Nanos(0),
+            events: Vec::new(),
+            stats: B4PortStats::default(),
+        }
+    }
+
+    pub fn state(&self) -> B4State {
+        self.state
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.state == B4State::Up
+    }
+
+    pub fn tunnel_stats(&self) -> Option<&TunnelStats> {
+        self.b4.as_ref().map(|b| b.stats())
+    }
+
+    pub fn neighbors(&self) -> &Neighbors {
+        &self.nd
+    }
+
+    /// The softwire as the data path sees it, once the AFTR's MAC is known.
+    pub fn softwire_info(&self) -> Option<SoftwireInfo> {
+        self.aftr_mac.map(|m| SoftwireInfo {
+            local_mac: self.cfg.tunnel.mac,
+            peer_mac: m,
+            local: self.cfg.tunnel.local,
+            remote: self.cfg.aftr,
+            mtu: self.cfg.tunnel.mtu,
+            encap_limit: self.cfg.tunnel.encap_limit.is_some(),
+        })
+    }
+
+    /// Starts resolving the AFTR, then probing.
+    pub fn start(&mut self, now: Nanos) {
+        self.started = now;
+        self.state = B4State::Resolving;
+        if let Some(mac) = self.nd.resolve(now, IpAddr::V6(self.cfg.aftr)) {
+            self.resolved(now, mac);
+        }
+    }
+
+    /// Sends an IPv4 packet up the softwire; the number of frames queued.
+    pub fn encapsulate(&mut self, ipv4: &[u8]) -> Result<usize, TunnelDrop> {
+        match &mut self.b4 {
+            Some(b) => b.encapsulate(ipv4),
+            None => Err(TunnelDrop::NoSoftwire),
+        }
+    }
+
+    fn resolved(&mut self, now: Nanos, mac: MacAddr) {
+        if self.state != B4State::Resolving {
+            return;
+        }
+        self.aftr_mac = Some(mac);
+        self.b4 = Some(B4::new(self.cfg.tunnel.clone(), self.cfg.aftr, mac));
+        if self.cfg.probe_attempts == 0 {
+            self.up(now);
+        } else {
+            self.state = B4State::Probing { sent: 0, due: now };
+            self.probe(now);
+        }
+    }
+
+    fn up(&mut self, now: Nanos) {
+        self.state = B4State::Up;
+        self.stats.setup = Some(Nanos(now.0.saturating_sub(self.started.0)));
+        if let Some(i) = self.softwire_info() {
+            self.events.push(B4Event::Up(i));
+        }
+    }
+
+    fn fail(&mut self, why: B4Failure) {
+        self.state = B4State::Failed(why);
+        self.stats.failed.add(why);
+        self.events.push(B4Event::Failed(why));
+    }
+
+    /// Sends the next probe if one is due, or gives up after the last.
+    fn probe(&mut self, now: Nanos) {
+        let B4State::Probing { sent, due } = self.state else {
+            return;
+        };
+        if now < due {
+            return;
+        }
+        if sent >= self.cfg.probe_attempts {
+            self.fail(B4Failure::ProbeTimeout);
+            return;
+        }
+        if sent > 0 {
+            self.stats.retries += 1;
+        }
+        let seq = sent as u16 + 1;
+        let p = icmp_echo(self.cfg.ipv4, self.cfg.aftr_ipv4, false, PROBE_ID, seq);
+        if let Some(b) = &mut self.b4 {
+            let _ = b.encapsulate(&p);
+        }
+        self.stats.probes_tx += 1;
+        self.state = B4State::Probing {
+            sent: sent + 1,
+            due: add(now, self.cfg.probe_interval),
+        };
+    }
+
+    pub fn take_events(&mut self) -> Vec<B4Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    pub fn take_transmit(&mut self) -> Vec<Vec<u8>> {
+        let mut tx = self.nd.take_transmit();
+        if let Some(b) = &mut self.b4 {
+            tx.extend(b.take_transmit());
+        }
+        tx
+    }
+
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        let probe = match self.state {
+            B4State::Probing { due, .. } => Some(due),
+            _ => None,
+        };
+        let tunnel = self.b4.as_ref().and_then(|b| b.next_deadline());
+        min_deadline(min_deadline(self.nd.next_deadline(), tunnel), probe)
+    }
+
+    fn neighbor_events(&mut self, now: Nanos) {
+        for e in self.nd.take_events() {
+            match e {
+                NeighborEvent::Resolved { ip, mac } if ip == IpAddr::V6(self.cfg.aftr) => {
+                    self.resolved(now, mac)
+                }
+                NeighborEvent::Failed { ip } if ip == IpAddr::V6(self.cfg.aftr) => {
+                    if self.state == B4State::Resolving {
+                        self.fail(B4Failure::NdFailed);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub fn poll(&mut self, now: Nanos) {
+        let before = self.nd.stats.requests_tx;
+        self.nd.poll(now);
+        if self.state == B4State::Resolving && before > 0 {
+            self.stats.retries += self.nd.stats.requests_tx - before;
+        }
+        self.neighbor_events(now);
+        if let Some(b) = &mut self.b4 {
+            b.poll(now);
+        }
+        self.probe(now);
+    }
+
+    /// ND first, then the tunnel; false if it is neither.
+    pub fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool {
+        if self.nd.handle_frame(now, frame) {
+            self.neighbor_events(now);
+            return true;
+        }
+        let Some(b) = &mut self.b4 else {
+            return false;
+        };
+        if !b.handle_frame(now, frame) {
+            return false;
+        }
+        for TunnelEvent::Decapsulated { packet, .. } in b.take_events() {
+            if let Some((src, dst, true, PROBE_ID, _, _)) = parse_echo(&packet) {
+                if src == self.cfg.aftr_ipv4 && dst == self.cfg.ipv4 {
+                    self.stats.probe_replies += 1;
+                    if matches!(self.state, B4State::Probing { .. }) {
+                        self.up(now);
+                    }
+                    continue;
+                }
+            }
+            if self.events.len() < self.cfg.max_events {
+                self.events.push(B4Event::Packet(packet));
+            } else {
+                self.stats.events_dropped += 1;
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AFTR: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xd, 0, 0, 0, 0, 1);
+    const B4A: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc, 0, 0, 0, 0, 2);
+    const AM: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
+    const BM: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
+
+    /// Moves every queued frame between the two machines until both are quiet.
+    fn exchange(a: &mut AftrPort, b: &mut B4Port, now: Nanos, lose_to_aftr: bool) {
+        for _ in 0..10 {
+            let (fa, fb) = (a.take_transmit(), b.take_transmit());
+            if fa.is_empty() && fb.is_empty() {
+                return;
+            }
+            for f in fa {
+                b.handle_frame(now, &f);
+            }
+            if !lose_to_aftr {
+                for f in fb {
+                    a.handle_frame(now, &f);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn b4_resolves_probes_and_comes_up_and_the_aftr_learns_the_softwire() {
+        let mut a = AftrPort::new(AftrConfig::new(AFTR, AM));
+        let mut b = B4Port::new(B4Config::new(B4A, BM, AFTR));
+        b.start(Nanos(1_000));
+        assert_eq!(b.state(), B4State::Resolving);
+        exchange(&mut a, &mut b, Nanos(2_000), false);
+        assert!(b.is_up(), "{:?}", b.state());
+        assert_eq!(b.stats.setup, Some(Nanos(1_000)));
+        assert_eq!(
+            (b.stats.probes_tx, b.stats.probe_replies, b.stats.retries),
+            (1, 1, 0)
+        );
+        let info = b.softwire_info().unwrap();
+        assert_eq!(
+            (info.peer_mac, info.remote, info.max_datagram()),
+            (AM, AFTR, 1460)
+        );
+        assert!(matches!(b.take_events()[..], [B4Event::Up(_)]));
+        let ev = a.take_events();
+        assert!(matches!(&ev[..], [AftrEvent::SoftwireUp { b4, info }]
+            if *b4 == B4A && info.peer_mac == BM && info.remote == B4A));
+        assert_eq!(a.stats.echo_replies, 1);
+        assert_eq!(a.neighbors().stats.na_tx, 1);
+        // Data both ways, with the 1500-byte packet fragmented and reassembled.
+        let mut pkt = icmp_echo(B4_IPV4, Ipv4Addr::new(203, 0, 113, 9), false, 1, 1);
+        pkt.resize(1500, 0);
+        pkt[2..4].copy_from_slice(&1500u16.to_be_bytes());
+        assert_eq!(b.encapsulate(&pkt), Ok(2));
+        exchange(&mut a, &mut b, Nanos(3_000), false);
+        assert!(
+            matches!(&a.take_events()[..], [AftrEvent::Packet { b4, packet }] if *b4 == B4A && *packet == pkt)
+        );
+        assert_eq!(a.encapsulate(B4A, &pkt), Ok(2));
+        exchange(&mut a, &mut b, Nanos(4_000), false);
+        assert!(matches!(&b.take_events()[..], [B4Event::Packet(p)] if *p == pkt));
+        assert_eq!(a.tunnel_stats().reassembled, 1);
+        assert_eq!(b.tunnel_stats().unwrap().reassembled, 1);
+    }
+
+    #[test]
+    fn b4_retries_probes_then_fails_by_reason() {
+        let mut a = AftrPort::new(AftrConfig::new(AFTR, AM));
+        let mut cfg = B4Config::new(B4A, BM, AFTR);
+        cfg.probe_attempts = 3;
+        let mut b = B4Port::new(cfg);
+        b.start(Nanos(0));
+        // ND works (the B4 hears the NA) but nothing the B4 sends reaches the AFTR afterwards.
+        let ns = b.take_transmit();
+        for f in ns {
+            a.handle_frame(Nanos(0), &f);
+        }
+        exchange(&mut a, &mut b, Nanos(0), true);
+        assert!(matches!(b.state(), B4State::Probing { sent: 1, .. }));
+        let mut t = Nanos(0);
+        while let Some(d) = b.next_deadline() {
+            t = d;
+            b.poll(t);
+            let _ = b.take_transmit();
+            if matches!(b.state(), B4State::Failed(_)) {
+                break;
+            }
+        }
+        assert_eq!(b.state(), B4State::Failed(B4Failure::ProbeTimeout));
+        assert_eq!(
+            t,
+            Nanos(3_000_000_000),
+            "3 probes one second apart, then give up"
+        );
+        assert_eq!((b.stats.probes_tx, b.stats.retries), (3, 2));
+        assert_eq!(b.stats.failed.get(B4Failure::ProbeTimeout), 1);
+        assert!(b.stats.setup.is_none());
+    }
+
+    #[test]
+    fn b4_without_an_aftr_fails_nd() {
+        let mut b = B4Port::new(B4Config::new(B4A, BM, AFTR));
+        b.start(Nanos(0));
+        assert_eq!(b.take_transmit().len(), 1, "one NS");
+        while let Some(d) = b.next_deadline() {
+            b.poll(d);
+            let _ = b.take_transmit();
+        }
+        assert_eq!(b.state(), B4State::Failed(B4Failure::NdFailed));
+        assert_eq!(b.stats.retries, 2);
+        assert_eq!(b.encapsulate(&[0x45; 20]), Err(TunnelDrop::NoSoftwire));
+    }
+
+    #[test]
+    fn without_probes_the_b4_is_up_once_resolved() {
+        let mut a = AftrPort::new(AftrConfig::new(AFTR, AM));
+        let mut cfg = B4Config::new(B4A, BM, AFTR);
+        cfg.probe_attempts = 0;
+        let mut b = B4Port::new(cfg);
+        b.start(Nanos(0));
+        exchange(&mut a, &mut b, Nanos(5), false);
+        assert!(b.is_up());
+        assert_eq!(b.stats.probes_tx, 0);
+        assert!(
+            a.softwires().next().is_none(),
+            "nothing crossed the tunnel yet"
+        );
+    }
+
+    #[test]
+    fn echo_messages_round_trip_and_bad_ones_are_refused() {
+        let p = icmp_echo(B4_IPV4, AFTR_IPV4, false, 7, 9);
+        let (s, d, reply, id, seq, icmp) = parse_echo(&p).unwrap();
+        assert_eq!((s, d, reply, id, seq), (B4_IPV4, AFTR_IPV4, false, 7, 9));
+        let r = echo_reply(d, s, icmp);
+        assert_eq!(parse_echo(&r).map(|e| (e.2, e.3, e.4)), Some((true, 7, 9)));
+        let mut bad = p.clone();
+        bad[30] ^= 1;
+        assert!(parse_echo(&bad).is_none(), "bad ICMP checksum");
+        for n in 0..p.len() {
+            let _ = parse_echo(&p[..n]);
+        }
+    }
+}
