@@ -353,6 +353,7 @@ fn measure_ours(
         flows: Default::default(),
         rate: Rate::Unlimited,
         burst: 1,
+        burst_gap: None,
         limit: Limit::DurationNs(
             (cfg.warmup + cfg.duration + Duration::from_millis(300)).as_nanos() as u64,
         ),
@@ -470,13 +471,61 @@ pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
     })
 }
 
+/// Which receiver `bench rx` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RxBackend {
+    /// The TPACKET_V3 RX ring ([`crate::rx::Receiver`]).
+    #[default]
+    AfPacket,
+    /// The XDP program counting in maps ([`crate::xdp::rx::XdpReceiver`]).
+    Xdp,
+}
+
+impl std::str::FromStr for RxBackend {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "af_packet" | "af-packet" | "afpacket" => Ok(RxBackend::AfPacket),
+            "xdp" => Ok(RxBackend::Xdp),
+            _ => Err(format!("unknown RX backend {s:?} (af_packet, xdp)")),
+        }
+    }
+}
+
+/// What sends the frames `bench rx` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RxSource {
+    /// trafgen `-n N` with one static signed frame (every copy has the same sequence number).
+    #[default]
+    Trafgen,
+    /// wirerate's XDP sender ([`crate::xdp::tx`]), unpaced, N frames with consecutive
+    /// sequence numbers.
+    Xdp,
+}
+
+impl std::str::FromStr for RxSource {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "trafgen" => Ok(RxSource::Trafgen),
+            "xdp" => Ok(RxSource::Xdp),
+            _ => Err(format!("unknown RX bench source {s:?} (trafgen, xdp)")),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct RxBenchConfig {
     pub frames: u64,
     pub frame_len: usize,
-    /// CPU of trafgen; our receiver runs on `rx_cpu`.
+    /// CPU of the sender; our AF_PACKET receiver runs on `rx_cpu`. (The XDP receiver runs
+    /// where the veth's NAPI runs: on veth, the sender's CPU.)
     pub tx_cpu: usize,
     pub rx_cpu: Option<usize>,
+    pub backend: RxBackend,
+    pub source: RxSource,
 }
 
 impl Default for RxBenchConfig {
@@ -486,6 +535,8 @@ impl Default for RxBenchConfig {
             frame_len: 60,
             tx_cpu: 0,
             rx_cpu: None,
+            backend: RxBackend::AfPacket,
+            source: RxSource::Trafgen,
         }
     }
 }
@@ -493,22 +544,52 @@ impl Default for RxBenchConfig {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RxBenchReport {
     pub config: RxBenchConfig,
-    /// Frames trafgen put on the veth (its tx_packets counter).
-    pub sent_by_trafgen: u64,
-    /// Signed frames of the bench stream our receiver counted (every copy: trafgen's frames
-    /// are identical, so all but the first are "duplicates" to the sequence tracker).
+    /// Frames the source put on the veth (trafgen: the veth's tx_packets counter; the XDP
+    /// sender: frames the device accepted, its own exact count).
+    pub sent: u64,
+    /// Signed frames of the bench stream our receiver counted (received + duplicates: trafgen's
+    /// frames are identical, so all but the first are "duplicates" to the sequence tracker).
     pub counted: u64,
+    /// Distinct sequence numbers received and duplicates (the XDP source numbers its frames).
+    pub received: u64,
+    pub duplicates: u64,
     pub foreign: u64,
+    /// RX ring overflow (AF_PACKET backend only; 0 for XDP).
     pub ring_drops: u64,
     /// The peer's own receive drops (backlog), if any.
     pub peer_rx_dropped: u64,
+    /// Frames the sending veth dropped (e.g. the XDP peer's ring full).
+    pub tx_dropped: u64,
+    /// The XDP sender's own achieved rate (first to last send timestamp), when it is the source.
+    pub source_pps: Option<f64>,
+    /// XDP backend: how the program ran (native or SKB mode) and why, if not native.
+    pub xdp_mode: Option<crate::xdp::rx::XdpMode>,
+    pub xdp_note: Option<String>,
+    /// Mean nanoseconds the XDP receiver program ran per frame, when the kernel's BPF
+    /// statistics are on (`sysctl kernel.bpf_stats_enabled=1`).
+    pub xdp_ns_per_frame: Option<f64>,
+    /// The receive window: trafgen source, from its start to its exit; XDP source, from the
+    /// first to the last frame received (the receiver's timestamps).
     pub seconds: f64,
     pub rx_pps: f64,
     pub exact: bool,
 }
 
-/// `wirerate bench rx`.
+/// `wirerate bench rx`: the configured source sends exactly `frames` frames at full speed;
+/// the configured receiver must count exactly that many.
 pub fn rx(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
+    match (cfg.backend, cfg.source) {
+        (RxBackend::AfPacket, RxSource::Trafgen) => rx_af_packet(cfg, tag),
+        (RxBackend::Xdp, _) => rx_xdp(cfg, tag),
+        (RxBackend::AfPacket, RxSource::Xdp) => Err(Error::Config(
+            "bench rx: the XDP source is for the XDP receiver (--backend xdp); the AF_PACKET \
+             ring cannot keep up with it"
+                .into(),
+        )),
+    }
+}
+
+fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     let net = BenchNet::new(tag, false, None)?;
     let frame = bench_frame(cfg.frame_len, 2)?;
     // By default the receiver gets a CPU of its own (not trafgen's), if there is one.
@@ -591,22 +672,142 @@ pub fn rx(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     let (rx, ring_drops) = rep;
     let sent = net.counter(&net.tx_if, "tx_packets")? - tx0;
     let peer_rx_dropped = net.counter(&net.rx_if, "rx_dropped")? - drop0;
-    let counted = rx
+    let (received, duplicates) = rx
         .stream(2)
         .map(|s| {
             let r = s.report(2, None);
-            r.received + r.duplicates
+            (r.received, r.duplicates)
         })
-        .unwrap_or(0);
+        .unwrap_or((0, 0));
+    let counted = received + duplicates;
     Ok(RxBenchReport {
         config: *cfg,
-        sent_by_trafgen: sent,
+        sent,
         counted,
+        received,
+        duplicates,
         foreign: rx.foreign(),
         ring_drops,
         peer_rx_dropped,
+        tx_dropped: 0,
+        source_pps: None,
+        xdp_mode: None,
+        xdp_note: None,
+        xdp_ns_per_frame: None,
         seconds: secs,
         rx_pps: counted as f64 / secs,
         exact: counted == cfg.frames && sent == cfg.frames,
     })
+}
+
+/// `bench rx --backend xdp`: the XDP receiver on the peer counts in maps; the source is
+/// trafgen or the XDP sender. Exact = counted == N == sent, and for the XDP source (distinct
+/// sequence numbers) no duplicates.
+fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
+    use crate::xdp::rx::{XdpReceiver, XdpRxConfig};
+    let net = BenchNet::new(tag, false, None)?;
+    let frame = bench_frame(cfg.frame_len, 2)?;
+    let rx = XdpReceiver::attach(&net.port(&net.rx_if, None), &[2], &XdpRxConfig::default())?;
+    let tx0 = net.counter(&net.tx_if, "tx_packets")?;
+    let txd0 = net.counter(&net.tx_if, "tx_dropped")?;
+    let drop0 = net.counter(&net.rx_if, "rx_dropped")?;
+    let t0 = Instant::now();
+    let (sent, source_pps) = match cfg.source {
+        RxSource::Trafgen => {
+            let mut tg = Trafgen::spawn(
+                &net,
+                &net.tx_if,
+                frame.bytes(),
+                cfg.tx_cpu,
+                Some(cfg.frames),
+            )?;
+            let status = tg
+                .child
+                .wait()
+                .map_err(|e| Error::io("waiting for trafgen", e))?;
+            if !status.success() {
+                let mut err = String::new();
+                if let Some(mut e) = tg.child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                return Err(Error::Config(format!(
+                    "trafgen failed ({status}): {}",
+                    err.trim()
+                )));
+            }
+            (net.counter(&net.tx_if, "tx_packets")? - tx0, None)
+        }
+        RxSource::Xdp => {
+            let (sent, pps) = xdp_source(&net, &frame, cfg)?;
+            (sent, Some(pps))
+        }
+    };
+    let mut secs = t0.elapsed().as_secs_f64();
+    // Let the peer's NAPI finish what is queued.
+    std::thread::sleep(Duration::from_millis(300));
+    let r = rx
+        .stream_report(2, Some(sent))?
+        .ok_or_else(|| Error::Config("bench stream missing from the XDP receiver".into()))?;
+    let port = rx.port_counters()?;
+    let counted = r.received + r.duplicates;
+    let mut rx_pps = counted as f64 / secs;
+    if cfg.source == RxSource::Xdp && r.received > 1 && r.last_rx_ns > r.first_rx_ns {
+        // The sender's start-up (loading, verifying, probing) is not receive time.
+        secs = (r.last_rx_ns - r.first_rx_ns) as f64 / 1e9;
+        rx_pps = (r.received - 1) as f64 / secs;
+    }
+    let distinct_ok = match cfg.source {
+        RxSource::Trafgen => true,
+        RxSource::Xdp => r.duplicates == 0 && r.received == sent,
+    };
+    Ok(RxBenchReport {
+        config: *cfg,
+        sent,
+        counted,
+        received: r.received,
+        duplicates: r.duplicates,
+        foreign: port.foreign,
+        ring_drops: 0,
+        peer_rx_dropped: net.counter(&net.rx_if, "rx_dropped")? - drop0,
+        tx_dropped: net.counter(&net.tx_if, "tx_dropped")? - txd0,
+        source_pps,
+        xdp_mode: Some(rx.mode()),
+        xdp_note: rx.mode_note().map(str::to_string),
+        xdp_ns_per_frame: rx
+            .run_stats()
+            .filter(|&(runs, _)| runs > 0)
+            .map(|(runs, ns)| ns as f64 / runs as f64),
+        seconds: secs,
+        rx_pps,
+        exact: counted == cfg.frames && sent == cfg.frames && distinct_ok,
+    })
+}
+
+/// The XDP sender as the bench's source: `frames` frames, unpaced, from `tx_cpu`. Returns the
+/// frames the device accepted and the sender's achieved rate.
+fn xdp_source(net: &BenchNet, frame: &FrameTemplate, cfg: &RxBenchConfig) -> Result<(u64, f64)> {
+    let stream = StreamConfig {
+        id: 2,
+        frames: vec![frame.clone()],
+        weights: vec![1],
+        flows: Default::default(),
+        rate: Rate::Unlimited,
+        burst: 1,
+        burst_gap: None,
+        limit: Limit::Frames(cfg.frames),
+        reorder_every: None,
+        rewrite_macs: false,
+    };
+    let port = net.port(&net.tx_if, Some(cfg.tx_cpu));
+    let stop = AtomicBool::new(false);
+    let rep = std::thread::scope(|s| {
+        s.spawn(|| crate::xdp::tx::run_port(&port, std::slice::from_ref(&stream), 0, &stop))
+            .join()
+            .map_err(|_| Error::Thread("XDP sender panicked".into()))?
+    })?;
+    let s = rep
+        .streams
+        .first()
+        .ok_or_else(|| Error::Config("the XDP sender reported no stream".into()))?;
+    Ok((s.sent, s.achieved_pps))
 }

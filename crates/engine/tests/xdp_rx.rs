@@ -4,11 +4,11 @@
 //! accounting (`engine::rx::Receiver`) fed the same frames, hostile bytes counted as foreign,
 //! ARP and ping still working while it is attached, nothing left on the interface afterwards.
 
-use engine::port::PortSpec;
+use engine::port::{PortSpec, RxRingConfig};
 use engine::rx::{Receiver, StreamRxReport};
 use engine::xdp::rx::{XdpMode, XdpReceiver, XdpRxConfig};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use wire::encap::EncapSpec;
 use wire::template::{FrameTemplate, StreamSpec};
@@ -362,4 +362,208 @@ fn counts_match_the_af_packet_accounting_through_every_encapsulation() {
     );
     drop(rx);
     assert!(!net.xdp_shown_on_wr1(), "the program is gone after drop");
+}
+
+/// With `pass_ours`, the engine's own AF_PACKET receive path (TPACKET_V3 ring) on the same
+/// interface sees the very frames XDP counted: both accountings must agree. Meanwhile ARP and
+/// ping cross the veth (foreign frames are passed to the stack).
+#[test]
+fn af_packet_ring_behind_the_program_agrees_and_arp_ping_work() {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, XDP)");
+        return;
+    }
+    let net = Net::new();
+    let (ids, frames) = workload();
+    let cfg = XdpRxConfig {
+        pass_ours: true,
+        ..Default::default()
+    };
+    let rx = XdpReceiver::attach(&net.port_b(), &ids, &cfg).unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let ring_thread = {
+        let port = net.port_b();
+        let stop = stop.clone();
+        let ids = ids.clone();
+        std::thread::spawn(move || {
+            let ifindex = port.enter(0).unwrap();
+            let mut ring = port.open_rx(ifindex, &RxRingConfig::default()).unwrap();
+            ready_tx.send(()).unwrap();
+            let mut sw = Receiver::new(&ids);
+            let mut vlan_tagged = 0u64;
+            loop {
+                let done = stop.load(Ordering::Relaxed);
+                ring.drain(5, |_, p| {
+                    // The kernel moved the outer VLAN tag into metadata (see below).
+                    vlan_tagged += u64::from(p.status & 0x10 != 0); // TP_STATUS_VLAN_VALID
+                    sw.on_frame(p.data, engine::sys::monotonic_ns());
+                })
+                .unwrap();
+                if done {
+                    return (sw, vlan_tagged);
+                }
+            }
+        })
+    };
+    ready_rx.recv().unwrap();
+    net.send(&frames);
+    settle(&rx, frames.len() as u64);
+    // ARP and ICMP through the attached program, both ways.
+    let ping = Command::new("ip")
+        .args([
+            "netns", "exec", &net.a, "ping", "-c", "3", "-i", "0.2", "-W", "2",
+        ])
+        .arg("192.0.2.2")
+        .output()
+        .unwrap();
+    assert!(
+        ping.status.success(),
+        "ping across the XDP port failed: {}",
+        String::from_utf8_lossy(&ping.stdout)
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    let (sw, vlan_tagged) = ring_thread.join().unwrap();
+    let port = rx.port_counters().unwrap();
+    // ARP request + 3 echo requests at least arrived at wr1 and were passed on.
+    assert!(port.foreign >= 4, "{port:?}");
+    assert_eq!(port.foreign, sw.foreign(), "foreign: xdp vs AF_PACKET");
+    assert_eq!(port.unexpected_streams, sw.unexpected());
+    assert_eq!(vlan_tagged, 3 * 40, "three tagged streams of 40 frames");
+    for &id in &ids {
+        let x = rx.stream_report(id, Some(40)).unwrap().unwrap();
+        let s = sw.stream(id).unwrap().report(id, Some(40));
+        let (mut cx, cs) = (counts(&x), counts(&s));
+        if [12, 13, 18].contains(&id) {
+            // Tagged streams (vlan, qinq, vlan+pppoe): the kernel moves the outer tag into
+            // metadata before AF_PACKET, and the RX ring hands over the frame without it, so
+            // the AF_PACKET receiver counts 4 bytes less per frame than XDP (which sees the
+            // frame as sent, like the sender's byte count).
+            assert_eq!(cx[2], cs[2] + 4 * x.received, "stream {id}: bytes");
+            cx[2] = cs[2];
+        }
+        assert_eq!(cx, cs, "stream {id}: xdp vs AF_PACKET ring");
+        let (lx, ls) = (x.latency.unwrap(), s.latency.unwrap());
+        // Same clock; XDP runs before the stack, AF_PACKET after it (and after user space
+        // woke up here: the software receiver stamps on drain).
+        assert!(lx.min_ns <= ls.max_ns, "{lx:?} {ls:?}");
+    }
+    drop(rx);
+    assert!(!net.xdp_shown_on_wr1(), "the program is gone after drop");
+}
+
+#[test]
+fn skb_mode_counts_the_same_and_limits_are_refused_clearly() {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, XDP)");
+        return;
+    }
+    let net = Net::new();
+    let too_many: Vec<u16> = (0..65).collect();
+    let e = XdpReceiver::attach(&net.port_b(), &too_many, &XdpRxConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("65 streams") && e.contains("at most 64"), "{e}");
+    let mut missing = net.port_b();
+    missing.ifname = "wr-nosuch".into();
+    let e = XdpReceiver::attach(&missing, &[1], &XdpRxConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("wr-nosuch"), "{e}");
+    let (ids, frames) = workload();
+    let cfg = XdpRxConfig {
+        mode: Some(XdpMode::Skb),
+        ..Default::default()
+    };
+    let rx = XdpReceiver::attach(&net.port_b(), &ids, &cfg).unwrap();
+    assert_eq!(rx.mode(), XdpMode::Skb);
+    assert!(sh(&["ip", "-n", &net.b, "link", "show", "wr1"]).contains("xdpgeneric"));
+    net.send(&frames);
+    settle(&rx, frames.len() as u64);
+    let mut sw = Receiver::new(&ids);
+    for f in &frames {
+        sw.on_frame(f, 0);
+    }
+    for &id in &ids {
+        let x = rx.stream_report(id, None).unwrap().unwrap();
+        let s = sw.stream(id).unwrap().report(id, None);
+        assert_eq!(counts(&x), counts(&s), "stream {id} in SKB mode");
+    }
+    drop(rx);
+    assert!(!net.xdp_shown_on_wr1());
+}
+
+/// A process killed while its receiver is attached (SIGKILL: no destructor runs) leaves no
+/// program behind: the attachment is a BPF link owned by the process's file descriptors.
+#[test]
+fn killed_process_leaves_no_program() {
+    if let Ok(ns) = std::env::var("WR_H2_XDP_CHILD_NS") {
+        // The child: attach, say so, wait to be killed.
+        let mut port = PortSpec::new("b", "wr1");
+        port.netns = Some(ns);
+        let _rx = XdpReceiver::attach(&port, &[1], &XdpRxConfig::default()).unwrap();
+        println!("ATTACHED");
+        std::thread::sleep(Duration::from_secs(60));
+        return;
+    }
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, XDP)");
+        return;
+    }
+    let net = Net::new();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "killed_process_leaves_no_program", "--nocapture"])
+        .env("WR_H2_XDP_CHILD_NS", &net.b)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let t0 = Instant::now();
+    while !line.contains("ATTACHED") {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        assert!(
+            n > 0 && t0.elapsed() < Duration::from_secs(30),
+            "child ended early"
+        );
+    }
+    assert!(net.xdp_shown_on_wr1(), "the child attached");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let t0 = Instant::now();
+    while net.xdp_shown_on_wr1() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "XDP program left on wr1 after its process was killed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `wirerate bench rx --backend xdp` in short: trafgen sends exactly N frames at full speed,
+/// the XDP receiver counts exactly N.
+#[test]
+fn bench_rx_xdp_counts_trafgen_exactly() {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, XDP)");
+        return;
+    }
+    if Command::new("trafgen").arg("-v").output().is_err() {
+        println!("SKIP: trafgen (netsniff-ng) is not installed");
+        return;
+    }
+    let cfg = engine::bench::RxBenchConfig {
+        frames: 300_000,
+        backend: engine::bench::RxBackend::Xdp,
+        ..Default::default()
+    };
+    let tag = format!("h2-{}", std::process::id());
+    let r = engine::bench::rx(&cfg, &tag).unwrap();
+    println!("{r:?}");
+    assert_eq!(r.sent, 300_000, "trafgen sent");
+    assert_eq!(r.counted, 300_000, "XDP counted");
+    assert_eq!((r.received, r.duplicates), (1, 299_999), "one static frame");
+    assert!(r.exact);
 }

@@ -15,7 +15,8 @@ enum What {
     /// ingress, then trafgen with the same static frame on the same veth; prints both and
     /// the ratio.
     Tx(TxArgs),
-    /// trafgen sends exactly N signed frames at full speed; our receiver must count exactly N.
+    /// trafgen (or the XDP sender) sends exactly N signed frames at full speed; our receiver
+    /// (AF_PACKET ring or XDP) must count exactly N.
     Rx(RxArgs),
 }
 
@@ -52,18 +53,27 @@ struct TxArgs {
 
 #[derive(Debug, clap::Args)]
 struct RxArgs {
-    /// Frames trafgen sends.
+    /// Frames the source sends.
     #[arg(short = 'n', long, default_value_t = 1_000_000)]
     frames: u64,
     /// Frame size with FCS, bytes.
     #[arg(long, default_value_t = 64)]
     size: usize,
-    /// CPU trafgen runs on.
+    /// CPU the source (trafgen or the XDP sender) runs on.
     #[arg(long, default_value_t = 0)]
     tx_cpu: usize,
-    /// CPU our receiver runs on (default: the first CPU other than trafgen's).
+    /// CPU our receiver runs on (default: the first CPU other than trafgen's). AF_PACKET
+    /// only: the XDP receiver runs where the veth's NAPI runs (the sender's CPU).
     #[arg(long)]
     rx_cpu: Option<usize>,
+    /// Our receiver: af_packet (the RX ring, the default) or xdp (a BPF program counting in
+    /// maps on the receiving veth).
+    #[arg(long, default_value = "af_packet")]
+    backend: engine::bench::RxBackend,
+    /// What sends the N frames: trafgen (the default), or xdp (wirerate's XDP sender, with
+    /// consecutive sequence numbers; needs --backend xdp).
+    #[arg(long, default_value = "trafgen")]
+    source: engine::bench::RxSource,
     #[arg(long)]
     json: bool,
 }
@@ -181,18 +191,57 @@ pub fn run(args: BenchArgs) -> CliResult {
                 frame_len: frame_len(a.size)?,
                 tx_cpu: a.tx_cpu,
                 rx_cpu: a.rx_cpu,
+                backend: a.backend,
+                source: a.source,
             };
             let r = engine::bench::rx(&cfg, &tag)
                 .map_err(|e| CliError::Failed(format!("bench rx: {e}")))?;
             if a.json {
                 json(&r)?;
             } else {
-                println!("bench rx: trafgen -n {} ({}-byte frames)", a.frames, a.size);
-                println!("  trafgen put on the wire   {:>10}", r.sent_by_trafgen);
+                let (src, rcv) = match (a.source, a.backend) {
+                    (engine::bench::RxSource::Trafgen, _) => ("trafgen", "trafgen -n"),
+                    (engine::bench::RxSource::Xdp, _) => ("XDP sender", "XDP sender, N ="),
+                };
+                let backend = match a.backend {
+                    engine::bench::RxBackend::AfPacket => "AF_PACKET RX ring",
+                    engine::bench::RxBackend::Xdp => "XDP receiver",
+                };
+                println!(
+                    "bench rx: {rcv} {} ({}-byte frames) into the {backend}",
+                    a.frames, a.size
+                );
+                println!("  {:<26}{:>10}", format!("{src} put on the wire"), r.sent);
                 println!("  wirerate counted          {:>10}", r.counted);
+                if a.source == engine::bench::RxSource::Xdp {
+                    println!(
+                        "    distinct / duplicates   {:>10} / {}",
+                        r.received, r.duplicates
+                    );
+                }
                 println!("  foreign frames            {:>10}", r.foreign);
-                println!("  RX ring drops             {:>10}", r.ring_drops);
+                if a.backend == engine::bench::RxBackend::AfPacket {
+                    println!("  RX ring drops             {:>10}", r.ring_drops);
+                }
                 println!("  peer backlog drops        {:>10}", r.peer_rx_dropped);
+                if a.backend == engine::bench::RxBackend::Xdp {
+                    println!("  sender veth tx_dropped    {:>10}", r.tx_dropped);
+                    if let Some(pps) = r.source_pps {
+                        println!("  XDP sender achieved       {:>10.0} frames/s", pps);
+                    }
+                    if let Some(m) = r.xdp_mode {
+                        println!("  XDP mode                  {:>10}", format!("{m:?}"));
+                    }
+                    if let Some(n) = &r.xdp_note {
+                        println!("  note: {n}");
+                    }
+                    match r.xdp_ns_per_frame {
+                        Some(ns) => println!("  XDP program per frame     {:>10.1} ns", ns),
+                        None => println!(
+                            "  XDP program per frame            n/a (sysctl kernel.bpf_stats_enabled=1 to measure)"
+                        ),
+                    }
+                }
                 println!("  {:.3} s, {:.0} frames/s", r.seconds, r.rx_pps);
                 println!("  {}", if r.exact { "EXACT" } else { "NOT EXACT" });
             }

@@ -328,6 +328,29 @@ impl XdpReceiver {
         Ok(out)
     }
 
+    /// Runs of the program and the nanoseconds it spent in them, from the kernel's BPF
+    /// statistics (`/proc/self/fdinfo` of the program). `None` unless the statistics are on
+    /// (`sysctl kernel.bpf_stats_enabled=1`, which costs two clock reads per run).
+    pub fn run_stats(&self) -> Option<(u64, u64)> {
+        use std::os::fd::{AsFd, AsRawFd};
+        if std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
+            .ok()?
+            .trim()
+            != "1"
+        {
+            return None;
+        }
+        let prog: &Xdp = self.bpf.program("wr_rx")?.try_into().ok()?;
+        let fd = prog.fd().ok()?.as_fd().as_raw_fd();
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+        let field = |k: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        Some((field("run_cnt:")?, field("run_time_ns:")?))
+    }
+
     /// Detaches now (dropping does the same; this is for callers that want it explicit).
     pub fn detach(self) {
         drop(self);
