@@ -17,10 +17,12 @@
 pub mod calibration;
 pub mod hooks;
 pub mod iperf3;
+pub mod isp;
 pub mod plan;
 pub mod results;
 pub mod runner;
 pub mod search;
+pub mod testbed;
 pub mod trial;
 
 /// Serialises a [`core::time::Duration`] as fractional seconds, which is what a person reading

@@ -26,7 +26,6 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use engine::port::PortSpec;
 use serde::Serialize;
 use wire::encap::IpVersion;
 use wire::units::BitsPerSec;
@@ -34,13 +33,13 @@ use wire::units::BitsPerSec;
 use crate::calibration::Calibration;
 use crate::hooks::{self, Exec, Hook, HookOutput, Sampler};
 use crate::iperf3::{self, ClientOptions};
-use crate::plan::{Case, DutKind, Methodology, Plan, Protocol, Topology};
+use crate::plan::{Case, DutKind, Methodology, Plan, Protocol};
 use crate::results::{
     CeilingCheck, MethodologyDone, Record, Resume, RunDir, RunInfo, TcpFigures, TrialKey,
     TrialRecord,
 };
 use crate::search::{LatencySearch, LineFraction, Outcome, Search, TrialRequest};
-use crate::trial::UdpTrial;
+use crate::testbed::{Iperf3Ends, Testbed};
 
 /// Hook commands (setup, stats) are killed after this long.
 pub const HOOK_TIMEOUT: Duration = Duration::from_secs(120);
@@ -230,19 +229,7 @@ fn program_exists(exec: &Exec, program: &str) -> Result<bool, String> {
 
 /// Everything that can be checked before any traffic is sent; every problem found is listed.
 pub fn preflight(plan: &Plan) -> Result<(), RunError> {
-    let mut problems = Vec::new();
-    if !matches!(plan.topology, Topology::Lab { .. }) {
-        problems.push(
-            "`wirerate run` drives lab topologies only so far (topology.kind = \"lab\"); real interfaces need `wirerate trial --port-a/--port-b`".to_string(),
-        );
-    }
-    if let Topology::Lab { topology, .. } = &plan.topology {
-        if topology != "forward" && topology != "direct" {
-            problems.push(format!(
-                "topology.lab = \"{topology}\": `wirerate run` needs ports A and B (forward or direct)"
-            ));
-        }
-    }
+    let mut problems = crate::testbed::preflight(plan);
     if plan.dut.kind == DutKind::Lab {
         for p in &plan.dut.profiles {
             let name = p.lab.as_deref().unwrap_or(&p.name);
@@ -336,9 +323,7 @@ struct HookLine<'a> {
 
 struct Ctx<'p, 'o> {
     plan: &'p Plan,
-    lab: lab::Lab,
-    a: PortSpec,
-    b: PortSpec,
+    bed: Testbed,
     run: RunDir,
     hooks_file: File,
     resume: Resume,
@@ -467,32 +452,17 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
         .map_err(|e| failed(format!("{HOOKS_JSONL}: {e}")))?;
     std::fs::create_dir_all(opts.dir.join(IPERF3_DIR)).map_err(failed)?;
 
-    let Topology::Lab { topology, name, .. } = &plan.topology else {
-        return Err(RunError::Preflight(vec!["not a lab topology".into()]));
-    };
-    let topo: lab::Topology = topology.parse().map_err(|e| failed(format!("{e}")))?;
-    // Rebuild: whatever a killed run left in the namespaces (servers, captures) goes with them.
-    lab::down(name).map_err(|e| failed(format!("lab {name}: {e}")))?;
-    let lab = lab::Lab::up(&lab::LabConfig {
-        name: name.clone(),
-        topology: topo,
-        profile: None,
-    })
-    .map_err(|e| failed(format!("lab {name}: {e}")))?;
-    let ports = crate::trial::lab_ports(&lab);
-    let (a, b) = match ports {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = lab.down();
-            return Err(failed(e));
-        }
+    // The lab (rebuilt, so nothing a killed run left survives), or the real interfaces with
+    // their PPPoE sessions up; nothing has been sent when this fails.
+    let bed = match Testbed::up(plan, &opts.dir, opts.stop) {
+        Ok(b) => b,
+        Err(_) if opts.stop.load(Ordering::SeqCst) => return Err(RunError::Interrupted),
+        Err(e) => return Err(failed(e)),
     };
     let est_total = cases.iter().map(|c| plan.case_estimate(c).1).sum();
     let mut ctx = Ctx {
         plan,
-        lab,
-        a,
-        b,
+        bed,
         run: run_dir,
         hooks_file,
         resume,
@@ -504,12 +474,11 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
         est_done: 0.0,
     };
     let result = run_cases(&mut ctx, &cases);
-    let lab = ctx.lab.clone();
-    let down = lab.down();
+    let down = ctx.bed.down();
     let mut summary = ctx.summary;
     summary.elapsed = ctx.started.elapsed();
     result?;
-    down.map_err(|e| failed(format!("removing the lab: {e}")))?;
+    down.map_err(failed)?;
     Ok(summary)
 }
 
@@ -572,15 +541,14 @@ fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
             .find(|p| p.name == profile_name)
             .cloned()
             .ok_or_else(|| failed(format!("profile {profile_name} is not in the plan")))?;
-        if ctx.plan.dut.kind == DutKind::Lab {
+        if let (DutKind::Lab, Some(lab)) = (ctx.plan.dut.kind, ctx.bed.lab().cloned()) {
             let lp = lab::Profile::parse(profile.lab.as_deref().unwrap_or(&profile.name))
                 .map_err(failed)?;
             ctx.note(format!(
                 "profile {}: applying lab profile {lp}",
                 profile.name
             ));
-            ctx.lab
-                .apply_profile(&lp)
+            lab.apply_profile(&lp)
                 .map_err(|e| failed(format!("profile {}: {e}", profile.name)))?;
         }
         let env = vec![("WR_PROFILE".to_string(), profile.name.clone())];
@@ -745,22 +713,16 @@ fn run_methodology(
             case.id
         )));
     };
-    let udp = UdpTrial {
-        ip: case.ip,
-        frame_size,
-        speed: plan.speed(),
-        drain: Duration::from_millis(300),
-    };
     while let Some(request) = next {
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
-        let res = udp.run(&ctx.a, &ctx.b, &request, ctx.opts.stop);
+        let res = ctx.bed.udp_trial(plan, case, &request, ctx.opts.stop);
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
         let outcome = match res {
-            Ok((o, _)) => o,
+            Ok(o) => o,
             Err(e) => {
                 let m = format!("{} rep {rep} {}: {e}", case.id, m.name());
                 ctx.note(format!("FAILED {m} (not marked done; --resume retries it)"));
@@ -800,7 +762,7 @@ fn run_methodology(
     let result = search.result();
     let ceiling = match (&ctx.opts.calibration, result.throughput(0)) {
         (Some(cal), Some(t)) => {
-            let pps = t.to_pps(udp.max_pps()).0;
+            let pps = t.to_pps(plan.line_pps(case)).0;
             cal.ceiling_pps(case.ip, frame_size).map(|c| CeilingCheck {
                 ceiling_pps: c,
                 result_pps: pps,
@@ -855,31 +817,24 @@ fn default_mss(ip: IpVersion) -> u32 {
     }
 }
 
-/// One iperf3 run: server in port B's namespace (started and stopped here, its port awaited),
-/// SYN capture at port B, client in port A's namespace.
+/// One iperf3 run: server at the far end (port B's namespace, or the DUT in the endpoint
+/// topology; started and stopped here, its port awaited), SYN capture there, client in port
+/// A's namespace.
 pub fn iperf3_trial(
-    lab: &lab::Lab,
+    ends: &Iperf3Ends,
     case: &Case,
     plan: &Plan,
     stop: &AtomicBool,
 ) -> Result<(serde_json::Value, TcpFigures, Duration), String> {
-    let pa = lab.port(lab::PortId::A).map_err(|e| e.to_string())?;
-    let pb = lab.port(lab::PortId::B).map_err(|e| e.to_string())?;
-    let (target, ns_a, ns_b) = (
-        match case.ip {
-            IpVersion::V4 => pb.ipv4.to_string(),
-            IpVersion::V6 => pb.ipv6.to_string(),
-        },
-        Exec::Netns { name: pa.netns },
-        Exec::Netns { name: pb.netns },
-    );
+    let target = ends.target(case.ip)?.to_string();
+    let (ns_a, ns_b) = (&ends.client, &ends.server);
     let server_cmd = iperf3::server_argv(IPERF3_PORT, None)
         .iter()
         .map(|a| hooks::shell_quote(a))
         .collect::<Vec<_>>()
         .join(" ");
     let server = Sampler::start(
-        &ns_b,
+        ns_b,
         &Hook {
             command: format!("exec {server_cmd}"),
             parse: None,
@@ -892,28 +847,36 @@ pub fn iperf3_trial(
         return Err(format!("iperf3 server did not start: {}", out.trim()));
     }
     let sessions = case.sessions.unwrap_or(1);
-    let capture = Sampler::start(
-        &ns_b,
-        &Hook {
-            command: format!(
-                "exec tcpdump -i {} --immediate-mode -nn -v -l -c {} {} 2>&1",
-                hooks::shell_quote(&pb.ifname),
-                sessions + 1,
-                hooks::shell_quote(&syn_filter(IPERF3_PORT))
-            ),
-            parse: None,
-        },
-        &[],
-    );
+    let capture = ends.capture.as_ref().and_then(|(exec, ifname)| {
+        Sampler::start(
+            exec,
+            &Hook {
+                command: format!(
+                    "exec tcpdump -i {} --immediate-mode -nn -v -l -c {} {} 2>&1",
+                    hooks::shell_quote(ifname),
+                    sessions + 1,
+                    hooks::shell_quote(&syn_filter(IPERF3_PORT))
+                ),
+                parse: None,
+            },
+            &[],
+        )
+        .ok()
+    });
     let capture = match capture {
-        Ok(c) if c.wait_for_output("listening on", Duration::from_secs(5)) => Some(c),
-        Ok(c) => {
+        Some(c) if c.wait_for_output("listening on", Duration::from_secs(5)) => Some(c),
+        Some(c) => {
             let _ = c.stop();
             None
         }
-        Err(_) => None,
+        None => None,
     };
-    let seconds = plan.run.trial_duration.as_secs_f64().ceil().max(1.0) as u32;
+    let seconds = plan
+        .methodology
+        .iperf3_duration
+        .as_secs_f64()
+        .ceil()
+        .max(1.0) as u32;
     let mut opts = ClientOptions::tcp(&target, IPERF3_PORT, seconds);
     opts.parallel = sessions;
     opts.mss = case.mss;
@@ -941,7 +904,7 @@ pub fn iperf3_trial(
         }
         _ => None,
     };
-    let argv = iperf3::wrap(&ns_a, &opts.argv());
+    let argv = iperf3::wrap(ns_a, &opts.argv());
     let started = Instant::now();
     let client = run_interruptible(&argv, stop);
     let elapsed = started.elapsed();
@@ -1068,7 +1031,7 @@ fn run_iperf3(
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
-        let res = iperf3_trial(&ctx.lab, case, ctx.plan, ctx.opts.stop);
+        let res = iperf3_trial(&ctx.bed.iperf3, case, ctx.plan, ctx.opts.stop);
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
@@ -1090,7 +1053,7 @@ fn run_iperf3(
         let load = LineFraction(tcp.l1_bps / speed.0);
         let rec = TrialRecord {
             key,
-            request: TrialRequest::rate(load, ctx.plan.run.trial_duration),
+            request: TrialRequest::rate(load, ctx.plan.methodology.iperf3_duration),
             outcome: Outcome {
                 intended: load,
                 offered: load,

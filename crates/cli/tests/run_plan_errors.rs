@@ -66,6 +66,31 @@ fn fixture_and_shipped_plan_check_ok() {
     }
 }
 
+/// Every plan shipped in plans/ checks OK, and the CPE plans say what they play.
+#[test]
+fn every_shipped_plan_checks_ok() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plans");
+    let mut seen = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let o = wirerate(&["plan", "check", p.to_str().unwrap()]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{}: {}", p.display(), stderr(&o));
+        assert!(out.contains(": OK"), "{out}");
+        assert!(out.contains("of start-up"), "{out}");
+        seen.push(p.file_name().unwrap().to_string_lossy().into_owned());
+        if seen.last().unwrap() == "cpe-pppoe.toml" {
+            assert!(out.contains("wan (enp2s0, pppoe server mru 1454)"), "{out}");
+            assert!(out.contains("encap=pppoe"), "{out}");
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["cpe-dslite.toml", "cpe-pppoe.toml", "lab-demo.toml"]);
+}
+
 #[test]
 fn typo_is_reported_with_line_key_and_hint_before_anything_runs() {
     let d = tempfile::tempdir().unwrap();

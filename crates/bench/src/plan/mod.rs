@@ -10,6 +10,7 @@
 use core::time::Duration;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -55,6 +56,99 @@ pub struct Port {
     pub namespace: Option<String>,
     /// Link speed.
     pub speed: Option<BitsPerSec>,
+    /// The tester's own IPv4 address on this port (answered for ARP; the source or the
+    /// destination of test frames).
+    #[serde(default)]
+    pub ipv4: Option<Ipv4Addr>,
+    /// The tester's own IPv6 address on this port.
+    #[serde(default)]
+    pub ipv6: Option<Ipv6Addr>,
+    /// The IPv4 next hop (the DUT's interface): its MAC is resolved by ARP before sending.
+    #[serde(default)]
+    pub gateway_v4: Option<Ipv4Addr>,
+    /// The IPv6 next hop, resolved by ND.
+    #[serde(default)]
+    pub gateway_v6: Option<Ipv6Addr>,
+    /// The port plays a PPPoE access concentrator (the ISP) or subscriber.
+    #[serde(default)]
+    pub pppoe: Option<PppoeSettings>,
+    /// The port plays a DS-Lite AFTR (the ISP) or B4.
+    #[serde(default)]
+    pub dslite: Option<DsliteSettings>,
+}
+
+/// Which end of a PPPoE session a port plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PppoeRole {
+    /// The access concentrator (the ISP side, facing a home gateway's WAN).
+    Server,
+    /// A subscriber (facing a BNG/BRAS, or our own AC in a loopback).
+    Client,
+}
+
+/// PPP authentication protocols a PPPoE port demands (server) or offers (client).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PppAuth {
+    /// RFC 1334 PAP.
+    Pap,
+    /// RFC 1994 CHAP with MD5.
+    Chap,
+}
+
+/// `[ports.NAME.pppoe]`: the port runs wirerate's PPPoE control plane before any traffic and
+/// test streams ride its session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PppoeSettings {
+    /// Server (ISP) or client (subscriber).
+    pub role: PppoeRole,
+    /// MRU asked for in LCP.
+    pub mru: u16,
+    /// Authentication protocols, preferred first.
+    pub auth: Vec<PppAuth>,
+    /// (user, password): the server's accepted subscribers, or the client's one credential.
+    pub users: Vec<(String, String)>,
+    /// Server: AC-Name in PADO; client: accept only this AC (empty = any).
+    pub ac_name: String,
+    /// Service-Name offered (server) or asked for (client); empty = any.
+    pub service_name: String,
+    /// Server: our IPCP address (the subscriber's gateway).
+    pub gateway: Ipv4Addr,
+    /// Server: first address of the subscriber pool.
+    pub pool: Ipv4Addr,
+    /// Server: addresses in the pool.
+    pub pool_size: u32,
+    /// LCP Echo-Request interval.
+    #[serde(with = "crate::secs")]
+    pub echo_interval: Duration,
+    /// How long the run waits for the session before giving up (no traffic is sent).
+    #[serde(with = "crate::secs")]
+    pub timeout: Duration,
+}
+
+/// Which end of a DS-Lite softwire a port plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DsliteRole {
+    /// The AFTR (the ISP side, facing a home gateway's B4).
+    Aftr,
+    /// The B4 (subscriber side).
+    B4,
+}
+
+/// `[ports.NAME.dslite]`: the port terminates IPv4-in-IPv6 (RFC 6333).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DsliteSettings {
+    /// AFTR or B4.
+    pub role: DsliteRole,
+    /// Our tunnel endpoint address (the AFTR's, for a CPE the `aftr-name` it is given).
+    pub address: Ipv6Addr,
+    /// The far tunnel endpoint (B4 role: the AFTR's address).
+    pub peer: Option<Ipv6Addr>,
+    /// How long the run waits for the first softwire (the B4's first packet).
+    #[serde(with = "crate::secs")]
+    pub timeout: Duration,
 }
 
 /// Whether the DUT is a lab namespace or a real device.
@@ -189,6 +283,10 @@ pub struct MethodologySettings {
     /// iperf3: `-O` seconds to omit (TCP slow start).
     #[serde(with = "crate::secs")]
     pub iperf3_omit: Duration,
+    /// iperf3: measured seconds per run (`-t`), after the omitted ones. TCP needs longer than
+    /// the engine's trials to average out its sawtooth, so it has its own setting.
+    #[serde(with = "crate::secs", default = "default_iperf3_duration")]
+    pub iperf3_duration: Duration,
     /// iperf3 UDP target bit rate (`-b`).
     pub iperf3_udp_bitrate: Option<BitsPerSec>,
 }
@@ -209,10 +307,20 @@ impl Default for MethodologySettings {
             b2b_duration: Duration::from_secs(2),
             iperf3_reverse: false,
             iperf3_bidir: false,
-            iperf3_omit: Duration::ZERO,
+            iperf3_omit: DEFAULT_IPERF3_OMIT,
+            iperf3_duration: default_iperf3_duration(),
             iperf3_udp_bitrate: None,
         }
     }
+}
+
+/// iperf3 runs omit their first second (TCP slow start, `-O 1`) unless the plan says otherwise.
+pub const DEFAULT_IPERF3_OMIT: Duration = Duration::from_secs(1);
+
+/// iperf3 runs measure 10 s unless the plan says otherwise: 1 s runs gave TCP figures that
+/// varied by tens of percent between repetitions on the lab.
+fn default_iperf3_duration() -> Duration {
+    Duration::from_secs(10)
 }
 
 /// L4 protocol of a case.
@@ -257,6 +365,13 @@ pub struct Matrix {
     pub vars: Vec<(String, Vec<String>)>,
     /// Methodologies per case.
     pub methodologies: Vec<Methodology>,
+    /// Encapsulations of the test frames on the far link (`encap` key; the IP version comes
+    /// from `ip`). Empty: the key is absent and frames are plain (no `encap=` in case ids).
+    #[serde(default)]
+    pub encap: Vec<wire::encap::EncapSpec>,
+    /// UDP trials send A→B and B→A at once, each at the search's load (RFC 2544 §14).
+    #[serde(default)]
+    pub bidirectional: bool,
 }
 
 /// A parsed and checked plan.
@@ -303,6 +418,13 @@ pub struct Case {
     pub vars: Vec<(String, String)>,
     /// Methodologies, in run order.
     pub methodologies: Vec<Methodology>,
+    /// Encapsulation of the test frames on the far link, with the case's IP version; `None`
+    /// when the block has no `encap` key (plain frames).
+    #[serde(default)]
+    pub encap: Option<wire::encap::EncapSpec>,
+    /// UDP trials run in both directions at once ([`Matrix::bidirectional`]).
+    #[serde(default)]
+    pub bidirectional: bool,
 }
 
 fn ip_number(ip: IpVersion) -> u8 {
@@ -326,6 +448,12 @@ impl Case {
         v.extend(opt("WR_FRAME_SIZE", self.frame_size));
         v.extend(opt("WR_SESSIONS", self.sessions));
         v.extend(opt("WR_MSS", self.mss));
+        if let Some(e) = &self.encap {
+            v.push(("WR_ENCAP".to_string(), parse::spell_encap(e)));
+        }
+        if self.bidirectional {
+            v.push(("WR_BIDIRECTIONAL".to_string(), "1".to_string()));
+        }
         for (k, val) in &self.vars {
             v.push((env_name(k), val.clone()));
         }
@@ -349,7 +477,36 @@ pub struct Estimate {
     pub profile_switches: usize,
     /// Seconds of trials, settles and profile settles.
     pub seconds: f64,
+    /// Seconds of start-up on top ([`Startup`]): the lab, profile loads, the engine's and
+    /// iperf3's per-trial start and drain, PPPoE sessions. Hooks are not included.
+    pub startup: f64,
 }
+
+/// Start-up costs a time estimate adds to trial time. Conservative figures: the lab and
+/// trial ones are at or above what `wirerate run` took on a 2-vCPU machine under load
+/// (docs/methodology.md lists the measurement), the PPPoE one allows for a slow subscriber.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Startup {
+    /// Building the lab (namespaces, veths, addresses, RPS) and removing it.
+    pub lab: f64,
+    /// Loading one lab profile (one `nft -f`; 10,000 rules take 0.3–0.6 s).
+    pub profile: f64,
+    /// Per engine trial: rings opened, next hop resolved, the 300 ms drain.
+    pub engine_trial: f64,
+    /// Per iperf3 trial: server started and awaited, SYN capture started and stopped.
+    pub iperf3_trial: f64,
+    /// Per PPPoE port: discovery, LCP, authentication, IPCP.
+    pub pppoe_session: f64,
+}
+
+/// The start-up figures `plan check` and the runner's ETA use.
+pub const STARTUP: Startup = Startup {
+    lab: 3.0,
+    profile: 1.0,
+    engine_trial: 0.6,
+    iperf3_trial: 1.5,
+    pppoe_session: 5.0,
+};
 
 /// The DUT a plan's time estimate assumes: it forwards half of line rate.
 pub const ESTIMATE_CAPACITY: LineFraction = LineFraction(0.5);
@@ -407,29 +564,35 @@ impl Plan {
                         for &frame_size in &sizes {
                             for &s in &sessions {
                                 for &ms in &mss {
-                                    for vars in var_product(&m.vars) {
-                                        let methodologies = m
-                                            .methodologies
-                                            .iter()
-                                            .copied()
-                                            .filter(|x| {
-                                                protocol == Protocol::Udp || !x.needs_engine()
-                                            })
-                                            .collect();
-                                        let mut case = Case {
-                                            id: String::new(),
-                                            profile: profile.clone(),
-                                            protocol,
-                                            ip,
-                                            frame_size,
-                                            sessions: s,
-                                            mss: ms,
-                                            vars,
-                                            methodologies,
-                                        };
-                                        case.id = case_id(&case);
-                                        let order = profile_index(profile).unwrap_or(usize::MAX);
-                                        cases.push((order, case, m.line));
+                                    for encap in encap_values(&m.encap, ip, protocol) {
+                                        for vars in var_product(&m.vars) {
+                                            let methodologies = m
+                                                .methodologies
+                                                .iter()
+                                                .copied()
+                                                .filter(|x| {
+                                                    protocol == Protocol::Udp || !x.needs_engine()
+                                                })
+                                                .collect();
+                                            let mut case = Case {
+                                                id: String::new(),
+                                                profile: profile.clone(),
+                                                protocol,
+                                                ip,
+                                                frame_size,
+                                                sessions: s,
+                                                mss: ms,
+                                                vars,
+                                                methodologies,
+                                                encap,
+                                                bidirectional: m.bidirectional
+                                                    && protocol == Protocol::Udp,
+                                            };
+                                            case.id = case_id(&case);
+                                            let order =
+                                                profile_index(profile).unwrap_or(usize::MAX);
+                                            cases.push((order, case, m.line));
+                                        }
                                     }
                                 }
                             }
@@ -523,6 +686,36 @@ impl Plan {
         }
     }
 
+    /// The encapsulation test frames of `case` carry on the far link: PPPoE when a port
+    /// plays a PPPoE session, else the plain frame.
+    pub fn path_encap(&self, case: &Case) -> wire::encap::EncapSpec {
+        // The case's own `encap` (plan check made it agree with the ports) comes first.
+        if let Some(e) = case.encap {
+            return e;
+        }
+        let plain = wire::encap::EncapSpec::plain(case.ip);
+        if self.ports.iter().any(|p| p.pppoe.is_some()) {
+            let mut e = plain;
+            e.pppoe = true;
+            e
+        } else {
+            plain
+        }
+    }
+
+    /// 100 % load of a UDP `case` in frames/s: the slowest link of its path, each link's
+    /// frames with the bytes its encapsulation adds (a PPPoE link carries frame + 8),
+    /// DESIGN.md §4.
+    pub fn line_pps(&self, case: &Case) -> wire::units::Pps {
+        let size = case.frame_size.unwrap_or(64) as usize;
+        let encap = self.path_encap(case);
+        let path = wire::linerate::Path::router(self.speed(), encap, 1500);
+        match path.rate(&wire::linerate::FrameSize::Fixed { bytes: size }, false) {
+            Ok(r) if r.max_pps.0 > 0.0 => r.max_pps,
+            _ => wire::linerate::max_frame_rate(self.speed(), size),
+        }
+    }
+
     /// The longest back-to-back burst tried: the whole trial window at line rate.
     fn max_burst(&self, case: &Case) -> u64 {
         let frame = case.frame_size.unwrap_or(64) as usize;
@@ -541,7 +734,7 @@ impl Plan {
             let (t, s) = match m {
                 Methodology::Iperf3 => (
                     1,
-                    self.run.trial_duration.as_secs_f64()
+                    self.methodology.iperf3_duration.as_secs_f64()
                         + self.methodology.iperf3_omit.as_secs_f64(),
                 ),
                 Methodology::Rfc2544Latency => {
@@ -567,6 +760,19 @@ impl Plan {
         (trials, seconds)
     }
 
+    /// Start-up seconds of one case's trials (all repetitions), on top of
+    /// [`case_estimate`](Self::case_estimate): [`STARTUP`] per engine and per iperf3 trial.
+    pub fn case_startup(&self, case: &Case) -> f64 {
+        let (trials, _) = self.case_estimate(case);
+        let iperf3 = if case.methodologies.contains(&Methodology::Iperf3) {
+            u64::from(self.run.repetitions)
+        } else {
+            0
+        };
+        iperf3 as f64 * STARTUP.iperf3_trial
+            + trials.saturating_sub(iperf3) as f64 * STARTUP.engine_trial
+    }
+
     /// Predicted run time: every search driven against a simulated DUT forwarding
     /// [`ESTIMATE_CAPACITY`], plus settle times. Real DUTs differ; the order of magnitude holds.
     pub fn estimate(&self) -> Result<Estimate, PlanErrors> {
@@ -587,17 +793,48 @@ impl Plan {
             }
         }
         seconds += switches as f64 * self.run.profile_settle.as_secs_f64();
+        let mut startup: f64 = cases.iter().map(|c| self.case_startup(c)).sum();
+        startup += match &self.topology {
+            Topology::Lab { .. } => STARTUP.lab,
+            Topology::Interfaces => 0.0,
+        };
+        if self.dut.kind == DutKind::Lab {
+            startup += switches as f64 * STARTUP.profile;
+        }
+        startup +=
+            self.ports.iter().filter(|p| p.pppoe.is_some()).count() as f64 * STARTUP.pppoe_session;
         Ok(Estimate {
             cases: cases.len(),
             trials,
             profile_switches: switches,
             seconds,
+            startup,
         })
     }
 }
 
 /// Values of one optional dimension of a case.
 type Dim = Vec<Option<u32>>;
+
+/// The `encap` values of a block for one IP version and protocol: `[None]` when the block has
+/// no `encap` key or for TCP (iperf3 runs over plain interfaces).
+fn encap_values(
+    encap: &[wire::encap::EncapSpec],
+    ip: IpVersion,
+    protocol: Protocol,
+) -> Vec<Option<wire::encap::EncapSpec>> {
+    if encap.is_empty() || protocol == Protocol::Tcp {
+        return vec![None];
+    }
+    encap
+        .iter()
+        .map(|e| {
+            let mut e = *e;
+            e.ip = ip;
+            Some(e)
+        })
+        .collect()
+}
 
 fn var_product(vars: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
     let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
@@ -629,6 +866,12 @@ fn case_id(c: &Case) -> String {
     if let Some(m) = c.mss {
         id.push_str(&format!("/mss{m}"));
     }
+    if let Some(e) = &c.encap {
+        id.push_str(&format!("/encap={}", parse::spell_encap(e)));
+    }
+    if c.bidirectional {
+        id.push_str("/bidir");
+    }
     for (k, v) in &c.vars {
         id.push_str(&format!("/{k}={v}"));
     }
@@ -637,3 +880,7 @@ fn case_id(c: &Case) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_encap;
+#[cfg(test)]
+mod tests_ports;

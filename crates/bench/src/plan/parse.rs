@@ -7,16 +7,17 @@
 
 use core::ops::Range;
 use core::time::Duration;
+use std::net::Ipv4Addr;
 
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
-use wire::encap::{min_frame_size, IpVersion};
+use wire::encap::{min_frame_size, EncapSpec, IpVersion};
 use wire::units::BitsPerSec;
 
 use super::source::{did_you_mean, PlanErrors, Source};
 use super::{
-    Dut, DutKind, Matrix, Methodology, MethodologySettings, Plan, Port, Profile, Protocol,
-    RunSettings, Topology,
+    DsliteRole, DsliteSettings, Dut, DutKind, Matrix, Methodology, MethodologySettings, Plan, Port,
+    PppAuth, PppoeRole, PppoeSettings, Profile, Protocol, RunSettings, Topology,
 };
 use crate::hooks::{Exec, Hook, Parser, ProfileHooks};
 use crate::search::{LineFraction, DEFAULT_TESTER_TOLERANCE};
@@ -331,6 +332,196 @@ impl<'s> Walker<'s> {
         h
     }
 
+    /// An IPv4 or IPv6 address written as a string.
+    fn addr<T: core::str::FromStr>(&mut self, v: &Value<'_>, path: &str) -> Option<T> {
+        let s = self.nonempty(v, path)?;
+        match s.trim().parse() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                let hint = if s.contains('/') {
+                    " (write the address without a prefix length)"
+                } else {
+                    ""
+                };
+                self.err(
+                    v.span(),
+                    path,
+                    format!("`{s}` is not an address of this kind{hint}"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `[ports.NAME.pppoe]`.
+    fn pppoe(&mut self, v: &Value<'_>, path: &str) -> Option<PppoeSettings> {
+        let t = self.table(v, path)?;
+        self.keys(
+            t,
+            path,
+            &[
+                "role",
+                "mru",
+                "auth",
+                "users",
+                "user",
+                "password",
+                "ac-name",
+                "service-name",
+                "gateway",
+                "pool",
+                "pool-size",
+                "echo-interval",
+                "timeout",
+            ],
+        );
+        let role = self.required(t, &v.span(), path, "role").and_then(|r| {
+            self.choice(
+                r,
+                &join(path, "role"),
+                &[("server", PppoeRole::Server), ("client", PppoeRole::Client)],
+            )
+        });
+        let mut out = PppoeSettings {
+            role: role.unwrap_or(PppoeRole::Server),
+            mru: 1454,
+            auth: vec![PppAuth::Pap],
+            users: Vec::new(),
+            ac_name: String::new(),
+            service_name: String::new(),
+            gateway: Ipv4Addr::new(198, 51, 100, 1),
+            pool: Ipv4Addr::new(198, 51, 100, 10),
+            pool_size: 240,
+            echo_interval: Duration::from_secs(10),
+            timeout: Duration::from_secs(30),
+        };
+        if let Some(x) = get(t, "mru").and_then(|x| self.int(x, &join(path, "mru"), 64, 1500)) {
+            out.mru = x as u16;
+        }
+        if let Some(x) = get(t, "auth").and_then(|x| {
+            self.list(x, &join(path, "auth"), |w, i, q| {
+                w.choice(i, q, &[("pap", PppAuth::Pap), ("chap", PppAuth::Chap)])
+            })
+        }) {
+            out.auth = x;
+        }
+        // `users = [{ user = "…", password = "…" }, …]`, or one `user` + `password`.
+        if let Some(uv) = get(t, "users") {
+            let q = join(path, "users");
+            if let Some(list) = self.list(uv, &q, |w, i, p| {
+                let ut = w.table(i, p)?;
+                w.keys(ut, p, &["user", "password"]);
+                let user = w
+                    .required(ut, &i.span(), p, "user")
+                    .and_then(|x| w.nonempty(x, &join(p, "user")))?;
+                let pass = w
+                    .required(ut, &i.span(), p, "password")
+                    .and_then(|x| w.string(x, &join(p, "password")))?;
+                Some((user, pass))
+            }) {
+                out.users = list;
+            }
+        }
+        let user = get(t, "user").and_then(|x| self.nonempty(x, &join(path, "user")));
+        let pass = get(t, "password").and_then(|x| self.string(x, &join(path, "password")));
+        match (user, pass) {
+            (Some(u), Some(p)) => out.users.push((u, p)),
+            (None, None) => {}
+            _ => self.err(
+                v.span(),
+                &join(path, "password"),
+                "give `user` and `password` together",
+            ),
+        }
+        if out.users.is_empty() {
+            self.err(
+                v.span(),
+                &join(path, "users"),
+                "missing key: PPPoE needs credentials (`users = [{ user = \"…\", password = \"…\" }]`, or `user` and `password`)",
+            );
+        }
+        if role == Some(PppoeRole::Client) && out.users.len() > 1 {
+            self.err(
+                v.span(),
+                &join(path, "users"),
+                "a PPPoE client logs in with one credential",
+            );
+        }
+        if let Some(x) = get(t, "ac-name").and_then(|x| self.string(x, &join(path, "ac-name"))) {
+            out.ac_name = x;
+        }
+        if let Some(x) =
+            get(t, "service-name").and_then(|x| self.string(x, &join(path, "service-name")))
+        {
+            out.service_name = x;
+        }
+        if let Some(x) = get(t, "gateway").and_then(|x| self.addr(x, &join(path, "gateway"))) {
+            out.gateway = x;
+        }
+        if let Some(x) = get(t, "pool").and_then(|x| self.addr(x, &join(path, "pool"))) {
+            out.pool = x;
+        }
+        if let Some(x) =
+            get(t, "pool-size").and_then(|x| self.int(x, &join(path, "pool-size"), 1, 65_536))
+        {
+            out.pool_size = x as u32;
+        }
+        if let Some(x) =
+            get(t, "echo-interval").and_then(|x| self.duration(x, &join(path, "echo-interval")))
+        {
+            out.echo_interval = x.max(Duration::from_millis(100));
+        }
+        if let Some(x) = get(t, "timeout").and_then(|x| self.duration(x, &join(path, "timeout"))) {
+            out.timeout = x.max(Duration::from_millis(100));
+        }
+        if role == Some(PppoeRole::Client) {
+            for key in ["gateway", "pool", "pool-size"] {
+                if let Some(x) = get(t, key) {
+                    self.err(
+                        x.span(),
+                        &join(path, key),
+                        "applies to the server (the client gets its address by IPCP)",
+                    );
+                }
+            }
+        }
+        role.map(|_| out)
+    }
+
+    /// `[ports.NAME.dslite]`.
+    fn dslite(&mut self, v: &Value<'_>, path: &str) -> Option<DsliteSettings> {
+        let t = self.table(v, path)?;
+        self.keys(t, path, &["role", "address", "peer", "timeout"]);
+        let role = self.required(t, &v.span(), path, "role").and_then(|r| {
+            self.choice(
+                r,
+                &join(path, "role"),
+                &[("aftr", DsliteRole::Aftr), ("b4", DsliteRole::B4)],
+            )
+        });
+        let address = self
+            .required(t, &v.span(), path, "address")
+            .and_then(|x| self.addr(x, &join(path, "address")));
+        let peer = get(t, "peer").and_then(|x| self.addr(x, &join(path, "peer")));
+        if role == Some(DsliteRole::B4) && get(t, "peer").is_none() {
+            self.err(
+                v.span(),
+                &join(path, "peer"),
+                "missing key: a B4 needs the AFTR's address",
+            );
+        }
+        let timeout = match get(t, "timeout") {
+            Some(x) => self.duration(x, &join(path, "timeout"))?,
+            None => Duration::from_secs(30),
+        };
+        Some(DsliteSettings {
+            role: role?,
+            address: address?,
+            peer,
+            timeout,
+        })
+    }
+
     fn topology(&mut self, root: &DeTable<'_>, root_span: &Range<usize>) -> Option<Topology> {
         let v = self.required(root, root_span, "", "topology")?;
         let t = self.table(v, "topology")?;
@@ -400,7 +591,21 @@ impl<'s> Walker<'s> {
             let Some(pt) = self.table(pv, &path) else {
                 continue;
             };
-            self.keys(pt, &path, &["interface", "namespace", "speed"]);
+            self.keys(
+                pt,
+                &path,
+                &[
+                    "interface",
+                    "namespace",
+                    "speed",
+                    "ipv4",
+                    "ipv6",
+                    "gateway-v4",
+                    "gateway-v6",
+                    "pppoe",
+                    "dslite",
+                ],
+            );
             let interface = self
                 .required(pt, &pv.span(), &path, "interface")
                 .and_then(|i| self.nonempty(i, &join(&path, "interface")));
@@ -415,12 +620,33 @@ impl<'s> Walker<'s> {
                     "missing key: line-rate arithmetic needs the link speed",
                 );
             }
+            let ipv4 = get(pt, "ipv4").and_then(|x| self.addr(x, &join(&path, "ipv4")));
+            let ipv6 = get(pt, "ipv6").and_then(|x| self.addr(x, &join(&path, "ipv6")));
+            let gateway_v4 =
+                get(pt, "gateway-v4").and_then(|x| self.addr(x, &join(&path, "gateway-v4")));
+            let gateway_v6 =
+                get(pt, "gateway-v6").and_then(|x| self.addr(x, &join(&path, "gateway-v6")));
+            let pppoe = get(pt, "pppoe").and_then(|x| self.pppoe(x, &join(&path, "pppoe")));
+            let dslite = get(pt, "dslite").and_then(|x| self.dslite(x, &join(&path, "dslite")));
+            if let (Some(_), Some(d)) = (&pppoe, get(pt, "dslite")) {
+                self.err(
+                    d.span(),
+                    &join(&path, "dslite"),
+                    "a port plays either PPPoE or DS-Lite, not both",
+                );
+            }
             if let Some(interface) = interface {
                 out.push(Port {
                     name: name.to_string(),
                     interface,
                     namespace,
                     speed,
+                    ipv4,
+                    ipv6,
+                    gateway_v4,
+                    gateway_v6,
+                    pppoe,
+                    dslite,
                 });
             }
         }
@@ -691,7 +917,11 @@ impl<'s> Walker<'s> {
                 m.b2b_duration = x.max(Duration::from_millis(1));
             }
         }
-        if let Some(st) = self.sub(t, "iperf3", &["reverse", "bidir", "omit", "udp-bitrate"]) {
+        if let Some(st) = self.sub(
+            t,
+            "iperf3",
+            &["reverse", "bidir", "omit", "duration", "udp-bitrate"],
+        ) {
             let p = "methodology.iperf3";
             if let Some(x) = get(st, "reverse").and_then(|x| self.boolean(x, &join(p, "reverse"))) {
                 m.iperf3_reverse = x;
@@ -701,6 +931,15 @@ impl<'s> Walker<'s> {
             }
             if let Some(x) = get(st, "omit").and_then(|x| self.duration(x, &join(p, "omit"))) {
                 m.iperf3_omit = x;
+            }
+            if let Some(d) = get(st, "duration") {
+                if let Some(x) = self.duration(d, &join(p, "duration")) {
+                    // iperf3 -t takes whole seconds.
+                    if x < Duration::from_secs(1) {
+                        self.err(d.span(), &join(p, "duration"), "must be at least 1 s");
+                    }
+                    m.iperf3_duration = x;
+                }
             }
             if let Some(x) =
                 get(st, "udp-bitrate").and_then(|x| self.speed(x, &join(p, "udp-bitrate")))
@@ -726,6 +965,8 @@ impl<'s> Walker<'s> {
                 "profile",
                 "methodologies",
                 "vars",
+                "encap",
+                "bidirectional",
             ],
         );
         let span = v.span();
@@ -812,8 +1053,60 @@ impl<'s> Walker<'s> {
                 }
             }
         }
+        let encap = get(t, "encap").and_then(|x| {
+            self.list(x, &join(path, "encap"), |w, i, q| {
+                let s = w.nonempty(i, q)?;
+                match parse_encap(&s) {
+                    Ok(e) => Some(e),
+                    Err(msg) => {
+                        w.err(i.span(), q, msg);
+                        None
+                    }
+                }
+            })
+        });
+        if let Some(vars_t) = get(t, "vars").and_then(|vv| vv.get_ref().as_table()) {
+            if let (Some(_), Some((_, kspan, _))) = (
+                get(t, "encap"),
+                entries(vars_t).into_iter().find(|(k, _, _)| *k == "encap"),
+            ) {
+                self.err(
+                    kspan,
+                    &join(&join(path, "vars"), "encap"),
+                    "`encap` is a dimension of its own now; drop it from [matrix.vars]",
+                );
+            }
+        }
+        let bidirectional = get(t, "bidirectional")
+            .and_then(|x| self.boolean(x, &join(path, "bidirectional")))
+            .unwrap_or(false);
         let (protocol, ip, profile, methodologies) = (protocol?, ip?, profile?, methodologies?);
         let has = |p: Protocol| protocol.contains(&p);
+        if let (Some(es), Some(ev)) = (&encap, get(t, "encap")) {
+            if es.iter().any(|e| e.dslite) && ip.contains(&IpVersion::V6) {
+                self.err(
+                    ev.span(),
+                    &join(path, "encap"),
+                    "dslite carries IPv4 test traffic inside IPv6; this block also asks for ip = 6 (put dslite in a block with ip = [4])",
+                );
+            }
+            if has(Protocol::Tcp) && es.iter().any(|e| !e.is_plain()) {
+                self.err(
+                    ev.span(),
+                    &join(path, "encap"),
+                    "TCP cases run iperf3 over the kernel's plain interfaces; an encapsulation applies to UDP test frames only (put TCP in a block without `encap`)",
+                );
+            }
+        }
+        if let Some(bv) = get(t, "bidirectional") {
+            if bidirectional && !has(Protocol::Udp) {
+                self.err(
+                    bv.span(),
+                    &join(path, "bidirectional"),
+                    "applies to UDP test frames; for TCP set `bidir = true` in [methodology.iperf3]",
+                );
+            }
+        }
         // Dimensions that only apply to one protocol.
         if has(Protocol::Udp) && get(t, "frame-size").is_none() {
             self.err(
@@ -878,8 +1171,350 @@ impl<'s> Walker<'s> {
             profile,
             vars,
             methodologies,
+            encap: encap.unwrap_or_default(),
+            bidirectional,
         })
     }
+}
+
+/// A matrix `encap` value: the headers around the test packet without its IP version (that is
+/// the `ip` dimension), e.g. `plain`, `vlan`, `qinq`, `mpls:2`, `pppoe`, `pppoe+vlan`, `dslite`.
+fn parse_encap(s: &str) -> Result<EncapSpec, String> {
+    let names_ip = s.split('+').any(|p| {
+        matches!(
+            p.trim().to_ascii_lowercase().as_str(),
+            "ipv4" | "ipv6" | "ip4" | "ip6"
+        )
+    });
+    if names_ip {
+        return Err(format!(
+            "`{s}`: give the IP version in the block's `ip` key, not in `encap` (e.g. encap = [\"plain\", \"vlan\"], ip = [4, 6])"
+        ));
+    }
+    s.parse::<EncapSpec>().map_err(|e| format!("`{s}`: {e}"))
+}
+
+/// Whether traffic ends at the DUT itself (one tester port): the lab's `endpoint` topology, or
+/// real interfaces with a single port.
+pub(super) fn is_endpoint(topo: &Topology, ports: &[Port]) -> bool {
+    match topo {
+        Topology::Lab { topology, .. } => topology == "endpoint",
+        Topology::Interfaces => ports.len() == 1,
+    }
+}
+
+/// The IPv4 packet inside a reference frame of `size` bytes (with FCS).
+fn ipv4_packet(size: u32) -> u32 {
+    size.saturating_sub(18)
+}
+
+impl Walker<'_> {
+    /// What a `[[matrix]]` block asks of the ports that they cannot give: RFC 2544 trials
+    /// without a receiving port, TCP or IPv6 through an emulated PPPoE/DS-Lite port, frames
+    /// too big for a PPPoE session. The error points at the matrix key that asks.
+    fn matrix_fits_ports(
+        &mut self,
+        v: &Value<'_>,
+        path: &str,
+        m: &Matrix,
+        topo: &Topology,
+        ports: &[Port],
+    ) {
+        let Some(t) = v.get_ref().as_table() else {
+            return;
+        };
+        let span_of = |key: &str| get(t, key).map_or(v.span(), |x| x.span());
+        let udp = m.protocol.contains(&Protocol::Udp);
+        if is_endpoint(topo, ports) && udp && m.methodologies.iter().any(|x| x.needs_engine()) {
+            self.src.error(
+                span_of("methodologies"),
+                &join(path, "methodologies"),
+                "the endpoint topology has one tester port, so nothing receives the RFC 2544 test frames",
+                Some("use `iperf3` (its server runs on the DUT), or add a second port".into()),
+            );
+        }
+        for port in ports {
+            let what = match (&port.pppoe, &port.dslite) {
+                (Some(_), _) => "PPPoE session",
+                (None, Some(_)) => "DS-Lite softwire",
+                (None, None) => continue,
+            };
+            if m.protocol.contains(&Protocol::Tcp) {
+                self.err(
+                    span_of("protocol"),
+                    &join(path, "protocol"),
+                    format!(
+                        "TCP cannot cross port `{}`: its {what} lives in wirerate, not in the kernel, so iperf3 cannot use it; run UDP through it, TCP on plain ports",
+                        port.name
+                    ),
+                );
+            }
+            if m.ip.contains(&IpVersion::V6) {
+                self.err(
+                    span_of("ip"),
+                    &join(path, "ip"),
+                    format!(
+                        "IPv6 test frames cannot cross port `{}`: the emulated {what} carries IPv4 only (no IPv6 prefix is delegated)",
+                        port.name
+                    ),
+                );
+            }
+            if port.dslite.is_some() {
+                if udp && (m.encap.is_empty() || m.encap.iter().any(|e| !e.dslite)) {
+                    self.src.error(
+                        span_of("encap"),
+                        &join(path, "encap"),
+                        format!("port `{}` plays a DS-Lite softwire, so UDP frames cross it inside IPv6", port.name),
+                        Some("write `encap = [\"dslite\"]`: line rates and reports then count the tunnelled frame (+40 bytes)".into()),
+                    );
+                }
+                // RFC 6333 §5.3: above 1500 bytes the outer IPv6 packet is fragmented.
+                if let Some(&bad) = m.frame_size.iter().find(|&&f| ipv4_packet(f) + 40 > 1500) {
+                    self.err(
+                        span_of("frame-size"),
+                        &join(path, "frame-size"),
+                        format!(
+                            "{bad} B: its {}-byte IPv4 packet plus the 40-byte outer IPv6 header exceeds the 1500-byte MTU of port `{}`'s link, so the softwire would fragment it; the largest frame that crosses whole is 1478 B",
+                            ipv4_packet(bad),
+                            port.name
+                        ),
+                    );
+                }
+            }
+            if let Some(pp) = &port.pppoe {
+                // The case's encapsulation is what line rates and reports count on the far
+                // link; it must say PPPoE when a port plays a session.
+                if udp && (m.encap.is_empty() || m.encap.iter().any(|e| !e.pppoe)) {
+                    self.src.error(
+                        span_of("encap"),
+                        &join(path, "encap"),
+                        format!("port `{}` plays a PPPoE session, so UDP frames cross it in PPPoE", port.name),
+                        Some("write `encap = [\"pppoe\"]`: line rates and reports then count the PPPoE frame (+8 bytes)".into()),
+                    );
+                }
+                let mru = u32::from(pp.mru);
+                if let Some(&bad) = m.frame_size.iter().find(|&&f| ipv4_packet(f) > mru) {
+                    let frames = (ipv4_packet(bad) - 20).div_ceil((mru.max(28) - 20) & !7);
+                    self.err(
+                        span_of("frame-size"),
+                        &join(path, "frame-size"),
+                        format!(
+                            "{bad} B: its {}-byte IPv4 packet exceeds the MRU {mru} of port `{}`'s PPPoE session and would be fragmented ({} frames there); the largest frame that crosses whole is {} B",
+                            ipv4_packet(bad),
+                            port.name,
+                            frames,
+                            mru + 18
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Addresses the matrix needs on real ports: a source and next hop on the sending port, a
+    /// destination on the receiving one (unless a PPPoE session gives them), and separate
+    /// namespaces for TCP (one kernel would deliver it locally, past the DUT).
+    fn ports_fit_matrix(
+        &mut self,
+        root: &DeTable<'_>,
+        root_span: &Range<usize>,
+        ports: &[Port],
+        matrices: &[Matrix],
+    ) {
+        let ports_span = get(root, "ports").map_or(root_span.clone(), |p| p.span());
+        let span = |name: &str| {
+            get(root, "ports")
+                .and_then(|p| p.get_ref().as_table())
+                .and_then(|t| get(t, name))
+                .map_or(ports_span.clone(), |x| x.span())
+        };
+        if ports.is_empty() {
+            return;
+        }
+        if ports.len() > 2 {
+            self.src.error(
+                ports_span.clone(),
+                "ports",
+                format!("{} ports: a plan has two (traffic flows from the first to the second) or one (the DUT is the endpoint)", ports.len()),
+                None,
+            );
+            return;
+        }
+        let any = |f: &dyn Fn(&Matrix) -> bool| matrices.iter().any(f);
+        let has =
+            |m: &Matrix, p: Protocol, ip: IpVersion| m.protocol.contains(&p) && m.ip.contains(&ip);
+        let engine = |m: &Matrix| m.methodologies.iter().any(|x| x.needs_engine());
+        let a = &ports[0];
+        let b = ports.get(1);
+        for ip in [IpVersion::V4, IpVersion::V6] {
+            let (n, addr, gw) = match ip {
+                IpVersion::V4 => (4, "ipv4", "gateway-v4"),
+                IpVersion::V6 => (6, "ipv6", "gateway-v6"),
+            };
+            let has_addr = |p: &Port| match ip {
+                IpVersion::V4 => p.ipv4.is_some() || p.pppoe.is_some(),
+                IpVersion::V6 => p.ipv6.is_some(),
+            };
+            let has_gw = |p: &Port| match ip {
+                IpVersion::V4 => p.gateway_v4.is_some() || p.pppoe.is_some(),
+                IpVersion::V6 => p.gateway_v6.is_some(),
+            };
+            let udp = any(&|m| has(m, Protocol::Udp, ip) && engine(m));
+            let tcp = any(&|m| {
+                has(m, Protocol::Tcp, ip)
+                    || (has(m, Protocol::Udp, ip) && m.methodologies.contains(&Methodology::Iperf3))
+            });
+            let mut need = |p: &Port, key: &str, why: String| {
+                self.err(
+                    span(&p.name),
+                    &join(&join("ports", &p.name), key),
+                    format!("missing key: {why}"),
+                );
+            };
+            match b {
+                Some(b) => {
+                    if udp && !has_addr(a) {
+                        need(a, addr, format!("IPv{n} test frames are sent from this port (the first one), with this source address"));
+                    }
+                    if udp && !has_gw(a) {
+                        need(a, gw, format!("IPv{n} test frames go to this next hop (the DUT's address on this link; its MAC is resolved)"));
+                    }
+                    if (udp || tcp) && !has_addr(b) {
+                        need(
+                            b,
+                            addr,
+                            format!(
+                                "IPv{n} test traffic is addressed to this port (the second one)"
+                            ),
+                        );
+                    }
+                }
+                None => {
+                    if tcp && !has_gw(a) {
+                        need(a, gw, format!("with one port the DUT is the endpoint: iperf3 over IPv{n} connects to this address of the DUT"));
+                    }
+                }
+            }
+        }
+        if let Some(b) = b {
+            let tcp = any(&|m| m.methodologies.contains(&Methodology::Iperf3));
+            if tcp && a.namespace == b.namespace {
+                self.src.error(
+                    span(&b.name),
+                    &join(&join("ports", &b.name), "namespace"),
+                    "iperf3 needs the two ports in different network namespaces: in one kernel, traffic between two local addresses never leaves the host, so it would not cross the DUT",
+                    Some("move one interface into a namespace (`ip link set IF netns NS`) and name it here".into()),
+                );
+            }
+        }
+    }
+}
+
+impl Walker<'_> {
+    /// Whether the test bed can carry a block's `encap` and `bidirectional` asks, before any
+    /// traffic: the lab's DUT is a kernel namespace on plain veths that forwards plain IPv4/IPv6
+    /// only; PPPoE and DS-Lite need a port that plays the session or softwire (a WAN emulation
+    /// port); VLAN, QinQ and MPLS need a real DUT configured for them. A port that plays a
+    /// PPPoE session or softwire puts every test frame into it, so `encap` must say so.
+    fn matrix_encap_fits(
+        &mut self,
+        v: &Value<'_>,
+        path: &str,
+        m: &Matrix,
+        topo: &Topology,
+        ports: &[Port],
+    ) {
+        let Some(t) = v.get_ref().as_table() else {
+            return;
+        };
+        let span_of = |key: &str| get(t, key).map_or(v.span(), |x| x.span());
+        let key = join(path, "encap");
+        let pppoe_port = ports.iter().find(|p| p.pppoe.is_some());
+        let dslite_port = ports.iter().find(|p| p.dslite.is_some());
+        for e in &m.encap {
+            let spelled = spell_encap(e);
+            let tagged = e.tagging != wire::encap::Tagging::Untagged || e.mpls_labels > 0;
+            if e.pppoe && pppoe_port.is_none() {
+                self.err(
+                    span_of("encap"),
+                    &key,
+                    format!("`{spelled}` needs a port that plays the PPPoE session (a WAN emulation port: [ports.NAME.pppoe]); no port here does"),
+                );
+            }
+            if e.dslite && dslite_port.is_none() {
+                self.err(
+                    span_of("encap"),
+                    &key,
+                    format!("`{spelled}` needs a port that plays the DS-Lite softwire (a WAN emulation port: [ports.NAME.dslite]); no port here does"),
+                );
+            }
+            if tagged && matches!(topo, Topology::Lab { .. }) {
+                self.err(
+                    span_of("encap"),
+                    &key,
+                    format!("`{spelled}` cannot run on the lab: its DUT is a kernel namespace on plain veths that forwards plain IPv4/IPv6 only; VLAN, QinQ and MPLS need a real DUT configured for them (topology.kind = \"interfaces\")"),
+                );
+            }
+            if let Some(p) = pppoe_port.filter(|_| !e.pppoe) {
+                self.err(
+                    span_of("encap"),
+                    &key,
+                    format!("`{spelled}`: port `{}` plays a PPPoE session, so every test frame crosses it in PPPoE; write `pppoe` (or drop `encap`)", p.name),
+                );
+            }
+            if let Some(p) = dslite_port.filter(|_| !e.dslite) {
+                self.err(
+                    span_of("encap"),
+                    &key,
+                    format!("`{spelled}`: port `{}` plays a DS-Lite softwire, so every test frame crosses it in IPv4-in-IPv6; write `dslite` (or drop `encap`)", p.name),
+                );
+            }
+        }
+        if m.bidirectional {
+            let key = join(path, "bidirectional");
+            if let Some(p) = pppoe_port.or(dslite_port) {
+                self.err(
+                    span_of("bidirectional"),
+                    &key,
+                    format!("port `{}` plays a PPPoE session or DS-Lite softwire; the reverse stream would have to enter it, which is not built yet, so bidirectional trials cannot run through it", p.name),
+                );
+            } else if let Some(e) = m.encap.iter().find(|e| !e.is_plain()) {
+                self.err(
+                    span_of("bidirectional"),
+                    &key,
+                    format!("bidirectional trials send plain frames from the second port; with encap `{}` it would have to resolve and send inside that encapsulation, which the engine does not do yet", spell_encap(e)),
+                );
+            }
+            if let (Topology::Interfaces, Some(b)) = (topo, ports.get(1)) {
+                for (ip, gw, name) in [
+                    (IpVersion::V4, b.gateway_v4.is_some(), "gateway-v4"),
+                    (IpVersion::V6, b.gateway_v6.is_some(), "gateway-v6"),
+                ] {
+                    if m.ip.contains(&ip) && !gw {
+                        self.err(
+                            span_of("bidirectional"),
+                            &key,
+                            format!("the reverse direction is sent from port `{}`, which needs `{name}` (the DUT's address on its link) to resolve its next hop", b.name),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How a plan spells an encapsulation: its headers without the IP version (`plain`, `vlan`,
+/// `pppoe+vlan`), the form the `encap` key takes and case ids carry.
+pub(super) fn spell_encap(e: &EncapSpec) -> String {
+    if e.is_plain() {
+        return "plain".into();
+    }
+    let full = e.to_string();
+    let parts: Vec<&str> = full
+        .split('+')
+        .filter(|p| *p != "ipv4" && *p != "ipv6")
+        .collect();
+    parts.join("+")
 }
 
 /// Parses and checks a plan (expansion is checked by the caller).
@@ -934,13 +1569,21 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
         match mv.get_ref() {
             DeValue::Array(a) if !a.is_empty() => {
                 for (i, item) in a.iter().enumerate() {
-                    if let Some(m) = w.matrix(item, &format!("matrix[{i}]"), &profiles) {
+                    let path = format!("matrix[{i}]");
+                    if let Some(m) = w.matrix(item, &path, &profiles) {
+                        if let Some(t) = &topology {
+                            w.matrix_fits_ports(item, &path, &m, t, &ports);
+                            w.matrix_encap_fits(item, &path, &m, t, &ports);
+                        }
                         matrices.push(m);
                     }
                 }
             }
             _ => w.type_err(mv, "matrix", "one or more [[matrix]] blocks"),
         }
+    }
+    if let Some(Topology::Interfaces) = &topology {
+        w.ports_fit_matrix(root, &root_span, &ports, &matrices);
     }
     if !w.src.errors.is_empty() {
         return Err(PlanErrors(w.src.errors));

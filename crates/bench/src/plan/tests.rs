@@ -251,10 +251,13 @@ name = "cpe"
 kind = "interfaces"
 [ports.lan]
 interface = "enp1s0"
+ipv4 = "192.168.1.100"
+gateway-v4 = "192.168.1.1"
 speed = "1G"
 [ports.wan]
 interface = "enp2s0"
 namespace = "wr-wan"
+ipv4 = "203.0.113.2"
 speed = "1G"
 [dut]
 kind = "device"

@@ -47,6 +47,31 @@ pub fn run(args: PlanArgs) -> CliResult {
     let est = p
         .estimate()
         .map_err(|e| CliError::Usage(format!("plan errors:\n{e}")))?;
+    if let bench::plan::Topology::Interfaces = p.topology {
+        let desc: Vec<String> = p
+            .ports
+            .iter()
+            .map(|x| {
+                let ns = x
+                    .namespace
+                    .as_deref()
+                    .map_or(String::new(), |n| format!(" in {n}"));
+                let role = match (&x.pppoe, &x.dslite) {
+                    (Some(pp), _) => format!(", PPPoE {:?} MRU {}", pp.role, pp.mru).to_lowercase(),
+                    (_, Some(d)) => format!(", DS-Lite {:?}", d.role).to_lowercase(),
+                    _ => String::new(),
+                };
+                format!("{} ({}{ns}{role})", x.name, x.interface)
+            })
+            .collect();
+        match desc.len() {
+            1 => println!("ports: {} — the DUT is the endpoint", desc[0]),
+            _ => println!(
+                "ports: {} (traffic flows from the first to the second)",
+                desc.join(" → ")
+            ),
+        }
+    }
     if !quiet {
         println!(
             "{:>4}  {:<40} {:<40} {:>7} {:>8}",
@@ -54,6 +79,7 @@ pub fn run(args: PlanArgs) -> CliResult {
         );
         for (i, c) in cases.iter().enumerate() {
             let (t, s) = p.case_estimate(c);
+            let s = s + p.case_startup(c);
             let ms: Vec<&str> = c.methodologies.iter().map(|m| m.name()).collect();
             println!(
                 "{:>4}  {:<40} {:<40} {:>7} {:>8.1}",
@@ -66,12 +92,19 @@ pub fn run(args: PlanArgs) -> CliResult {
         }
     }
     println!(
-        "{}: OK — {} cases, {} profile switches, ~{} trials, estimated {} (trials and settles; lab setup and engine start-up come on top)",
+        "{}: OK — {} cases, {} profile switches, ~{} trials, estimated {} = {} of trials and settles + {} of start-up",
         p.name,
         est.cases,
         est.profile_switches,
         est.trials,
-        duration(est.seconds)
+        duration(est.seconds + est.startup),
+        duration(est.seconds),
+        duration(est.startup),
+    );
+    let st = bench::plan::STARTUP;
+    println!(
+        "  start-up counted conservatively: lab {:.0} s, {:.0} s per profile load, {:.1} s per engine trial, {:.1} s per iperf3 trial, {:.0} s per PPPoE session; DUT hooks not included",
+        st.lab, st.profile, st.engine_trial, st.iperf3_trial, st.pppoe_session
     );
     Ok(())
 }

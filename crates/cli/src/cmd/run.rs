@@ -1,4 +1,4 @@
-//! `wirerate run PLAN`: run a plan unattended on the lab (all measurement lives in
+//! `wirerate run PLAN`: run a plan unattended on the lab or real ports (all measurement lives in
 //! `bench::runner`; this module parses arguments, handles Ctrl-C and prints progress).
 
 use crate::error::{CliError, CliResult};
@@ -12,14 +12,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Run a plan: every case of its matrix on the lab, each trial recorded as it finishes.
+/// Run a plan: every case of its matrix on the lab or on real ports, each trial recorded as it
+/// finishes.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     sudo wirerate plan check plans/lab-demo.toml\n  \
     sudo wirerate run plans/lab-demo.toml\n  \
     sudo wirerate run plans/lab-demo.toml --resume runs/lab-demo-20260101-120000\n\n\
-Results: run.json, trials.jsonl (one line per trial, synced), hooks.jsonl, iperf3/*.json.\n\
-Ctrl-C stops cleanly (teardown hooks run, the lab is removed); --resume continues.")]
+Results: run.json, trials.jsonl (one line per trial, synced), hooks.jsonl, iperf3/*.json,\n\
+sessions.jsonl (PPPoE session events and statistics when a port plays the ISP).\n\
+Ctrl-C stops cleanly (teardown hooks run, PPPoE sessions closed with PADT, the lab removed);\n\
+--resume continues.")]
 pub struct RunArgs {
     /// The plan file (TOML).
     plan: PathBuf,
@@ -81,7 +84,7 @@ pub fn run(args: RunArgs) -> CliResult {
         "plan {}: {} cases, estimated {}; results in {}{}",
         plan.name,
         est.cases,
-        hms(Duration::from_secs_f64(est.seconds)),
+        hms(Duration::from_secs_f64(est.seconds + est.startup)),
         dir.display(),
         match &calibration {
             Some(c) => format!(" (tester calibration from {})", c.lab),
@@ -141,7 +144,7 @@ pub fn run(args: RunArgs) -> CliResult {
             p.join("\n  ")
         ))),
         Err(RunError::Interrupted) => Err(CliError::Failed(format!(
-            "interrupted; the lab was removed; continue with: wirerate run {} --resume {}",
+            "interrupted; teardown done (lab removed, sessions closed); continue with: wirerate run {} --resume {}",
             args.plan.display(),
             dir.display()
         ))),
@@ -202,9 +205,10 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
         Event::Done(d) => {
             let Some(res) = &d.result else { return };
             let case = cases.get(&d.case_id);
+            // On the path's slowest link, with its encapsulation (PPPoE adds 8 bytes).
             let max = case
-                .and_then(|c| c.frame_size)
-                .map(|f| bench::trial::line_pps(plan.speed(), f).0);
+                .filter(|c| c.frame_size.is_some())
+                .map(|c| plan.line_pps(c).0);
             match (&res.status, &res.finding) {
                 (Status::Complete, Finding::Throughput { goals }) => {
                     for g in goals {

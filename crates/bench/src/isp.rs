@@ -1,0 +1,382 @@
+//! The ISP (or subscriber) side a run plays on a port: a plan's `[ports.NAME.pppoe]` becomes
+//! `emulate`'s PPPoE access concentrator or client, running in its own thread on the port's
+//! interface (`engine::control`) for the whole run.
+//!
+//! The run waits for the session before any traffic ([`SessionPort::wait_up`]; a timeout is a
+//! clear error and nothing is sent), test streams ride it (see [`crate::testbed`]), and at the
+//! end — or on Ctrl-C — the sessions are closed (LCP Terminate + PADT) and the statistics
+//! returned for the results: setup time, retransmissions, sessions ended and input refused,
+//! both by reason.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use emulate::ppp::link::Credential;
+use emulate::ppp::AuthMethod;
+use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
+use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
+use emulate::pppoe::SessionInfo;
+use engine::control::{self, ControlPort};
+use engine::port::PortSpec;
+use serde_json::{json, Value};
+use wire::ethernet::MacAddr;
+use wire::units::Nanos;
+
+use crate::plan::{PppAuth, PppoeRole, PppoeSettings};
+
+/// One line of `sessions.jsonl`: an event of a port's control plane, or its final statistics.
+pub type SessionLine = Value;
+
+/// A PPPoE control plane running on one port.
+pub struct SessionPort {
+    /// The port's name in the plan.
+    pub port: String,
+    role: PppoeRole,
+    stop: Arc<AtomicBool>,
+    up: Arc<AtomicBool>,
+    infos: Receiver<SessionInfo>,
+    lines: Receiver<SessionLine>,
+    handle: Option<JoinHandle<Result<Value, String>>>,
+    info: Option<SessionInfo>,
+}
+
+fn auth(list: &[PppAuth]) -> Vec<AuthMethod> {
+    list.iter()
+        .map(|a| match a {
+            PppAuth::Pap => AuthMethod::Pap,
+            PppAuth::Chap => AuthMethod::ChapMd5,
+        })
+        .collect()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn ms(n: Nanos) -> f64 {
+    n.0 as f64 / 1e6
+}
+
+fn info_json(i: &SessionInfo) -> Value {
+    let n = &i.negotiated;
+    json!({
+        "session_id": i.session_id,
+        "local_mac": i.local_mac.to_string(),
+        "peer_mac": i.peer_mac.to_string(),
+        "our_mru": n.our_mru,
+        "peer_mru": n.peer_mru,
+        "auth": n.auth.map(|a| format!("{a:?}")),
+        "local_ipv4": n.local_ipv4.map(|a| a.to_string()),
+        "peer_ipv4": n.peer_ipv4.map(|a| a.to_string()),
+    })
+}
+
+fn counter<K: Ord + std::fmt::Debug + Copy>(c: &emulate::util::Counter<K>) -> Value {
+    Value::Object(
+        c.iter()
+            .map(|(k, v)| (format!("{k:?}"), Value::from(v)))
+            .collect(),
+    )
+}
+
+fn server_stats(s: &Server, port: &ControlPort) -> Value {
+    let st = &s.stats;
+    json!({
+        "role": "server",
+        "padi_rx": st.padi_rx, "pado_tx": st.pado_tx, "padi_unserved": st.padi_unserved,
+        "padr_rx": st.padr_rx, "pads_tx": st.pads_tx, "pads_refused": st.pads_refused,
+        "padr_repeated": st.padr_repeated, "padt_rx": st.padt_rx, "padt_tx": st.padt_tx,
+        "sessions_started": st.sessions_started, "sessions_up_total": st.sessions_up_total,
+        "setup_count": st.setup.count,
+        "setup_min_ms": (st.setup.count > 0).then(|| ms(st.setup.min)),
+        "setup_mean_ms": (st.setup.count > 0).then(|| ms(st.setup.total) / st.setup.count as f64),
+        "setup_max_ms": (st.setup.count > 0).then(|| ms(st.setup.max)),
+        "retransmits": st.retransmits,
+        "ended": counter(&st.ended),
+        "refused": counter(&st.hostile),
+        "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
+        "tx_failed": port.stats.tx_failed,
+    })
+}
+
+fn client_stats(c: &Client, port: &ControlPort) -> Value {
+    let st = &c.stats;
+    json!({
+        "role": "client",
+        "padi_tx": st.padi_tx, "pado_rx": st.pado_rx, "padr_tx": st.padr_tx,
+        "pads_rx": st.pads_rx, "padt_rx": st.padt_rx, "padt_tx": st.padt_tx,
+        "setup_ms": st.setup.map(ms),
+        "retransmits": st.retransmits,
+        "ended": counter(&st.ended),
+        "refused": counter(&st.hostile),
+        "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
+        "tx_failed": port.stats.tx_failed,
+    })
+}
+
+/// How long closing (LCP Terminate, PADT) may take at the end.
+const CLOSE_GRACE: Duration = Duration::from_millis(800);
+
+struct Chans {
+    name: String,
+    stop: Arc<AtomicBool>,
+    up: Arc<AtomicBool>,
+    info: Sender<SessionInfo>,
+    lines: Sender<SessionLine>,
+    ready: Sender<()>,
+}
+
+impl Chans {
+    fn line(&self, mut v: Value) {
+        v["port"] = self.name.clone().into();
+        v["unix_ms"] = now_ms().into();
+        let _ = self.lines.send(v);
+    }
+}
+
+fn run_server(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, String> {
+    let mut cp = ControlPort::open(&port).map_err(|e| e.to_string())?;
+    let mac = MacAddr(cp.mac().map_err(|e| e.to_string())?);
+    let mut s = Server::new(ServerConfig {
+        mac,
+        ac_name: if cfg.ac_name.is_empty() {
+            "wirerate-ac".into()
+        } else {
+            cfg.ac_name.clone()
+        },
+        service_names: if cfg.service_name.is_empty() {
+            Vec::new()
+        } else {
+            vec![cfg.service_name.clone()]
+        },
+        mru: cfg.mru,
+        auth: auth(&cfg.auth),
+        credentials: cfg
+            .users
+            .iter()
+            .map(|(u, p)| Credential::new(u, p))
+            .collect(),
+        gateway: cfg.gateway,
+        pool_first: cfg.pool,
+        pool_size: cfg.pool_size,
+        echo_interval: Nanos(cfg.echo_interval.as_nanos() as u64),
+        ..ServerConfig::default()
+    });
+    let _ = ch.ready.send(());
+    while !ch.stop.load(Ordering::SeqCst) {
+        cp.step(&mut s, Duration::from_millis(20))
+            .map_err(|e| e.to_string())?;
+        for e in s.take_events() {
+            match e {
+                ServerEvent::SessionUp {
+                    info, setup, user, ..
+                } => {
+                    ch.up.store(true, Ordering::SeqCst);
+                    let _ = ch.info.send(info);
+                    let mut v = info_json(&info);
+                    v["event"] = "up".into();
+                    v["user"] = user.into();
+                    v["setup_ms"] = ms(setup).into();
+                    ch.line(v);
+                }
+                ServerEvent::SessionDown { key, reason } => {
+                    ch.up.store(s.stats.sessions_up > 0, Ordering::SeqCst);
+                    ch.line(json!({"event": "down", "session_id": key.session_id,
+                        "peer_mac": key.client.to_string(), "reason": format!("{reason:?}")}));
+                }
+                // Test frames inside the session reach this socket too; they are the
+                // engine's to count.
+                ServerEvent::Data { .. } => {}
+            }
+        }
+    }
+    let keys: Vec<_> = s.sessions().collect();
+    for k in keys {
+        s.close(control::now(), k);
+    }
+    let end = Instant::now() + CLOSE_GRACE;
+    while Instant::now() < end && s.session_count() > 0 {
+        cp.step(&mut s, Duration::from_millis(20))
+            .map_err(|e| e.to_string())?;
+    }
+    for e in s.take_events() {
+        if let ServerEvent::SessionDown { key, reason } = e {
+            ch.line(json!({"event": "down", "session_id": key.session_id,
+                "peer_mac": key.client.to_string(), "reason": format!("{reason:?}")}));
+        }
+    }
+    Ok(server_stats(&s, &cp))
+}
+
+fn run_client(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, String> {
+    let mut cp = ControlPort::open(&port).map_err(|e| e.to_string())?;
+    let mac = MacAddr(cp.mac().map_err(|e| e.to_string())?);
+    let (user, pass) = cfg.users.first().cloned().unwrap_or_default();
+    let mut c = Client::new(ClientConfig {
+        mac,
+        service_name: cfg.service_name.clone(),
+        ac_name: (!cfg.ac_name.is_empty()).then(|| cfg.ac_name.clone()),
+        mru: cfg.mru,
+        credential: Credential::new(&user, &pass),
+        auth: auth(&cfg.auth),
+        echo_interval: Nanos(cfg.echo_interval.as_nanos() as u64),
+        ..ClientConfig::default()
+    });
+    let _ = ch.ready.send(());
+    c.start(control::now());
+    while !ch.stop.load(Ordering::SeqCst) {
+        cp.step(&mut c, Duration::from_millis(20))
+            .map_err(|e| e.to_string())?;
+        for e in c.take_events() {
+            match e {
+                ClientEvent::Up(info) => {
+                    ch.up.store(true, Ordering::SeqCst);
+                    let _ = ch.info.send(info);
+                    let mut v = info_json(&info);
+                    v["event"] = "up".into();
+                    v["setup_ms"] = c.stats.setup.map(ms).into();
+                    ch.line(v);
+                }
+                ClientEvent::Down(reason) => {
+                    ch.up.store(false, Ordering::SeqCst);
+                    ch.line(json!({"event": "down", "reason": format!("{reason:?}")}));
+                }
+                ClientEvent::Data { .. } => {}
+            }
+        }
+    }
+    if c.is_up() {
+        c.close(control::now());
+        let _ = cp.run_until(&mut c, CLOSE_GRACE, |c| !c.is_up());
+        for e in c.take_events() {
+            if let ClientEvent::Down(reason) = e {
+                ch.line(json!({"event": "down", "reason": format!("{reason:?}")}));
+            }
+        }
+    }
+    Ok(client_stats(&c, &cp))
+}
+
+impl SessionPort {
+    /// Starts the control plane `cfg` on `port` (named `name` in the plan).
+    pub fn start(name: &str, port: &PortSpec, cfg: &PppoeSettings) -> Result<SessionPort, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let up = Arc::new(AtomicBool::new(false));
+        let (info_tx, infos) = mpsc::channel();
+        let (line_tx, lines) = mpsc::channel();
+        let (ready_tx, ready) = mpsc::channel();
+        let ch = Chans {
+            name: name.to_string(),
+            stop: stop.clone(),
+            up: up.clone(),
+            info: info_tx,
+            lines: line_tx,
+            ready: ready_tx,
+        };
+        let (port2, cfg2, role) = (port.clone(), cfg.clone(), cfg.role);
+        let handle = std::thread::Builder::new()
+            .name(format!("pppoe-{name}"))
+            .spawn(move || match role {
+                PppoeRole::Server => run_server(port2, &cfg2, ch),
+                PppoeRole::Client => run_client(port2, &cfg2, ch),
+            })
+            .map_err(|e| format!("starting the PPPoE thread: {e}"))?;
+        let mut sp = SessionPort {
+            port: name.to_string(),
+            role,
+            stop,
+            up,
+            infos,
+            lines,
+            handle: Some(handle),
+            info: None,
+        };
+        // The thread reports once its socket is open; an error opening it ends the thread.
+        if ready.recv_timeout(Duration::from_secs(5)).is_err() {
+            let why = sp.finish().err().unwrap_or_else(|| "no answer".into());
+            return Err(format!("PPPoE on port {name}: {why}"));
+        }
+        Ok(sp)
+    }
+
+    /// Waits for the session (the first one, for a server), at most `timeout`, giving up when
+    /// `stop` is set. Events seen meanwhile are in [`take_lines`](Self::take_lines).
+    pub fn wait_up(&mut self, timeout: Duration, stop: &AtomicBool) -> Result<SessionInfo, String> {
+        let end = Instant::now() + timeout;
+        loop {
+            if let Ok(info) = self.infos.try_recv() {
+                self.info = Some(info);
+                return Ok(info);
+            }
+            if stop.load(Ordering::SeqCst) {
+                return Err("interrupted".into());
+            }
+            if self.handle.as_ref().is_some_and(|h| h.is_finished()) {
+                let why = match self.handle.take().map(|h| h.join()) {
+                    Some(Ok(Err(e))) => e,
+                    _ => "its thread ended".into(),
+                };
+                return Err(format!("PPPoE on port {}: {why}", self.port));
+            }
+            if Instant::now() >= end {
+                let who = match self.role {
+                    PppoeRole::Server => {
+                        "no subscriber (the DUT's PPPoE client) brought a session up"
+                    }
+                    PppoeRole::Client => "no access concentrator gave us a session",
+                };
+                return Err(format!(
+                    "PPPoE on port {}: {who} within {:.0} s; nothing was sent (see sessions.jsonl for what was tried)",
+                    self.port,
+                    timeout.as_secs_f64()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The session test streams ride (after [`wait_up`](Self::wait_up)).
+    pub fn info(&self) -> Option<SessionInfo> {
+        self.info
+    }
+
+    /// Whether a session is up now.
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::SeqCst)
+    }
+
+    /// Events (up, down with reason) since the last call.
+    pub fn take_lines(&self) -> Vec<SessionLine> {
+        self.lines.try_iter().collect()
+    }
+
+    /// Closes the sessions (LCP Terminate + PADT), stops the thread and returns the
+    /// statistics line.
+    pub fn finish(&mut self) -> Result<SessionLine, String> {
+        self.stop.store(true, Ordering::SeqCst);
+        let Some(h) = self.handle.take() else {
+            return Err("already finished".into());
+        };
+        let mut v = h
+            .join()
+            .map_err(|_| "the PPPoE thread panicked".to_string())??;
+        v["event"] = "stats".into();
+        v["port"] = self.port.clone().into();
+        v["unix_ms"] = now_ms().into();
+        Ok(v)
+    }
+}
+
+impl Drop for SessionPort {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

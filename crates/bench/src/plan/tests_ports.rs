@@ -1,0 +1,280 @@
+//! Plans on real ports: addresses, the endpoint topology, PPPoE and DS-Lite sections, and
+//! what a matrix may not ask of an emulated ISP port. Every error names file, line and key.
+
+use super::*;
+
+fn errors(text: &str) -> Vec<PlanError> {
+    match Plan::parse(text, "plan.toml") {
+        Ok(_) => panic!("plan accepted:\n{text}"),
+        Err(e) => {
+            println!("{e}");
+            e.0
+        }
+    }
+}
+
+fn has(errs: &[PlanError], key: &str, needle: &str) -> bool {
+    errs.iter()
+        .any(|e| e.key == key && e.message.contains(needle))
+}
+
+const CPE: &str = r#"name = "cpe"
+[topology]
+kind = "interfaces"
+[ports.lan]
+interface = "eth1"
+namespace = "wr-lan"
+ipv4 = "192.168.1.100"
+gateway-v4 = "192.168.1.1"
+speed = "1G"
+[ports.wan]
+interface = "eth2"
+namespace = "wr-wan"
+speed = "1G"
+[ports.wan.pppoe]
+role = "server"
+mru = 1454
+auth = ["pap"]
+users = [{ user = "cpe", password = "secret" }]
+timeout = "20s"
+[dut]
+kind = "device"
+[dut.profiles.default]
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+encap = ["pppoe"]
+frame-size = [64, 1472]
+methodologies = ["rfc2544-throughput"]
+"#;
+
+#[test]
+fn cpe_plan_with_a_pppoe_server_port() {
+    let plan = Plan::parse(CPE, "cpe.toml").unwrap();
+    let wan = &plan.ports[1];
+    let pp = wan.pppoe.as_ref().unwrap();
+    assert_eq!(pp.role, PppoeRole::Server);
+    assert_eq!(pp.mru, 1454);
+    assert_eq!(pp.auth, [PppAuth::Pap]);
+    assert_eq!(pp.users, [("cpe".to_string(), "secret".to_string())]);
+    assert_eq!(pp.timeout, Duration::from_secs(20));
+    assert_eq!(pp.gateway, Ipv4Addr::new(198, 51, 100, 1));
+    assert_eq!(
+        plan.ports[0].gateway_v4,
+        Some(Ipv4Addr::new(192, 168, 1, 1))
+    );
+    let cases = plan.cases().unwrap();
+    // The line rate is that of the PPPoE link: frame + 8 bytes.
+    let c64 = cases.iter().find(|c| c.frame_size == Some(64)).unwrap();
+    let expect = 1e9 / ((64.0 + 8.0 + 20.0) * 8.0);
+    assert!(
+        (plan.line_pps(c64).0 - expect).abs() < 1e-6,
+        "{:?}",
+        plan.line_pps(c64)
+    );
+    assert!(plan.path_encap(c64).pppoe);
+    // One PPPoE session's start-up is in the estimate.
+    let e = plan.estimate().unwrap();
+    assert!(e.startup >= STARTUP.pppoe_session, "{e:?}");
+}
+
+#[test]
+fn pppoe_sections_are_checked_key_by_key() {
+    let errs = errors(&CPE.replace("role = \"server\"", "role = \"svr\""));
+    assert!(
+        has(&errs, "ports.wan.pppoe.role", "unknown value `svr`"),
+        "{errs:?}"
+    );
+    assert_eq!(errs[0].line, 15);
+    let errs = errors(&CPE.replace("mru = 1454", "mtu = 1454"));
+    assert!(
+        errs[0].hint.as_deref() == Some("did you mean `mru`?"),
+        "{errs:?}"
+    );
+    let errs = errors(&CPE.replace("users = [{ user = \"cpe\", password = \"secret\" }]\n", ""));
+    assert!(
+        has(&errs, "ports.wan.pppoe.users", "credentials"),
+        "{errs:?}"
+    );
+    let errs = errors(&CPE.replace("auth = [\"pap\"]", "auth = [\"mschap\"]"));
+    assert!(
+        has(&errs, "ports.wan.pppoe.auth[0]", "unknown value"),
+        "{errs:?}"
+    );
+    let errs = errors(&CPE.replace("mru = 1454", "mru = 9000"));
+    assert!(
+        has(&errs, "ports.wan.pppoe.mru", "between 64 and 1500"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn a_pppoe_port_refuses_tcp_ipv6_and_frames_above_its_mru() {
+    // 1518 B carries a 1500-byte packet: above the MRU 1454, it would be fragmented.
+    let errs = errors(&CPE.replace("[64, 1472]", "[64, 1518]"));
+    let e = errs
+        .iter()
+        .find(|e| e.key == "matrix[0].frame-size")
+        .unwrap();
+    assert!(e.message.contains("exceeds the MRU 1454"), "{e}");
+    assert!(e.message.contains("fragmented (2 frames there)"), "{e}");
+    assert!(
+        e.message
+            .contains("largest frame that crosses whole is 1472 B"),
+        "{e}"
+    );
+    let errs = errors(
+        &CPE.replace("ip = [4]", "ip = [4, 6]")
+            .replace("[64, 1472]", "[82]"),
+    );
+    assert!(has(&errs, "matrix[0].ip", "carries IPv4 only"), "{errs:?}");
+    let errs = errors(
+        &CPE.replace("protocol = [\"udp\"]", "protocol = [\"udp\", \"tcp\"]")
+            .replace(
+                "[\"rfc2544-throughput\"]",
+                "[\"rfc2544-throughput\", \"iperf3\"]",
+            ),
+    );
+    assert!(
+        has(&errs, "matrix[0].protocol", "TCP cannot cross port `wan`"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn real_ports_need_addresses_for_what_the_matrix_sends() {
+    // Without PPPoE the far port needs its own address (the frames' destination).
+    let plain = CPE.split("[ports.wan.pppoe]").next().unwrap().to_string()
+        + "[dut]\nkind = \"device\"\n[dut.profiles.default]\n[[matrix]]\nprotocol = [\"udp\"]\nip = [4, 6]\nframe-size = [512]\nmethodologies = [\"rfc2544-throughput\"]\n";
+    let errs = errors(&plain);
+    assert!(
+        has(&errs, "ports.wan.ipv4", "addressed to this port"),
+        "{errs:?}"
+    );
+    assert!(has(&errs, "ports.lan.ipv6", "source address"), "{errs:?}");
+    assert!(has(&errs, "ports.lan.gateway-v6", "next hop"), "{errs:?}");
+    // The errors point at the port's table.
+    let e = errs.iter().find(|e| e.key == "ports.wan.ipv4").unwrap();
+    assert_eq!(e.line, 10, "{e}");
+    let errs = errors(&CPE.replace(
+        "gateway-v4 = \"192.168.1.1\"",
+        "gateway-v4 = \"192.168.1.1/24\"",
+    ));
+    assert!(
+        has(&errs, "ports.lan.gateway-v4", "without a prefix length"),
+        "{errs:?}"
+    );
+    // iperf3 between two ports in one namespace would never cross the DUT.
+    let same = plain
+        .replace(
+            "namespace = \"wr-wan\"\n",
+            "namespace = \"wr-lan\"\nipv4 = \"203.0.113.2\"\n",
+        )
+        .replace(
+            "ip = [4, 6]\nframe-size = [512]\nmethodologies = [\"rfc2544-throughput\"]",
+            "ip = [4]\nprotocol = [\"tcp\"]\nmethodologies = [\"iperf3\"]",
+        )
+        .replace("protocol = [\"udp\"]\nip = [4]", "ip = [4]");
+    let errs = errors(&same);
+    assert!(
+        has(&errs, "ports.wan.namespace", "different network namespaces"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn one_port_is_the_endpoint_topology() {
+    let text = r#"name = "ep"
+[topology]
+kind = "interfaces"
+[ports.a]
+interface = "eth1"
+gateway-v4 = "192.0.2.1"
+speed = "1G"
+[dut]
+kind = "device"
+ssh = "root@192.0.2.1"
+[dut.profiles.default]
+[[matrix]]
+protocol = ["tcp"]
+ip = [4]
+methodologies = ["iperf3"]
+"#;
+    let plan = Plan::parse(text, "ep.toml").unwrap();
+    assert!(parse::is_endpoint(&plan.topology, &plan.ports));
+    let errs = errors(&text.replace(
+        "protocol = [\"tcp\"]\nip = [4]\nmethodologies = [\"iperf3\"]",
+        "protocol = [\"udp\"]\nip = [4]\nframe-size = [64]\nmethodologies = [\"rfc2544-throughput\"]",
+    ));
+    assert!(
+        has(&errs, "matrix[0].methodologies", "one tester port"),
+        "{errs:?}"
+    );
+    let errs = errors(&text.replace("gateway-v4 = \"192.0.2.1\"\n", ""));
+    assert!(
+        has(&errs, "ports.a.gateway-v4", "DUT is the endpoint"),
+        "{errs:?}"
+    );
+    // The lab's endpoint topology too.
+    let lab = r#"name = "ep"
+[topology]
+kind = "lab"
+lab = "endpoint"
+name = "h4ep"
+[dut]
+kind = "lab"
+profiles = ["forward"]
+[[matrix]]
+protocol = ["udp"]
+frame-size = [64]
+methodologies = ["rfc2544-throughput"]
+"#;
+    let errs = errors(lab);
+    assert!(
+        has(&errs, "matrix[0].methodologies", "one tester port"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn dslite_sections_parse() {
+    let text = CPE
+        .replace(
+            "[ports.wan.pppoe]\nrole = \"server\"\nmru = 1454\nauth = [\"pap\"]\nusers = [{ user = \"cpe\", password = \"secret\" }]\ntimeout = \"20s\"\n",
+            "ipv4 = \"203.0.113.2\"\n[ports.wan.dslite]\nrole = \"aftr\"\naddress = \"2001:db8:d::1\"\n",
+        )
+        .replace("[64, 1472]", "[64, 1478]")
+        .replace("encap = [\"pppoe\"]", "encap = [\"dslite\"]");
+    let plan = Plan::parse(&text, "cpe.toml").unwrap();
+    let d = plan.ports[1].dslite.as_ref().unwrap();
+    assert_eq!(d.role, DsliteRole::Aftr);
+    assert_eq!(d.address, "2001:db8:d::1".parse::<Ipv6Addr>().unwrap());
+    let errs = errors(&text.replace("role = \"aftr\"", "role = \"b4\""));
+    assert!(
+        has(&errs, "ports.wan.dslite.peer", "AFTR's address"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn iperf3_duration_and_omit() {
+    let plan = Plan::parse(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../plans/lab-demo.toml"
+        ))
+        .unwrap(),
+        "lab-demo.toml",
+    )
+    .unwrap();
+    assert_eq!(plan.methodology.iperf3_duration, Duration::from_secs(3));
+    assert_eq!(plan.methodology.iperf3_omit, Duration::from_secs(1));
+    let e = plan.estimate().unwrap();
+    assert!(
+        e.seconds + e.startup < 600.0,
+        "lab-demo must fit ten minutes: {e:?}"
+    );
+    let d = MethodologySettings::default();
+    assert_eq!(d.iperf3_duration, Duration::from_secs(10));
+    assert_eq!(d.iperf3_omit, Duration::from_secs(1));
+}

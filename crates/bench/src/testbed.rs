@@ -1,0 +1,410 @@
+//! Where a run's traffic goes: the namespace lab the run builds and removes, or the real
+//! interfaces a plan names (maybe inside namespaces), with the control planes a port plays
+//! (a PPPoE access concentrator or subscriber) brought up before any traffic.
+//!
+//! The runner asks this module for three things: the engine ports of a UDP trial (and the
+//! session its frames ride), where iperf3's client, server and SYN capture run, and a clean
+//! teardown (sessions closed with PADT, the lab removed) at the end, on error and on Ctrl-C.
+
+use std::fs::File;
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use emulate::pppoe::SessionInfo;
+use engine::port::PortSpec;
+use engine::stream::Rate;
+use wire::encap::{EncapSpec, IpVersion};
+use wire::template::{FrameTemplate, StreamSpec};
+
+use crate::hooks::Exec;
+use crate::isp::SessionPort;
+use crate::plan::{Case, Plan, Port, Topology};
+use crate::search::{LineFraction, Outcome, TrialRequest};
+use crate::trial::UdpTrial;
+
+/// File in the run directory with the PPPoE session events and statistics, one JSON per line.
+pub const SESSIONS_JSONL: &str = "sessions.jsonl";
+
+/// Where iperf3's ends run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Iperf3Ends {
+    /// The client (the sending tester port's namespace).
+    pub client: Exec,
+    /// The server (the receiving port's namespace, or the DUT in the endpoint topology).
+    pub server: Exec,
+    /// `tcpdump` of the client SYNs where they arrive: (where, interface). `None` when the
+    /// far end is a remote DUT (its interfaces are not ours to name).
+    pub capture: Option<(Exec, String)>,
+    /// The server's addresses the client connects to.
+    pub target_v4: Option<IpAddr>,
+    pub target_v6: Option<IpAddr>,
+}
+
+impl Iperf3Ends {
+    /// The server address for `ip`.
+    pub fn target(&self, ip: IpVersion) -> Result<IpAddr, String> {
+        match ip {
+            IpVersion::V4 => self.target_v4,
+            IpVersion::V6 => self.target_v6,
+        }
+        .ok_or_else(|| format!("no {ip} address for the iperf3 server"))
+    }
+}
+
+/// The ports of a run and what runs on them.
+pub struct Testbed {
+    lab: Option<lab::Lab>,
+    /// The sending port.
+    pub a: PortSpec,
+    /// The receiving port (`None` when the DUT is the endpoint).
+    pub b: Option<PortSpec>,
+    /// Where iperf3 runs.
+    pub iperf3: Iperf3Ends,
+    sessions: Vec<SessionPort>,
+    /// The PPPoE session port A's frames ride, if A plays one.
+    a_session: Option<SessionInfo>,
+    log: Option<File>,
+}
+
+fn ns_exec(ns: &Option<String>) -> Exec {
+    match ns {
+        Some(n) => Exec::Netns { name: n.clone() },
+        None => Exec::Local,
+    }
+}
+
+fn port_spec(p: &Port, label: &str) -> PortSpec {
+    PortSpec {
+        name: label.into(),
+        ifname: p.interface.clone(),
+        netns: p.namespace.clone(),
+        ipv4: p.ipv4,
+        ipv6: p.ipv6,
+        next_hop_v4: p.gateway_v4,
+        next_hop_v6: p.gateway_v6,
+        cpus: Vec::new(),
+    }
+}
+
+/// Whether `ifname` exists in namespace `ns` (or here).
+fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), String> {
+    if let Some(n) = ns {
+        if !Path::new("/run/netns").join(n).exists() && !n.contains('/') {
+            return Err(format!(
+                "network namespace `{n}` does not exist (ip netns list)"
+            ));
+        }
+    }
+    let mut c = std::process::Command::new("ip");
+    if let Some(n) = ns {
+        c.args(["-n", n]);
+    }
+    let out = c
+        .args(["link", "show", "dev", ifname])
+        .output()
+        .map_err(|e| format!("running ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "interface `{ifname}` not found{}",
+            ns.as_ref()
+                .map_or(String::new(), |n| format!(" in namespace `{n}`"))
+        ))
+    }
+}
+
+/// Checks, before anything is built or sent, that the plan's real interfaces exist.
+pub fn preflight(plan: &Plan) -> Vec<String> {
+    let mut problems = Vec::new();
+    if !matches!(plan.topology, Topology::Interfaces) {
+        return problems;
+    }
+    for p in &plan.ports {
+        if let Err(e) = interface_exists(&p.namespace, &p.interface) {
+            problems.push(format!("ports.{}: {e}", p.name));
+        }
+        if p.dslite.is_some() {
+            problems.push(format!(
+                "ports.{}.dslite: DS-Lite on a port is not supported by `wirerate run` yet (the plan is valid; the AFTR is not wired into the runner)",
+                p.name
+            ));
+        }
+    }
+    problems
+}
+
+impl Testbed {
+    /// Builds the lab, or checks nothing more for real interfaces, then brings up every
+    /// port's control plane and waits for its session. On any failure everything started so
+    /// far is stopped again and nothing has been sent.
+    pub fn up(plan: &Plan, dir: &Path, stop: &AtomicBool) -> Result<Testbed, String> {
+        match &plan.topology {
+            Topology::Lab { topology, name, .. } => Self::build_lab(topology, name),
+            Topology::Interfaces => Self::interfaces(plan, dir, stop),
+        }
+    }
+
+    fn build_lab(topology: &str, name: &str) -> Result<Testbed, String> {
+        let topo: lab::Topology = topology.parse().map_err(|e| format!("{e}"))?;
+        // Rebuild: whatever a killed run left in the namespaces (servers, captures) goes.
+        lab::down(name).map_err(|e| format!("lab {name}: {e}"))?;
+        let l = lab::Lab::up(&lab::LabConfig {
+            name: name.to_string(),
+            topology: topo,
+            profile: None,
+        })
+        .map_err(|e| format!("lab {name}: {e}"))?;
+        let built = (|| -> lab::Result<Testbed> {
+            let a = crate::trial::lab_port(&l, lab::PortId::A, "a")?;
+            let pa = l.port(lab::PortId::A)?;
+            let (b, iperf3) = if topo == lab::Topology::Endpoint {
+                let dut = l.netns(lab::Node::Dut)?;
+                let ends = Iperf3Ends {
+                    client: Exec::Netns {
+                        name: pa.netns.clone(),
+                    },
+                    server: Exec::Netns { name: dut.clone() },
+                    capture: Some((Exec::Netns { name: dut }, pa.peer.ifname.clone())),
+                    target_v4: pa.target_v4.map(IpAddr::V4),
+                    target_v6: pa.target_v6.map(IpAddr::V6),
+                };
+                (None, ends)
+            } else {
+                let b = crate::trial::lab_port(&l, lab::PortId::B, "b")?;
+                let pb = l.port(lab::PortId::B)?;
+                let ends = Iperf3Ends {
+                    client: Exec::Netns { name: pa.netns },
+                    server: Exec::Netns {
+                        name: pb.netns.clone(),
+                    },
+                    capture: Some((Exec::Netns { name: pb.netns }, pb.ifname)),
+                    target_v4: Some(IpAddr::V4(pb.ipv4)),
+                    target_v6: Some(IpAddr::V6(pb.ipv6)),
+                };
+                (Some(b), ends)
+            };
+            Ok(Testbed {
+                lab: Some(l.clone()),
+                a,
+                b,
+                iperf3,
+                sessions: Vec::new(),
+                a_session: None,
+                log: None,
+            })
+        })();
+        built.map_err(|e| {
+            let _ = l.clone().down();
+            e.to_string()
+        })
+    }
+
+    fn interfaces(plan: &Plan, dir: &Path, stop: &AtomicBool) -> Result<Testbed, String> {
+        let pa = plan.ports.first().ok_or("the plan has no ports")?;
+        let pb = plan.ports.get(1);
+        let mut a = port_spec(pa, &pa.name);
+        let mut b = pb.map(|p| port_spec(p, &p.name));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(SESSIONS_JSONL))
+            .map_err(|e| format!("{SESSIONS_JSONL}: {e}"))?;
+        let mut tb = Testbed {
+            lab: None,
+            a: a.clone(),
+            b: b.clone(),
+            iperf3: Iperf3Ends {
+                client: ns_exec(&pa.namespace),
+                server: Exec::Local,
+                capture: None,
+                target_v4: None,
+                target_v6: None,
+            },
+            sessions: Vec::new(),
+            a_session: None,
+            log: Some(log),
+        };
+        // Control planes first (all of them started, then waited for), so a DUT that brings
+        // its WAN up only once its LAN side answers is not deadlocked.
+        let mut roles = Vec::new();
+        for (i, p) in plan.ports.iter().enumerate().take(2) {
+            if let Some(cfg) = &p.pppoe {
+                let spec = if i == 0 { &a } else { b.as_ref().unwrap_or(&a) };
+                match SessionPort::start(&p.name, spec, cfg) {
+                    Ok(s) => {
+                        tb.sessions.push(s);
+                        roles.push((i, cfg.timeout));
+                    }
+                    Err(e) => {
+                        let _ = tb.down();
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        for (k, (i, timeout)) in roles.into_iter().enumerate() {
+            let got = tb.sessions[k].wait_up(timeout, stop);
+            tb.flush_log();
+            match got {
+                Ok(info) => {
+                    let local = info.local_ipv4();
+                    if i == 0 {
+                        tb.a_session = Some(info);
+                        if a.ipv4.is_none() {
+                            a.ipv4 = local;
+                        }
+                    } else if let Some(b) = b.as_mut() {
+                        if b.ipv4.is_none() {
+                            b.ipv4 = local;
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = tb.down();
+                    return Err(e);
+                }
+            }
+        }
+        tb.a = a;
+        tb.b = b.clone();
+        tb.iperf3 = match (pb, b) {
+            (Some(p), Some(spec)) => Iperf3Ends {
+                client: ns_exec(&pa.namespace),
+                server: ns_exec(&p.namespace),
+                capture: Some((ns_exec(&p.namespace), p.interface.clone())),
+                target_v4: spec.ipv4.map(IpAddr::V4),
+                target_v6: spec.ipv6.map(IpAddr::V6),
+            },
+            _ => Iperf3Ends {
+                client: ns_exec(&pa.namespace),
+                server: plan.dut.exec.clone(),
+                capture: match &plan.dut.exec {
+                    Exec::Ssh { .. } => None,
+                    e => Some((e.clone(), "any".into())),
+                },
+                target_v4: pa.gateway_v4.map(IpAddr::V4),
+                target_v6: pa.gateway_v6.map(IpAddr::V6),
+            },
+        };
+        Ok(tb)
+    }
+
+    /// The lab this run built, if any.
+    pub fn lab(&self) -> Option<&lab::Lab> {
+        self.lab.as_ref()
+    }
+
+    /// Writes the control planes' events since the last call to `sessions.jsonl`.
+    fn flush_log(&mut self) {
+        let Some(f) = self.log.as_mut() else { return };
+        for s in &self.sessions {
+            for line in s.take_lines() {
+                if let Ok(mut v) = serde_json::to_vec(&line) {
+                    v.push(b'\n');
+                    let _ = f.write_all(&v);
+                }
+            }
+        }
+        let _ = f.sync_data();
+    }
+
+    /// One UDP trial of `case` from port A to port B: the engine's stream at
+    /// `request.load` × the path's line rate ([`Plan::line_pps`], on the encapsulated frame),
+    /// inside port A's PPPoE session when it plays one.
+    pub fn udp_trial(
+        &mut self,
+        plan: &Plan,
+        case: &Case,
+        request: &TrialRequest,
+        stop: &AtomicBool,
+    ) -> Result<Outcome, String> {
+        self.flush_log();
+        if let Some(s) = self.sessions.iter().find(|s| !s.is_up()) {
+            return Err(format!(
+                "the PPPoE session on port {} is down (sessions.jsonl says why)",
+                s.port
+            ));
+        }
+        let b = self
+            .b
+            .as_ref()
+            .ok_or("UDP test frames need a receiving port (the endpoint topology has none)")?;
+        let frame_size = case
+            .frame_size
+            .ok_or_else(|| format!("{}: UDP case without a frame size", case.id))?;
+        let udp = UdpTrial {
+            ip: case.ip,
+            frame_size,
+            speed: plan.speed(),
+            drain: Duration::from_millis(300),
+        };
+        let mut cfg = udp.config(&self.a, b, request)?;
+        let max = plan.line_pps(case);
+        let pps = request.load.to_pps(max).0.max(1.0);
+        if let Some(stream) = cfg.streams.first_mut() {
+            stream.config.rate = Rate::Pps(pps);
+            if let Some(info) = &self.a_session {
+                let mut encap = EncapSpec::plain(case.ip);
+                encap.pppoe = true;
+                let mut spec = StreamSpec::new(encap);
+                spec.stream_id = stream.config.id;
+                if let (Some(s), Some(d)) = (self.a.ipv4, b.ipv4) {
+                    spec.src_ip = s.into();
+                    spec.dst_ip = d.into();
+                }
+                spec.dst_port = 9;
+                info.apply_to(&mut spec);
+                let t = FrameTemplate::new(&spec, frame_size as usize)
+                    .map_err(|e| format!("frame size {frame_size} in PPPoE: {e}"))?;
+                stream.config.frames = vec![t];
+                stream.config.rewrite_macs = false;
+            }
+        }
+        let report = engine::trial::run(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
+        let mut o = udp.outcome(request, &report);
+        // `outcome` measures against the plain frame's line rate; the search works in
+        // fractions of this path's.
+        let sent = report.streams.first().map_or(0, |s| s.tx.sent);
+        if sent > 1 && max.0 > 0.0 {
+            o.offered = LineFraction(o.offered.0 * udp.max_pps().0 / max.0);
+        }
+        Ok(o)
+    }
+
+    /// Closes the sessions (PADT), records their statistics, removes the lab.
+    pub fn down(mut self) -> Result<(), String> {
+        self.flush_log();
+        let mut errors = Vec::new();
+        let mut stats = Vec::new();
+        for s in &mut self.sessions {
+            match s.finish() {
+                Ok(v) => stats.push(v),
+                Err(e) => errors.push(e),
+            }
+        }
+        self.flush_log();
+        if let Some(f) = self.log.as_mut() {
+            for v in stats {
+                if let Ok(mut b) = serde_json::to_vec(&v) {
+                    b.push(b'\n');
+                    let _ = f.write_all(&b);
+                }
+            }
+            let _ = f.sync_data();
+        }
+        if let Some(l) = self.lab.take() {
+            if let Err(e) = l.down() {
+                errors.push(format!("removing the lab: {e}"));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("; "))
+        }
+    }
+}
