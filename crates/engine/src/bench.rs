@@ -4,6 +4,10 @@
 //!   frame at nftables netdev ingress; then trafgen with the same static frame on the same veth
 //!   for the same time, on the same core at the same nice value (−10, as our threads). Both rates come from the veth's `tx_packets` counter over the same kind
 //!   of window (after a warm-up); ours is cross-checked with our own exact accepted count.
+//!   With the XDP backend the peer drops with an XDP program (`wr_drop`, which also gives the
+//!   veth the NAPI it needs to accept XDP frames) for both senders, and trafgen gets one more
+//!   window per round on the nftables peer without NAPI (its best case). `tx_packets` counts
+//!   XDP frames (the peer's `xdp_packets`) and skbs alike, each once.
 //! - [`rx`]: trafgen sends exactly N signed frames at full speed into a veth; our receiver on
 //!   the peer must count exactly N.
 //!
@@ -261,6 +265,66 @@ impl Drop for Trafgen {
     }
 }
 
+/// Our sender in `bench tx`: one of the AF_PACKET backends ([`TxBackend`]) or XDP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TxBenchBackend {
+    /// The AF_PACKET TX ring (the AF_PACKET default).
+    #[default]
+    Ring,
+    /// AF_PACKET `sendmmsg`.
+    Sendmmsg,
+    /// The XDP sender ([`crate::xdp::tx`]). The peer then drops with an XDP program (`wr_drop`)
+    /// instead of nftables, for trafgen as well: the same drop for both, and the NAPI a veth
+    /// needs to accept XDP frames.
+    Xdp,
+}
+
+impl TxBenchBackend {
+    pub fn name(self) -> &'static str {
+        match self {
+            TxBenchBackend::Ring => "ring",
+            TxBenchBackend::Sendmmsg => "sendmmsg",
+            TxBenchBackend::Xdp => "xdp",
+        }
+    }
+
+    /// The AF_PACKET backend, if this is one.
+    pub fn af_packet(self) -> Option<TxBackend> {
+        match self {
+            TxBenchBackend::Ring => Some(TxBackend::Ring),
+            TxBenchBackend::Sendmmsg => Some(TxBackend::Sendmmsg),
+            TxBenchBackend::Xdp => None,
+        }
+    }
+
+    /// The backend `--both-backends` measures next to this one.
+    pub fn other(self) -> TxBenchBackend {
+        match self {
+            TxBenchBackend::Ring => TxBenchBackend::Sendmmsg,
+            TxBenchBackend::Sendmmsg | TxBenchBackend::Xdp => TxBenchBackend::Ring,
+        }
+    }
+}
+
+impl std::str::FromStr for TxBenchBackend {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "xdp" => Ok(TxBenchBackend::Xdp),
+            // `af_packet` means the AF_PACKET default, the TX ring.
+            "af_packet" | "af-packet" | "afpacket" => Ok(TxBenchBackend::Ring),
+            _ => match s.parse::<TxBackend>() {
+                Ok(TxBackend::Ring) => Ok(TxBenchBackend::Ring),
+                Ok(TxBackend::Sendmmsg) => Ok(TxBenchBackend::Sendmmsg),
+                Err(_) => Err(format!(
+                    "unknown TX backend {s:?} (ring, sendmmsg, af_packet = ring, xdp)"
+                )),
+            },
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TxBenchConfig {
     pub duration: Duration,
@@ -273,7 +337,7 @@ pub struct TxBenchConfig {
     /// Warm-up excluded from the measurement window.
     pub warmup: Duration,
     /// Our backend whose figure is compared with trafgen's.
-    pub backend: TxBackend,
+    pub backend: TxBenchBackend,
     /// Also measure our other backend.
     pub both_backends: bool,
     /// Alternating windows per sender; medians are reported.
@@ -288,7 +352,7 @@ impl Default for TxBenchConfig {
             cpu: 0,
             rps_cpu: None,
             warmup: Duration::from_millis(500),
-            backend: TxBackend::default(),
+            backend: TxBenchBackend::default(),
             both_backends: false,
             rounds: 3,
         }
@@ -306,7 +370,7 @@ pub struct TxBenchReport {
     pub wirerate_own_pps: f64,
     pub wirerate_mean_batch: f64,
     /// Our other backend on the same veth, if asked for: (backend, median, rounds).
-    pub other_backend: Option<(TxBackend, f64, Vec<f64>)>,
+    pub other_backend: Option<(TxBenchBackend, f64, Vec<f64>)>,
     /// trafgen's frames/s from the same counter over the same window length.
     pub trafgen_pps: f64,
     pub trafgen_rounds: Vec<f64>,
@@ -314,6 +378,9 @@ pub struct TxBenchReport {
     pub trafgen_error: Option<String>,
     /// trafgen windows that ended in such an abort (each round retries up to twice).
     pub trafgen_aborts: u32,
+    /// XDP backend only: trafgen also into the AF_PACKET bench's peer (nftables drop, no NAPI),
+    /// its best case here: (median, rounds).
+    pub trafgen_nft: Option<(f64, Vec<f64>)>,
     pub ratio: f64,
 }
 
@@ -343,7 +410,7 @@ fn median(v: &[f64]) -> f64 {
 fn measure_ours(
     net: &BenchNet,
     cfg: &TxBenchConfig,
-    backend: TxBackend,
+    backend: TxBenchBackend,
     frame: &FrameTemplate,
 ) -> Result<(f64, crate::tx::TxPortReport)> {
     let stream = StreamConfig {
@@ -364,6 +431,9 @@ fn measure_ours(
     let stop = AtomicBool::new(false);
     std::thread::scope(|sc| -> Result<_> {
         let h = sc.spawn(|| -> Result<_> {
+            let Some(backend) = backend.af_packet() else {
+                return crate::xdp::tx::run_port(&port, std::slice::from_ref(&stream), 0, &stop);
+            };
             let ifindex = port.enter(0)?;
             let mut sender = crate::tx::open(
                 &port,
@@ -411,15 +481,22 @@ fn measure_trafgen(
 /// `wirerate bench tx`: `rounds` alternating windows of our sender and trafgen (so that a
 /// machine whose load changes hurts both alike); medians and their ratio.
 pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
+    let xdp = cfg.backend == TxBenchBackend::Xdp;
+    // XDP: the peer drops in its driver with `wr_drop` (for trafgen too), before the nftables
+    // chain; each round trafgen also gets a window without it (nftables drop, no NAPI).
     let net = BenchNet::new(tag, true, cfg.rps_cpu)?;
+    let drop_port = net.port(&net.rx_if, None);
+    let mut xdp_drop = if xdp {
+        Some(crate::xdp::tx::XdpDrop::attach(&drop_port)?)
+    } else {
+        None
+    };
+    let mut theirs_nft = Vec::new();
     let frame = bench_frame(cfg.frame_len, 1)?;
     let (mut ours, mut theirs, mut others) = (Vec::new(), Vec::new(), Vec::new());
     let (mut sent, mut own, mut batch) = (0u64, Vec::new(), Vec::new());
     let (mut trafgen_error, mut trafgen_aborts) = (None, 0);
-    let other = match cfg.backend {
-        TxBackend::Sendmmsg => TxBackend::Ring,
-        TxBackend::Ring => TxBackend::Sendmmsg,
-    };
+    let other = cfg.backend.other();
     for _ in 0..cfg.rounds.max(1) {
         let (pps, rep) = measure_ours(&net, cfg, cfg.backend, &frame)?;
         ours.push(pps);
@@ -443,7 +520,22 @@ pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
                 }
             }
         }
+        if xdp {
+            // trafgen's own best case: the AF_PACKET bench's peer (nftables drop, no NAPI).
+            drop(xdp_drop.take());
+            for _ in 0..3 {
+                match measure_trafgen(&net, cfg, &frame)? {
+                    Ok(p) => {
+                        theirs_nft.push(p);
+                        break;
+                    }
+                    Err(_) => trafgen_aborts += 1,
+                }
+            }
+            xdp_drop = Some(crate::xdp::tx::XdpDrop::attach(&drop_port)?);
+        }
     }
+    drop(xdp_drop);
     let wirerate_pps = median(&ours);
     let trafgen_pps = median(&theirs);
     if !theirs.is_empty() {
@@ -463,6 +555,7 @@ pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
         trafgen_rounds: theirs,
         trafgen_error,
         trafgen_aborts,
+        trafgen_nft: (!theirs_nft.is_empty()).then(|| (median(&theirs_nft), theirs_nft.clone())),
         ratio: if trafgen_pps > 0.0 {
             wirerate_pps / trafgen_pps
         } else {

@@ -405,7 +405,8 @@ impl XdpSender {
             let why = if st.last_err == -i64::from(libc::ENXIO) {
                 "ENXIO: on a veth, its peer runs no NAPI"
             } else if st.last_err == -i64::from(libc::EOPNOTSUPP) {
-                "EOPNOTSUPP: the driver cannot transmit XDP frames"
+                "EOPNOTSUPP: the device does not take XDP frames now; a veth only does when \
+                 its peer runs NAPI"
             } else {
                 "see the error number"
             };
