@@ -366,6 +366,12 @@ impl Lab {
                 "ip", "-n", &ns, "addr", "add", &v6, "dev", i.ifname, "nodad",
             ])?;
             cmd::run(&["ip", "-n", &ns, "link", "set", i.ifname, "up"])?;
+            // GRO gives a veth NAPI, without which it refuses frames its peer transmits from
+            // XDP (the engine's XDP backend sends with XDP_TX from BPF_PROG_RUN). UDP test
+            // frames are not merged by it (no UDP GRO forwarding).
+            cmd::run(&[
+                "ip", "netns", "exec", &ns, "ethtool", "-K", i.ifname, "gro", "on",
+            ])?;
         }
         for r in topology::routes(t) {
             let ns = self.netns(r.node)?;
