@@ -8,17 +8,26 @@
 //!
 //! Results per stream, per direction (ordered port pair) and in total (the sum, e.g. of both
 //! directions of a bidirectional trial).
+//!
+//! **Threads.** By default each port has one receive thread and each sending port one transmit
+//! thread. [`TrialConfig::tx_threads`] splits a port's streams over several transmit threads
+//! (stream *i* of the port on thread *i* mod *n*), each with its own socket and ring.
+//! [`TrialConfig::rx_threads`] opens several receive sockets on a port, joined in one
+//! `PACKET_FANOUT` group whose classic BPF program steers every frame by its signature's
+//! stream id, so that each stream is counted whole by one thread (see [`crate::rx::steering`]
+//! for why per-thread state is not merged instead). A port never gets more threads than it
+//! has streams to send or receive.
 
 use crate::port::{PortSpec, RxRingConfig, TxRingConfig};
 use crate::resolve::{self, Identity};
-use crate::rx::{Receiver, StreamRxReport};
+use crate::rx::{steering, Receiver, StreamRxReport};
 use crate::stream::{FrameGen, StreamConfig};
 use crate::sys;
 use crate::tx::{self, TxPortReport, TxStreamReport};
 use crate::{Error, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -29,6 +38,56 @@ pub struct TrialStream {
     pub tx_port: usize,
     pub rx_port: usize,
 }
+
+/// Which packet engine runs a trial's ports (`wirerate trial --backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// The best available: AF_PACKET in this build.
+    #[default]
+    Auto,
+    /// AF_PACKET: TX ring or sendmmsg ([`TxRingConfig::backend`]), TPACKET_V3 receive.
+    AfPacket,
+    /// XDP (issue 8): not yet wired into trials in this build.
+    Xdp,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Auto => "auto",
+            Backend::AfPacket => "af_packet",
+            Backend::Xdp => "xdp",
+        }
+    }
+
+    /// The backend `Auto` stands for, or an error for one this build cannot run trials on.
+    pub fn resolve(self) -> Result<Backend> {
+        match self {
+            Backend::Auto | Backend::AfPacket => Ok(Backend::AfPacket),
+            Backend::Xdp => Err(Error::Config(
+                "the XDP backend is not wired into trials in this build; use --backend af_packet \
+                 (or auto)"
+                    .into(),
+            )),
+        }
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(Backend::Auto),
+            "af_packet" | "af-packet" | "afpacket" | "packet" => Ok(Backend::AfPacket),
+            "xdp" => Ok(Backend::Xdp),
+            _ => Err(format!("unknown backend {s:?} (auto, af_packet, xdp)")),
+        }
+    }
+}
+
+/// Most transmit or receive threads per port.
+pub const MAX_THREADS: usize = 16;
 
 #[derive(Debug, Clone)]
 pub struct TrialConfig {
@@ -42,6 +101,12 @@ pub struct TrialConfig {
     pub rx_ring: RxRingConfig,
     /// How long to wait for the next hop to answer ARP/ND.
     pub resolve_timeout: Duration,
+    /// The packet engine ([`Backend::Auto`]: AF_PACKET).
+    pub backend: Backend,
+    /// Transmit threads per sending port (1..=[`MAX_THREADS`]; at most one per stream).
+    pub tx_threads: usize,
+    /// Receive threads per port (1..=[`MAX_THREADS`]; at most one per expected stream).
+    pub rx_threads: usize,
 }
 
 impl TrialConfig {
@@ -54,6 +119,9 @@ impl TrialConfig {
             tx_ring: TxRingConfig::default(),
             rx_ring: RxRingConfig::default(),
             resolve_timeout: Duration::from_secs(3),
+            backend: Backend::Auto,
+            tx_threads: 1,
+            rx_threads: 1,
         }
     }
 }
@@ -103,6 +171,8 @@ pub struct PortRxSummary {
     pub answered: u64,
     /// Frames the kernel dropped because the RX ring was full: if not 0, counts are not exact.
     pub ring_drops: u64,
+    /// Frames each receive thread of the port saw (one entry per thread).
+    pub frames_per_thread: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -113,6 +183,11 @@ pub struct TrialReport {
     pub rx_ports: Vec<PortRxSummary>,
     pub tx_ports: Vec<(String, TxPortReport)>,
     pub drain_ms: u64,
+    /// The packet engine that ran the trial (never `auto`).
+    pub backend: Backend,
+    /// Threads asked for per port (a port uses at most one per stream).
+    pub tx_threads: usize,
+    pub rx_threads: usize,
 }
 
 /// What the receivers and the senders handed back.
@@ -120,32 +195,81 @@ type Outcomes = (Vec<RxDone>, Vec<(usize, TxPortReport)>);
 
 struct RxDone {
     port: usize,
+    thread: usize,
     receiver: Receiver,
     answered: u64,
     ring_drops: u64,
+    frames: u64,
 }
 
+/// How a receive thread takes part in its port's fanout group.
+enum Fanout {
+    /// The port's only receive thread.
+    None,
+    /// The first of several: creates the group with this steering program.
+    Create(Vec<sys::SockFilter>),
+    /// Joins the group `(id, flags)` the first one created.
+    Join(u16, u32),
+}
+
+/// Lets a port's receive threads close their sockets together: a fanout group steers by
+/// `% members`, so a member leaving while another still drains would re-steer frames.
+struct Gate {
+    left: AtomicUsize,
+}
+
+impl Gate {
+    fn arrive_and_wait(&self) {
+        self.left.fetch_sub(1, Ordering::AcqRel);
+        // A member that failed never arrives: do not wait for it forever.
+        let deadline = sys::monotonic_ns() + 2_000_000_000;
+        while self.left.load(Ordering::Acquire) > 0 && sys::monotonic_ns() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// What a receive thread reports when ready: the fanout group it created, if any.
+type RxReady = Result<Option<(u16, u32)>>;
+
+#[allow(clippy::too_many_arguments)]
 fn rx_thread(
     spec: &PortSpec,
-    port: usize,
+    (port, thread): (usize, usize),
     expected: Vec<u16>,
     ring_cfg: RxRingConfig,
-    ready: mpsc::Sender<Result<()>>,
+    fanout: Fanout,
+    ready: mpsc::Sender<RxReady>,
     stop: &AtomicBool,
+    gate: &Gate,
 ) -> Result<RxDone> {
     let setup = (|| {
-        let ifindex = spec.enter(1)?;
+        let ifindex = spec.enter(1 + thread)?;
         let ring = spec.open_rx(ifindex, &ring_cfg)?;
+        let group = match fanout {
+            Fanout::None => None,
+            Fanout::Create(prog) => Some(
+                ring.socket()
+                    .create_cbpf_fanout(&prog)
+                    .map_err(|e| Error::io("PACKET_FANOUT (cBPF) group", e))?,
+            ),
+            Fanout::Join(id, flags) => {
+                ring.socket()
+                    .join_cbpf_fanout(id, flags)
+                    .map_err(|e| Error::io("joining the PACKET_FANOUT group", e))?;
+                None
+            }
+        };
         let mac = ring
             .socket()
             .hw_addr()
             .map_err(|e| Error::io("interface MAC", e))?;
-        Ok((ring, mac))
+        Ok((ring, mac, group))
     })();
     let (mut ring, mac) = match setup {
-        Ok(x) => {
-            let _ = ready.send(Ok(()));
-            x
+        Ok((ring, mac, group)) => {
+            let _ = ready.send(Ok(group));
+            (ring, mac)
         }
         Err(e) => {
             let _ = ready.send(Err(Error::Thread(format!(
@@ -163,35 +287,43 @@ fn rx_thread(
     let mut receiver = Receiver::new(&expected);
     let mut answered = 0u64;
     let mut ring_drops = 0u64;
+    let mut frames = 0u64;
     let _ = ring.socket().take_stats(); // start the drop counter from zero
     let offset = sys::realtime_minus_monotonic_ns();
     while !stop.load(Ordering::Relaxed) {
-        ring.drain(5, |sock, pkt| {
-            let rx_ns = (pkt.ts_realtime_ns as i64 - offset).max(0) as u64;
-            if receiver.on_frame(pkt.data, rx_ns) == crate::rx::Class::Foreign {
-                if let Some(reply) = resolve::answer(pkt.data, &me) {
-                    if sock.send_frame(&reply).unwrap_or(false) {
-                        answered += 1;
+        frames +=
+            ring.drain(5, |sock, pkt| {
+                let rx_ns = (pkt.ts_realtime_ns as i64 - offset).max(0) as u64;
+                if receiver.on_frame(pkt.data, rx_ns) == crate::rx::Class::Foreign {
+                    if let Some(reply) = resolve::answer(pkt.data, &me) {
+                        if sock.send_frame(&reply).unwrap_or(false) {
+                            answered += 1;
+                        }
                     }
                 }
-            }
-        })
-        .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))?;
+            })
+            .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))? as u64;
     }
     // Whatever is still in the ring arrived within the drain time: count it.
-    ring.drain(0, |_, pkt| {
-        let rx_ns = (pkt.ts_realtime_ns as i64 - offset).max(0) as u64;
-        receiver.on_frame(pkt.data, rx_ns);
-    })
-    .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))?;
+    let mut last = |ring: &mut sys::RxRing| {
+        ring.drain(0, |_, pkt| {
+            let rx_ns = (pkt.ts_realtime_ns as i64 - offset).max(0) as u64;
+            receiver.on_frame(pkt.data, rx_ns);
+        })
+        .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))
+    };
+    frames += last(&mut ring)? as u64;
+    gate.arrive_and_wait();
     if let Ok((_, drops)) = ring.socket().take_stats() {
         ring_drops += drops;
     }
     Ok(RxDone {
         port,
+        thread,
         receiver,
         answered,
         ring_drops,
+        frames,
     })
 }
 
@@ -204,6 +336,7 @@ fn outer_is_ipv6(frame: &[u8]) -> bool {
 #[allow(clippy::too_many_arguments)]
 fn tx_thread(
     spec: &PortSpec,
+    thread: usize,
     streams: Vec<&StreamConfig>,
     ring_cfg: TxRingConfig,
     resolve_timeout: Duration,
@@ -212,7 +345,7 @@ fn tx_thread(
     stop: &AtomicBool,
 ) -> Result<TxPortReport> {
     let setup = (|| {
-        let ifindex = spec.enter(0)?;
+        let ifindex = spec.enter(thread)?;
         let ctl = spec.open_socket(ifindex)?;
         let mac = ctl.hw_addr().map_err(|e| Error::io("interface MAC", e))?;
         let me = Identity {
@@ -280,8 +413,25 @@ fn tx_thread(
     tx::run(&mut ring, gens, start, stop)
 }
 
+/// Splits `items` round-robin over at most `n` threads (never more threads than items, at
+/// least one): item *i* goes to thread *i* mod the thread count.
+fn split<T: Copy>(items: &[T], n: usize) -> Vec<Vec<T>> {
+    let n = n.min(items.len()).max(1);
+    (0..n)
+        .map(|t| items.iter().skip(t).step_by(n).copied().collect())
+        .collect()
+}
+
 /// Runs one trial. `stop` aborts it early (Ctrl-C); counts so far are still reported.
 pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
+    let backend = cfg.backend.resolve()?;
+    for (what, n) in [("TX", cfg.tx_threads), ("RX", cfg.rx_threads)] {
+        if !(1..=MAX_THREADS).contains(&n) {
+            return Err(Error::Config(format!(
+                "{what} threads per port: give 1 to {MAX_THREADS}, not {n}"
+            )));
+        }
+    }
     if cfg.streams.is_empty() {
         return Err(Error::Config("a trial needs at least one stream".into()));
     }
@@ -301,6 +451,38 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
             )));
         }
     }
+    // Receive threads per port: the streams each one counts, and the steering program.
+    let mut rx_plan = Vec::new();
+    for p in 0..cfg.ports.len() {
+        let expected: Vec<&StreamConfig> = cfg
+            .streams
+            .iter()
+            .filter(|s| s.rx_port == p)
+            .map(|s| &s.config)
+            .collect();
+        let groups = split(&expected, cfg.rx_threads);
+        let prog = if groups.len() > 1 {
+            let pairs: Vec<(&StreamConfig, u32)> = groups
+                .iter()
+                .enumerate()
+                .flat_map(|(t, g)| g.iter().map(move |c| (*c, t as u32)))
+                .collect();
+            Some(steering::program(&pairs)?)
+        } else {
+            None
+        };
+        let ids: Vec<Vec<u16>> = groups
+            .iter()
+            .map(|g| g.iter().map(|c| c.id).collect())
+            .collect();
+        rx_plan.push((ids, prog));
+    }
+    let gates: Vec<Gate> = rx_plan
+        .iter()
+        .map(|(ids, _)| Gate {
+            left: AtomicUsize::new(ids.len()),
+        })
+        .collect();
     let rx_stop = AtomicBool::new(false);
     let tx_stop = AtomicBool::new(false);
     let start_ns = AtomicU64::new(0);
@@ -310,26 +492,32 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
             tx_stop.store(true, Ordering::Relaxed);
             e
         };
-        // Receivers first, on every port (they also answer ARP/ND).
-        let (rtx, rrx) = mpsc::channel();
+        // Receivers first, on every port (they also answer ARP/ND). The first receive thread
+        // of a port creates its fanout group; the others join it once it exists.
         let mut rx_handles = Vec::new();
         for (p, spec) in cfg.ports.iter().enumerate() {
-            let expected: Vec<u16> = cfg
-                .streams
-                .iter()
-                .filter(|s| s.rx_port == p)
-                .map(|s| s.config.id)
-                .collect();
-            let ready = rtx.clone();
-            let (rx_stop, ring) = (&rx_stop, cfg.rx_ring);
-            rx_handles.push(sc.spawn(move || rx_thread(spec, p, expected, ring, ready, rx_stop)));
-        }
-        drop(rtx);
-        for _ in 0..cfg.ports.len() {
-            match rrx.recv_timeout(Duration::from_secs(10)) {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(abort(e)),
-                Err(_) => return Err(abort(Error::Timeout("a receiver did not start".into()))),
+            let (ids, prog) = &rx_plan[p];
+            let mut group = None;
+            for (t, expected) in ids.iter().enumerate() {
+                let fanout = match (t, prog, group) {
+                    (_, None, _) => Fanout::None,
+                    (0, Some(prog), _) => Fanout::Create(prog.clone()),
+                    (_, Some(_), Some((id, flags))) => Fanout::Join(id, flags),
+                    (_, Some(_), None) => {
+                        return Err(abort(Error::Thread("no fanout group to join".into())))
+                    }
+                };
+                let (ready, ready_rx) = mpsc::channel();
+                let (rx_stop, ring, gate) = (&rx_stop, cfg.rx_ring, &gates[p]);
+                let expected = expected.clone();
+                rx_handles.push(sc.spawn(move || {
+                    rx_thread(spec, (p, t), expected, ring, fanout, ready, rx_stop, gate)
+                }));
+                match ready_rx.recv_timeout(Duration::from_secs(10)) {
+                    Ok(Ok(g)) => group = group.or(g),
+                    Ok(Err(e)) => return Err(abort(e)),
+                    Err(_) => return Err(abort(Error::Timeout("a receiver did not start".into()))),
+                }
             }
         }
         // Senders: resolve, open rings, report ready.
@@ -345,13 +533,17 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
             if streams.is_empty() {
                 continue;
             }
-            let ready = ttx.clone();
-            let (start_ns, tx_stop) = (&start_ns, &tx_stop);
-            let (ring, timeout) = (cfg.tx_ring, cfg.resolve_timeout);
-            tx_handles.push((
-                p,
-                sc.spawn(move || tx_thread(spec, streams, ring, timeout, ready, start_ns, tx_stop)),
-            ));
+            for (t, streams) in split(&streams, cfg.tx_threads).into_iter().enumerate() {
+                let ready = ttx.clone();
+                let (start_ns, tx_stop) = (&start_ns, &tx_stop);
+                let (ring, timeout) = (cfg.tx_ring, cfg.resolve_timeout);
+                tx_handles.push((
+                    p,
+                    sc.spawn(move || {
+                        tx_thread(spec, t, streams, ring, timeout, ready, start_ns, tx_stop)
+                    }),
+                ));
+            }
         }
         drop(ttx);
         for _ in 0..tx_handles.len() {
@@ -401,11 +593,40 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
             None => Ok((rx_done, tx_done)),
         }
     })?;
-    Ok(assemble(cfg, rx_done, tx_done))
+    Ok(assemble(cfg, backend, rx_done, tx_done))
+}
+
+/// One port's sender report from its threads' reports: streams together, counters summed,
+/// the mean batch weighted by flushes.
+fn merge_tx(parts: Vec<TxPortReport>) -> TxPortReport {
+    let mut m = TxPortReport {
+        streams: Vec::new(),
+        flushes: 0,
+        max_batch: 0,
+        mean_batch: 0.0,
+        backpressure_flushes: 0,
+        abandoned: 0,
+        wrong_format: 0,
+    };
+    let mut accepted = 0.0;
+    for r in parts {
+        m.streams.extend(r.streams);
+        m.flushes += r.flushes;
+        m.max_batch = m.max_batch.max(r.max_batch);
+        accepted += r.mean_batch * r.flushes as f64;
+        m.backpressure_flushes += r.backpressure_flushes;
+        m.abandoned += r.abandoned;
+        m.wrong_format += r.wrong_format;
+    }
+    if m.flushes > 0 {
+        m.mean_batch = accepted / m.flushes as f64;
+    }
+    m
 }
 
 fn assemble(
     cfg: &TrialConfig,
+    backend: Backend,
     rx_done: Vec<RxDone>,
     tx_done: Vec<(usize, TxPortReport)>,
 ) -> TrialReport {
@@ -418,10 +639,11 @@ fn assemble(
             .find(|t| t.stream_id == s.config.id)
             .cloned()
             .expect("every stream has a sender report");
+        // Exactly one receive thread of the port expects the stream.
         let rx = rx_done
             .iter()
-            .find(|r| r.port == s.rx_port)
-            .and_then(|r| r.receiver.stream(s.config.id))
+            .filter(|r| r.port == s.rx_port)
+            .find_map(|r| r.receiver.stream(s.config.id))
             .map(|st| st.report(s.config.id, Some(tx.sent)))
             .expect("every stream has a receiver");
         // Rates over the sending interval, one frame period included.
@@ -492,20 +714,39 @@ fn assemble(
         })
         .collect();
     let total = sum("total".into(), &mut streams.iter());
-    let rx_ports = rx_done
-        .iter()
-        .map(|r| PortRxSummary {
-            port: cfg.ports[r.port].name.clone(),
-            foreign: r.receiver.foreign(),
-            unexpected_streams: r.receiver.unexpected(),
-            answered: r.answered,
-            ring_drops: r.ring_drops,
-        })
-        .collect();
-    let tx_ports = tx_done
-        .into_iter()
-        .map(|(p, r)| (cfg.ports[p].name.clone(), r))
-        .collect();
+    let mut rx_ports: Vec<PortRxSummary> = Vec::new();
+    let mut threads = rx_done.iter().collect::<Vec<_>>();
+    threads.sort_by_key(|r| (r.port, r.thread));
+    for r in threads {
+        let name = &cfg.ports[r.port].name;
+        if rx_ports.last().is_none_or(|l| &l.port != name) {
+            rx_ports.push(PortRxSummary {
+                port: name.clone(),
+                foreign: 0,
+                unexpected_streams: 0,
+                answered: 0,
+                ring_drops: 0,
+                frames_per_thread: Vec::new(),
+            });
+        }
+        let l = rx_ports.last_mut().expect("pushed above");
+        l.foreign += r.receiver.foreign();
+        l.unexpected_streams += r.receiver.unexpected();
+        l.answered += r.answered;
+        l.ring_drops += r.ring_drops;
+        l.frames_per_thread.push(r.frames);
+    }
+    let mut tx_ports: Vec<(String, TxPortReport)> = Vec::new();
+    let mut by_port: Vec<(usize, Vec<TxPortReport>)> = Vec::new();
+    for (p, r) in tx_done {
+        match by_port.iter_mut().find(|(q, _)| *q == p) {
+            Some((_, v)) => v.push(r),
+            None => by_port.push((p, vec![r])),
+        }
+    }
+    for (p, parts) in by_port {
+        tx_ports.push((cfg.ports[p].name.clone(), merge_tx(parts)));
+    }
     TrialReport {
         streams,
         directions,
@@ -513,5 +754,61 @@ fn assemble(
         rx_ports,
         tx_ports,
         drain_ms: cfg.drain.as_millis() as u64,
+        backend,
+        tx_threads: cfg.tx_threads,
+        rx_threads: cfg.rx_threads,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_split_round_robin_without_idle_threads() {
+        assert_eq!(split(&[1, 2, 3, 4, 5], 2), vec![vec![1, 3, 5], vec![2, 4]]);
+        assert_eq!(split(&[1, 2], 4), vec![vec![1], vec![2]]);
+        assert_eq!(split::<u8>(&[], 3), vec![Vec::<u8>::new()]);
+    }
+
+    #[test]
+    fn thread_reports_merge_per_port() {
+        let part = |flushes, mean, max| TxPortReport {
+            streams: Vec::new(),
+            flushes,
+            max_batch: max,
+            mean_batch: mean,
+            backpressure_flushes: 1,
+            abandoned: 2,
+            wrong_format: 0,
+        };
+        let m = merge_tx(vec![part(10, 4.0, 8), part(30, 2.0, 5)]);
+        assert_eq!((m.flushes, m.max_batch), (40, 8));
+        assert!((m.mean_batch - 2.5).abs() < 1e-12);
+        assert_eq!((m.backpressure_flushes, m.abandoned), (2, 4));
+    }
+
+    #[test]
+    fn backends_parse_and_xdp_is_refused_for_now() {
+        assert_eq!("auto".parse::<Backend>(), Ok(Backend::Auto));
+        assert_eq!("af_packet".parse::<Backend>(), Ok(Backend::AfPacket));
+        assert_eq!("af-packet".parse::<Backend>(), Ok(Backend::AfPacket));
+        assert_eq!("xdp".parse::<Backend>(), Ok(Backend::Xdp));
+        assert!("dpdk".parse::<Backend>().is_err());
+        assert_eq!(Backend::Auto.resolve().unwrap(), Backend::AfPacket);
+        let e = Backend::Xdp.resolve().unwrap_err();
+        assert!(matches!(&e, Error::Config(m) if m.contains("XDP backend is not wired")));
+        // The trial refuses it before touching any port.
+        let mut cfg = TrialConfig::new(vec![PortSpec::new("a", "nonexistent0")], Vec::new());
+        cfg.backend = Backend::Xdp;
+        assert!(matches!(
+            run(&cfg, &AtomicBool::new(false)),
+            Err(Error::Config(_))
+        ));
+        cfg.backend = Backend::AfPacket;
+        cfg.rx_threads = 0;
+        assert!(
+            matches!(run(&cfg, &AtomicBool::new(false)), Err(Error::Config(m)) if m.contains("RX threads"))
+        );
     }
 }

@@ -6,6 +6,7 @@ use crate::error::{CliError, CliResult};
 use engine::port::PortSpec;
 use engine::stream::{FlowMode, Flows, Limit, Rate, StreamConfig};
 use engine::trial::{self, TrialConfig, TrialReport, TrialStream};
+use engine::tx::TxBackend;
 use serde::Deserialize;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::AtomicBool;
@@ -103,6 +104,21 @@ pub struct TrialArgs {
     /// Seconds the receivers keep counting after the last frame.
     #[arg(long, default_value_t = 0.5)]
     drain: f64,
+    /// Packet engine: auto (= af_packet in this build), af_packet, or xdp (not yet wired into
+    /// trials: refused).
+    #[arg(long, default_value = "auto", value_parser = parse_backend)]
+    backend: trial::Backend,
+    /// How the AF_PACKET backend hands frames to the kernel: ring (PACKET_TX_RING, the
+    /// default) or sendmmsg.
+    #[arg(long, default_value = "ring", value_parser = parse_tx_method)]
+    tx_method: TxBackend,
+    /// Transmit threads per sending port, each with its own socket (at most one per stream).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    tx_threads: u16,
+    /// Receive threads per port, in one PACKET_FANOUT group that steers each stream to one
+    /// thread (at most one per stream).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    rx_threads: u16,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -168,6 +184,14 @@ fn one16() -> u16 {
 struct StreamsFile {
     #[serde(default)]
     stream: Vec<StreamDef>,
+}
+
+fn parse_backend(s: &str) -> Result<trial::Backend, String> {
+    s.parse()
+}
+
+fn parse_tx_method(s: &str) -> Result<TxBackend, String> {
+    s.parse()
 }
 
 fn usage(m: impl Into<String>) -> CliError {
@@ -514,8 +538,20 @@ fn print_table(r: &TrialReport) {
         );
     }
     for p in &r.rx_ports {
+        let per_thread = if p.frames_per_thread.len() > 1 {
+            format!(
+                ", frames per RX thread {}",
+                p.frames_per_thread
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "  port {} receiver: foreign {}, unexpected streams {}, ARP/ND answered {}, ring drops {}",
+            "  port {} receiver: foreign {}, unexpected streams {}, ARP/ND answered {}, ring drops {}{per_thread}",
             p.port, p.foreign, p.unexpected_streams, p.answered, p.ring_drops
         );
         if p.ring_drops > 0 {
@@ -572,12 +608,26 @@ pub fn run(args: TrialArgs) -> CliResult {
     let streams = build_streams(&defs, &a, &b, link_bps)?;
     let mut cfg = TrialConfig::new(vec![a, b], streams);
     cfg.drain = Duration::from_secs_f64(args.drain);
+    cfg.backend = args.backend;
+    cfg.tx_ring.backend = args.tx_method;
+    cfg.tx_threads = usize::from(args.tx_threads);
+    cfg.rx_threads = usize::from(args.rx_threads);
     let stop = AtomicBool::new(false);
-    let r = trial::run(&cfg, &stop).map_err(|e| CliError::Failed(format!("trial: {e}")))?;
+    let r = trial::run(&cfg, &stop).map_err(|e| match e {
+        engine::Error::Config(m) => usage(m),
+        e => CliError::Failed(format!("trial: {e}")),
+    })?;
     if args.json {
         let s = serde_json::to_string_pretty(&r).map_err(|e| CliError::Failed(e.to_string()))?;
         println!("{s}");
     } else {
+        println!(
+            "backend {} (TX {}), up to {} TX and {} RX threads per port",
+            r.backend.name(),
+            cfg.tx_ring.backend.name(),
+            r.tx_threads,
+            r.rx_threads
+        );
         print_table(&r);
     }
     Ok(())
