@@ -47,6 +47,8 @@ enum Command {
     Lab(cmd::lab::LabArgs),
     /// Play a PPPoE access concentrator or subscriber on one interface (manual use).
     Pppoe(cmd::pppoe::PppoeArgs),
+    /// Play a DS-Lite AFTR or B4 on one interface (manual use).
+    Dslite(cmd::dslite::DsliteArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(cmd::completions::CompletionsArgs),
 }
@@ -65,6 +67,7 @@ fn main() {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Lab(a) => cmd::lab::run(a),
         Command::Pppoe(a) => cmd::pppoe::run(a),
+        Command::Dslite(a) => cmd::dslite::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };
     if let Err(e) = result {

@@ -736,3 +736,120 @@ fn loopback_trial_through_a_pppoe_session_both_ways() {
         );
     }
 }
+
+/// Ctrl-C handling of `wirerate pppoe`: SIGTERM to a client with a session up closes it (LCP
+/// Terminate + PADT) and exits 0 with its statistics; SIGINT to the server with a session up
+/// sends that session a PADT (captured by tcpdump on the subscriber's side, and seen by our
+/// client, which goes down), prints the statistics (ended by reason, setup times) and exits 0.
+#[test]
+fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
+    use std::io::BufRead;
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, AF_PACKET)");
+        return;
+    }
+    let have_tcpdump = Command::new("which")
+        .arg("tcpdump")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let ns = NsPair::new("i");
+    let bin = env!("CARGO_BIN_EXE_wirerate");
+    let spawn = |args: &[&str]| {
+        Command::new(bin)
+            .args(args)
+            .arg("--json")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("wirerate pppoe")
+    };
+    let signal = |c: &std::process::Child, sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &c.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig}");
+    };
+    let wait_exit = |mut c: std::process::Child| {
+        let end = Instant::now() + Duration::from_secs(5);
+        while c.try_wait().expect("try_wait").is_none() {
+            assert!(Instant::now() < end, "did not stop within 5 s of the signal");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        c.wait_with_output().expect("output")
+    };
+    let lines = |b: &[u8]| -> Vec<serde_json::Value> {
+        String::from_utf8_lossy(b)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON line"))
+            .collect()
+    };
+    // Waits for the client's "up" line; returns the rest of its output once it exits.
+    let first_line = |c: &mut std::process::Child| -> serde_json::Value {
+        let mut out = std::io::BufReader::new(c.stdout.as_mut().unwrap());
+        let mut line = String::new();
+        let _ = out.read_line(&mut line);
+        serde_json::from_str(&line).unwrap_or(serde_json::Value::Null)
+    };
+    let server = spawn(&["pppoe", "server", "--netns", &ns.a, "--dev", "wrem0"]);
+    std::thread::sleep(Duration::from_millis(300));
+
+    // 1. SIGTERM to a client whose session is up.
+    let mut c1 = spawn(&["pppoe", "client", "--netns", &ns.b, "--dev", "wrem1"]);
+    assert_eq!(first_line(&mut c1)["event"], "up");
+    signal(&c1, "-TERM");
+    let out1 = wait_exit(c1);
+    let l1 = lines(&out1.stdout);
+    eprintln!("client 1 after its up line: {l1:#?}");
+    assert_eq!(out1.status.code(), Some(0));
+    assert!(l1
+        .iter()
+        .any(|v| v["event"] == "down" && v["reason"] == "LocalClose"));
+    let st1 = l1.iter().find(|v| v["event"] == "stats").expect("stats");
+    assert_eq!(st1["padt_tx"], 1, "the client's PADT");
+    assert!(st1["setup_ms"].as_f64().is_some());
+
+    // 2. SIGINT to the server while a second client's session is up.
+    let mut c2 = spawn(&["pppoe", "client", "--netns", &ns.b, "--dev", "wrem1"]);
+    assert_eq!(first_line(&mut c2)["event"], "up");
+    let dump = have_tcpdump.then(|| {
+        let d = Command::new("ip")
+            .args(["netns", "exec", &ns.b, "tcpdump", "-i", "wrem1", "-Q", "in", "-c", "1"])
+            .args(["-n", "-l", "ether proto 0x8863 and ether[15] = 0xa7"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tcpdump");
+        std::thread::sleep(Duration::from_millis(700));
+        d
+    });
+    signal(&server, "-INT");
+    let so = wait_exit(server);
+    let s = lines(&so.stdout);
+    eprintln!("server: {s:#?}");
+    assert_eq!(so.status.code(), Some(0), "a stop by Ctrl-C exits 0");
+    let st = s.iter().find(|v| v["event"] == "stats").expect("server stats");
+    assert_eq!(st["sessions_up_total"], 2);
+    assert_eq!(st["padt_tx"], 1, "one PADT for the one open session");
+    assert_eq!(st["ended"]["LocalClose"], 1, "{st}");
+    assert_eq!(st["setup_count"], 2);
+    assert!(st["setup_mean_ms"].as_f64().is_some());
+    let out2 = wait_exit(c2);
+    let l2 = lines(&out2.stdout);
+    eprintln!("client 2 after its up line: {l2:#?}");
+    let down = l2.iter().find(|v| v["event"] == "down").expect("client 2 down");
+    assert!(
+        down["reason"] == "PeerPadt" || down["reason"] == "PeerTerminate",
+        "{down}"
+    );
+    match dump {
+        Some(d) => {
+            let d = wait_exit(d);
+            let text = String::from_utf8_lossy(&d.stdout);
+            eprintln!("tcpdump: {text}");
+            assert!(text.contains("PADT"), "tcpdump saw the server's PADT: {text}");
+        }
+        None => println!("SKIP (capture only): no tcpdump"),
+    }
+}

@@ -24,8 +24,8 @@ use crate::error::{CliError, CliResult};
 /// The interface's own MAC is used. Session events are printed as they happen (one line each,
 /// or one JSON object per line with --json). The command stops after --duration seconds (the
 /// server also after --sessions sessions, the client --hold seconds after its session came
-/// up), or, on a terminal, when Enter or Ctrl-D is pressed; it then closes its sessions (LCP
-/// Terminate + PADT) and prints its statistics.
+/// up), on SIGINT/SIGTERM (Ctrl-C), or, on a terminal, when Enter or Ctrl-D is pressed; it
+/// then closes its sessions (LCP Terminate + PADT) and prints its statistics.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     wirerate pppoe server --netns wr-wan --dev veth0 --user alice --password secret\n  \
@@ -66,7 +66,7 @@ pub struct PortArgs {
     /// LCP Echo-Request interval in seconds.
     #[arg(long, default_value_t = 10.0)]
     pub echo_interval: f64,
-    /// Stop after this many seconds (default: until Enter/Ctrl-D on a terminal, or killed).
+    /// Stop after this many seconds (default: until Ctrl-C, or Enter/Ctrl-D on a terminal).
     #[arg(long)]
     pub duration: Option<f64>,
     /// Events and statistics as JSON lines.
@@ -125,7 +125,7 @@ fn auth_methods(s: &str) -> CliResult<Vec<AuthMethod>> {
     }
 }
 
-fn secs(s: f64, what: &str) -> CliResult<Duration> {
+pub(crate) fn secs(s: f64, what: &str) -> CliResult<Duration> {
     Duration::try_from_secs_f64(s)
         .map_err(|_| CliError::Usage(format!("{what} {s}: not a number of seconds")))
 }
@@ -138,10 +138,21 @@ fn open(p: &PortArgs) -> CliResult<(ControlPort, MacAddr)> {
     Ok((port, mac))
 }
 
-/// Set when a line (Enter) or end of file (Ctrl-D) arrives on stdin, if stdin is a terminal;
-/// a non-interactive stdin (a script, `< /dev/null`) is ignored.
-fn stdin_stop() -> Arc<AtomicBool> {
+/// Set when SIGINT or SIGTERM arrives, or when a line (Enter) or end of file (Ctrl-D) arrives
+/// on stdin if stdin is a terminal (a non-interactive stdin, a script or `< /dev/null`, is
+/// ignored). The command then closes its sessions and prints its statistics, so Ctrl-C is a
+/// clean stop: PADT for every open session, exit status 0.
+pub(crate) fn stdin_stop() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
+    lab::install_interrupt_handler();
+    let s = stop.clone();
+    std::thread::spawn(move || loop {
+        if lab::cmd::interrupted() {
+            s.store(true, Ordering::Relaxed);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    });
     if !std::io::stdin().is_terminal() {
         return stop;
     }
@@ -185,7 +196,7 @@ fn info_text(i: &SessionInfo) -> String {
     )
 }
 
-fn emit(json: bool, v: serde_json::Value, text: String) {
+pub(crate) fn emit(json: bool, v: serde_json::Value, text: String) {
     if json {
         println!("{v}");
     } else {
@@ -217,7 +228,10 @@ fn server(a: ServerArgs) -> CliResult {
     let stop = stdin_stop();
     let start = Instant::now();
     if !p.json {
-        eprintln!("PPPoE AC on {} ({mac}); Enter or Ctrl-D stops", p.dev);
+        eprintln!(
+            "PPPoE AC on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
+            p.dev
+        );
     }
     loop {
         if stop.load(Ordering::Relaxed) || duration.is_some_and(|d| start.elapsed() >= d) {
@@ -371,7 +385,10 @@ fn client(a: ClientArgs) -> CliResult {
     let mut up_at: Option<Instant> = None;
     let mut ended = None;
     if !p.json {
-        eprintln!("PPPoE client on {} ({mac}); Enter or Ctrl-D stops", p.dev);
+        eprintln!(
+            "PPPoE client on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
+            p.dev
+        );
     }
     while ended.is_none() {
         if stop.load(Ordering::Relaxed)
@@ -438,6 +455,9 @@ fn client(a: ClientArgs) -> CliResult {
             "discovery: PADI {}, PADO {}, PADR {}, PADS {}, PADT rx {} tx {}; retransmissions {}",
             st.padi_tx, st.pado_rx, st.padr_tx, st.pads_rx, st.padt_rx, st.padt_tx, st.retransmits
         );
+        if let Some(s) = st.setup {
+            println!("setup (PADI → up): {:.1} ms", s.0 as f64 / 1e6);
+        }
         for (k, v) in st.ended.iter() {
             println!("ended  {k:?}: {v}");
         }

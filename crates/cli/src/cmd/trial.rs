@@ -119,6 +119,9 @@ pub struct TrialArgs {
     /// thread (at most one per stream).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     rx_threads: u16,
+    /// Streams inside a PPPoE session or DS-Lite softwire between the ports (trial_inside.rs).
+    #[command(flatten)]
+    inside: super::trial_inside::InsideArgs,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -359,11 +362,23 @@ fn addr(p: &PortSpec, v: IpVersion) -> CliResult<IpAddr> {
     })
 }
 
+#[cfg(test)]
 fn build_streams(
     defs: &[StreamDef],
     a: &PortSpec,
     b: &PortSpec,
     link_bps: f64,
+) -> CliResult<Vec<TrialStream>> {
+    build_streams_with(defs, a, b, link_bps, None)
+}
+
+/// As `build_streams`, with the streams pointed at a session or softwire (`--inside`).
+fn build_streams_with(
+    defs: &[StreamDef],
+    a: &PortSpec,
+    b: &PortSpec,
+    link_bps: f64,
+    inside: Option<&super::trial_inside::Inside>,
 ) -> CliResult<Vec<TrialStream>> {
     let mut out = Vec::new();
     for d in defs {
@@ -414,6 +429,9 @@ fn build_streams(
             }
             spec.tos = d.tos;
             spec.dst_port = 9;
+            if let Some(i) = inside {
+                i.apply(&mut spec, tx).map_err(usage)?;
+            }
             let mut frames = Vec::new();
             let mut weights = Vec::new();
             for (size, w) in sizes(&d.size, &encap)? {
@@ -422,7 +440,7 @@ fn build_streams(
                 frames.push(t);
                 weights.push(w);
             }
-            let rewrite_macs = !encap.pppoe;
+            let rewrite_macs = !encap.pppoe && inside.is_none();
             let before = out.len();
             out.push(TrialStream {
                 config: StreamConfig {
@@ -604,8 +622,16 @@ pub fn run(args: TrialArgs) -> CliResult {
     if !(args.drain >= 0.0 && args.drain <= 60.0) {
         return Err(usage("--drain: give 0..60 seconds"));
     }
-    let (a, b) = ports(&args)?;
-    let streams = build_streams(&defs, &a, &b, link_bps)?;
+    let (mut a, mut b) = ports(&args)?;
+    let mut inside = super::trial_inside::Inside::up(&args.inside, &mut a, &mut b)?;
+    let mut streams = build_streams_with(&defs, &a, &b, link_bps, inside.as_ref())?;
+    if let Some(i) = &mut inside {
+        streams = i.split_oversize(streams)?;
+        if streams.is_empty() {
+            // Every size needs fragmenting: only the control planes send.
+            return inside.map_or(Ok(()), |i| i.finish(None, args.json, print_table));
+        }
+    }
     let mut cfg = TrialConfig::new(vec![a, b], streams);
     cfg.drain = Duration::from_secs_f64(args.drain);
     cfg.backend = args.backend;
@@ -617,6 +643,9 @@ pub fn run(args: TrialArgs) -> CliResult {
         engine::Error::Config(m) => usage(m),
         e => CliError::Failed(format!("trial: {e}")),
     })?;
+    if let Some(i) = inside {
+        return i.finish(Some(&r), args.json, print_table);
+    }
     if args.json {
         let s = serde_json::to_string_pretty(&r).map_err(|e| CliError::Failed(e.to_string()))?;
         println!("{s}");

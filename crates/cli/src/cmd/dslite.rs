@@ -1,0 +1,299 @@
+//! `wirerate dslite aftr|b4`: run the `emulate` DS-Lite AFTR or B4 (with ND and the tunnel
+//! probe of `emulate::softwire`) on a port by hand, parallel to `wirerate pppoe server|client`:
+//! events as they happen, statistics at the end. The socket loop is `engine::control`.
+
+use std::net::Ipv6Addr;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use emulate::dslite::TunnelStats;
+use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
+use engine::control::{self, ControlPort};
+use engine::port::PortSpec;
+use wire::ethernet::MacAddr;
+
+use super::pppoe::{emit, secs, stdin_stop};
+use crate::error::{CliError, CliResult};
+
+/// The AFTR's tunnel endpoint by default (the same as `wirerate craft`'s DS-Lite frames).
+pub const DEFAULT_AFTR: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xd, 0, 0, 0, 0, 1);
+/// The B4's tunnel endpoint by default.
+pub const DEFAULT_B4: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc, 0, 0, 0, 0, 2);
+
+/// Play the ISP's DS-Lite AFTR or a subscriber's B4 on one interface.
+///
+/// The AFTR answers Neighbor Solicitations for its tunnel address, decapsulates IPv4-in-IPv6
+/// from any B4 (reassembling outer IPv6 fragments), learns each softwire from its first packet
+/// and answers ICMP echo to its own 192.0.0.1 through the softwire. The B4 resolves the AFTR
+/// with ND and probes the tunnel with an echo to 192.0.0.1 until it is answered (setup time,
+/// retries, failure by reason). Both stop after --duration (the B4 also --hold seconds after
+/// it came up), on Ctrl-C (SIGINT/SIGTERM), or on Enter/Ctrl-D on a terminal, and then print
+/// their statistics; a stop by signal exits 0.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    wirerate dslite aftr --netns wr-wan --dev veth0\n  \
+    wirerate dslite b4 --netns wr-cpe --dev veth1 --hold 10\n  \
+    wirerate dslite aftr --netns wr-wan --dev veth0 --addr 2001:db8:d::1 --json")]
+pub struct DsliteArgs {
+    #[command(subcommand)]
+    pub role: Role,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Role {
+    /// The AFTR (ISP side): ND, decapsulation, reassembly, echo answers, softwire table.
+    Aftr(AftrArgs),
+    /// One B4: resolves the AFTR, probes the tunnel, keeps it until stopped.
+    B4(B4Args),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Common {
+    /// Network namespace of the interface (a name under /run/netns or a path).
+    #[arg(long)]
+    pub netns: Option<String>,
+    /// The interface.
+    #[arg(long)]
+    pub dev: String,
+    /// Largest outer IPv6 packet; bigger ones are fragmented (RFC 6333 §5.3).
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: usize,
+    /// Stop after this many seconds (default: until Ctrl-C, or Enter/Ctrl-D on a terminal).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Events and statistics as JSON lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AftrArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Our tunnel endpoint address.
+    #[arg(long, default_value_t = DEFAULT_AFTR)]
+    pub addr: Ipv6Addr,
+    /// Do not answer ICMP echo to 192.0.0.1 (B4 probes then time out).
+    #[arg(long)]
+    pub no_echo: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct B4Args {
+    #[command(flatten)]
+    pub common: Common,
+    /// Our tunnel endpoint address.
+    #[arg(long, default_value_t = DEFAULT_B4)]
+    pub addr: Ipv6Addr,
+    /// The AFTR's tunnel endpoint address.
+    #[arg(long, default_value_t = DEFAULT_AFTR)]
+    pub aftr: Ipv6Addr,
+    /// Echo probes through the tunnel, one a second, before giving up (0: up once the AFTR's
+    /// MAC is known, for an AFTR that does not answer 192.0.0.1).
+    #[arg(long, default_value_t = 5)]
+    pub probes: u32,
+    /// Stop this many seconds after the softwire came up.
+    #[arg(long)]
+    pub hold: Option<f64>,
+}
+
+pub fn run(a: DsliteArgs) -> CliResult {
+    match a.role {
+        Role::Aftr(x) => aftr(x),
+        Role::B4(x) => b4(x),
+    }
+}
+
+fn open(c: &Common) -> CliResult<(ControlPort, MacAddr)> {
+    if !(1280..=65_535).contains(&c.mtu) {
+        return Err(CliError::Usage(format!(
+            "--mtu {}: IPv6 needs 1280..65535",
+            c.mtu
+        )));
+    }
+    let mut spec = PortSpec::new("dslite", &c.dev);
+    spec.netns = c.netns.clone();
+    let port = ControlPort::open(&spec).map_err(|e| CliError::Failed(e.to_string()))?;
+    let mac = MacAddr(port.mac().map_err(|e| CliError::Failed(e.to_string()))?);
+    Ok((port, mac))
+}
+
+fn info_json(i: &SoftwireInfo) -> serde_json::Value {
+    serde_json::json!({
+        "local": i.local.to_string(), "remote": i.remote.to_string(),
+        "local_mac": i.local_mac.to_string(), "peer_mac": i.peer_mac.to_string(),
+        "mtu": i.mtu, "max_datagram": i.max_datagram(),
+    })
+}
+
+fn tunnel_json(t: &TunnelStats) -> serde_json::Value {
+    serde_json::json!({
+        "encapsulated": t.encapsulated, "fragmented": t.fragmented,
+        "fragments_tx": t.fragments_tx, "decapsulated": t.decapsulated,
+        "fragments_rx": t.fragments_rx, "reassembled": t.reassembled,
+        "encap_limit_seen": t.encap_limit_seen,
+        "dropped": t.dropped.iter().map(|(k, v)| (format!("{k:?}"), v.into()))
+            .collect::<serde_json::Map<_, _>>(),
+    })
+}
+
+fn tunnel_text(t: &TunnelStats) {
+    println!(
+        "tunnel: encapsulated {} ({} fragmented into {} frames), decapsulated {} \
+         ({} fragments in, {} reassembled)",
+        t.encapsulated, t.fragmented, t.fragments_tx, t.decapsulated, t.fragments_rx, t.reassembled
+    );
+    for (k, v) in t.dropped.iter() {
+        println!("dropped {k:?}: {v}");
+    }
+}
+
+fn aftr(a: AftrArgs) -> CliResult {
+    let c = &a.common;
+    let duration = c.duration.map(|d| secs(d, "--duration")).transpose()?;
+    let (mut port, mac) = open(c)?;
+    let mut cfg = AftrConfig::new(a.addr, mac);
+    cfg.tunnel.mtu = c.mtu;
+    cfg.answer_echo = !a.no_echo;
+    let mut m = AftrPort::new(cfg);
+    let stop = stdin_stop();
+    let start = Instant::now();
+    if !c.json {
+        eprintln!(
+            "DS-Lite AFTR {} on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
+            a.addr, c.dev
+        );
+    }
+    while !stop.load(Ordering::Relaxed) && !duration.is_some_and(|d| start.elapsed() >= d) {
+        port.step(&mut m, Duration::from_millis(50))
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        for e in m.take_events() {
+            if let AftrEvent::SoftwireUp { b4, info } = e {
+                let mut v = info_json(&info);
+                v["event"] = "softwire".into();
+                emit(
+                    c.json,
+                    v,
+                    format!("softwire  B4 {b4} ({})  MTU {}", info.peer_mac, info.mtu),
+                );
+            }
+        }
+    }
+    let st = &m.stats;
+    let nd = &m.neighbors().stats;
+    if c.json {
+        let v = serde_json::json!({
+            "event": "stats", "softwires": st.softwires_up, "echo_replies": st.echo_replies,
+            "na_tx": nd.na_tx, "tunnel": tunnel_json(m.tunnel_stats()),
+            "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
+            "frames_unclaimed": port.stats.rx_unclaimed, "tx_failed": port.stats.tx_failed,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "softwires: {}, echo replies {}, neighbor advertisements {}",
+            st.softwires_up, st.echo_replies, nd.na_tx
+        );
+        tunnel_text(m.tunnel_stats());
+        println!(
+            "frames: rx {} (not ND/DS-Lite {}), tx {} (failed {})",
+            port.stats.rx, port.stats.rx_unclaimed, port.stats.tx, port.stats.tx_failed
+        );
+    }
+    Ok(())
+}
+
+fn b4(a: B4Args) -> CliResult {
+    let c = &a.common;
+    let duration = c.duration.map(|d| secs(d, "--duration")).transpose()?;
+    let hold = a.hold.map(|d| secs(d, "--hold")).transpose()?;
+    let (mut port, mac) = open(c)?;
+    let mut cfg = B4Config::new(a.addr, mac, a.aftr);
+    cfg.tunnel.mtu = c.mtu;
+    cfg.probe_attempts = a.probes;
+    let mut m = B4Port::new(cfg);
+    let stop = stdin_stop();
+    let start = Instant::now();
+    if !c.json {
+        eprintln!(
+            "DS-Lite B4 {} -> AFTR {} on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
+            a.addr, a.aftr, c.dev
+        );
+    }
+    m.start(control::now());
+    let mut up_at: Option<Instant> = None;
+    let mut failed = None;
+    while failed.is_none()
+        && !stop.load(Ordering::Relaxed)
+        && !duration.is_some_and(|d| start.elapsed() >= d)
+        && !hold.is_some_and(|h| up_at.is_some_and(|t| t.elapsed() >= h))
+    {
+        port.step(&mut m, Duration::from_millis(50))
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        for e in m.take_events() {
+            match e {
+                B4Event::Up(info) => {
+                    up_at = Some(Instant::now());
+                    let setup = m.stats.setup.map_or(0.0, |s| s.0 as f64 / 1e6);
+                    let mut v = info_json(&info);
+                    v["event"] = "up".into();
+                    v["setup_ms"] = setup.into();
+                    emit(
+                        c.json,
+                        v,
+                        format!(
+                            "up    AFTR {} ({})  MTU {} (IPv4 up to {} B whole)  setup {setup:.1} ms",
+                            info.remote,
+                            info.peer_mac,
+                            info.mtu,
+                            info.max_datagram()
+                        ),
+                    );
+                }
+                B4Event::Failed(why) => {
+                    emit(
+                        c.json,
+                        serde_json::json!({"event": "failed", "reason": format!("{why:?}")}),
+                        format!("failed  {why:?}"),
+                    );
+                    failed = Some(why);
+                }
+                B4Event::Packet(_) => {}
+            }
+        }
+    }
+    let st = &m.stats;
+    let setup_ms = st.setup.map(|s| s.0 as f64 / 1e6);
+    let failures: serde_json::Map<_, _> = st
+        .failed
+        .iter()
+        .map(|(k, v)| (format!("{k:?}"), v.into()))
+        .collect();
+    let tunnel = m.tunnel_stats().cloned().unwrap_or_default();
+    if c.json {
+        let v = serde_json::json!({
+            "event": "stats", "setup_ms": setup_ms, "probes_tx": st.probes_tx,
+            "probe_replies": st.probe_replies, "retries": st.retries, "failed": failures,
+            "tunnel": tunnel_json(&tunnel),
+            "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "probes: sent {}, answered {}, retries {}{}",
+            st.probes_tx,
+            st.probe_replies,
+            st.retries,
+            setup_ms.map_or(String::new(), |s| format!("; setup (start → up) {s:.1} ms"))
+        );
+        for (k, v) in st.failed.iter() {
+            println!("failed {k:?}: {v}");
+        }
+        tunnel_text(&tunnel);
+    }
+    match failed {
+        Some(why) => Err(CliError::Failed(format!("softwire not up: {why:?}"))),
+        None if st.setup.is_none() => Err(CliError::Failed("softwire did not come up".into())),
+        None => Ok(()),
+    }
+}
