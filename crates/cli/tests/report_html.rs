@@ -36,10 +36,10 @@ fn wirerate(args: &[&str]) -> (bool, String, String) {
 
 /// Runs Chromium headless on `html` with `extra` arguments; returns (stdout, stderr).
 fn chromium(html: &Path, extra: &[String]) -> (String, String) {
-    let profile = out_dir(&format!(
-        "chromium-profile-{}",
-        extra.len() + extra.first().map_or(0, String::len)
-    ));
+    // One profile per call: parallel tests must not share Chromium's profile lock.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let profile = out_dir(&format!("chromium-profile-{n}"));
     let mut cmd = Command::new("timeout");
     cmd.arg("120")
         .arg(CHROMIUM)
@@ -93,7 +93,13 @@ fn report_renders_in_chromium_with_its_charts_and_no_errors() {
     ]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("filter-stateful-100: −48 % vs forward at 128 B, IPv4 UDP"));
-    for f in ["report.html", "results.csv", "summary.md", "summary.json"] {
+    for f in [
+        "report.html",
+        "results.csv",
+        "summary.md",
+        "summary.json",
+        "latency.csv",
+    ] {
         assert!(dir.join(f).exists(), "{f}");
     }
     let html_path = dir.join("report.html");
@@ -132,8 +138,8 @@ fn report_renders_in_chromium_with_its_charts_and_no_errors() {
     assert!(errors.is_empty(), "page errors: {errors:#?}");
     let svgs = dom.matches("<svg class=\"chart\"").count();
     // 3 families × (Mb/s, pps) + CPU for 2 IPv4 families + 2 vs-frame-size × 2 UDP families
-    // + TCP vs MSS + a loss-curve chart per IPv4 frame size + 1 latency chart.
-    assert_eq!(svgs, 6 + 2 + 4 + 1 + 5 + 1, "charts in the rendered DOM");
+    // + TCP vs MSS + a loss-curve chart per IPv4 frame size + a latency chart per profile.
+    assert_eq!(svgs, 6 + 2 + 4 + 1 + 5 + 3, "charts in the rendered DOM");
     assert!(dom.matches("class=\"bar\"").count() > 80);
     for label in [
         "Mb/s (L2, frames with FCS)",
@@ -145,12 +151,20 @@ fn report_renders_in_chromium_with_its_charts_and_no_errors() {
         "offered load, % of line rate",
         "one-way latency, µs",
         "theoretical max",
+        "napt: latency percentiles",
+        ">p99.9<",
+        ">p50<",
     ] {
         assert!(
             dom.contains(label),
             "axis or legend label {label:?} missing"
         );
     }
+    // Percentile lines are drawn: 4 solid series with points in each of the 3 latency charts.
+    assert!(
+        dom.contains("p99.9: 1.52k →"),
+        "the 1518 B p99.9 point of a profile"
+    );
     assert!(dom.contains(">TL<"), "the tester-limited bar is marked");
     assert!(dom.contains("id=\"results\""));
 
@@ -170,6 +184,66 @@ fn report_renders_in_chromium_with_its_charts_and_no_errors() {
     );
     let errors = console_errors(&stderr);
     assert!(errors.is_empty(), "page errors: {errors:#?}");
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert_eq!(&bytes[1..4], b"PNG");
+    assert!(bytes.len() > 50_000, "a blank page would be tiny");
+    println!("screenshot: {}", png.display());
+}
+
+/// The WAN fixture (encapsulations per case, bidirectional sums), rendered: one family of
+/// charts per encapsulation with its own theoretical curve, the bidirectional family against
+/// twice the line rate, latency percentiles per encapsulation. Screenshot at
+/// `target/report-wan-screenshot.png`.
+#[test]
+fn wan_report_has_a_chart_family_per_encapsulation_and_bidirectional_sums() {
+    let dir = out_dir("report-wan");
+    let (ok, _, stderr) = wirerate(&[
+        "report",
+        fixture("run-wan").to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let html_path = dir.join("report.html");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    for fam in [
+        "IPv4 UDP over vlan+ipv4",
+        "IPv4 UDP over qinq+ipv4",
+        "IPv4 UDP over mpls:1+ipv4",
+        "IPv4 UDP, bidirectional",
+    ] {
+        assert!(html.contains(&format!("<h3>{fam}</h3>")), "{fam}");
+    }
+    if !Path::new(CHROMIUM).exists() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{CHROMIUM} is missing; scripts/install-deps.sh installs it");
+        }
+        println!("SKIP: {CHROMIUM} is missing (run scripts/install-deps.sh as root)");
+        return;
+    }
+    let (dom, stderr) = chromium(&html_path, &["--dump-dom".to_string()]);
+    let errors = console_errors(&stderr);
+    assert!(errors.is_empty(), "page errors: {errors:#?}");
+    // 5 families (plain, vlan, qinq, mpls, bidirectional) × (Mb/s, pps) + 2 vs-frame-size
+    // charts each + a latency chart per encapsulation (the bidirectional cases measured none).
+    let svgs = dom.matches("<svg class=\"chart\"").count();
+    assert_eq!(svgs, 10 + 10 + 4, "charts in the rendered DOM");
+    assert!(dom.contains("cpe: latency percentiles"));
+    assert!(dom.contains("theoretical max"));
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let png = target.join("report-wan-screenshot.png");
+    let _ = std::fs::remove_file(&png);
+    let (_, stderr) = chromium(
+        &html_path,
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1280,3200".to_string(),
+        ],
+    );
+    assert!(console_errors(&stderr).is_empty());
     let bytes = std::fs::read(&png).expect("screenshot written");
     assert_eq!(&bytes[1..4], b"PNG");
     assert!(bytes.len() > 50_000, "a blank page would be tiny");

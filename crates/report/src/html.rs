@@ -2,9 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{udp_max, Analysis, Dims, Row};
+use crate::model::{udp_max, Analysis, Dims, LatencyRow, Row, PERCENTILES};
 use crate::svg::{bar_chart, esc, line_chart, Bar, Series};
-use crate::text::{cells, completeness_lines, num, status, COLUMNS};
+use crate::text::{
+    cells, completeness_lines, latency_cells, num, status, COLUMNS, LATENCY_COLUMNS,
+};
 
 const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#222;max-width:1240px}
 h1{font-size:1.6em;margin-bottom:4px}h2{margin-top:32px;border-bottom:1px solid #ccc}h3{margin-bottom:4px}
@@ -18,7 +20,7 @@ tr.partial td{background:#fffbe8}li.sig{font-weight:600}";
 
 /// The results-table columns the page shows (index into [`COLUMNS`], header); the dimension
 /// columns are in the case id.
-const SHOWN: [(usize, &str); 11] = [
+const SHOWN: [(usize, &str); 12] = [
     (0, "case"),
     (8, "methodology"),
     (9, "reps"),
@@ -30,10 +32,14 @@ const SHOWN: [(usize, &str); 11] = [
     (15, "% of line rate"),
     (16, "noise ± pps"),
     (17, "DUT CPU %"),
+    (18, "directions"),
 ];
 
-fn family_key(d: &Dims) -> (String, u8, String) {
-    (d.protocol.clone(), d.ip, d.encap.clone())
+/// Rows drawn together: protocol × IP version × encapsulation × directions.
+type FamilyKey = (String, u8, String, bool);
+
+fn family_key(d: &Dims) -> FamilyKey {
+    (d.protocol.clone(), d.ip, d.encap.clone(), d.bidirectional)
 }
 
 /// The non-profile dimensions of a row, as a bar's series name.
@@ -183,7 +189,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     }
 
     // Families of rows (protocol × IP × encapsulation).
-    let mut families: BTreeMap<(String, u8, String), Vec<&Row>> = BTreeMap::new();
+    let mut families: BTreeMap<FamilyKey, Vec<&Row>> = BTreeMap::new();
     for r in &a.rows {
         families.entry(family_key(&r.dims)).or_default().push(r);
     }
@@ -201,7 +207,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         *p = p.max(pps);
     }
     o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (half the spread over repetitions plus half the search resolution). Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
-    for ((proto, _, _), rows) in &families {
+    for ((proto, _, _, _), rows) in &families {
         let fam = rows[0].dims.family();
         o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
         let (g, s, v) = grouped(a, rows, true, |r| r.l2_bps.map(|b| b / 1e6));
@@ -439,65 +445,9 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         o.push_str("</div>\n");
     }
 
-    // Latency.
+    // Latency: one chart per family and profile, percentiles against frame size.
     if !a.latency.is_empty() {
-        o.push_str("<h2>Latency per frame size</h2>\n<p>Solid: mean one-way latency; dashed: min and max (the trials record no percentiles yet).</p><div class=\"charts\">");
-        let mut by_fam: BTreeMap<String, BTreeMap<usize, Vec<&crate::model::LatencyRow>>> =
-            BTreeMap::new();
-        for l in &a.latency {
-            let order = a
-                .profiles
-                .iter()
-                .position(|p| p == &l.dims.profile)
-                .unwrap_or(usize::MAX);
-            by_fam
-                .entry(l.dims.family())
-                .or_default()
-                .entry(order)
-                .or_default()
-                .push(l);
-        }
-        for (fam, profs) in by_fam {
-            let mut series = Vec::new();
-            for (order, ls) in &profs {
-                let color = (*order != usize::MAX).then_some(*order);
-                let name = &ls[0].dims.profile;
-                let pts = |f: &dyn Fn(&crate::model::LatencyRow) -> f64| -> Vec<(f64, f64)> {
-                    ls.iter()
-                        .filter_map(|l| l.dims.frame_size.map(|s| (f64::from(s), f(l))))
-                        .collect()
-                };
-                series.push(Series {
-                    name: format!("{name} mean"),
-                    points: pts(&|l| l.mean_us),
-                    dashed: false,
-                    color,
-                });
-                series.push(Series {
-                    name: format!("{name} max"),
-                    points: pts(&|l| l.max_us),
-                    dashed: true,
-                    color,
-                });
-                series.push(Series {
-                    name: format!("{name} min"),
-                    points: pts(&|l| l.min_us),
-                    dashed: true,
-                    color,
-                });
-            }
-            fig(
-                &mut o,
-                &line_chart(
-                    &format!("{fam}: latency at throughput"),
-                    "frame size, bytes",
-                    "one-way latency, µs",
-                    &series,
-                    None,
-                ),
-            );
-        }
-        o.push_str("</div>\n");
+        latency_charts(a, &mut o);
     }
 
     // Tables.
@@ -505,7 +455,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     for (_, title) in SHOWN {
         o.push_str(&format!("<th>{title}</th>"));
     }
-    o.push_str("<th>directions</th></tr></thead><tbody>\n");
+    o.push_str("</tr></thead><tbody>\n");
     for r in &a.rows {
         o.push_str(&format!(
             "<tr class=\"{}\" data-case=\"{}\" data-methodology=\"{}\">",
@@ -535,21 +485,26 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                 esc(&shown)
             ));
         }
-        o.push_str(&format!("<td class=\"n\">{}</td></tr>\n", r.directions));
+        o.push_str("</tr>\n");
     }
     o.push_str("</tbody></table>\n");
     if !a.latency.is_empty() {
-        o.push_str("<h3>Latency</h3><table id=\"latency\"><tr><th>case</th><th>load %</th><th>min µs</th><th>mean µs</th><th>max µs</th><th>samples</th></tr>");
+        o.push_str("<h3>Latency</h3><p>One-way latency at the throughput found, µs. Percentile cells are empty where the trials did not record percentiles.</p><table id=\"latency\"><tr><th>case</th><th>load %</th><th>min µs</th>");
+        for p in PERCENTILES {
+            o.push_str(&format!("<th>{p} µs</th>"));
+        }
+        o.push_str("<th>mean µs</th><th>max µs</th><th>samples</th></tr>\n");
         for l in &a.latency {
-            o.push_str(&format!(
-                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-                esc(&l.case_id),
-                num::pct(l.load_percent),
-                num::us(l.min_us),
-                num::us(l.mean_us),
-                num::us(l.max_us),
-                l.samples
-            ));
+            o.push_str(&format!("<tr data-latency-case=\"{}\">", esc(&l.case_id)));
+            for (i, c) in latency_cells(l).iter().enumerate() {
+                o.push_str(&format!(
+                    "<td{} data-k=\"{}\">{}</td>",
+                    if i > 0 { " class=\"n\"" } else { "" },
+                    LATENCY_COLUMNS[i],
+                    esc(c)
+                ));
+            }
+            o.push_str("</tr>\n");
         }
         o.push_str("</table>\n");
     }
@@ -569,4 +524,100 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     }
     o.push_str("</body></html>\n");
     o.into_bytes()
+}
+
+/// Line styles of the latency chart: (name, palette index, dashed).
+const LATENCY_LINES: [(&str, usize, bool); 6] = [
+    ("min", 4, true),
+    ("p50", 0, false),
+    ("p90", 2, false),
+    ("p99", 1, false),
+    ("p99.9", 5, false),
+    ("max", 7, true),
+];
+
+/// "Latency percentiles per frame size": per family (protocol, IP, encapsulation, directions)
+/// and profile, p50/p90/p99/p99.9 as solid lines between min and max (dashed), the charts of
+/// one family on one y axis. Rows without percentiles (runs recorded before they were kept)
+/// draw min/mean/max and say so in the title.
+fn latency_charts(a: &Analysis, o: &mut String) {
+    o.push_str("<h2>Latency percentiles per frame size</h2>\n<p>One-way latency at the throughput found: p50, p90, p99 and p99.9 (solid; per percentile the trials' values weighted by their frames), min and max dashed. Charts of one traffic family share their y axis.</p>\n");
+    let mut by_fam: BTreeMap<String, BTreeMap<usize, Vec<&LatencyRow>>> = BTreeMap::new();
+    for l in &a.latency {
+        let order = a
+            .profiles
+            .iter()
+            .position(|p| p == &l.dims.profile)
+            .unwrap_or(usize::MAX);
+        by_fam
+            .entry(l.dims.family())
+            .or_default()
+            .entry(order)
+            .or_default()
+            .push(l);
+    }
+    for (fam, profs) in by_fam {
+        let y_max = profs
+            .values()
+            .flatten()
+            .map(|l| l.max_us)
+            .fold(0.0f64, f64::max);
+        o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
+        for ls in profs.values() {
+            let name = &ls[0].dims.profile;
+            let pts = |f: &dyn Fn(&LatencyRow) -> Option<f64>| -> Vec<(f64, f64)> {
+                let mut v: Vec<(f64, f64)> = ls
+                    .iter()
+                    .filter_map(|l| Some((f64::from(l.dims.frame_size?), f(l)?)))
+                    .collect();
+                v.sort_by(|x, y| x.0.total_cmp(&y.0));
+                v
+            };
+            let with = ls.iter().all(|l| l.percentiles_us.is_some());
+            let mut series = Vec::new();
+            for (i, (label, color, dashed)) in LATENCY_LINES.iter().enumerate() {
+                let points = match i {
+                    0 => pts(&|l| Some(l.min_us)),
+                    5 => pts(&|l| Some(l.max_us)),
+                    _ if with => pts(&|l| l.percentiles_us.map(|p| p[i - 1])),
+                    _ => Vec::new(),
+                };
+                if !points.is_empty() {
+                    series.push(Series {
+                        name: (*label).into(),
+                        points,
+                        dashed: *dashed,
+                        color: Some(*color),
+                    });
+                }
+            }
+            if !with {
+                series.insert(
+                    1,
+                    Series {
+                        name: "mean".into(),
+                        points: pts(&|l| Some(l.mean_us)),
+                        dashed: false,
+                        color: Some(0),
+                    },
+                );
+            }
+            let title = if with {
+                format!("{fam}, {name}: latency percentiles")
+            } else {
+                format!("{fam}, {name}: latency (no percentiles recorded)")
+            };
+            fig(
+                o,
+                &line_chart(
+                    &title,
+                    "frame size, bytes",
+                    "one-way latency, µs",
+                    &series,
+                    Some(y_max),
+                ),
+            );
+        }
+        o.push_str("</div>\n");
+    }
 }

@@ -22,13 +22,19 @@ pub const RESULTS_CSV: &str = "results.csv";
 pub const SUMMARY_MD: &str = "summary.md";
 /// See [`REPORT_HTML`].
 pub const SUMMARY_JSON: &str = "summary.json";
+/// See [`REPORT_HTML`]; written only when the run measured latency.
+pub const LATENCY_CSV: &str = "latency.csv";
 
 /// Every exported file of one analysis: (file name, bytes).
 pub fn render_all(a: &Analysis) -> Vec<(&'static str, Vec<u8>)> {
-    vec![
+    let mut files = vec![
         (REPORT_HTML, html::html(a)),
         (RESULTS_CSV, text::csv(a)),
         (SUMMARY_MD, text::markdown(a)),
         (SUMMARY_JSON, text::json(a)),
-    ]
+    ];
+    if !a.latency.is_empty() {
+        files.push((LATENCY_CSV, text::latency_csv(a)));
+    }
+    files
 }

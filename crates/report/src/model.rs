@@ -109,8 +109,9 @@ pub struct Dims {
     pub protocol: String,
     /// 4 or 6.
     pub ip: u8,
-    /// Encapsulation on the far link (`ipv4`, `ipv4+pppoe`, …): the case's `encap` variable when
-    /// the plan has one, else plain IP.
+    /// Encapsulation on the far link in `wire`'s spelling with the IP version (`ipv4`,
+    /// `vlan+ipv6`, `pppoe+ipv4`, …): the case's `encap` dimension (`encap=` in its id), or the
+    /// `encap` user variable of runs before that dimension existed, else plain IP.
     pub encap: String,
     /// UDP frame size.
     pub frame_size: Option<u32>,
@@ -120,10 +121,41 @@ pub struct Dims {
     pub mss: Option<u32>,
     /// User dimensions other than `encap`.
     pub vars: Vec<(String, String)>,
+    /// UDP trials ran A→B and B→A at once (`bidir` in the case id): rates are sums of both.
+    #[serde(default)]
+    pub bidirectional: bool,
+}
+
+/// `wire`'s spelling of a case's encapsulation: `vlan` on an IPv6 case is `vlan+ipv6`; values
+/// that already name the IP version (old runs' `encap` variable) are kept as written, and
+/// values `wire` cannot read are kept too (the theoretical maximum then falls back to plain).
+pub fn full_encap(value: &str, ip: u8) -> String {
+    let names_ip = value
+        .split('+')
+        .any(|p| matches!(p.trim(), "ipv4" | "ipv6" | "ip4" | "ip6"));
+    if names_ip {
+        return value.to_string();
+    }
+    match value.parse::<EncapSpec>() {
+        Ok(mut e) => {
+            if !e.dslite {
+                e.ip = if ip == 6 {
+                    IpVersion::V6
+                } else {
+                    IpVersion::V4
+                };
+            }
+            e.to_string()
+        }
+        Err(_) => value.to_string(),
+    }
 }
 
 impl Dims {
     fn from_case(c: &Case) -> Dims {
+        // The encapsulation and direction dimensions are read from the id (`encap=…`, `bidir`),
+        // where the plan puts them, so the report reads runs of every plan version alike.
+        let from_id = Dims::from_case_id(&c.id);
         let ip = match c.ip {
             IpVersion::V4 => 4,
             IpVersion::V6 => 6,
@@ -132,8 +164,8 @@ impl Dims {
             .vars
             .iter()
             .find(|(k, _)| k == "encap")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| EncapSpec::plain(c.ip).to_string());
+            .map(|(_, v)| full_encap(v, ip))
+            .unwrap_or(from_id.encap);
         Dims {
             profile: c.profile.clone(),
             protocol: c.protocol.to_string(),
@@ -148,6 +180,7 @@ impl Dims {
                 .filter(|(k, _)| k != "encap")
                 .cloned()
                 .collect(),
+            bidirectional: from_id.bidirectional,
         }
     }
 
@@ -171,11 +204,14 @@ impl Dims {
             sessions: None,
             mss: None,
             vars: Vec::new(),
+            bidirectional: false,
         };
         for p in parts {
-            if let Some((k, v)) = p.split_once('=') {
+            if p == "bidir" {
+                d.bidirectional = true;
+            } else if let Some((k, v)) = p.split_once('=') {
                 if k == "encap" {
-                    d.encap = v.into();
+                    d.encap = full_encap(v, ip);
                 } else {
                     d.vars.push((k.into(), v.into()));
                 }
@@ -190,14 +226,17 @@ impl Dims {
         d
     }
 
-    /// `IPv4 UDP`, `IPv6 TCP`, with the encapsulation when it is not plain.
+    /// `IPv4 UDP`, `IPv6 TCP`, with the encapsulation when it is not plain and
+    /// `bidirectional` when both directions ran at once.
     pub fn family(&self) -> String {
-        let base = format!("IPv{} {}", self.ip, self.protocol.to_uppercase());
-        if self.encap == format!("ipv{}", self.ip) {
-            base
-        } else {
-            format!("{base} over {}", self.encap)
+        let mut base = format!("IPv{} {}", self.ip, self.protocol.to_uppercase());
+        if self.encap != format!("ipv{}", self.ip) {
+            base = format!("{base} over {}", self.encap);
         }
+        if self.bidirectional {
+            base.push_str(", bidirectional");
+        }
+        base
     }
 
     /// Where in the matrix, without the profile: `64 B, IPv4 UDP`.
@@ -241,7 +280,8 @@ pub struct Row {
     pub repetitions: usize,
     /// Repetitions planned.
     pub repetitions_planned: u32,
-    /// Directions summed (2 for a bidirectional iperf3 run).
+    /// Directions summed (2 for a bidirectional UDP case or an iperf3 `--bidir` run); the
+    /// rates and maxima of the row are sums over them.
     pub directions: u8,
     /// Frame length on the reference link, bytes with FCS (mean for TCP: full segments).
     pub frame_len: f64,
@@ -300,7 +340,16 @@ pub struct LatencyRow {
     pub max_us: f64,
     /// Frames that contributed.
     pub samples: u64,
+    /// Percentiles p50, p90, p99 and p99.9 in microseconds: per percentile, the mean of the
+    /// trials' values weighted by their frames (the trials' histograms are not kept, so this
+    /// is not the percentile of all frames pooled). `None` when any trial lacks them (runs
+    /// recorded before percentiles were kept).
+    #[serde(default)]
+    pub percentiles_us: Option<[f64; 4]>,
 }
+
+/// Names of [`LatencyRow::percentiles_us`], in order, as tables and CSV head them.
+pub const PERCENTILES: [&str; 4] = ["p50", "p90", "p99", "p99.9"];
 
 /// One statement about a profile against the baseline profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -391,7 +440,8 @@ fn ip_of(d: &Dims) -> IpVersion {
     }
 }
 
-/// Theoretical one-direction maximum for a UDP frame size: (pps, L2 bps at the reference link,
+/// Theoretical maximum for a UDP frame size, summed over both directions for a bidirectional
+/// case (`wire::linerate`'s `rate(size, bidirectional)`): (pps, L2 bps at the reference link,
 /// bottleneck name). `None` when the size does not fit.
 pub fn udp_max(speed: f64, dims: &Dims, frame: u32) -> Option<(f64, f64, String)> {
     let ip = ip_of(dims);
@@ -402,7 +452,7 @@ pub fn udp_max(speed: f64, dims: &Dims, frame: u32) -> Option<(f64, f64, String)
             &FrameSize::Fixed {
                 bytes: frame as usize,
             },
-            false,
+            dims.bidirectional,
         )
         .ok()?;
     let name = r
@@ -410,7 +460,7 @@ pub fn udp_max(speed: f64, dims: &Dims, frame: u32) -> Option<(f64, f64, String)
         .get(r.bottleneck)
         .map(|l| l.link.clone())
         .unwrap_or_default();
-    Some((r.max_pps.0, r.total_l2.0, name))
+    Some((r.total_pps.0, r.total_l2.0, name))
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -550,12 +600,28 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let mut rows = Vec::new();
     let mut tcp_timestamps_note = false;
     for (case_id, m) in &keys {
-        let dims = dims_for(case_id, &mut dims_of);
+        let mut dims = dims_for(case_id, &mut dims_of);
         let dut_cpu_percent = cpu.get(case_id.as_str()).and_then(|v| mean(v));
         if is_throughput(*m) {
             let Some(frame) = dims.frame_size else {
                 continue;
             };
+            // How many directions the trials really ran (records before `directions` existed
+            // read as 1); that, not the plan, decides whether rates are sums of two.
+            let recorded = trials
+                .iter()
+                .filter(|((c, _, mm), _)| c == case_id && mm == m)
+                .flat_map(|(_, ts)| ts.iter().map(|t| t.outcome.directions))
+                .max();
+            if let Some(n) = recorded {
+                if dims.bidirectional && n < 2 {
+                    notes.push(format!(
+                        "{case_id}: the plan asks for both directions, but its trials ran one way; shown as one-way figures"
+                    ));
+                }
+                dims.bidirectional = n >= 2;
+            }
+            let directions: u8 = if dims.bidirectional { 2 } else { 1 };
             let Some((max_pps, max_l2, bottleneck)) = udp_max(speed, &dims, frame) else {
                 notes.push(format!(
                     "{case_id}: frame size {frame} B does not fit the path; no theoretical maximum"
@@ -588,7 +654,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             }
             if limited.is_none() {
                 if let Some(p) = ceiling.get(&(case_id.clone(), *m)) {
-                    limited = Some(100.0 * p / max_pps);
+                    // The calibrated ceiling is per direction.
+                    limited = Some(100.0 * p * f64::from(directions) / max_pps);
                 }
             }
             let pps = mean(&rep_pps);
@@ -600,7 +667,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 methodology: m.name().into(),
                 repetitions: rep_pps.len(),
                 repetitions_planned: reps,
-                directions: 1,
+                directions,
                 frame_len,
                 pps: if limited.is_some() { None } else { pps },
                 l2_bps: if limited.is_some() {
@@ -767,12 +834,20 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             },
             max_us: acc.iter().map(|x| x.1.max.0).max().unwrap_or(0) as f64 / 1e3,
             samples,
+            percentiles_us: pooled_percentiles(&acc),
         });
     }
-    if !latency.is_empty() {
-        notes.push(
-            "latency: trials record min, mean and max only; percentiles (p50/p99) are not in the results yet".into(),
-        );
+    let without: Vec<&str> = latency
+        .iter()
+        .filter(|l| l.percentiles_us.is_none())
+        .map(|l| l.case_id.as_str())
+        .collect();
+    if !without.is_empty() {
+        notes.push(format!(
+            "latency: {} of {} cases were recorded without percentiles (trials written before wirerate kept them); they show min, mean and max only",
+            without.len(),
+            latency.len()
+        ));
     }
 
     // Profiles seen but not in the plan.
@@ -833,6 +908,21 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         completeness,
         notes,
     }
+}
+
+/// The trials' percentiles combined (see [`LatencyRow::percentiles_us`]), microseconds.
+fn pooled_percentiles(acc: &[(f64, bench::search::LatencySummary)]) -> Option<[f64; 4]> {
+    let mut sum = [0.0; 4];
+    let mut weight = 0.0;
+    for (_, t) in acc {
+        let p = t.percentiles?;
+        let w = t.samples.max(1) as f64;
+        for (s, v) in sum.iter_mut().zip([p.p50, p.p90, p.p99, p.p99_9]) {
+            *s += v.0 as f64 * w;
+        }
+        weight += w;
+    }
+    (weight > 0.0).then(|| sum.map(|s| s / weight / 1e3))
 }
 
 /// Whether `a` and `b` differ by more than their noise: |a − b| > noise(a) + noise(b).
@@ -947,6 +1037,23 @@ mod tests {
         assert_eq!(pps.round(), (1e9f64 / (92.0 * 8.0)).round());
         assert_eq!(link, "wan");
         assert_eq!(pppoe.family(), "IPv4 UDP over ipv4+pppoe");
+    }
+
+    #[test]
+    fn encap_dimension_and_bidirectional_come_from_the_case_id() {
+        let d = Dims::from_case_id("cpe/udp6/128B/encap=qinq/bidir");
+        assert_eq!(d.encap, "qinq+ipv6");
+        assert!(d.bidirectional);
+        assert_eq!(d.family(), "IPv6 UDP over qinq+ipv6, bidirectional");
+        // 1e9 / ((128 + 8 + 20) × 8), both directions.
+        let (pps, _, link) = udp_max(1e9, &d, 128).unwrap();
+        assert_eq!(pps.round(), (2.0 * 1e9f64 / (156.0 * 8.0)).round());
+        assert_eq!(link, "wan");
+        assert_eq!(Dims::from_case_id("x/udp4/64B/encap=plain").encap, "ipv4");
+        assert_eq!(full_encap("dslite", 4), "dslite");
+        // Old runs' user variable keeps its spelling; unreadable values are kept as written.
+        assert_eq!(full_encap("ipv4+pppoe", 4), "ipv4+pppoe");
+        assert_eq!(full_encap("gre", 4), "gre");
     }
 
     #[test]

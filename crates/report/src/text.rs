@@ -1,7 +1,7 @@
 //! Text exporters: JSON summary, CSV, Markdown and the terminal table. One number format for
 //! all of them ([`num`]), so the same figure reads the same everywhere.
 
-use crate::model::{Analysis, Row};
+use crate::model::{Analysis, LatencyRow, Row, PERCENTILES};
 
 /// Number formats shared by every exporter.
 pub mod num {
@@ -24,7 +24,7 @@ pub mod num {
 }
 
 /// The columns of the results table, in order, shared by CSV, Markdown and HTML.
-pub const COLUMNS: [&str; 18] = [
+pub const COLUMNS: [&str; 19] = [
     "case",
     "profile",
     "protocol",
@@ -43,7 +43,52 @@ pub const COLUMNS: [&str; 18] = [
     "percent_line_rate",
     "noise_pps",
     "dut_cpu_percent",
+    "directions",
 ];
+
+/// The columns of the latency table, in order, shared by CSV, Markdown and HTML.
+pub const LATENCY_COLUMNS: [&str; 10] = [
+    "case",
+    "load_percent",
+    "min_us",
+    "p50_us",
+    "p90_us",
+    "p99_us",
+    "p99_9_us",
+    "mean_us",
+    "max_us",
+    "samples",
+];
+
+/// The cells of a latency row, in [`LATENCY_COLUMNS`] order (percentiles empty when the trials
+/// did not record them).
+pub fn latency_cells(l: &LatencyRow) -> Vec<String> {
+    let p = |i: usize| l.percentiles_us.map(|p| num::us(p[i])).unwrap_or_default();
+    vec![
+        l.case_id.clone(),
+        num::pct(l.load_percent),
+        num::us(l.min_us),
+        p(0),
+        p(1),
+        p(2),
+        p(3),
+        num::us(l.mean_us),
+        num::us(l.max_us),
+        l.samples.to_string(),
+    ]
+}
+
+/// `latency.csv`: one line per case with latency trials.
+pub fn latency_csv(a: &Analysis) -> Vec<u8> {
+    let mut out = LATENCY_COLUMNS.join(",");
+    out.push('\n');
+    for l in &a.latency {
+        let line: Vec<String> = latency_cells(l).iter().map(|c| csv_field(c)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out.into_bytes()
+}
 
 /// A row's status word: `ok`, `tester-limited`, `partial` (fewer repetitions than planned).
 pub fn status(r: &Row) -> &'static str {
@@ -86,6 +131,7 @@ pub fn cells(r: &Row) -> Vec<String> {
         r.percent.map(num::pct).unwrap_or_default(),
         num::pps(r.noise_pps),
         r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
+        r.directions.to_string(),
     ]
 }
 
@@ -213,17 +259,15 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     }
     o.push('\n');
     if !a.latency.is_empty() {
-        o.push_str("## Latency\n\n| case | load % | min µs | mean µs | max µs | samples |\n|---|---|---|---|---|---|\n");
+        o.push_str(&format!(
+            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them).\n\n| case | load % | min µs | {} | mean µs | max µs | samples |\n|{}\n",
+            PERCENTILES.join("/"),
+            PERCENTILES.map(|p| format!("{p} µs")).join(" | "),
+            "---|".repeat(LATENCY_COLUMNS.len())
+        ));
         for l in &a.latency {
-            o.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} |\n",
-                md_escape(&l.case_id),
-                num::pct(l.load_percent),
-                num::us(l.min_us),
-                num::us(l.mean_us),
-                num::us(l.max_us),
-                l.samples
-            ));
+            let c: Vec<String> = latency_cells(l).iter().map(|x| md_escape(x)).collect();
+            o.push_str(&format!("| {} |\n", c.join(" | ")));
         }
         o.push('\n');
     }

@@ -59,7 +59,7 @@ fn snapshot(run: &str, file: &str, actual: &[u8]) {
 
 #[test]
 fn snapshots_of_every_exporter() {
-    for run in ["run-demo", "run-demo-killed"] {
+    for run in ["run-demo", "run-demo-killed", "run-wan", "run-demo-v1"] {
         let a = load(run);
         for (name, bytes) in report::render_all(&a) {
             snapshot(run, name, &bytes);
@@ -200,18 +200,123 @@ fn html_table(html: &str) -> BTreeMap<(String, String), BTreeMap<String, String>
 }
 
 /// The figures every format must agree on, per row: (column, JSON value, decimals shown).
-const NUMERIC: [(&str, &str, i32); 6] = [
+const NUMERIC: [(&str, &str, i32); 7] = [
     ("pps", "pps", 0),
     ("mbps_l2", "l2_bps", 3),
     ("max_pps", "max_pps", 0),
     ("max_mbps_l2", "max_l2_bps", 3),
     ("percent_line_rate", "percent", 2),
     ("dut_cpu_percent", "dut_cpu_percent", 2),
+    ("directions", "directions", 0),
 ];
 
 #[test]
 fn html_csv_markdown_and_json_show_the_same_numbers() {
-    let a = load("run-demo");
+    let demo = agree("run-demo");
+    assert!(demo.0 > 150, "compared {} throughput figures", demo.0);
+    assert!(demo.1 > 100, "compared {} latency figures", demo.1);
+    let wan = agree("run-wan");
+    assert!(wan.0 >= 150 && wan.1 > 100, "run-wan compared {wan:?}");
+    // Old records: nothing to compare in the percentile columns, and they are empty everywhere.
+    agree("run-demo-v1");
+}
+
+/// Latency table cells from the HTML: case → column → text.
+fn html_latency(html: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for tr in html.split("<tr data-latency-case=\"").skip(1) {
+        let case = html_unescape(&tr[..tr.find('"').unwrap()]);
+        let tr = &tr[..tr.find("</tr>").unwrap()];
+        let mut cells = BTreeMap::new();
+        for td in tr.split("data-k=\"").skip(1) {
+            let k = &td[..td.find('"').unwrap()];
+            let v = &td[td.find('>').unwrap() + 1..td.find("</td>").unwrap()];
+            cells.insert(k.to_string(), html_unescape(v));
+        }
+        out.insert(case, cells);
+    }
+    out
+}
+
+/// The latency figures of `a` in JSON (µs), CSV, Markdown and HTML must agree; returns how
+/// many figures were compared.
+fn agree_latency(a: &Analysis) -> usize {
+    let json: serde_json::Value = serde_json::from_slice(&report::text::json(a)).unwrap();
+    let csv = String::from_utf8(report::text::latency_csv(a)).unwrap();
+    let md = String::from_utf8(report::text::markdown(a)).unwrap();
+    let html = String::from_utf8(report::html::html(a)).unwrap();
+    let mut lines = csv.lines();
+    let head = csv_split(lines.next().unwrap());
+    let csv_rows: Vec<Vec<String>> = lines.map(csv_split).collect();
+    let md_rows: Vec<Vec<String>> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("| case | load %"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect();
+    let html_rows = html_latency(&html);
+    let rows = json["latency"].as_array().unwrap();
+    assert_eq!(csv_rows.len(), rows.len());
+    assert_eq!(md_rows.len(), rows.len());
+    assert_eq!(html_rows.len(), rows.len());
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let mut compared = 0;
+    for (i, j) in rows.iter().enumerate() {
+        let case = j["case_id"].as_str().unwrap();
+        assert_eq!(csv_rows[i][0], case);
+        assert_eq!(md_rows[i][0], case);
+        let h = &html_rows[case];
+        let p = &j["percentiles_us"];
+        let fields: [(&str, Option<f64>, i32); 8] = [
+            ("load_percent", j["load_percent"].as_f64(), 2),
+            ("min_us", j["min_us"].as_f64(), 1),
+            ("p50_us", p[0].as_f64(), 1),
+            ("p90_us", p[1].as_f64(), 1),
+            ("p99_us", p[2].as_f64(), 1),
+            ("p99_9_us", p[3].as_f64(), 1),
+            ("mean_us", j["mean_us"].as_f64(), 1),
+            ("max_us", j["max_us"].as_f64(), 1),
+        ];
+        for (column, want, decimals) in fields {
+            let texts = [
+                ("CSV", &csv_rows[i][col(column)]),
+                ("Markdown", &md_rows[i][col(column)]),
+                ("HTML", &h[column]),
+            ];
+            match want {
+                None => assert!(
+                    texts.iter().all(|(_, t)| t.is_empty()),
+                    "{case} {column}: {texts:?}"
+                ),
+                Some(w) => {
+                    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+                    for (fmt, text) in texts {
+                        let got: f64 = text
+                            .parse()
+                            .unwrap_or_else(|_| panic!("{fmt} {case} {column}: {text:?}"));
+                        assert!(
+                            (got - w).abs() <= tol,
+                            "{fmt} {case} {column}: {got} vs {w}"
+                        );
+                    }
+                    compared += 1;
+                }
+            }
+        }
+    }
+    compared
+}
+
+/// Checks that the four formats agree for run `name`: (throughput figures, latency figures).
+fn agree(name: &str) -> (usize, usize) {
+    let a = load(name);
+    let latency = agree_latency(&a);
     let json: serde_json::Value =
         serde_json::from_slice(&report::text::json(&a)).expect("JSON summary parses");
     let csv = String::from_utf8(report::text::csv(&a)).unwrap();
@@ -285,7 +390,7 @@ fn html_csv_markdown_and_json_show_the_same_numbers() {
         assert!(md_row[col("status")].starts_with(status.as_str()));
         assert!(html_row["status"].starts_with(status.as_str()));
     }
-    assert!(compared > 150, "compared {compared} figures");
+    (compared, latency)
 }
 
 #[test]
@@ -368,4 +473,101 @@ fn compare_needs_both_the_threshold_and_the_noise() {
             .verdict,
         Verdict::WithinNoise
     );
+}
+
+#[test]
+fn encapsulations_and_bidirectional_sums_against_their_own_line_rate() {
+    let a = load("run-wan");
+    assert!(a.completeness.is_complete(), "{:?}", a.completeness);
+    let row = |case: &str| {
+        a.rows
+            .iter()
+            .find(|r| r.case_id == case)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{case}: {:?}",
+                    a.rows.iter().map(|r| &r.case_id).collect::<Vec<_>>()
+                )
+            })
+    };
+    // The encapsulation is a dimension of its own, in wire's spelling with the IP version.
+    let vlan = row("cpe/udp4/64B/encap=vlan");
+    assert_eq!(vlan.dims.encap, "vlan+ipv4");
+    assert_eq!(vlan.dims.family(), "IPv4 UDP over vlan+ipv4");
+    // Each encapsulation's maximum is its own frame on the WAN link: 64 + 4 (VLAN), + 8 (QinQ).
+    assert_eq!(
+        vlan.max_pps.round(),
+        (1e9f64 / ((64.0 + 4.0 + 20.0) * 8.0)).round()
+    );
+    assert_eq!(vlan.bottleneck, "wan");
+    let qinq = row("cpe/udp4/64B/encap=qinq");
+    assert_eq!(
+        qinq.max_pps.round(),
+        (1e9f64 / ((64.0 + 8.0 + 20.0) * 8.0)).round()
+    );
+    let plain = row("cpe/udp4/64B/encap=plain");
+    assert_eq!(
+        (plain.dims.encap.as_str(), plain.max_pps.round()),
+        ("ipv4", 1_488_095.0)
+    );
+    // Bidirectional: both directions summed, against twice the one-way maximum.
+    let bidir = row("cpe/udp4/64B/bidir");
+    assert_eq!(bidir.directions, 2);
+    assert!(bidir.dims.bidirectional);
+    assert_eq!(bidir.max_pps.round(), (2.0 * 1e9f64 / 672.0).round());
+    let pps = bidir.pps.unwrap();
+    assert!((bidir.percent.unwrap() - 100.0 * pps / bidir.max_pps).abs() < 1e-9);
+    // The fixture DUT shares 420 kpps between the directions: the sum is near 420 k.
+    assert!((pps - 420e3).abs() < 0.05 * 420e3, "{pps}");
+    assert!(a
+        .rows
+        .iter()
+        .filter(|r| !r.dims.bidirectional)
+        .all(|r| r.directions == 1));
+    // Latency has percentiles everywhere, so no note says otherwise.
+    assert!(a.latency.iter().all(|l| l.percentiles_us.is_some()));
+    assert!(
+        !a.notes.iter().any(|n| n.contains("without percentiles")),
+        "{:?}",
+        a.notes
+    );
+    let l = &a.latency[0].percentiles_us.unwrap();
+    assert!(l[0] < l[1] && l[1] < l[2] && l[2] < l[3], "{l:?}");
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    for fam in [
+        "IPv4 UDP over vlan+ipv4",
+        "IPv4 UDP over qinq+ipv4",
+        "IPv4 UDP, bidirectional",
+    ] {
+        assert!(
+            html.contains(&format!("{fam}: percent of line rate vs frame size")),
+            "{fam}"
+        );
+    }
+    assert!(html.contains("cpe: latency percentiles"));
+}
+
+#[test]
+fn runs_recorded_before_percentiles_and_directions_still_render() {
+    let a = load("run-demo-v1");
+    assert!(a.completeness.is_complete());
+    assert_eq!(a.rows.len(), 36);
+    assert!(a.rows.iter().all(|r| r.directions == 1));
+    assert_eq!(a.latency.len(), 14);
+    assert!(a.latency.iter().all(|l| l.percentiles_us.is_none()));
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("14 of 14 cases were recorded without percentiles")),
+        "{:?}",
+        a.notes
+    );
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    assert!(html.contains("latency (no percentiles recorded)"));
+    // The same run re-recorded with percentiles says nothing of the kind.
+    let now = load("run-demo");
+    assert!(now.latency.iter().all(|l| l.percentiles_us.is_some()));
+    assert!(!String::from_utf8(report::html::html(&now))
+        .unwrap()
+        .contains("no percentiles recorded"));
 }

@@ -7,6 +7,10 @@
 //! - `run-demo-b`: the same plan again, NAPT faster, filter-stateful-100 slower at 64 B and
 //!   128 B, the rest re-measured with other noise (for `compare`).
 //! - `run-demo-killed`: `run-demo` killed after 40 % of its records, last line torn.
+//! - `run-wan`: a real-device plan (`run-wan.plan.toml`): UDP throughput and latency per frame
+//!   size over plain, VLAN, QinQ and MPLS on the WAN link, and plain bidirectional cases.
+//! - `run-demo-v1` (not generated): `run-demo` as recorded before trials carried latency
+//!   percentiles and a direction count, kept to show that old runs still render.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,7 +20,9 @@ use bench::hooks::HookOutput;
 use bench::plan::{Methodology, Plan};
 use bench::results::{read_records, MethodologyDone, Record, RunInfo, TrialKey, TrialRecord};
 use bench::search::sim::{SimDut, XorShift};
-use bench::search::{drive, LatencySearch, LatencySummary, LineFraction, Outcome, TrialRequest};
+use bench::search::{
+    drive, LatencySearch, LatencySummary, LineFraction, Outcome, Percentiles, TrialRequest,
+};
 use report::HookRecord;
 use wire::units::Nanos;
 
@@ -192,7 +198,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                                     mean: Nanos((base * j) as u64),
                                     max: Nanos((base * 4.2 * j) as u64),
                                     samples: out.received.min(200_000),
-                                    percentiles: None,
+                                    percentiles: Some(percentiles(base * j)),
                                 });
                             }
                             out
@@ -274,6 +280,117 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
     (info, records, stats)
 }
 
+/// A plausible latency distribution around a mean of `mean` ns (a long right tail).
+fn percentiles(mean: f64) -> Percentiles {
+    Percentiles {
+        p50: Nanos((mean * 0.92) as u64),
+        p90: Nanos((mean * 1.35) as u64),
+        p99: Nanos((mean * 2.1) as u64),
+        p99_9: Nanos((mean * 3.4) as u64),
+    }
+}
+
+/// `run-wan`: a per-packet limited CPE (420 kpps plain, less per tag it handles), searched
+/// for throughput then latency; bidirectional cases share that capacity between directions.
+fn generate_wan() -> (RunInfo, Vec<Record>) {
+    let plan_text = std::fs::read_to_string(dir().join("run-wan.plan.toml")).unwrap();
+    let plan = Plan::parse(&plan_text, "run-wan.plan.toml").unwrap();
+    let info = RunInfo {
+        plan_name: plan.name.clone(),
+        plan_text,
+        version: "0.1.0".into(),
+        started_unix: 1_795_200_000,
+        host: [("kernel".to_string(), "6.18.0".to_string())]
+            .into_iter()
+            .collect(),
+    };
+    let mut records = Vec::new();
+    let mut clock = info.started_unix * 1000;
+    let mut rng = XorShift::new(23);
+    let mut seed = 500;
+    for case in plan.cases().unwrap() {
+        let frame = case.frame_size.unwrap();
+        let line = plan.line_pps(&case).0;
+        let tags = case.id.matches("vlan").count()
+            + 2 * case.id.matches("qinq").count()
+            + case.id.matches("mpls").count();
+        let dirs: u32 = if case.id.ends_with("/bidir") { 2 } else { 1 };
+        // Packets per second per direction the DUT forwards.
+        let capacity = 420e3 * (1.0 - 0.08 * tags as f64) / f64::from(dirs);
+        for rep in 0..plan.run.repetitions {
+            let mut throughput = None;
+            for &m in &case.methodologies {
+                seed += 1;
+                let mut dut = SimDut::noisy(LineFraction((capacity / line).min(1.0)), 0.01, seed);
+                dut.line_pps = line;
+                let mut index = 0u32;
+                let mut run = |req: &TrialRequest| {
+                    let mut out = dut.trial(req);
+                    out.directions = dirs;
+                    out.received *= u64::from(dirs);
+                    out.lost *= u64::from(dirs);
+                    if req.latency {
+                        let base = (22_000.0 + 7_000.0 * tags as f64 + f64::from(frame) * 8.0)
+                            * (1.0 + 0.03 * rng.symmetric());
+                        out.latency = Some(LatencySummary {
+                            min: Nanos((base * 0.6) as u64),
+                            mean: Nanos(base as u64),
+                            max: Nanos((base * 4.5) as u64),
+                            samples: out.received.min(100_000),
+                            percentiles: Some(percentiles(base)),
+                        });
+                    }
+                    clock += (req.duration.as_secs_f64() * 1000.0) as u64 + 200;
+                    records.push(Record::Trial(TrialRecord {
+                        key: TrialKey {
+                            case_id: case.id.clone(),
+                            repetition: rep,
+                            methodology: m,
+                            index,
+                        },
+                        request: *req,
+                        outcome: out,
+                        tester_limited: out.is_tester_limited(plan.run.tester_tolerance),
+                        iperf3: None,
+                        tcp: None,
+                        finished_unix_ms: clock,
+                    }));
+                    index += 1;
+                    out
+                };
+                let result = match m {
+                    Methodology::Rfc2544Latency => throughput
+                        .as_ref()
+                        .and_then(|t| {
+                            LatencySearch::at_throughput(
+                                t,
+                                0,
+                                plan.methodology.latency_trials,
+                                plan.methodology.latency_duration,
+                            )
+                            .ok()
+                        })
+                        .map(|mut s| drive(&mut s, &mut run)),
+                    _ => {
+                        let mut s = plan.search(&case, m).unwrap();
+                        let r = drive(s.as_mut(), &mut run);
+                        throughput = Some(r.clone());
+                        Some(r)
+                    }
+                };
+                records.push(Record::Done(MethodologyDone {
+                    case_id: case.id.clone(),
+                    repetition: rep,
+                    methodology: m,
+                    result,
+                    ceiling: None,
+                }));
+            }
+        }
+    }
+    (info, records)
+}
+
 fn jsonl<T: serde::Serialize>(items: &[T]) -> String {
     items
         .iter()
@@ -314,8 +431,16 @@ fn fixtures_are_current_and_parse() {
         let mut cut: String = lines[..keep].iter().map(|l| format!("{l}\n")).collect();
         cut.push_str(&lines[keep][..lines[keep].len() / 2]);
         write_run("run-demo-killed", &info, &cut, None);
+        let (info_w, records_w) = generate_wan();
+        write_run("run-wan", &info_w, &jsonl(&records_w), None);
     }
-    for name in ["run-demo", "run-demo-b", "run-demo-killed"] {
+    for name in [
+        "run-demo",
+        "run-demo-b",
+        "run-demo-killed",
+        "run-wan",
+        "run-demo-v1",
+    ] {
         let d = dir().join(name);
         let loaded = read_records(&d.join("trials.jsonl")).unwrap();
         assert!(!loaded.records.is_empty(), "{name}");
