@@ -40,7 +40,7 @@ enum Command {
     /// Write the frames a stream would send to a pcap file (for Wireshark or tshark).
     Craft(cmd::craft::CraftArgs),
     /// Run one trial: send signed streams between two ports and measure what arrives.
-    Trial(cmd::trial::TrialArgs),
+    Trial(Box<cmd::trial::TrialArgs>),
     /// Measure the tester itself: TX and RX frame rates, side by side with trafgen.
     Bench(cmd::bench::BenchArgs),
     /// Build, inspect and tear down the built-in network-namespace lab (the Linux kernel as DUT).
@@ -63,7 +63,7 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Linerate(a) => cmd::linerate::run(a),
         Command::Craft(a) => cmd::craft::run(a),
-        Command::Trial(a) => cmd::trial::run(a),
+        Command::Trial(a) => cmd::trial::run(*a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Lab(a) => cmd::lab::run(a),
         Command::Pppoe(a) => cmd::pppoe::run(a),

@@ -774,7 +774,10 @@ fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
     let wait_exit = |mut c: std::process::Child| {
         let end = Instant::now() + Duration::from_secs(5);
         while c.try_wait().expect("try_wait").is_none() {
-            assert!(Instant::now() < end, "did not stop within 5 s of the signal");
+            assert!(
+                Instant::now() < end,
+                "did not stop within 5 s of the signal"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         c.wait_with_output().expect("output")
@@ -815,7 +818,9 @@ fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
     assert_eq!(first_line(&mut c2)["event"], "up");
     let dump = have_tcpdump.then(|| {
         let d = Command::new("ip")
-            .args(["netns", "exec", &ns.b, "tcpdump", "-i", "wrem1", "-Q", "in", "-c", "1"])
+            .args([
+                "netns", "exec", &ns.b, "tcpdump", "-i", "wrem1", "-Q", "in", "-c", "1",
+            ])
             .args(["-n", "-l", "ether proto 0x8863 and ether[15] = 0xa7"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -829,7 +834,10 @@ fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
     let s = lines(&so.stdout);
     eprintln!("server: {s:#?}");
     assert_eq!(so.status.code(), Some(0), "a stop by Ctrl-C exits 0");
-    let st = s.iter().find(|v| v["event"] == "stats").expect("server stats");
+    let st = s
+        .iter()
+        .find(|v| v["event"] == "stats")
+        .expect("server stats");
     assert_eq!(st["sessions_up_total"], 2);
     assert_eq!(st["padt_tx"], 1, "one PADT for the one open session");
     assert_eq!(st["ended"]["LocalClose"], 1, "{st}");
@@ -838,7 +846,10 @@ fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
     let out2 = wait_exit(c2);
     let l2 = lines(&out2.stdout);
     eprintln!("client 2 after its up line: {l2:#?}");
-    let down = l2.iter().find(|v| v["event"] == "down").expect("client 2 down");
+    let down = l2
+        .iter()
+        .find(|v| v["event"] == "down")
+        .expect("client 2 down");
     assert!(
         down["reason"] == "PeerPadt" || down["reason"] == "PeerTerminate",
         "{down}"
@@ -848,7 +859,10 @@ fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
             let d = wait_exit(d);
             let text = String::from_utf8_lossy(&d.stdout);
             eprintln!("tcpdump: {text}");
-            assert!(text.contains("PADT"), "tcpdump saw the server's PADT: {text}");
+            assert!(
+                text.contains("PADT"),
+                "tcpdump saw the server's PADT: {text}"
+            );
         }
         None => println!("SKIP (capture only): no tcpdump"),
     }

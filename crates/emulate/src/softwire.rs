@@ -97,9 +97,11 @@ fn icmp_echo(src: Ipv4Addr, dst: Ipv4Addr, reply: bool, ident: u16, seq: u16) ->
     p
 }
 
-/// (source, destination, is_reply, identifier, sequence, ICMP message) of an unfragmented
-/// ICMP echo request/reply with a good checksum.
-fn parse_echo(packet: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, bool, u16, u16, &[u8])> {
+/// (source, destination, is_reply, identifier, sequence, ICMP message) of an echo.
+type Echo<'a> = (Ipv4Addr, Ipv4Addr, bool, u16, u16, &'a [u8]);
+
+/// An unfragmented ICMP echo request/reply with a good checksum.
+fn parse_echo(packet: &[u8]) -> Option<Echo<'_>> {
     let ip = Ipv4Packet::new_checked(packet).ok()?;
     let r = Ipv4Repr::parse(&ip).ok()?;
     if r.protocol != ICMP || r.more_frags || r.frag_offset != 0 {
@@ -535,10 +537,10 @@ impl B4Port {
                 NeighborEvent::Resolved { ip, mac } if ip == IpAddr::V6(self.cfg.aftr) => {
                     self.resolved(now, mac)
                 }
-                NeighborEvent::Failed { ip } if ip == IpAddr::V6(self.cfg.aftr) => {
-                    if self.state == B4State::Resolving {
-                        self.fail(B4Failure::NdFailed);
-                    }
+                NeighborEvent::Failed { ip }
+                    if ip == IpAddr::V6(self.cfg.aftr) && self.state == B4State::Resolving =>
+                {
+                    self.fail(B4Failure::NdFailed);
                 }
                 _ => {}
             }

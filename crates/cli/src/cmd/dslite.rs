@@ -164,7 +164,7 @@ fn aftr(a: AftrArgs) -> CliResult {
             a.addr, c.dev
         );
     }
-    while !stop.load(Ordering::Relaxed) && !duration.is_some_and(|d| start.elapsed() >= d) {
+    while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| start.elapsed() < d) {
         port.step(&mut m, Duration::from_millis(50))
             .map_err(|e| CliError::Failed(e.to_string()))?;
         for e in m.take_events() {
@@ -225,8 +225,8 @@ fn b4(a: B4Args) -> CliResult {
     let mut failed = None;
     while failed.is_none()
         && !stop.load(Ordering::Relaxed)
-        && !duration.is_some_and(|d| start.elapsed() >= d)
-        && !hold.is_some_and(|h| up_at.is_some_and(|t| t.elapsed() >= h))
+        && duration.is_none_or(|d| start.elapsed() < d)
+        && hold.is_none_or(|h| up_at.is_none_or(|t| t.elapsed() < h))
     {
         port.step(&mut m, Duration::from_millis(50))
             .map_err(|e| CliError::Failed(e.to_string()))?;

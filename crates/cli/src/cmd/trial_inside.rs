@@ -344,8 +344,7 @@ impl Inside {
     /// report with the session and the fragmented streams.
     pub fn finish(self, r: Option<&TrialReport>, json: bool, print: fn(&TrialReport)) -> CliResult {
         let mut rows = Vec::new();
-        let summary;
-        match self.ends {
+        let summary = match self.ends {
             Ends::Pppoe {
                 ac,
                 client,
@@ -404,7 +403,7 @@ impl Inside {
                 std::thread::sleep(Duration::from_millis(300));
                 let (srv, _) = ac.finish().map_err(|e| failed(e.to_string()))?;
                 let (cl, _) = client.finish().map_err(|e| failed(e.to_string()))?;
-                summary = serde_json::json!({
+                serde_json::json!({
                     "kind": "pppoe", "session_id": cl_info.session_id,
                     "setup_ms": self.setup.as_secs_f64() * 1e3,
                     "client_setup_ms": cl.stats.setup.map(|s| s.0 as f64 / 1e6),
@@ -414,7 +413,7 @@ impl Inside {
                     "retransmits": cl.stats.retransmits + srv.stats.retransmits,
                     "ended": srv.stats.ended.iter().map(|(k, v)| (format!("{k:?}"), v.into()))
                         .collect::<serde_json::Map<_, _>>(),
-                });
+                })
             }
             Ends::Dslite {
                 aftr,
@@ -459,15 +458,15 @@ impl Inside {
                 }
                 let (_, _) = aftr.finish().map_err(|e| failed(e.to_string()))?;
                 let (bp, _) = b4.finish().map_err(|e| failed(e.to_string()))?;
-                summary = serde_json::json!({
+                serde_json::json!({
                     "kind": "dslite", "aftr": a_info.local.to_string(),
                     "b4": b_info.local.to_string(), "mtu": b_info.mtu,
                     "setup_ms": self.setup.as_secs_f64() * 1e3,
                     "b4_setup_ms": bp.stats.setup.map(|s| s.0 as f64 / 1e6),
                     "retries": bp.stats.retries,
-                });
+                })
             }
-        }
+        };
         if json {
             let v = serde_json::json!({"trial": r, "inside": summary, "fragmented": rows});
             println!(
