@@ -1,6 +1,7 @@
 //! The ISP (or subscriber) side a run plays on a port: a plan's `[ports.NAME.pppoe]` becomes
-//! `emulate`'s PPPoE access concentrator or client, running in its own thread on the port's
-//! interface (`engine::control`) for the whole run.
+//! `emulate`'s PPPoE access concentrator or client, `[ports.NAME.dslite]` its DS-Lite AFTR or
+//! B4, each running in its own thread on the port's interface (`engine::control`) for the
+//! whole run.
 //!
 //! The run waits for the session before any traffic ([`SessionPort::wait_up`]; a timeout is a
 //! clear error and nothing is sent), test streams ride it (see [`crate::testbed`]), and at the
@@ -19,13 +20,14 @@ use emulate::ppp::AuthMethod;
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
 use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
 use emulate::pppoe::SessionInfo;
+use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
 use engine::control::{self, ControlPort};
 use engine::port::PortSpec;
 use serde_json::{json, Value};
 use wire::ethernet::MacAddr;
 use wire::units::Nanos;
 
-use crate::plan::{PppAuth, PppoeRole, PppoeSettings};
+use crate::plan::{DsliteRole, DsliteSettings, PppAuth, PppoeRole, PppoeSettings};
 
 /// One line of `sessions.jsonl`: an event of a port's control plane, or its final statistics.
 pub type SessionLine = Value;
@@ -378,5 +380,177 @@ impl Drop for SessionPort {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+}
+
+/// A DS-Lite control plane running on one port: `emulate`'s AFTR (the ISP side; it answers
+/// ND for its tunnel address and terminates every B4's softwire) or a B4 (which resolves the
+/// AFTR, probes the tunnel with an echo and is then up).
+pub struct SoftwirePort {
+    /// The port's name in the plan.
+    pub port: String,
+    machine: SoftwireMachine,
+    lines: Arc<std::sync::Mutex<Vec<SessionLine>>>,
+}
+
+enum SoftwireMachine {
+    Aftr(control::Background<AftrPort>),
+    B4(control::Background<B4Port>),
+}
+
+fn tunnel_json(t: &emulate::dslite::TunnelStats) -> Value {
+    json!({
+        "encapsulated": t.encapsulated, "fragmented": t.fragmented,
+        "fragments_tx": t.fragments_tx, "decapsulated": t.decapsulated,
+        "fragments_rx": t.fragments_rx, "reassembled": t.reassembled,
+        "encap_limit_seen": t.encap_limit_seen, "dropped": counter(&t.dropped),
+    })
+}
+
+fn softwire_json(i: &SoftwireInfo) -> Value {
+    json!({
+        "local": i.local.to_string(), "remote": i.remote.to_string(),
+        "local_mac": i.local_mac.to_string(), "peer_mac": i.peer_mac.to_string(),
+        "mtu": i.mtu,
+    })
+}
+
+impl SoftwirePort {
+    /// Starts the AFTR or B4 `cfg` on `port` (named `name` in the plan).
+    pub fn start(
+        name: &str,
+        port: &PortSpec,
+        cfg: &DsliteSettings,
+    ) -> Result<SoftwirePort, String> {
+        let lines: Arc<std::sync::Mutex<Vec<SessionLine>>> = Arc::default();
+        let (l2, pname) = (lines.clone(), name.to_string());
+        let push = move |mut v: Value| {
+            v["port"] = pname.clone().into();
+            v["unix_ms"] = now_ms().into();
+            l2.lock().unwrap_or_else(|p| p.into_inner()).push(v);
+        };
+        let address = cfg.address;
+        let machine = match cfg.role {
+            DsliteRole::Aftr => {
+                let bg = control::Background::start_with(
+                    port.clone(),
+                    move |mac| AftrPort::new(AftrConfig::new(address, MacAddr(mac))),
+                    move |m: &mut AftrPort| {
+                        for e in m.take_events() {
+                            // Test frames are the engine's to count; only new softwires
+                            // are events.
+                            if let AftrEvent::SoftwireUp { info, .. } = e {
+                                let mut v = softwire_json(&info);
+                                v["event"] = "up".into();
+                                push(v);
+                            }
+                        }
+                    },
+                )
+                .map_err(|e| format!("DS-Lite AFTR on port {name}: {e}"))?;
+                SoftwireMachine::Aftr(bg)
+            }
+            DsliteRole::B4 => {
+                let aftr = cfg.peer.ok_or("a B4 needs the AFTR's address")?;
+                let bg = control::Background::start_with(
+                    port.clone(),
+                    move |mac| {
+                        let mut b = B4Port::new(B4Config::new(address, MacAddr(mac), aftr));
+                        b.start(control::now());
+                        b
+                    },
+                    move |m: &mut B4Port| {
+                        for e in m.take_events() {
+                            match e {
+                                B4Event::Packet(_) => {}
+                                other => push(json!({"event": format!("{other:?}")})),
+                            }
+                        }
+                    },
+                )
+                .map_err(|e| format!("DS-Lite B4 on port {name}: {e}"))?;
+                SoftwireMachine::B4(bg)
+            }
+        };
+        Ok(SoftwirePort {
+            port: name.to_string(),
+            machine,
+            lines,
+        })
+    }
+
+    /// A B4 waits for its tunnel probe's answer (at most `timeout`); an AFTR does not wait:
+    /// a softwire starts with the B4's first tunnelled packet, which for a home gateway is
+    /// the first test frame. `Some` is the softwire a B4's test frames ride.
+    pub fn wait_up(
+        &self,
+        timeout: Duration,
+        stop: &AtomicBool,
+    ) -> Result<Option<SoftwireInfo>, String> {
+        let SoftwireMachine::B4(bg) = &self.machine else {
+            return Ok(None);
+        };
+        let end = Instant::now() + timeout;
+        loop {
+            let slice = Duration::from_millis(100);
+            if let Some(i) =
+                bg.wait_for(slice, |m| if m.is_up() { m.softwire_info() } else { None })
+            {
+                return Ok(Some(i));
+            }
+            if stop.load(Ordering::SeqCst) {
+                return Err("interrupted".into());
+            }
+            if Instant::now() >= end {
+                let state = bg.with(|m| format!("{:?}", m.state()));
+                return Err(format!(
+                    "DS-Lite on port {}: the AFTR did not answer the B4's tunnel probe within {:.0} s (state {state}); nothing was sent",
+                    self.port,
+                    timeout.as_secs_f64()
+                ));
+            }
+        }
+    }
+
+    /// Whether the softwire can carry test frames (an AFTR always can).
+    pub fn is_up(&self) -> bool {
+        match &self.machine {
+            SoftwireMachine::Aftr(_) => true,
+            SoftwireMachine::B4(bg) => bg.with(|m| m.is_up()),
+        }
+    }
+
+    /// Events since the last call.
+    pub fn take_lines(&self) -> Vec<SessionLine> {
+        std::mem::take(&mut *self.lines.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Stops the control plane and returns its statistics line.
+    pub fn finish(self) -> Result<SessionLine, String> {
+        let mut v = match self.machine {
+            SoftwireMachine::Aftr(bg) => {
+                let (m, ps) = bg.finish().map_err(|e| e.to_string())?;
+                json!({
+                    "role": "aftr", "softwires_up": m.stats.softwires_up,
+                    "echo_replies": m.stats.echo_replies, "tunnel": tunnel_json(m.tunnel_stats()),
+                    "frames_rx": ps.rx, "frames_tx": ps.tx, "tx_failed": ps.tx_failed,
+                })
+            }
+            SoftwireMachine::B4(bg) => {
+                let (m, ps) = bg.finish().map_err(|e| e.to_string())?;
+                let st = &m.stats;
+                json!({
+                    "role": "b4", "probes_tx": st.probes_tx, "probe_replies": st.probe_replies,
+                    "retries": st.retries, "setup_ms": st.setup.map(ms),
+                    "failed": counter(&st.failed),
+                    "tunnel": m.tunnel_stats().map(tunnel_json),
+                    "frames_rx": ps.rx, "frames_tx": ps.tx, "tx_failed": ps.tx_failed,
+                })
+            }
+        };
+        v["event"] = "stats".into();
+        v["port"] = self.port.clone().into();
+        v["unix_ms"] = now_ms().into();
+        Ok(v)
     }
 }

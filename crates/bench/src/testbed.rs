@@ -14,13 +14,14 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use emulate::pppoe::SessionInfo;
+use emulate::softwire::SoftwireInfo;
 use engine::port::PortSpec;
 use engine::stream::Rate;
 use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
 
 use crate::hooks::Exec;
-use crate::isp::SessionPort;
+use crate::isp::{SessionPort, SoftwirePort};
 use crate::plan::{Case, Plan, Port, Topology};
 use crate::search::{LineFraction, Outcome, TrialRequest};
 use crate::trial::UdpTrial;
@@ -64,8 +65,11 @@ pub struct Testbed {
     /// Where iperf3 runs.
     pub iperf3: Iperf3Ends,
     sessions: Vec<SessionPort>,
+    softwires: Vec<SoftwirePort>,
     /// The PPPoE session port A's frames ride, if A plays one.
     a_session: Option<SessionInfo>,
+    /// The DS-Lite softwire port A's frames ride, if A plays a B4.
+    a_softwire: Option<SoftwireInfo>,
     log: Option<File>,
 }
 
@@ -127,12 +131,6 @@ pub fn preflight(plan: &Plan) -> Vec<String> {
         if let Err(e) = interface_exists(&p.namespace, &p.interface) {
             problems.push(format!("ports.{}: {e}", p.name));
         }
-        if p.dslite.is_some() {
-            problems.push(format!(
-                "ports.{}.dslite: DS-Lite on a port is not supported by `wirerate run` yet (the plan is valid; the AFTR is not wired into the runner)",
-                p.name
-            ));
-        }
     }
     problems
 }
@@ -193,7 +191,9 @@ impl Testbed {
                 b,
                 iperf3,
                 sessions: Vec::new(),
+                softwires: Vec::new(),
                 a_session: None,
+                a_softwire: None,
                 log: None,
             })
         })();
@@ -225,7 +225,9 @@ impl Testbed {
                 target_v6: None,
             },
             sessions: Vec::new(),
+            softwires: Vec::new(),
             a_session: None,
+            a_softwire: None,
             log: Some(log),
         };
         // Control planes first (all of them started, then waited for), so a DUT that brings
@@ -243,6 +245,40 @@ impl Testbed {
                         let _ = tb.down();
                         return Err(e);
                     }
+                }
+            }
+        }
+        // DS-Lite the same way: every port's machine first (an AFTR must be answering before a
+        // B4 on the other port probes it), then the waits.
+        let mut tunnels = Vec::new();
+        for (i, p) in plan.ports.iter().enumerate().take(2) {
+            if let Some(cfg) = &p.dslite {
+                let spec = if i == 0 { &a } else { b.as_ref().unwrap_or(&a) };
+                match SoftwirePort::start(&p.name, spec, cfg) {
+                    Ok(s) => {
+                        tb.softwires.push(s);
+                        tunnels.push((i, cfg.timeout));
+                    }
+                    Err(e) => {
+                        let _ = tb.down();
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        for (k, (i, timeout)) in tunnels.into_iter().enumerate() {
+            let up = tb.softwires[k].wait_up(timeout, stop);
+            tb.flush_log();
+            match up {
+                Ok(Some(info)) if i == 0 => {
+                    tb.a_softwire = Some(info);
+                    // A B4's frames come from its own 192.0.0.2 (RFC 6333 §5.7).
+                    a.ipv4 = a.ipv4.or(Some(emulate::dslite::B4_IPV4));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let _ = tb.down();
+                    return Err(e);
                 }
             }
         }
@@ -301,12 +337,15 @@ impl Testbed {
     /// Writes the control planes' events since the last call to `sessions.jsonl`.
     fn flush_log(&mut self) {
         let Some(f) = self.log.as_mut() else { return };
-        for s in &self.sessions {
-            for line in s.take_lines() {
-                if let Ok(mut v) = serde_json::to_vec(&line) {
-                    v.push(b'\n');
-                    let _ = f.write_all(&v);
-                }
+        let lines = self
+            .sessions
+            .iter()
+            .flat_map(|s| s.take_lines())
+            .chain(self.softwires.iter().flat_map(|s| s.take_lines()));
+        for line in lines {
+            if let Ok(mut v) = serde_json::to_vec(&line) {
+                v.push(b'\n');
+                let _ = f.write_all(&v);
             }
         }
         let _ = f.sync_data();
@@ -326,6 +365,12 @@ impl Testbed {
         if let Some(s) = self.sessions.iter().find(|s| !s.is_up()) {
             return Err(format!(
                 "the PPPoE session on port {} is down (sessions.jsonl says why)",
+                s.port
+            ));
+        }
+        if let Some(s) = self.softwires.iter().find(|s| !s.is_up()) {
+            return Err(format!(
+                "the DS-Lite softwire on port {} is down (sessions.jsonl says why)",
                 s.port
             ));
         }
@@ -362,7 +407,27 @@ impl Testbed {
                     .map_err(|e| format!("frame size {frame_size} in PPPoE: {e}"))?;
                 stream.config.frames = vec![t];
                 stream.config.rewrite_macs = false;
+            } else if let Some(info) = &self.a_softwire {
+                let mut encap = EncapSpec::plain(case.ip);
+                encap.dslite = true;
+                let mut spec = StreamSpec::new(encap);
+                spec.stream_id = stream.config.id;
+                if let Some(d) = b.ipv4 {
+                    spec.dst_ip = d.into();
+                }
+                spec.dst_port = 9;
+                info.apply_to(&mut spec, true);
+                let t = FrameTemplate::new(&spec, frame_size as usize)
+                    .map_err(|e| format!("frame size {frame_size} in DS-Lite: {e}"))?;
+                stream.config.frames = vec![t];
+                stream.config.rewrite_macs = false;
             }
+        }
+        // RFC 2544 §14 bidirectional: the B→A copy of the (rate-adjusted) forward stream.
+        if case.bidirectional {
+            let forward = cfg.streams.first().ok_or("no forward stream")?;
+            let reverse = udp.reverse_of(forward, &self.a, b)?;
+            cfg.streams.push(reverse);
         }
         let report = engine::trial::run(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
         let mut o = udp.outcome(request, &report);
@@ -381,6 +446,12 @@ impl Testbed {
         let mut errors = Vec::new();
         let mut stats = Vec::new();
         for s in &mut self.sessions {
+            match s.finish() {
+                Ok(v) => stats.push(v),
+                Err(e) => errors.push(e),
+            }
+        }
+        for s in std::mem::take(&mut self.softwires) {
             match s.finish() {
                 Ok(v) => stats.push(v),
                 Err(e) => errors.push(e),

@@ -1373,11 +1373,17 @@ impl Walker<'_> {
             };
             match b {
                 Some(b) => {
-                    if udp && !has_addr(a) {
+                    // A B4 sends from 192.0.0.2 straight to the AFTR (RFC 6333 §5.7).
+                    let b4 = a.dslite.is_some() && ip == IpVersion::V4;
+                    if udp && !has_addr(a) && !b4 {
                         need(a, addr, format!("IPv{n} test frames are sent from this port (the first one), with this source address"));
                     }
-                    if udp && !has_gw(a) {
+                    if udp && !has_gw(a) && !b4 {
                         need(a, gw, format!("IPv{n} test frames go to this next hop (the DUT's address on this link; its MAC is resolved)"));
+                    }
+                    let bidir = any(&|m| has(m, Protocol::Udp, ip) && engine(m) && m.bidirectional);
+                    if bidir && !has_gw(b) {
+                        need(b, gw, format!("bidirectional IPv{n} trials also send from this port, to this next hop"));
                     }
                     if (udp || tcp) && !has_addr(b) {
                         need(
