@@ -1491,20 +1491,6 @@ impl Walker<'_> {
                     format!("bidirectional trials send plain frames from the second port; with encap `{}` it would have to resolve and send inside that encapsulation, which the engine does not do yet", spell_encap(e)),
                 );
             }
-            if let (Topology::Interfaces, Some(b)) = (topo, ports.get(1)) {
-                for (ip, gw, name) in [
-                    (IpVersion::V4, b.gateway_v4.is_some(), "gateway-v4"),
-                    (IpVersion::V6, b.gateway_v6.is_some(), "gateway-v6"),
-                ] {
-                    if m.ip.contains(&ip) && !gw {
-                        self.err(
-                            span_of("bidirectional"),
-                            &key,
-                            format!("the reverse direction is sent from port `{}`, which needs `{name}` (the DUT's address on its link) to resolve its next hop", b.name),
-                        );
-                    }
-                }
-            }
         }
     }
 }

@@ -236,7 +236,9 @@ methodologies = ["rfc2544-throughput"]"#,
     .replace("gateway-v4 = \"203.0.113.1\"\n", "");
     let e = errors(&no_gw);
     assert!(
-        e.iter().any(|x| x.message.contains("needs `gateway-v4`")),
+        e.iter().any(|x| x.key.ends_with(".gateway-v4")
+            && x.message
+                .contains("bidirectional IPv4 trials also send from this port")),
         "{e:?}"
     );
 }
