@@ -43,12 +43,13 @@ pub struct TrialStream {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
-    /// The best available: AF_PACKET in this build.
+    /// AF_PACKET in this build (see [`Backend::resolve`] for why not XDP when it works).
     #[default]
     Auto,
     /// AF_PACKET: TX ring or sendmmsg ([`TxRingConfig::backend`]), TPACKET_V3 receive.
     AfPacket,
-    /// XDP (issue 8): not yet wired into trials in this build.
+    /// XDP (issue 8): [`crate::xdp::tx`] sends, [`crate::xdp::rx`] counts in the kernel; an
+    /// AF_PACKET socket per port still answers ARP/ND ([`crate::xdp::trial`]).
     Xdp,
 }
 
@@ -61,16 +62,23 @@ impl Backend {
         }
     }
 
-    /// The backend `Auto` stands for, or an error for one this build cannot run trials on.
-    pub fn resolve(self) -> Result<Backend> {
-        match self {
-            Backend::Auto | Backend::AfPacket => Ok(Backend::AfPacket),
-            Backend::Xdp => Err(Error::Config(
-                "the XDP backend is not wired into trials in this build; use --backend af_packet \
-                 (or auto)"
-                    .into(),
-            )),
-        }
+    /// The backend that runs, and why (for [`TrialReport::backend_note`]).
+    ///
+    /// `Auto` is AF_PACKET, deliberately: every plan, the runner's search and calibration were
+    /// measured and validated on AF_PACKET, and the XDP backend does not yet cover all of its
+    /// features (more than one TX/RX thread per port, frames above
+    /// [`crate::xdp::tx::MAX_FRAME_LEN`], more than [`crate::xdp::rx::MAX_STREAMS`] streams
+    /// received per port). Switching `Auto` would silently change the figures of every
+    /// existing plan. `--backend xdp` forces XDP (docs/engine.md, "Choosing the backend").
+    pub fn resolve(self) -> Result<(Backend, String)> {
+        Ok(match self {
+            Backend::Auto => (
+                Backend::AfPacket,
+                "auto: AF_PACKET (the default; --backend xdp runs the XDP backend)".into(),
+            ),
+            Backend::AfPacket => (Backend::AfPacket, "af_packet: forced".into()),
+            Backend::Xdp => (Backend::Xdp, "xdp: forced".into()),
+        })
     }
 }
 
@@ -185,6 +193,8 @@ pub struct TrialReport {
     pub drain_ms: u64,
     /// The packet engine that ran the trial (never `auto`).
     pub backend: Backend,
+    /// How the backend was chosen (and, for XDP, the receive mode of each port).
+    pub backend_note: String,
     /// Threads asked for per port (a port uses at most one per stream).
     pub tx_threads: usize,
     pub rx_threads: usize,
@@ -193,7 +203,7 @@ pub struct TrialReport {
 /// What the receivers and the senders handed back.
 type Outcomes = (Vec<RxDone>, Vec<(usize, TxPortReport)>);
 
-struct RxDone {
+pub(crate) struct RxDone {
     port: usize,
     thread: usize,
     receiver: Receiver,
@@ -333,18 +343,19 @@ fn outer_is_ipv6(frame: &[u8]) -> bool {
     wire::dissect::dissect(frame).is_ok_and(|d| d.tunnel.is_some() || d.dst.is_ipv6())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn tx_thread(
+/// A sending thread's generators, with the next hops' MAC addresses resolved into them.
+type Gens<'a> = Vec<(FrameGen, &'a StreamConfig)>;
+
+/// Enters `spec`'s namespace (CPU of `thread`) and builds the generators of `streams`,
+/// resolving their next hops by ARP/ND (answered meanwhile by the port's receive thread).
+/// Shared by both backends' senders. Returns the interface index and the generators.
+pub(crate) fn prepare_tx<'a>(
     spec: &PortSpec,
     thread: usize,
-    streams: Vec<&StreamConfig>,
-    ring_cfg: TxRingConfig,
+    streams: &[&'a StreamConfig],
     resolve_timeout: Duration,
-    ready: mpsc::Sender<Result<()>>,
-    start_ns: &AtomicU64,
-    stop: &AtomicBool,
-) -> Result<TxPortReport> {
-    let setup = (|| {
+) -> Result<(u32, Gens<'a>)> {
+    {
         let ifindex = spec.enter(thread)?;
         let ctl = spec.open_socket(ifindex)?;
         let mac = ctl.hw_addr().map_err(|e| Error::io("interface MAC", e))?;
@@ -355,7 +366,7 @@ fn tx_thread(
         };
         let mut gens = Vec::new();
         let mut resolved: Vec<(IpAddr, [u8; 6])> = Vec::new();
-        for cfg in &streams {
+        for cfg in streams {
             let mut gen = FrameGen::new(cfg)?;
             if cfg.rewrite_macs {
                 let hop: IpAddr = match outer_is_ipv6(cfg.frames[0].bytes()) {
@@ -381,11 +392,45 @@ fn tx_thread(
             gens.push((gen, *cfg));
         }
         drop(ctl);
-        let max_len = gens.iter().map(|(g, _)| g.max_len()).max().unwrap_or(0);
-        let ring = tx::open(spec, ifindex, &ring_cfg, ring_cfg.backend, max_len)?;
-        Ok((ring, gens))
+        Ok((ifindex, gens))
+    }
+}
+
+/// A port's opened sender, of either backend.
+enum PortSender {
+    AfPacket(tx::Sender),
+    Xdp(Box<crate::xdp::tx::XdpSender>),
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tx_thread(
+    spec: &PortSpec,
+    thread: usize,
+    streams: Vec<&StreamConfig>,
+    (backend, ring_cfg): (Backend, TxRingConfig),
+    resolve_timeout: Duration,
+    ready: mpsc::Sender<Result<()>>,
+    start_ns: &AtomicU64,
+    stop: &AtomicBool,
+) -> Result<TxPortReport> {
+    let setup = (|| {
+        let (ifindex, gens) = prepare_tx(spec, thread, &streams, resolve_timeout)?;
+        let sender = match backend {
+            Backend::Xdp => PortSender::Xdp(Box::new(crate::xdp::tx::open(spec, ifindex, &gens)?)),
+            _ => {
+                let max_len = gens.iter().map(|(g, _)| g.max_len()).max().unwrap_or(0);
+                PortSender::AfPacket(tx::open(
+                    spec,
+                    ifindex,
+                    &ring_cfg,
+                    ring_cfg.backend,
+                    max_len,
+                )?)
+            }
+        };
+        Ok((sender, gens))
     })();
-    let (mut ring, gens) = match setup {
+    let (sender, gens) = match setup {
         Ok(x) => {
             let _ = ready.send(Ok(()));
             x
@@ -410,7 +455,10 @@ fn tx_thread(
         std::thread::sleep(Duration::from_micros(200));
     };
     sys::sleep_until(start.saturating_sub(200_000));
-    tx::run(&mut ring, gens, start, stop)
+    match sender {
+        PortSender::AfPacket(mut ring) => tx::run(&mut ring, gens, start, stop),
+        PortSender::Xdp(mut x) => crate::xdp::tx::run(&mut x, gens, start, stop),
+    }
 }
 
 /// Splits `items` round-robin over at most `n` threads (never more threads than items, at
@@ -424,7 +472,7 @@ fn split<T: Copy>(items: &[T], n: usize) -> Vec<Vec<T>> {
 
 /// Runs one trial. `stop` aborts it early (Ctrl-C); counts so far are still reported.
 pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
-    let backend = cfg.backend.resolve()?;
+    let (backend, mut note) = cfg.backend.resolve()?;
     for (what, n) in [("TX", cfg.tx_threads), ("RX", cfg.rx_threads)] {
         if !(1..=MAX_THREADS).contains(&n) {
             return Err(Error::Config(format!(
@@ -451,13 +499,19 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
             )));
         }
     }
+    // XDP: the programs count the streams (attached before anything is sent); each port keeps
+    // one AF_PACKET receive thread expecting no stream, which answers ARP/ND.
+    let xdp_rx = match backend {
+        Backend::Xdp => Some(crate::xdp::trial::attach_receivers(cfg, &mut note)?),
+        _ => None,
+    };
     // Receive threads per port: the streams each one counts, and the steering program.
     let mut rx_plan = Vec::new();
     for p in 0..cfg.ports.len() {
         let expected: Vec<&StreamConfig> = cfg
             .streams
             .iter()
-            .filter(|s| s.rx_port == p)
+            .filter(|s| s.rx_port == p && xdp_rx.is_none())
             .map(|s| &s.config)
             .collect();
         let groups = split(&expected, cfg.rx_threads);
@@ -536,7 +590,7 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
             for (t, streams) in split(&streams, cfg.tx_threads).into_iter().enumerate() {
                 let ready = ttx.clone();
                 let (start_ns, tx_stop) = (&start_ns, &tx_stop);
-                let (ring, timeout) = (cfg.tx_ring, cfg.resolve_timeout);
+                let (ring, timeout) = ((backend, cfg.tx_ring), cfg.resolve_timeout);
                 tx_handles.push((
                     p,
                     sc.spawn(move || {
@@ -593,7 +647,73 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
             None => Ok((rx_done, tx_done)),
         }
     })?;
-    Ok(assemble(cfg, backend, rx_done, tx_done))
+    let (rx, rx_ports) = match &xdp_rx {
+        Some(receivers) => crate::xdp::trial::rx_side(cfg, receivers, &rx_done, &tx_done)?,
+        None => af_packet_rx_side(cfg, &rx_done, &tx_done),
+    };
+    Ok(assemble(cfg, (backend, note), rx, rx_ports, tx_done))
+}
+
+/// The sender's report of trial stream `s`.
+pub(crate) fn tx_of<'a>(
+    tx_done: &'a [(usize, TxPortReport)],
+    s: &TrialStream,
+) -> Option<&'a TxStreamReport> {
+    tx_done
+        .iter()
+        .filter(|(p, _)| *p == s.tx_port)
+        .flat_map(|(_, r)| r.streams.iter())
+        .find(|t| t.stream_id == s.config.id)
+}
+
+/// The AF_PACKET receivers' reports: one per trial stream (in order), and one per port.
+fn af_packet_rx_side(
+    cfg: &TrialConfig,
+    rx_done: &[RxDone],
+    tx_done: &[(usize, TxPortReport)],
+) -> (Vec<StreamRxReport>, Vec<PortRxSummary>) {
+    let mut rx = Vec::new();
+    for s in &cfg.streams {
+        let sent = tx_of(tx_done, s).map(|t| t.sent);
+        // Exactly one receive thread of the port expects the stream.
+        rx.push(
+            rx_done
+                .iter()
+                .filter(|r| r.port == s.rx_port)
+                .find_map(|r| r.receiver.stream(s.config.id))
+                .map(|st| st.report(s.config.id, sent))
+                .expect("every stream has a receiver"),
+        );
+    }
+    (rx, control_ports(cfg, rx_done))
+}
+
+/// Per port: what its AF_PACKET receive threads saw besides expected streams, what they
+/// answered, ring drops and frames per thread.
+pub(crate) fn control_ports(cfg: &TrialConfig, rx_done: &[RxDone]) -> Vec<PortRxSummary> {
+    let mut rx_ports: Vec<PortRxSummary> = Vec::new();
+    let mut threads = rx_done.iter().collect::<Vec<_>>();
+    threads.sort_by_key(|r| (r.port, r.thread));
+    for r in threads {
+        let name = &cfg.ports[r.port].name;
+        if rx_ports.last().is_none_or(|l| &l.port != name) {
+            rx_ports.push(PortRxSummary {
+                port: name.clone(),
+                foreign: 0,
+                unexpected_streams: 0,
+                answered: 0,
+                ring_drops: 0,
+                frames_per_thread: Vec::new(),
+            });
+        }
+        let l = rx_ports.last_mut().expect("pushed above");
+        l.foreign += r.receiver.foreign();
+        l.unexpected_streams += r.receiver.unexpected();
+        l.answered += r.answered;
+        l.ring_drops += r.ring_drops;
+        l.frames_per_thread.push(r.frames);
+    }
+    rx_ports
 }
 
 /// One port's sender report from its threads' reports: streams together, counters summed,
@@ -624,28 +744,19 @@ fn merge_tx(parts: Vec<TxPortReport>) -> TxPortReport {
     m
 }
 
+/// The report of either backend: `rx` has one receive report per trial stream (in order).
 fn assemble(
     cfg: &TrialConfig,
-    backend: Backend,
-    rx_done: Vec<RxDone>,
+    (backend, backend_note): (Backend, String),
+    rx: Vec<StreamRxReport>,
+    rx_ports: Vec<PortRxSummary>,
     tx_done: Vec<(usize, TxPortReport)>,
 ) -> TrialReport {
     let mut streams = Vec::new();
-    for s in &cfg.streams {
-        let tx = tx_done
-            .iter()
-            .filter(|(p, _)| *p == s.tx_port)
-            .flat_map(|(_, r)| r.streams.iter())
-            .find(|t| t.stream_id == s.config.id)
+    for (s, rx) in cfg.streams.iter().zip(rx) {
+        let tx = tx_of(&tx_done, s)
             .cloned()
             .expect("every stream has a sender report");
-        // Exactly one receive thread of the port expects the stream.
-        let rx = rx_done
-            .iter()
-            .filter(|r| r.port == s.rx_port)
-            .find_map(|r| r.receiver.stream(s.config.id))
-            .map(|st| st.report(s.config.id, Some(tx.sent)))
-            .expect("every stream has a receiver");
         // Rates over the sending interval, one frame period included.
         let rate = if tx.intended_pps > 0.0 {
             tx.intended_pps
@@ -714,28 +825,6 @@ fn assemble(
         })
         .collect();
     let total = sum("total".into(), &mut streams.iter());
-    let mut rx_ports: Vec<PortRxSummary> = Vec::new();
-    let mut threads = rx_done.iter().collect::<Vec<_>>();
-    threads.sort_by_key(|r| (r.port, r.thread));
-    for r in threads {
-        let name = &cfg.ports[r.port].name;
-        if rx_ports.last().is_none_or(|l| &l.port != name) {
-            rx_ports.push(PortRxSummary {
-                port: name.clone(),
-                foreign: 0,
-                unexpected_streams: 0,
-                answered: 0,
-                ring_drops: 0,
-                frames_per_thread: Vec::new(),
-            });
-        }
-        let l = rx_ports.last_mut().expect("pushed above");
-        l.foreign += r.receiver.foreign();
-        l.unexpected_streams += r.receiver.unexpected();
-        l.answered += r.answered;
-        l.ring_drops += r.ring_drops;
-        l.frames_per_thread.push(r.frames);
-    }
     let mut tx_ports: Vec<(String, TxPortReport)> = Vec::new();
     let mut by_port: Vec<(usize, Vec<TxPortReport>)> = Vec::new();
     for (p, r) in tx_done {
@@ -755,6 +844,7 @@ fn assemble(
         tx_ports,
         drain_ms: cfg.drain.as_millis() as u64,
         backend,
+        backend_note,
         tx_threads: cfg.tx_threads,
         rx_threads: cfg.rx_threads,
     }
@@ -789,16 +879,15 @@ mod tests {
     }
 
     #[test]
-    fn backends_parse_and_xdp_is_refused_for_now() {
+    fn backends_parse_and_resolve() {
         assert_eq!("auto".parse::<Backend>(), Ok(Backend::Auto));
         assert_eq!("af_packet".parse::<Backend>(), Ok(Backend::AfPacket));
         assert_eq!("af-packet".parse::<Backend>(), Ok(Backend::AfPacket));
         assert_eq!("xdp".parse::<Backend>(), Ok(Backend::Xdp));
         assert!("dpdk".parse::<Backend>().is_err());
-        assert_eq!(Backend::Auto.resolve().unwrap(), Backend::AfPacket);
-        let e = Backend::Xdp.resolve().unwrap_err();
-        assert!(matches!(&e, Error::Config(m) if m.contains("XDP backend is not wired")));
-        // The trial refuses it before touching any port.
+        assert_eq!(Backend::Auto.resolve().unwrap().0, Backend::AfPacket);
+        assert_eq!(Backend::Xdp.resolve().unwrap().0, Backend::Xdp);
+        // A trial without streams is refused before touching any port, on either backend.
         let mut cfg = TrialConfig::new(vec![PortSpec::new("a", "nonexistent0")], Vec::new());
         cfg.backend = Backend::Xdp;
         assert!(matches!(

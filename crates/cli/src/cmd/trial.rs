@@ -104,8 +104,9 @@ pub struct TrialArgs {
     /// Seconds the receivers keep counting after the last frame.
     #[arg(long, default_value_t = 0.5)]
     drain: f64,
-    /// Packet engine: auto (= af_packet in this build), af_packet, or xdp (not yet wired into
-    /// trials: refused).
+    /// Packet engine: auto (= af_packet in this build), af_packet, or xdp (XDP programs send
+    /// and count in the kernel; one TX/RX thread per port, frames up to 3000 B, at most 64
+    /// streams received per port). The table's first line says which ran and why.
     #[arg(long, default_value = "auto", value_parser = parse_backend)]
     backend: trial::Backend,
     /// How the AF_PACKET backend hands frames to the kernel: ring (PACKET_TX_RING, the
@@ -650,12 +651,16 @@ pub fn run(args: TrialArgs) -> CliResult {
         let s = serde_json::to_string_pretty(&r).map_err(|e| CliError::Failed(e.to_string()))?;
         println!("{s}");
     } else {
+        let tx = match r.backend {
+            trial::Backend::Xdp => "BPF_PROG_RUN live frames",
+            _ => cfg.tx_ring.backend.name(),
+        };
         println!(
-            "backend {} (TX {}), up to {} TX and {} RX threads per port",
+            "backend {} (TX {tx}), up to {} TX and {} RX threads per port; {}",
             r.backend.name(),
-            cfg.tx_ring.backend.name(),
             r.tx_threads,
-            r.rx_threads
+            r.rx_threads,
+            r.backend_note
         );
         print_table(&r);
     }

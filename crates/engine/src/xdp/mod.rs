@@ -6,8 +6,10 @@
 //! | [`sys`] | the only `unsafe` of this backend (BPF_PROG_RUN with live frames, ...) |
 //! | [`tx`] | TX: an XDP program run over live frames stamps each frame's signature and sends it |
 //! | [`rx`] | RX: an XDP program on the receiving port counts test frames per stream in maps |
+//! | [`trial`] | trials on this backend (`--backend xdp`): attach, control path, same report |
 
 pub mod objects;
 pub mod rx;
 pub(crate) mod sys;
 pub mod tx;
+pub(crate) mod trial;

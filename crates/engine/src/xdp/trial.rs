@@ -1,0 +1,142 @@
+//! Trials on the XDP backend (`--backend xdp`): the receive side of [`crate::trial::run`].
+//!
+//! The trial's order of events is the same as on AF_PACKET ([`crate::trial`]); only the data
+//! path changes:
+//!
+//! - **Receive.** Before any receive thread or sender starts, [`attach_receivers`] attaches an
+//!   [`XdpReceiver`] to every port that expects streams, told exactly those streams. It counts
+//!   their frames in the kernel and drops them; everything else goes on to the stack.
+//! - **Control.** Each port still gets one AF_PACKET receive thread, expecting no stream: the
+//!   XDP program passes ARP/ND (and every other non-test frame) on, so that thread answers
+//!   ARP/ND for the port's addresses exactly as on AF_PACKET, and the senders resolve their
+//!   next hops the same way ([`crate::trial::prepare_tx`]).
+//! - **Transmit.** The sending thread opens [`crate::xdp::tx`] instead of a TX ring, with the
+//!   same resolved generators, and starts on the trial's common instant.
+//! - **Report.** After the drain time, [`rx_side`] reads the maps into the same
+//!   [`StreamRxReport`]s and [`PortRxSummary`]s, so [`crate::trial::TrialReport`] has the same
+//!   format on both backends.
+//!
+//! What the XDP backend cannot do is refused with [`Error::Config`] naming it, before any
+//! program is loaded: more than one TX or RX thread per port, more than
+//! [`rx::MAX_STREAMS`] streams received on one port, frames above [`tx::MAX_FRAME_LEN`].
+
+use super::rx::{self, XdpReceiver, XdpRxConfig};
+use super::tx;
+use crate::rx::StreamRxReport;
+use crate::trial::{control_ports, tx_of, PortRxSummary, RxDone, TrialConfig};
+use crate::tx::TxPortReport;
+use crate::{Error, Result};
+
+/// Refuses what the XDP backend cannot run, naming it.
+pub(crate) fn check(cfg: &TrialConfig) -> Result<()> {
+    if cfg.tx_threads > 1 || cfg.rx_threads > 1 {
+        return Err(Error::Config(format!(
+            "the XDP backend runs one sender per port and counts in the kernel on every CPU: \
+             --tx-threads/--rx-threads above 1 ({} TX, {} RX) are for the AF_PACKET backend",
+            cfg.tx_threads, cfg.rx_threads
+        )));
+    }
+    for s in &cfg.streams {
+        if let Some(t) = s.config.frames.iter().find(|t| t.len() > tx::MAX_FRAME_LEN) {
+            return Err(Error::Config(format!(
+                "stream {}: {}-byte frames are above the XDP backend's largest, {} B (live \
+                 frames live in one page); use --backend af_packet for jumbo frames",
+                s.config.id,
+                t.len(),
+                tx::MAX_FRAME_LEN
+            )));
+        }
+    }
+    for (p, spec) in cfg.ports.iter().enumerate() {
+        let n = cfg.streams.iter().filter(|s| s.rx_port == p).count();
+        if n > rx::MAX_STREAMS {
+            return Err(Error::Config(format!(
+                "port {}: {n} streams received; the XDP receiver counts at most {} per port \
+                 (use --backend af_packet)",
+                spec.name,
+                rx::MAX_STREAMS
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks `cfg` and attaches one XDP receiver per port that expects streams (`None` for the
+/// others), in port order. Adds each port's receive mode to `note`.
+pub(crate) fn attach_receivers(
+    cfg: &TrialConfig,
+    note: &mut String,
+) -> Result<Vec<Option<XdpReceiver>>> {
+    check(cfg)?;
+    let mut out = Vec::with_capacity(cfg.ports.len());
+    for (p, spec) in cfg.ports.iter().enumerate() {
+        let ids: Vec<u16> = cfg
+            .streams
+            .iter()
+            .filter(|s| s.rx_port == p)
+            .map(|s| s.config.id)
+            .collect();
+        if ids.is_empty() {
+            out.push(None);
+            continue;
+        }
+        // Earlier receivers are detached when `out` is dropped on an error.
+        let r = XdpReceiver::attach(spec, &ids, &XdpRxConfig::default())?;
+        note.push_str(&format!(
+            "; {} receives in {} mode",
+            spec.name,
+            match r.mode() {
+                rx::XdpMode::Native => "native XDP",
+                rx::XdpMode::Skb => "SKB (generic) XDP",
+            }
+        ));
+        if let Some(why) = r.mode_note() {
+            note.push_str(&format!(" ({why})"));
+        }
+        out.push(Some(r));
+    }
+    Ok(out)
+}
+
+/// One receive report per trial stream (in order) from the XDP maps, and one summary per
+/// port: `foreign` and `unexpected_streams` from the program (which sees every frame first),
+/// `answered` and `ring_drops` from the port's AF_PACKET control thread (its ring sees only
+/// what the program passed: drops there never touch a test frame's count), and
+/// `frames_per_thread` = the test frames the program counted (one entry: the kernel).
+pub(crate) fn rx_side(
+    cfg: &TrialConfig,
+    receivers: &[Option<XdpReceiver>],
+    rx_done: &[RxDone],
+    tx_done: &[(usize, TxPortReport)],
+) -> Result<(Vec<StreamRxReport>, Vec<PortRxSummary>)> {
+    let mut reports = Vec::with_capacity(cfg.streams.len());
+    for s in &cfg.streams {
+        let sent = tx_of(tx_done, s).map(|t| t.sent);
+        let r = receivers
+            .get(s.rx_port)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Error::Thread(format!("stream {}: no XDP receiver", s.config.id)))?
+            .stream_report(s.config.id, sent)?
+            .ok_or_else(|| {
+                Error::Thread(format!("stream {}: not expected by its port", s.config.id))
+            })?;
+        reports.push(r);
+    }
+    let mut ports = control_ports(cfg, rx_done);
+    for port in &mut ports {
+        let Some(i) = cfg.ports.iter().position(|p| p.name == port.port) else {
+            continue;
+        };
+        match receivers.get(i).and_then(Option::as_ref) {
+            Some(r) => {
+                let c = r.port_counters()?;
+                port.foreign = c.foreign;
+                port.unexpected_streams = c.unexpected_streams;
+                port.frames_per_thread = vec![c.ours];
+            }
+            // No program on this port: its control ring saw everything, as on AF_PACKET.
+            None => {}
+        }
+    }
+    Ok((reports, ports))
+}
