@@ -140,3 +140,73 @@ pub(crate) fn rx_side(
     }
     Ok((reports, ports))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::port::PortSpec;
+    use crate::stream::tests_support::signed_frame;
+    use crate::stream::{Flows, Limit, Rate, StreamConfig};
+    use crate::trial::{self, Backend, TrialStream};
+    use std::sync::atomic::AtomicBool;
+
+    fn one_stream(len: usize) -> TrialConfig {
+        let config = StreamConfig {
+            id: 3,
+            frames: vec![signed_frame(len, 3)],
+            weights: vec![1],
+            flows: Flows::default(),
+            rate: Rate::Pps(1000.0),
+            burst: 1,
+            burst_gap: None,
+            limit: Limit::Frames(10),
+            reorder_every: None,
+            rewrite_macs: true,
+        };
+        let ports = vec![
+            PortSpec::new("a", "nonexistent0"),
+            PortSpec::new("b", "nonexistent1"),
+        ];
+        let mut cfg = TrialConfig::new(
+            ports,
+            vec![TrialStream {
+                config,
+                tx_port: 0,
+                rx_port: 1,
+            }],
+        );
+        cfg.backend = Backend::Xdp;
+        cfg
+    }
+
+    /// What the XDP backend cannot do is refused by name, before any port is touched (the
+    /// ports here do not exist: an attach would fail with another error).
+    #[test]
+    fn unsupported_features_are_refused_by_name() {
+        let stop = AtomicBool::new(false);
+        let refused = |cfg: &TrialConfig, what: &str| match trial::run(cfg, &stop) {
+            Err(Error::Config(m)) => assert!(m.contains(what), "{m}"),
+            other => panic!("expected a refusal naming {what}, got {other:?}"),
+        };
+        let mut cfg = one_stream(64);
+        cfg.tx_threads = 2;
+        refused(&cfg, "--tx-threads");
+        let mut cfg = one_stream(64);
+        cfg.rx_threads = 2;
+        refused(&cfg, "--rx-threads");
+        refused(&one_stream(4000), "4000-byte frames");
+        let mut cfg = one_stream(64);
+        let s = cfg.streams[0].clone();
+        cfg.streams = (0..=rx::MAX_STREAMS as u16)
+            .map(|i| {
+                let mut s = s.clone();
+                s.config.id = i + 1;
+                s.config.frames = vec![signed_frame(64, i + 1)];
+                s
+            })
+            .collect();
+        refused(&cfg, "streams received");
+        // Within the limits the check passes (the trial then fails on the missing port).
+        assert!(check(&one_stream(64)).is_ok());
+    }
+}
