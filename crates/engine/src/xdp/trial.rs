@@ -127,15 +127,12 @@ pub(crate) fn rx_side(
         let Some(i) = cfg.ports.iter().position(|p| p.name == port.port) else {
             continue;
         };
-        match receivers.get(i).and_then(Option::as_ref) {
-            Some(r) => {
-                let c = r.port_counters()?;
-                port.foreign = c.foreign;
-                port.unexpected_streams = c.unexpected_streams;
-                port.frames_per_thread = vec![c.ours];
-            }
-            // No program on this port: its control ring saw everything, as on AF_PACKET.
-            None => {}
+        // A port without a program: its control ring saw everything, as on AF_PACKET.
+        if let Some(r) = receivers.get(i).and_then(Option::as_ref) {
+            let c = r.port_counters()?;
+            port.foreign = c.foreign;
+            port.unexpected_streams = c.unexpected_streams;
+            port.frames_per_thread = vec![c.ours];
         }
     }
     Ok((reports, ports))
