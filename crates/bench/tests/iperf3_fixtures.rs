@@ -234,14 +234,30 @@ fn live_loopback_run() {
     let argv = iperf3::server_argv(port, Some("127.0.0.1"));
     let mut server = Command::new(&argv[0])
         .args(&argv[1..])
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let ready = iperf3::wait_for_port(
-        format!("127.0.0.1:{port}").parse().unwrap(),
-        std::time::Duration::from_secs(10),
-    );
+    // Readiness from the server's own "Server listening" line, as the runner does: a connect
+    // probe (iperf3::wait_for_port) is taken by iperf3 3.12 for a client whose control message
+    // never comes, and a real client arriving during that error path can be reset
+    // ("unable to receive control message: Connection reset by peer", seen once in CI).
+    let stdout = server.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("Server listening") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let ready = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .map_err(|_| {
+            std::io::Error::other("iperf3 server printed no \"Server listening\" in 10 s")
+        });
     let client = ClientOptions::tcp("127.0.0.1", port, 1).argv();
     let out = ready.and_then(|_| Command::new(&client[0]).args(&client[1..]).output());
     let _ = server.kill();
