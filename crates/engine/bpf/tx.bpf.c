@@ -28,6 +28,7 @@
 #define MAX_RECIPES 256
 #define MAX_STREAMS 256
 #define MAX_OFF 4096
+#define HDR_MAX 256       /* header bytes restored per frame (see `headers`) */
 
 /* Keep in sync with engine::xdp::sys::Recipe. */
 struct recipe {
@@ -90,6 +91,19 @@ struct {
 	__type(key, __u32);
 	__type(value, struct recipe_state);
 } recipe_states SEC(".maps");
+
+/* Keep in sync with engine::xdp::sys::Header: the recipe's base frame up to the signature. */
+struct header {
+	__u32 len;
+	__u8 bytes[HDR_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_RECIPES);
+	__type(key, __u32);
+	__type(value, struct header);
+} headers SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -178,6 +192,23 @@ int wr_tx(struct xdp_md *ctx)
 	rs->processed++;
 	if (r->flags & RECIPE_PROBE)
 		return XDP_TX;
+	/* A recycled page can hold what the device under test wrote into an earlier frame's
+	 * buffer: forwarding rewrites the MACs and the TTL, NAT the addresses and ports, in place,
+	 * and the page comes back to this run's page pool when the DUT frees the skb. So the
+	 * headers are restored from the recipe's copy before anything is patched (seen as frames
+	 * with the tester's far MAC as destination, dropped by the DUT as "otherhost"). */
+	struct header *h = bpf_map_lookup_elem(&headers, &ri);
+	if (!h) {
+		c->bad_recipe++;
+		return XDP_DROP;
+	}
+	__u32 hl = h->len;
+	if (hl > HDR_MAX)
+		return XDP_DROP;
+	if (hl > 0 && bpf_xdp_store_bytes(ctx, 0, h->bytes, hl) < 0)
+		return XDP_DROP;
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
 	__u32 si = r->stream;
 	struct stream_state *s = bpf_map_lookup_elem(&streams, &si);
 	if (!s) {

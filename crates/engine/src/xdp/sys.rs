@@ -169,6 +169,31 @@ pub struct Ctl {
     pub bad_recipe: u64,
 }
 
+/// Header bytes restored per frame (`HDR_MAX` of `bpf/tx.bpf.c`).
+pub const HDR_MAX: usize = 256;
+
+/// `struct header` of `bpf/tx.bpf.c`: a recipe's base frame up to its signature, written over
+/// every frame before it is patched (a recycled page may hold what the DUT wrote into it).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub len: u32,
+    pub bytes: [u8; HDR_MAX],
+}
+
+impl Default for Header {
+    fn default() -> Self {
+        Header {
+            len: 0,
+            bytes: [0; HDR_MAX],
+        }
+    }
+}
+
+// SAFETY: #[repr(C)] u32 followed by a u8 array whose size is a multiple of 4: no padding, any
+// bit pattern is valid.
+unsafe impl aya::Pod for Header {}
+
 // SAFETY: plain #[repr(C)] integers with no padding holes (sizes checked by the test below),
 // so any bit pattern is a valid value and the bytes the kernel copies are exactly the fields.
 unsafe impl aya::Pod for Recipe {}

@@ -43,7 +43,7 @@
 //! 254 frame sizes per port. Programs and tracepoint links are released when the sender is
 //! dropped (the `BPF_PROG_RUN` program is never attached to an interface).
 
-use super::sys::{self, Ctl, Recipe, RecipeState, StreamState as MapStream};
+use super::sys::{self, Ctl, Header, Recipe, RecipeState, StreamState as MapStream};
 use crate::pacing::{Pacer, StreamPacing};
 use crate::port::PortSpec;
 use crate::stream::{FlowMode, FrameGen, StreamConfig};
@@ -208,6 +208,7 @@ pub fn open(
     }
     let mut runs = Vec::new();
     let mut recipes = Vec::new();
+    let mut headers = Vec::new();
     let mut stream_runs = Vec::new();
     let mut own_mac = None;
     for (slot, (gen, cfg)) in gens.iter().enumerate() {
@@ -237,6 +238,21 @@ pub fn open(
             let mut frame = t.bytes().to_vec();
             frame[..12].copy_from_slice(&macs);
             recipes.push(recipe(cfg, slot, &frame, t.signature_offset())?);
+            let hl = t.signature_offset().min(frame.len());
+            if hl > sys::HDR_MAX {
+                return Err(Error::Config(format!(
+                    "stream {}: its headers end at byte {hl}, beyond the {} bytes the XDP \
+                     backend restores per frame; use the AF_PACKET backend",
+                    cfg.id,
+                    sys::HDR_MAX
+                )));
+            }
+            let mut header = Header {
+                len: hl as u32,
+                ..Default::default()
+            };
+            header.bytes[..hl].copy_from_slice(&frame[..hl]);
+            headers.push(header);
             mine.push(runs.len());
             runs.push(Run {
                 data: with_meta(runs.len() as u32, &frame),
@@ -276,6 +292,11 @@ pub fn open(
         for (i, r) in recipes.iter().enumerate() {
             m.set(i as u32, r, 0).map_err(|e| bpf_err("recipes", e))?;
         }
+        let mut hm = array::<Header>(&mut bpf, "headers")?;
+        for (i, h) in headers.iter().enumerate() {
+            hm.set(i as u32, h, 0).map_err(|e| bpf_err("headers", e))?;
+        }
+        let mut m = array::<Recipe>(&mut bpf, "recipes")?;
         m.set(
             PROBE_SLOT,
             Recipe {
