@@ -386,14 +386,7 @@ fn loopback_trial_through_dslite_both_ways() {
                     "-E",
                     "separator=,",
                 ])
-                .args([
-                    "-e",
-                    "ipv6.src",
-                    "-e",
-                    "ipv6.nxt",
-                    "-e",
-                    "ipv6.fraghdr.nxt",
-                ])
+                .args(["-e", "ipv6.src", "-e", "ipv6.nxt", "-e", "ipv6.fraghdr.nxt"])
                 .args(["-e", "frame.len", "-e", "ip.len", "-e", "udp.dstport"])
                 .output()
                 .expect("tshark");

@@ -11,5 +11,5 @@
 pub mod objects;
 pub mod rx;
 pub(crate) mod sys;
-pub mod tx;
 pub(crate) mod trial;
+pub mod tx;
