@@ -132,6 +132,9 @@ pub struct CeilingCheck {
 /// One line of `trials.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "kebab-case")]
+// Trial records outnumber Done records many times over, so boxing the big variant would add an
+// allocation to the common case to save space in the rare one.
+#[allow(clippy::large_enum_variant)]
 pub enum Record {
     /// A trial.
     Trial(TrialRecord),
