@@ -29,6 +29,11 @@ use crate::stream::{Limit, StreamConfig};
 /// The largest number of frames handed to the kernel in one go.
 pub const MAX_BATCH: u64 = 256;
 
+/// The batch size at `rate` frames/s: about 50 µs worth of frames, 1 to [`MAX_BATCH`].
+fn batch_at(rate: f64) -> u64 {
+    ((rate * 50e-6).ceil() as u64).clamp(1, MAX_BATCH)
+}
+
 #[derive(Debug, Clone)]
 pub struct Pacer {
     start_ns: u64,
@@ -58,9 +63,7 @@ impl Pacer {
     pub fn new(start_ns: u64, rate: f64, burst: u32, limit: Option<u64>) -> Self {
         assert!(rate > 0.0 && rate.is_finite(), "rate must be positive");
         let burst = u64::from(burst.max(1));
-        let batch = ((rate * 50e-6).ceil() as u64)
-            .clamp(1, MAX_BATCH)
-            .max(burst);
+        let batch = batch_at(rate).max(burst);
         Self::build(
             start_ns,
             burst as f64 * 1e9 / rate,
@@ -79,7 +82,7 @@ impl Pacer {
         let burst = u64::from(burst.max(1));
         let spacing = if rate.is_finite() { 1e9 / rate } else { 0.0 };
         let batch = if spacing > 0.0 {
-            ((rate * 50e-6).ceil() as u64).clamp(1, MAX_BATCH)
+            batch_at(rate)
         } else {
             MAX_BATCH.max(burst)
         };

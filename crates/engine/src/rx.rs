@@ -340,7 +340,7 @@ pub mod steering {
     }
 
     /// Where a stream's signature may sit in a received frame (see the module doc).
-    pub fn signature_offsets(cfg: &StreamConfig) -> Vec<usize> {
+    fn signature_offsets(cfg: &StreamConfig) -> Vec<usize> {
         let mut out = Vec::new();
         for t in &cfg.frames {
             let b = t.bytes();
@@ -398,7 +398,8 @@ pub mod steering {
 
     /// Runs `prog` on `frame` as the kernel would for the instructions [`program`] emits
     /// (a load beyond the frame returns 0). For tests.
-    pub fn run(prog: &[SockFilter], frame: &[u8]) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn run(prog: &[SockFilter], frame: &[u8]) -> u32 {
         let (mut pc, mut a) = (0usize, 0u32);
         while let Some(i) = prog.get(pc) {
             match i.code {

@@ -70,15 +70,15 @@ impl Backend {
     /// [`crate::xdp::tx::MAX_FRAME_LEN`], more than [`crate::xdp::rx::MAX_STREAMS`] streams
     /// received per port). Switching `Auto` would silently change the figures of every
     /// existing plan. `--backend xdp` forces XDP (docs/engine.md, "Choosing the backend").
-    pub fn resolve(self) -> Result<(Backend, String)> {
-        Ok(match self {
+    pub fn resolve(self) -> (Backend, String) {
+        match self {
             Backend::Auto => (
                 Backend::AfPacket,
                 "auto: AF_PACKET (the default; --backend xdp runs the XDP backend)".into(),
             ),
             Backend::AfPacket => (Backend::AfPacket, "af_packet: forced".into()),
             Backend::Xdp => (Backend::Xdp, "xdp: forced".into()),
-        })
+        }
     }
 }
 
@@ -315,14 +315,12 @@ fn rx_thread(
             .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))? as u64;
     }
     // Whatever is still in the ring arrived within the drain time: count it.
-    let mut last = |ring: &mut sys::RxRing| {
-        ring.drain(0, |_, pkt| {
+    frames += ring
+        .drain(0, |_, pkt| {
             let rx_ns = (pkt.ts_realtime_ns as i64 - offset).max(0) as u64;
             receiver.on_frame(pkt.data, rx_ns);
         })
-        .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))
-    };
-    frames += last(&mut ring)? as u64;
+        .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))? as u64;
     gate.arrive_and_wait();
     if let Ok((_, drops)) = ring.socket().take_stats() {
         ring_drops += drops;
@@ -355,45 +353,42 @@ pub(crate) fn prepare_tx<'a>(
     streams: &[&'a StreamConfig],
     resolve_timeout: Duration,
 ) -> Result<(u32, Gens<'a>)> {
-    {
-        let ifindex = spec.enter(thread)?;
-        let ctl = spec.open_socket(ifindex)?;
-        let mac = ctl.hw_addr().map_err(|e| Error::io("interface MAC", e))?;
-        let me = Identity {
-            mac,
-            ipv4: spec.ipv4,
-            ipv6: spec.ipv6,
-        };
-        let mut gens = Vec::new();
-        let mut resolved: Vec<(IpAddr, [u8; 6])> = Vec::new();
-        for cfg in streams {
-            let mut gen = FrameGen::new(cfg)?;
-            if cfg.rewrite_macs {
-                let hop: IpAddr = match outer_is_ipv6(cfg.frames[0].bytes()) {
-                    false => spec.next_hop_v4.map(IpAddr::V4),
-                    true => spec.next_hop_v6.map(IpAddr::V6),
-                }
-                .ok_or_else(|| {
-                    Error::Config(format!(
-                        "port {}: stream {} needs a next hop to resolve (or fixed MACs)",
-                        spec.name, cfg.id
-                    ))
-                })?;
-                let dst = match resolved.iter().find(|(ip, _)| *ip == hop) {
-                    Some((_, m)) => *m,
-                    None => {
-                        let m = resolve::resolve(&ctl, &me, hop, resolve_timeout)?;
-                        resolved.push((hop, m));
-                        m
-                    }
-                };
-                gen.set_macs(dst, mac);
+    let ifindex = spec.enter(thread)?;
+    let ctl = spec.open_socket(ifindex)?;
+    let mac = ctl.hw_addr().map_err(|e| Error::io("interface MAC", e))?;
+    let me = Identity {
+        mac,
+        ipv4: spec.ipv4,
+        ipv6: spec.ipv6,
+    };
+    let mut gens = Vec::new();
+    let mut resolved: Vec<(IpAddr, [u8; 6])> = Vec::new();
+    for cfg in streams {
+        let mut gen = FrameGen::new(cfg)?;
+        if cfg.rewrite_macs {
+            let hop: IpAddr = match outer_is_ipv6(cfg.frames[0].bytes()) {
+                false => spec.next_hop_v4.map(IpAddr::V4),
+                true => spec.next_hop_v6.map(IpAddr::V6),
             }
-            gens.push((gen, *cfg));
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "port {}: stream {} needs a next hop to resolve (or fixed MACs)",
+                    spec.name, cfg.id
+                ))
+            })?;
+            let dst = match resolved.iter().find(|(ip, _)| *ip == hop) {
+                Some((_, m)) => *m,
+                None => {
+                    let m = resolve::resolve(&ctl, &me, hop, resolve_timeout)?;
+                    resolved.push((hop, m));
+                    m
+                }
+            };
+            gen.set_macs(dst, mac);
         }
-        drop(ctl);
-        Ok((ifindex, gens))
+        gens.push((gen, *cfg));
     }
+    Ok((ifindex, gens))
 }
 
 /// A port's opened sender, of either backend.
@@ -472,7 +467,7 @@ fn split<T: Copy>(items: &[T], n: usize) -> Vec<Vec<T>> {
 
 /// Runs one trial. `stop` aborts it early (Ctrl-C); counts so far are still reported.
 pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
-    let (backend, mut note) = cfg.backend.resolve()?;
+    let (backend, mut note) = cfg.backend.resolve();
     for (what, n) in [("TX", cfg.tx_threads), ("RX", cfg.rx_threads)] {
         if !(1..=MAX_THREADS).contains(&n) {
             return Err(Error::Config(format!(
@@ -885,8 +880,8 @@ mod tests {
         assert_eq!("af-packet".parse::<Backend>(), Ok(Backend::AfPacket));
         assert_eq!("xdp".parse::<Backend>(), Ok(Backend::Xdp));
         assert!("dpdk".parse::<Backend>().is_err());
-        assert_eq!(Backend::Auto.resolve().unwrap().0, Backend::AfPacket);
-        assert_eq!(Backend::Xdp.resolve().unwrap().0, Backend::Xdp);
+        assert_eq!(Backend::Auto.resolve().0, Backend::AfPacket);
+        assert_eq!(Backend::Xdp.resolve().0, Backend::Xdp);
         // A trial without streams is refused before touching any port, on either backend.
         let mut cfg = TrialConfig::new(vec![PortSpec::new("a", "nonexistent0")], Vec::new());
         cfg.backend = Backend::Xdp;
