@@ -114,11 +114,19 @@ pub struct TrialArgs {
     #[arg(long, default_value = "ring", value_parser = parse_tx_method)]
     tx_method: TxBackend,
     /// Transmit threads per sending port, each with its own socket (at most one per stream).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u16).range(1..=trial::MAX_THREADS as i64)
+    )]
     tx_threads: u16,
     /// Receive threads per port, in one PACKET_FANOUT group that steers each stream to one
     /// thread (at most one per stream).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u16).range(1..=trial::MAX_THREADS as i64)
+    )]
     rx_threads: u16,
     /// Streams inside a PPPoE session or DS-Lite softwire between the ports (trial_inside.rs).
     #[command(flatten)]
@@ -442,35 +450,32 @@ fn build_streams_with(
                 weights.push(w);
             }
             let rewrite_macs = !encap.pppoe && inside.is_none();
-            let before = out.len();
-            out.push(TrialStream {
-                config: StreamConfig {
-                    id,
-                    frames,
-                    weights,
-                    flows: Flows {
-                        src_ip_count: d.src_ips.max(1),
-                        dst_ip_count: d.dst_ips.max(1),
-                        src_port_count: d.src_ports.max(1),
-                        dst_port_count: d.dst_ports.max(1),
-                        mode: d
-                            .random_seed
-                            .map_or(FlowMode::Increment, |seed| FlowMode::Random { seed }),
-                    },
-                    rate,
-                    burst: d.burst.max(1),
-                    burst_gap,
-                    limit,
-                    reorder_every: d.reorder_every,
-                    rewrite_macs,
+            let config = StreamConfig {
+                id,
+                frames,
+                weights,
+                flows: Flows {
+                    src_ip_count: d.src_ips.max(1),
+                    dst_ip_count: d.dst_ips.max(1),
+                    src_port_count: d.src_ports.max(1),
+                    dst_port_count: d.dst_ports.max(1),
+                    mode: d
+                        .random_seed
+                        .map_or(FlowMode::Increment, |seed| FlowMode::Random { seed }),
                 },
+                rate,
+                burst: d.burst.max(1),
+                burst_gap,
+                limit,
+                reorder_every: d.reorder_every,
+                rewrite_macs,
+            };
+            config.check().map_err(|e| usage(e.to_string()))?;
+            out.push(TrialStream {
+                config,
                 tx_port: tx,
                 rx_port: rx,
             });
-            out[before]
-                .config
-                .check()
-                .map_err(|e| usage(e.to_string()))?;
         }
     }
     if out.is_empty() {

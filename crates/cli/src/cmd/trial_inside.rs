@@ -10,7 +10,7 @@
 //! the far end. The report lists them as fragmented, with packets sent, fragments and packets
 //! reassembled.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use emulate::dslite::{ReassemblyConfig, B4_IPV4};
@@ -543,7 +543,6 @@ fn row(o: &Oversize, sent: u64, frags: u64, whole: u64) -> serde_json::Value {
         Fate::Fragmented { frames, what } => format!("fragmented into {frames} ({what})"),
         Fate::Dropped { reason } => format!("dropped: {reason}"),
     };
-    let _ = IpAddr::V4(REMOTE);
     serde_json::json!({
         "stream": o.id, "size": o.size, "from": if o.tx_port == 0 { "a" } else { "b" },
         "fate": fate, "frames_on_link": o.frames_on_link, "packets": sent,
