@@ -96,7 +96,7 @@ fn port_spec(p: &Port, label: &str) -> PortSpec {
 /// Whether `ifname` exists in namespace `ns` (or here).
 fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), String> {
     if let Some(n) = ns {
-        if !Path::new("/run/netns").join(n).exists() && !n.contains('/') {
+        if !lab::netns::exists(n) && !n.contains('/') {
             return Err(format!(
                 "network namespace `{n}` does not exist (ip netns list)"
             ));

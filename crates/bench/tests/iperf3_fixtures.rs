@@ -2,6 +2,7 @@
 //! (tests/fixtures/iperf3/*.json): every figure must equal the number in the file, read here
 //! independently with serde_json. Plus one live run when iperf3 is installed.
 
+use bench::hooks::{Exec, Hook, Sampler};
 use bench::iperf3::{self, report::L4, ClientOptions};
 use serde_json::Value;
 use wire::encap::IpVersion;
@@ -221,47 +222,41 @@ fn errors_are_reported_not_parsed() {
     assert!(iperf3::parse("not json").is_err());
 }
 
-/// One live run on loopback: server started by us, readiness by connect (no sleep), the client's
-/// JSON parsed, the server stopped by us. Skipped when iperf3 is not installed.
+/// One live run on loopback: server started by us, readiness from its "Server listening" line
+/// (no sleep), the client's JSON parsed, the server stopped by us. Skipped when iperf3 is not
+/// installed.
 #[test]
 fn live_loopback_run() {
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     if Command::new("iperf3").arg("--version").output().is_err() {
         eprintln!("iperf3 not installed; live check skipped");
         return;
     }
     let port = 5311;
     let argv = iperf3::server_argv(port, Some("127.0.0.1"));
-    let mut server = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Readiness from the server's own "Server listening" line, as the runner does: a connect
-    // probe (iperf3::wait_for_port) is taken by iperf3 3.12 for a client whose control message
+    let server = Sampler::start(
+        &Exec::Local,
+        &Hook {
+            command: format!("exec {}", argv.join(" ")),
+            parse: None,
+        },
+        &[],
+    )
+    .unwrap();
+    // Readiness from the server's own "Server listening" line, with the runner's own
+    // mechanism: a connect probe is taken by iperf3 3.12 for a client whose control message
     // never comes, and a real client arriving during that error path can be reset
     // ("unable to receive control message: Connection reset by peer", seen once in CI).
-    let stdout = server.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if line.contains("Server listening") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    let ready = rx
-        .recv_timeout(std::time::Duration::from_secs(10))
-        .map_err(|_| {
-            std::io::Error::other("iperf3 server printed no \"Server listening\" in 10 s")
-        });
+    let ready = if server.wait_for_output("Server listening", std::time::Duration::from_secs(10)) {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(
+            "iperf3 server printed no \"Server listening\" in 10 s",
+        ))
+    };
     let client = ClientOptions::tcp("127.0.0.1", port, 1).argv();
     let out = ready.and_then(|_| Command::new(&client[0]).args(&client[1..]).output());
-    let _ = server.kill();
-    let _ = server.wait();
+    let _ = server.stop();
     let out = out.unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let r = iperf3::parse(&text).unwrap();

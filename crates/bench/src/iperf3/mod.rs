@@ -1,5 +1,5 @@
 //! The iperf3 driver's pure parts: `-J` report parsing ([`report`]), L4→L2/L1 conversion,
-//! command lines for client and server, and waiting for the server's port.
+//! command lines for client and server.
 //!
 //! iperf3 reports L4 goodput; a router is judged in frames and bits on the wire. The conversion
 //! needs the payload each frame carries (the TCP payload per segment or the UDP datagram size)
@@ -8,9 +8,6 @@
 //! The server is started persistent (no `-1`) and stopped by wirerate: a readiness probe
 //! connection ends a one-off (`-1`) iperf3 3.12 server ("unable to receive parameters"), while a
 //! persistent server logs it and keeps listening.
-
-use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use wire::encap::IpVersion;
@@ -246,32 +243,6 @@ pub fn wrap(exec: &Exec, argv: &[String]) -> Vec<String> {
     }
 }
 
-/// Waits until something accepts TCP connections on `addr`, at most `deadline`.
-///
-/// Each attempt is a connect with the remaining time as its timeout; a refused attempt is
-/// retried after a pause that starts at 1 ms and doubles up to 50 ms, so a server that comes up
-/// after 30 ms is seen within a few ms, and a dead one costs at most ~20 attempts per second.
-pub fn wait_for_port(addr: SocketAddr, deadline: Duration) -> std::io::Result<Duration> {
-    let start = Instant::now();
-    let mut pause = Duration::from_millis(1);
-    loop {
-        let left = deadline.saturating_sub(start.elapsed());
-        if left.is_zero() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("nothing listens on {addr} after {deadline:?}"),
-            ));
-        }
-        match TcpStream::connect_timeout(&addr, left) {
-            Ok(_) => return Ok(start.elapsed()),
-            Err(_) => {
-                std::thread::sleep(pause.min(deadline.saturating_sub(start.elapsed())));
-                pause = (pause * 2).min(Duration::from_millis(50));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,15 +317,5 @@ mod tests {
             ssh.last().unwrap(),
             "iperf3 -s -p 5301 --forceflush -B 192.0.2.2"
         );
-    }
-
-    #[test]
-    fn wait_for_port_sees_a_listener_and_times_out_without_one() {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        assert!(wait_for_port(addr, Duration::from_secs(5)).is_ok());
-        drop(l);
-        let err = wait_for_port(addr, Duration::from_millis(100)).unwrap_err();
-        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
     }
 }
