@@ -3,16 +3,14 @@
 //! events as they happen, statistics at the end. The socket loop is `engine::control`.
 
 use std::net::Ipv6Addr;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use emulate::dslite::TunnelStats;
 use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
 use engine::control::{self, ControlPort};
-use engine::port::PortSpec;
 use wire::ethernet::MacAddr;
 
-use super::pppoe::{emit, secs, stdin_stop};
+use super::pppoe::{counts_json, emit, open_port, secs, step, Stop};
 use crate::error::{CliError, CliResult};
 
 /// The AFTR's tunnel endpoint by default (the same as `wirerate craft`'s DS-Lite frames).
@@ -111,11 +109,7 @@ fn open(c: &Common) -> CliResult<(ControlPort, MacAddr)> {
             c.mtu
         )));
     }
-    let mut spec = PortSpec::new("dslite", &c.dev);
-    spec.netns = c.netns.clone();
-    let port = ControlPort::open(&spec).map_err(|e| CliError::Failed(e.to_string()))?;
-    let mac = MacAddr(port.mac().map_err(|e| CliError::Failed(e.to_string()))?);
-    Ok((port, mac))
+    open_port("dslite", &c.dev, c.netns.as_deref())
 }
 
 fn info_json(i: &SoftwireInfo) -> serde_json::Value {
@@ -132,8 +126,7 @@ fn tunnel_json(t: &TunnelStats) -> serde_json::Value {
         "fragments_tx": t.fragments_tx, "decapsulated": t.decapsulated,
         "fragments_rx": t.fragments_rx, "reassembled": t.reassembled,
         "encap_limit_seen": t.encap_limit_seen,
-        "dropped": t.dropped.iter().map(|(k, v)| (format!("{k:?}"), v.into()))
-            .collect::<serde_json::Map<_, _>>(),
+        "dropped": counts_json(&t.dropped),
     })
 }
 
@@ -156,17 +149,15 @@ fn aftr(a: AftrArgs) -> CliResult {
     cfg.tunnel.mtu = c.mtu;
     cfg.answer_echo = !a.no_echo;
     let mut m = AftrPort::new(cfg);
-    let stop = stdin_stop();
-    let start = Instant::now();
+    let stop = Stop::new(duration);
     if !c.json {
         eprintln!(
             "DS-Lite AFTR {} on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
             a.addr, c.dev
         );
     }
-    while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| start.elapsed() < d) {
-        port.step(&mut m, Duration::from_millis(50))
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+    while !stop.now() {
+        step(&mut port, &mut m)?;
         for e in m.take_events() {
             if let AftrEvent::SoftwireUp { b4, info } = e {
                 let mut v = info_json(&info);
@@ -212,8 +203,7 @@ fn b4(a: B4Args) -> CliResult {
     cfg.tunnel.mtu = c.mtu;
     cfg.probe_attempts = a.probes;
     let mut m = B4Port::new(cfg);
-    let stop = stdin_stop();
-    let start = Instant::now();
+    let stop = Stop::new(duration);
     if !c.json {
         eprintln!(
             "DS-Lite B4 {} -> AFTR {} on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
@@ -224,12 +214,10 @@ fn b4(a: B4Args) -> CliResult {
     let mut up_at: Option<Instant> = None;
     let mut failed = None;
     while failed.is_none()
-        && !stop.load(Ordering::Relaxed)
-        && duration.is_none_or(|d| start.elapsed() < d)
+        && !stop.now()
         && hold.is_none_or(|h| up_at.is_none_or(|t| t.elapsed() < h))
     {
-        port.step(&mut m, Duration::from_millis(50))
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+        step(&mut port, &mut m)?;
         for e in m.take_events() {
             match e {
                 B4Event::Up(info) => {
@@ -264,11 +252,7 @@ fn b4(a: B4Args) -> CliResult {
     }
     let st = &m.stats;
     let setup_ms = st.setup.map(|s| s.0 as f64 / 1e6);
-    let failures: serde_json::Map<_, _> = st
-        .failed
-        .iter()
-        .map(|(k, v)| (format!("{k:?}"), v.into()))
-        .collect();
+    let failures = counts_json(&st.failed);
     let tunnel = m.tunnel_stats().cloned().unwrap_or_default();
     if c.json {
         let v = serde_json::json!({

@@ -131,38 +131,73 @@ pub(crate) fn secs(s: f64, what: &str) -> CliResult<Duration> {
 }
 
 fn open(p: &PortArgs) -> CliResult<(ControlPort, MacAddr)> {
-    let mut spec = PortSpec::new("pppoe", &p.dev);
-    spec.netns = p.netns.clone();
+    open_port("pppoe", &p.dev, p.netns.as_deref())
+}
+
+/// Opens the control socket on `dev` (in `netns`) for a hand-run machine and reads its MAC.
+pub(crate) fn open_port(
+    name: &str,
+    dev: &str,
+    netns: Option<&str>,
+) -> CliResult<(ControlPort, MacAddr)> {
+    let mut spec = PortSpec::new(name, dev);
+    spec.netns = netns.map(str::to_string);
     let port = ControlPort::open(&spec).map_err(|e| CliError::Failed(e.to_string()))?;
     let mac = MacAddr(port.mac().map_err(|e| CliError::Failed(e.to_string()))?);
     Ok((port, mac))
 }
 
-/// Set when SIGINT or SIGTERM arrives, or when a line (Enter) or end of file (Ctrl-D) arrives
-/// on stdin if stdin is a terminal (a non-interactive stdin, a script or `< /dev/null`, is
-/// ignored). The command then closes its sessions and prints its statistics, so Ctrl-C is a
-/// clean stop: PADT for every open session, exit status 0.
-pub(crate) fn stdin_stop() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    lab::install_interrupt_handler();
-    let s = stop.clone();
-    std::thread::spawn(move || loop {
-        if lab::cmd::interrupted() {
-            s.store(true, Ordering::Relaxed);
-            return;
+/// When a hand-run machine stops: after `--duration`, on SIGINT or SIGTERM, or when a line
+/// (Enter) or end of file (Ctrl-D) arrives on stdin if stdin is a terminal (a
+/// non-interactive stdin, a script or `< /dev/null`, is ignored). The command then closes its
+/// sessions and prints its statistics, so Ctrl-C is a clean stop: PADT for every open
+/// session, exit status 0.
+pub(crate) struct Stop {
+    stdin: Arc<AtomicBool>,
+    start: Instant,
+    duration: Option<Duration>,
+}
+
+impl Stop {
+    pub(crate) fn new(duration: Option<Duration>) -> Stop {
+        lab::install_interrupt_handler();
+        let stdin = Arc::new(AtomicBool::new(false));
+        if std::io::stdin().is_terminal() {
+            let s = stdin.clone();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ = std::io::stdin().lock().read_line(&mut line);
+                s.store(true, Ordering::Relaxed);
+            });
         }
-        std::thread::sleep(Duration::from_millis(20));
-    });
-    if !std::io::stdin().is_terminal() {
-        return stop;
+        Stop {
+            stdin,
+            start: Instant::now(),
+            duration,
+        }
     }
-    let s = stop.clone();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut line);
-        s.store(true, Ordering::Relaxed);
-    });
-    stop
+
+    /// Whether it is time to stop.
+    pub(crate) fn now(&self) -> bool {
+        self.stdin.load(Ordering::Relaxed)
+            || lab::cmd::interrupted()
+            || self.duration.is_some_and(|d| self.start.elapsed() >= d)
+    }
+}
+
+/// One turn of a hand-run machine's loop on its port (at most 50 ms).
+pub(crate) fn step<C: control::ControlPlane>(port: &mut ControlPort, m: &mut C) -> CliResult {
+    port.step(m, Duration::from_millis(50))
+        .map_err(|e| CliError::Failed(e.to_string()))
+}
+
+/// A counter by reason as a JSON object (`{"Reason": n, …}`).
+pub(crate) fn counts_json<K: Ord + Copy + std::fmt::Debug>(
+    c: &emulate::util::Counter<K>,
+) -> serde_json::Map<String, serde_json::Value> {
+    c.iter()
+        .map(|(k, v)| (format!("{k:?}"), v.into()))
+        .collect()
 }
 
 fn info_json(i: &SessionInfo) -> serde_json::Value {
@@ -225,8 +260,7 @@ fn server(a: ServerArgs) -> CliResult {
         cfg.mru = m;
     }
     let mut srv = Server::new(cfg);
-    let stop = stdin_stop();
-    let start = Instant::now();
+    let stop = Stop::new(duration);
     if !p.json {
         eprintln!(
             "PPPoE AC on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
@@ -234,7 +268,7 @@ fn server(a: ServerArgs) -> CliResult {
         );
     }
     loop {
-        if stop.load(Ordering::Relaxed) || duration.is_some_and(|d| start.elapsed() >= d) {
+        if stop.now() {
             break;
         }
         if a.sessions
@@ -242,8 +276,7 @@ fn server(a: ServerArgs) -> CliResult {
         {
             break;
         }
-        port.step(&mut srv, Duration::from_millis(50))
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+        step(&mut port, &mut srv)?;
         for e in srv.take_events() {
             match e {
                 ServerEvent::SessionUp {
@@ -294,16 +327,8 @@ fn server(a: ServerArgs) -> CliResult {
 
 fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {
     let st = &srv.stats;
-    let ended: serde_json::Map<_, _> = st
-        .ended
-        .iter()
-        .map(|(k, v)| (format!("{k:?}"), v.into()))
-        .collect();
-    let hostile: serde_json::Map<_, _> = st
-        .hostile
-        .iter()
-        .map(|(k, v)| (format!("{k:?}"), v.into()))
-        .collect();
+    let ended = counts_json(&st.ended);
+    let hostile = counts_json(&st.hostile);
     let setup_mean =
         (st.setup.count > 0).then(|| st.setup.total.0 as f64 / st.setup.count as f64 / 1e6);
     let v = serde_json::json!({
@@ -379,8 +404,7 @@ fn client(a: ClientArgs) -> CliResult {
         cfg.mru = m;
     }
     let mut c = Client::new(cfg);
-    let stop = stdin_stop();
-    let start = Instant::now();
+    let stop = Stop::new(duration);
     c.start(control::now());
     let mut up_at: Option<Instant> = None;
     let mut ended = None;
@@ -391,14 +415,10 @@ fn client(a: ClientArgs) -> CliResult {
         );
     }
     while ended.is_none() {
-        if stop.load(Ordering::Relaxed)
-            || duration.is_some_and(|d| start.elapsed() >= d)
-            || hold.is_some_and(|h| up_at.is_some_and(|t| t.elapsed() >= h))
-        {
+        if stop.now() || hold.is_some_and(|h| up_at.is_some_and(|t| t.elapsed() >= h)) {
             break;
         }
-        port.step(&mut c, Duration::from_millis(50))
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+        step(&mut port, &mut c)?;
         for e in c.take_events() {
             match e {
                 ClientEvent::Up(info) => {
@@ -444,8 +464,8 @@ fn client(a: ClientArgs) -> CliResult {
         "padi_tx": st.padi_tx, "pado_rx": st.pado_rx, "padr_tx": st.padr_tx, "pads_rx": st.pads_rx,
         "padt_rx": st.padt_rx, "padt_tx": st.padt_tx, "retransmits": st.retransmits,
         "setup_ms": st.setup.map(|s| s.0 as f64 / 1e6),
-        "ended": st.ended.iter().map(|(k, v)| (format!("{k:?}"), v.into())).collect::<serde_json::Map<_, _>>(),
-        "hostile": st.hostile.iter().map(|(k, v)| (format!("{k:?}"), v.into())).collect::<serde_json::Map<_, _>>(),
+        "ended": counts_json(&st.ended),
+        "hostile": counts_json(&st.hostile),
         "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
     });
     if p.json {
