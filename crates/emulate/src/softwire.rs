@@ -72,29 +72,37 @@ impl SoftwireInfo {
     }
 }
 
-/// A 36-byte ICMP echo request or reply inside IPv4 (20 + 8 + 8 bytes of "wirerate").
-fn icmp_echo(src: Ipv4Addr, dst: Ipv4Addr, reply: bool, ident: u16, seq: u16) -> Vec<u8> {
-    let mut p = vec![0u8; 36];
+/// An IPv4 packet (identification `ident`) carrying an ICMP message of type `icmp_type`, code
+/// 0, whose bytes after the checksum are `rest`; the ICMP checksum is computed here.
+fn ipv4_icmp(src: Ipv4Addr, dst: Ipv4Addr, ident: u16, icmp_type: u8, rest: &[u8]) -> Vec<u8> {
+    let mut p = vec![0u8; 24 + rest.len()];
     let _ = Ipv4Repr {
         src,
         dst,
         protocol: ICMP,
-        payload_len: 16,
+        payload_len: 4 + rest.len(),
         ttl: 64,
         tos: 0,
-        ident: seq,
+        ident,
         dont_frag: false,
         more_frags: false,
         frag_offset: 0,
     }
     .emit(&mut Ipv4Packet::new_unchecked(&mut p[..]));
-    p[20] = if reply { 0 } else { 8 };
-    p[24..26].copy_from_slice(&ident.to_be_bytes());
-    p[26..28].copy_from_slice(&seq.to_be_bytes());
-    p[28..36].copy_from_slice(b"wirerate");
+    p[20] = icmp_type;
+    p[24..].copy_from_slice(rest);
     let c = wire::checksum::checksum(&p[20..]);
     p[22..24].copy_from_slice(&c.to_be_bytes());
     p
+}
+
+/// A 36-byte ICMP echo request inside IPv4 (20 + 8 + 8 bytes of "wirerate").
+fn echo_request(src: Ipv4Addr, dst: Ipv4Addr, ident: u16, seq: u16) -> Vec<u8> {
+    let mut rest = [0u8; 12];
+    rest[..2].copy_from_slice(&ident.to_be_bytes());
+    rest[2..4].copy_from_slice(&seq.to_be_bytes());
+    rest[4..].copy_from_slice(b"wirerate");
+    ipv4_icmp(src, dst, seq, 8, &rest)
 }
 
 /// (source, destination, is_reply, identifier, sequence, ICMP message) of an echo.
@@ -123,26 +131,7 @@ fn parse_echo(packet: &[u8]) -> Option<Echo<'_>> {
 
 /// The answer to an echo request: same identifier, sequence and data.
 fn echo_reply(src: Ipv4Addr, dst: Ipv4Addr, request: &[u8]) -> Vec<u8> {
-    let mut p = vec![0u8; 20 + request.len()];
-    let _ = Ipv4Repr {
-        src,
-        dst,
-        protocol: ICMP,
-        payload_len: request.len(),
-        ttl: 64,
-        tos: 0,
-        ident: 0,
-        dont_frag: false,
-        more_frags: false,
-        frag_offset: 0,
-    }
-    .emit(&mut Ipv4Packet::new_unchecked(&mut p[..]));
-    p[20..].copy_from_slice(request);
-    p[20] = 0;
-    p[22..24].fill(0);
-    let c = wire::checksum::checksum(&p[20..]);
-    p[22..24].copy_from_slice(&c.to_be_bytes());
-    p
+    ipv4_icmp(src, dst, 0, 0, request.get(4..).unwrap_or(&[]))
 }
 
 /// The AFTR on a port.
@@ -499,7 +488,7 @@ impl B4Port {
             self.stats.retries += 1;
         }
         let seq = sent as u16 + 1;
-        let p = icmp_echo(self.cfg.ipv4, self.cfg.aftr_ipv4, false, PROBE_ID, seq);
+        let p = echo_request(self.cfg.ipv4, self.cfg.aftr_ipv4, PROBE_ID, seq);
         if let Some(b) = &mut self.b4 {
             let _ = b.encapsulate(&p);
         }
@@ -644,7 +633,7 @@ mod tests {
         assert_eq!(a.stats.echo_replies, 1);
         assert_eq!(a.neighbors().stats.na_tx, 1);
         // Data both ways, with the 1500-byte packet fragmented and reassembled.
-        let mut pkt = icmp_echo(B4_IPV4, Ipv4Addr::new(203, 0, 113, 9), false, 1, 1);
+        let mut pkt = echo_request(B4_IPV4, Ipv4Addr::new(203, 0, 113, 9), 1, 1);
         pkt.resize(1500, 0);
         pkt[2..4].copy_from_slice(&1500u16.to_be_bytes());
         assert_eq!(b.encapsulate(&pkt), Ok(2));
@@ -725,7 +714,7 @@ mod tests {
 
     #[test]
     fn echo_messages_round_trip_and_bad_ones_are_refused() {
-        let p = icmp_echo(B4_IPV4, AFTR_IPV4, false, 7, 9);
+        let p = echo_request(B4_IPV4, AFTR_IPV4, 7, 9);
         let (s, d, reply, id, seq, icmp) = parse_echo(&p).unwrap();
         assert_eq!((s, d, reply, id, seq), (B4_IPV4, AFTR_IPV4, false, 7, 9));
         let r = echo_reply(d, s, icmp);
