@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use crate::model::{udp_max, Analysis, Dims, LatencyRow, Row, PERCENTILES};
 use crate::svg::{bar_chart, esc, line_chart, Bar, Series};
 use crate::text::{
-    cells, completeness_lines, latency_cells, num, status, COLUMNS, LATENCY_COLUMNS,
+    cells, completeness_lines, latency_cells, latency_titles, num, status, COLUMNS, LATENCY_COLUMNS,
 };
 
 const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#222;max-width:1240px}
@@ -489,11 +489,11 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     }
     o.push_str("</tbody></table>\n");
     if !a.latency.is_empty() {
-        o.push_str("<h3>Latency</h3><p>One-way latency at the throughput found, µs. Percentile cells are empty where the trials did not record percentiles.</p><table id=\"latency\"><tr><th>case</th><th>load %</th><th>min µs</th>");
-        for p in PERCENTILES {
-            o.push_str(&format!("<th>{p} µs</th>"));
+        o.push_str("<h3>Latency</h3><p>One-way latency at the throughput found, µs. Percentile cells are empty where the trials did not record percentiles.</p><table id=\"latency\"><tr>");
+        for t in latency_titles() {
+            o.push_str(&format!("<th>{t}</th>"));
         }
-        o.push_str("<th>mean µs</th><th>max µs</th><th>samples</th></tr>\n");
+        o.push_str("</tr>\n");
         for l in &a.latency {
             o.push_str(&format!("<tr data-latency-case=\"{}\">", esc(&l.case_id)));
             for (i, c) in latency_cells(l).iter().enumerate() {
@@ -526,15 +526,8 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     o.into_bytes()
 }
 
-/// Line styles of the latency chart: (name, palette index, dashed).
-const LATENCY_LINES: [(&str, usize, bool); 6] = [
-    ("min", 4, true),
-    ("p50", 0, false),
-    ("p90", 2, false),
-    ("p99", 1, false),
-    ("p99.9", 5, false),
-    ("max", 7, true),
-];
+/// Palette index of each percentile's line, in [`PERCENTILES`] order.
+const PERCENTILE_COLORS: [usize; 4] = [0, 2, 1, 5];
 
 /// "Latency percentiles per frame size": per family (protocol, IP, encapsulation, directions)
 /// and profile, p50/p90/p99/p99.9 as solid lines between min and max (dashed), the charts of
@@ -574,34 +567,27 @@ fn latency_charts(a: &Analysis, o: &mut String) {
                 v
             };
             let with = ls.iter().all(|l| l.percentiles_us.is_some());
-            let mut series = Vec::new();
-            for (i, (label, color, dashed)) in LATENCY_LINES.iter().enumerate() {
-                let points = match i {
-                    0 => pts(&|l| Some(l.min_us)),
-                    5 => pts(&|l| Some(l.max_us)),
-                    _ if with => pts(&|l| l.percentiles_us.map(|p| p[i - 1])),
-                    _ => Vec::new(),
-                };
-                if !points.is_empty() {
-                    series.push(Series {
-                        name: (*label).into(),
-                        points,
-                        dashed: *dashed,
-                        color: Some(*color),
-                    });
+            let line = |name: &str, color: usize, dashed: bool, points| Series {
+                name: name.into(),
+                points,
+                dashed,
+                color: Some(color),
+            };
+            let mut series = vec![line("min", 4, true, pts(&|l| Some(l.min_us)))];
+            if with {
+                for (i, (p, color)) in PERCENTILES.iter().zip(PERCENTILE_COLORS).enumerate() {
+                    series.push(line(
+                        p,
+                        color,
+                        false,
+                        pts(&|l| l.percentiles_us.map(|v| v[i])),
+                    ));
                 }
+            } else {
+                series.push(line("mean", 0, false, pts(&|l| Some(l.mean_us))));
             }
-            if !with {
-                series.insert(
-                    1,
-                    Series {
-                        name: "mean".into(),
-                        points: pts(&|l| Some(l.mean_us)),
-                        dashed: false,
-                        color: Some(0),
-                    },
-                );
-            }
+            series.push(line("max", 7, true, pts(&|l| Some(l.max_us))));
+            series.retain(|s| !s.points.is_empty());
             let title = if with {
                 format!("{fam}, {name}: latency percentiles")
             } else {

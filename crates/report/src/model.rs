@@ -153,19 +153,19 @@ pub fn full_encap(value: &str, ip: u8) -> String {
 
 impl Dims {
     fn from_case(c: &Case) -> Dims {
-        // The encapsulation and direction dimensions are read from the id (`encap=…`, `bidir`),
-        // where the plan puts them, so the report reads runs of every plan version alike.
-        let from_id = Dims::from_case_id(&c.id);
         let ip = match c.ip {
             IpVersion::V4 => 4,
             IpVersion::V6 => 6,
         };
+        // The plan's `encap` dimension already carries the case's IP version; plans without
+        // it (older runs) may have an `encap` user variable.
         let encap = c
             .vars
             .iter()
             .find(|(k, _)| k == "encap")
             .map(|(_, v)| full_encap(v, ip))
-            .unwrap_or(from_id.encap);
+            .or_else(|| c.encap.map(|e| e.to_string()))
+            .unwrap_or_else(|| EncapSpec::plain(c.ip).to_string());
         Dims {
             profile: c.profile.clone(),
             protocol: c.protocol.to_string(),
@@ -180,7 +180,7 @@ impl Dims {
                 .filter(|(k, _)| k != "encap")
                 .cloned()
                 .collect(),
-            bidirectional: from_id.bidirectional,
+            bidirectional: c.bidirectional,
         }
     }
 
@@ -837,15 +837,13 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             percentiles_us: pooled_percentiles(&acc),
         });
     }
-    let without: Vec<&str> = latency
+    let without = latency
         .iter()
         .filter(|l| l.percentiles_us.is_none())
-        .map(|l| l.case_id.as_str())
-        .collect();
-    if !without.is_empty() {
+        .count();
+    if without > 0 {
         notes.push(format!(
-            "latency: {} of {} cases were recorded without percentiles (trials written before wirerate kept them); they show min, mean and max only",
-            without.len(),
+            "latency: {without} of {} cases were recorded without percentiles (trials written before wirerate kept them); they show min, mean and max only",
             latency.len()
         ));
     }

@@ -60,6 +60,14 @@ pub const LATENCY_COLUMNS: [&str; 10] = [
     "samples",
 ];
 
+/// The latency table's header as Markdown and HTML show it, in [`LATENCY_COLUMNS`] order.
+pub fn latency_titles() -> Vec<String> {
+    let mut t: Vec<String> = ["case", "load %", "min µs"].map(String::from).to_vec();
+    t.extend(PERCENTILES.map(|p| format!("{p} µs")));
+    t.extend(["mean µs", "max µs", "samples"].map(String::from));
+    t
+}
+
 /// The cells of a latency row, in [`LATENCY_COLUMNS`] order (percentiles empty when the trials
 /// did not record them).
 pub fn latency_cells(l: &LatencyRow) -> Vec<String> {
@@ -260,9 +268,9 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     o.push('\n');
     if !a.latency.is_empty() {
         o.push_str(&format!(
-            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them).\n\n| case | load % | min µs | {} | mean µs | max µs | samples |\n|{}\n",
+            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them).\n\n| {} |\n|{}\n",
             PERCENTILES.join("/"),
-            PERCENTILES.map(|p| format!("{p} µs")).join(" | "),
+            latency_titles().join(" | "),
             "---|".repeat(LATENCY_COLUMNS.len())
         ));
         for l in &a.latency {

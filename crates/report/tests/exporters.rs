@@ -188,15 +188,76 @@ fn html_table(html: &str) -> BTreeMap<(String, String), BTreeMap<String, String>
             html_unescape(&tr[start..start + tr[start..].find('"').unwrap()])
         };
         let key = (attr("data-case"), attr("data-methodology"));
-        let mut cells = BTreeMap::new();
-        for td in tr.split("data-k=\"").skip(1) {
-            let k = &td[..td.find('"').unwrap()];
-            let v = &td[td.find('>').unwrap() + 1..td.find("</td>").unwrap()];
-            cells.insert(k.to_string(), html_unescape(v));
-        }
-        out.insert(key, cells);
+        out.insert(key, html_cells(tr));
     }
     out
+}
+
+/// Column → text of one HTML table row, from its `data-k` cells.
+fn html_cells(tr: &str) -> BTreeMap<String, String> {
+    let mut cells = BTreeMap::new();
+    for td in tr.split("data-k=\"").skip(1) {
+        let k = &td[..td.find('"').unwrap()];
+        let v = &td[td.find('>').unwrap() + 1..td.find("</td>").unwrap()];
+        cells.insert(k.to_string(), html_unescape(v));
+    }
+    cells
+}
+
+/// A CSV export split into its head and rows.
+fn csv_table(csv: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut lines = csv.lines();
+    let head = csv_split(lines.next().unwrap());
+    (head, lines.map(csv_split).collect())
+}
+
+/// The cells of the Markdown table whose header line starts with `head`.
+fn md_table(md: &str, head: &str) -> Vec<Vec<String>> {
+    md.lines()
+        .skip_while(|l| !l.starts_with(head))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// One figure as CSV, Markdown and HTML show it, against the JSON value `want` shown with
+/// `decimals`: all empty when there is none, else each within half a unit of the last decimal.
+/// Returns whether a figure was compared.
+fn same_figure(
+    case: &str,
+    column: &str,
+    want: Option<f64>,
+    decimals: i32,
+    texts: [(&str, &String); 3],
+) -> bool {
+    match want {
+        None => {
+            assert!(
+                texts.iter().all(|(_, t)| t.is_empty()),
+                "{case} {column}: {texts:?}"
+            );
+            false
+        }
+        Some(w) => {
+            let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+            for (fmt, text) in texts {
+                let got: f64 = text
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{fmt} {case} {column}: {text:?}"));
+                assert!(
+                    (got - w).abs() <= tol,
+                    "{fmt} {case} {column}: {got} vs JSON {w}"
+                );
+            }
+            true
+        }
+    }
 }
 
 /// The figures every format must agree on, per row: (column, JSON value, decimals shown).
@@ -226,14 +287,7 @@ fn html_latency(html: &str) -> BTreeMap<String, BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for tr in html.split("<tr data-latency-case=\"").skip(1) {
         let case = html_unescape(&tr[..tr.find('"').unwrap()]);
-        let tr = &tr[..tr.find("</tr>").unwrap()];
-        let mut cells = BTreeMap::new();
-        for td in tr.split("data-k=\"").skip(1) {
-            let k = &td[..td.find('"').unwrap()];
-            let v = &td[td.find('>').unwrap() + 1..td.find("</td>").unwrap()];
-            cells.insert(k.to_string(), html_unescape(v));
-        }
-        out.insert(case, cells);
+        out.insert(case, html_cells(&tr[..tr.find("</tr>").unwrap()]));
     }
     out
 }
@@ -245,21 +299,8 @@ fn agree_latency(a: &Analysis) -> usize {
     let csv = String::from_utf8(report::text::latency_csv(a)).unwrap();
     let md = String::from_utf8(report::text::markdown(a)).unwrap();
     let html = String::from_utf8(report::html::html(a)).unwrap();
-    let mut lines = csv.lines();
-    let head = csv_split(lines.next().unwrap());
-    let csv_rows: Vec<Vec<String>> = lines.map(csv_split).collect();
-    let md_rows: Vec<Vec<String>> = md
-        .lines()
-        .skip_while(|l| !l.starts_with("| case | load %"))
-        .skip(2)
-        .take_while(|l| l.starts_with('|'))
-        .map(|l| {
-            l.trim_matches('|')
-                .split(" | ")
-                .map(|c| c.trim().to_string())
-                .collect()
-        })
-        .collect();
+    let (head, csv_rows) = csv_table(&csv);
+    let md_rows = md_table(&md, "| case | load %");
     let html_rows = html_latency(&html);
     let rows = json["latency"].as_array().unwrap();
     assert_eq!(csv_rows.len(), rows.len());
@@ -289,25 +330,7 @@ fn agree_latency(a: &Analysis) -> usize {
                 ("Markdown", &md_rows[i][col(column)]),
                 ("HTML", &h[column]),
             ];
-            match want {
-                None => assert!(
-                    texts.iter().all(|(_, t)| t.is_empty()),
-                    "{case} {column}: {texts:?}"
-                ),
-                Some(w) => {
-                    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
-                    for (fmt, text) in texts {
-                        let got: f64 = text
-                            .parse()
-                            .unwrap_or_else(|_| panic!("{fmt} {case} {column}: {text:?}"));
-                        assert!(
-                            (got - w).abs() <= tol,
-                            "{fmt} {case} {column}: {got} vs {w}"
-                        );
-                    }
-                    compared += 1;
-                }
-            }
+            compared += usize::from(same_figure(case, column, want, decimals, texts));
         }
     }
     compared
@@ -323,21 +346,8 @@ fn agree(name: &str) -> (usize, usize) {
     let md = String::from_utf8(report::text::markdown(&a)).unwrap();
     let html = String::from_utf8(report::html::html(&a)).unwrap();
 
-    let mut lines = csv.lines();
-    let head = csv_split(lines.next().unwrap());
-    let csv_rows: Vec<Vec<String>> = lines.map(csv_split).collect();
-    let md_rows: Vec<Vec<String>> = md
-        .lines()
-        .skip_while(|l| !l.starts_with("| case | profile"))
-        .skip(2)
-        .take_while(|l| l.starts_with('|'))
-        .map(|l| {
-            l.trim_matches('|')
-                .split(" | ")
-                .map(|c| c.trim().to_string())
-                .collect()
-        })
-        .collect();
+    let (head, csv_rows) = csv_table(&csv);
+    let md_rows = md_table(&md, "| case | profile");
     let html_rows = html_table(&html);
     let json_rows = json["rows"].as_array().unwrap();
     assert_eq!(json_rows.len(), a.rows.len());
@@ -360,30 +370,12 @@ fn agree(name: &str) -> (usize, usize) {
         for (column, field, decimals) in NUMERIC {
             let scale = if field.ends_with("bps") { 1e-6 } else { 1.0 };
             let want = j[field].as_f64().map(|x| x * scale);
-            let c = &csv_row[col(column)];
-            let md_cell = &md_row[col(column)];
-            let html_cell = &html_row[column];
-            match want {
-                None => {
-                    assert!(
-                        c.is_empty() && md_cell.is_empty() && html_cell.is_empty(),
-                        "{case} {column}"
-                    );
-                }
-                Some(w) => {
-                    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
-                    for (fmt, text) in [("CSV", c), ("Markdown", md_cell), ("HTML", html_cell)] {
-                        let got: f64 = text
-                            .parse()
-                            .unwrap_or_else(|_| panic!("{fmt} {case} {column}: {text:?}"));
-                        assert!(
-                            (got - w).abs() <= tol,
-                            "{fmt} {case} {column}: {got} vs JSON {w}"
-                        );
-                    }
-                    compared += 1;
-                }
-            }
+            let texts = [
+                ("CSV", &csv_row[col(column)]),
+                ("Markdown", &md_row[col(column)]),
+                ("HTML", &html_row[column]),
+            ];
+            compared += usize::from(same_figure(case, column, want, decimals, texts));
         }
         // The status word agrees too.
         let status = &csv_row[col("status")];
