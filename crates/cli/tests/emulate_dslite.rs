@@ -12,9 +12,11 @@
 //! - `cli_aftr_and_b4_bring_a_softwire_up`: the `wirerate dslite aftr|b4` commands.
 //! - `sigint_stops_the_dslite_commands_cleanly`: Ctrl-C ends both with statistics, exit 0.
 
+mod common_isp;
+
+use common_isp::{is_root, NsPair};
 use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port};
 use engine::control::{self, Background};
-use engine::port::PortSpec;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::{Command, Stdio};
@@ -26,84 +28,6 @@ const AFTR: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xd, 0, 0, 0, 0, 1);
 const B4A: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc, 0, 0, 0, 0, 2);
 /// The "Internet" host behind the AFTR that the subscriber's test traffic goes to.
 const REMOTE: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 2);
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("running ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Two namespaces joined by a veth pair (`wrdl0` in `a`, `wrdl1` in `b`), kernel IPv6 off on
-/// it so only our ND answers; removed on drop, also when the test fails.
-struct NsPair {
-    a: String,
-    b: String,
-}
-
-impl NsPair {
-    fn new(tag: &str) -> NsPair {
-        let id = std::process::id() % 100_000;
-        let pair = NsPair {
-            a: format!("wr-h6dl{id}{tag}a"),
-            b: format!("wr-h6dl{id}{tag}b"),
-        };
-        pair.remove();
-        ip(&["netns", "add", &pair.a]);
-        ip(&["netns", "add", &pair.b]);
-        ip(&[
-            "link", "add", "name", "wrdl0", "netns", &pair.a, "type", "veth", "peer", "name",
-            "wrdl1", "netns", &pair.b,
-        ]);
-        for (ns, dev) in [(&pair.a, "wrdl0"), (&pair.b, "wrdl1")] {
-            let _ = Command::new("ip")
-                .args(["netns", "exec", ns, "sysctl", "-qw"])
-                .arg(format!("net.ipv6.conf.{dev}.disable_ipv6=1"))
-                .status();
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-        }
-        pair
-    }
-
-    fn remove(&self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-
-    fn port(&self, side: char) -> PortSpec {
-        let (ns, dev) = match side {
-            'a' => (&self.a, "wrdl0"),
-            _ => (&self.b, "wrdl1"),
-        };
-        let mut p = PortSpec::new(if side == 'a' { "aftr" } else { "b4" }, dev);
-        p.netns = Some(ns.clone());
-        p
-    }
-}
-
-impl Drop for NsPair {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
 
 /// A signed IPv4/UDP test packet of `size` reference bytes (the plain frame with FCS) for
 /// stream `id`, sequence `seq`: the IP packet of a plain `FrameTemplate`, stamped.
@@ -149,12 +73,12 @@ fn loopback_trial_through_dslite_both_ways() {
     if !have_tshark && std::env::var_os("CI").is_some() {
         panic!("tshark and tcpdump are needed for the DS-Lite cross-check");
     }
-    let ns = NsPair::new("t");
-    let aftr = Background::start(ns.port('a'), |mac| {
+    let ns = NsPair::new("wr-h6dl", "wrdl", "t");
+    let aftr = Background::start(ns.port_a("aftr"), |mac| {
         AftrPort::new(AftrConfig::new(AFTR, MacAddr(mac)))
     })
     .expect("AFTR port");
-    let b4 = Background::start(ns.port('b'), |mac| {
+    let b4 = Background::start(ns.port_b("b4"), |mac| {
         let mut b = B4Port::new(B4Config::new(B4A, MacAddr(mac), AFTR));
         b.start(control::now());
         b
@@ -265,7 +189,7 @@ fn loopback_trial_through_dslite_both_ways() {
             id += 1;
         }
     }
-    let mut cfg = TrialConfig::new(vec![ns.port('a'), ns.port('b')], streams);
+    let mut cfg = TrialConfig::new(vec![ns.port_a("aftr"), ns.port_b("b4")], streams);
     cfg.drain = Duration::from_millis(300);
     let report = trial::run(&cfg, &AtomicBool::new(false)).expect("trial");
     for p in &report.rx_ports {
@@ -443,7 +367,7 @@ fn cli_aftr_and_b4_bring_a_softwire_up() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let ns = NsPair::new("x");
+    let ns = NsPair::new("wr-h6dl", "wrdl", "x");
     let bin = env!("CARGO_BIN_EXE_wirerate");
     let aftr = Command::new(bin)
         .args([
@@ -517,7 +441,7 @@ fn sigint_stops_the_dslite_commands_cleanly() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let ns = NsPair::new("i");
+    let ns = NsPair::new("wr-h6dl", "wrdl", "i");
     let bin = env!("CARGO_BIN_EXE_wirerate");
     let spawn = |args: &[&str]| {
         Command::new(bin)

@@ -6,6 +6,9 @@
 //!
 //! The scripts are in `crates/emulate/tests/peers/`.
 
+mod common_isp;
+
+use common_isp::{is_root, NsPair};
 use emulate::ppp::link::DownReason;
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
 use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
@@ -23,17 +26,6 @@ use std::time::{Duration, Instant};
 use wire::ethernet::MacAddr;
 
 const PYTHON: &str = "/usr/bin/python3";
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 /// `true` when the test can run; prints `SKIP: …` otherwise (and fails under CI without scapy).
 fn can_run() -> bool {
@@ -55,76 +47,6 @@ fn can_run() -> bool {
         return false;
     }
     true
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("running ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Two namespaces joined by a veth pair (`wrem0` in `a`, `wrem1` in `b`); removed on drop,
-/// also when the test fails.
-struct NsPair {
-    a: String,
-    b: String,
-}
-
-impl NsPair {
-    fn new(tag: &str) -> NsPair {
-        let id = std::process::id() % 100_000;
-        let pair = NsPair {
-            a: format!("wr-em{id}{tag}a"),
-            b: format!("wr-em{id}{tag}b"),
-        };
-        pair.remove();
-        ip(&["netns", "add", &pair.a]);
-        ip(&["netns", "add", &pair.b]);
-        ip(&[
-            "link", "add", "name", "wrem0", "netns", &pair.a, "type", "veth", "peer", "name",
-            "wrem1", "netns", &pair.b,
-        ]);
-        for (ns, dev) in [(&pair.a, "wrem0"), (&pair.b, "wrem1")] {
-            // No IPv6 autoconfiguration chatter on the link: only the PPPoE peers speak.
-            let _ = Command::new("ip")
-                .args(["netns", "exec", ns, "sysctl", "-qw"])
-                .arg(format!("net.ipv6.conf.{dev}.disable_ipv6=1"))
-                .status();
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-        }
-        pair
-    }
-
-    fn remove(&self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-
-    fn port_b(&self) -> PortSpec {
-        let mut p = PortSpec::new("b", "wrem1");
-        p.netns = Some(self.b.clone());
-        p
-    }
-
-    fn port_a(&self) -> PortSpec {
-        let mut p = PortSpec::new("a", "wrem0");
-        p.netns = Some(self.a.clone());
-        p
-    }
-}
-
-impl Drop for NsPair {
-    fn drop(&mut self) {
-        self.remove();
-    }
 }
 
 fn peer_script(name: &str) -> PathBuf {
@@ -271,9 +193,9 @@ fn scapy_client_gets_a_session_from_our_server() {
     if !can_run() {
         return;
     }
-    let ns = NsPair::new("c");
+    let ns = NsPair::new("wr-em", "wrem", "c");
     let srv = Running::start(
-        ns.port_a(),
+        ns.port_a("a"),
         |mac| Server::new(server_cfg(mac)),
         |s: &mut Server| s.take_events(),
     );
@@ -342,7 +264,7 @@ fn our_client_gets_a_session_from_a_scapy_server() {
     if !can_run() {
         return;
     }
-    let ns = NsPair::new("s");
+    let ns = NsPair::new("wr-em", "wrem", "s");
     let peer = Peer::spawn(
         &ns.b,
         "pppoe_server.py",
@@ -359,7 +281,7 @@ fn our_client_gets_a_session_from_a_scapy_server() {
     std::thread::sleep(Duration::from_millis(500));
     let mut up_at: Option<Instant> = None;
     let cli = Running::start(
-        ns.port_a(),
+        ns.port_a("a"),
         |mac| {
             let mut c = Client::new(ClientConfig {
                 mac,
@@ -430,9 +352,9 @@ fn hostile_scapy_input_is_counted_and_the_server_still_serves() {
     if !can_run() {
         return;
     }
-    let ns = NsPair::new("h");
+    let ns = NsPair::new("wr-em", "wrem", "h");
     let srv = Running::start(
-        ns.port_a(),
+        ns.port_a("a"),
         |mac| Server::new(server_cfg(mac)),
         |s: &mut Server| s.take_events(),
     );
@@ -524,7 +446,7 @@ fn cli_server_and_client_bring_a_session_up() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let ns = NsPair::new("x");
+    let ns = NsPair::new("wr-em", "wrem", "x");
     let bin = env!("CARGO_BIN_EXE_wirerate");
     let common = ["--user", "alice", "--password", "s3cret", "--auth", "chap"];
     let server = Command::new(bin)
@@ -598,10 +520,10 @@ fn loopback_trial_through_a_pppoe_session_both_ways() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let ns = NsPair::new("t");
+    let ns = NsPair::new("wr-em", "wrem", "t");
     let (stx, srx) = std::sync::mpsc::channel();
     let srv = Running::start(
-        ns.port_a(),
+        ns.port_a("a"),
         |mac| Server::new(server_cfg(mac)),
         move |s: &mut Server| {
             let ev = s.take_events();
@@ -618,7 +540,7 @@ fn loopback_trial_through_a_pppoe_session_both_ways() {
     );
     let (ctx, crx) = std::sync::mpsc::channel();
     let cli = Running::start(
-        ns.port_b(),
+        ns.port_b("b"),
         |mac| {
             let mut c = Client::new(ClientConfig {
                 mac,
@@ -687,9 +609,9 @@ fn loopback_trial_through_a_pppoe_session_both_ways() {
             id += 1;
         }
     }
-    let mut pa = ns.port_a();
+    let mut pa = ns.port_a("a");
     pa.name = "ac".into();
-    let mut pb = ns.port_b();
+    let mut pb = ns.port_b("b");
     pb.name = "subscriber".into();
     let mut cfg = TrialConfig::new(vec![pa, pb], streams);
     cfg.drain = Duration::from_millis(300);
@@ -753,7 +675,7 @@ fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    let ns = NsPair::new("i");
+    let ns = NsPair::new("wr-em", "wrem", "i");
     let bin = env!("CARGO_BIN_EXE_wirerate");
     let spawn = |args: &[&str]| {
         Command::new(bin)

@@ -4,78 +4,15 @@
 //! the control planes, fragmented and reassembled) instead of as lost frames. Root is needed
 //! (else `SKIP: …`). Namespaces `wr-h6ti<pid><tag>a/b`, removed on drop.
 
-use std::process::{Command, Stdio};
+mod common_isp;
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("running ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-struct NsPair {
-    a: String,
-    b: String,
-}
-
-impl NsPair {
-    fn new(tag: &str) -> NsPair {
-        let id = std::process::id() % 100_000;
-        let pair = NsPair {
-            a: format!("wr-h6ti{id}{tag}a"),
-            b: format!("wr-h6ti{id}{tag}b"),
-        };
-        pair.remove();
-        ip(&["netns", "add", &pair.a]);
-        ip(&["netns", "add", &pair.b]);
-        ip(&[
-            "link", "add", "name", "wrti0", "netns", &pair.a, "type", "veth", "peer", "name",
-            "wrti1", "netns", &pair.b,
-        ]);
-        for (ns, dev) in [(&pair.a, "wrti0"), (&pair.b, "wrti1")] {
-            let _ = Command::new("ip")
-                .args(["netns", "exec", ns, "sysctl", "-qw"])
-                .arg(format!("net.ipv6.conf.{dev}.disable_ipv6=1"))
-                .status();
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-        }
-        pair
-    }
-
-    fn remove(&self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-impl Drop for NsPair {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
+use common_isp::{is_root, NsPair};
+use std::process::Command;
 
 /// Runs `wirerate trial --inside KIND` with streams of 64 and 1518 B both ways (a TOML file)
 /// and returns its JSON.
 fn run_inside(kind: &str, tag: &str, extra: &[&str]) -> serde_json::Value {
-    let ns = NsPair::new(tag);
+    let ns = NsPair::new("wr-h6ti", "wrti", tag);
     let dir = tempfile::tempdir().unwrap();
     let toml = dir.path().join("streams.toml");
     std::fs::write(
