@@ -18,26 +18,16 @@
 //!   B4's tunnel probe is answered before any traffic, UDP rides the softwire with exact counts,
 //!   loads count the tunnelled frame (+40 bytes), and both ends' statistics are recorded.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use bench::plan::Plan;
-use bench::results::{read_records, Record, TrialRecord};
 
-const WIRERATE: &str = env!("CARGO_BIN_EXE_wirerate");
+mod common_run;
+use common_run::{has_tool, is_root, plan_file, run, run_ok, trials};
+
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 fn skip(tools: &[&str]) -> bool {
     if !is_root() {
@@ -45,12 +35,7 @@ fn skip(tools: &[&str]) -> bool {
         return true;
     }
     for tool in tools {
-        let ok = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
+        if !has_tool(tool) {
             assert!(
                 std::env::var_os("CI").is_none(),
                 "{tool} is missing (scripts/install-deps.sh)"
@@ -116,36 +101,28 @@ impl Nets {
     }
 }
 
+impl Nets {
+    /// Two namespaces `c` and `s` joined by one veth `wrh4c` — `wrh4s`: a port plays each end.
+    fn one_link(tag: &str) -> Nets {
+        let n = Nets::new(tag, &["c", "s"]);
+        n.veth("c", "wrh4c", "s", "wrh4s");
+        n
+    }
+
+    /// No IPv6 in `c` and `s`: only the plan's control planes speak on the link.
+    fn without_ipv6(&self) {
+        for ns in [self.ns("c"), self.ns("s")] {
+            sh(&format!(
+                "ip netns exec {ns} sysctl -qw net.ipv6.conf.all.disable_ipv6=1"
+            ));
+        }
+    }
+}
+
 impl Drop for Nets {
     fn drop(&mut self) {
         self.remove();
     }
-}
-
-fn run(args: &[&str]) -> std::process::Output {
-    Command::new(WIRERATE)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn trials(dir: &Path) -> Vec<TrialRecord> {
-    read_records(&dir.join("trials.jsonl"))
-        .unwrap()
-        .records
-        .into_iter()
-        .filter_map(|r| match r {
-            Record::Trial(t) => Some(t),
-            Record::Done(_) => None,
-        })
-        .collect()
-}
-
-fn plan_file(dir: &Path, text: &str) -> PathBuf {
-    let p = dir.join("plan.toml");
-    std::fs::write(&p, text).unwrap();
-    p
 }
 
 fn jsonl(path: &Path) -> Vec<serde_json::Value> {
@@ -154,6 +131,15 @@ fn jsonl(path: &Path) -> Vec<serde_json::Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// The statistics line `sessions.jsonl` has for `port`.
+fn stats_of(lines: &[serde_json::Value], port: &str) -> serde_json::Value {
+    lines
+        .iter()
+        .find(|l| l["event"] == "stats" && l["port"] == port)
+        .unwrap_or_else(|| panic!("no stats for {port}: {lines:?}"))
+        .clone()
 }
 
 #[test]
@@ -244,19 +230,13 @@ methodologies = ["iperf3"]
     );
     assert!(String::from_utf8_lossy(&check.stdout).contains("ports: lan (wrh4a in"));
     let out = d.path().join("run");
-    let o = run(&[
+    let stdout = run_ok(&[
         "run",
         plan.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     println!("{stdout}");
-    assert!(
-        o.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
     let ts = trials(&out);
     let udp: Vec<_> = ts.iter().filter(|t| t.tcp.is_none()).collect();
     assert_eq!(udp.len(), 2, "one passing trial per IP version at 1 % load");
@@ -340,14 +320,9 @@ fn pppoe_ports_carry_the_trials() {
     if skip(&[]) {
         return;
     }
-    let n = Nets::new("p", &["c", "s"]);
-    n.veth("c", "wrh4c", "s", "wrh4s");
+    let n = Nets::one_link("p");
     // Only PPPoE speaks on the link.
-    for ns in [n.ns("c"), n.ns("s")] {
-        sh(&format!(
-            "ip netns exec {ns} sysctl -qw net.ipv6.conf.all.disable_ipv6=1"
-        ));
-    }
+    n.without_ipv6();
     let d = tempfile::tempdir().unwrap();
     let text = PPPOE_PLAN
         .replace("NS_C", &n.ns("c"))
@@ -355,19 +330,13 @@ fn pppoe_ports_carry_the_trials() {
     let plan_path = plan_file(d.path(), &text);
     let plan = Plan::parse(&text, "plan.toml").unwrap();
     let out = d.path().join("run");
-    let o = run(&[
+    let stdout = run_ok(&[
         "run",
         plan_path.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     println!("{stdout}");
-    assert!(
-        o.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
     let ts = trials(&out);
     assert_eq!(ts.len(), 3, "one passing trial per frame size at 1 % load");
     let cases = plan.cases().unwrap();
@@ -403,14 +372,7 @@ fn pppoe_ports_carry_the_trials() {
     let ups: Vec<_> = lines.iter().filter(|l| l["event"] == "up").collect();
     assert_eq!(ups.len(), 2, "{lines:?}");
     assert!(ups.iter().all(|u| u["our_mru"].is_number()));
-    let stats = |port: &str| {
-        lines
-            .iter()
-            .find(|l| l["event"] == "stats" && l["port"] == port)
-            .unwrap_or_else(|| panic!("no stats for {port}: {lines:?}"))
-            .clone()
-    };
-    let (c, s) = (stats("subscriber"), stats("isp"));
+    let (c, s) = (stats_of(&lines, "subscriber"), stats_of(&lines, "isp"));
     println!("client {c}\nserver {s}");
     assert_eq!(s["sessions_up_total"], 1);
     assert_eq!(s["setup_count"], 1);
@@ -427,8 +389,7 @@ fn pppoe_timeout_sends_nothing() {
     if skip(&[]) {
         return;
     }
-    let n = Nets::new("t", &["c", "s"]);
-    n.veth("c", "wrh4c", "s", "wrh4s");
+    let n = Nets::one_link("t");
     let d = tempfile::tempdir().unwrap();
     // The subscriber side is a plain port: nobody dials the AC.
     let text = PPPOE_PLAN
@@ -466,13 +427,8 @@ fn dslite_ports_carry_the_trials() {
     if skip(&[]) {
         return;
     }
-    let n = Nets::new("d", &["c", "s"]);
-    n.veth("c", "wrh4c", "s", "wrh4s");
-    for ns in [n.ns("c"), n.ns("s")] {
-        sh(&format!(
-            "ip netns exec {ns} sysctl -qw net.ipv6.conf.all.disable_ipv6=1"
-        ));
-    }
+    let n = Nets::one_link("d");
+    n.without_ipv6();
     let text = format!(
         r#"name = "dslite-loop"
 [topology]
@@ -517,19 +473,13 @@ methodologies = ["rfc2544-throughput"]
     let plan_path = plan_file(d.path(), &text);
     let plan = Plan::parse(&text, "plan.toml").unwrap();
     let out = d.path().join("run");
-    let o = run(&[
+    let stdout = run_ok(&[
         "run",
         plan_path.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     println!("{stdout}");
-    assert!(
-        o.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
     let ts = trials(&out);
     assert_eq!(ts.len(), 3, "one passing trial per frame size at 1 % load");
     let cases = plan.cases().unwrap();
@@ -550,14 +500,7 @@ methodologies = ["rfc2544-throughput"]
     }
     let lines = jsonl(&out.join("sessions.jsonl"));
     println!("{lines:#?}");
-    let stats = |port: &str| {
-        lines
-            .iter()
-            .find(|l| l["event"] == "stats" && l["port"] == port)
-            .unwrap_or_else(|| panic!("no stats for {port}: {lines:?}"))
-            .clone()
-    };
-    let (b4, aftr) = (stats("b4"), stats("aftr"));
+    let (b4, aftr) = (stats_of(&lines, "b4"), stats_of(&lines, "aftr"));
     assert_eq!(b4["probe_replies"], 1, "{b4}");
     assert!(b4["setup_ms"].as_f64().unwrap() > 0.0, "{b4}");
     assert_eq!(aftr["softwires_up"], 1, "{aftr}");

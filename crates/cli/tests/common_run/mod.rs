@@ -1,0 +1,76 @@
+//! Helpers shared by the `wirerate run` integration tests (`run_live`, `run_ports`): the
+//! binary under test, root detection, the plan file and the trials a run recorded.
+//!
+//! Each test file compiles this module on its own and uses part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use bench::results::{read_records, Record, TrialRecord};
+
+pub const WIRERATE: &str = env!("CARGO_BIN_EXE_wirerate");
+
+/// Whether this process runs as root (namespaces, AF_PACKET).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Whether `tool` is on the PATH.
+pub fn has_tool(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `wirerate ARGS`, with no stdin, to completion.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(WIRERATE)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The trial records of the run in `dir` (its `trials.jsonl`).
+pub fn trials(dir: &Path) -> Vec<TrialRecord> {
+    read_records(&dir.join("trials.jsonl"))
+        .unwrap()
+        .records
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Trial(t) => Some(t),
+            Record::Done(_) => None,
+        })
+        .collect()
+}
+
+/// Writes `text` to `dir/plan.toml`.
+pub fn plan_file(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("plan.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `wirerate ARGS`, which must succeed (else the test fails with its stdout and stderr);
+/// returns its stdout.
+#[track_caller]
+pub fn run_ok(args: &[&str]) -> String {
+    let o = run(args);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    stdout
+}
