@@ -102,6 +102,24 @@ fn stream(id: u16, src: IpAddr, dst: IpAddr, size: usize, pps: f64, limit: Limit
     }
 }
 
+/// A stream sent from port A (index 0) and received on port B (index 1).
+fn a_to_b(config: StreamConfig) -> TrialStream {
+    TrialStream {
+        config,
+        tx_port: 0,
+        rx_port: 1,
+    }
+}
+
+/// A stream sent from port B (index 1) and received on port A (index 0).
+fn b_to_a(config: StreamConfig) -> TrialStream {
+    TrialStream {
+        config,
+        tx_port: 1,
+        rx_port: 0,
+    }
+}
+
 fn run(ports: Vec<PortSpec>, streams: Vec<TrialStream>) -> TrialReport {
     run_on(TxBackend::default(), ports, streams)
 }
@@ -400,23 +418,7 @@ fn exact_counts_and_latency(engine: Backend, lab_name: &str) {
     let r = run_b(
         engine,
         vec![a, b],
-        vec![
-            TrialStream {
-                config: s4,
-                tx_port: 0,
-                rx_port: 1,
-            },
-            TrialStream {
-                config: s6,
-                tx_port: 0,
-                rx_port: 1,
-            },
-            TrialStream {
-                config: back,
-                tx_port: 1,
-                rx_port: 0,
-            },
-        ],
+        vec![a_to_b(s4), a_to_b(s6), b_to_a(back)],
     );
     let after = lab.snapshot().unwrap();
     // Per port (both backends): the streams it received = the kernel's count of arrivals.
@@ -502,15 +504,7 @@ fn numgen_drop_gives_exact_loss(engine: Backend, lab_name: &str) {
         Limit::Frames(n),
     );
     let before = lab.snapshot().unwrap();
-    let r = run_b(
-        engine,
-        vec![a, b],
-        vec![TrialStream {
-            config: s,
-            tx_port: 0,
-            rx_port: 1,
-        }],
-    );
+    let r = run_b(engine, vec![a, b], vec![a_to_b(s)]);
     let after = lab.snapshot().unwrap();
     let rule_drops = counters(&lab, Node::Dut, "inet", "wr_engtest")["dropped"];
     let arrived = wb.all(&lab);
@@ -577,15 +571,7 @@ fn dup_is_counted_as_duplicates(engine: Backend, lab_name: &str) {
         Limit::Frames(n),
     );
     let before = lab.snapshot().unwrap();
-    let r = run_b(
-        engine,
-        vec![a, b],
-        vec![TrialStream {
-            config: s,
-            tx_port: 0,
-            rx_port: 1,
-        }],
-    );
+    let r = run_b(engine, vec![a, b], vec![a_to_b(s)]);
     let after = lab.snapshot().unwrap();
     let duped = counters(&lab, Node::Dut, "ip", "wr_engtest")["duped"];
     let arrived = wb.all(&lab);
@@ -648,15 +634,7 @@ fn reorder_is_counted(engine: Backend, lab_name: &str) {
     s.reorder_every = Some(100);
     let wb = Arrivals::watch(&lab, engine, Node::B, &bi.ifname, "b");
     let before = lab.snapshot().unwrap();
-    let r = run_b(
-        engine,
-        vec![a, b],
-        vec![TrialStream {
-            config: s,
-            tx_port: 0,
-            rx_port: 1,
-        }],
-    );
+    let r = run_b(engine, vec![a, b], vec![a_to_b(s)]);
     let after = lab.snapshot().unwrap();
     let arrived = wb.all(&lab);
     let s = &r.streams[0];
@@ -710,7 +688,8 @@ fn capture(spec: &PortSpec, ready: &AtomicBool, stop: &AtomicBool) -> Vec<Seen> 
 /// timestamps (less than half a gap between the bursts' sends) and set aside. Of the rest, at
 /// least 90 % must show at least half the gap between arrivals too; at least half of all
 /// boundaries must be usable; few gap-sized silences may fall inside bursts. Counts are exact
-/// as always.
+/// as always. An attempt whose own send timestamps show the sender stalled is run again (at
+/// most three attempts; a CI run once had the sender stalled inside 24 of 30 bursts).
 #[test]
 fn burst_gap_shows_on_the_wire() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -720,86 +699,95 @@ fn burst_gap_shows_on_the_wire() {
     let (a, ai) = port(&lab, PortId::A, "a");
     let (b, bi) = port(&lab, PortId::B, "b");
     let (burst, bursts, gap) = (50u64, 30u64, Duration::from_millis(10));
-    let mut s = stream(
-        40,
-        ai.ipv4.into(),
-        bi.ipv4.into(),
-        64,
-        100_000.0,
-        Limit::Frames(burst * bursts),
-    );
-    s.burst = burst as u32;
-    s.burst_gap = Some(gap);
-    witness(&lab, Node::B, &bi.ifname, "b");
-    let before = lab.snapshot().unwrap();
-    let (ready, stop) = (AtomicBool::new(false), AtomicBool::new(false));
-    let (r, seen) = std::thread::scope(|sc| {
-        let cap = sc.spawn(|| capture(&b, &ready, &stop));
-        while !ready.load(Ordering::Acquire) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let r = run(
-            vec![a.clone(), b.clone()],
-            vec![TrialStream {
-                config: s,
-                tx_port: 0,
-                rx_port: 1,
-            }],
-        );
-        stop.store(true, Ordering::Release);
-        (r, cap.join().expect("capture thread"))
-    });
-    let after = lab.snapshot().unwrap();
-    let arrived = witnessed(&lab, Node::B)["b_v4"];
-    let st = &r.streams[0];
     let n = burst * bursts;
-    assert_eq!(st.tx.sent, n);
-    // Average rate: 50 frames per (50 × 10 µs + 10 ms).
-    let avg = burst as f64 / (burst as f64 * 10e-6 + gap.as_secs_f64());
-    assert!(
-        (st.tx.intended_pps - avg).abs() < 1e-6 * avg,
-        "{}",
-        st.tx.intended_pps
-    );
-    let path = path_loss("burst gap test", n, arrived, &before, &after);
-    assert_eq!(st.rx.received, arrived, "received = kernel count at B");
-    assert_eq!(st.rx.received, n - path);
-    assert_eq!((st.rx.duplicates, st.rx.out_of_order), (0, 0));
-    // The pattern, from the capture.
-    let mut frames: Vec<(u64, u32, u64)> = seen
-        .iter()
-        .filter(|f| f.1 == 40)
-        .map(|f| (f.0, f.2, f.3))
-        .collect();
-    assert_eq!(frames.len() as u64, arrived, "the capture saw every frame");
-    frames.sort_unstable();
     let half_gap = gap.as_nanos() as u64 / 2;
-    let (mut boundaries, mut usable, mut boundary_gaps, mut inner_gaps) = (0u64, 0, 0, 0);
-    let mut max_inner = 0u64;
-    for w in frames.windows(2) {
-        let (dt, prev, next) = (w[1].0.saturating_sub(w[0].0), w[0].1, w[1].1);
-        let crosses = u64::from(prev) / burst != u64::from(next) / burst;
-        if crosses {
-            boundaries += 1;
-            // The sender kept the gap (else it caught up after a stall: set aside).
-            if w[1].2.saturating_sub(w[0].2) >= half_gap {
-                usable += 1;
-                boundary_gaps += u64::from(dt >= half_gap);
+    witness(&lab, Node::B, &bi.ifname, "b");
+    // Up to three attempts: an attempt in which the *sender* was stalled (its own send
+    // timestamps show a boundary without the gap or a gap-sized pause inside a burst) says
+    // nothing about the wire and is run again; the assertions below apply unchanged to the
+    // attempt kept.
+    let mut attempt = 0;
+    let (path, boundaries, usable, boundary_gaps, inner_gaps) = loop {
+        attempt += 1;
+        let mut s = stream(
+            40,
+            ai.ipv4.into(),
+            bi.ipv4.into(),
+            64,
+            100_000.0,
+            Limit::Frames(n),
+        );
+        s.burst = burst as u32;
+        s.burst_gap = Some(gap);
+        let witnessed_before = witnessed(&lab, Node::B)["b_v4"];
+        let before = lab.snapshot().unwrap();
+        let (ready, stop) = (AtomicBool::new(false), AtomicBool::new(false));
+        let (r, seen) = std::thread::scope(|sc| {
+            let cap = sc.spawn(|| capture(&b, &ready, &stop));
+            while !ready.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(5));
             }
-        } else {
-            inner_gaps += u64::from(dt >= half_gap);
-            max_inner = max_inner.max(dt);
+            let r = run(vec![a.clone(), b.clone()], vec![a_to_b(s)]);
+            stop.store(true, Ordering::Release);
+            (r, cap.join().expect("capture thread"))
+        });
+        let after = lab.snapshot().unwrap();
+        let arrived = witnessed(&lab, Node::B)["b_v4"] - witnessed_before;
+        let st = &r.streams[0];
+        assert_eq!(st.tx.sent, n);
+        // Average rate: 50 frames per (50 × 10 µs + 10 ms).
+        let avg = burst as f64 / (burst as f64 * 10e-6 + gap.as_secs_f64());
+        assert!(
+            (st.tx.intended_pps - avg).abs() < 1e-6 * avg,
+            "{}",
+            st.tx.intended_pps
+        );
+        let path = path_loss("burst gap test", n, arrived, &before, &after);
+        assert_eq!(st.rx.received, arrived, "received = kernel count at B");
+        assert_eq!(st.rx.received, n - path);
+        assert_eq!((st.rx.duplicates, st.rx.out_of_order), (0, 0));
+        // The pattern, from the capture.
+        let mut frames: Vec<(u64, u32, u64)> = seen
+            .iter()
+            .filter(|f| f.1 == 40)
+            .map(|f| (f.0, f.2, f.3))
+            .collect();
+        assert_eq!(frames.len() as u64, arrived, "the capture saw every frame");
+        frames.sort_unstable();
+        let (mut boundaries, mut usable, mut boundary_gaps, mut inner_gaps) = (0u64, 0, 0, 0);
+        let (mut max_inner, mut sender_inner_stalls) = (0u64, 0u64);
+        for w in frames.windows(2) {
+            let (dt, prev, next) = (w[1].0.saturating_sub(w[0].0), w[0].1, w[1].1);
+            let sent_dt = w[1].2.saturating_sub(w[0].2);
+            let crosses = u64::from(prev) / burst != u64::from(next) / burst;
+            if crosses {
+                boundaries += 1;
+                // The sender kept the gap (else it caught up after a stall: set aside).
+                if sent_dt >= half_gap {
+                    usable += 1;
+                    boundary_gaps += u64::from(dt >= half_gap);
+                }
+            } else {
+                inner_gaps += u64::from(dt >= half_gap);
+                sender_inner_stalls += u64::from(sent_dt >= half_gap);
+                max_inner = max_inner.max(dt);
+            }
         }
-    }
-    let clusters = 1 + frames
-        .windows(2)
-        .filter(|w| w[1].0 - w[0].0 >= half_gap)
-        .count() as u64;
-    println!(
-        "burst gap: {clusters} clusters of arrivals for {bursts} bursts; {boundaries} burst boundaries, {usable} sent with the gap (the rest caught up after a sender stall), {boundary_gaps} of those arrived with ≥ {} ms of silence; {inner_gaps} gaps that long inside bursts; largest gap inside a burst {:.3} ms",
-        half_gap as f64 / 1e6,
-        max_inner as f64 / 1e6
-    );
+        let clusters = 1 + frames
+            .windows(2)
+            .filter(|w| w[1].0 - w[0].0 >= half_gap)
+            .count() as u64;
+        println!(
+            "burst gap, attempt {attempt}: {clusters} clusters of arrivals for {bursts} bursts; {boundaries} burst boundaries, {usable} sent with the gap (the rest caught up after a sender stall), {boundary_gaps} of those arrived with ≥ {} ms of silence; {inner_gaps} gaps that long inside bursts ({sender_inner_stalls} of them in the send times); largest gap inside a burst {:.3} ms",
+            half_gap as f64 / 1e6,
+            max_inner as f64 / 1e6
+        );
+        let sender_stalled = usable * 2 < boundaries || sender_inner_stalls * 10 > bursts;
+        if !sender_stalled || attempt == 3 {
+            break (path, boundaries, usable, boundary_gaps, inner_gaps);
+        }
+        println!("the sender was stalled in attempt {attempt} (a loaded machine): again");
+    };
     assert!(
         boundaries >= bursts - 1 - path,
         "every burst boundary was seen"
@@ -847,16 +835,8 @@ fn two_tx_and_two_rx_threads_count_exactly() {
     witness(&lab, Node::B, &bi.ifname, "b");
     let streams: Vec<TrialStream> = [s50, s51, s52, s53]
         .into_iter()
-        .map(|config| TrialStream {
-            config,
-            tx_port: 0,
-            rx_port: 1,
-        })
-        .chain(std::iter::once(TrialStream {
-            config: s54,
-            tx_port: 1,
-            rx_port: 0,
-        }))
+        .map(a_to_b)
+        .chain(std::iter::once(b_to_a(s54)))
         .collect();
     let mut cfg = TrialConfig::new(vec![a, b], streams);
     cfg.drain = Duration::from_millis(300);
@@ -942,15 +922,7 @@ fn both_tx_backends_count_exactly() {
         );
         let w0 = witnessed(&lab, Node::B)["b_v4"];
         let before = lab.snapshot().unwrap();
-        let r = run_on(
-            backend,
-            vec![a.clone(), b.clone()],
-            vec![TrialStream {
-                config: s,
-                tx_port: 0,
-                rx_port: 1,
-            }],
-        );
+        let r = run_on(backend, vec![a.clone(), b.clone()], vec![a_to_b(s)]);
         let after = lab.snapshot().unwrap();
         let arrived = witnessed(&lab, Node::B)["b_v4"] - w0;
         let s = &r.streams[0];
@@ -1008,22 +980,7 @@ fn napt_identifies(engine: Backend, lab_name: &str) {
     );
     let wb = Arrivals::watch(&lab, engine, Node::B, &bi.ifname, "b");
     let before = lab.snapshot().unwrap();
-    let r = run_b(
-        engine,
-        vec![a, b],
-        vec![
-            TrialStream {
-                config: s1,
-                tx_port: 0,
-                rx_port: 1,
-            },
-            TrialStream {
-                config: s2,
-                tx_port: 0,
-                rx_port: 1,
-            },
-        ],
-    );
+    let r = run_b(engine, vec![a, b], vec![a_to_b(s1), a_to_b(s2)]);
     let after = lab.snapshot().unwrap();
     let arrived = wb.all(&lab);
     let sent: u64 = r.streams.iter().map(|s| s.tx.sent).sum();
@@ -1082,14 +1039,7 @@ fn rate_accuracy_with(engine: Backend, lab_name: &str, pps: Option<f64>) {
                 s.rate = rate;
                 // Only the sender's figures matter here; the receiver may overflow its ring
                 // at the unpaced rate, so this does not go through `run`'s ring-drop check.
-                let mut cfg = TrialConfig::new(
-                    vec![a.clone(), b.clone()],
-                    vec![TrialStream {
-                        config: s,
-                        tx_port: 0,
-                        rx_port: 1,
-                    }],
-                );
+                let mut cfg = TrialConfig::new(vec![a.clone(), b.clone()], vec![a_to_b(s)]);
                 cfg.drain = Duration::from_millis(100);
                 cfg.backend = engine;
                 let r = trial::run(&cfg, &AtomicBool::new(false)).expect("probe runs");
@@ -1131,19 +1081,8 @@ fn rate_accuracy_with(engine: Backend, lab_name: &str, pps: Option<f64>) {
     );
     let wb = Arrivals::watch(&lab, engine, Node::B, &bi.ifname, "b");
     let before = lab.snapshot().unwrap();
-    let mut cfg = TrialConfig::new(
-        vec![a, b],
-        vec![TrialStream {
-            config: s,
-            tx_port: 0,
-            rx_port: 1,
-        }],
-    );
-    cfg.drain = Duration::from_millis(300);
-    cfg.backend = engine;
-    let r = trial::run(&cfg, &AtomicBool::new(false)).expect("trial runs");
-    assert_eq!(r.backend, engine);
-    assert_eq!(r.rx_ports.iter().map(|p| p.ring_drops).sum::<u64>(), 0);
+    // `run_b` also checks the backend that ran and that no receive ring dropped a frame.
+    let r = run_b(engine, vec![a, b], vec![a_to_b(s)]);
     let after = lab.snapshot().unwrap();
     let arrived = wb.all(&lab);
     let s = &r.streams[0];
@@ -1254,15 +1193,7 @@ fn both_backends_count_the_same_faults_the_same() {
         };
         let c0 = counters(&lab, Node::Dut, "ip", "wr_engtest");
         let before = lab.snapshot().unwrap();
-        let r = run_b(
-            engine,
-            vec![a.clone(), b.clone()],
-            vec![TrialStream {
-                config: s,
-                tx_port: 0,
-                rx_port: 1,
-            }],
-        );
+        let r = run_b(engine, vec![a.clone(), b.clone()], vec![a_to_b(s)]);
         let after = lab.snapshot().unwrap();
         let c1 = counters(&lab, Node::Dut, "ip", "wr_engtest");
         let (dropped, duped) = (c1["dropped"] - c0["dropped"], c1["duped"] - c0["duped"]);
