@@ -173,6 +173,7 @@ struct StreamState {
     bytes: u64,
     first_ns: u64,
     last_ns: u64,
+    /// Average frames/s intended (0 when unpaced), from [`StreamPacing`].
     intended: f64,
     unpaced: bool,
     finishing_pair: bool,
@@ -516,7 +517,7 @@ impl StreamState {
             sent: self.sent,
             bytes: self.bytes,
             bytes_with_fcs: self.bytes + 4 * self.sent,
-            intended_pps: if self.unpaced { 0.0 } else { self.intended },
+            intended_pps: self.intended,
             achieved_pps: if self.sent >= 2 && self.last_ns > self.first_ns {
                 (self.sent - 1) as f64 / ((self.last_ns - self.first_ns) as f64 * 1e-9)
             } else {
@@ -539,23 +540,15 @@ impl StreamState {
     }
 }
 
-/// Waits until shortly before the earliest frame any unfinished stream has due: sleeps when it
-/// is more than 60 µs away (waking 50 µs early, since sleeps overshoot), yields when it is
-/// 5–60 µs away, and spins below that, so that pacing stays on schedule without burning a core
-/// at low rates.
+/// Waits until shortly before the earliest frame any unfinished stream has due
+/// ([`sys::wait_for_due`]: sleeps when it is far, spins when it is near), so that pacing stays
+/// on schedule without burning a core at low rates.
 fn wait_for_next_due<'a>(streams: impl Iterator<Item = &'a StreamState>, now: u64) {
     let next = streams
         .filter(|s| !s.done(now))
         .map(|s| s.pacer.next_due_ns())
         .min();
     if let Some(next) = next {
-        let now = sys::monotonic_ns();
-        if next > now + 60_000 {
-            sys::sleep_until(next - 50_000);
-        } else if next > now + 5_000 {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
-        }
+        sys::wait_for_due(next);
     }
 }

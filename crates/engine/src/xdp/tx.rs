@@ -480,8 +480,7 @@ fn schedules<'a>(gens: Vec<(FrameGen, &'a StreamConfig)>, start_ns: u64) -> Vec<
         .collect()
 }
 
-/// Waits until shortly before the earliest frame due (as `crate::tx` does): sleep when more
-/// than 60 µs away, yield when 5–60 µs away, spin below.
+/// Waits until shortly before the earliest frame due ([`crate::sys::wait_for_due`]).
 fn wait_for_next_due(streams: &[Sched<'_>], now: u64) {
     let next = streams
         .iter()
@@ -489,14 +488,7 @@ fn wait_for_next_due(streams: &[Sched<'_>], now: u64) {
         .map(|s| s.pacer.next_due_ns())
         .min();
     if let Some(next) = next {
-        let now = crate::sys::monotonic_ns();
-        if next > now + 60_000 {
-            crate::sys::sleep_until(next - 50_000);
-        } else if next > now + 5_000 {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
-        }
+        crate::sys::wait_for_due(next);
     }
 }
 
