@@ -391,6 +391,63 @@ pub(crate) fn prepare_tx<'a>(
     Ok((ifindex, gens))
 }
 
+/// How long a receiving port waits for its next hop to answer its announcement.
+const ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Makes the DUT learn the receiving ports' addresses before the first test frame: each port
+/// that receives a routed stream (one whose MACs the engine resolves) asks its own next hop
+/// for that stream's IP version. A router answering an ARP request or a neighbour solicitation
+/// also records the asker (RFC 826's merge step, RFC 4861 §7.2.3), so it forwards the first
+/// test frames at once instead of queueing them behind its own resolution of our address,
+/// which lost the first frames of trials on a loaded machine (the learning RFC 2544 §11 asks
+/// of a tester). Best effort: a next hop that does not answer within [`ANNOUNCE_TIMEOUT`] is
+/// named in `note` and the trial goes on.
+fn announce_receivers(cfg: &TrialConfig, note: &mut String) {
+    let mut hops: Vec<(usize, IpAddr)> = Vec::new();
+    for s in cfg.streams.iter().filter(|s| s.config.rewrite_macs) {
+        let spec = &cfg.ports[s.rx_port];
+        let hop = match outer_is_ipv6(s.config.frames[0].bytes()) {
+            false => spec.ipv4.and(spec.next_hop_v4.map(IpAddr::V4)),
+            true => spec.ipv6.and(spec.next_hop_v6.map(IpAddr::V6)),
+        };
+        if let Some(hop) = hop.filter(|h| !hops.contains(&(s.rx_port, *h))) {
+            hops.push((s.rx_port, hop));
+        }
+    }
+    let failures: Vec<String> = std::thread::scope(|sc| {
+        let handles: Vec<_> = hops
+            .iter()
+            .map(|&(p, hop)| {
+                let spec = &cfg.ports[p];
+                sc.spawn(move || -> Result<()> {
+                    let ifindex = spec.enter(0)?;
+                    let ctl = spec.open_socket(ifindex)?;
+                    let me = Identity {
+                        mac: ctl.hw_addr().map_err(|e| Error::io("interface MAC", e))?,
+                        ipv4: spec.ipv4,
+                        ipv6: spec.ipv6,
+                    };
+                    resolve::resolve(&ctl, &me, hop, ANNOUNCE_TIMEOUT).map(|_| ())
+                })
+            })
+            .collect();
+        hops.iter()
+            .zip(handles)
+            .filter_map(|(&(p, hop), h)| match h.join() {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(format!("port {} to {hop}: {e}", cfg.ports[p].name)),
+                Err(_) => Some(format!("port {} to {hop}: panicked", cfg.ports[p].name)),
+            })
+            .collect()
+    });
+    if !failures.is_empty() {
+        note.push_str(&format!(
+            "; receiving ports not announced ({})",
+            failures.join("; ")
+        ));
+    }
+}
+
 /// A port's opened sender, of either backend.
 enum PortSender {
     AfPacket(tx::Sender),
@@ -494,6 +551,7 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
             )));
         }
     }
+    announce_receivers(cfg, &mut note);
     // XDP: the programs count the streams (attached before anything is sent); each port keeps
     // one AF_PACKET receive thread expecting no stream, which answers ARP/ND.
     let xdp_rx = match backend {
