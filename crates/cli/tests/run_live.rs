@@ -286,10 +286,20 @@ methodologies = ["rfc2544-throughput"]
             out.to_str().unwrap(),
         ])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(std::fs::File::create(d.path().join("first.stdout")).unwrap())
+        .stderr(std::fs::File::create(d.path().join("first.stderr")).unwrap())
         .spawn()
         .unwrap();
+    // What the first run printed and recorded, for a failure message.
+    let first_run = || {
+        let read = |f: &str| std::fs::read_to_string(d.path().join(f)).unwrap_or_default();
+        format!(
+            "stdout:\n{}\nstderr:\n{}\ntrials.jsonl:\n{}",
+            read("first.stdout"),
+            read("first.stderr"),
+            std::fs::read_to_string(out.join("trials.jsonl")).unwrap_or_default()
+        )
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let n = if out.join("trials.jsonl").exists() {
@@ -300,8 +310,16 @@ methodologies = ["rfc2544-throughput"]
         if n >= 3 {
             break;
         }
-        assert!(Instant::now() < deadline, "no 3 trials within 60 s");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        assert!(
+            Instant::now() < deadline,
+            "no 3 trials within 60 s\n{}",
+            first_run()
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended early\n{}",
+            first_run()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // SIGKILL: no handler, no cleanup.
