@@ -899,6 +899,65 @@ fn two_tx_and_two_rx_threads_count_exactly() {
     assert_eq!(r.total.sent, 35_000);
 }
 
+/// Two XDP transmit threads on one port (issue 8, the same `--tx-threads` as AF_PACKET): four
+/// streams A→B split over two senders, each with its own program and maps, counted by B's XDP
+/// receiver. Every count is exact against the frames the receiver's program took off the
+/// wire, the reordering option still shows, and A's sender report covers both threads.
+#[test]
+fn two_xdp_tx_threads_count_exactly() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = lab_or_skip("h3-xdpthreads", Topology::Direct, None) else {
+        return;
+    };
+    let (a, ai) = port(&lab, PortId::A, "a");
+    let (b, bi) = port(&lab, PortId::B, "b");
+    let (a4, b4) = (IpAddr::from(ai.ipv4), IpAddr::from(bi.ipv4));
+    let s60 = stream(60, a4, b4, 64, 20_000.0, Limit::Frames(10_000));
+    let s61 = stream(
+        61,
+        ai.ipv6.into(),
+        bi.ipv6.into(),
+        128,
+        10_000.0,
+        Limit::Frames(5_000),
+    );
+    let mut s62 = stream(62, a4, b4, 512, 10_000.0, Limit::Frames(5_000));
+    s62.flows.src_port_count = 20;
+    let mut s63 = stream(63, a4, b4, 64, 20_000.0, Limit::Frames(10_000));
+    s63.reorder_every = Some(100);
+    let wb = Arrivals::watch(&lab, Backend::Xdp, Node::B, &bi.ifname, "b");
+    let mut cfg = TrialConfig::new(
+        vec![a, b],
+        [s60, s61, s62, s63].into_iter().map(a_to_b).collect(),
+    );
+    cfg.backend = Backend::Xdp;
+    cfg.drain = Duration::from_millis(300);
+    cfg.tx_threads = 2;
+    let before = lab.snapshot().unwrap();
+    let r = trial::run(&cfg, &AtomicBool::new(false)).expect("trial runs");
+    let after = lab.snapshot().unwrap();
+    assert_eq!(r.backend, Backend::Xdp, "{}", r.backend_note);
+    assert_eq!(r.tx_threads, 2);
+    let arrived = wb.all(&lab);
+    let sent: u64 = r.streams.iter().map(|s| s.tx.sent).sum();
+    let received: u64 = r.streams.iter().map(|s| s.rx.received).sum();
+    assert_eq!(sent, 30_000);
+    let path = path_loss("two XDP senders", sent, arrived, &before, &after);
+    assert_eq!(received, arrived, "received = frames the program took");
+    for s in &r.streams {
+        let id = s.stream_id;
+        assert_eq!(s.rx.lost, Some(s.tx.sent - s.rx.received), "stream {id}");
+        assert_eq!((s.rx.duplicates, s.rx.late), (0, 0), "stream {id}");
+        if path == 0 {
+            assert_eq!(s.rx.received, s.tx.sent, "stream {id} received");
+            let ooo = if id == 63 { 100 } else { 0 };
+            assert_eq!(s.rx.out_of_order, ooo, "stream {id} out of order");
+        }
+    }
+    let (_, ta) = r.tx_ports.iter().find(|(p, _)| p == "a").unwrap();
+    assert_eq!(ta.streams.len(), 4, "A's report covers both senders");
+}
+
 /// Both TX backends count exactly: 20,000 frames per backend on the direct topology, each
 /// checked against the kernel's count at B.
 #[test]
