@@ -717,12 +717,12 @@ fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
             let mut rx = Receiver::new(&[2]);
             while !stop.load(Ordering::Relaxed) {
                 ring.drain(5, |_, p| {
-                    rx.on_frame(p.data, 0);
+                    rx.on_frame_len(p.data, p.len_on_wire(), 0);
                 })
                 .map_err(|e| Error::io("RX ring", e))?;
             }
             ring.drain(0, |_, p| {
-                rx.on_frame(p.data, 0);
+                rx.on_frame_len(p.data, p.len_on_wire(), 0);
             })
             .map_err(|e| Error::io("RX ring", e))?;
             let drops = ring.socket().take_stats().map(|(_, d)| d).unwrap_or(0);

@@ -259,9 +259,16 @@ impl Receiver {
     /// Classifies and accounts one frame received at `rx_ns` (CLOCK_MONOTONIC).
     #[inline]
     pub fn on_frame(&mut self, frame: &[u8], rx_ns: u64) -> Class {
+        self.on_frame_len(frame, frame.len(), rx_ns)
+    }
+
+    /// As [`Receiver::on_frame`], for a frame that was `len` bytes on the wire (more than
+    /// `frame.len()` when the kernel took its VLAN tag off: [`crate::sys::RxPacket::len_on_wire`]).
+    #[inline]
+    pub fn on_frame_len(&mut self, frame: &[u8], len: usize, rx_ns: u64) -> Class {
         let Some((_, sig)) = wire::dissect::signature(frame) else {
             self.foreign += 1;
-            self.foreign_bytes += frame.len() as u64;
+            self.foreign_bytes += len as u64;
             return Class::Foreign;
         };
         match self.index[usize::from(sig.stream_id())] {
@@ -271,7 +278,7 @@ impl Receiver {
             }
             i => {
                 let slot = i as usize - 1;
-                self.streams[slot].on_frame(sig.seq32(), sig.timestamp_ns(), rx_ns, frame.len());
+                self.streams[slot].on_frame(sig.seq32(), sig.timestamp_ns(), rx_ns, len);
                 Class::Ours { slot }
             }
         }

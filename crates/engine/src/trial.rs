@@ -304,7 +304,9 @@ fn rx_thread(
         frames +=
             ring.drain(5, |sock, pkt| {
                 let rx_ns = (pkt.ts_realtime_ns as i64 - offset).max(0) as u64;
-                if receiver.on_frame(pkt.data, rx_ns) == crate::rx::Class::Foreign {
+                if receiver.on_frame_len(pkt.data, pkt.len_on_wire(), rx_ns)
+                    == crate::rx::Class::Foreign
+                {
                     if let Some(reply) = resolve::answer(pkt.data, &me) {
                         if sock.send_frame(&reply).unwrap_or(false) {
                             answered += 1;
@@ -318,7 +320,7 @@ fn rx_thread(
     frames += ring
         .drain(0, |_, pkt| {
             let rx_ns = (pkt.ts_realtime_ns as i64 - offset).max(0) as u64;
-            receiver.on_frame(pkt.data, rx_ns);
+            receiver.on_frame_len(pkt.data, pkt.len_on_wire(), rx_ns);
         })
         .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))? as u64;
     gate.arrive_and_wait();

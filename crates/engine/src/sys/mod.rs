@@ -54,6 +54,9 @@ const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;
 /// Per-packet status bit: the ring was full and earlier packets were dropped.
 pub const TP_STATUS_LOSING: u32 = 1 << 2;
+/// Per-packet status bit: the kernel moved the frame's outer 802.1Q/802.1ad tag into the
+/// packet's metadata, so the bytes handed over are 4 fewer than the frame on the wire.
+pub const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
 
 /// `struct tpacket_req` (TX ring, V2).
 #[repr(C)]
@@ -655,6 +658,20 @@ pub struct RxPacket<'a> {
     pub ts_realtime_ns: u64,
     /// The packet's status bits (e.g. [`TP_STATUS_LOSING`]).
     pub status: u32,
+}
+
+impl RxPacket<'_> {
+    /// The frame's length as it was on the wire (without FCS): the bytes handed over plus the
+    /// outer VLAN tag the kernel took off into metadata ([`TP_STATUS_VLAN_VALID`]), so byte
+    /// counts of tagged streams match what was sent and what the XDP receiver counts.
+    pub fn len_on_wire(&self) -> usize {
+        self.data.len()
+            + if self.status & TP_STATUS_VLAN_VALID != 0 {
+                4
+            } else {
+                0
+            }
+    }
 }
 
 impl RxRing {
