@@ -533,11 +533,12 @@ fn nft_dup_is_counted_as_duplicates() {
     dup_is_counted_as_duplicates(Backend::AfPacket, "et3");
 }
 
+/// Was `#[ignore]`d in session 2 (4–25 of 10,000 frames vanished in the DUT with no
+/// interface counter moving). Explained by A/B in one binary: without the receiving ports'
+/// announcement 2 of 5 runs lost 43 and 123 frames, with it 10 of 10 passed. Most likely the XDP sender's
+/// first frames, arriving at once, overflowed the DUT's queue of frames waiting for its own
+/// ARP resolution of port B, which counts its drops on no interface.
 #[test]
-#[ignore = "XDP-injected frames under nft dup: 4-25 of 10,000 vanish inside the kernel DUT with no \
-            counter moving (2 of 3 runs, 2026-11-22); not yet explained, so this cannot tell a \
-            tester miscount from the DUT. Duplicate counting on XDP stays covered by \
-            both_backends_count_the_same_faults_the_same. Run: --ignored nft_dup_is_counted_as_duplicates_xdp"]
 fn nft_dup_is_counted_as_duplicates_xdp() {
     dup_is_counted_as_duplicates(Backend::Xdp, "et3x");
 }
