@@ -535,9 +535,9 @@ fn nft_dup_is_counted_as_duplicates() {
 
 /// Was `#[ignore]`d in session 2 (4–25 of 10,000 frames vanished in the DUT with no
 /// interface counter moving). Explained by A/B in one binary: without the receiving ports'
-/// announcement 2 of 5 runs lost 43 and 123 frames, with it 10 of 10 passed. Most likely the XDP sender's
-/// first frames, arriving at once, overflowed the DUT's queue of frames waiting for its own
-/// ARP resolution of port B, which counts its drops on no interface.
+/// announcement 2 of 5 runs lost 43 and 123 frames, with it 10 of 10 passed. Most likely the
+/// XDP sender's first frames, arriving at once, overflowed the DUT's queue of frames waiting
+/// for its own ARP resolution of port B, which counts its drops on no interface.
 #[test]
 fn nft_dup_is_counted_as_duplicates_xdp() {
     dup_is_counted_as_duplicates(Backend::Xdp, "et3x");
