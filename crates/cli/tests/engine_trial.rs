@@ -959,6 +959,69 @@ fn two_xdp_tx_threads_count_exactly() {
     assert_eq!(ta.streams.len(), 4, "A's report covers both senders");
 }
 
+/// `--backend auto` (issue 8): a trial that fits the XDP backend runs on it, exactly; one it
+/// cannot run (two receive threads) runs on AF_PACKET, and the note names the reason. The
+/// default backend is AF_PACKET.
+#[test]
+fn auto_backend_picks_xdp_when_it_fits_and_says_why_not_otherwise() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = lab_or_skip("h3-auto", Topology::Direct, None) else {
+        return;
+    };
+    let (a, ai) = port(&lab, PortId::A, "a");
+    let (b, bi) = port(&lab, PortId::B, "b");
+    let s = |id| {
+        stream(
+            id,
+            ai.ipv4.into(),
+            bi.ipv4.into(),
+            64,
+            20_000.0,
+            Limit::Frames(4_000),
+        )
+    };
+    assert_eq!(
+        TrialConfig::new(vec![a.clone()], Vec::new()).backend,
+        Backend::AfPacket
+    );
+    // Fits: XDP, counted by B's program.
+    let wb = Arrivals::watch(&lab, Backend::Xdp, Node::B, &bi.ifname, "b");
+    let mut cfg = TrialConfig::new(vec![a.clone(), b.clone()], vec![a_to_b(s(70))]);
+    cfg.backend = Backend::Auto;
+    cfg.drain = Duration::from_millis(300);
+    let before = lab.snapshot().unwrap();
+    let r = trial::run(&cfg, &AtomicBool::new(false)).expect("trial runs");
+    let after = lab.snapshot().unwrap();
+    assert_eq!(r.backend, Backend::Xdp, "{}", r.backend_note);
+    assert!(
+        r.backend_note.starts_with("auto: xdp"),
+        "{}",
+        r.backend_note
+    );
+    let st = &r.streams[0];
+    let path = path_loss("auto on XDP", 4_000, wb.all(&lab), &before, &after);
+    assert_eq!(st.tx.sent, 4_000);
+    assert_eq!(st.rx.received, 4_000 - path);
+    // Does not fit (two RX threads): AF_PACKET, with the reason.
+    let mut cfg = TrialConfig::new(vec![a, b], vec![a_to_b(s(71)), a_to_b(s(72))]);
+    cfg.backend = Backend::Auto;
+    cfg.rx_threads = 2;
+    cfg.drain = Duration::from_millis(300);
+    let r = trial::run(&cfg, &AtomicBool::new(false)).expect("trial runs");
+    assert_eq!(r.backend, Backend::AfPacket, "{}", r.backend_note);
+    assert!(
+        r.backend_note.starts_with("auto: af_packet") && r.backend_note.contains("--rx-threads"),
+        "{}",
+        r.backend_note
+    );
+    assert_eq!(r.total.sent, 8_000);
+    assert_eq!(
+        r.rx_ports.iter().map(|p| p.ring_drops).sum::<u64>(),
+        0,
+        "AF_PACKET ring drops"
+    );
+}
+
 /// Both TX backends count exactly: 20,000 frames per backend on the direct topology, each
 /// checked against the kernel's count at B.
 #[test]

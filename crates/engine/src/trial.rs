@@ -43,10 +43,12 @@ pub struct TrialStream {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
-    /// AF_PACKET in this build (see [`Backend::resolve`] for why not XDP when it works).
-    #[default]
+    /// XDP when the trial fits it and the kernel and driver run it, else AF_PACKET, with the
+    /// reason in [`TrialReport::backend_note`] (see [`run`]).
     Auto,
-    /// AF_PACKET: TX ring or sendmmsg ([`TxRingConfig::backend`]), TPACKET_V3 receive.
+    /// AF_PACKET: TX ring or sendmmsg ([`TxRingConfig::backend`]), TPACKET_V3 receive. The
+    /// default: every plan, the runner's search and calibration were validated on it.
+    #[default]
     AfPacket,
     /// XDP (issue 8): [`crate::xdp::tx`] sends, [`crate::xdp::rx`] counts in the kernel; an
     /// AF_PACKET socket per port still answers ARP/ND ([`crate::xdp::trial`]).
@@ -59,25 +61,6 @@ impl Backend {
             Backend::Auto => "auto",
             Backend::AfPacket => "af_packet",
             Backend::Xdp => "xdp",
-        }
-    }
-
-    /// The backend that runs, and why (for [`TrialReport::backend_note`]).
-    ///
-    /// `Auto` is AF_PACKET, deliberately: every plan, the runner's search and calibration were
-    /// measured and validated on AF_PACKET, and the XDP backend does not yet cover all of its
-    /// features (more than one TX/RX thread per port, frames above
-    /// [`crate::xdp::tx::MAX_FRAME_LEN`], more than [`crate::xdp::rx::MAX_STREAMS`] streams
-    /// received per port). Switching `Auto` would silently change the figures of every
-    /// existing plan. `--backend xdp` forces XDP (docs/engine.md, "Choosing the backend").
-    pub fn resolve(self) -> (Backend, String) {
-        match self {
-            Backend::Auto => (
-                Backend::AfPacket,
-                "auto: AF_PACKET (the default; --backend xdp runs the XDP backend)".into(),
-            ),
-            Backend::AfPacket => (Backend::AfPacket, "af_packet: forced".into()),
-            Backend::Xdp => (Backend::Xdp, "xdp: forced".into()),
         }
     }
 }
@@ -109,7 +92,7 @@ pub struct TrialConfig {
     pub rx_ring: RxRingConfig,
     /// How long to wait for the next hop to answer ARP/ND.
     pub resolve_timeout: Duration,
-    /// The packet engine ([`Backend::Auto`]: AF_PACKET).
+    /// The packet engine (default AF_PACKET).
     pub backend: Backend,
     /// Transmit threads per sending port (1..=[`MAX_THREADS`]; at most one per stream).
     pub tx_threads: usize,
@@ -127,7 +110,7 @@ impl TrialConfig {
             tx_ring: TxRingConfig::default(),
             rx_ring: RxRingConfig::default(),
             resolve_timeout: Duration::from_secs(3),
-            backend: Backend::Auto,
+            backend: Backend::AfPacket,
             tx_threads: 1,
             rx_threads: 1,
         }
@@ -524,9 +507,53 @@ fn split<T: Copy>(items: &[T], n: usize) -> Vec<Vec<T>> {
         .collect()
 }
 
+/// Why `cfg` cannot run on the XDP backend, if it cannot: what [`crate::xdp::trial::check`]
+/// refuses, or an explicit request for the AF_PACKET sendmmsg path.
+fn unfit_for_xdp(cfg: &TrialConfig) -> Option<String> {
+    if cfg.tx_ring.backend == tx::TxBackend::Sendmmsg {
+        return Some("--tx-method sendmmsg is an AF_PACKET send path".into());
+    }
+    crate::xdp::trial::check(cfg).err().map(|e| e.to_string())
+}
+
 /// Runs one trial. `stop` aborts it early (Ctrl-C); counts so far are still reported.
+///
+/// [`Backend::Auto`] runs the XDP backend when the trial fits it ([`unfit_for_xdp`]); if XDP
+/// fails before the first frame is sent (no XDP in the kernel or driver, a program the
+/// verifier refuses, a veth peer that cannot take XDP frames), the trial runs on AF_PACKET
+/// instead. Either way the note says which ran and why. A failure after the start is
+/// reported, never retried: frames were sent.
 pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
-    let (backend, mut note) = cfg.backend.resolve();
+    match cfg.backend {
+        Backend::AfPacket => run_on(cfg, stop, Backend::AfPacket, "af_packet".into(), None),
+        Backend::Xdp => run_on(cfg, stop, Backend::Xdp, "xdp".into(), None),
+        Backend::Auto => {
+            if let Some(why) = unfit_for_xdp(cfg) {
+                let note = format!("auto: af_packet, as XDP cannot run this trial ({why})");
+                return run_on(cfg, stop, Backend::AfPacket, note, None);
+            }
+            let started = AtomicBool::new(false);
+            let note = "auto: xdp (the trial fits it and the kernel ran it)".to_string();
+            match run_on(cfg, stop, Backend::Xdp, note, Some(&started)) {
+                Err(e) if !started.load(Ordering::Acquire) && !stop.load(Ordering::Relaxed) => {
+                    let note = format!("auto: af_packet, as XDP failed before sending ({e})");
+                    run_on(cfg, stop, Backend::AfPacket, note, None)
+                }
+                other => other,
+            }
+        }
+    }
+}
+
+/// Runs one trial on `backend` (never `Auto`), with `note` to start the backend note. Sets
+/// `started` once the senders were given their start instant.
+fn run_on(
+    cfg: &TrialConfig,
+    stop: &AtomicBool,
+    backend: Backend,
+    mut note: String,
+    started: Option<&AtomicBool>,
+) -> Result<TrialReport> {
     for (what, n) in [("TX", cfg.tx_threads), ("RX", cfg.rx_threads)] {
         if !(1..=MAX_THREADS).contains(&n) {
             return Err(Error::Config(format!(
@@ -666,6 +693,9 @@ pub fn run(cfg: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport> {
             sys::monotonic_ns() + cfg.start_delay.as_nanos() as u64,
             Ordering::Release,
         );
+        if let Some(started) = started {
+            started.store(true, Ordering::Release);
+        }
         // Forward an external stop to the senders while they run.
         let mut tx_done = Vec::new();
         let mut first_err = None;
@@ -940,8 +970,10 @@ mod tests {
         assert_eq!("af-packet".parse::<Backend>(), Ok(Backend::AfPacket));
         assert_eq!("xdp".parse::<Backend>(), Ok(Backend::Xdp));
         assert!("dpdk".parse::<Backend>().is_err());
-        assert_eq!(Backend::Auto.resolve().0, Backend::AfPacket);
-        assert_eq!(Backend::Xdp.resolve().0, Backend::Xdp);
+        assert_eq!(
+            TrialConfig::new(Vec::new(), Vec::new()).backend,
+            Backend::AfPacket
+        );
         // A trial without streams is refused before touching any port, on either backend.
         let mut cfg = TrialConfig::new(vec![PortSpec::new("a", "nonexistent0")], Vec::new());
         cfg.backend = Backend::Xdp;

@@ -104,10 +104,11 @@ pub struct TrialArgs {
     /// Seconds the receivers keep counting after the last frame.
     #[arg(long, default_value_t = 0.5)]
     drain: f64,
-    /// Packet engine: auto (= af_packet in this build), af_packet, or xdp (XDP programs send
-    /// and count in the kernel; one TX/RX thread per port, frames up to 3000 B, at most 64
-    /// streams received per port). The table's first line says which ran and why.
-    #[arg(long, default_value = "auto", value_parser = parse_backend)]
+    /// Packet engine: af_packet (the default), xdp (XDP programs send and count in the
+    /// kernel; one RX thread per port, frames up to 3000 B, at most 64 streams received per
+    /// port), or auto (xdp when the trial fits it and the kernel runs it, else af_packet).
+    /// The table's first line says which ran and why.
+    #[arg(long, default_value = "af_packet", value_parser = parse_backend)]
     backend: trial::Backend,
     /// How the AF_PACKET backend hands frames to the kernel: ring (PACKET_TX_RING, the
     /// default) or sendmmsg.
