@@ -245,8 +245,10 @@ fn kill9_then_resume() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    // Two repetitions of a binary search against a tbf-shaped DUT (several trials each), 300 ms
+    // Four repetitions of a binary search against a tbf-shaped DUT (several trials each), 300 ms
     // trials: the kill lands in the middle of a search, whose recorded trials must be replayed.
+    // Four, not two: a repetition whose first trial is tester-limited stops after it, and with
+    // two such the run could end before its third trial, leaving nothing to kill.
     let plan = plan_file(
         d.path(),
         r#"name = "k9"
@@ -261,7 +263,7 @@ kind = "lab"
 lab = "forward"
 setup = ["tc qdisc replace dev wr-dut-b root tbf rate 20mbit burst 16kb limit 16kb"]
 [run]
-repetitions = 2
+repetitions = 4
 trial-duration = "300ms"
 settle = "50ms"
 profile-settle = "0s"
@@ -342,14 +344,15 @@ methodologies = ["rfc2544-throughput"]
     let n = keys.len();
     keys.dedup();
     assert_eq!(keys.len(), n, "a trial was measured twice");
-    // And the run is complete: both cases done, each search's trial indices 0..k contiguous.
+    // And the run is complete: every repetition done, each search's trial indices 0..k
+    // contiguous.
     let records = read_records(&out.join("trials.jsonl")).unwrap().records;
     let done = records
         .iter()
         .filter(|r| matches!(r, Record::Done(_)))
         .count();
-    assert_eq!(done, 2, "{stdout}");
-    for rep in 0..2 {
+    assert_eq!(done, 4, "{stdout}");
+    for rep in 0..4 {
         let idx: Vec<u32> = after
             .iter()
             .filter(|t| t.key.repetition == rep)
