@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use engine::port::PortSpec;
-use engine::stream::{Flows, Limit, Rate, StreamConfig};
+use engine::stream::{Limit, Rate, StreamConfig};
 use engine::trial::{self, StreamResult, TrialConfig, TrialReport, TrialStream};
 use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
@@ -115,18 +115,7 @@ impl UdpTrial {
             None => Limit::DurationNs(request.duration.as_nanos() as u64),
         };
         let stream = TrialStream {
-            config: StreamConfig {
-                id: 1,
-                frames: vec![template],
-                weights: vec![1],
-                flows: Flows::default(),
-                rate: Rate::Pps(pps),
-                burst: 1,
-                burst_gap: None,
-                limit,
-                reorder_every: None,
-                rewrite_macs: true,
-            },
+            config: StreamConfig::single(1, template, Rate::Pps(pps), limit),
             tx_port: 0,
             rx_port: 1,
         };

@@ -53,7 +53,7 @@ fn signature_of(ipv4: &[u8]) -> Option<(u16, u32)> {
 /// Loopback through DS-Lite, 64…1518 both ways. See the module doc.
 #[test]
 fn loopback_trial_through_dslite_both_ways() {
-    use engine::stream::{Flows, Limit, Rate, StreamConfig};
+    use engine::stream::{Limit, Rate, StreamConfig};
     use engine::trial::{self, TrialConfig, TrialStream};
     use wire::encap::EncapSpec;
     use wire::linerate::{Fate, FrameSize, Path};
@@ -172,16 +172,8 @@ fn loopback_trial_through_dslite_both_ways() {
             assert_eq!(t.len() + 4, size + 40);
             streams.push(TrialStream {
                 config: StreamConfig {
-                    id,
-                    frames: vec![t],
-                    weights: vec![1],
-                    flows: Flows::default(),
-                    rate: Rate::Pps(2_000.0),
-                    burst: 1,
-                    burst_gap: None,
-                    limit: Limit::Frames(frames),
-                    reorder_every: None,
                     rewrite_macs: false,
+                    ..StreamConfig::single(id, t, Rate::Pps(2_000.0), Limit::Frames(frames))
                 },
                 tx_port,
                 rx_port,

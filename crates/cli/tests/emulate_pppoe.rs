@@ -510,7 +510,7 @@ fn cli_server_and_client_bring_a_session_up() {
 /// on the encapsulated frame (reference size + 8) with `wire::linerate`.
 #[test]
 fn loopback_trial_through_a_pppoe_session_both_ways() {
-    use engine::stream::{Flows, Limit, Rate, StreamConfig};
+    use engine::stream::{Limit, Rate, StreamConfig};
     use engine::trial::{self, TrialConfig, TrialStream};
     use wire::encap::EncapSpec;
     use wire::linerate::{FrameSize, Path};
@@ -592,16 +592,8 @@ fn loopback_trial_through_a_pppoe_session_both_ways() {
             assert!(t.len() - 22 <= info.max_datagram(), "within the peer's MRU");
             streams.push(TrialStream {
                 config: StreamConfig {
-                    id,
-                    frames: vec![t],
-                    weights: vec![1],
-                    flows: Flows::default(),
-                    rate: Rate::Pps(5_000.0),
-                    burst: 1,
-                    burst_gap: None,
-                    limit: Limit::Frames(frames),
-                    reorder_every: None,
                     rewrite_macs: false,
+                    ..StreamConfig::single(id, t, Rate::Pps(5_000.0), Limit::Frames(frames))
                 },
                 tx_port,
                 rx_port,

@@ -88,18 +88,7 @@ fn stream(id: u16, src: IpAddr, dst: IpAddr, size: usize, pps: f64, limit: Limit
     spec.dst_ip = dst;
     spec.dst_port = 9;
     let t = FrameTemplate::new(&spec, size).expect("template");
-    StreamConfig {
-        id,
-        frames: vec![t],
-        weights: vec![1],
-        flows: Flows::default(),
-        rate: Rate::Pps(pps),
-        burst: 1,
-        burst_gap: None,
-        limit,
-        reorder_every: None,
-        rewrite_macs: true,
-    }
+    StreamConfig::single(id, t, Rate::Pps(pps), limit)
 }
 
 /// A stream sent from port A (index 0) and received on port B (index 1).

@@ -413,19 +413,12 @@ fn measure_ours(
     backend: TxBenchBackend,
     frame: &FrameTemplate,
 ) -> Result<(f64, crate::tx::TxPortReport)> {
+    let limit = Limit::DurationNs(
+        (cfg.warmup + cfg.duration + Duration::from_millis(300)).as_nanos() as u64,
+    );
     let stream = StreamConfig {
-        id: 1,
-        frames: vec![frame.clone()],
-        weights: vec![1],
-        flows: Default::default(),
-        rate: Rate::Unlimited,
-        burst: 1,
-        burst_gap: None,
-        limit: Limit::DurationNs(
-            (cfg.warmup + cfg.duration + Duration::from_millis(300)).as_nanos() as u64,
-        ),
-        reorder_every: None,
         rewrite_macs: false,
+        ..StreamConfig::single(1, frame.clone(), Rate::Unlimited, limit)
     };
     let port = net.port(&net.tx_if, Some(cfg.cpu));
     let stop = AtomicBool::new(false);
@@ -880,16 +873,8 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
 /// frames the device accepted and the sender's achieved rate.
 fn xdp_source(net: &BenchNet, frame: &FrameTemplate, cfg: &RxBenchConfig) -> Result<(u64, f64)> {
     let stream = StreamConfig {
-        id: 2,
-        frames: vec![frame.clone()],
-        weights: vec![1],
-        flows: Default::default(),
-        rate: Rate::Unlimited,
-        burst: 1,
-        burst_gap: None,
-        limit: Limit::Frames(cfg.frames),
-        reorder_every: None,
         rewrite_macs: false,
+        ..StreamConfig::single(2, frame.clone(), Rate::Unlimited, Limit::Frames(cfg.frames))
     };
     let port = net.port(&net.tx_if, Some(cfg.tx_cpu));
     let stop = AtomicBool::new(false);

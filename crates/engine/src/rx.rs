@@ -523,17 +523,9 @@ mod tests {
 
     #[test]
     fn receiver_classifies_ours_unexpected_and_foreign() {
-        let cfg = |id| StreamConfig {
-            id,
-            frames: vec![crate::stream::tests_support::signed_frame(60, id)],
-            weights: vec![1],
-            flows: Default::default(),
-            rate: Rate::Pps(1.0),
-            burst: 1,
-            burst_gap: None,
-            limit: Limit::Frames(1),
-            reorder_every: None,
-            rewrite_macs: true,
+        let cfg = |id| {
+            let frame = crate::stream::tests_support::signed_frame(60, id);
+            StreamConfig::single(id, frame, Rate::Pps(1.0), Limit::Frames(1))
         };
         let g3 = FrameGen::new(&cfg(3)).unwrap();
         let g4 = FrameGen::new(&cfg(4)).unwrap();

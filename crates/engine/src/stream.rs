@@ -115,6 +115,24 @@ pub struct StreamConfig {
 }
 
 impl StreamConfig {
+    /// The plain case: one frame template sent at a constant `rate` until `limit`, no flow
+    /// variation, bursts or reordering, MACs resolved by the trial (`rewrite_macs`). Callers
+    /// change the fields they need on top.
+    pub fn single(id: u16, frame: FrameTemplate, rate: Rate, limit: Limit) -> StreamConfig {
+        StreamConfig {
+            id,
+            frames: vec![frame],
+            weights: vec![1],
+            flows: Flows::default(),
+            rate,
+            burst: 1,
+            burst_gap: None,
+            limit,
+            reorder_every: None,
+            rewrite_macs: true,
+        }
+    }
+
     /// Average frame length including the 4-byte FCS, weighted by `weights`.
     pub fn avg_len_with_fcs(&self) -> f64 {
         let total: u64 = self.weights.iter().map(|&w| u64::from(w)).sum();

@@ -147,23 +147,17 @@ mod tests {
     use super::*;
     use crate::port::PortSpec;
     use crate::stream::tests_support::signed_frame;
-    use crate::stream::{Flows, Limit, Rate, StreamConfig};
+    use crate::stream::{Limit, Rate, StreamConfig};
     use crate::trial::{self, Backend, TrialStream};
     use std::sync::atomic::AtomicBool;
 
     fn one_stream(len: usize) -> TrialConfig {
-        let config = StreamConfig {
-            id: 3,
-            frames: vec![signed_frame(len, 3)],
-            weights: vec![1],
-            flows: Flows::default(),
-            rate: Rate::Pps(1000.0),
-            burst: 1,
-            burst_gap: None,
-            limit: Limit::Frames(10),
-            reorder_every: None,
-            rewrite_macs: true,
-        };
+        let config = StreamConfig::single(
+            3,
+            signed_frame(len, 3),
+            Rate::Pps(1000.0),
+            Limit::Frames(10),
+        );
         let ports = vec![
             PortSpec::new("a", "nonexistent0"),
             PortSpec::new("b", "nonexistent1"),
