@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use bench::results::{read_records, Record};
 
 mod common_run;
-use common_run::{has_tool, is_root, plan_file, run, run_ok, trials, WIRERATE};
+use common_run::{has_tool, is_root, plan_file, run, run_ok, run_plan_ok, trials, WIRERATE};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -97,12 +97,7 @@ methodologies = ["rfc2544-throughput"]
     let (out, done, stdout) = loop {
         attempt += 1;
         let out = d.path().join(format!("run{attempt}"));
-        let stdout = run_ok(&[
-            "run",
-            plan.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let stdout = run_plan_ok(&plan, &out);
         let records = read_records(&out.join("trials.jsonl")).unwrap().records;
         let done = records
             .iter()
@@ -166,12 +161,7 @@ methodologies = ["iperf3"]
 "#,
     );
     let out = d.path().join("run");
-    let stdout = run_ok(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let stdout = run_plan_ok(&plan, &out);
     let ts = trials(&out);
     assert_eq!(ts.len(), 4, "{stdout}");
     for t in &ts {

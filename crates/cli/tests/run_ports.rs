@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use bench::plan::Plan;
 
 mod common_run;
-use common_run::{has_tool, is_root, plan_file, run, run_ok, trials};
+use common_run::{has_tool, is_root, plan_file, run, run_plan_ok, trials};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -232,12 +232,7 @@ methodologies = ["iperf3"]
     );
     assert!(String::from_utf8_lossy(&check.stdout).contains("ports: lan (wrh4a in"));
     let out = d.path().join("run");
-    let stdout = run_ok(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let stdout = run_plan_ok(&plan, &out);
     println!("{stdout}");
     let ts = trials(&out);
     let udp: Vec<_> = ts.iter().filter(|t| t.tcp.is_none()).collect();
@@ -332,12 +327,7 @@ fn pppoe_ports_carry_the_trials() {
     let plan_path = plan_file(d.path(), &text);
     let plan = Plan::parse(&text, "plan.toml").unwrap();
     let out = d.path().join("run");
-    let stdout = run_ok(&[
-        "run",
-        plan_path.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let stdout = run_plan_ok(&plan_path, &out);
     println!("{stdout}");
     let ts = trials(&out);
     assert_eq!(ts.len(), 3, "one passing trial per frame size at 1 % load");
@@ -475,12 +465,7 @@ methodologies = ["rfc2544-throughput"]
     let plan_path = plan_file(d.path(), &text);
     let plan = Plan::parse(&text, "plan.toml").unwrap();
     let out = d.path().join("run");
-    let stdout = run_ok(&[
-        "run",
-        plan_path.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let stdout = run_plan_ok(&plan_path, &out);
     println!("{stdout}");
     let ts = trials(&out);
     assert_eq!(ts.len(), 3, "one passing trial per frame size at 1 % load");

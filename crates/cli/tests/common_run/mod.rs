@@ -74,3 +74,14 @@ pub fn run_ok(args: &[&str]) -> String {
     );
     stdout
 }
+
+/// `wirerate run PLAN --out OUT`, which must succeed; returns its stdout.
+#[track_caller]
+pub fn run_plan_ok(plan: &Path, out: &Path) -> String {
+    run_ok(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
