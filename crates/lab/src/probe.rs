@@ -5,7 +5,7 @@
 //! The result is cached for the life of the process.
 
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -106,9 +106,17 @@ const PROBE_EXTHDR: &str = "table inet wr_probe_exthdr {\n  chain f {\n    type 
 const PROBE_FLOWTABLE: &str = "table inet wr_probe_ft {\n  flowtable ft {\n    hook ingress priority 0; devices = { \"wr-p0\", \"wr-p1\" };\n  }\n  chain f {\n    type filter hook forward priority 0; policy accept;\n    meta l4proto { tcp, udp } flow add @ft\n  }\n}\n";
 
 static CACHE: OnceLock<Features> = OnceLock::new();
+/// Held while probing: the probe namespace is named by the process id, so two threads
+/// probing at once would share it and one would delete it under the other (a CI run saw
+/// "Cannot open network namespace wr-probe-<pid>" and NAT wrongly reported unsupported).
+static PROBING: Mutex<()> = Mutex::new(());
 
 /// Probe (once per process) what this kernel supports. Needs root and iproute2 + nftables.
 pub fn features() -> Result<Features> {
+    if let Some(f) = CACHE.get() {
+        return Ok(f.clone());
+    }
+    let _one_prober = PROBING.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(f) = CACHE.get() {
         return Ok(f.clone());
     }
