@@ -63,6 +63,29 @@ struct stream_state {
 	__u64 last_ns;
 };
 
+/* Keep in sync with engine::xdp::sys::Schedule. The stream's absolute schedule, kept by the
+ * program itself (engine::pacing::Pacer, with a batch of one frame): when `on`, every
+ * iteration of a BPF_PROG_RUN call reads the clock and sends the stream's next frame only if it
+ * is due, else drops the page back to the pool (an idle iteration). One call then covers a
+ * millisecond or so of the schedule, frames leave at their due time (not in user-space batches),
+ * and a handful of calls per millisecond become one: each call creates and destroys a page pool,
+ * and a pool whose pages are still inside the device under test is released later by a kernel
+ * worker on this CPU, at a cost that grows with the number of pools waiting (seen with perf:
+ * page_pool_release_retry -> mem_allocator_disconnect walking every pool, a whole CPU at
+ * 20,000 calls/s). Times are in ns; period and spacing in ns << 16 (fixed point). */
+struct schedule {
+	__u64 start_ns;
+	__u64 period_fp;       /* between the starts of two bursts */
+	__u64 spacing_fp;      /* between two frames of a burst (0: due together) */
+	__u64 burst;           /* frames per burst, >= 1 */
+	__u64 limit;           /* frames to issue (U64_MAX: none) */
+	__u64 max_debt;        /* frames due but not sent beyond this are slipped */
+	__u64 slipped;         /* frames dropped from the schedule after stalls */
+	__u64 max_seen_debt;
+	__u32 on;
+	__u32 slips_use_limit; /* duration-limited: slipped frames use up the limit */
+};
+
 /* Keep in sync with engine::xdp::sys::RecipeState. */
 struct recipe_state {
 	__u64 processed;
@@ -118,6 +141,59 @@ struct {
 	__type(key, __u32);
 	__type(value, struct ctl);
 } ctl SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_STREAMS);
+	__type(key, __u32);
+	__type(value, struct schedule);
+} schedules SEC(".maps");
+
+/* Frames of `p`'s schedule due by `now` (engine::pacing::Pacer::scheduled). */
+static __always_inline __u64 scheduled(const struct schedule *p, __u64 now)
+{
+	if (now < p->start_ns || p->period_fp == 0)
+		return 0;
+	/* Elapsed time in ns << 16: fits 64 bits for 39 hours, beyond any trial. */
+	__u64 elapsed = (now - p->start_ns) << 16;
+	__u64 k = elapsed / p->period_fp;
+	__u64 in_burst = p->burst;
+	if (p->spacing_fp > 0) {
+		__u64 within = elapsed - k * p->period_fp;
+		in_burst = within / p->spacing_fp + 1;
+		if (in_burst > p->burst)
+			in_burst = p->burst;
+	}
+	return k * p->burst + in_burst;
+}
+
+/* Whether stream state `s` may send a frame now under schedule `p` (engine::pacing::Pacer::due
+ * with a batch of one): counts slips after a stall longer than the debt cap. */
+static __always_inline int due_now(struct schedule *p, const struct stream_state *s, __u64 now)
+{
+	__u64 spent = s->next + (p->slips_use_limit ? p->slipped : 0);
+	if (spent >= p->limit)
+		return 0;
+	__u64 sched = scheduled(p, now);
+	__u64 cap = p->limit + p->slipped;
+	if (cap < p->limit)
+		cap = ~0ULL;
+	if (sched > cap)
+		sched = cap;
+	__u64 pos = s->next + p->slipped;
+	if (sched <= pos)
+		return 0;
+	__u64 debt = sched - pos;
+	if (debt > p->max_debt) {
+		p->slipped += debt - p->max_debt;
+		debt = p->max_debt;
+		if (p->slips_use_limit && s->next + p->slipped >= p->limit)
+			return 0;
+	}
+	if (debt > p->max_seen_debt)
+		p->max_seen_debt = debt;
+	return 1;
+}
 
 static __always_inline __u64 splitmix(__u64 z)
 {
@@ -189,9 +265,22 @@ int wr_tx(struct xdp_md *ctx)
 		return XDP_DROP;
 	}
 	c->current = ri;
-	rs->processed++;
-	if (r->flags & RECIPE_PROBE)
+	if (r->flags & RECIPE_PROBE) {
+		rs->processed++;
 		return XDP_TX;
+	}
+	__u32 si = r->stream;
+	struct stream_state *s = bpf_map_lookup_elem(&streams, &si);
+	struct schedule *p = bpf_map_lookup_elem(&schedules, &si);
+	if (!s || !p) {
+		c->bad_recipe++;
+		return XDP_DROP;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	/* Not due yet (or the schedule is over): an idle iteration, nothing sent or counted. */
+	if (p->on && !due_now(p, s, now))
+		return XDP_DROP;
+	rs->processed++;
 	/* A recycled page can hold what the device under test wrote into an earlier frame's
 	 * buffer: forwarding rewrites the MACs and the TTL, NAT the addresses and ports, in place,
 	 * and the page comes back to this run's page pool when the DUT frees the skb. So the
@@ -209,12 +298,6 @@ int wr_tx(struct xdp_md *ctx)
 		return XDP_DROP;
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
-	__u32 si = r->stream;
-	struct stream_state *s = bpf_map_lookup_elem(&streams, &si);
-	if (!s) {
-		c->bad_recipe++;
-		return XDP_DROP;
-	}
 
 	__u64 index = s->next;
 	s->next = index + 1;
@@ -227,7 +310,8 @@ int wr_tx(struct xdp_md *ctx)
 		else if (rem == k - 1)
 			seq = index - 1;
 	}
-	__u64 now = bpf_ktime_get_ns();
+	if (!p->on)
+		now = bpf_ktime_get_ns();
 	if (index == 0)
 		s->first_ns = now;
 	s->last_ns = now;

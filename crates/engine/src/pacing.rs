@@ -34,6 +34,18 @@ fn batch_at(rate: f64) -> u64 {
     ((rate * 50e-6).ceil() as u64).clamp(1, MAX_BATCH)
 }
 
+/// A [`Pacer`]'s constants (see [`Pacer::shape`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PacerShape {
+    pub start_ns: u64,
+    pub period_ns: f64,
+    pub spacing_ns: f64,
+    pub burst: u64,
+    pub limit: u64,
+    pub max_debt: u64,
+    pub slips_use_limit: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct Pacer {
     start_ns: u64,
@@ -140,6 +152,28 @@ impl Pacer {
 
     pub fn batch(&self) -> u64 {
         self.batch
+    }
+
+    /// The schedule's constants, for a sender that keeps the schedule elsewhere (the XDP
+    /// program, [`crate::xdp::tx`]): the same arithmetic as [`Pacer::due`] with a batch of one.
+    pub fn shape(&self) -> PacerShape {
+        PacerShape {
+            start_ns: self.start_ns,
+            period_ns: self.period_ns,
+            spacing_ns: self.spacing_ns,
+            burst: self.burst,
+            limit: self.limit,
+            max_debt: self.max_debt,
+            slips_use_limit: self.slips_use_limit,
+        }
+    }
+
+    /// Takes over the progress a schedule kept elsewhere made (frames issued and slipped), so
+    /// [`Pacer::next_due_ns`], [`Pacer::done`] and the reports follow it.
+    pub fn sync(&mut self, issued: u64, slipped: u64, max_seen_debt: u64) {
+        self.issued = issued;
+        self.slipped = slipped;
+        self.max_seen_debt = self.max_seen_debt.max(max_seen_debt);
     }
 
     pub fn issued(&self) -> u64 {

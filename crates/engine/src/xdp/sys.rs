@@ -150,6 +150,23 @@ pub struct StreamState {
     pub last_ns: u64,
 }
 
+/// `struct schedule` of `bpf/tx.bpf.c`: a stream's absolute schedule, kept by the program
+/// (times in ns, period and spacing in ns << 16).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Schedule {
+    pub start_ns: u64,
+    pub period_fp: u64,
+    pub spacing_fp: u64,
+    pub burst: u64,
+    pub limit: u64,
+    pub max_debt: u64,
+    pub slipped: u64,
+    pub max_seen_debt: u64,
+    pub on: u32,
+    pub slips_use_limit: u32,
+}
+
 /// `struct recipe_state` of `bpf/tx.bpf.c`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -203,6 +220,8 @@ unsafe impl aya::Pod for StreamState {}
 unsafe impl aya::Pod for RecipeState {}
 // SAFETY: as above: #[repr(C)], integers only, no padding.
 unsafe impl aya::Pod for Ctl {}
+// SAFETY: as above: #[repr(C)], integers only, no padding.
+unsafe impl aya::Pod for Schedule {}
 
 #[cfg(test)]
 mod tests {
@@ -215,6 +234,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<StreamState>(), 24);
         assert_eq!(std::mem::size_of::<RecipeState>(), 32);
         assert_eq!(std::mem::size_of::<Ctl>(), 16);
+        assert_eq!(std::mem::size_of::<Schedule>(), 8 * 8 + 4 * 2);
         assert_eq!(std::mem::size_of::<XdpMd>(), 24);
         assert_eq!(std::mem::size_of::<TestRunAttr>(), 80);
     }

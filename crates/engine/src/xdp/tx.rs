@@ -43,7 +43,7 @@
 //! 254 frame sizes per port. Programs and tracepoint links are released when the sender is
 //! dropped (the `BPF_PROG_RUN` program is never attached to an interface).
 
-use super::sys::{self, Ctl, Header, Recipe, RecipeState, StreamState as MapStream};
+use super::sys::{self, Ctl, Header, Recipe, RecipeState, Schedule, StreamState as MapStream};
 use crate::pacing::{Pacer, StreamPacing};
 use crate::port::PortSpec;
 use crate::stream::{FlowMode, FrameGen, StreamConfig};
@@ -92,6 +92,9 @@ pub struct XdpSender {
     runs: Vec<Run>,
     /// Per stream: its recipes (indices into `runs`) and the frame length of each.
     stream_runs: Vec<Vec<usize>>,
+    /// The time one idle iteration of a kernel-paced call takes (ns), measured at `open` when
+    /// the sender has one stream of one frame size.
+    idle_ns: Option<f64>,
 }
 
 impl std::fmt::Debug for XdpSender {
@@ -314,9 +317,13 @@ pub fn open(
         ifname: spec.ifname.clone(),
         runs,
         stream_runs,
+        idle_ns: None,
     };
     sender.set_thread()?;
     sender.probe(spec, own_mac.unwrap_or([2, 0, 0, 0, 0, 0]))?;
+    if sender.stream_runs.len() == 1 && sender.stream_runs[0].len() == 1 {
+        sender.idle_ns = Some(sender.idle_iteration_ns(sender.stream_runs[0][0])?);
+    }
     Ok(sender)
 }
 
@@ -376,6 +383,43 @@ impl XdpSender {
             repeat,
             LIVE_BATCH,
         )
+    }
+
+    fn schedule(&self, i: u32) -> Result<Schedule> {
+        array_ro::<Schedule>(&self.bpf, "schedules")?
+            .get(&i, 0)
+            .map_err(|e| bpf_err("schedules", e))
+    }
+
+    fn set_schedule(&mut self, i: u32, s: &Schedule) -> Result<()> {
+        array::<Schedule>(&mut self.bpf, "schedules")?
+            .set(i, s, 0)
+            .map_err(|e| bpf_err("schedules", e))
+    }
+
+    /// The time one idle iteration of a kernel-paced call takes (ns), measured with a schedule
+    /// that starts far in the future, so that nothing is sent: a call's length in iterations
+    /// is sized from it. The stream's state is untouched (no frame is counted).
+    fn idle_iteration_ns(&mut self, run: usize) -> Result<f64> {
+        const PROBE: u32 = 20_000;
+        let never = Schedule {
+            start_ns: u64::MAX / 2,
+            period_fp: 1 << 16,
+            burst: 1,
+            limit: u64::MAX,
+            max_debt: 1,
+            on: 1,
+            ..Default::default()
+        };
+        self.set_schedule(0, &never)?;
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let t0 = crate::sys::monotonic_ns();
+            self.prog_run(&self.runs[run].data, PROBE)
+                .map_err(|e| Error::io(format!("XDP TX: BPF_PROG_RUN on {}", self.ifname), e))?;
+            best = best.min((crate::sys::monotonic_ns() - t0) as f64 / f64::from(PROBE));
+        }
+        Ok(best.max(1.0))
     }
 
     fn recipe_state(&self, i: u32) -> Result<RecipeState> {
@@ -510,6 +554,9 @@ pub fn run(
     sender.set_thread()?;
     let _ = crate::sys::set_timer_slack_ns(1);
     let mut streams = schedules(gens, start_ns);
+    if kernel_paced_fits(sender, &streams) {
+        return run_kernel_paced(sender, streams, stop);
+    }
     let (mut runs_done, mut max_batch, mut processed_total) = (0u64, 0u64, 0u64);
     // Frames of each recipe due in this round (IMIX streams split by size).
     let mut per_recipe = vec![0u64; sender.runs.len()];
@@ -599,6 +646,104 @@ pub fn run(
         }
     }
     report(sender, &streams, runs_done, max_batch, processed_total)
+}
+
+/// Whether the program can keep this sender's schedule itself ([`run_kernel_paced`]): one
+/// paced stream of one frame size, without deliberate reordering (a run carries one base
+/// frame, so several recipes would have to take turns in user space).
+fn kernel_paced_fits(sender: &XdpSender, streams: &[Sched<'_>]) -> bool {
+    streams.len() == 1
+        && sender.stream_runs.first().is_some_and(|r| r.len() == 1)
+        && !streams[0].unpaced
+        && streams[0].cfg.reorder_every.unwrap_or(0) < 2
+}
+
+/// About how long one [`run_kernel_paced`] call lasts when it sends nothing.
+const KERNEL_PACED_WINDOW_NS: u64 = 1_000_000;
+/// The sender sleeps only when its next frame is further away than this, and wakes this much
+/// before it. Why not sleep between every two frames at low rates: an idle vCPU halts, and
+/// the hypervisor may take over 10 ms to run it again (seen at 1 kpps: 9–90 frames slipped in
+/// 2 of 8 runs with a 1 ms sleep between frames, none while the CPU was kept busy). A tester
+/// CPU spins, as DPDK generators do.
+const KERNEL_PACED_SLEEP_NS: u64 = 20_000_000;
+
+/// The schedule kept by the program (`struct schedule` of `bpf/tx.bpf.c`): every iteration of a
+/// call reads the clock and sends the stream's next frame only when it is due. User space
+/// only sizes the calls (about [`KERNEL_PACED_WINDOW_NS`] of schedule each, from the measured
+/// cost of an idle iteration), sleeps when the next frame is far, and watches `stop`.
+///
+/// Why: with user-space batches of ~50 µs, a sender made ~20,000 calls/s; each call creates a
+/// page pool, and a pool whose pages are still in the device under test when the call ends is
+/// freed later by a kernel worker on the sender's CPU at a cost that grows with the number of
+/// pools waiting. Through the lab DUT that worker took the whole tester CPU for stretches of
+/// 5–150 ms (perf: page_pool_release_retry → mem_allocator_disconnect) and the sender slipped
+/// its schedule at any rate. One call per millisecond keeps that work negligible, and frames
+/// now leave at their due time instead of in 50 µs batches.
+fn run_kernel_paced(
+    sender: &mut XdpSender,
+    mut streams: Vec<Sched<'_>>,
+    stop: &AtomicBool,
+) -> Result<TxPortReport> {
+    let run = sender.stream_runs[0][0];
+    let shape = streams[0].pacer.shape();
+    let fixed = |ns: f64| (ns * 65536.0).round() as u64;
+    let schedule = Schedule {
+        start_ns: shape.start_ns,
+        period_fp: fixed(shape.period_ns).max(1),
+        spacing_fp: fixed(shape.spacing_ns),
+        burst: shape.burst,
+        limit: shape.limit,
+        max_debt: shape.max_debt,
+        on: 1,
+        slips_use_limit: u32::from(shape.slips_use_limit),
+        ..Default::default()
+    };
+    // Measured in `open`, before the start instant.
+    let idle_ns = sender.idle_ns.unwrap_or(50.0);
+    sender.set_schedule(0, &schedule)?;
+    let repeat = (KERNEL_PACED_WINDOW_NS as f64 / idle_ns)
+        .ceil()
+        .clamp(64.0, (1 << 20) as f64) as u32;
+    let (mut calls, mut max_per_call) = (0u64, 0u64);
+    let s = &mut streams[0];
+    loop {
+        let st = sender.stream_state(0)?;
+        let sc = sender.schedule(0)?;
+        s.pacer.sync(st.next, sc.slipped, sc.max_seen_debt);
+        max_per_call = max_per_call.max(st.next - s.next);
+        s.next = st.next;
+        if s.pacer.done() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let due = s.pacer.next_due_ns();
+        let now = crate::sys::monotonic_ns();
+        if due > now + KERNEL_PACED_SLEEP_NS {
+            // Far ahead: sleep (at most 10 ms at a time, to watch `stop`).
+            crate::sys::sleep_until((due - KERNEL_PACED_SLEEP_NS / 2).min(now + 10_000_000));
+            continue;
+        }
+        match sender.prog_run(&sender.runs[run].data, repeat) {
+            Ok(()) => {}
+            // A signal cut the call short: the program's state says how far it got.
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) => {
+                return Err(Error::io(
+                    format!("XDP TX: BPF_PROG_RUN on {}", sender.ifname),
+                    e,
+                ))
+            }
+        }
+        calls += 1;
+    }
+    sender.set_schedule(
+        0,
+        &Schedule {
+            on: 0,
+            ..sender.schedule(0)?
+        },
+    )?;
+    let processed = streams[0].next;
+    report(sender, &streams, calls, max_per_call, processed)
 }
 
 fn report(
