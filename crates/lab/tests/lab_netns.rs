@@ -221,6 +221,7 @@ fn direct_ping_both_families() {
 /// UDP packets/s the DUT delivered to port B (wr-b's rx counter over the run), offered by
 /// iperf3 with 18-byte payloads (64-byte frames) for 2 s. The interface counter, not the
 /// iperf3 server's count, because the server's socket also drops under CPU contention.
+/// A speed: used only by the benchmark below, never asserted on.
 fn udp_rate(lab: &Lab, dst: &str) -> (f64, String) {
     let mut srv = iperf3_server(lab, Node::B, 5201);
     let before = lab.snapshot().unwrap();
@@ -250,47 +251,219 @@ fn udp_rate(lab: &Lab, dst: &str) -> (f64, String) {
     (pps, report)
 }
 
+/// The kernel's own packet counters of `node`'s namespace: `/proc/net/snmp` (as
+/// `Ip:ForwDatagrams`, `Udp:InDatagrams`, …) and `/proc/net/snmp6` (`Ip6OutForwDatagrams`, …).
+/// Per namespace, so they count exactly what that node's stack did.
+fn snmp(lab: &Lab, node: Node) -> std::collections::HashMap<String, u64> {
+    let text = ok(lab, node, &["cat", "/proc/net/snmp", "/proc/net/snmp6"]);
+    let mut m = std::collections::HashMap::new();
+    let mut header: Option<(String, Vec<String>)> = None;
+    for line in text.lines() {
+        let mut w = line.split_whitespace();
+        let Some(first) = w.next() else { continue };
+        if let Some(proto) = first.strip_suffix(':') {
+            // snmp: a header line of names, then a line of values with the same prefix.
+            let rest: Vec<String> = w.map(str::to_string).collect();
+            match header.take() {
+                Some((p, names)) if p == proto && rest.iter().all(|x| x.parse::<i64>().is_ok()) => {
+                    for (n, v) in names.iter().zip(&rest) {
+                        m.insert(format!("{p}:{n}"), v.parse::<u64>().unwrap_or(0));
+                    }
+                }
+                _ => header = Some((proto.to_string(), rest)),
+            }
+        } else if let Some(v) = w.next().and_then(|v| v.parse::<u64>().ok()) {
+            // snmp6: `name value`.
+            m.insert(first.to_string(), v);
+        }
+    }
+    m
+}
+
+/// Packets the DUT forwarded, both families: counted by the kernel after the forward hook
+/// accepted them (`ip_forward_finish`, `ip6_forward_finish`).
+fn forwarded(m: &std::collections::HashMap<String, u64>) -> u64 {
+    m["Ip:ForwDatagrams"] + m["Ip6OutForwDatagrams"]
+}
+
+/// The tester's receive counter on a port: an nftables counter of UDP datagrams to or from
+/// iperf3's port arriving on `node`'s interface, before any socket. Exact whether or not
+/// iperf3 reads them (the kernel's `Udp:InDatagrams` counts only what a program read, so a
+/// datagram still queued when iperf3 closes its socket would vanish from it).
+fn count_udp_rx(lab: &Lab, node: Node) {
+    ok(
+        lab,
+        node,
+        &[
+            "nft",
+            "add table inet rx_count; \
+             add counter inet rx_count udp_rx; \
+             add chain inet rx_count rx { type filter hook prerouting priority -300; }; \
+             add rule inet rx_count rx udp sport 5201 counter name udp_rx; \
+             add rule inet rx_count rx udp dport 5201 counter name udp_rx",
+        ],
+    );
+}
+
+fn udp_rx(lab: &Lab, node: Node) -> u64 {
+    let out = ok(
+        lab,
+        node,
+        &["nft", "-j", "list", "counters", "table", "inet", "rx_count"],
+    );
+    lab::stats::parse_nft_counters(&out).unwrap()[0].packets
+}
+
+fn accepted(lab: &Lab) -> u64 {
+    lab.snapshot()
+        .unwrap()
+        .counter("accepted")
+        .map_or(0, |c| c.packets)
+}
+
+/// UDP datagrams sent through the DUT by the mechanism test: few, so that all of them (and
+/// iperf3's control connection) fit in one softnet backlog. Even a DUT that stalled for the
+/// whole run could not overflow its backlog, so any loss is a fault, not slowness.
+const MECHANISM_PACKETS: u64 = 500;
+
 #[test]
-fn filter_stateless_10000_cuts_udp_rate_tenfold() {
+fn filter_stateless_10000_every_forwarded_packet_walks_the_list() {
     require!("iperf3", "ss");
-    with_deadline("it-filter", 90, || {
+    with_deadline("it-filter", 120, || {
         let (lab, _g) = up("it-filter", Topology::Forward, None);
         let dst = lab.port(PortId::B).unwrap().ipv4.to_string();
-        let (fwd, r1) = udp_rate(&lab, &dst);
-        println!("forward: {r1}");
 
         let p = Profile::parse("filter-stateless-10000").unwrap();
         let t0 = Instant::now();
         lab.apply_profile(&p).unwrap();
-        let load = t0.elapsed();
         println!(
-            "filter-stateless-10000 loaded in {:.3} s",
-            load.as_secs_f64()
+            "filter-stateless-10000 loaded in {:.3} s (printed, not asserted)",
+            t0.elapsed().as_secs_f64()
         );
-        assert!(load < Duration::from_secs(5), "10,000 rules took {load:?}");
+
+        // Loaded: 10,000 drop rules, then the counted accept as the chain's last rule, so a
+        // packet reaches the `accepted` counter only after being compared with every rule.
         let rules = ok(
             &lab,
             Node::Dut,
             &["nft", "list", "table", "inet", "wirerate"],
         );
+        let lines: Vec<&str> = rules.lines().map(str::trim).collect();
+        let drops: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].ends_with(" drop"))
+            .collect();
+        assert_eq!(drops.len(), 10_000, "{}", &rules[..rules.len().min(2000)]);
+        let last_drop = *drops.last().unwrap();
+        assert_eq!(lines[last_drop + 1], "counter name \"accepted\" accept");
         assert_eq!(
-            rules.lines().filter(|l| l.ends_with(" drop")).count(),
-            10_000
+            lines[last_drop + 2],
+            "}",
+            "the counted accept is the last rule"
         );
 
-        let (filtered, r2) = udp_rate(&lab, &dst);
-        println!("filter-stateless-10000: {r2}");
-        println!("ratio forward/filtered = {:.1}", fwd / filtered.max(1.0));
-        assert!(filtered > 0.0, "the filter must still forward");
+        // A fixed number of small UDP datagrams at ~1,000/s (18 bytes * 8 bit = 144 bit each).
+        let backlog: u64 = std::fs::read_to_string("/proc/sys/net/core/netdev_max_backlog")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         assert!(
-            fwd >= 10.0 * filtered,
-            "expected >= 10x: forward {fwd:.0} pps vs filtered {filtered:.0} pps"
+            MECHANISM_PACKETS * 2 <= backlog,
+            "netdev_max_backlog {backlog} is too small for {MECHANISM_PACKETS} packets"
         );
-        // Every forwarded packet walked the list to the final accept.
-        let s = lab.snapshot().unwrap();
-        assert!(s.counter("accepted").unwrap().packets > 0);
+        count_udp_rx(&lab, Node::A);
+        count_udp_rx(&lab, Node::B);
+        let (a0, b0, dut0) = (
+            snmp(&lab, Node::A),
+            snmp(&lab, Node::B),
+            snmp(&lab, Node::Dut),
+        );
+        let acc0 = accepted(&lab);
+        let before = lab.snapshot().unwrap();
+        let srv = iperf3_server(&lab, Node::B, 5201);
+        let n = MECHANISM_PACKETS.to_string();
+        let argv = [
+            "iperf3", "-c", &dst, "-p", "5201", "-u", "-b", "144K", "-l", "18", "-k", &n, "-J",
+        ];
+        let out = ok(&lab, Node::A, &argv);
+        let srv_out = srv.wait_with_output().unwrap();
+        let sent_by_iperf3 = json(&out)["end"]["sum"]["packets"].as_u64().unwrap();
+        let srv_lost =
+            json(&String::from_utf8_lossy(&srv_out.stdout))["end"]["sum"]["lost_packets"].as_i64();
+        assert_eq!(sent_by_iperf3, MECHANISM_PACKETS, "iperf3 -k {n}");
+
+        // Arrived at port B: every UDP datagram port A's stack sent (iperf3's data and its
+        // UDP hello) arrived on port B, and B's reply on A. Poll until the last one is counted
+        // (a condition with a deadline, not a sleep).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (udp_a_to_b, udp_at_b, udp_b_to_a, udp_at_a) = loop {
+            let (a1, b1) = (snmp(&lab, Node::A), snmp(&lab, Node::B));
+            let sent_a = a1["Udp:OutDatagrams"] - a0["Udp:OutDatagrams"];
+            let sent_b = b1["Udp:OutDatagrams"] - b0["Udp:OutDatagrams"];
+            let (at_b, at_a) = (udp_rx(&lab, Node::B), udp_rx(&lab, Node::A));
+            if (sent_a, sent_b) == (at_b, at_a) || Instant::now() > deadline {
+                break (sent_a, at_b, sent_b, at_a);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        println!(
+            "UDP A->B: sent {udp_a_to_b} (iperf3 data {sent_by_iperf3}), arrived at B {udp_at_b}; \
+             B->A: sent {udp_b_to_a}, arrived at A {udp_at_a}; iperf3 server lost {srv_lost:?}"
+        );
+        assert!(udp_a_to_b >= MECHANISM_PACKETS);
+        assert_eq!(udp_at_b, udp_a_to_b, "UDP A->B lost in the DUT");
+        assert_eq!(udp_at_a, udp_b_to_a, "UDP B->A lost in the DUT");
+
+        // Every forwarded packet walked the whole list: the counter behind the last rule
+        // equals the kernel's count of forwarded packets, exactly. Read it between two reads
+        // of the kernel's counters that agree, so no straggler (iperf3's last TCP ACK) is
+        // forwarded in between.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (dut1, acc) = loop {
+            let m1 = snmp(&lab, Node::Dut);
+            let acc = accepted(&lab);
+            let m2 = snmp(&lab, Node::Dut);
+            let key =
+                |m: &std::collections::HashMap<String, u64>| (forwarded(m), m["Ip:InReceives"]);
+            if key(&m1) == key(&m2) || Instant::now() > deadline {
+                break (m2, acc - acc0);
+            }
+        };
+        let fwd = forwarded(&dut1) - forwarded(&dut0);
+        let in4 = dut1["Ip:InReceives"] - dut0["Ip:InReceives"];
+        let fwd4 = dut1["Ip:ForwDatagrams"] - dut0["Ip:ForwDatagrams"];
+        let after = lab.snapshot().unwrap();
+        let d = |node, ifname: &str, f: fn(&lab::stats::IfaceStats) -> u64| {
+            f(after.iface(node, ifname).unwrap()) - f(before.iface(node, ifname).unwrap())
+        };
+        let dut_tx =
+            d(Node::Dut, "wr-dut-a", |i| i.tx_packets) + d(Node::Dut, "wr-dut-b", |i| i.tx_packets);
+        let b_rx = d(Node::B, "wr-b", |i| i.rx_packets);
+        let udp = udp_a_to_b + udp_b_to_a;
+        println!(
+            "DUT forwarded {fwd} (kernel), `accepted` counted {acc}; of them UDP {udp}, \
+             iperf3's TCP control {}; DUT IPv4 received {in4}; DUT egress tx +{dut_tx}, \
+             wr-b rx +{b_rx}",
+            fwd.saturating_sub(udp)
+        );
         assert_eq!(
-            s.conntrack_entries.unwrap_or(0),
+            acc, fwd,
+            "forwarded packets that did not reach the final accept"
+        );
+        // Nothing the DUT received over IPv4 was dropped (by a rule or otherwise): all of it is
+        // test traffic between A and B, and all of it was forwarded.
+        assert_eq!(in4, fwd4, "IPv4 received by the DUT but not forwarded");
+        // Each UDP datagram crossed the DUT as one packet (UDP is not GRO-merged here), and
+        // so was counted; the rest is the control connection.
+        assert!(acc >= udp, "accepted {acc} < UDP through the DUT {udp}");
+        // Every forwarded packet left through a DUT port (more with the DUT's own ARP/ND).
+        assert!(dut_tx >= fwd, "DUT tx {dut_tx} < forwarded {fwd}");
+        assert!(
+            b_rx >= udp_a_to_b,
+            "wr-b rx {b_rx} < UDP sent to B {udp_a_to_b}"
+        );
+        assert_eq!(
+            after.conntrack_entries.unwrap_or(0),
             0,
             "stateless: no conntrack"
         );
@@ -302,7 +475,46 @@ fn filter_stateless_10000_cuts_udp_rate_tenfold() {
             Node::Dut,
             &["nft", "list", "table", "inet", "wirerate"],
         );
-        assert!(!rules.contains("drop"));
+        assert!(!rules.contains("drop"), "{rules}");
+        assert!(!rules.contains("accepted"), "{rules}");
+    });
+}
+
+/// Benchmark, not a test: how much 10,000 stateless rules cut the DUT's UDP forwarding rate.
+/// The figures depend on this machine's speed and load (and on iperf3's), so it prints them
+/// and asserts none. Run:
+/// `cargo test --release -p lab --test lab_netns bench_filter_stateless_10000_ratio -- --ignored --nocapture`
+#[test]
+#[ignore = "benchmark: prints figures, asserts none; run with --ignored --nocapture"]
+fn bench_filter_stateless_10000_ratio() {
+    require!("iperf3", "ss");
+    let loadavg = || {
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    println!("load average before: {}", loadavg());
+    with_deadline("bench-filter", 120, move || {
+        let (lab, _g) = up("bench-filter", Topology::Forward, None);
+        let dst = lab.port(PortId::B).unwrap().ipv4.to_string();
+        let (fwd, r1) = udp_rate(&lab, &dst);
+        println!("forward: {r1}");
+
+        let t0 = Instant::now();
+        lab.apply_profile(&Profile::parse("filter-stateless-10000").unwrap())
+            .unwrap();
+        println!(
+            "filter-stateless-10000 loaded in {:.3} s",
+            t0.elapsed().as_secs_f64()
+        );
+        let (filtered, r2) = udp_rate(&lab, &dst);
+        println!("filter-stateless-10000: {r2}");
+        println!(
+            "forward {fwd:.0} pps, filter-stateless-10000 {filtered:.0} pps, ratio {:.1}x",
+            fwd / filtered.max(1.0)
+        );
+        println!("load average after: {}", loadavg());
     });
 }
 
