@@ -721,7 +721,7 @@ fn run_methodology(
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
-        let outcome = match res {
+        let (outcome, engine) = match res {
             Ok(o) => o,
             Err(e) => {
                 let m = format!("{} rep {rep} {}: {e}", case.id, m.name());
@@ -739,9 +739,13 @@ fn run_methodology(
             },
             request,
             outcome,
-            tester_limited: outcome.is_tester_limited(plan.run.tester_tolerance),
+            // Tester-limited means one thing: the tester did not keep its own schedule (it
+            // slipped frames, or offered less than asked), never the DUT's loss.
+            tester_limited: outcome.is_tester_limited(plan.run.tester_tolerance)
+                || engine.slipped_ratio() > SLIP_TOLERANCE,
             iperf3: None,
             tcp: None,
+            engine: Some(engine),
             finished_unix_ms: now_ms(),
         };
         ctx.append(&Record::Trial(rec.clone()))?;
@@ -785,6 +789,10 @@ fn run_methodology(
     (ctx.opts.progress)(Event::Done(&d));
     Ok(())
 }
+
+/// A trial whose sender slipped more than this share of its schedule is tester-limited, even
+/// when its offered rate stays within the plan's `tester-tolerance`.
+pub const SLIP_TOLERANCE: f64 = 0.001;
 
 // ---------------------------------------------------------------------------------------------
 // iperf3
@@ -1066,6 +1074,7 @@ fn run_iperf3(
             tester_limited: false,
             iperf3: Some(raw),
             tcp: Some(tcp),
+            engine: None,
             finished_unix_ms: now_ms(),
         };
         ctx.append(&Record::Trial(rec.clone()))?;

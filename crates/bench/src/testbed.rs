@@ -23,6 +23,7 @@ use wire::template::{FrameTemplate, StreamSpec};
 use crate::hooks::Exec;
 use crate::isp::{SessionPort, SoftwirePort};
 use crate::plan::{Case, Plan, Port, Topology};
+use crate::results::{DutCounters, EngineFacts};
 use crate::search::{LineFraction, Outcome, TrialRequest};
 use crate::trial::UdpTrial;
 
@@ -90,6 +91,7 @@ fn port_spec(p: &Port, label: &str) -> PortSpec {
         next_hop_v4: p.gateway_v4,
         next_hop_v6: p.gateway_v6,
         cpus: Vec::new(),
+        faces_dut: false,
     }
 }
 
@@ -360,7 +362,7 @@ impl Testbed {
         case: &Case,
         request: &TrialRequest,
         stop: &AtomicBool,
-    ) -> Result<Outcome, String> {
+    ) -> Result<(Outcome, EngineFacts), String> {
         self.flush_log();
         if let Some(s) = self.sessions.iter().find(|s| !s.is_up()) {
             return Err(format!(
@@ -386,6 +388,7 @@ impl Testbed {
             frame_size,
             speed: plan.speed(),
             drain: Duration::from_millis(300),
+            backend: crate::trial::engine_backend(plan.run.backend),
         };
         let mut cfg = udp.config(&self.a, b, request)?;
         let max = plan.line_pps(case);
@@ -429,7 +432,20 @@ impl Testbed {
             let reverse = udp.reverse_of(forward, &self.a, b)?;
             cfg.streams.push(reverse);
         }
+        let before = self.dut_sample();
         let report = engine::trial::run(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
+        let after = self.dut_sample();
+        let facts = EngineFacts {
+            backend: report.backend.name().to_string(),
+            note: report.backend_note.clone(),
+            sent: report.streams.iter().map(|s| s.tx.sent).sum(),
+            slipped: report.streams.iter().map(|s| s.tx.slipped).sum(),
+            refused_by_dut: report.streams.iter().map(|s| s.tx.refused_by_peer).sum(),
+            dut: match (before, after) {
+                (Some(b), Some(a)) => Some(dut_delta(&b, &a, case.bidirectional)),
+                _ => None,
+            },
+        };
         let mut o = udp.outcome(request, &report);
         // `outcome` measures against the plain frame's line rate; the search works in
         // fractions of this path's.
@@ -437,7 +453,13 @@ impl Testbed {
         if sent > 1 && max.0 > 0.0 {
             o.offered = LineFraction(o.offered.0 * udp.max_pps().0 / max.0);
         }
-        Ok(o)
+        Ok((o, facts))
+    }
+
+    /// The lab DUT's counters now (`None` without a lab DUT, or if reading them failed: the
+    /// trial's figure then stands without the cross-check).
+    fn dut_sample(&self) -> Option<lab::DutSample> {
+        self.lab.as_ref().and_then(|l| l.dut_sample().ok().flatten())
     }
 
     /// Closes the sessions (PADT), records their statistics, removes the lab.
@@ -477,5 +499,27 @@ impl Testbed {
         } else {
             Err(errors.join("; "))
         }
+    }
+}
+
+/// The DUT's counters over a trial: ingress is the port facing A (both ports when the trial
+/// runs both ways), egress the port facing B (likewise).
+fn dut_delta(before: &lab::DutSample, after: &lab::DutSample, both_ways: bool) -> DutCounters {
+    let d = |name: &str, f: fn(&lab::stats::IfaceStats) -> u64| -> u64 {
+        match (before.iface(name), after.iface(name)) {
+            (Some(b), Some(a)) => f(a).saturating_sub(f(b)),
+            _ => 0,
+        }
+    };
+    let (ingress, egress): (&[&str], &[&str]) = if both_ways {
+        (&["wr-dut-a", "wr-dut-b"], &["wr-dut-a", "wr-dut-b"])
+    } else {
+        (&["wr-dut-a"], &["wr-dut-b"])
+    };
+    DutCounters {
+        ingress_rx: ingress.iter().map(|n| d(n, |i| i.rx_packets)).sum(),
+        ingress_drops: ingress.iter().map(|n| d(n, |i| i.rx_dropped)).sum::<u64>()
+            + after.softnet_dropped.saturating_sub(before.softnet_dropped),
+        egress_tx: egress.iter().map(|n| d(n, |i| i.tx_packets)).sum(),
     }
 }

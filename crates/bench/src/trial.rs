@@ -30,6 +30,8 @@ pub fn lab_port(lab: &lab::Lab, id: lab::PortId, label: &str) -> lab::Result<Por
         next_hop_v4: i.gateway_v4.or(i.target_v4),
         next_hop_v6: i.gateway_v6.or(i.target_v6),
         cpus: lab::Lab::cpus_for(lab::Node::A),
+        // In the forward and endpoint topologies the veth's peer is the DUT's port.
+        faces_dut: lab.topology() != lab::Topology::Direct,
     })
 }
 
@@ -73,6 +75,17 @@ pub struct UdpTrial {
     pub speed: BitsPerSec,
     /// Receivers keep counting this long after the last frame.
     pub drain: Duration,
+    /// The packet engine (`auto`: XDP where the trial fits it).
+    pub backend: engine::trial::Backend,
+}
+
+/// The engine's backend for a plan's `run.backend`.
+pub fn engine_backend(b: crate::plan::TxBackend) -> engine::trial::Backend {
+    match b {
+        crate::plan::TxBackend::Auto => engine::trial::Backend::Auto,
+        crate::plan::TxBackend::Xdp => engine::trial::Backend::Xdp,
+        crate::plan::TxBackend::AfPacket => engine::trial::Backend::AfPacket,
+    }
 }
 
 fn addr(p: &PortSpec, ip: IpVersion) -> Result<IpAddr, String> {
@@ -121,6 +134,7 @@ impl UdpTrial {
         };
         let mut cfg = TrialConfig::new(vec![a.clone(), b.clone()], vec![stream]);
         cfg.drain = self.drain;
+        cfg.backend = self.backend;
         Ok(cfg)
     }
 
@@ -239,6 +253,7 @@ mod tests {
                 slipped: 0,
                 max_debt: 0,
                 swapped_pairs: 0,
+                refused_by_peer: 0,
             },
             rx: StreamRxReport {
                 stream_id: id,
@@ -276,6 +291,7 @@ mod tests {
             frame_size: 64,
             speed: BitsPerSec(1e9),
             drain: Duration::from_millis(100),
+            backend: engine::trial::Backend::Auto,
         }
     }
 

@@ -28,6 +28,12 @@ pub struct PortSpec {
     pub next_hop_v6: Option<Ipv6Addr>,
     /// CPUs to pin this port's threads to (empty = no pinning).
     pub cpus: Vec<usize>,
+    /// This port is a veth whose peer *is* the DUT's port (the lab's forward and endpoint
+    /// topologies). A frame the peer refuses (its receive queue full) was then handed to the
+    /// DUT and lost there, as a frame on a cable whose receiver's ring is full: it counts as
+    /// sent and as refused by the DUT, not as the tester's shortfall. On a real NIC, or a veth
+    /// to the tester's own port, a refused frame stays the tester's (DESIGN.md §7).
+    pub faces_dut: bool,
 }
 
 impl PortSpec {
@@ -42,6 +48,7 @@ impl PortSpec {
             next_hop_v4: None,
             next_hop_v6: None,
             cpus: Vec::new(),
+            faces_dut: false,
         }
     }
 

@@ -51,6 +51,11 @@ pub struct TxStreamReport {
     pub max_debt: u64,
     /// Swapped sequence pairs sent (reordering on purpose).
     pub swapped_pairs: u64,
+    /// Frames the port's peer refused although they were handed to it: counted in `sent` when
+    /// the peer is the DUT's port ([`crate::port::PortSpec::faces_dut`]): the DUT lost them at
+    /// its ingress. 0 where the backend cannot tell (AF_PACKET on veth).
+    #[serde(default)]
+    pub refused_by_peer: u64,
 }
 
 /// What one port's sender did, across its streams.
@@ -536,6 +541,7 @@ impl StreamState {
                 self.pacer.max_seen_debt()
             },
             swapped_pairs: self.gen.swapped_pairs(self.sent),
+            refused_by_peer: 0,
         }
     }
 }

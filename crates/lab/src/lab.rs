@@ -661,6 +661,49 @@ impl Lab {
     }
 }
 
+/// The DUT's packet counters at one instant: what a trial's figure is checked against.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DutSample {
+    /// The DUT's interfaces (`wr-dut-a` faces port A, `wr-dut-b` port B).
+    pub interfaces: Vec<stats::IfaceStats>,
+    /// Backlog drops of the DUT's CPU (softnet "dropped"; host-wide, but that CPU is the DUT's).
+    pub softnet_dropped: u64,
+}
+
+impl DutSample {
+    /// The interface named `ifname`.
+    pub fn iface(&self, ifname: &str) -> Option<&stats::IfaceStats> {
+        self.interfaces.iter().find(|i| i.ifname == ifname)
+    }
+}
+
+impl Lab {
+    /// The DUT's interface counters and backlog drops, cheaply (one `ip -s link` in the DUT's
+    /// namespace and /proc/net/softnet_stat): taken before and after every trial of a run.
+    /// `None` when the topology has no DUT.
+    pub fn dut_sample(&self) -> Result<Option<DutSample>> {
+        if !self.topology.has(Node::Dut) {
+            return Ok(None);
+        }
+        let ns = self.netns(Node::Dut)?;
+        let out = cmd::run(&["ip", "-n", &ns, "-j", "-s", "link", "show"])?;
+        let interfaces = stats::parse_ip_link_stats(&out, Some(Node::Dut))?;
+        let softnet = std::fs::read_to_string("/proc/net/softnet_stat")
+            .map_err(|e| LabError::io("reading /proc/net/softnet_stat", e))?;
+        let softnet_dropped = match cpu::dut_cpu() {
+            Some(c) => stats::parse_softnet(&softnet)?
+                .iter()
+                .find(|s| s.cpu == c)
+                .map_or(0, |s| s.dropped),
+            None => 0,
+        };
+        Ok(Some(DutSample {
+            interfaces,
+            softnet_dropped,
+        }))
+    }
+}
+
 fn check_fits(p: &Profile, t: Topology) -> Result<()> {
     if p.fits(t) {
         Ok(())

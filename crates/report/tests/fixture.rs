@@ -136,6 +136,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                             tester_limited: out.is_tester_limited(plan.run.tester_tolerance),
                             iperf3,
                             tcp: None,
+                            engine: None,
                             finished_unix_ms: clock,
                         }));
                         index += 1;
@@ -353,6 +354,7 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
                         tester_limited: out.is_tester_limited(plan.run.tester_tolerance),
                         iperf3: None,
                         tcp: None,
+                        engine: None,
                         finished_unix_ms: clock,
                     }));
                     index += 1;

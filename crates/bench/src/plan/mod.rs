@@ -203,6 +203,33 @@ pub struct RunSettings {
     pub max_load: LineFraction,
     /// Tester-limited threshold (ratio).
     pub tester_tolerance: f64,
+    /// The packet engine of UDP trials (`run.backend`; default `auto`: XDP where the case fits
+    /// it, else AF_PACKET with the reason in each trial record).
+    #[serde(default)]
+    pub backend: TxBackend,
+}
+
+/// `run.backend`: which packet engine sends and counts a plan's UDP test frames.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TxBackend {
+    /// XDP when the case fits it and the kernel runs it, else AF_PACKET (the reason is
+    /// recorded per trial).
+    #[default]
+    Auto,
+    /// Always XDP (a case it cannot run fails with the reason).
+    Xdp,
+    /// Always AF_PACKET.
+    AfPacket,
+}
+
+impl TxBackend {
+    /// Every value with its plan name.
+    pub const ALL: [(&'static str, TxBackend); 3] = [
+        ("auto", TxBackend::Auto),
+        ("xdp", TxBackend::Xdp),
+        ("af_packet", TxBackend::AfPacket),
+    ];
 }
 
 /// A methodology a case can run.

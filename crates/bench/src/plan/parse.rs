@@ -17,7 +17,7 @@ use wire::units::BitsPerSec;
 use super::source::{did_you_mean, PlanErrors, Source};
 use super::{
     DsliteRole, DsliteSettings, Dut, DutKind, Matrix, Methodology, MethodologySettings, Plan, Port,
-    PppAuth, PppoeRole, PppoeSettings, Profile, Protocol, RunSettings, Topology,
+    PppAuth, PppoeRole, PppoeSettings, Profile, Protocol, RunSettings, Topology, TxBackend,
 };
 use crate::hooks::{Exec, Hook, Parser, ProfileHooks};
 use crate::search::{LineFraction, DEFAULT_TESTER_TOLERANCE};
@@ -779,6 +779,7 @@ impl<'s> Walker<'s> {
             min_load: LineFraction(0.001),
             max_load: LineFraction::FULL,
             tester_tolerance: DEFAULT_TESTER_TOLERANCE,
+            backend: TxBackend::Auto,
         };
         let Some(v) = get(root, "run") else { return r };
         let Some(t) = self.table(v, "run") else {
@@ -795,8 +796,12 @@ impl<'s> Walker<'s> {
                 "min-load",
                 "max-load",
                 "tester-tolerance",
+                "backend",
             ],
         );
+        if let Some(x) = get(t, "backend").and_then(|x| self.choice(x, "run.backend", &TxBackend::ALL)) {
+            r.backend = x;
+        }
         if let Some(x) = get(t, "repetitions").and_then(|x| self.int(x, "run.repetitions", 1, 1000))
         {
             r.repetitions = x as u32;

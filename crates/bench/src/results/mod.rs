@@ -73,8 +73,55 @@ pub struct TrialRecord {
     /// at the far tester port).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TcpFigures>,
+    /// How the packet engine ran a UDP trial (absent for iperf3 trials and in older runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineFacts>,
     /// Completion time, Unix milliseconds.
     pub finished_unix_ms: u64,
+}
+
+/// The packet engine's side of one UDP trial: which backend ran it and why, and whether the
+/// sender kept its schedule, so that a reader can tell a DUT figure from a tester figure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineFacts {
+    /// `xdp` or `af_packet`.
+    pub backend: String,
+    /// How it was chosen (`auto: xdp (…)`, `auto: af_packet, as XDP cannot run this trial (…)`).
+    pub note: String,
+    /// Frames sent (all streams), i.e. handed to the DUT's port.
+    pub sent: u64,
+    /// Frames the sender dropped from its schedule after stalls (tester-limited when > 0).
+    pub slipped: u64,
+    /// Frames the DUT's port refused (its receive queue full): offered and lost by the DUT.
+    #[serde(default)]
+    pub refused_by_dut: u64,
+    /// The DUT's own counters over the trial (lab DUTs), for checking the figure against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut: Option<DutCounters>,
+}
+
+impl EngineFacts {
+    /// Slipped frames as a share of the schedule (sent + slipped).
+    pub fn slipped_ratio(&self) -> f64 {
+        let planned = self.sent + self.slipped;
+        if planned == 0 {
+            0.0
+        } else {
+            self.slipped as f64 / planned as f64
+        }
+    }
+}
+
+/// Deltas of the lab DUT's counters over one trial.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DutCounters {
+    /// Packets the DUT's ingress port (facing the sender) received.
+    pub ingress_rx: u64,
+    /// Packets dropped at the DUT's ingress: its port's rx_dropped plus the DUT CPU's backlog
+    /// drops (softnet "dropped").
+    pub ingress_drops: u64,
+    /// Packets the DUT's egress port (facing the receiver) transmitted.
+    pub egress_tx: u64,
 }
 
 /// A (case, repetition, methodology) that finished, with its result.

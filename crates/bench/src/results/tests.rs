@@ -38,6 +38,7 @@ fn trial(index: u32, request: TrialRequest, outcome: Outcome) -> Record {
         tester_limited: false,
         iperf3: None,
         tcp: None,
+        engine: None,
         finished_unix_ms: 1_800_000_000_000 + u64::from(index),
     })
 }

@@ -1,6 +1,7 @@
-//! `wirerate calibrate`: the tester's own ceiling per frame size on the lab's `direct`
-//! topology (no DUT), stored for `wirerate run` (results within 10 % of it are flagged
-//! tester-limited). Measurement lives in `bench::calibration`.
+//! `wirerate calibrate`: the tester's own ceiling per frame size and IP version on the lab's
+//! `direct` topology (no DUT): the highest rate it sends and receives exactly. Stored for
+//! `wirerate run` (below line rate, results within 10 % of it are flagged tester-limited).
+//! Measurement lives in `bench::calibration`.
 
 use crate::error::{CliError, CliResult};
 use bench::calibration;
@@ -31,6 +32,10 @@ pub struct CalibrateArgs {
     /// Where to store the result (default: ~/.local/share/wirerate/calibration.json).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Packet engine: auto (XDP where it fits, else AF_PACKET), xdp or af_packet. Calibrate
+    /// with the engine your plans use (`run.backend`, default auto).
+    #[arg(long, default_value = "auto")]
+    backend: engine::trial::Backend,
 }
 
 pub fn run(args: CalibrateArgs) -> CliResult {
@@ -56,8 +61,8 @@ pub fn run(args: CalibrateArgs) -> CliResult {
     .map_err(|e| CliError::Failed(format!("lab {}: {e}", args.lab)))?;
     let stop = AtomicBool::new(false);
     println!(
-        "{:>3} {:>6} {:>14} {:>14} {:>14}",
-        "ip", "size", "offered", "received", "ceiling"
+        "{:>3} {:>6} {:>14} {:>14} {:>14} {:>8} {:>6}  backend",
+        "ip", "size", "line rate", "sent", "received", "ceiling", "exact"
     );
     let res = calibration::measure(
         &l,
@@ -66,15 +71,19 @@ pub fn run(args: CalibrateArgs) -> CliResult {
         &sizes,
         speed,
         Duration::from_secs_f64(args.duration),
+        args.backend,
         &stop,
         |e| {
             println!(
-                "{:>3} {:>6} {:>11}pps {:>11}pps {:>11}pps",
+                "{:>3} {:>6} {:>11}pps {:>11}pps {:>11}pps {:>7.1}% {:>6}  {}",
                 e.ip,
                 e.frame_size,
+                wire::units::si(e.line_pps),
                 wire::units::si(e.offered_pps),
                 wire::units::si(e.received_pps),
-                wire::units::si(e.ceiling_pps)
+                100.0 * e.fraction().unwrap_or(0.0),
+                if e.exact { "yes" } else { "no" },
+                e.backend
             )
         },
     );

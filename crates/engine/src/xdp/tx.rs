@@ -95,6 +95,8 @@ pub struct XdpSender {
     /// The time one idle iteration of a kernel-paced call takes (ns), measured at `open` when
     /// the sender has one stream of one frame size.
     idle_ns: Option<f64>,
+    /// The port's peer is the DUT's port ([`PortSpec::faces_dut`]).
+    faces_dut: bool,
 }
 
 impl std::fmt::Debug for XdpSender {
@@ -318,6 +320,7 @@ pub fn open(
         runs,
         stream_runs,
         idle_ns: None,
+        faces_dut: spec.faces_dut,
     };
     sender.set_thread()?;
     sender.probe(spec, own_mac.unwrap_or([2, 0, 0, 0, 0, 0]))?;
@@ -762,19 +765,27 @@ fn report(
             ctl.bad_recipe,
         ));
     }
-    let (mut refused_total, mut refused_runs) = (0u64, 0u64);
+    let (mut abandoned, mut refused_runs) = (0u64, 0u64);
     let mut out = Vec::new();
     for (si, s) in streams.iter().enumerate() {
         let st = sender.stream_state(si as u32)?;
-        let (mut sent, mut bytes, mut processed) = (0u64, 0u64, 0u64);
+        let (mut sent, mut bytes, mut processed, mut refused) = (0u64, 0u64, 0u64, 0u64);
         for &r in &sender.stream_runs[si] {
             let rs = sender.recipe_state(r as u32)?;
-            let ok = rs.processed.saturating_sub(rs.refused);
+            // Refused by the DUT's own port: handed over and lost there (DESIGN.md §7).
+            let ok = if sender.faces_dut {
+                rs.processed
+            } else {
+                rs.processed.saturating_sub(rs.refused)
+            };
             sent += ok;
             bytes += ok * sender.runs[r].len as u64;
             processed += rs.processed;
-            refused_total += rs.refused;
+            refused += rs.refused;
             refused_runs += rs.refused_events;
+        }
+        if !sender.faces_dut {
+            abandoned += refused;
         }
         if processed != st.next {
             return Err(bpf_err(
@@ -805,6 +816,7 @@ fn report(
                 s.pacer.max_seen_debt()
             },
             swapped_pairs: s.gen.swapped_pairs(processed),
+            refused_by_peer: if sender.faces_dut { refused } else { 0 },
         });
     }
     Ok(TxPortReport {
@@ -817,7 +829,7 @@ fn report(
             0.0
         },
         backpressure_flushes: refused_runs,
-        abandoned: refused_total,
+        abandoned,
         wrong_format: 0,
     })
 }
