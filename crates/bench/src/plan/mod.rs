@@ -518,7 +518,7 @@ pub struct Startup {
     pub lab: f64,
     /// Loading one lab profile (one `nft -f`; 10,000 rules take 0.3–0.6 s).
     pub profile: f64,
-    /// Per engine trial: rings opened, next hop resolved, the 300 ms drain.
+    /// Per engine trial: programs loaded, next hop resolved, the 100 ms drain, DUT counters read.
     pub engine_trial: f64,
     /// Per iperf3 trial: server started and awaited, SYN capture started and stopped.
     pub iperf3_trial: f64,
@@ -530,7 +530,7 @@ pub struct Startup {
 pub const STARTUP: Startup = Startup {
     lab: 3.0,
     profile: 1.0,
-    engine_trial: 0.6,
+    engine_trial: 0.4,
     iperf3_trial: 1.5,
     pppoe_session: 5.0,
 };

@@ -117,9 +117,13 @@ impl EngineFacts {
 pub struct DutCounters {
     /// Packets the DUT's ingress port (facing the sender) received.
     pub ingress_rx: u64,
-    /// Packets dropped at the DUT's ingress: its port's rx_dropped plus the DUT CPU's backlog
-    /// drops (softnet "dropped").
+    /// Packets dropped at the DUT's ingress port (its rx_dropped: the kernel counts there the
+    /// frames its full backlog queue refused, as a NIC counts a full receive ring).
     pub ingress_drops: u64,
+    /// Backlog drops of the DUT's CPU (softnet "dropped"; the same frames as `ingress_drops`
+    /// when the DUT's receive is steered to it, plus any other interface's).
+    #[serde(default)]
+    pub backlog_drops: u64,
     /// Packets the DUT's egress port (facing the receiver) transmitted.
     pub egress_tx: u64,
 }
