@@ -713,6 +713,7 @@ fn run_methodology(
             case.id
         )));
     };
+    let mut stalls_retried = 0u32;
     while let Some(request) = next {
         if ctx.stopped() {
             return Err(RunError::Interrupted);
@@ -730,6 +731,11 @@ fn run_methodology(
                 return Ok(());
             }
         };
+        // A stall of the tester (frames slipped from its schedule) says nothing about the
+        // DUT: record the trial as superseded and measure the same request again, a few times
+        // per search at most, so a tester that cannot keep up still ends tester-limited.
+        let stalled = engine.slipped_ratio() > SLIP_TOLERANCE;
+        let superseded = stalled && stalls_retried < MAX_STALL_RETRIES;
         let rec = TrialRecord {
             key: TrialKey {
                 case_id: case.id.clone(),
@@ -741,13 +747,26 @@ fn run_methodology(
             outcome,
             // Tester-limited means one thing: the tester did not keep its own schedule (it
             // slipped frames, or offered less than asked), never the DUT's loss.
-            tester_limited: outcome.is_tester_limited(plan.run.tester_tolerance)
-                || engine.slipped_ratio() > SLIP_TOLERANCE,
+            tester_limited: outcome.is_tester_limited(plan.run.tester_tolerance) || stalled,
             iperf3: None,
             tcp: None,
             engine: Some(engine),
+            superseded,
             finished_unix_ms: now_ms(),
         };
+        if superseded {
+            stalls_retried += 1;
+            ctx.append(&Record::Trial(rec))?;
+            ctx.note(format!(
+                "{} rep {rep} {} trial {trial_index}: the tester stalled (frames slipped); measuring it again",
+                case.id,
+                m.name()
+            ));
+            if !nap(plan.run.settle, ctx.opts.stop) {
+                return Err(RunError::Interrupted);
+            }
+            continue;
+        }
         ctx.append(&Record::Trial(rec.clone()))?;
         ctx.summary.trials_run += 1;
         trial_index += 1;
@@ -793,6 +812,10 @@ fn run_methodology(
 /// A trial whose sender slipped more than this share of its schedule is tester-limited, even
 /// when its offered rate stays within the plan's `tester-tolerance`.
 pub const SLIP_TOLERANCE: f64 = 0.001;
+
+/// How many trials of one search are measured again after a tester stall before a stall is
+/// let through to the search (which then ends tester-limited).
+pub const MAX_STALL_RETRIES: u32 = 2;
 
 // ---------------------------------------------------------------------------------------------
 // iperf3
@@ -1075,6 +1098,7 @@ fn run_iperf3(
             iperf3: Some(raw),
             tcp: Some(tcp),
             engine: None,
+            superseded: false,
             finished_unix_ms: now_ms(),
         };
         ctx.append(&Record::Trial(rec.clone()))?;

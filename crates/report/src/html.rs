@@ -20,7 +20,7 @@ tr.partial td{background:#fffbe8}li.sig{font-weight:600}";
 
 /// The results-table columns the page shows (index into [`COLUMNS`], header); the dimension
 /// columns are in the case id.
-const SHOWN: [(usize, &str); 12] = [
+const SHOWN: [(usize, &str); 13] = [
     (0, "case"),
     (8, "methodology"),
     (9, "reps"),
@@ -33,6 +33,7 @@ const SHOWN: [(usize, &str); 12] = [
     (16, "noise ± pps"),
     (17, "DUT CPU %"),
     (18, "directions"),
+    (19, "engine"),
 ];
 
 /// Rows drawn together: protocol × IP version × encapsulation × directions.
@@ -476,7 +477,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             };
             o.push_str(&format!(
                 "<td{} data-k=\"{}\">{}</td>",
-                if i >= 9 && i != 10 {
+                if i >= 9 && i != 10 && i != 19 {
                     " class=\"n\""
                 } else {
                     ""

@@ -310,6 +310,26 @@ pub struct Row {
     pub tester_reached_percent: Option<f64>,
     /// Mean DUT CPU busy percent, when captured.
     pub dut_cpu_percent: Option<f64>,
+    /// The packet engine(s) the case's UDP trials ran on (`xdp`, `af_packet`, with auto's
+    /// reason for AF_PACKET); empty for iperf3 and for runs recorded before engines were.
+    #[serde(default)]
+    pub engine: String,
+}
+
+/// The packet engines a case's trials ran on, as one cell: `xdp`, `af_packet (why)`, or both.
+fn engines_of<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for t in trials {
+        let Some(e) = &t.engine else { continue };
+        let cell = match e.note.strip_prefix("auto: af_packet, as ") {
+            Some(why) if e.backend == "af_packet" => format!("af_packet ({why})"),
+            _ => e.backend.clone(),
+        };
+        if !seen.contains(&cell) {
+            seen.push(cell);
+        }
+    }
+    seen.join(" + ")
 }
 
 /// The frame-loss-rate curve of one case (mean over repetitions per load).
@@ -529,8 +549,10 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         BTreeMap::new();
     // Results the runner found within 10 % of the tester's calibrated ceiling: (case, m) → pps.
     let mut ceiling: BTreeMap<(String, Methodology), f64> = BTreeMap::new();
+    let mut superseded = 0usize;
     for r in input.records {
         match r {
+            Record::Trial(t) if t.superseded => superseded += 1,
             Record::Trial(t) => trials
                 .entry((t.key.case_id.clone(), t.key.repetition, t.key.methodology))
                 .or_default()
@@ -545,6 +567,14 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 );
             }
         }
+    }
+
+    if superseded > 0 {
+        notes.push(format!(
+            "{superseded} trial{} measured again because the tester stalled during {} (frames slipped from its schedule); kept in trials.jsonl as superseded, not used for any figure",
+            if superseded == 1 { " was" } else { "s were" },
+            if superseded == 1 { "it" } else { "them" }
+        ));
     }
 
     // Completeness.
@@ -689,6 +719,12 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 tester_limited: limited.is_some(),
                 tester_reached_percent: limited,
                 dut_cpu_percent,
+                engine: engines_of(
+                    trials
+                        .iter()
+                        .filter(|((c, _, mm), _)| c == case_id && mm == m)
+                        .flat_map(|(_, ts)| ts.iter().copied()),
+                ),
             });
         } else {
             // iperf3: one run per repetition; the last trial with a parsable report counts.
@@ -763,6 +799,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 tester_limited: false,
                 tester_reached_percent: None,
                 dut_cpu_percent,
+                engine: String::new(),
             });
         }
     }

@@ -24,7 +24,7 @@ pub mod num {
 }
 
 /// The columns of the results table, in order, shared by CSV, Markdown and HTML.
-pub const COLUMNS: [&str; 19] = [
+pub const COLUMNS: [&str; 20] = [
     "case",
     "profile",
     "protocol",
@@ -44,6 +44,7 @@ pub const COLUMNS: [&str; 19] = [
     "noise_pps",
     "dut_cpu_percent",
     "directions",
+    "engine",
 ];
 
 /// The columns of the latency table, in order, shared by CSV, Markdown and HTML.
@@ -140,6 +141,7 @@ pub fn cells(r: &Row) -> Vec<String> {
         num::pps(r.noise_pps),
         r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
         r.directions.to_string(),
+        r.engine.clone(),
     ]
 }
 

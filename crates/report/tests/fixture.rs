@@ -137,6 +137,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                             iperf3,
                             tcp: None,
                             engine: None,
+                            superseded: false,
                             finished_unix_ms: clock,
                         }));
                         index += 1;
@@ -355,6 +356,7 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
                         iperf3: None,
                         tcp: None,
                         engine: None,
+                        superseded: false,
                         finished_unix_ms: clock,
                     }));
                     index += 1;

@@ -76,6 +76,11 @@ pub struct TrialRecord {
     /// How the packet engine ran a UDP trial (absent for iperf3 trials and in older runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineFacts>,
+    /// The tester stalled during this trial (it slipped frames), so it says nothing about the
+    /// DUT: the same request was measured again under the same key, and the search never saw
+    /// this one. Kept so that nothing measured is hidden.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub superseded: bool,
     /// Completion time, Unix milliseconds.
     pub finished_unix_ms: u64,
 }
@@ -269,6 +274,8 @@ impl Resume {
         let mut r = Resume::default();
         for rec in records {
             match rec {
+                // A trial measured again after a tester stall: the search never saw it.
+                Record::Trial(t) if t.superseded => {}
                 Record::Trial(t) => {
                     r.finished_trials.insert(t.key.clone());
                     r.trials

@@ -39,6 +39,7 @@ fn trial(index: u32, request: TrialRequest, outcome: Outcome) -> Record {
         iperf3: None,
         tcp: None,
         engine: None,
+        superseded: false,
         finished_unix_ms: 1_800_000_000_000 + u64::from(index),
     })
 }
