@@ -338,6 +338,7 @@ mod tests {
             next_hop_v4: None,
             next_hop_v6: None,
             cpus: Vec::new(),
+            faces_dut: false,
         };
         let (a, b) = (port("a", [10, 0, 0, 2]), port("b", [10, 0, 1, 2]));
         let req = TrialRequest::rate(LineFraction(0.5), Duration::from_secs(1));

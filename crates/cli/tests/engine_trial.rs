@@ -76,6 +76,7 @@ fn port(lab: &Lab, id: PortId, name: &str) -> (PortSpec, lab::PortInfo) {
             (Topology::Direct, PortId::B, Some(c)) => vec![c],
             _ => Lab::cpus_for(Node::A),
         },
+        faces_dut: lab.topology() != Topology::Direct,
     };
     (spec, i)
 }
