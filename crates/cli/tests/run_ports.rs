@@ -492,9 +492,18 @@ methodologies = ["rfc2544-throughput"]
     assert!(b4["setup_ms"].as_f64().unwrap() > 0.0, "{b4}");
     assert_eq!(aftr["softwires_up"], 1, "{aftr}");
     let sent: u64 = ts.iter().map(|t| t.outcome.received).sum();
-    // The AFTR decapsulated every test frame and the probe (its socket sees them too).
-    assert!(
-        aftr["tunnel"]["decapsulated"].as_u64().unwrap() >= sent,
-        "{aftr}"
-    );
+    let on_xdp = ts
+        .iter()
+        .all(|t| t.engine.as_ref().is_some_and(|e| e.backend == "xdp"));
+    if on_xdp {
+        // The XDP receiver counts the test frames inside the tunnel before any socket sees
+        // them: the AFTR's own socket decapsulated its probe only.
+        assert!(aftr["tunnel"]["decapsulated"].as_u64().unwrap() >= 1, "{aftr}");
+    } else {
+        // The AFTR decapsulated every test frame and the probe (its socket sees them too).
+        assert!(
+            aftr["tunnel"]["decapsulated"].as_u64().unwrap() >= sent,
+            "{aftr}"
+        );
+    }
 }

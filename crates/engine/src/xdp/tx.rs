@@ -422,6 +422,9 @@ impl XdpSender {
                 .map_err(|e| Error::io(format!("XDP TX: BPF_PROG_RUN on {}", self.ifname), e))?;
             best = best.min((crate::sys::monotonic_ns() - t0) as f64 / f64::from(PROBE));
         }
+        // Off again: a sender that then paces in user space (deliberate reordering, say) must
+        // find the program sending every frame it is given.
+        self.set_schedule(0, &Schedule::default())?;
         Ok(best.max(1.0))
     }
 
