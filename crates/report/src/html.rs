@@ -20,7 +20,7 @@ tr.partial td{background:#fffbe8}li.sig{font-weight:600}";
 
 /// The results-table columns the page shows (index into [`COLUMNS`], header); the dimension
 /// columns are in the case id.
-const SHOWN: [(usize, &str); 13] = [
+const SHOWN: [(usize, &str); 15] = [
     (0, "case"),
     (8, "methodology"),
     (9, "reps"),
@@ -34,6 +34,8 @@ const SHOWN: [(usize, &str); 13] = [
     (17, "DUT CPU %"),
     (18, "directions"),
     (19, "engine"),
+    (20, "frames lost (all trials)"),
+    (21, "of which DUT ingress drops"),
 ];
 
 /// Rows drawn together: protocol × IP version × encapsulation × directions.

@@ -314,6 +314,32 @@ pub struct Row {
     /// reason for AF_PACKET); empty for iperf3 and for runs recorded before engines were.
     #[serde(default)]
     pub engine: String,
+    /// Frames lost over all of the case's UDP trials (every load its searches tried).
+    #[serde(default)]
+    pub trial_frames_lost: Option<u64>,
+    /// The lab DUT's own count of frames it dropped at its ingress port over the same trials
+    /// (its queue full): where it equals `trial_frames_lost`, the DUT's counters account for
+    /// every lost frame. `None` without a lab DUT or in older runs.
+    #[serde(default)]
+    pub dut_ingress_drops: Option<u64>,
+}
+
+/// Frames lost over `trials`, and the DUT's ingress drops over those that recorded them (the
+/// second only when every trial did).
+fn loss_accounting<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> (Option<u64>, Option<u64>) {
+    let (mut lost, mut drops, mut n, mut with_dut) = (0u64, 0u64, 0usize, 0usize);
+    for t in trials {
+        n += 1;
+        lost += t.outcome.lost;
+        if let Some(d) = t.engine.as_ref().and_then(|e| e.dut) {
+            with_dut += 1;
+            drops += d.ingress_drops;
+        }
+    }
+    match n {
+        0 => (None, None),
+        _ => (Some(lost), (with_dut == n).then_some(drops)),
+    }
 }
 
 /// The packet engines a case's trials ran on, as one cell: `xdp`, `af_packet (why)`, or both.
@@ -690,6 +716,12 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             }
             let pps = mean(&rep_pps);
             let noise_pps = half_spread(&rep_pps) + mean(&widths).unwrap_or(0.0) / 2.0;
+            let accounted = loss_accounting(
+                trials
+                    .iter()
+                    .filter(|((c, _, mm), _)| c == case_id && mm == m)
+                    .flat_map(|(_, ts)| ts.iter().copied()),
+            );
             let frame_len = frame as f64;
             rows.push(Row {
                 case_id: case_id.clone(),
@@ -725,6 +757,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                         .filter(|((c, _, mm), _)| c == case_id && mm == m)
                         .flat_map(|(_, ts)| ts.iter().copied()),
                 ),
+                trial_frames_lost: accounted.0,
+                dut_ingress_drops: accounted.1,
             });
         } else {
             // iperf3: one run per repetition; the last trial with a parsable report counts.
@@ -800,6 +834,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 tester_reached_percent: None,
                 dut_cpu_percent,
                 engine: String::new(),
+                trial_frames_lost: None,
+                dut_ingress_drops: None,
             });
         }
     }
@@ -1057,6 +1093,84 @@ fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bench::results::{DutCounters, EngineFacts, TrialKey};
+    use bench::search::{LineFraction, Outcome, TrialRequest};
+
+    fn udp_trial(lost: u64, engine: Option<EngineFacts>) -> TrialRecord {
+        let load = LineFraction(0.5);
+        TrialRecord {
+            key: TrialKey {
+                case_id: "forward/udp4/64B".into(),
+                repetition: 0,
+                methodology: Methodology::MultiGoal,
+                index: 0,
+            },
+            request: TrialRequest::rate(load, core::time::Duration::from_secs(1)),
+            outcome: Outcome {
+                intended: load,
+                offered: load,
+                received: 1000 - lost,
+                lost,
+                directions: 1,
+                duration: core::time::Duration::from_secs(1),
+                latency: None,
+            },
+            tester_limited: false,
+            iperf3: None,
+            tcp: None,
+            engine,
+            superseded: false,
+            finished_unix_ms: 0,
+        }
+    }
+
+    fn facts(backend: &str, note: &str, ingress_drops: Option<u64>) -> EngineFacts {
+        EngineFacts {
+            backend: backend.into(),
+            note: note.into(),
+            sent: 1000,
+            slipped: 0,
+            refused_by_dut: 0,
+            dut: ingress_drops.map(|d| DutCounters {
+                ingress_rx: 1000,
+                ingress_drops: d,
+                backlog_drops: d,
+                egress_tx: 1000 - d,
+            }),
+        }
+    }
+
+    #[test]
+    fn engine_cell_names_each_backend_once_with_autos_reason() {
+        let ts = [
+            udp_trial(0, Some(facts("xdp", "auto: xdp (the trial fits it)", None))),
+            udp_trial(0, Some(facts("xdp", "auto: xdp (the trial fits it)", None))),
+            udp_trial(
+                0,
+                Some(facts("af_packet", "auto: af_packet, as XDP cannot run this trial (jumbo)", None)),
+            ),
+            udp_trial(0, None),
+        ];
+        assert_eq!(
+            engines_of(ts.iter()),
+            "xdp + af_packet (XDP cannot run this trial (jumbo))"
+        );
+        assert_eq!(engines_of(ts[3..].iter()), "");
+    }
+
+    #[test]
+    fn lost_frames_are_set_against_the_duts_own_ingress_drops() {
+        let ts = [
+            udp_trial(0, Some(facts("xdp", "", Some(0)))),
+            udp_trial(120, Some(facts("xdp", "", Some(120)))),
+            udp_trial(7, Some(facts("xdp", "", Some(5)))),
+        ];
+        assert_eq!(loss_accounting(ts.iter()), (Some(127), Some(125)));
+        // One trial without the DUT's counters: no drop figure (it would undercount).
+        let mixed = [udp_trial(3, Some(facts("xdp", "", Some(3)))), udp_trial(4, None)];
+        assert_eq!(loss_accounting(mixed.iter()), (Some(7), None));
+        assert_eq!(loss_accounting([].iter()), (None, None));
+    }
 
     #[test]
     fn theoretical_maximum_follows_the_encapsulation() {

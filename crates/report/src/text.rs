@@ -24,7 +24,7 @@ pub mod num {
 }
 
 /// The columns of the results table, in order, shared by CSV, Markdown and HTML.
-pub const COLUMNS: [&str; 20] = [
+pub const COLUMNS: [&str; 22] = [
     "case",
     "profile",
     "protocol",
@@ -45,6 +45,8 @@ pub const COLUMNS: [&str; 20] = [
     "dut_cpu_percent",
     "directions",
     "engine",
+    "trial_frames_lost",
+    "dut_ingress_drops",
 ];
 
 /// The columns of the latency table, in order, shared by CSV, Markdown and HTML.
@@ -142,6 +144,8 @@ pub fn cells(r: &Row) -> Vec<String> {
         r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
         r.directions.to_string(),
         r.engine.clone(),
+        opt(r.trial_frames_lost),
+        opt(r.dut_ingress_drops),
     ]
 }
 

@@ -209,3 +209,27 @@ fn replay_refuses_records_from_another_plan() {
     assert_eq!(err.index, 0);
     assert_eq!(err.expected.unwrap().load, LineFraction(1.0));
 }
+
+#[test]
+fn resume_skips_trials_superseded_after_a_tester_stall() {
+    let req = TrialRequest::rate(LineFraction(1.0), Duration::from_secs(1));
+    let outcome = |lost| Outcome {
+        intended: LineFraction(1.0),
+        offered: LineFraction(1.0),
+        received: 1000 - lost,
+        lost,
+        directions: 1,
+        duration: Duration::from_secs(1),
+        latency: None,
+    };
+    let mut stalled = trial(0, req, outcome(900));
+    if let Record::Trial(t) = &mut stalled {
+        t.superseded = true;
+        t.tester_limited = true;
+    }
+    let records = vec![stalled, trial(0, req, outcome(3))];
+    let r = Resume::from_records(&records);
+    let got = r.recorded("napt/udp4/64B", 0, Methodology::Rfc2544Throughput);
+    assert_eq!(got.len(), 1, "only the trial measured again counts");
+    assert_eq!(got[0].1.lost, 3);
+}
