@@ -338,3 +338,21 @@ fn real_interfaces_need_ports_with_speeds() {
     let text = DEVICE_PLAN.replace("ssh-port = 2222", "ssh-port = 2222\nnetns = \"x\"");
     assert!(errors(&text)[0].message.contains("either `ssh` or `netns`"));
 }
+
+#[test]
+fn run_backend_defaults_to_auto_and_a_bad_value_names_line_and_choices() {
+    let plan = Plan::parse(&demo(), "lab-demo.toml").unwrap();
+    assert_eq!(plan.run.backend, TxBackend::Auto);
+    let xdp = demo().replace("[run]\n", "[run]\nbackend = \"af_packet\"\n");
+    assert_eq!(
+        Plan::parse(&xdp, "p").unwrap().run.backend,
+        TxBackend::AfPacket
+    );
+    let bad = demo().replace("[run]\n", "[run]\nbackend = \"xpd\"\n");
+    let errs = errors(&bad);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    let e = &errs[0];
+    assert_eq!(e.key, "run.backend");
+    assert_eq!(e.line, line_of(&bad, "backend = \"xpd\""));
+    assert_eq!(e.hint.as_deref(), Some("did you mean `xdp`?"));
+}
