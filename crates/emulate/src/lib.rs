@@ -3,8 +3,10 @@
 //! The control planes wirerate plays on its ports, as sans-I/O state machines: each is fed
 //! `(now, frame bytes)` and returns frames to send and events; time-driven work happens in
 //! `poll(now)` and `next_deadline()` says when to call it next. Nothing here opens a socket,
-//! spawns a thread or reads a clock; randomness comes from a seed in the configuration, so a
-//! run is reproducible under a simulated clock.
+//! spawns a thread or reads a clock. Randomness comes from the source in the configuration
+//! ([`util::Entropy`]): the operating system's (getrandom(2)) by default, so nothing a peer
+//! must not predict repeats between runs; a seed in tests, so a run is reproducible under a
+//! simulated clock.
 //!
 //! - [`arp_nd`]: ARP and IPv6 Neighbor Discovery responder and resolver.
 //! - [`ppp`]: the RFC 1661 automaton and one PPP link (LCP, PAP, CHAP-MD5, IPCP, IPv6CP).

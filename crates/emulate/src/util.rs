@@ -1,6 +1,7 @@
-//! Small self-contained helpers: a seeded PRNG (no clock, no OS entropy: the machines are
-//! deterministic for a given seed), MD5 (RFC 1321, for CHAP-MD5), SipHash-2-4 (the keyed hash
-//! of the PPPoE AC-Cookie), counters by reason, and a duration summary.
+//! Small self-contained helpers: the random source of the machines ([`Entropy`], [`Rng`]: the
+//! operating system's randomness for real runs, a seeded PRNG for reproducible tests), MD5
+//! (RFC 1321, for CHAP-MD5), SipHash-2-4 (the keyed hash of the PPPoE AC-Cookie), counters by
+//! reason, and a duration summary.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,22 +22,109 @@ pub fn min_deadline(a: Option<Nanos>, b: Option<Nanos>) -> Option<Nanos> {
     }
 }
 
-/// SplitMix64: tiny, seedable, good enough for magic numbers, challenges and session ids.
-/// Not cryptographic; the machines must be reproducible under a simulated clock.
+/// Where a machine's random numbers come from: CHAP challenges, LCP magic numbers, session ids,
+/// the AC-Cookie key, Host-Uniq, IPv6CP identifiers and restart-timer jitter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Entropy {
+    /// The operating system's randomness (getrandom(2)) on every draw: what a peer must not
+    /// predict (RFC 1994 §2.3: challenges unique and unpredictable) differs from run to run.
+    /// The default.
+    #[default]
+    Os,
+    /// SplitMix64 from this seed: the same numbers on every run, for tests under a simulated
+    /// clock. Predictable by anyone who knows or recovers the seed; never for a real port.
+    Seeded(u64),
+}
+
+impl Entropy {
+    /// The source of a part of a machine (an FSM, a negotiator): the OS stays the OS; a seed
+    /// is mixed with `salt` so that the parts draw different sequences.
+    pub fn derive(self, salt: u64) -> Entropy {
+        match self {
+            Entropy::Os => Entropy::Os,
+            Entropy::Seeded(s) => Entropy::Seeded(s ^ salt),
+        }
+    }
+
+    /// Whether the operating system's randomness can be read here (the CLI checks once before
+    /// it runs a machine on a port, and refuses to run without it).
+    pub fn check_os() -> Result<(), String> {
+        let mut b = [0u8; 16];
+        getrandom::fill(&mut b).map_err(|e| format!("no randomness from the operating system: {e}"))
+    }
+}
+
+/// A random source: SplitMix64 from a seed (tiny, reproducible; not cryptographic), or the
+/// operating system's randomness.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(Source);
+
+#[derive(Clone)]
+enum Source {
+    Seeded(u64),
+    /// getrandom(2) per draw. `key` (taken from the OS when the source was made) and `counter`
+    /// only serve if a later getrandom(2) call failed, which Linux does not do once its pool
+    /// is initialised: draws then continue as SipHash-2-4(key, counter), still unknown to a
+    /// peer, instead of panicking.
+    Os {
+        key: [u8; 16],
+        counter: u64,
+    },
+}
+
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Seeded(_) => f.write_str("Seeded"),
+            Source::Os { .. } => f.write_str("Os"),
+        }
+    }
+}
 
 impl Rng {
+    /// SplitMix64 from `seed`.
     pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x6a09_e667_f3bc_c909)
+        Rng(Source::Seeded(seed ^ 0x6a09_e667_f3bc_c909))
+    }
+
+    /// The operating system's randomness.
+    pub fn os() -> Rng {
+        let mut key = [0u8; 16];
+        if getrandom::fill(&mut key).is_err() {
+            // Not reachable in practice (see Entropy::check_os); keep a key that at least
+            // differs between processes and sources rather than fail.
+            static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            key[..8].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
+            key[8..].copy_from_slice(&n.to_le_bytes());
+        }
+        Rng(Source::Os { key, counter: 0 })
+    }
+
+    pub fn from_entropy(e: Entropy) -> Rng {
+        match e {
+            Entropy::Os => Rng::os(),
+            Entropy::Seeded(s) => Rng::new(s),
+        }
+    }
+
+    /// The source for a sub-machine (a session's link): the OS for the OS, else a seed drawn
+    /// from this one (reproducible).
+    pub fn child(&mut self) -> Entropy {
+        match self.0 {
+            Source::Os { .. } => Entropy::Os,
+            Source::Seeded(_) => Entropy::Seeded(self.next_u64()),
+        }
+    }
+
+    pub fn is_os(&self) -> bool {
+        matches!(self.0, Source::Os { .. })
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        let mut b = [0u8; 8];
+        self.fill(&mut b);
+        u64::from_le_bytes(b)
     }
 
     pub fn next_u32(&mut self) -> u32 {
@@ -54,11 +142,33 @@ impl Rng {
     }
 
     pub fn fill(&mut self, out: &mut [u8]) {
-        for chunk in out.chunks_mut(8) {
-            let v = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&v[..chunk.len()]);
+        match &mut self.0 {
+            Source::Seeded(state) => {
+                for chunk in out.chunks_mut(8) {
+                    let v = splitmix64(state).to_le_bytes();
+                    chunk.copy_from_slice(&v[..chunk.len()]);
+                }
+            }
+            Source::Os { key, counter } => {
+                if getrandom::fill(out).is_ok() {
+                    return;
+                }
+                for chunk in out.chunks_mut(8) {
+                    *counter = counter.wrapping_add(1);
+                    let v = siphash24(key, &counter.to_le_bytes()).to_le_bytes();
+                    chunk.copy_from_slice(&v[..chunk.len()]);
+                }
+            }
         }
     }
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// MD5 (RFC 1321) of the concatenation of `parts`.

@@ -13,6 +13,7 @@ use emulate::ppp::AuthMethod;
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
 use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
 use emulate::pppoe::SessionInfo;
+use emulate::util::Entropy;
 use engine::control::{self, ControlPort};
 use engine::port::PortSpec;
 use wire::ethernet::MacAddr;
@@ -244,6 +245,7 @@ fn server(a: ServerArgs) -> CliResult {
     let auth = auth_methods(&p.auth)?;
     let duration = p.duration.map(|d| secs(d, "--duration")).transpose()?;
     let echo = secs(p.echo_interval, "--echo-interval")?;
+    Entropy::check_os().map_err(CliError::Failed)?;
     let (mut port, mac) = open(p)?;
     let mut cfg = ServerConfig {
         mac,
@@ -254,6 +256,8 @@ fn server(a: ServerArgs) -> CliResult {
         pool_first: a.pool,
         pool_size: a.pool_size,
         echo_interval: wire::units::Nanos(echo.as_nanos() as u64),
+        // Challenges, magic numbers, session ids and the cookie key differ on every run.
+        entropy: Entropy::Os,
         ..ServerConfig::default()
     };
     if let Some(m) = p.mru {
@@ -391,6 +395,7 @@ fn client(a: ClientArgs) -> CliResult {
     let duration = p.duration.map(|d| secs(d, "--duration")).transpose()?;
     let hold = a.hold.map(|d| secs(d, "--hold")).transpose()?;
     let echo = secs(p.echo_interval, "--echo-interval")?;
+    Entropy::check_os().map_err(CliError::Failed)?;
     let (mut port, mac) = open(p)?;
     let mut cfg = ClientConfig {
         mac,
@@ -398,6 +403,7 @@ fn client(a: ClientArgs) -> CliResult {
         credential: Credential::new(&p.user, &p.password),
         auth,
         echo_interval: wire::units::Nanos(echo.as_nanos() as u64),
+        entropy: Entropy::Os,
         ..ClientConfig::default()
     };
     if let Some(m) = p.mru {

@@ -9,7 +9,7 @@ use wire::ppp::control::{Code, OptionIter, RawOption};
 use wire::ppp::ConfigOption;
 use wire::units::Nanos;
 
-use crate::util::{add, Rng};
+use crate::util::{add, Entropy, Rng};
 
 /// The ten states of RFC 1661 §4.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -183,8 +183,13 @@ impl<N: Negotiator> Fsm<N> {
 
     /// As [`new`](Self::new), with the seed of the restart-timer jitter.
     pub fn with_seed(cfg: FsmConfig, neg: N, seed: u64) -> Self {
+        Self::with_entropy(cfg, neg, Entropy::Seeded(seed))
+    }
+
+    /// As [`new`](Self::new), with the source of the restart-timer jitter.
+    pub fn with_entropy(cfg: FsmConfig, neg: N, entropy: Entropy) -> Self {
         Fsm {
-            rng: Rng::new(seed),
+            rng: Rng::from_entropy(entropy),
             state: State::Initial,
             cfg,
             neg,

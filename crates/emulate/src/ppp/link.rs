@@ -16,7 +16,7 @@ use wire::units::Nanos;
 
 use super::fsm::{Discard, Fsm, FsmConfig, Packet, Signal, State};
 use super::neg::{AuthMethod, IpcpNeg, Ipv6cpNeg, LcpNeg};
-use crate::util::{add, md5, min_deadline, Rng};
+use crate::util::{add, md5, min_deadline, Entropy, Rng};
 
 /// Which end of the link we are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,8 @@ pub struct LinkConfig {
     pub echo_interval: Nanos,
     /// Unanswered Echo-Requests after which the link is declared dead.
     pub echo_failures: u32,
-    pub seed: u64,
+    /// Magic numbers, CHAP challenges, IPv6CP identifiers, timer jitter.
+    pub entropy: Entropy,
 }
 
 /// Why a link (and its PPPoE session) ended.
@@ -236,7 +237,8 @@ impl Link {
             Role::Server => (cfg.auth.clone(), Vec::new()),
             Role::Client => (Vec::new(), cfg.auth.clone()),
         };
-        let lcp = LcpNeg::new(cfg.mru, cfg.peer_mru_max, demand, offer, cfg.seed);
+        let e = cfg.entropy;
+        let lcp = LcpNeg::new(cfg.mru, cfg.peer_mru_max, demand, offer, e);
         Link {
             role: cfg.role,
             fsm_cfg: cfg.fsm,
@@ -246,15 +248,15 @@ impl Link {
             echo_interval: cfg.echo_interval,
             echo_failures: cfg.echo_failures.max(1),
             phase: Phase::Establish,
-            lcp: Fsm::with_seed(cfg.fsm, lcp, cfg.seed ^ 0x1c9),
+            lcp: Fsm::with_entropy(cfg.fsm, lcp, e.derive(0x1c9)),
             ipcp: cfg
                 .ipcp
-                .map(|n| Fsm::with_seed(cfg.fsm, n, cfg.seed ^ 0x8021)),
+                .map(|n| Fsm::with_entropy(cfg.fsm, n, e.derive(0x8021))),
             ipv6cp: cfg.ipv6cp.map(|id| {
-                Fsm::with_seed(
+                Fsm::with_entropy(
                     cfg.fsm,
-                    Ipv6cpNeg::new(id, cfg.seed ^ 0x5555),
-                    cfg.seed ^ 0x8057,
+                    Ipv6cpNeg::new(id, e.derive(0x5555)),
+                    e.derive(0x8057),
                 )
             }),
             auth: Auth {
@@ -271,7 +273,7 @@ impl Link {
             echo_outstanding: 0,
             closing_reason: None,
             up: false,
-            rng: Rng::new(cfg.seed ^ 0xa5a5),
+            rng: Rng::from_entropy(e.derive(0xa5a5)),
             out: Vec::new(),
             events: Vec::new(),
             retransmits: 0,
@@ -1118,7 +1120,7 @@ mod tests {
             ipv6cp: Some(eui64([2, 0, 0, 0, 0, 1])),
             echo_interval: Nanos(0),
             echo_failures: 3,
-            seed: 5,
+            entropy: Entropy::Seeded(5),
         })
     }
 

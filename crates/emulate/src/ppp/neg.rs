@@ -10,7 +10,7 @@ use wire::ppp::ipv6cp::{option_type as ipv6cp_type, Ipv6cpOption};
 use wire::ppp::lcp::{option_type as lcp_type, AuthProtocol, LcpOption, CHAP_MD5};
 
 use super::fsm::{push_option, Negotiator, Reply};
-use crate::util::Rng;
+use crate::util::{Entropy, Rng};
 
 /// The smallest MRU we accept from a peer (RFC 791's 68 rounded to what real peers use).
 pub const MIN_MRU: u16 = 64;
@@ -77,9 +77,9 @@ impl LcpNeg {
         peer_mru_max: u16,
         demand: Vec<AuthMethod>,
         offer: Vec<AuthMethod>,
-        seed: u64,
+        entropy: Entropy,
     ) -> Self {
-        let mut rng = Rng::new(seed);
+        let mut rng = Rng::from_entropy(entropy);
         LcpNeg {
             our_mru: Some(mru),
             peer_mru_max,
@@ -353,11 +353,11 @@ pub struct Ipv6cpNeg {
 }
 
 impl Ipv6cpNeg {
-    pub fn new(local: [u8; 8], seed: u64) -> Self {
+    pub fn new(local: [u8; 8], entropy: Entropy) -> Self {
         Ipv6cpNeg {
             local: Some(local),
             peer: None,
-            rng: Rng::new(seed),
+            rng: Rng::from_entropy(entropy),
         }
     }
 
@@ -466,7 +466,13 @@ mod tests {
 
     #[test]
     fn lcp_rejects_accm_acfc_pfc_and_unknown() {
-        let mut n = LcpNeg::new(1454, 1492, vec![AuthMethod::Pap], vec![], 1);
+        let mut n = LcpNeg::new(
+            1454,
+            1492,
+            vec![AuthMethod::Pap],
+            vec![],
+            Entropy::Seeded(1),
+        );
         let req = opts(&[
             &LcpOption::Mru(1492),
             &LcpOption::Accm(0),
@@ -489,7 +495,7 @@ mod tests {
 
     #[test]
     fn lcp_mru_naks_and_ack() {
-        let mut n = LcpNeg::new(1454, 1492, vec![], vec![], 1);
+        let mut n = LcpNeg::new(1454, 1492, vec![], vec![], Entropy::Seeded(1));
         let (naks, _) = judge(&mut n, &opts(&[&LcpOption::Mru(1500)]));
         assert_eq!(naks, vec![(lcp_type::MRU, 1492u16.to_be_bytes().to_vec())]);
         let (naks, _) = judge(&mut n, &opts(&[&LcpOption::Mru(20)]));
@@ -511,7 +517,7 @@ mod tests {
 
     #[test]
     fn lcp_magic_loop_detection() {
-        let mut n = LcpNeg::new(1454, 1492, vec![], vec![], 1);
+        let mut n = LcpNeg::new(1454, 1492, vec![], vec![], Entropy::Seeded(1));
         let mine = n.magic;
         for i in 1..=LOOP_LIMIT {
             let req = opts(&[&LcpOption::MagicNumber(n.magic)]);
@@ -526,7 +532,7 @@ mod tests {
         let (naks, _) = judge(&mut n, &opts(&[&LcpOption::MagicNumber(0)]));
         assert_eq!(naks.len(), 1);
         // Our magic Nak'd back to us with the same value counts, and we pick a new one.
-        let mut m = LcpNeg::new(1454, 1492, vec![], vec![], 2);
+        let mut m = LcpNeg::new(1454, 1492, vec![], vec![], Entropy::Seeded(2));
         let old = m.magic;
         m.nak_received(&opts(&[&LcpOption::MagicNumber(old)]));
         assert_eq!(m.loop_count, 1);
@@ -536,7 +542,13 @@ mod tests {
     #[test]
     fn lcp_auth_negotiation_both_sides() {
         // Client offering CHAP only: PAP is Nak'd with CHAP-MD5, CHAP-MD5 acked.
-        let mut c = LcpNeg::new(1492, 1492, vec![], vec![AuthMethod::ChapMd5], 1);
+        let mut c = LcpNeg::new(
+            1492,
+            1492,
+            vec![],
+            vec![AuthMethod::ChapMd5],
+            Entropy::Seeded(1),
+        );
         let (naks, _) = judge(&mut c, &opts(&[&AuthMethod::Pap.option()]));
         assert_eq!(naks, vec![(lcp_type::AUTH_PROTOCOL, vec![0xc2, 0x23, 5])]);
         let chap81 = LcpOption::AuthProtocol(AuthProtocol::Chap { algorithm: 0x81 });
@@ -551,7 +563,7 @@ mod tests {
             1492,
             vec![AuthMethod::ChapMd5, AuthMethod::Pap],
             vec![],
-            1,
+            Entropy::Seeded(1),
         );
         let (_, rejs) = judge(&mut s, &opts(&[&AuthMethod::Pap.option()]));
         assert_eq!(rejs.len(), 1);
@@ -559,10 +571,22 @@ mod tests {
         s.nak_received(&opts(&[&AuthMethod::Pap.option()]));
         assert_eq!(s.auth_requested, Some(AuthMethod::Pap));
         assert!(!s.auth_refused);
-        let mut only_chap = LcpNeg::new(1454, 1492, vec![AuthMethod::ChapMd5], vec![], 1);
+        let mut only_chap = LcpNeg::new(
+            1454,
+            1492,
+            vec![AuthMethod::ChapMd5],
+            vec![],
+            Entropy::Seeded(1),
+        );
         only_chap.nak_received(&opts(&[&AuthMethod::Pap.option()]));
         assert!(only_chap.auth_refused);
-        let mut rej = LcpNeg::new(1454, 1492, vec![AuthMethod::Pap], vec![], 1);
+        let mut rej = LcpNeg::new(
+            1454,
+            1492,
+            vec![AuthMethod::Pap],
+            vec![],
+            Entropy::Seeded(1),
+        );
         rej.reject_received(&opts(&[&AuthMethod::Pap.option()]));
         assert!(rej.auth_refused && rej.auth_requested.is_none());
     }
@@ -615,7 +639,7 @@ mod tests {
     #[test]
     fn ipv6cp_naks_collisions_and_zero() {
         let mine = eui64([0x02, 0, 0, 0, 0, 1]);
-        let mut n = Ipv6cpNeg::new(mine, 3);
+        let mut n = Ipv6cpNeg::new(mine, Entropy::Seeded(3));
         let (naks, _) = judge(&mut n, &opts(&[&Ipv6cpOption::InterfaceIdentifier(mine)]));
         assert_eq!(naks.len(), 1);
         assert_ne!(naks[0].1, mine.to_vec());

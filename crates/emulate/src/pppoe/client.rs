@@ -12,7 +12,7 @@ use super::{discovery_frame, parse, session_frame, HostileReason, SessionInfo, T
 use crate::ppp::link::{Credential, DownReason, Link, LinkConfig, LinkEvent, Role};
 use crate::ppp::neg::{eui64, IpcpNeg};
 use crate::ppp::{AuthMethod, FsmConfig};
-use crate::util::{add, Counter, Rng};
+use crate::util::{add, Counter, Entropy, Rng};
 
 /// How the subscriber behaves.
 #[derive(Debug, Clone)]
@@ -22,7 +22,7 @@ pub struct ClientConfig {
     pub service_name: String,
     /// Only accept offers from this AC-Name.
     pub ac_name: Option<String>,
-    /// Send a Host-Uniq tag (8 bytes from the seed) and insist on it in replies.
+    /// Send a Host-Uniq tag (8 random bytes) and insist on it in replies.
     pub host_uniq: bool,
     /// RFC 4638: ask for this PPP-Max-Payload (above 1492 to mean anything).
     pub max_payload: Option<u16>,
@@ -42,7 +42,9 @@ pub struct ClientConfig {
     pub discovery_timeout: Nanos,
     /// PADIs (and PADRs) sent before giving up.
     pub discovery_attempts: u32,
-    pub seed: u64,
+    /// Host-Uniq, magic numbers, IPv6CP identifiers, timer jitter. [`Entropy::Os`] (the
+    /// default) on a port; [`Entropy::Seeded`] for reproducible tests.
+    pub entropy: Entropy,
 }
 
 impl Default for ClientConfig {
@@ -64,7 +66,7 @@ impl Default for ClientConfig {
             fsm: FsmConfig::default(),
             discovery_timeout: Nanos(1_000_000_000),
             discovery_attempts: 5,
-            seed: 2,
+            entropy: Entropy::Os,
         }
     }
 }
@@ -141,7 +143,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(cfg: ClientConfig) -> Client {
-        let mut rng = Rng::new(cfg.seed);
+        let mut rng = Rng::from_entropy(cfg.entropy);
         let host_uniq = cfg.host_uniq.then(|| rng.next_u64().to_be_bytes());
         Client {
             cfg,
@@ -480,7 +482,7 @@ impl Client {
             ipv6cp: self.cfg.ipv6cp.then(|| eui64(self.cfg.mac.0)),
             echo_interval: self.cfg.echo_interval,
             echo_failures: self.cfg.echo_failures,
-            seed: self.rng.next_u64(),
+            entropy: self.rng.child(),
         });
         link.open(now);
         self.link = Some(link);

@@ -18,7 +18,7 @@ use super::{discovery_frame, parse, session_frame, HostileReason, SessionInfo, S
 use crate::ppp::link::{Credential, DownReason, Link, LinkConfig, LinkEvent, Role};
 use crate::ppp::neg::{eui64, IpcpNeg};
 use crate::ppp::{AuthMethod, FsmConfig};
-use crate::util::{min_deadline, siphash24, Counter, DurationSummary, Rng};
+use crate::util::{min_deadline, siphash24, Counter, DurationSummary, Entropy, Rng};
 
 /// A block of IPv4 addresses handed to subscribers by IPCP.
 #[derive(Debug, Clone)]
@@ -61,8 +61,9 @@ pub struct ServerConfig {
     pub ac_name: String,
     /// Services offered; empty means any requested Service-Name is served.
     pub service_names: Vec<String>,
-    /// Key of the AC-Cookie hash.
-    pub cookie_key: [u8; 16],
+    /// Key of the AC-Cookie hash; None (the default) draws one from `entropy` when the
+    /// server is made, so a cookie from one run is worthless in the next.
+    pub cookie_key: Option<[u8; 16]>,
     pub max_sessions: usize,
     /// RFC 4638: the largest PPP-Max-Payload we grant; 1492 turns the extension off.
     pub max_payload: u16,
@@ -87,7 +88,10 @@ pub struct ServerConfig {
     pub pado_rate: u32,
     /// Token bucket depth.
     pub pado_burst: u32,
-    pub seed: u64,
+    /// Session ids, the cookie key, and each session's magic numbers, CHAP challenges and
+    /// timer jitter. [`Entropy::Os`] (the default) for anything a peer talks to;
+    /// [`Entropy::Seeded`] for reproducible tests.
+    pub entropy: Entropy,
 }
 
 impl Default for ServerConfig {
@@ -96,7 +100,7 @@ impl Default for ServerConfig {
             mac: MacAddr([0x02, 0x77, 0x72, 0x00, 0x00, 0x01]),
             ac_name: "wirerate-ac".into(),
             service_names: Vec::new(),
-            cookie_key: *b"wirerate-cookie!",
+            cookie_key: None,
             max_sessions: 4096,
             max_payload: PPPOE_MAX_PAYLOAD_DEFAULT,
             mru: 1454,
@@ -116,7 +120,7 @@ impl Default for ServerConfig {
             fsm: FsmConfig::default(),
             pado_rate: 1000,
             pado_burst: 1000,
-            seed: 1,
+            entropy: Entropy::Os,
         }
     }
 }
@@ -186,6 +190,7 @@ struct Session {
 pub struct Server {
     cfg: ServerConfig,
     rng: Rng,
+    cookie_key: [u8; 16],
     sessions: BTreeMap<SessionKey, Session>,
     ids: BTreeSet<u16>,
     pool: Ipv4Pool,
@@ -198,8 +203,14 @@ pub struct Server {
 
 impl Server {
     pub fn new(cfg: ServerConfig) -> Server {
+        let cookie_key = cfg.cookie_key.unwrap_or_else(|| {
+            let mut k = [0u8; 16];
+            Rng::from_entropy(cfg.entropy.derive(0xc00c_1e)).fill(&mut k);
+            k
+        });
         Server {
-            rng: Rng::new(cfg.seed),
+            rng: Rng::from_entropy(cfg.entropy),
+            cookie_key,
             pool: Ipv4Pool::new(cfg.pool_first, cfg.pool_size),
             tokens: u64::from(cfg.pado_burst),
             refilled: Nanos(0),
@@ -246,7 +257,7 @@ impl Server {
 
     /// The AC-Cookie for a client MAC.
     pub fn cookie(&self, client: MacAddr) -> [u8; 8] {
-        siphash24(&self.cfg.cookie_key, &client.0).to_be_bytes()
+        siphash24(&self.cookie_key, &client.0).to_be_bytes()
     }
 
     /// When [`poll`](Self::poll) has work next.
@@ -561,7 +572,7 @@ impl Server {
             ipv6cp: self.cfg.ipv6cp.then(|| eui64(self.cfg.mac.0)),
             echo_interval: self.cfg.echo_interval,
             echo_failures: self.cfg.echo_failures,
-            seed: self.rng.next_u64(),
+            entropy: self.rng.child(),
         });
         self.sessions.insert(
             key,

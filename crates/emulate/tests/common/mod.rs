@@ -5,6 +5,7 @@
 use emulate::ppp::{AuthMethod, Credential, DownReason};
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
 use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
+use emulate::util::Entropy;
 use emulate::Nanos;
 use wire::ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
 use wire::pppoe::{PppoeCode, PppoeHeader, PppoeRepr, TagIter, TagType, TagWriter};
@@ -248,6 +249,8 @@ pub fn server_cfg(auth: Vec<AuthMethod>) -> ServerConfig {
             Credential::new("alice", "secret-a"),
             Credential::new("bob", "secret-b"),
         ],
+        // Reproducible under the simulated clock (a real port uses Entropy::Os, the default).
+        entropy: Entropy::Seeded(1),
         ..ServerConfig::default()
     }
 }
@@ -256,7 +259,7 @@ pub fn client_cfg(n: u8, user: &str, pass: &str) -> ClientConfig {
     ClientConfig {
         mac: MacAddr([0x02, 0x00, 0x00, 0x00, 0x10, n]),
         credential: Credential::new(user, pass),
-        seed: 100 + u64::from(n),
+        entropy: Entropy::Seeded(100 + u64::from(n)),
         ..ClientConfig::default()
     }
 }
