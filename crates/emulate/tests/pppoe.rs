@@ -274,6 +274,64 @@ fn chap_authentication_failure_and_unknown_user() {
     }
 }
 
+/// Issue #19 row 17: a subscriber with a wrong password that hangs up at once (PADT right after
+/// the PAP Nak / CHAP Failure, as a scripted or impatient peer does) or goes silent: the server
+/// counts the session as ended by `AuthFailed`, not `PeerPadt`, and counts no hostile input.
+#[test]
+fn wrong_password_ends_as_auth_failed_whatever_the_peer_does_next() {
+    for auth in [AuthMethod::Pap, AuthMethod::ChapMd5] {
+        for hang_up in [true, false] {
+            let what = format!("{auth:?}, hang up with PADT: {hang_up}");
+            let mut c = client_cfg(4, "alice", "wrong");
+            c.auth = vec![auth];
+            let client_mac = c.mac;
+            let mut net = Net::one(server_cfg(vec![auth]), c);
+            // The verdict: PAP Authenticate-Nak (code 3) / CHAP Failure (code 4).
+            let (proto, code) = match auth {
+                AuthMethod::Pap => ([0xc0, 0x23], 3),
+                AuthMethod::ChapMd5 => ([0xc2, 0x23], 4),
+            };
+            let is_verdict = move |f: &Vec<u8>| f.len() > 22 && f[20..22] == proto && f[22] == code;
+            net.start_all();
+            // Until the client has the verdict; its answer (a Terminate-Request) is still queued.
+            assert!(
+                net.run_until(30, |n| n.server_log.iter().any(is_verdict)),
+                "{what}: no Nak/Failure sent"
+            );
+            assert_eq!(net.server.stats.ended.total(), 0, "{what}");
+            // The server's LCP Terminate-Request went with it.
+            let verdict = net.server_log.iter().position(is_verdict).unwrap();
+            assert!(
+                net.server_log[verdict..]
+                    .iter()
+                    .any(|f| f.len() > 22 && f[20..22] == [0xc0, 0x21] && f[22] == 5),
+                "{what}: no Terminate-Request after the verdict"
+            );
+            let sid = net.server.sessions().next().expect("session").session_id;
+            net.cut_up = true;
+            net.clients[0].take_transmit();
+            if hang_up {
+                let mut padt = craft(ac_mac(), PppoeCode::Padt, sid, &[]);
+                padt[6..12].copy_from_slice(&client_mac.0);
+                let now = net.now;
+                assert!(net.server.handle_frame(now, &padt));
+                net.collect();
+            } else {
+                // Silent: the server's Terminate-Requests run out (2 × 3 s), then it ends.
+                assert!(net.run_until(30, |n| !n.server_down().is_empty()), "{what}");
+            }
+            assert_eq!(net.server_down(), vec![DownReason::AuthFailed], "{what}");
+            let st = &net.server.stats;
+            assert_eq!(st.ended.get(DownReason::AuthFailed), 1, "{what}");
+            assert_eq!(st.ended.get(DownReason::PeerPadt), 0, "{what}");
+            assert_eq!(st.hostile.total(), 0, "{what}: {}", st.hostile);
+            assert_eq!(net.server.session_count(), 0, "{what}");
+            // A PADT from the client is not answered with one; a silent client gets one.
+            assert_eq!(st.padt_tx, u64::from(!hang_up), "{what}");
+        }
+    }
+}
+
 #[test]
 fn no_common_auth_protocol_is_refused() {
     let mut c = client_cfg(6, "alice", "secret-a");

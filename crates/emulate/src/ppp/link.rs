@@ -107,6 +107,19 @@ pub enum DownReason {
     GenericError,
 }
 
+impl DownReason {
+    /// Whether this is a failure one end detected (as opposed to an orderly end: a close by
+    /// either side or a PADT). Once a link closes for a failure, that failure stays its
+    /// reason even if the peer hangs up (PADT, Terminate-Request) before our Terminate
+    /// exchange is over: the peer hanging up is the consequence, not the cause.
+    pub fn is_failure(self) -> bool {
+        !matches!(
+            self,
+            DownReason::PeerTerminate | DownReason::LocalClose | DownReason::PeerPadt
+        )
+    }
+}
+
 /// Input a link did not use, by reason (the owners count these as hostile input).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Anomaly {
@@ -304,11 +317,17 @@ impl Link {
         self.flush(now);
     }
 
-    /// Ends the link at once, without a Terminate exchange (peer dead, PADT received).
+    /// Ends the link at once, without a Terminate exchange (peer dead, PADT received). If
+    /// the link is already closing for a failure (wrong credentials, …), that failure is the
+    /// reason reported, not `reason`.
     pub fn kill(&mut self, reason: DownReason) {
         if self.phase == Phase::Dead {
             return;
         }
+        let reason = match self.closing_reason {
+            Some(r) if r.is_failure() => r,
+            _ => reason,
+        };
         self.phase = Phase::Dead;
         self.up = false;
         self.echo_next = None;

@@ -135,6 +135,8 @@ pub struct Client {
     session_id: u16,
     link: Option<Link>,
     up: bool,
+    /// The AC sent a PADT: the session ends without one from us.
+    padt_received: bool,
     rng: Rng,
     tx: Vec<Vec<u8>>,
     events: Vec<ClientEvent>,
@@ -156,6 +158,7 @@ impl Client {
             session_id: 0,
             link: None,
             up: false,
+            padt_received: false,
             rng,
             tx: Vec::new(),
             events: Vec::new(),
@@ -197,6 +200,7 @@ impl Client {
         self.offer = None;
         self.link = None;
         self.up = false;
+        self.padt_received = false;
         self.session_id = 0;
         self.attempt = 0;
         self.started = now;
@@ -346,6 +350,7 @@ impl Client {
                 self.stats.padt_rx += 1;
                 if self.is_our_session(p.eth.src, p.pppoe.session_id) {
                     if let Some(l) = self.link.as_mut() {
+                        self.padt_received = true;
                         l.kill(DownReason::PeerPadt);
                     }
                     self.drain(now);
@@ -525,7 +530,7 @@ impl Client {
             }
         }
         if let Some(reason) = ended {
-            if reason != DownReason::PeerPadt {
+            if !self.padt_received {
                 self.tx.push(discovery_frame(
                     self.cfg.mac,
                     ac,

@@ -183,6 +183,8 @@ struct Session {
     pads: Vec<u8>,
     ppp_seen: bool,
     ipv4: Option<Ipv4Addr>,
+    /// The client sent a PADT: the session ends without one from us.
+    padt_received: bool,
 }
 
 /// The access concentrator.
@@ -337,6 +339,7 @@ impl Server {
                 };
                 match self.sessions.get_mut(&key) {
                     Some(s) => {
+                        s.padt_received = true;
                         s.link.kill(DownReason::PeerPadt);
                         self.drain(now, key);
                         Ok(())
@@ -584,6 +587,7 @@ impl Server {
                 pads,
                 ppp_seen: false,
                 ipv4,
+                padt_received: false,
             },
         );
         if let Some(s) = self.sessions.get_mut(&key) {
@@ -651,7 +655,7 @@ impl Server {
             if s.up {
                 self.stats.sessions_up -= 1;
             }
-            if reason != DownReason::PeerPadt {
+            if !s.padt_received {
                 let f = discovery_frame(
                     self.cfg.mac,
                     key.client,
