@@ -130,6 +130,12 @@ pub trait Negotiator {
     fn reject_received(&mut self, options: &[u8]);
     /// Negotiation (re)starts from scratch (This-Layer-Started or a new Open).
     fn reset(&mut self) {}
+    /// After a Nak or Reject: nothing is left that we could propose and accept (e.g. the
+    /// peer refuses every authentication we demand). The automaton then sends no new
+    /// Configure-Request but closes (Terminate-Request), as an administrative Close would.
+    fn gave_up(&self) -> bool {
+        false
+    }
 }
 
 /// Why a received packet was not used (counted by the owner as hostile or stray input).
@@ -482,7 +488,12 @@ impl<N: Negotiator> Fsm<N> {
                     } else {
                         self.neg.reject_received(data);
                     }
-                    self.rcn(now);
+                    if self.neg.gave_up() {
+                        // A request we would not stand by is pointless: only Terminate.
+                        self.close(now);
+                    } else {
+                        self.rcn(now);
+                    }
                 }
             }
             Code::TerminateRequest => self.rtr(now, id),

@@ -1205,4 +1205,54 @@ mod tests {
         );
         assert!(l.take_output().is_empty());
     }
+
+    /// A PAP-only AC whose Authentication-Protocol the client Naks towards CHAP: RFC 1661 has
+    /// nothing more to propose, so the answer is a Terminate-Request alone (no new
+    /// Configure-Request with the same refused option), and the link ends `AuthRefused`.
+    #[test]
+    fn a_nak_towards_an_auth_we_do_not_allow_gets_only_a_terminate_request() {
+        for code in [3u8, 4] {
+            let mut l = server();
+            l.open(Nanos(0));
+            let out = l.take_output();
+            assert_eq!(out.len(), 1);
+            assert_eq!(out[0][..3], [0xc0, 0x21, 1], "our Configure-Request");
+            let id = out[0][3];
+            // Nak (3): "use CHAP-MD5 instead"; Reject (4): our own PAP option back.
+            let frame: Vec<u8> = if code == 3 {
+                vec![0xc0, 0x21, 3, id, 0, 9, 3, 5, 0xc2, 0x23, 5]
+            } else {
+                vec![0xc0, 0x21, 4, id, 0, 8, 3, 4, 0xc0, 0x23]
+            };
+            l.input(Nanos(1_000), &frame);
+            let out = l.take_output();
+            assert_eq!(out.len(), 1, "code {code}: {out:02x?}");
+            assert_eq!(
+                out[0][..3],
+                [0xc0, 0x21, 5],
+                "code {code}: Terminate-Request"
+            );
+            assert_eq!(l.lcp_state(), State::Closing);
+            // No peer answer: Terminate-Request once more, then the link is down.
+            let mut sent = 0;
+            while let Some(d) = l.next_deadline() {
+                l.poll(d);
+                for f in l.take_output() {
+                    assert_eq!(
+                        f[..3],
+                        [0xc0, 0x21, 5],
+                        "code {code}: only Terminate-Requests"
+                    );
+                    sent += 1;
+                }
+            }
+            assert_eq!(sent, 1, "code {code}");
+            let events = l.take_events();
+            assert_eq!(
+                events,
+                vec![LinkEvent::Down(DownReason::AuthRefused)],
+                "code {code}"
+            );
+        }
+    }
 }

@@ -217,6 +217,12 @@ impl Negotiator for LcpNeg {
     fn reset(&mut self) {
         self.auth_to_perform = None;
     }
+
+    /// The peer refused every authentication we demand, or our magic number keeps coming
+    /// back (a looped link): the link is going down, so no new Configure-Request.
+    fn gave_up(&self) -> bool {
+        self.auth_refused || self.looped()
+    }
 }
 
 /// Which end of an NCP we are.
