@@ -38,7 +38,7 @@ use crate::results::{
     CeilingCheck, MethodologyDone, Record, Resume, RunDir, RunInfo, TcpFigures, TrialKey,
     TrialRecord,
 };
-use crate::search::{LatencySearch, LineFraction, Outcome, Search, TrialRequest};
+use crate::search::{LatencySearch, LineFraction, Outcome, Search, Status, TrialRequest};
 use crate::testbed::{Iperf3Ends, Testbed};
 
 /// Hook commands (setup, stats) are killed after this long.
@@ -714,6 +714,8 @@ fn run_methodology(
         )));
     };
     let mut stalls_retried = 0u32;
+    // A stall that persisted after the retries: the search stops there, tester-limited.
+    let mut stalled_at: Option<(LineFraction, LineFraction)> = None;
     while let Some(request) = next {
         if ctx.stopped() {
             return Err(RunError::Interrupted);
@@ -777,12 +779,21 @@ fn run_methodology(
             record: &rec,
             eta,
         });
+        if stalled {
+            // The search itself only compares offered with intended load, which a short stall
+            // barely moves: stop it here, so no figure rests on a trial the tester stalled in.
+            stalled_at = Some((request.load, outcome.offered));
+            break;
+        }
         next = search.next(Some(&outcome));
         if next.is_some() && !nap(plan.run.settle, ctx.opts.stop) {
             return Err(RunError::Interrupted);
         }
     }
-    let result = search.result();
+    let mut result = search.result();
+    if let Some((intended, achieved)) = stalled_at {
+        result.status = Status::TesterLimited { intended, achieved };
+    }
     let ceiling = match (&ctx.opts.calibration, result.throughput(0)) {
         (Some(cal), Some(t)) => {
             let pps = t.to_pps(plan.line_pps(case)).0;

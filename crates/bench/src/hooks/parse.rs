@@ -187,15 +187,22 @@ pub fn nft_text(text: &str) -> Option<NftCounters> {
             }
             _ => {}
         }
-        // `packets N bytes M`, alone (named counter body) or after `counter` in a rule.
-        let Some(p) = tokens.iter().position(|t| *t == "packets") else {
-            continue;
-        };
-        let (Some(packets), Some("bytes"), Some(bytes)) = (
+        // `packets N bytes M`, alone (named counter body) or after `counter` in a rule. Not
+        // just any `packets`: a rule's `limit rate … burst 1000 packets` comes earlier.
+        let triple = |p: usize| match (
             tokens.get(p + 1).and_then(|t| t.parse::<u64>().ok()),
             tokens.get(p + 2).copied(),
             tokens.get(p + 3).and_then(|t| t.parse::<u64>().ok()),
-        ) else {
+        ) {
+            (Some(packets), Some("bytes"), Some(bytes)) => Some((packets, bytes)),
+            _ => None,
+        };
+        let Some((p, (packets, bytes))) = tokens
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| **t == "packets")
+            .find_map(|(p, _)| triple(p).map(|c| (p, c)))
+        else {
             continue;
         };
         match (&named, p) {
@@ -302,6 +309,15 @@ mod tests {
         // Swapped snapshots go backwards: no figure rather than a wrong one.
         assert_eq!(cpu_busy_percent(&after, &before, "cpu"), None);
         assert_eq!(cpu_busy_percent(&before, &after, "cpu7"), None);
+    }
+
+    #[test]
+    fn nft_rule_counter_after_a_limit_burst_in_packets() {
+        // nft 1.0.6 prints a policer rule with two `packets`: the burst's unit, then the counter.
+        let text = "table inet wrpolice {\n\tchain forward {\n\t\ttype filter hook forward priority filter; policy accept;\n\t\tmeta l4proto udp limit rate over 50000/second burst 1000 packets counter packets 123 bytes 7872 drop\n\t}\n}\n";
+        let c = nft_text(text).unwrap();
+        assert_eq!(c.rule_counters, 1);
+        assert_eq!((c.rule_packets, c.rule_bytes), (123, 7872));
     }
 
     #[test]

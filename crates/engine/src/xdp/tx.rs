@@ -35,7 +35,7 @@
 //!
 //! **Veth.** A veth accepts XDP-transmitted frames only if its peer runs NAPI: GRO enabled on
 //! the peer or an XDP program attached to it (the lab enables GRO). [`open`] sends one probe
-//! frame (EtherType 0x88b5, local experimental, addressed to the port's own MAC, so nothing
+//! frame (EtherType IPv4, addressed to the port's own MAC, so nothing
 //! forwards it) and fails with what to do if the device refused it.
 //!
 //! **Not supported** (refused with an error, never ignored): frames above
@@ -440,13 +440,16 @@ impl XdpSender {
             .map_err(|e| bpf_err("streams", e))
     }
 
-    /// Sends one frame nobody forwards (EtherType 0x88b5 to our own MAC) and fails if the
+    /// Sends one frame nobody forwards (EtherType IPv4 to our own MAC) and fails if the
     /// device refused it.
     fn probe(&self, spec: &PortSpec, mac: [u8; 6]) -> Result<()> {
         let mut frame = vec![0u8; 60];
         frame[..6].copy_from_slice(&mac);
         frame[6..12].copy_from_slice(&mac);
-        frame[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
+        // IPv4, not an unassigned EtherType: a DUT drops a frame for another host's MAC as
+        // "otherhost" (its own counter), while a frame no protocol takes would move its
+        // rx_dropped, the counter a trial's loss is checked against (one per trial, seen).
+        frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
         frame[14..32].copy_from_slice(b"wirerate xdp probe");
         self.prog_run(&with_meta(PROBE_SLOT, &frame), 1)
             .map_err(|e| {
