@@ -503,6 +503,93 @@ fn cli_server_and_client_bring_a_session_up() {
     );
 }
 
+/// Issue #19 row 18: `wirerate pppoe` refuses a pool or an MRU that cannot work as asked —
+/// exit status 2, one message naming the flags and what would fit — before it opens a port
+/// (so no root is needed, and the missing interface is never reached).
+#[test]
+fn cli_refuses_pools_and_mrus_that_cannot_work() {
+    let bin = env!("CARGO_BIN_EXE_wirerate");
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["server", "--pool-size", "3000"],
+            &[
+                "--pool 198.51.100.10 --pool-size 3000:",
+                "198.51.111.193",
+                "the largest pool from 198.51.100.10 that fits is 245",
+            ],
+        ),
+        (
+            &["server", "--pool-size", "0"],
+            &["--pool-size 0:", "would refuse every subscriber"],
+        ),
+        (
+            &["server", "--pool", "198.51.100.1"],
+            &["gateway's own address 198.51.100.1", "at 198.51.100.2"],
+        ),
+        (
+            &["server", "--pool", "198.51.100.0"],
+            &["--pool 198.51.100.0:", "network address"],
+        ),
+        (
+            &["server", "--pool", "192.0.2.255"],
+            &["--pool 192.0.2.255:", "broadcast address"],
+        ),
+        (
+            &["server", "--pool", "10.0.0.10"],
+            &["--pool 10.0.0.10:", "outside the documentation ranges"],
+        ),
+        (&["server", "--mru", "0"], &["--mru 0:", "give 64 to 1492"]),
+        (
+            &["server", "--mru", "63"],
+            &["--mru 63:", "give 64 to 1492"],
+        ),
+        (
+            &["server", "--mru", "1500"],
+            &["--mru 1500:", "give 64 to 1492"],
+        ),
+        (&["client", "--mru", "0"], &["--mru 0:", "give 64 to 1492"]),
+    ];
+    for (args, want) in cases {
+        let out = Command::new(bin)
+            .arg("pppoe")
+            .args(*args)
+            .args(["--dev", "wr-nonexistent0", "--duration", "1"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("wirerate pppoe");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for w in *want {
+            assert!(err.contains(w), "{args:?}: {w:?} not in {err}");
+        }
+    }
+    // What fits is accepted (and then fails only on the missing interface, exit 1).
+    for args in [
+        &["server", "--pool-size", "245", "--mru", "64"][..],
+        &[
+            "server",
+            "--pool",
+            "203.0.113.2",
+            "--gateway",
+            "203.0.113.1",
+            "--pool-size",
+            "253",
+        ],
+        &["client", "--mru", "1492"],
+    ] {
+        let out = Command::new(bin)
+            .arg("pppoe")
+            .args(args)
+            .args(["--dev", "wr-nonexistent0", "--duration", "1"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("wirerate pppoe");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("wr-nonexistent0"), "{args:?}: {err}");
+    }
+}
+
 /// Loopback throughput through PPPoE: our client (port b) and our AC (port a) bring a session
 /// up over the veth and keep running their control loops (echo, etc.) in their own threads
 /// while an engine trial sends signed UDP inside the session both ways, built with

@@ -12,7 +12,7 @@ use emulate::ppp::link::Credential;
 use emulate::ppp::AuthMethod;
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
 use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
-use emulate::pppoe::SessionInfo;
+use emulate::pppoe::{ConfigError, SessionInfo};
 use emulate::util::Entropy;
 use engine::control::{self, ControlPort};
 use engine::port::PortSpec;
@@ -61,7 +61,7 @@ pub struct PortArgs {
     /// Authentication: pap, chap, or both (server: demanded, preferred first; client: offered).
     #[arg(long, default_value = "pap")]
     pub auth: String,
-    /// The MRU requested in LCP.
+    /// The MRU requested in LCP: 64 to 1492 (server default 1454, client 1492).
     #[arg(long)]
     pub mru: Option<u16>,
     /// LCP Echo-Request interval in seconds.
@@ -85,9 +85,12 @@ pub struct ServerArgs {
     /// Our IPCP address.
     #[arg(long, default_value = "198.51.100.1")]
     pub gateway: Ipv4Addr,
-    /// First address of the subscriber pool.
+    /// First address of the subscriber pool: in 192.0.2.0/24, 198.51.100.0/24 or
+    /// 203.0.113.0/24, the whole pool inside that /24 without its network or broadcast address
+    /// or the gateway's.
     #[arg(long, default_value = "198.51.100.10")]
     pub pool: Ipv4Addr,
+    /// Addresses in the pool (1 or more; at most what fits, e.g. 245 from 198.51.100.10).
     #[arg(long, default_value_t = 240)]
     pub pool_size: u32,
     /// Stop once this many sessions have come up and ended.
@@ -245,10 +248,7 @@ fn server(a: ServerArgs) -> CliResult {
     let auth = auth_methods(&p.auth)?;
     let duration = p.duration.map(|d| secs(d, "--duration")).transpose()?;
     let echo = secs(p.echo_interval, "--echo-interval")?;
-    Entropy::check_os().map_err(CliError::Failed)?;
-    let (mut port, mac) = open(p)?;
     let mut cfg = ServerConfig {
-        mac,
         ac_name: a.ac_name.clone(),
         auth,
         credentials: vec![Credential::new(&p.user, &p.password)],
@@ -263,6 +263,25 @@ fn server(a: ServerArgs) -> CliResult {
     if let Some(m) = p.mru {
         cfg.mru = m;
     }
+    cfg.check().map_err(|e| {
+        let flags = match e {
+            ConfigError::Mru { mru, .. } => format!("--mru {mru}"),
+            ConfigError::EmptyPool => "--pool-size 0".into(),
+            ConfigError::PoolOutsideDocumentation { .. }
+            | ConfigError::PoolStartsAtNetworkOrBroadcast { .. } => format!("--pool {}", a.pool),
+            ConfigError::PoolHoldsGateway { .. } => format!(
+                "--pool {} --pool-size {} --gateway {}",
+                a.pool, a.pool_size, a.gateway
+            ),
+            ConfigError::PoolTooLarge { .. } => {
+                format!("--pool {} --pool-size {}", a.pool, a.pool_size)
+            }
+        };
+        CliError::Usage(format!("{flags}: {e}"))
+    })?;
+    Entropy::check_os().map_err(CliError::Failed)?;
+    let (mut port, mac) = open(p)?;
+    cfg.mac = mac;
     let mut srv = Server::new(cfg);
     let stop = Stop::new(duration);
     if !p.json {
@@ -395,10 +414,7 @@ fn client(a: ClientArgs) -> CliResult {
     let duration = p.duration.map(|d| secs(d, "--duration")).transpose()?;
     let hold = a.hold.map(|d| secs(d, "--hold")).transpose()?;
     let echo = secs(p.echo_interval, "--echo-interval")?;
-    Entropy::check_os().map_err(CliError::Failed)?;
-    let (mut port, mac) = open(p)?;
     let mut cfg = ClientConfig {
-        mac,
         service_name: a.service.clone(),
         credential: Credential::new(&p.user, &p.password),
         auth,
@@ -409,6 +425,11 @@ fn client(a: ClientArgs) -> CliResult {
     if let Some(m) = p.mru {
         cfg.mru = m;
     }
+    cfg.check()
+        .map_err(|e| CliError::Usage(format!("--mru {}: {e}", cfg.mru)))?;
+    Entropy::check_os().map_err(CliError::Failed)?;
+    let (mut port, mac) = open(p)?;
+    cfg.mac = mac;
     let mut c = Client::new(cfg);
     let stop = Stop::new(duration);
     c.start(control::now());

@@ -8,9 +8,9 @@ use wire::ppp::Protocol;
 use wire::pppoe::{PppoeCode, TagType};
 use wire::units::Nanos;
 
-use super::{discovery_frame, parse, session_frame, HostileReason, SessionInfo, Tags};
+use super::{discovery_frame, parse, session_frame, ConfigError, HostileReason, SessionInfo, Tags};
 use crate::ppp::link::{Credential, DownReason, Link, LinkConfig, LinkEvent, Role};
-use crate::ppp::neg::{eui64, IpcpNeg};
+use crate::ppp::neg::{eui64, IpcpNeg, MIN_MRU};
 use crate::ppp::{AuthMethod, FsmConfig};
 use crate::util::{add, Counter, Entropy, Rng};
 
@@ -68,6 +68,22 @@ impl Default for ClientConfig {
             discovery_attempts: 5,
             entropy: Entropy::Os,
         }
+    }
+}
+
+impl ClientConfig {
+    /// Refuses an MRU below 64 (LCP would turn it into 64) or above what PPPoE carries (1492,
+    /// or `max_payload` with RFC 4638).
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let max = PPPOE_MAX_MRU.max(self.max_payload.unwrap_or(0));
+        if !(MIN_MRU..=max).contains(&self.mru) {
+            return Err(ConfigError::Mru {
+                mru: self.mru,
+                min: MIN_MRU,
+                max,
+            });
+        }
+        Ok(())
     }
 }
 

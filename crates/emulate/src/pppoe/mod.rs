@@ -19,6 +19,120 @@ use crate::ppp::Negotiated;
 pub mod client;
 pub mod server;
 
+/// The ranges subscriber addresses come from (DESIGN.md §6, RFC 5737): 192.0.2.0/24,
+/// 198.51.100.0/24 and 203.0.113.0/24, each a /24 given here by its network address.
+pub const DOCUMENTATION_NETS: [Ipv4Addr; 3] = [
+    Ipv4Addr::new(192, 0, 2, 0),
+    Ipv4Addr::new(198, 51, 100, 0),
+    Ipv4Addr::new(203, 0, 113, 0),
+];
+
+/// The documentation /24 holding `a` (its network address), if any.
+pub fn documentation_net(a: Ipv4Addr) -> Option<Ipv4Addr> {
+    let net = Ipv4Addr::from(u32::from(a) & !0xff);
+    DOCUMENTATION_NETS.contains(&net).then_some(net)
+}
+
+/// A configuration a PPPoE machine refuses to run with ([`server::ServerConfig::check`],
+/// [`client::ClientConfig::check`]); the message says what is wrong and what would work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The MRU to request is outside `min..=max` (64 to 1492, or to the RFC 4638 payload).
+    Mru { mru: u16, min: u16, max: u16 },
+    /// A pool of size 0: every subscriber would be refused.
+    EmptyPool,
+    /// The pool does not start in a documentation range.
+    PoolOutsideDocumentation { first: Ipv4Addr },
+    /// The pool starts at the network (`.0`) or broadcast (`.255`) address of its /24.
+    PoolStartsAtNetworkOrBroadcast { first: Ipv4Addr, broadcast: bool },
+    /// The pool would hand out the gateway's own address; `largest` pool from `first` does not.
+    PoolHoldsGateway {
+        first: Ipv4Addr,
+        size: u32,
+        gateway: Ipv4Addr,
+        largest: u32,
+    },
+    /// The pool runs past `.254` of its documentation /24 (into the broadcast address and out
+    /// of the range); `largest` is the biggest pool from `first` that fits.
+    PoolTooLarge {
+        first: Ipv4Addr,
+        size: u32,
+        largest: u32,
+    },
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let ranges = "192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24";
+        match *self {
+            ConfigError::Mru { mru, min, max } if mru < min => write!(
+                f,
+                "MRU {mru} is below the {min} bytes LCP accepts (it would silently become \
+                 {min}): give {min} to {max}"
+            ),
+            ConfigError::Mru { mru, min, max } => write!(
+                f,
+                "MRU {mru} is more than the {max} bytes of PPP payload this PPPoE session \
+                 carries (it would silently become {max}): give {min} to {max}"
+            ),
+            ConfigError::EmptyPool => f.write_str(
+                "an address pool of size 0 would refuse every subscriber: give a size of 1 or more",
+            ),
+            ConfigError::PoolOutsideDocumentation { first } => write!(
+                f,
+                "the pool starts at {first}, outside the documentation ranges subscribers get \
+                 addresses from ({ranges})"
+            ),
+            ConfigError::PoolStartsAtNetworkOrBroadcast { first, broadcast } => {
+                let what = if broadcast { "broadcast" } else { "network" };
+                let next = Ipv4Addr::from((u32::from(first) & !0xff) + 1);
+                write!(
+                    f,
+                    "the pool starts at {first}, the {what} address of its /24, which is never \
+                     handed out: start at {next} to .254"
+                )
+            }
+            ConfigError::PoolHoldsGateway {
+                first,
+                size,
+                gateway,
+                largest,
+            } => {
+                write!(
+                    f,
+                    "a pool of {size} from {first} would hand out the gateway's own address \
+                     {gateway}: "
+                )?;
+                if largest > 0 {
+                    write!(f, "the largest pool from {first} that fits is {largest}")
+                } else {
+                    let next = Ipv4Addr::from(u32::from(gateway) + 1);
+                    write!(
+                        f,
+                        "start the pool after the gateway (at {next}) or move the gateway"
+                    )
+                }
+            }
+            ConfigError::PoolTooLarge {
+                first,
+                size,
+                largest,
+            } => {
+                let net = Ipv4Addr::from(u32::from(first) & !0xff);
+                let last = Ipv4Addr::from(u32::from(first).saturating_add(size.saturating_sub(1)));
+                write!(
+                    f,
+                    "a pool of {size} from {first} would run to {last}, past the last host \
+                     address of {net}/24 and out of the documentation ranges ({ranges}): the \
+                     largest pool from {first} that fits is {largest}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 /// A session as RFC 2516 identifies it: the client's MAC and the session id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SessionKey {

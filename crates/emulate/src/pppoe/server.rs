@@ -14,33 +14,62 @@ use wire::ppp::Protocol;
 use wire::pppoe::{PppoeCode, TagType};
 use wire::units::Nanos;
 
-use super::{discovery_frame, parse, session_frame, HostileReason, SessionInfo, SessionKey, Tags};
+use super::{
+    discovery_frame, documentation_net, parse, session_frame, ConfigError, HostileReason,
+    SessionInfo, SessionKey, Tags,
+};
 use crate::ppp::link::{Credential, DownReason, Link, LinkConfig, LinkEvent, Role};
-use crate::ppp::neg::{eui64, IpcpNeg};
+use crate::ppp::neg::{eui64, IpcpNeg, MIN_MRU};
 use crate::ppp::{AuthMethod, FsmConfig};
 use crate::util::{min_deadline, siphash24, Counter, DurationSummary, Entropy, Rng};
 
 /// A block of IPv4 addresses handed to subscribers by IPCP.
+///
+/// It never hands out an address outside the documentation /24 its first address is in
+/// ([`super::DOCUMENTATION_NETS`]), nor that /24's network or broadcast address, nor a
+/// [`reserve`](Self::reserve)d one (the gateway's): a larger `size` is cut to what fits.
+/// [`ServerConfig::check`] refuses such configurations up front.
 #[derive(Debug, Clone)]
 pub struct Ipv4Pool {
     first: u32,
     size: u32,
     used: BTreeSet<u32>,
+    reserved: BTreeSet<u32>,
 }
 
 impl Ipv4Pool {
-    /// `size` addresses from `first` on.
+    /// Up to `size` addresses from `first` on, within `first`'s documentation /24 (`.1` to
+    /// `.254`); none if `first` is not in one.
     pub fn new(first: Ipv4Addr, size: u32) -> Ipv4Pool {
+        let f = u32::from(first);
+        let size = match documentation_net(first).map(u32::from) {
+            Some(net) if f > net && f < net + 255 => size.min(net + 255 - f),
+            _ => 0,
+        };
         Ipv4Pool {
-            first: u32::from(first),
+            first: f,
             size,
             used: BTreeSet::new(),
+            reserved: BTreeSet::new(),
         }
+    }
+
+    /// Never hand out `a` (the gateway's own address).
+    pub fn reserve(&mut self, a: Ipv4Addr) {
+        let i = u32::from(a).wrapping_sub(self.first);
+        if i < self.size {
+            self.reserved.insert(i);
+        }
+    }
+
+    /// How many addresses can be handed out at most.
+    pub fn capacity(&self) -> u32 {
+        self.size - self.reserved.len() as u32
     }
 
     /// The lowest free address.
     pub fn allocate(&mut self) -> Option<Ipv4Addr> {
-        let i = (0..self.size).find(|i| !self.used.contains(i))?;
+        let i = (0..self.size).find(|i| !self.used.contains(i) && !self.reserved.contains(i))?;
         self.used.insert(i);
         Some(Ipv4Addr::from(self.first.wrapping_add(i)))
     }
@@ -74,7 +103,8 @@ pub struct ServerConfig {
     pub credentials: Vec<Credential>,
     /// Our IPCP address.
     pub gateway: Ipv4Addr,
-    /// First address and size of the subscriber pool.
+    /// First address and size of the subscriber pool: inside one documentation /24, without
+    /// its network, broadcast or the gateway's address (see [`ServerConfig::check`]).
     pub pool_first: Ipv4Addr,
     pub pool_size: u32,
     /// DNS servers handed out by IPCP (options 129 and 131); None rejects the option.
@@ -123,6 +153,62 @@ impl Default for ServerConfig {
             entropy: Entropy::Os,
         }
     }
+}
+
+impl ServerConfig {
+    /// Refuses what cannot work as asked: an MRU below 64 (LCP would turn it into 64) or above
+    /// what PPPoE carries (1492, or `max_payload` with RFC 4638); and, with IPCP, an empty
+    /// pool or one that would hand out an address outside the documentation ranges, the
+    /// network or broadcast address of its /24, or the gateway's own address. The error names
+    /// the largest pool that fits.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let max = PPPOE_MAX_PAYLOAD_DEFAULT.max(self.max_payload);
+        if !(MIN_MRU..=max).contains(&self.mru) {
+            return Err(ConfigError::Mru {
+                mru: self.mru,
+                min: MIN_MRU,
+                max,
+            });
+        }
+        if self.ipcp {
+            check_pool(self.pool_first, self.pool_size, self.gateway)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_pool(first: Ipv4Addr, size: u32, gateway: Ipv4Addr) -> Result<(), ConfigError> {
+    if size == 0 {
+        return Err(ConfigError::EmptyPool);
+    }
+    let Some(net) = documentation_net(first).map(u32::from) else {
+        return Err(ConfigError::PoolOutsideDocumentation { first });
+    };
+    let f = u32::from(first);
+    if f == net || f == net + 255 {
+        return Err(ConfigError::PoolStartsAtNetworkOrBroadcast {
+            first,
+            broadcast: f != net,
+        });
+    }
+    let g = u32::from(gateway);
+    if g >= f && u64::from(g) < u64::from(f) + u64::from(size) {
+        return Err(ConfigError::PoolHoldsGateway {
+            first,
+            size,
+            gateway,
+            largest: g - f,
+        });
+    }
+    let largest = net + 255 - f;
+    if size > largest {
+        return Err(ConfigError::PoolTooLarge {
+            first,
+            size,
+            largest,
+        });
+    }
+    Ok(())
 }
 
 /// What the server reports.
@@ -204,16 +290,26 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server for a configuration [`ServerConfig::check`] accepts.
+    pub fn try_new(cfg: ServerConfig) -> Result<Server, ConfigError> {
+        cfg.check()?;
+        Ok(Server::new(cfg))
+    }
+
+    /// A server; a configuration [`ServerConfig::check`] would refuse still runs, but its pool
+    /// hands out only what [`Ipv4Pool`] allows (documentation addresses, never the gateway's).
     pub fn new(cfg: ServerConfig) -> Server {
+        let mut pool = Ipv4Pool::new(cfg.pool_first, cfg.pool_size);
+        pool.reserve(cfg.gateway);
         let cookie_key = cfg.cookie_key.unwrap_or_else(|| {
             let mut k = [0u8; 16];
-            Rng::from_entropy(cfg.entropy.derive(0xc00c_1e)).fill(&mut k);
+            Rng::from_entropy(cfg.entropy.derive(0xc00c1e)).fill(&mut k);
             k
         });
         Server {
             rng: Rng::from_entropy(cfg.entropy),
             cookie_key,
-            pool: Ipv4Pool::new(cfg.pool_first, cfg.pool_size),
+            pool,
             tokens: u64::from(cfg.pado_burst),
             refilled: Nanos(0),
             sessions: BTreeMap::new(),
