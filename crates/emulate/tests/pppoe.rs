@@ -271,6 +271,14 @@ fn chap_authentication_failure_and_unknown_user() {
             1,
             "{user}"
         );
+        // Both ends finish the Terminate exchange and send a PADT; each PADT reaches a
+        // session that has just ended, which is normal, not hostile input.
+        net.advance(10);
+        let (s, c) = (&net.server.stats, &net.clients[0].stats);
+        assert_eq!((s.padt_tx, c.padt_tx), (1, 1), "{user}");
+        assert_eq!((s.after_end, c.after_end), (1, 1), "{user}");
+        assert_eq!(s.hostile.total(), 0, "{user}: {}", s.hostile);
+        assert_eq!(c.hostile.total(), 0, "{user}: {}", c.hostile);
     }
 }
 

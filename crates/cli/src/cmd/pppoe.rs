@@ -364,7 +364,8 @@ fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {
         "setup_min_ms": st.setup.min.0 as f64 / 1e6,
         "setup_max_ms": st.setup.max.0 as f64 / 1e6,
         "setup_mean_ms": setup_mean,
-        "retransmits": st.retransmits, "ended": ended, "hostile": hostile,
+        "retransmits": st.retransmits, "ended": ended, "after_end": st.after_end,
+        "hostile": hostile,
         "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
         "frames_unclaimed": port.stats.rx_unclaimed, "tx_failed": port.stats.tx_failed,
     });
@@ -398,6 +399,12 @@ fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {
     }
     for (k, v) in st.ended.iter() {
         println!("ended  {k:?}: {v}");
+    }
+    if st.after_end > 0 {
+        println!(
+            "after the end (late PADT or Terminate-Ack): {}",
+            st.after_end
+        );
     }
     for (k, v) in st.hostile.iter() {
         println!("refused {k:?}: {v}");
@@ -492,6 +499,7 @@ fn client(a: ClientArgs) -> CliResult {
         "padt_rx": st.padt_rx, "padt_tx": st.padt_tx, "retransmits": st.retransmits,
         "setup_ms": st.setup.map(|s| s.0 as f64 / 1e6),
         "ended": counts_json(&st.ended),
+        "after_end": st.after_end,
         "hostile": counts_json(&st.hostile),
         "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
     });
@@ -507,6 +515,12 @@ fn client(a: ClientArgs) -> CliResult {
         }
         for (k, v) in st.ended.iter() {
             println!("ended  {k:?}: {v}");
+        }
+        if st.after_end > 0 {
+            println!(
+                "after the end (late PADT or Terminate-Ack): {}",
+                st.after_end
+            );
         }
         for (k, v) in st.hostile.iter() {
             println!("refused {k:?}: {v}");

@@ -126,6 +126,9 @@ pub struct ClientStats {
     /// First PADI to network phase complete, for the last session that came up.
     pub setup: Option<Nanos>,
     pub ended: Counter<DownReason>,
+    /// PADTs and session frames for the session that had just ended (the AC's PADT crossing
+    /// ours, a late Terminate-Ack): normal, not hostile.
+    pub after_end: u64,
     pub hostile: Counter<HostileReason>,
 }
 
@@ -371,6 +374,9 @@ impl Client {
                     }
                     self.drain(now);
                     Ok(())
+                } else if self.just_ended(p.eth.src, p.pppoe.session_id) {
+                    self.stats.after_end += 1;
+                    Ok(())
                 } else {
                     Err(HostileReason::UnknownSession)
                 }
@@ -382,6 +388,9 @@ impl Client {
                     }
                     self.drain(now);
                     Ok(())
+                } else if self.just_ended(p.eth.src, p.pppoe.session_id) {
+                    self.stats.after_end += 1;
+                    Ok(())
                 } else {
                     Err(HostileReason::UnknownSession)
                 }
@@ -392,6 +401,14 @@ impl Client {
             self.stats.hostile.add(r);
         }
         true
+    }
+
+    /// The session that has just ended: the AC's PADT crossing ours, a late Terminate-Ack.
+    fn just_ended(&self, src: MacAddr, sid: u16) -> bool {
+        matches!(self.state, ClientState::Down(_))
+            && sid != 0
+            && sid == self.session_id
+            && self.offer.as_ref().is_some_and(|o| o.ac == src)
     }
 
     fn is_our_session(&self, src: MacAddr, sid: u16) -> bool {

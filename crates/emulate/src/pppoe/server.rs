@@ -6,7 +6,7 @@
 //! a [`Link`] (LCP, PAP/CHAP, IPCP, IPv6CP, echo) keyed by (client MAC, session id).
 
 use core::net::Ipv4Addr;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use wire::ethernet::MacAddr;
 use wire::ppp::lcp::PPPOE_MAX_MRU as PPPOE_MAX_PAYLOAD_DEFAULT;
@@ -257,8 +257,14 @@ pub struct ServerStats {
     pub retransmits: u64,
     /// Sessions ended, by reason (failures and normal ends alike).
     pub ended: Counter<DownReason>,
+    /// PADTs and session frames for one of the last sessions that ended (the client's PADT
+    /// crossing ours, a late Terminate-Ack): normal, not hostile.
+    pub after_end: u64,
     pub hostile: Counter<HostileReason>,
 }
+
+/// How many ended sessions are remembered for [`ServerStats::after_end`].
+const ENDED_REMEMBERED: usize = 256;
 
 #[derive(Debug)]
 struct Session {
@@ -280,6 +286,8 @@ pub struct Server {
     rng: Rng,
     cookie_key: [u8; 16],
     sessions: BTreeMap<SessionKey, Session>,
+    /// The last sessions that ended, oldest first.
+    ended_recently: VecDeque<SessionKey>,
     ids: BTreeSet<u16>,
     pool: Ipv4Pool,
     tokens: u64,
@@ -313,6 +321,7 @@ impl Server {
             tokens: u64::from(cfg.pado_burst),
             refilled: Nanos(0),
             sessions: BTreeMap::new(),
+            ended_recently: VecDeque::new(),
             ids: BTreeSet::new(),
             tx: Vec::new(),
             events: Vec::new(),
@@ -440,7 +449,7 @@ impl Server {
                         self.drain(now, key);
                         Ok(())
                     }
-                    None => Err(HostileReason::UnknownSession),
+                    None => self.after_end(key),
                 }
             }
             PppoeCode::Session => {
@@ -455,7 +464,7 @@ impl Server {
                         self.drain(now, key);
                         Ok(())
                     }
-                    None => Err(HostileReason::UnknownSession),
+                    None => self.after_end(key),
                 }
             }
             PppoeCode::Pado | PppoeCode::Pads | PppoeCode::Unknown(_) => {
@@ -466,6 +475,16 @@ impl Server {
             self.stats.hostile.add(r);
         }
         true
+    }
+
+    /// A frame for a session that does not exist: normal if it has just ended, else hostile.
+    fn after_end(&mut self, key: SessionKey) -> Result<(), HostileReason> {
+        if self.ended_recently.contains(&key) {
+            self.stats.after_end += 1;
+            Ok(())
+        } else {
+            Err(HostileReason::UnknownSession)
+        }
     }
 
     fn serves(&self, name: &[u8]) -> bool {
@@ -764,6 +783,10 @@ impl Server {
             }
             self.stats.ended.add(reason);
             self.events.push(ServerEvent::SessionDown { key, reason });
+            if self.ended_recently.len() >= ENDED_REMEMBERED {
+                self.ended_recently.pop_front();
+            }
+            self.ended_recently.push_back(key);
         }
     }
 }
