@@ -144,7 +144,7 @@ impl Chans {
 fn run_server(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, String> {
     let mut cp = ControlPort::open(&port).map_err(|e| e.to_string())?;
     let mac = MacAddr(cp.mac().map_err(|e| e.to_string())?);
-    let mut s = Server::new(ServerConfig {
+    let mut s = Server::try_new(ServerConfig {
         mac,
         ac_name: if cfg.ac_name.is_empty() {
             "wirerate-ac".into()
@@ -168,7 +168,8 @@ fn run_server(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, S
         pool_size: cfg.pool_size,
         echo_interval: Nanos(cfg.echo_interval.as_nanos() as u64),
         ..ServerConfig::default()
-    });
+    })
+    .map_err(|e| format!("the access concentrator's settings: {e}"))?;
     let _ = ch.ready.send(());
     while !ch.stop.load(Ordering::SeqCst) {
         cp.step(&mut s, Duration::from_millis(20))
