@@ -267,7 +267,9 @@ fn xdp_frames_arrive_signed_with_flows_checksums_and_exact_counts() {
     let mut buf = vec![0u8; 2048];
     for c in &frames {
         let f = &c.bytes;
-        if f.len() >= 14 && f[12..14] == [0x88, 0xb5] {
+        if f.get(14..14 + engine::xdp::tx::PROBE_PAYLOAD.len())
+            == Some(engine::xdp::tx::PROBE_PAYLOAD)
+        {
             probes += 1;
             continue;
         }

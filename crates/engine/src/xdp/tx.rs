@@ -58,6 +58,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Largest frame (without FCS) the XDP sender sends: live mode builds each frame in one page
 /// with headroom and tailroom, and refuses larger data (net/bpf/test_run.c).
 pub const MAX_FRAME_LEN: usize = 3000;
+/// What the sender's probe frame carries after its Ethernet header (see [`open`]), so that a
+/// capture can tell it from test frames.
+pub const PROBE_PAYLOAD: &[u8] = b"wirerate xdp probe";
 /// Most frames per `BPF_PROG_RUN` when paced (about 200 µs at 5 Mpps).
 pub const PACED_CAP: u64 = 1024;
 /// Most frames per `BPF_PROG_RUN` unpaced (a few ms at full speed: the stop flag and the end
@@ -450,7 +453,7 @@ impl XdpSender {
         // "otherhost" (its own counter), while a frame no protocol takes would move its
         // rx_dropped, the counter a trial's loss is checked against (one per trial, seen).
         frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-        frame[14..32].copy_from_slice(b"wirerate xdp probe");
+        frame[14..14 + PROBE_PAYLOAD.len()].copy_from_slice(PROBE_PAYLOAD);
         self.prog_run(&with_meta(PROBE_SLOT, &frame), 1)
             .map_err(|e| {
                 let hint = match e.raw_os_error() {
