@@ -733,10 +733,13 @@ fn run_methodology(
                 return Ok(());
             }
         };
-        // A stall of the tester (frames slipped from its schedule) says nothing about the
-        // DUT: record the trial as superseded and measure the same request again, a few times
-        // per search at most, so a tester that cannot keep up still ends tester-limited.
-        let stalled = engine.slipped_ratio() > SLIP_TOLERANCE;
+        // A trial in which the tester fell behind its schedule (frames slipped, or a stall
+        // that shows as a lower offered rate, e.g. 10 ms late near the end of a 0.5 s trial)
+        // says nothing about the DUT: record it as superseded and measure the same request
+        // again, a few times per search at most, so a tester that cannot keep up still ends
+        // tester-limited.
+        let stalled = engine.slipped_ratio() > SLIP_TOLERANCE
+            || outcome.is_tester_limited(plan.run.tester_tolerance);
         let superseded = stalled && stalls_retried < MAX_STALL_RETRIES;
         let rec = TrialRecord {
             key: TrialKey {
@@ -749,7 +752,7 @@ fn run_methodology(
             outcome,
             // Tester-limited means one thing: the tester did not keep its own schedule (it
             // slipped frames, or offered less than asked), never the DUT's loss.
-            tester_limited: outcome.is_tester_limited(plan.run.tester_tolerance) || stalled,
+            tester_limited: stalled,
             iperf3: None,
             tcp: None,
             engine: Some(engine),
@@ -760,7 +763,7 @@ fn run_methodology(
             stalls_retried += 1;
             ctx.append(&Record::Trial(rec))?;
             ctx.note(format!(
-                "{} rep {rep} {} trial {trial_index}: the tester stalled (frames slipped); measuring it again",
+                "{} rep {rep} {} trial {trial_index}: the tester fell behind its schedule; measuring it again",
                 case.id,
                 m.name()
             ));
@@ -782,6 +785,7 @@ fn run_methodology(
         if stalled {
             // The search itself only compares offered with intended load, which a short stall
             // barely moves: stop it here, so no figure rests on a trial the tester stalled in.
+            // (An offered-rate shortfall would stop it too; stopping here says so the same way.)
             stalled_at = Some((request.load, outcome.offered));
             break;
         }
@@ -824,8 +828,8 @@ fn run_methodology(
 /// when its offered rate stays within the plan's `tester-tolerance`.
 pub const SLIP_TOLERANCE: f64 = 0.001;
 
-/// How many trials of one search are measured again after a tester stall before a stall is
-/// let through to the search (which then ends tester-limited).
+/// How many trials of one search are measured again after the tester fell behind (slipped
+/// frames or offered less than asked) before the search is stopped tester-limited.
 pub const MAX_STALL_RETRIES: u32 = 2;
 
 // ---------------------------------------------------------------------------------------------

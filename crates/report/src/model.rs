@@ -597,7 +597,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
 
     if superseded > 0 {
         notes.push(format!(
-            "{superseded} trial{} measured again because the tester stalled during {} (frames slipped from its schedule); kept in trials.jsonl as superseded, not used for any figure",
+            "{superseded} trial{} measured again because the tester fell behind its schedule during {} (frames slipped, or less offered than asked); kept in trials.jsonl as superseded, not used for any figure",
             if superseded == 1 { " was" } else { "s were" },
             if superseded == 1 { "it" } else { "them" }
         ));

@@ -76,9 +76,10 @@ pub struct TrialRecord {
     /// How the packet engine ran a UDP trial (absent for iperf3 trials and in older runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineFacts>,
-    /// The tester stalled during this trial (it slipped frames), so it says nothing about the
-    /// DUT: the same request was measured again under the same key, and the search never saw
-    /// this one. Kept so that nothing measured is hidden.
+    /// The tester fell behind its schedule during this trial (it slipped frames or offered
+    /// less than asked), so it says nothing about the DUT: the same request was measured again
+    /// under the same key, and the search never saw this one. Kept so that nothing measured
+    /// is hidden.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub superseded: bool,
     /// Completion time, Unix milliseconds.
