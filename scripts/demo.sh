@@ -18,7 +18,8 @@ $W craft --encap pppoe --size 64 --count 10 --pppoe-session 0x1234 -o "$out/pppo
 tshark -r "$out/pppoe.pcap" 2>/dev/null | head -3
 
 echo; echo "== The main job: plans/lab-demo.toml, the forwarding matrix of DESIGN.md §1 on the lab"
-echo "   (6 DUT profiles × UDP 64/512/1518 B RFC 2544 throughput + TCP 1/2/4 sessions × IPv4/IPv6)"
+echo "   (6 DUT profiles × UDP 64/512/1518 B, NDR and PDR searched from line rate on the XDP engine,"
+echo "    + TCP 1/2/4 sessions × IPv4/IPv6)"
 $W plan check plans/lab-demo.toml --quiet
 echo; echo "== The tester's own ceiling first (direct link, no DUT), so DUT figures near it are flagged"
 $W calibrate --sizes 64,82,512,1518 --duration 1 --out "$out/calibration.json"
