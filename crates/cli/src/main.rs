@@ -1,6 +1,24 @@
 //! The `wirerate` binary: argument parsing and wiring only. Measurement, search and rendering
 //! live in the library crates.
 
+/// `println!` that never panics: once standard output is gone (a closed pipe, `wirerate … |
+/// head -1`), the rest is discarded and the command carries on, so a run keeps measuring,
+/// records every trial and tears its lab down (Rust ignores SIGPIPE; `println!` would panic).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` that never panics (see [`outln`]).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod cmd;
 mod error;
 

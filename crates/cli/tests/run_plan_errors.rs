@@ -165,3 +165,27 @@ fn unreachable_ssh_host_is_named_before_anything_runs() {
     assert!(!out.exists(), "a run directory was created");
     no_namespace("h8bad");
 }
+
+/// Issue 19 rows 1–2: a command whose standard output is a closed pipe (`| head -1`) ends
+/// cleanly, without a panic: what it prints is discarded, what it does is done.
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plans/lab-demo.toml");
+    for args in [
+        vec!["plan", "check", shipped],
+        vec!["linerate", "--speed", "1G", "--sizes", "rfc2544"],
+    ] {
+        let mut child = Command::new(WIRERATE)
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the reading end before the command writes anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+    }
+}

@@ -105,7 +105,7 @@ fn frame_len(size: usize) -> CliResult<usize> {
 
 fn json<T: serde::Serialize>(v: &T) -> CliResult {
     let s = serde_json::to_string_pretty(v).map_err(|e| CliError::Failed(e.to_string()))?;
-    println!("{s}");
+    outln!("{s}");
     Ok(())
 }
 
@@ -132,7 +132,7 @@ pub fn run(args: BenchArgs) -> CliResult {
             if a.json {
                 return json(&r);
             }
-            println!(
+            outln!(
                 "bench tx: {}-byte frames, CPU {}, {} alternating rounds of {:.1} s per sender (veth tx_packets; medians)",
                 a.size, a.cpu, cfg.rounds, a.duration
             );
@@ -142,18 +142,18 @@ pub fn run(args: BenchArgs) -> CliResult {
                     .collect::<Vec<_>>()
                     .join(" ")
             };
-            println!(
+            outln!(
                 "  wirerate ({:<8}, signed) {:>9.0} frames/s   rounds: {}",
                 cfg.backend.name(),
                 r.wirerate_pps,
                 rounds(&r.wirerate_rounds)
             );
-            println!(
+            outln!(
                 "    own count: {} frames accepted in all rounds; {:.0} frames/s, mean batch {:.1}",
                 r.wirerate_sent, r.wirerate_own_pps, r.wirerate_mean_batch
             );
             if let Some((b, p, v)) = &r.other_backend {
-                println!(
+                outln!(
                     "  wirerate ({:<8}, signed) {:>9.0} frames/s   rounds: {}",
                     b.name(),
                     p,
@@ -161,19 +161,19 @@ pub fn run(args: BenchArgs) -> CliResult {
                 );
             }
             if r.trafgen_aborts > 0 {
-                println!(
+                outln!(
                     "  trafgen aborted {} window(s) on back-pressure (retried)",
                     r.trafgen_aborts
                 );
             }
             match &r.trafgen_error {
                 None => {
-                    println!(
+                    outln!(
                         "  trafgen (static frame)       {:>9.0} frames/s   rounds: {}",
                         r.trafgen_pps,
                         rounds(&r.trafgen_rounds)
                     );
-                    println!(
+                    outln!(
                         "  ratio ({:<8} / trafgen)  {:>9.2}x (target ≥ {})",
                         cfg.backend.name(),
                         r.ratio,
@@ -185,15 +185,15 @@ pub fn run(args: BenchArgs) -> CliResult {
                         }
                     );
                 }
-                Some(e) => println!("  trafgen: no figure: {e}"),
+                Some(e) => outln!("  trafgen: no figure: {e}"),
             }
             if let Some((p, v)) = &r.trafgen_nft {
-                println!(
+                outln!(
                     "  trafgen, peer dropping at nftables without NAPI (its best case here) {p:.0} frames/s   rounds: {}",
                     rounds(v)
                 );
                 if *p > 0.0 {
-                    println!("  ratio (xdp / that trafgen) {:.2}x", r.wirerate_pps / p);
+                    outln!("  ratio (xdp / that trafgen) {:.2}x", r.wirerate_pps / p);
                 }
             }
             Ok(())
@@ -224,43 +224,43 @@ pub fn run(args: BenchArgs) -> CliResult {
                     engine::bench::RxBackend::AfPacket => "AF_PACKET RX ring",
                     engine::bench::RxBackend::Xdp => "XDP receiver",
                 };
-                println!(
+                outln!(
                     "bench rx: {rcv} {} ({}-byte frames) into the {backend}",
                     a.frames, a.size
                 );
-                println!("  {:<26}{:>10}", format!("{src} put on the wire"), r.sent);
-                println!("  wirerate counted          {:>10}", r.counted);
+                outln!("  {:<26}{:>10}", format!("{src} put on the wire"), r.sent);
+                outln!("  wirerate counted          {:>10}", r.counted);
                 if a.source == engine::bench::RxSource::Xdp {
-                    println!(
+                    outln!(
                         "    distinct / duplicates   {:>10} / {}",
                         r.received, r.duplicates
                     );
                 }
-                println!("  foreign frames            {:>10}", r.foreign);
+                outln!("  foreign frames            {:>10}", r.foreign);
                 if a.backend == engine::bench::RxBackend::AfPacket {
-                    println!("  RX ring drops             {:>10}", r.ring_drops);
+                    outln!("  RX ring drops             {:>10}", r.ring_drops);
                 }
-                println!("  peer backlog drops        {:>10}", r.peer_rx_dropped);
+                outln!("  peer backlog drops        {:>10}", r.peer_rx_dropped);
                 if a.backend == engine::bench::RxBackend::Xdp {
-                    println!("  sender veth tx_dropped    {:>10}", r.tx_dropped);
+                    outln!("  sender veth tx_dropped    {:>10}", r.tx_dropped);
                     if let Some(pps) = r.source_pps {
-                        println!("  XDP sender achieved       {:>10.0} frames/s", pps);
+                        outln!("  XDP sender achieved       {:>10.0} frames/s", pps);
                     }
                     if let Some(m) = r.xdp_mode {
-                        println!("  XDP mode                  {:>10}", format!("{m:?}"));
+                        outln!("  XDP mode                  {:>10}", format!("{m:?}"));
                     }
                     if let Some(n) = &r.xdp_note {
-                        println!("  note: {n}");
+                        outln!("  note: {n}");
                     }
                     match r.xdp_ns_per_frame {
-                        Some(ns) => println!("  XDP program per frame     {:>10.1} ns", ns),
-                        None => println!(
+                        Some(ns) => outln!("  XDP program per frame     {:>10.1} ns", ns),
+                        None => outln!(
                             "  XDP program per frame            n/a (sysctl kernel.bpf_stats_enabled=1 to measure)"
                         ),
                     }
                 }
-                println!("  {:.3} s, {:.0} frames/s", r.seconds, r.rx_pps);
-                println!("  {}", if r.exact { "EXACT" } else { "NOT EXACT" });
+                outln!("  {:.3} s, {:.0} frames/s", r.seconds, r.rx_pps);
+                outln!("  {}", if r.exact { "EXACT" } else { "NOT EXACT" });
             }
             if r.exact {
                 Ok(())

@@ -60,7 +60,7 @@ pub fn run(args: CalibrateArgs) -> CliResult {
     })
     .map_err(|e| CliError::Failed(format!("lab {}: {e}", args.lab)))?;
     let stop = AtomicBool::new(false);
-    println!(
+    outln!(
         "{:>3} {:>6} {:>14} {:>14} {:>14} {:>8} {:>6}  backend",
         "ip", "size", "line rate", "sent", "received", "ceiling", "exact"
     );
@@ -74,7 +74,7 @@ pub fn run(args: CalibrateArgs) -> CliResult {
         args.backend,
         &stop,
         |e| {
-            println!(
+            outln!(
                 "{:>3} {:>6} {:>11}pps {:>11}pps {:>11}pps {:>7.1}% {:>6}  {}",
                 e.ip,
                 e.frame_size,
@@ -92,6 +92,6 @@ pub fn run(args: CalibrateArgs) -> CliResult {
     down.map_err(|e| CliError::Failed(format!("removing lab {}: {e}", args.lab)))?;
     let path = args.out.unwrap_or_else(calibration::default_path);
     cal.save(&path).map_err(CliError::Failed)?;
-    println!("saved {}", path.display());
+    outln!("saved {}", path.display());
     Ok(())
 }

@@ -35,12 +35,12 @@ pub fn run(args: CompareArgs) -> CliResult {
     let t = args.threshold / 100.0;
     let rows = report::compare(&a, &b, t);
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&rows).map_err(|e| CliError::Failed(e.to_string()))?
         );
     } else {
-        print!("{}", report::compare_text(&a, &b, &rows, t));
+        out!("{}", report::compare_text(&a, &b, &rows, t));
     }
     let regressed = rows
         .iter()

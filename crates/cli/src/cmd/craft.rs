@@ -234,7 +234,7 @@ pub fn run(args: CraftArgs) -> CliResult {
     file.write_all(&out)
         .and_then(|_| file.sync_all())
         .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", args.output.display())))?;
-    println!(
+    outln!(
         "wrote {} frame(s) of {} B ({} B with FCS; {}, reference frame {} B) to {}",
         args.count,
         template.len(),

@@ -131,13 +131,13 @@ fn tunnel_json(t: &TunnelStats) -> serde_json::Value {
 }
 
 fn tunnel_text(t: &TunnelStats) {
-    println!(
+    outln!(
         "tunnel: encapsulated {} ({} fragmented into {} frames), decapsulated {} \
          ({} fragments in, {} reassembled)",
         t.encapsulated, t.fragmented, t.fragments_tx, t.decapsulated, t.fragments_rx, t.reassembled
     );
     for (k, v) in t.dropped.iter() {
-        println!("dropped {k:?}: {v}");
+        outln!("dropped {k:?}: {v}");
     }
 }
 
@@ -179,14 +179,14 @@ fn aftr(a: AftrArgs) -> CliResult {
             "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
             "frames_unclaimed": port.stats.rx_unclaimed, "tx_failed": port.stats.tx_failed,
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!(
+        outln!(
             "softwires: {}, echo replies {}, neighbor advertisements {}",
             st.softwires_up, st.echo_replies, nd.na_tx
         );
         tunnel_text(m.tunnel_stats());
-        println!(
+        outln!(
             "frames: rx {} (not ND/DS-Lite {}), tx {} (failed {})",
             port.stats.rx, port.stats.rx_unclaimed, port.stats.tx, port.stats.tx_failed
         );
@@ -261,9 +261,9 @@ fn b4(a: B4Args) -> CliResult {
             "tunnel": tunnel_json(&tunnel),
             "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!(
+        outln!(
             "probes: sent {}, answered {}, retries {}{}",
             st.probes_tx,
             st.probe_replies,
@@ -271,7 +271,7 @@ fn b4(a: B4Args) -> CliResult {
             setup_ms.map_or(String::new(), |s| format!("; setup (start → up) {s:.1} ms"))
         );
         for (k, v) in st.failed.iter() {
-            println!("failed {k:?}: {v}");
+            outln!("failed {k:?}: {v}");
         }
         tunnel_text(&tunnel);
     }

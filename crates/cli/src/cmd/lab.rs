@@ -97,7 +97,7 @@ fn cli_err(e: LabError) -> CliError {
 fn json<T: serde::Serialize>(v: &T) -> CliResult {
     let s = serde_json::to_string_pretty(v)
         .map_err(|e| CliError::Failed(format!("serialising JSON: {e}")))?;
-    println!("{s}");
+    outln!("{s}");
     Ok(())
 }
 
@@ -115,9 +115,9 @@ pub fn run(args: LabArgs) -> CliResult {
             }
             .map_err(cli_err)?;
             if removed.is_empty() {
-                println!("nothing to remove");
+                outln!("nothing to remove");
             } else {
-                println!("removed {}", removed.join(" "));
+                outln!("removed {}", removed.join(" "));
             }
             Ok(())
         }
@@ -132,7 +132,7 @@ pub fn run(args: LabArgs) -> CliResult {
             let lab = Lab::attach(&name).map_err(cli_err)?;
             let t0 = std::time::Instant::now();
             lab.apply_profile(&p).map_err(cli_err)?;
-            println!(
+            outln!(
                 "lab {name}: profile {p} applied in {:.2} s",
                 t0.elapsed().as_secs_f64()
             );
@@ -145,8 +145,8 @@ pub fn run(args: LabArgs) -> CliResult {
             }
             let w = cat.iter().map(|c| c.name.len()).max().unwrap_or(0);
             for c in &cat {
-                println!("{:w$}  {}", c.name, c.description);
-                println!("{:w$}  -> {}", "", c.support);
+                outln!("{:w$}  {}", c.name, c.description);
+                outln!("{:w$}  -> {}", "", c.support);
             }
             Ok(())
         }
@@ -168,7 +168,7 @@ fn up(name: &str, topology: Topology, profile: Option<&str>) -> CliResult {
     })
     .map_err(cli_err)?;
     let p = lab.profile().map_err(cli_err)?;
-    println!(
+    outln!(
         "lab {name} up in {:.2} s: topology {topology}{}",
         t0.elapsed().as_secs_f64(),
         p.map(|p| format!(", profile {p}")).unwrap_or_default()
@@ -183,7 +183,7 @@ fn print_ports(lab: &Lab) -> CliResult {
             continue;
         }
         let p = lab.port(port).map_err(cli_err)?;
-        println!(
+        outln!(
             "  port {:?}: {}/{} {} {}/{} {}/{} -> {} {}{}",
             port,
             p.netns,
@@ -212,14 +212,14 @@ fn status(name: Option<&str>, as_json: bool) -> CliResult {
         return json(&inv);
     }
     match inv.dut_cpu {
-        Some(c) => println!(
+        Some(c) => outln!(
             "CPU isolation: DUT on CPU {c}, tester on CPUs {:?}",
             inv.tester_cpus
         ),
-        None => println!("CPU isolation: off (one CPU)"),
+        None => outln!("CPU isolation: off (one CPU)"),
     }
     if inv.labs.is_empty() {
-        println!("no lab is up");
+        outln!("no lab is up");
     }
     for l in &inv.labs {
         let topo = l.topology.map(|t| t.to_string()).unwrap_or("?".into());
@@ -228,12 +228,12 @@ fn status(name: Option<&str>, as_json: bool) -> CliResult {
         } else {
             "INCOMPLETE (run `lab down` or `lab up`)"
         };
-        println!(
+        outln!(
             "lab {}: {state}, topology {topo}, profile {}",
             l.name,
             l.profile.as_deref().unwrap_or("-")
         );
-        println!("  namespaces: {}", l.namespaces.join(" "));
+        outln!("  namespaces: {}", l.namespaces.join(" "));
         if l.ready {
             if let Ok(lab) = Lab::attach(&l.name) {
                 print_ports(&lab)?;
@@ -241,7 +241,7 @@ fn status(name: Option<&str>, as_json: bool) -> CliResult {
         }
     }
     if !inv.other_namespaces.is_empty() {
-        println!(
+        outln!(
             "other wr- namespaces (removed by `lab down`): {}",
             inv.other_namespaces.join(" ")
         );

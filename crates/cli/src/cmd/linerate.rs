@@ -93,9 +93,9 @@ pub fn run(args: LinerateArgs) -> CliResult {
         };
         let text =
             serde_json::to_string_pretty(&report).map_err(|e| CliError::Failed(e.to_string()))?;
-        println!("{text}");
+        outln!("{text}");
     } else {
-        print!("{}", table(&path, &rows, args.bidirectional));
+        out!("{}", table(&path, &rows, args.bidirectional));
     }
     Ok(())
 }

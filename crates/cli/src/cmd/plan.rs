@@ -65,15 +65,15 @@ pub fn run(args: PlanArgs) -> CliResult {
             })
             .collect();
         match desc.len() {
-            1 => println!("ports: {} — the DUT is the endpoint", desc[0]),
-            _ => println!(
+            1 => outln!("ports: {} — the DUT is the endpoint", desc[0]),
+            _ => outln!(
                 "ports: {} (traffic flows from the first to the second)",
                 desc.join(" → ")
             ),
         }
     }
     if !quiet {
-        println!(
+        outln!(
             "{:>4}  {:<40} {:<40} {:>7} {:>8}",
             "#", "case", "methodologies", "trials", "seconds"
         );
@@ -81,7 +81,7 @@ pub fn run(args: PlanArgs) -> CliResult {
             let (t, s) = p.case_estimate(c);
             let s = s + p.case_startup(c);
             let ms: Vec<&str> = c.methodologies.iter().map(|m| m.name()).collect();
-            println!(
+            outln!(
                 "{:>4}  {:<40} {:<40} {:>7} {:>8.1}",
                 i + 1,
                 c.id,
@@ -91,7 +91,7 @@ pub fn run(args: PlanArgs) -> CliResult {
             );
         }
     }
-    println!(
+    outln!(
         "{}: OK — {} cases, {} profile switches, ~{} trials, estimated {} = {} of trials and settles + {} of start-up",
         p.name,
         est.cases,
@@ -102,7 +102,7 @@ pub fn run(args: PlanArgs) -> CliResult {
         duration(est.startup),
     );
     let st = bench::plan::STARTUP;
-    println!(
+    outln!(
         "  start-up counted conservatively: lab {:.0} s, {:.0} s per profile load, {:.1} s per engine trial, {:.1} s per iperf3 trial, {:.0} s per PPPoE session; DUT hooks not included",
         st.lab, st.profile, st.engine_trial, st.iperf3_trial, st.pppoe_session
     );

@@ -237,9 +237,9 @@ fn info_text(i: &SessionInfo) -> String {
 
 pub(crate) fn emit(json: bool, v: serde_json::Value, text: String) {
     if json {
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!("{text}");
+        outln!("{text}");
     }
 }
 
@@ -370,10 +370,10 @@ fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {
         "frames_unclaimed": port.stats.rx_unclaimed, "tx_failed": port.stats.tx_failed,
     });
     if json {
-        println!("{v}");
+        outln!("{v}");
         return;
     }
-    println!(
+    outln!(
         "discovery: PADI {} (unserved {}), PADO {}, PADR {} (repeated {}), PADS {} (refused {}), \
          PADT rx {} tx {}",
         st.padi_rx,
@@ -386,30 +386,30 @@ fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {
         st.padt_rx,
         st.padt_tx
     );
-    println!(
+    outln!(
         "sessions: started {}, up in total {}, retransmissions {}",
         st.sessions_started, st.sessions_up_total, st.retransmits
     );
     if let Some(m) = setup_mean {
-        println!(
+        outln!(
             "setup (PADR → up): min {:.1} ms, mean {m:.1} ms, max {:.1} ms",
             st.setup.min.0 as f64 / 1e6,
             st.setup.max.0 as f64 / 1e6
         );
     }
     for (k, v) in st.ended.iter() {
-        println!("ended  {k:?}: {v}");
+        outln!("ended  {k:?}: {v}");
     }
     if st.after_end > 0 {
-        println!(
+        outln!(
             "after the end (late PADT or Terminate-Ack): {}",
             st.after_end
         );
     }
     for (k, v) in st.hostile.iter() {
-        println!("refused {k:?}: {v}");
+        outln!("refused {k:?}: {v}");
     }
-    println!(
+    outln!(
         "frames: rx {} (not PPPoE {}), tx {} (failed {})",
         port.stats.rx, port.stats.rx_unclaimed, port.stats.tx, port.stats.tx_failed
     );
@@ -504,26 +504,26 @@ fn client(a: ClientArgs) -> CliResult {
         "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
     });
     if p.json {
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!(
+        outln!(
             "discovery: PADI {}, PADO {}, PADR {}, PADS {}, PADT rx {} tx {}; retransmissions {}",
             st.padi_tx, st.pado_rx, st.padr_tx, st.pads_rx, st.padt_rx, st.padt_tx, st.retransmits
         );
         if let Some(s) = st.setup {
-            println!("setup (PADI → up): {:.1} ms", s.0 as f64 / 1e6);
+            outln!("setup (PADI → up): {:.1} ms", s.0 as f64 / 1e6);
         }
         for (k, v) in st.ended.iter() {
-            println!("ended  {k:?}: {v}");
+            outln!("ended  {k:?}: {v}");
         }
         if st.after_end > 0 {
-            println!(
+            outln!(
                 "after the end (late PADT or Terminate-Ack): {}",
                 st.after_end
             );
         }
         for (k, v) in st.hostile.iter() {
-            println!("refused {k:?}: {v}");
+            outln!("refused {k:?}: {v}");
         }
     }
     match ended {

@@ -122,7 +122,7 @@ pub fn run(args: ReportArgs) -> CliResult {
         None => render_run_dir(&args.run_dir)?,
         Some(out) => render_to(&args.run_dir, Some(out))?,
     };
-    print!("{summary}");
+    out!("{summary}");
     if summary.incomplete {
         eprintln!("wirerate: the run is unfinished; the report shows what it has and lists what is missing");
     }

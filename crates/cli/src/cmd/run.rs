@@ -80,7 +80,7 @@ pub fn run(args: RunArgs) -> CliResult {
     let est = plan
         .estimate()
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    println!(
+    outln!(
         "plan {}: {} cases, estimated {}; results in {}{}",
         plan.name,
         est.cases,
@@ -112,7 +112,7 @@ pub fn run(args: RunArgs) -> CliResult {
     );
     match result {
         Ok(s) => {
-            println!(
+            outln!(
                 "run finished in {}: {} trials measured, {} kept from before; results in {}",
                 hms(s.elapsed),
                 s.trials_run,
@@ -122,7 +122,7 @@ pub fn run(args: RunArgs) -> CliResult {
             // The report (issue 6) is rendered into the run directory; a report problem does
             // not lose the run (`wirerate report DIR` renders it again).
             match super::report::render_run_dir(&dir) {
-                Ok(summary) => print!("{summary}"),
+                Ok(summary) => out!("{summary}"),
                 Err(e) => eprintln!(
                     "wirerate: report: {e} (the results are in {})",
                     dir.display()
@@ -164,9 +164,9 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
             skipped,
         } => {
             if skipped {
-                println!("[{index}/{n}] {} (finished earlier)", case.id);
+                outln!("[{index}/{n}] {} (finished earlier)", case.id);
             } else {
-                println!("[{index}/{n}] {}", case.id);
+                outln!("[{index}/{n}] {}", case.id);
             }
         }
         Event::Trial {
@@ -176,7 +176,7 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
             eta,
         } => {
             if let Some(t) = &r.tcp {
-                println!(
+                outln!(
                     "  [{index}/{n}] iperf3: {}b/s L4, {}b/s L2, retransmits {}, SYN MSS at far port {:?}  ETA {}",
                     si(t.l4_bps),
                     si(t.l2_bps),
@@ -186,7 +186,7 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
                 );
             } else {
                 let o = &r.outcome;
-                println!(
+                outln!(
                     "  [{index}/{n}] {} #{}: intended {} offered {} loss {:.4} %{}  ETA {}",
                     r.key.methodology.name(),
                     r.key.index,
@@ -214,7 +214,7 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
                     for g in goals {
                         let t = g.throughput();
                         let pps = t.zip(max).map(|(t, m)| t.0 * m);
-                        println!(
+                        outln!(
                             "  => {} loss ≤ {} %: {}{}{}",
                             d.methodology.name(),
                             g.loss_ratio * 100.0,
@@ -231,11 +231,11 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
                     }
                 }
                 (Status::Complete, f) if d.methodology != Methodology::Iperf3 => {
-                    println!("  => {}: {:?}", d.methodology.name(), f);
+                    outln!("  => {}: {:?}", d.methodology.name(), f);
                 }
-                (s, _) => println!("  => {}: {s}", d.methodology.name()),
+                (s, _) => outln!("  => {}: {s}", d.methodology.name()),
             }
         }
-        Event::Note(m) => println!("  {m}"),
+        Event::Note(m) => outln!("  {m}"),
     }
 }

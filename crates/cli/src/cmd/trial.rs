@@ -492,7 +492,7 @@ fn si(v: f64) -> String {
 }
 
 fn print_table(r: &TrialReport) {
-    println!(
+    outln!(
         "{:>6} {:>5} {:>12} {:>12} {:>10} {:>10} {:>8} {:>6} {:>6} {:>10} {:>10} {:>10}",
         "stream",
         "dir",
@@ -518,7 +518,7 @@ fn print_table(r: &TrialReport) {
                     )
                 })
                 .unwrap_or_else(|| ("-".into(), "-".into(), "-".into()));
-        println!(
+        outln!(
             "{:>6} {:>5} {:>12} {:>12} {:>10} {:>10} {:>8} {:>6} {:>6} {:>10} {:>10} {:>10}",
             s.stream_id,
             format!("{}>{}", s.tx_port, s.rx_port),
@@ -534,9 +534,9 @@ fn print_table(r: &TrialReport) {
             max
         );
     }
-    println!();
+    outln!();
     for t in r.directions.iter().chain(std::iter::once(&r.total)) {
-        println!(
+        outln!(
             "{:>8}: sent {} received {} lost {} ({:.4} %)  rx {}pps  {}b/s L2  {}b/s L1",
             t.label,
             t.sent,
@@ -553,7 +553,7 @@ fn print_table(r: &TrialReport) {
         );
     }
     for (p, tx) in &r.tx_ports {
-        println!(
+        outln!(
             "  port {p} sender: {} flushes, mean batch {:.1}, max batch {}, back-pressured flushes {}, slipped {}",
             tx.flushes,
             tx.mean_batch,
@@ -575,12 +575,12 @@ fn print_table(r: &TrialReport) {
         } else {
             String::new()
         };
-        println!(
+        outln!(
             "  port {} receiver: foreign {}, unexpected streams {}, ARP/ND answered {}, ring drops {}{per_thread}",
             p.port, p.foreign, p.unexpected_streams, p.answered, p.ring_drops
         );
         if p.ring_drops > 0 {
-            println!(
+            outln!(
                 "  WARNING: port {} RX ring overflowed: receive counts are not exact",
                 p.port
             );
@@ -588,7 +588,7 @@ fn print_table(r: &TrialReport) {
     }
     for s in &r.streams {
         if s.tx.slipped > 0 {
-            println!(
+            outln!(
                 "  WARNING: stream {} could not keep its schedule ({} frames slipped): tester-limited",
                 s.stream_id, s.tx.slipped
             );
@@ -655,13 +655,13 @@ pub fn run(args: TrialArgs) -> CliResult {
     }
     if args.json {
         let s = serde_json::to_string_pretty(&r).map_err(|e| CliError::Failed(e.to_string()))?;
-        println!("{s}");
+        outln!("{s}");
     } else {
         let tx = match r.backend {
             trial::Backend::Xdp => "BPF_PROG_RUN live frames",
             _ => cfg.tx_ring.backend.name(),
         };
-        println!(
+        outln!(
             "backend {} (TX {tx}), up to {} TX and {} RX threads per port; {}",
             r.backend.name(),
             r.tx_threads,

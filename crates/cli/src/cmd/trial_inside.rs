@@ -469,7 +469,7 @@ impl Inside {
         };
         if json {
             let v = serde_json::json!({"trial": r, "inside": summary, "fragmented": rows});
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&v).map_err(|e| failed(e.to_string()))?
             );
@@ -478,9 +478,9 @@ impl Inside {
         if let Some(r) = r {
             print(r);
         }
-        println!("\ninside: {summary}");
+        outln!("\ninside: {summary}");
         for v in &rows {
-            println!(
+            outln!(
                 "  stream {} ({} B, port {}): {} — {} B frames per packet; sent {} packets as {} \
                  fragments, {} reassembled at the far end{}",
                 v["stream"],
