@@ -129,10 +129,10 @@ impl Calibration {
     /// Whether a result of `pps` is within [`CEILING_MARGIN`] of the ceiling. Never when the
     /// ceiling is line rate at `frame_size`: the tester is then proven for any load.
     pub fn is_tester_limited(&self, ip: IpVersion, frame_size: u32, pps: f64) -> Option<bool> {
-        let line = wire::linerate::max_frame_rate(BitsPerSec(self.speed_bps), frame_size as usize).0;
-        self.ceiling_pps(ip, frame_size).map(|c| {
-            c < line * (1.0 - LINE_RATE_EPSILON) && pps >= c * (1.0 - CEILING_MARGIN)
-        })
+        let line =
+            wire::linerate::max_frame_rate(BitsPerSec(self.speed_bps), frame_size as usize).0;
+        self.ceiling_pps(ip, frame_size)
+            .map(|c| c < line * (1.0 - LINE_RATE_EPSILON) && pps >= c * (1.0 - CEILING_MARGIN))
     }
 }
 
@@ -177,7 +177,10 @@ pub fn measure(
         let encap = wire::encap::EncapSpec::plain(ip);
         for &frame_size in sizes {
             if (frame_size as usize) < encap.min_frame_size() {
-                skipped.push(format!("{frame_size} B over {ip} (the smallest is {} B)", encap.min_frame_size()));
+                skipped.push(format!(
+                    "{frame_size} B over {ip} (the smallest is {} B)",
+                    encap.min_frame_size()
+                ));
                 continue;
             }
             let t = UdpTrial {
@@ -220,7 +223,10 @@ pub fn measure(
                 }
                 load = (reached * 0.98).min(load * 0.98);
             }
-            let best = tried.iter().filter(|t| t.exact).max_by(|x, y| x.load.total_cmp(&y.load));
+            let best = tried
+                .iter()
+                .filter(|t| t.exact)
+                .max_by(|x, y| x.load.total_cmp(&y.load));
             let first = &tried[0];
             let e = match best {
                 Some(t) => CeilingEntry {
@@ -319,9 +325,15 @@ mod tests {
         // The DUT forwarding line rate is a DUT figure, not the tester's limit.
         assert_eq!(c.is_tester_limited(IpVersion::V4, 64, line), Some(false));
         // 512 B borrows the 64 B ceiling, which is above 512 B's line rate.
-        assert_eq!(c.is_tester_limited(IpVersion::V4, 512, 234_962.0), Some(false));
+        assert_eq!(
+            c.is_tester_limited(IpVersion::V4, 512, 234_962.0),
+            Some(false)
+        );
         // 1518 B: 80 kpps measured, below its 81,274 fps line rate: still flagged near it.
-        assert_eq!(c.is_tester_limited(IpVersion::V4, 1518, 79_000.0), Some(true));
+        assert_eq!(
+            c.is_tester_limited(IpVersion::V4, 1518, 79_000.0),
+            Some(true)
+        );
     }
 
     #[test]

@@ -464,7 +464,9 @@ impl Testbed {
     /// The lab DUT's counters now (`None` without a lab DUT, or if reading them failed: the
     /// trial's figure then stands without the cross-check).
     fn dut_sample(&self) -> Option<lab::DutSample> {
-        self.lab.as_ref().and_then(|l| l.dut_sample().ok().flatten())
+        self.lab
+            .as_ref()
+            .and_then(|l| l.dut_sample().ok().flatten())
     }
 
     /// Closes the sessions (PADT), records their statistics, removes the lab.

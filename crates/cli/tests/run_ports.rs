@@ -498,7 +498,10 @@ methodologies = ["rfc2544-throughput"]
     if on_xdp {
         // The XDP receiver counts the test frames inside the tunnel before any socket sees
         // them: the AFTR's own socket decapsulated its probe only.
-        assert!(aftr["tunnel"]["decapsulated"].as_u64().unwrap() >= 1, "{aftr}");
+        assert!(
+            aftr["tunnel"]["decapsulated"].as_u64().unwrap() >= 1,
+            "{aftr}"
+        );
     } else {
         // The AFTR decapsulated every test frame and the probe (its socket sees them too).
         assert!(

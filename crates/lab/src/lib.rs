@@ -40,8 +40,8 @@ pub use cmd::install_interrupt_handler;
 pub use cpu::{dut_cpu, tester_cpus};
 pub use error::{LabError, Result};
 pub use lab::{
-    down, down_all, inventory, status, Inventory, DutSample, Lab, LabConfig, LabStatus, PeerInfo, PortInfo,
-    DEFAULT_NAME,
+    down, down_all, inventory, status, DutSample, Inventory, Lab, LabConfig, LabStatus, PeerInfo,
+    PortInfo, DEFAULT_NAME,
 };
 pub use probe::{catalogue, features, CatalogueEntry, Feature, Features, Support};
 pub use profile::{MssBackend, Profile};

@@ -326,7 +326,9 @@ pub struct Row {
 
 /// Frames lost over `trials`, and the DUT's ingress drops over those that recorded them (the
 /// second only when every trial did).
-fn loss_accounting<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> (Option<u64>, Option<u64>) {
+fn loss_accounting<'a>(
+    trials: impl Iterator<Item = &'a TrialRecord>,
+) -> (Option<u64>, Option<u64>) {
     let (mut lost, mut drops, mut n, mut with_dut) = (0u64, 0u64, 0usize, 0usize);
     for t in trials {
         n += 1;
@@ -1147,7 +1149,11 @@ mod tests {
             udp_trial(0, Some(facts("xdp", "auto: xdp (the trial fits it)", None))),
             udp_trial(
                 0,
-                Some(facts("af_packet", "auto: af_packet, as XDP cannot run this trial (jumbo)", None)),
+                Some(facts(
+                    "af_packet",
+                    "auto: af_packet, as XDP cannot run this trial (jumbo)",
+                    None,
+                )),
             ),
             udp_trial(0, None),
         ];
@@ -1167,7 +1173,10 @@ mod tests {
         ];
         assert_eq!(loss_accounting(ts.iter()), (Some(127), Some(125)));
         // One trial without the DUT's counters: no drop figure (it would undercount).
-        let mixed = [udp_trial(3, Some(facts("xdp", "", Some(3)))), udp_trial(4, None)];
+        let mixed = [
+            udp_trial(3, Some(facts("xdp", "", Some(3)))),
+            udp_trial(4, None),
+        ];
         assert_eq!(loss_accounting(mixed.iter()), (Some(7), None));
         assert_eq!(loss_accounting([].iter()), (None, None));
     }

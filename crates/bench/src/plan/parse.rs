@@ -799,7 +799,9 @@ impl<'s> Walker<'s> {
                 "backend",
             ],
         );
-        if let Some(x) = get(t, "backend").and_then(|x| self.choice(x, "run.backend", &TxBackend::ALL)) {
+        if let Some(x) =
+            get(t, "backend").and_then(|x| self.choice(x, "run.backend", &TxBackend::ALL))
+        {
             r.backend = x;
         }
         if let Some(x) = get(t, "repetitions").and_then(|x| self.int(x, "run.repetitions", 1, 1000))

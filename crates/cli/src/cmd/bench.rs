@@ -150,7 +150,9 @@ pub fn run(args: BenchArgs) -> CliResult {
             );
             outln!(
                 "    own count: {} frames accepted in all rounds; {:.0} frames/s, mean batch {:.1}",
-                r.wirerate_sent, r.wirerate_own_pps, r.wirerate_mean_batch
+                r.wirerate_sent,
+                r.wirerate_own_pps,
+                r.wirerate_mean_batch
             );
             if let Some((b, p, v)) = &r.other_backend {
                 outln!(
@@ -226,14 +228,16 @@ pub fn run(args: BenchArgs) -> CliResult {
                 };
                 outln!(
                     "bench rx: {rcv} {} ({}-byte frames) into the {backend}",
-                    a.frames, a.size
+                    a.frames,
+                    a.size
                 );
                 outln!("  {:<26}{:>10}", format!("{src} put on the wire"), r.sent);
                 outln!("  wirerate counted          {:>10}", r.counted);
                 if a.source == engine::bench::RxSource::Xdp {
                     outln!(
                         "    distinct / duplicates   {:>10} / {}",
-                        r.received, r.duplicates
+                        r.received,
+                        r.duplicates
                     );
                 }
                 outln!("  foreign frames            {:>10}", r.foreign);

@@ -62,7 +62,13 @@ pub fn run(args: CalibrateArgs) -> CliResult {
     let stop = AtomicBool::new(false);
     outln!(
         "{:>3} {:>6} {:>14} {:>14} {:>14} {:>8} {:>6}  backend",
-        "ip", "size", "line rate", "sent", "received", "ceiling", "exact"
+        "ip",
+        "size",
+        "line rate",
+        "sent",
+        "received",
+        "ceiling",
+        "exact"
     );
     let res = calibration::measure(
         &l,

@@ -134,7 +134,12 @@ fn tunnel_text(t: &TunnelStats) {
     outln!(
         "tunnel: encapsulated {} ({} fragmented into {} frames), decapsulated {} \
          ({} fragments in, {} reassembled)",
-        t.encapsulated, t.fragmented, t.fragments_tx, t.decapsulated, t.fragments_rx, t.reassembled
+        t.encapsulated,
+        t.fragmented,
+        t.fragments_tx,
+        t.decapsulated,
+        t.fragments_rx,
+        t.reassembled
     );
     for (k, v) in t.dropped.iter() {
         outln!("dropped {k:?}: {v}");
@@ -183,12 +188,17 @@ fn aftr(a: AftrArgs) -> CliResult {
     } else {
         outln!(
             "softwires: {}, echo replies {}, neighbor advertisements {}",
-            st.softwires_up, st.echo_replies, nd.na_tx
+            st.softwires_up,
+            st.echo_replies,
+            nd.na_tx
         );
         tunnel_text(m.tunnel_stats());
         outln!(
             "frames: rx {} (not ND/DS-Lite {}), tx {} (failed {})",
-            port.stats.rx, port.stats.rx_unclaimed, port.stats.tx, port.stats.tx_failed
+            port.stats.rx,
+            port.stats.rx_unclaimed,
+            port.stats.tx,
+            port.stats.tx_failed
         );
     }
     Ok(())

@@ -75,7 +75,11 @@ pub fn run(args: PlanArgs) -> CliResult {
     if !quiet {
         outln!(
             "{:>4}  {:<40} {:<40} {:>7} {:>8}",
-            "#", "case", "methodologies", "trials", "seconds"
+            "#",
+            "case",
+            "methodologies",
+            "trials",
+            "seconds"
         );
         for (i, c) in cases.iter().enumerate() {
             let (t, s) = p.case_estimate(c);

@@ -388,7 +388,9 @@ fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {
     );
     outln!(
         "sessions: started {}, up in total {}, retransmissions {}",
-        st.sessions_started, st.sessions_up_total, st.retransmits
+        st.sessions_started,
+        st.sessions_up_total,
+        st.retransmits
     );
     if let Some(m) = setup_mean {
         outln!(
@@ -411,7 +413,10 @@ fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {
     }
     outln!(
         "frames: rx {} (not PPPoE {}), tx {} (failed {})",
-        port.stats.rx, port.stats.rx_unclaimed, port.stats.tx, port.stats.tx_failed
+        port.stats.rx,
+        port.stats.rx_unclaimed,
+        port.stats.tx,
+        port.stats.tx_failed
     );
 }
 
@@ -508,7 +513,13 @@ fn client(a: ClientArgs) -> CliResult {
     } else {
         outln!(
             "discovery: PADI {}, PADO {}, PADR {}, PADS {}, PADT rx {} tx {}; retransmissions {}",
-            st.padi_tx, st.pado_rx, st.padr_tx, st.pads_rx, st.padt_rx, st.padt_tx, st.retransmits
+            st.padi_tx,
+            st.pado_rx,
+            st.padr_tx,
+            st.pads_rx,
+            st.padt_rx,
+            st.padt_tx,
+            st.retransmits
         );
         if let Some(s) = st.setup {
             outln!("setup (PADI → up): {:.1} ms", s.0 as f64 / 1e6);
