@@ -718,12 +718,13 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             }
             let pps = mean(&rep_pps);
             let noise_pps = half_spread(&rep_pps) + mean(&widths).unwrap_or(0.0) / 2.0;
-            let accounted = loss_accounting(
-                trials
-                    .iter()
-                    .filter(|((c, _, mm), _)| c == case_id && mm == m)
-                    .flat_map(|(_, ts)| ts.iter().copied()),
-            );
+            // This case's trials (every repetition), for the engine and loss columns.
+            let case_trials: Vec<&TrialRecord> = trials
+                .iter()
+                .filter(|((c, _, mm), _)| c == case_id && mm == m)
+                .flat_map(|(_, ts)| ts.iter().copied())
+                .collect();
+            let accounted = loss_accounting(case_trials.iter().copied());
             let frame_len = frame as f64;
             rows.push(Row {
                 case_id: case_id.clone(),
@@ -753,12 +754,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 tester_limited: limited.is_some(),
                 tester_reached_percent: limited,
                 dut_cpu_percent,
-                engine: engines_of(
-                    trials
-                        .iter()
-                        .filter(|((c, _, mm), _)| c == case_id && mm == m)
-                        .flat_map(|(_, ts)| ts.iter().copied()),
-                ),
+                engine: engines_of(case_trials.iter().copied()),
                 trial_frames_lost: accounted.0,
                 dut_ingress_drops: accounted.1,
             });
