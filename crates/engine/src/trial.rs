@@ -346,10 +346,14 @@ pub(crate) fn prepare_tx<'a>(
         ipv4: spec.ipv4,
         ipv6: spec.ipv6,
     };
+    let mtu = ctl
+        .mtu(&spec.ifname)
+        .map_err(|e| Error::io(format!("MTU of {}", spec.ifname), e))?;
     let mut gens = Vec::new();
     let mut resolved: Vec<(IpAddr, [u8; 6])> = Vec::new();
     for cfg in streams {
         let mut gen = FrameGen::new(cfg)?;
+        refuse_oversize(spec, mtu, cfg.id, &gen)?;
         if cfg.rewrite_macs {
             let hop: IpAddr = match outer_is_ipv6(cfg.frames[0].bytes()) {
                 false => spec.next_hop_v4.map(IpAddr::V4),
@@ -374,6 +378,34 @@ pub(crate) fn prepare_tx<'a>(
         gens.push((gen, *cfg));
     }
     Ok((ifindex, gens))
+}
+
+/// The largest frame (without FCS) a port of MTU `mtu` carries: the MTU plus the 14-byte
+/// Ethernet header, and 4 bytes more for a frame with an 802.1Q/802.1ad tag (the allowance
+/// the kernel makes for packet sockets and veth alike).
+pub fn max_frame_on(mtu: u32, frame: &[u8]) -> usize {
+    let tagged =
+        frame.len() >= 14 && matches!(u16::from_be_bytes([frame[12], frame[13]]), 0x8100 | 0x88a8);
+    mtu as usize + 14 + if tagged { 4 } else { 0 }
+}
+
+/// Refuses, before anything is sent, a stream whose largest frame the port cannot carry. The
+/// kernel would refuse such frames one by one (`EMSGSIZE`, a ring slot marked wrong-format, or
+/// a veth peer dropping them), which looked like a hang or like frames lost by the DUT.
+fn refuse_oversize(spec: &PortSpec, mtu: u32, stream: u16, gen: &FrameGen) -> Result<()> {
+    for frame in gen.base_frames() {
+        let limit = max_frame_on(mtu, frame);
+        if frame.len() > limit {
+            return Err(Error::Config(format!(
+                "stream {stream}: a {} B frame (with FCS) does not fit port {} ({}): its MTU {mtu} carries frames of at most {} B with FCS; send smaller frames or raise the interface's MTU",
+                frame.len() + 4,
+                spec.name,
+                spec.ifname,
+                limit + 4
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// How long a receiving port waits for its next hop to answer its announcement.
