@@ -18,6 +18,8 @@ declare -A PROBE=(
   [procps]=/usr/bin/vmstat
   [ethtool]=/usr/sbin/ethtool
   [curl]=/usr/bin/curl
+  # Plans with `dut.ssh` run hooks on the DUT over ssh (and a test proves a host can't be an option).
+  [openssh-client]=/usr/bin/ssh
   [ca-certificates]=/etc/ssl/certs/ca-certificates.crt
   [build-essential]=/usr/bin/cc
   [pkg-config]=/usr/bin/pkg-config

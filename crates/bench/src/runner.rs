@@ -189,7 +189,7 @@ fn ssh_reachable(host: &str, port: Option<u16>) -> Result<(), String> {
     if let Some(p) = port {
         c.args(["-p", &p.to_string()]);
     }
-    c.args([host, "true"]).stdin(Stdio::null());
+    c.args(["--", host, "true"]).stdin(Stdio::null());
     let out = c
         .output()
         .map_err(|e| format!("cannot run ssh to check DUT host `{host}`: {e}"))?;
@@ -227,26 +227,54 @@ fn program_exists(exec: &Exec, program: &str) -> Result<bool, String> {
     Ok(st.success())
 }
 
-/// Everything that can be checked before any traffic is sent; every problem found is listed.
-pub fn preflight(plan: &Plan) -> Result<(), RunError> {
-    let mut problems = crate::testbed::preflight(plan);
-    if plan.dut.kind == DutKind::Lab {
-        for p in &plan.dut.profiles {
-            let name = p.lab.as_deref().unwrap_or(&p.name);
-            match lab::Profile::parse(name) {
-                Ok(lp) => {
-                    if let Err(e) = lab::probe::require(&lp) {
-                        problems.push(format!("dut.profiles.{}: {e}", p.name));
-                    }
-                }
-                Err(e) => problems.push(format!("dut.profiles.{}: {e}", p.name)),
-            }
+/// One thing a preflight check found wrong: the plan key it concerns and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The key as plan errors spell it (`dut.profiles.napt.setup[0]`), when one is to blame.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl Problem {
+    fn at(key: impl Into<String>, message: impl Into<String>) -> Problem {
+        Problem {
+            key: Some(key.into()),
+            message: message.into(),
         }
     }
+
+    fn general(message: impl Into<String>) -> Problem {
+        Problem {
+            key: None,
+            message: message.into(),
+        }
+    }
+
+    /// `file:line:col: `key`: message` where the key is found in the plan's `text`, as plan
+    /// errors read; else `file: `key`: message`.
+    pub fn describe(&self, file: &str, text: &str) -> String {
+        match &self.key {
+            Some(k) => match crate::plan::locate(text, k) {
+                Some((line, col)) => format!("{file}:{line}:{col}: `{k}`: {}", self.message),
+                None => format!("{file}: `{k}`: {}", self.message),
+            },
+            None => format!("{file}: {}", self.message),
+        }
+    }
+}
+
+/// The checks that need no root and create nothing, which `wirerate plan check` runs too: the
+/// plan's real interfaces exist, the DUT host answers over ssh, every hook's program exists
+/// where the hook runs, iperf3 and tcpdump for TCP cases. Every problem found is listed.
+pub fn host_checks(plan: &Plan) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = crate::testbed::preflight(plan)
+        .into_iter()
+        .map(|(key, msg)| Problem::at(key, msg))
+        .collect();
     let mut host_ok = true;
     if let Exec::Ssh { host, port } = &plan.dut.exec {
         if let Err(e) = ssh_reachable(host, *port) {
-            problems.push(e);
+            problems.push(Problem::at("dut.ssh", e));
             host_ok = false;
         }
     }
@@ -265,47 +293,78 @@ pub fn preflight(plan: &Plan) -> Result<(), RunError> {
                     let Some(prog) = hook_program(&hook.command) else {
                         continue;
                     };
-                    let ok = match checked.get(&prog) {
-                        Some(ok) => *ok,
-                        None => {
-                            let ok = program_exists(&plan.dut.exec, &prog).unwrap_or(false);
-                            checked.insert(prog.clone(), ok);
-                            ok
-                        }
-                    };
+                    let ok = *checked
+                        .entry(prog.clone())
+                        .or_insert_with(|| program_exists(&plan.dut.exec, &prog).unwrap_or(false));
                     if !ok {
                         let place = match &plan.dut.exec {
                             Exec::Ssh { host, .. } => format!("on {host}"),
                             _ => "on this host".to_string(),
                         };
-                        problems.push(format!(
-                            "{}: dut.profiles.{}.{stage}[{i}]: command `{prog}` not found {place} (in `{}`)",
-                            plan.file, p.name, hook.command
+                        problems.push(Problem::at(
+                            format!("dut.profiles.{}.{stage}[{i}]", p.name),
+                            format!("command `{prog}` not found {place} (in `{}`)", hook.command),
                         ));
                     }
                 }
             }
         }
     }
-    let cases = plan
-        .cases()
-        .map_err(|e| RunError::Preflight(vec![e.to_string()]))?;
-    if cases
-        .iter()
-        .any(|c| c.methodologies.contains(&Methodology::Iperf3))
-    {
-        for tool in ["iperf3", "tcpdump"] {
-            if !program_exists(&Exec::Local, tool).unwrap_or(false) {
-                problems.push(format!(
-                    "iperf3 cases need `{tool}` on this host (scripts/install-deps.sh)"
-                ));
+    match plan.cases() {
+        Err(e) => problems.push(Problem::general(e.to_string())),
+        Ok(cases) => {
+            if cases
+                .iter()
+                .any(|c| c.methodologies.contains(&Methodology::Iperf3))
+            {
+                for tool in ["iperf3", "tcpdump"] {
+                    if !program_exists(&Exec::Local, tool).unwrap_or(false) {
+                        problems.push(Problem::general(format!(
+                            "iperf3 cases need `{tool}` on this host (scripts/install-deps.sh)"
+                        )));
+                    }
+                }
             }
         }
     }
+    problems
+}
+
+/// The checks that need root: the kernel features each lab profile needs (probed in a scratch
+/// namespace).
+pub fn root_checks(plan: &Plan) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    if plan.dut.kind == DutKind::Lab {
+        for p in &plan.dut.profiles {
+            let name = p.lab.as_deref().unwrap_or(&p.name);
+            let key = format!("dut.profiles.{}", p.name);
+            match lab::Profile::parse(name) {
+                Ok(lp) => {
+                    if let Err(e) = lab::probe::require(&lp) {
+                        problems.push(Problem::at(key, e.to_string()));
+                    }
+                }
+                Err(e) => problems.push(Problem::at(key, e.to_string())),
+            }
+        }
+    }
+    problems
+}
+
+/// Everything that can be checked before any traffic is sent ([`host_checks`] and
+/// [`root_checks`]); every problem found is listed, located in the plan's `text`.
+pub fn preflight(plan: &Plan, text: &str) -> Result<(), RunError> {
+    let mut problems = root_checks(plan);
+    problems.extend(host_checks(plan));
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(RunError::Preflight(problems))
+        Err(RunError::Preflight(
+            problems
+                .iter()
+                .map(|p| p.describe(&plan.file, text))
+                .collect(),
+        ))
     }
 }
 
@@ -409,7 +468,7 @@ impl Ctx<'_, '_> {
 
 /// Runs `plan` (its text is `plan_text`) as `opts` says.
 pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSummary, RunError> {
-    preflight(plan)?;
+    preflight(plan, plan_text)?;
     let cases = plan
         .cases()
         .map_err(|e| RunError::Preflight(vec![e.to_string()]))?;

@@ -120,23 +120,26 @@ fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), String> {
     if out.status.success() {
         Ok(())
     } else {
+        let why = String::from_utf8_lossy(&out.stderr);
         Err(format!(
-            "interface `{ifname}` not found{}",
+            "interface `{ifname}` not found{} (ip: {})",
             ns.as_ref()
-                .map_or(String::new(), |n| format!(" in namespace `{n}`"))
+                .map_or(String::new(), |n| format!(" in namespace `{n}`")),
+            why.trim()
         ))
     }
 }
 
-/// Checks, before anything is built or sent, that the plan's real interfaces exist.
-pub fn preflight(plan: &Plan) -> Vec<String> {
+/// Checks, before anything is built or sent, that the plan's real interfaces exist: (plan
+/// key, problem) pairs.
+pub fn preflight(plan: &Plan) -> Vec<(String, String)> {
     let mut problems = Vec::new();
     if !matches!(plan.topology, Topology::Interfaces) {
         return problems;
     }
     for p in &plan.ports {
         if let Err(e) = interface_exists(&p.namespace, &p.interface) {
-            problems.push(format!("ports.{}: {e}", p.name));
+            problems.push((format!("ports.{}.interface", p.name), e));
         }
     }
     problems

@@ -345,6 +345,7 @@ impl Lab {
             )?;
             cmd::run(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
         }
+        let mtu = crate::LINK_MTU.to_string();
         for link in topology::links(t) {
             cmd::check_interrupted()?;
             let (l, r) = (&link.left, &link.right);
@@ -352,8 +353,9 @@ impl Lab {
             // Both ends are created directly in their namespaces: no name ever exists in the
             // host's namespace, so nothing there can collide or be left behind.
             cmd::run(&[
-                "ip", "link", "add", l.ifname, "netns", &lns, "address", l.mac, "type", "veth",
-                "peer", "name", r.ifname, "netns", &rns, "address", r.mac,
+                "ip", "link", "add", l.ifname, "netns", &lns, "address", l.mac, "mtu", &mtu,
+                "type", "veth", "peer", "name", r.ifname, "netns", &rns, "address", r.mac, "mtu",
+                &mtu,
             ])?;
         }
         for i in topology::ifaces(t) {

@@ -48,6 +48,10 @@ pub use profile::{MssBackend, Profile};
 pub use stats::StatsSnapshot;
 pub use topology::{Node, PortId, Topology};
 
+/// The MTU of every lab link: Ethernet's 1500, so frames of at most 1518 B with FCS, as on the
+/// devices the lab stands in for (plans refuse larger frames on the lab).
+pub const LINK_MTU: u32 = 1500;
+
 /// Alias so `lab::profiles::catalogue()` reads naturally.
 pub mod profiles {
     pub use crate::probe::catalogue;

@@ -59,7 +59,8 @@ impl Exec {
                 if let Some(p) = port {
                     v.extend(["-p".to_string(), p.to_string()]);
                 }
-                v.extend([host.clone(), "--".to_string()]);
+                // `--` first: the destination can then never be read as an ssh option.
+                v.extend(["--".to_string(), host.clone()]);
                 let mut remote = String::new();
                 if !env.is_empty() {
                     remote.push_str("env");
@@ -378,10 +379,43 @@ mod tests {
                 "ConnectTimeout=10",
                 "-p",
                 "2222",
-                "root@192.0.2.1",
                 "--",
+                "root@192.0.2.1",
                 r"env WR_PROFILE=napt 'WR_NOTE=it'\''s' sh -c 'pfctl -si | head'"
             ]
+        );
+    }
+
+    /// A host that looks like an ssh option stays a host name: real ssh, given the argv the
+    /// hooks use, must not run the ProxyCommand it carries (it ran as root before `--` moved
+    /// in front of the host).
+    #[test]
+    fn ssh_host_can_never_become_an_option() {
+        if !std::path::Path::new("/usr/bin/ssh").exists() {
+            eprintln!("SKIP ssh_host_can_never_become_an_option: no /usr/bin/ssh (scripts/install-deps.sh installs openssh-client)");
+            return;
+        }
+        let mark = std::env::temp_dir().join(format!("wr-ssh-inject-{}", std::process::id()));
+        let _ = std::fs::remove_file(&mark);
+        let exec = Exec::Ssh {
+            host: format!("-oProxyCommand=touch {}", mark.display()),
+            port: None,
+        };
+        let argv = exec.argv("true", &[]);
+        let out = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let injected = mark.exists();
+        let _ = std::fs::remove_file(&mark);
+        assert!(
+            !out.status.success(),
+            "ssh to an option-like host cannot succeed"
+        );
+        assert!(
+            !injected,
+            "the ProxyCommand ran: the host was read as an option"
         );
     }
 

@@ -26,6 +26,7 @@ use crate::search::{
 mod parse;
 mod source;
 
+pub use parse::locate;
 pub use source::{did_you_mean, line_col, PlanError, PlanErrors};
 
 /// Where the tester's ports are.

@@ -148,6 +148,19 @@ impl<'s> Walker<'s> {
         Some(s)
     }
 
+    /// A non-empty string that [`check_name`] accepts as `what` (it is handed to `ip`, `ssh`
+    /// or the kernel, so it must not be able to become an option or shell syntax).
+    fn name_like(&mut self, v: &Value<'_>, path: &str, what: NameKind) -> Option<String> {
+        let s = self.nonempty(v, path)?;
+        match check_name(&s, what) {
+            Ok(()) => Some(s),
+            Err(why) => {
+                self.err(v.span(), path, why);
+                None
+            }
+        }
+    }
+
     fn int(&mut self, v: &Value<'_>, path: &str, min: i64, max: i64) -> Option<i64> {
         let DeValue::Integer(i) = v.get_ref() else {
             self.type_err(v, path, "an integer");
@@ -195,19 +208,28 @@ impl<'s> Walker<'s> {
 
     fn duration(&mut self, v: &Value<'_>, path: &str) -> Option<Duration> {
         match v.get_ref() {
-            DeValue::String(s) => {
-                let d = parse_duration(s);
-                if d.is_none() {
+            DeValue::String(s) => match parse_duration(s) {
+                None => {
                     self.err(
                         v.span(),
                         path,
                         format!("`{s}` is not a duration (write e.g. \"500ms\", \"10s\", \"2m\")"),
                     );
+                    None
                 }
-                d
-            }
+                // The same bound as the numeric form: a day is the longest anything waits.
+                Some(d) if d > Duration::from_secs(MAX_DURATION_SECS) => {
+                    self.err(
+                        v.span(),
+                        path,
+                        format!("`{s}` is longer than a day ({MAX_DURATION_SECS} s), the longest duration a plan may give"),
+                    );
+                    None
+                }
+                d => d,
+            },
             DeValue::Integer(_) | DeValue::Float(_) => self
-                .float(v, path, 0.0, 86_400.0)
+                .float(v, path, 0.0, MAX_DURATION_SECS as f64)
                 .and_then(|x| Duration::try_from_secs_f64(x).ok()),
             _ => {
                 self.type_err(v, path, "a duration string such as \"10s\"");
@@ -284,6 +306,19 @@ impl<'s> Walker<'s> {
         let st = self.table(v, &path)?;
         self.keys(st, &path, allowed);
         Some(st)
+    }
+
+    /// A lab profile name that the lab knows (`forward`, `filter-stateful-100`, …): refused
+    /// here, at its line, rather than by the run's preflight.
+    fn lab_profile(&mut self, v: &Value<'_>, path: &str) -> Option<String> {
+        let name = self.nonempty(v, path)?;
+        match lab::Profile::parse(&name) {
+            Ok(_) => Some(name),
+            Err(e) => {
+                self.err(v.span(), path, e.to_string());
+                None
+            }
+        }
     }
 
     fn hook(&mut self, v: &Value<'_>, path: &str) -> Option<Hook> {
@@ -608,9 +643,9 @@ impl<'s> Walker<'s> {
             );
             let interface = self
                 .required(pt, &pv.span(), &path, "interface")
-                .and_then(|i| self.nonempty(i, &join(&path, "interface")));
-            let namespace =
-                get(pt, "namespace").and_then(|n| self.nonempty(n, &join(&path, "namespace")));
+                .and_then(|i| self.name_like(i, &join(&path, "interface"), NameKind::Interface));
+            let namespace = get(pt, "namespace")
+                .and_then(|n| self.name_like(n, &join(&path, "namespace"), NameKind::Netns));
             let speed = get(pt, "speed").and_then(|s| self.speed(s, &join(&path, "speed")));
             if speed.is_none() && matches!(topo, Topology::Interfaces) && get(pt, "speed").is_none()
             {
@@ -684,9 +719,11 @@ impl<'s> Walker<'s> {
             }
             DutKind::Device => {
                 self.keys(t, "dut", &["kind", "ssh", "ssh-port", "netns", "profiles"]);
-                let ssh = get(t, "ssh").and_then(|s| self.nonempty(s, "dut.ssh"));
+                let ssh =
+                    get(t, "ssh").and_then(|s| self.name_like(s, "dut.ssh", NameKind::SshHost));
                 let port = get(t, "ssh-port").and_then(|p| self.int(p, "dut.ssh-port", 1, 65535));
-                let netns = get(t, "netns").and_then(|n| self.nonempty(n, "dut.netns"));
+                let netns =
+                    get(t, "netns").and_then(|n| self.name_like(n, "dut.netns", NameKind::Netns));
                 match (ssh, netns) {
                     (Some(_), Some(_)) => {
                         self.err(
@@ -709,7 +746,7 @@ impl<'s> Walker<'s> {
         let mut profiles = Vec::new();
         match pv.get_ref() {
             DeValue::Array(_) if kind == DutKind::Lab => {
-                for name in self.list(pv, "dut.profiles", |w, item, p| w.nonempty(item, p))? {
+                for name in self.list(pv, "dut.profiles", |w, item, p| w.lab_profile(item, p))? {
                     profiles.push(Profile {
                         lab: Some(name.clone()),
                         name,
@@ -735,8 +772,17 @@ impl<'s> Walker<'s> {
                         allowed.extend(hook_keys);
                         self.keys(p, &path, &allowed);
                         Some(match get(p, "lab") {
-                            Some(l) => self.nonempty(l, &join(&path, "lab")).unwrap_or_default(),
-                            None => name.to_string(),
+                            Some(l) => self.lab_profile(l, &join(&path, "lab")).unwrap_or_default(),
+                            None => {
+                                if let Err(e) = lab::Profile::parse(name) {
+                                    self.err(
+                                        prof.span(),
+                                        &path,
+                                        format!("{e}; or name the lab profile with `lab = \"…\"`"),
+                                    );
+                                }
+                                name.to_string()
+                            }
                         })
                     } else {
                         self.keys(p, &path, &hook_keys);
@@ -1211,6 +1257,57 @@ pub(super) fn is_endpoint(topo: &Topology, ports: &[Port]) -> bool {
 }
 
 /// The IPv4 packet inside a reference frame of `size` bytes (with FCS).
+/// The longest duration a plan may give (a day), in either form.
+const MAX_DURATION_SECS: u64 = 86_400;
+
+/// What kind of name a plan string is handed on as.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum NameKind {
+    /// A network namespace (`ip netns exec NAME`).
+    Netns,
+    /// A network interface.
+    Interface,
+    /// An ssh destination, `[user@]host`.
+    SshHost,
+}
+
+/// Whether `s` is a safe `what`: never an option (no leading `-`), never shell syntax or
+/// whitespace, within the kernel's length limits. A plan's `dut.ssh = "-oProxyCommand=…"`
+/// would otherwise run a command as root during preflight.
+pub(super) fn check_name(s: &str, what: NameKind) -> Result<(), String> {
+    let word = |part: &str, extra: &str| {
+        !part.is_empty()
+            && !part.starts_with('-')
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c) || extra.contains(c))
+    };
+    match what {
+        NameKind::Netns => {
+            if s.len() > 4096 || s == "." || s == ".." || !word(s, "/") {
+                return Err(format!("`{s}` is not a namespace name or path: use letters, digits, `.`, `_`, `-` and `/`, not starting with `-`"));
+            }
+        }
+        NameKind::Interface => {
+            if s.len() > 15 || s == "." || s == ".." || !word(s, "@:") {
+                return Err(format!("`{s}` is not an interface name: 1 to 15 letters, digits, `.`, `_`, `-`, `@` or `:`, not starting with `-`"));
+            }
+        }
+        NameKind::SshHost => {
+            let (user, host) = match s.rsplit_once('@') {
+                Some((u, h)) => (Some(u), h),
+                None => (None, s),
+            };
+            let host_ok =
+                word(host, "") || (host.contains(':') && word(host.trim_matches(['[', ']']), ":%"));
+            if !host_ok || user.is_some_and(|u| !word(u, "")) {
+                return Err(format!("`{s}` is not an ssh destination: write `host` or `user@host` (letters, digits, `.`, `_`, `-`; an IPv6 address is fine), not an ssh option; give the port with `ssh-port` and options in ~/.ssh/config"));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn ipv4_packet(size: u32) -> u32 {
     size.saturating_sub(18)
 }
@@ -1444,6 +1541,18 @@ impl Walker<'_> {
         let key = join(path, "encap");
         let pppoe_port = ports.iter().find(|p| p.pppoe.is_some());
         let dslite_port = ports.iter().find(|p| p.dslite.is_some());
+        // The lab's veths keep the kernel's default MTU; a larger frame would be refused by the
+        // tester's own port. (Through PPPoE or DS-Lite the MRU/MTU checks above apply.)
+        if matches!(topo, Topology::Lab { .. }) && pppoe_port.is_none() && dslite_port.is_none() {
+            let largest = lab::LINK_MTU + 18;
+            if let Some(&bad) = m.frame_size.iter().find(|&&f| f > largest) {
+                self.err(
+                    span_of("frame-size"),
+                    &join(path, "frame-size"),
+                    format!("{bad} B does not fit the lab's links: their MTU {} carries frames of at most {largest} B (with FCS); the lab does not do jumbo frames", lab::LINK_MTU),
+                );
+            }
+        }
         for e in &m.encap {
             let spelled = spell_encap(e);
             let tagged = e.tagging != wire::encap::Tagging::Untagged || e.mpls_labels > 0;
@@ -1517,6 +1626,32 @@ pub(super) fn spell_encap(e: &EncapSpec) -> String {
 }
 
 /// Parses and checks a plan (expansion is checked by the caller).
+/// Where the key `path` (as plan errors spell it: `dut.profiles.napt.setup[0]`) is written in
+/// `text`: its 1-based line and column. `None` when the text does not parse or has no such
+/// key (quoted keys containing dots are not found).
+pub fn locate(text: &str, path: &str) -> Option<(usize, usize)> {
+    let doc = DeTable::parse(text).ok()?;
+    let mut table: &DeTable<'_> = doc.get_ref();
+    let mut here: Option<&Value<'_>> = None;
+    for seg in path.split('.') {
+        let (key, indices) = match seg.find('[') {
+            Some(i) => (&seg[..i], &seg[i..]),
+            None => (seg, ""),
+        };
+        if here.is_some() {
+            table = here?.get_ref().as_table()?;
+        }
+        let mut v = get(table, key)?;
+        for idx in indices.split(']').filter(|x| !x.is_empty()) {
+            let i: usize = idx.trim_start_matches('[').parse().ok()?;
+            v = v.get_ref().as_array()?.get(i)?;
+        }
+        here = Some(v);
+    }
+    let (line, col) = super::source::line_col(text, here?.span().start);
+    Some((line, col))
+}
+
 pub(super) fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
     let mut w = Walker {
         src: Source::new(text, file),

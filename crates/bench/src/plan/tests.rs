@@ -356,3 +356,108 @@ fn run_backend_defaults_to_auto_and_a_bad_value_names_line_and_choices() {
     assert_eq!(e.line, line_of(&bad, "backend = \"xpd\""));
     assert_eq!(e.hint.as_deref(), Some("did you mean `xdp`?"));
 }
+
+/// Issue 19 rows 13 and 15: a string handed to ssh or `ip` can never become an option, and a
+/// lab profile the lab does not know is refused at its line by `plan check`, not by the run.
+#[test]
+fn names_handed_to_programs_cannot_be_options() {
+    let bad = DEVICE_PLAN.replace("root@192.0.2.1", "-oProxyCommand=touch /tmp/x");
+    let errs = errors(&bad);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "dut.ssh");
+    assert_eq!(errs[0].line, line_of(&bad, "-oProxyCommand"));
+    assert!(errs[0].message.contains("not an ssh destination"));
+    for host in ["root@-x", "a;b", "a b", "$(id)"] {
+        let errs = errors(&DEVICE_PLAN.replace("root@192.0.2.1", host));
+        assert_eq!(errs[0].key, "dut.ssh", "{host}");
+    }
+    for host in [
+        "router",
+        "root@192.0.2.1",
+        "root@[2001:db8::1]",
+        "2001:db8::1",
+        "a.b-c_d",
+    ] {
+        let ok = DEVICE_PLAN.replace("root@192.0.2.1", host);
+        assert!(Plan::parse(&ok, "p").is_ok(), "{host} refused");
+    }
+    let errs = errors(&DEVICE_PLAN.replace("\"wr-wan\"", "\"-all\""));
+    assert_eq!(errs[0].key, "ports.wan.namespace");
+    let errs = errors(&DEVICE_PLAN.replace("\"enp2s0\"", "\"-enp2s0\""));
+    assert_eq!(errs[0].key, "ports.wan.interface");
+}
+
+#[test]
+fn lab_profiles_are_checked_where_they_are_written() {
+    for (profile, why) in [
+        ("filter-stateful-99999999999", "at most"),
+        ("mss-clamp-0", "at least 1"),
+        ("forwrd", "unknown"),
+    ] {
+        let bad = demo().replace("[dut.profiles.napt]", &format!("[dut.profiles.{profile}]"));
+        let errs = errors(&bad);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!(errs[0].key, format!("dut.profiles.{profile}"));
+        assert_eq!(
+            errs[0].line,
+            line_of(&bad, &format!("[dut.profiles.{profile}]"))
+        );
+        assert!(
+            errs[0].message.to_lowercase().contains(why),
+            "{}",
+            errs[0].message
+        );
+    }
+    let named = demo().replace(
+        "[dut.profiles.napt]",
+        "[dut.profiles.mine]\nlab = \"mss-clamp-0\"",
+    );
+    let errs = errors(&named);
+    assert_eq!(errs[0].key, "dut.profiles.mine.lab");
+}
+
+/// Issue 19 rows 4 and 7: frames the lab's links cannot carry and durations past a day are
+/// refused by `plan check`, in either spelling.
+#[test]
+fn lab_frames_and_durations_have_bounds() {
+    let big = demo().replacen(
+        "frame-size = [64, 512, 1518]",
+        "frame-size = [64, 512, 1522]",
+        1,
+    );
+    let errs = errors(&big);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "matrix[0].frame-size");
+    assert!(
+        errs[0].message.contains("at most 1518 B"),
+        "{}",
+        errs[0].message
+    );
+    for long in ["\"99999999999h\"", "\"25h\"", "86401"] {
+        let bad = demo().replace(
+            "trial-duration = \"1s\"",
+            &format!("trial-duration = {long}"),
+        );
+        let errs = errors(&bad);
+        assert_eq!(errs[0].key, "run.trial-duration", "{long}");
+        assert_eq!(errs[0].line, line_of(&bad, "trial-duration ="));
+    }
+    let day = demo().replace("trial-duration = \"1s\"", "trial-duration = \"24h\"");
+    assert!(Plan::parse(&day, "p").is_ok());
+}
+
+#[test]
+fn locate_finds_keys_as_errors_spell_them() {
+    let text = demo();
+    assert_eq!(
+        locate(&text, "dut.profiles.filter-stateful-100.stats-after[0]"),
+        Some((line_of(&text, "stats-after = [{ command = \"nft"), 16))
+    );
+    assert_eq!(
+        locate(&text, "run.trial-duration").map(|x| x.0),
+        Some(line_of(&text, "trial-duration"))
+    );
+    assert_eq!(locate(&text, "dut.profiles.nosuch"), None);
+    assert_eq!(locate(&text, "matrix[9].name"), None);
+    assert_eq!(locate("not = [toml", "a"), None);
+}

@@ -1,5 +1,6 @@
-//! `wirerate plan check PLAN`: validate a plan and print its expanded matrix with a time
-//! estimate. Nothing is sent and nothing is created.
+//! `wirerate plan check PLAN`: validate a plan, run the preflight checks that need no root
+//! (`bench::runner::host_checks`), and print its expanded matrix with a time estimate.
+//! Nothing is sent and nothing is created.
 
 use crate::error::{CliError, CliResult};
 use bench::plan::Plan;
@@ -40,7 +41,20 @@ fn duration(secs: f64) -> String {
 
 pub fn run(args: PlanArgs) -> CliResult {
     let PlanCommand::Check { plan, quiet } = args.command;
-    let (p, _) = load(&plan)?;
+    let (p, text) = load(&plan)?;
+    // What `run`'s preflight checks without root, here too, so a plan that checks OK does not
+    // fail later for a missing program or interface.
+    let problems = bench::runner::host_checks(&p);
+    if !problems.is_empty() {
+        let lines: Vec<String> = problems
+            .iter()
+            .map(|x| x.describe(&p.file, &text))
+            .collect();
+        return Err(CliError::Usage(format!(
+            "plan errors:\n{}",
+            lines.join("\n")
+        )));
+    }
     let cases = p
         .cases()
         .map_err(|e| CliError::Usage(format!("plan errors:\n{e}")))?;
@@ -110,5 +124,6 @@ pub fn run(args: PlanArgs) -> CliResult {
         "  start-up counted conservatively: lab {:.0} s, {:.0} s per profile load, {:.1} s per engine trial, {:.1} s per iperf3 trial, {:.0} s per PPPoE session; DUT hooks not included",
         st.lab, st.profile, st.engine_trial, st.iperf3_trial, st.pppoe_session
     );
+    outln!("  checked here: interfaces, DUT host over ssh, hook programs, iperf3/tcpdump; `run` also probes the kernel features of lab profiles (needs root)");
     Ok(())
 }
