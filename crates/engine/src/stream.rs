@@ -157,7 +157,9 @@ impl StreamConfig {
 
     /// Rejects settings that make no sense: a burst gap that is zero, longer than
     /// [`Self::MAX_BURST_GAP`], or given with bursts of one frame (that is only a lower
-    /// rate); a reorder interval below 2.
+    /// rate); a reorder interval below 2; bursts of 0 frames, no frame sizes; a rate of 0,
+    /// below a frame a day or not a number; 0 frames or 0 s; a stream that would send for
+    /// longer than [`Self::MAX_STREAM_TIME`].
     pub fn check(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::Config(format!("stream {}: {m}", self.id)));
         if let Some(gap) = self.burst_gap {
@@ -182,8 +184,49 @@ impl StreamConfig {
                 return bad("reorder interval must be ≥ 2".into());
             }
         }
+        if self.burst == 0 {
+            return bad("a burst needs at least 1 frame".into());
+        }
+        if self.frames.is_empty() || self.weights.iter().all(|&w| w == 0) {
+            return bad("a stream needs at least one frame size with a non-zero weight".into());
+        }
+        // Every wait has a bound: a rate so low, or a stream so long, that the sender would
+        // wait for more than a day is refused, not waited out.
+        let pps = self.pps();
+        if pps.is_nan() || pps <= 0.0 {
+            return bad(format!(
+                "the rate must be above 0 (it gives {pps} frames/s)"
+            ));
+        }
+        let day = Self::MAX_STREAM_TIME.as_secs_f64();
+        if pps < 1.0 / day {
+            return bad(format!(
+                "{pps:e} frames/s is less than one frame a day; give a higher rate"
+            ));
+        }
+        let average = match self.burst_gap {
+            Some(gap) => {
+                let b = f64::from(self.burst);
+                b / (b / pps + gap.as_secs_f64())
+            }
+            None => pps,
+        };
+        let secs = match self.limit {
+            Limit::Frames(0) => return bad("send at least 1 frame".into()),
+            Limit::Frames(n) => n as f64 / average,
+            Limit::DurationNs(0) => return bad("send for longer than 0 s".into()),
+            Limit::DurationNs(ns) => ns as f64 / 1e9,
+        };
+        if secs > day {
+            return bad(format!(
+                "it would send for {secs:.0} s, more than a day ({day:.0} s); send fewer frames, faster, or for less time"
+            ));
+        }
         Ok(())
     }
+
+    /// The longest a stream may send: a day.
+    pub const MAX_STREAM_TIME: std::time::Duration = std::time::Duration::from_secs(86_400);
 }
 
 /// One base frame: its template (which stamps the signature), its bytes with this port's MACs
@@ -606,6 +649,54 @@ mod tests {
         c.burst_gap = Some(Duration::from_millis(5));
         c.burst = 1;
         assert!(FrameGen::new(&c).is_err());
+    }
+
+    /// Issue 19 rows 6 and small items: every wait has a bound, and nothing is silently
+    /// turned into something else.
+    #[test]
+    fn streams_that_would_wait_forever_or_send_nothing_are_refused() {
+        use std::time::Duration;
+        let ok = cfg(vec![signed_frame(60, 7)], vec![1]);
+        assert!(ok.check().is_ok());
+        let refused = |f: &dyn Fn(&mut StreamConfig), why: &str| {
+            let mut c = ok.clone();
+            f(&mut c);
+            let e = c.check().expect_err(why).to_string();
+            assert!(e.contains(why), "{e}");
+        };
+        refused(&|c| c.rate = Rate::Pps(1e-300), "less than one frame a day");
+        refused(&|c| c.rate = Rate::Pps(0.0), "above 0");
+        refused(&|c| c.rate = Rate::Pps(f64::NAN), "above 0");
+        refused(&|c| c.limit = Limit::Frames(0), "at least 1 frame");
+        refused(&|c| c.limit = Limit::DurationNs(0), "longer than 0");
+        refused(&|c| c.burst = 0, "at least 1 frame");
+        refused(&|c| c.weights = vec![0], "non-zero weight");
+        refused(
+            &|c| {
+                c.rate = Rate::Pps(1.0);
+                c.limit = Limit::Frames(86_401);
+            },
+            "more than a day",
+        );
+        // Bursts with gaps: the average rate decides (2 frames per 1 h gap: ~48 frames a day).
+        let mut gappy = ok.clone();
+        gappy.burst = 2;
+        gappy.burst_gap = Some(Duration::from_secs(3600));
+        gappy.limit = Limit::Frames(46);
+        assert!(gappy.check().is_ok());
+        gappy.limit = Limit::Frames(50);
+        assert!(gappy
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("more than a day"));
+        let mut fast = ok.clone();
+        fast.rate = Rate::Unlimited;
+        fast.limit = Limit::Frames(u64::MAX);
+        assert!(
+            fast.check().is_ok(),
+            "unpaced streams end when the port is done"
+        );
     }
 
     #[test]

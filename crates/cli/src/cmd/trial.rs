@@ -416,6 +416,17 @@ fn build_streams_with(
                 return Err(usage("reorder_every: give K ≥ 2"));
             }
         }
+        for (what, n) in [
+            ("burst", d.burst),
+            ("src-ips", d.src_ips),
+            ("dst-ips", d.dst_ips),
+            ("src-ports", u32::from(d.src_ports)),
+            ("dst-ports", u32::from(d.dst_ports)),
+        ] {
+            if n == 0 {
+                return Err(usage(format!("{what} 0: give at least 1")));
+            }
+        }
         let burst_gap = match &d.burst_gap {
             Some(t) => Some(parse_time(t).map_err(|e| usage(format!("burst gap: {e}")))?),
             None => None,
@@ -456,16 +467,16 @@ fn build_streams_with(
                 frames,
                 weights,
                 flows: Flows {
-                    src_ip_count: d.src_ips.max(1),
-                    dst_ip_count: d.dst_ips.max(1),
-                    src_port_count: d.src_ports.max(1),
-                    dst_port_count: d.dst_ports.max(1),
+                    src_ip_count: d.src_ips,
+                    dst_ip_count: d.dst_ips,
+                    src_port_count: d.src_ports,
+                    dst_port_count: d.dst_ports,
                     mode: d
                         .random_seed
                         .map_or(FlowMode::Increment, |seed| FlowMode::Random { seed }),
                 },
                 rate,
-                burst: d.burst.max(1),
+                burst: d.burst,
                 burst_gap,
                 limit,
                 reorder_every: d.reorder_every,
