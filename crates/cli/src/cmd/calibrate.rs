@@ -6,7 +6,6 @@
 use crate::error::{CliError, CliResult};
 use bench::calibration;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use wire::encap::IpVersion;
 
@@ -53,13 +52,15 @@ pub fn run(args: CalibrateArgs) -> CliResult {
         });
     }
     let sizes: Vec<u32> = args.sizes.clone();
+    // Before the lab exists: Ctrl-C/SIGTERM then stop the trial in flight and the lab is
+    // removed below, instead of the process dying with its namespaces left behind.
+    let stop = super::stop_flag();
     let l = lab::Lab::up(&lab::LabConfig {
         name: args.lab.clone(),
         topology: lab::Topology::Direct,
         profile: None,
     })
     .map_err(|e| CliError::Failed(format!("lab {}: {e}", args.lab)))?;
-    let stop = AtomicBool::new(false);
     outln!(
         "{:>3} {:>6} {:>14} {:>14} {:>14} {:>8} {:>6}  backend",
         "ip",

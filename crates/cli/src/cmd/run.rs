@@ -8,8 +8,6 @@ use bench::runner::{self, Event, RunError, RunOptions};
 use bench::search::{Finding, Status};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Run a plan: every case of its matrix on the lab or on real ports, each trial recorded as it
@@ -46,21 +44,6 @@ fn si(v: f64) -> String {
     wire::units::si(v)
 }
 
-/// A stop flag set by SIGINT/SIGTERM (the lab crate's handler, polled).
-fn stop_flag() -> Arc<AtomicBool> {
-    lab::install_interrupt_handler();
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    std::thread::spawn(move || loop {
-        if lab::cmd::interrupted() {
-            s.store(true, Ordering::SeqCst);
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    });
-    stop
-}
-
 pub fn run(args: RunArgs) -> CliResult {
     let (plan, text) = super::plan::load(&args.plan)?;
     let calibration = match &args.calibration {
@@ -91,7 +74,7 @@ pub fn run(args: RunArgs) -> CliResult {
             None => " (no tester calibration: run `wirerate calibrate`)".into(),
         }
     );
-    let stop = stop_flag();
+    let stop = super::stop_flag();
     let cases: BTreeMap<String, Case> = plan
         .cases()
         .map_err(|e| CliError::Usage(e.to_string()))?
