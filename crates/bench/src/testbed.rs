@@ -77,6 +77,9 @@ pub struct Testbed {
     /// The DS-Lite softwire port A's frames ride, if A plays a B4.
     a_softwire: Option<SoftwireInfo>,
     log: Option<File>,
+    /// The lab's lock, held from before the lab is built until after it is removed (declared
+    /// last: dropped after everything else).
+    lock: Option<lab::LabLock>,
 }
 
 fn ns_exec(ns: &Option<String>) -> Exec {
@@ -151,13 +154,18 @@ impl Testbed {
     /// far is stopped again and nothing has been sent.
     pub fn up(plan: &Plan, dir: &Path, stop: &AtomicBool) -> Result<Testbed, String> {
         match &plan.topology {
-            Topology::Lab { topology, name, .. } => Self::build_lab(topology, name),
+            Topology::Lab { topology, name, .. } => {
+                Self::build_lab(topology, name, &format!("wirerate run {}", plan.file))
+            }
             Topology::Interfaces => Self::interfaces(plan, dir, stop),
         }
     }
 
-    fn build_lab(topology: &str, name: &str) -> Result<Testbed, String> {
+    fn build_lab(topology: &str, name: &str, purpose: &str) -> Result<Testbed, String> {
         let topo: lab::Topology = topology.parse().map_err(|e| format!("{e}"))?;
+        // One lab, one user: a second run on this lab would tear it down under this one.
+        let lock = lab::LabLock::acquire(name, purpose, std::time::Duration::ZERO)
+            .map_err(|e| e.to_string())?;
         // Rebuild: whatever a killed run left in the namespaces (servers, captures) goes.
         lab::down(name).map_err(|e| format!("lab {name}: {e}"))?;
         let l = lab::Lab::up(&lab::LabConfig {
@@ -205,12 +213,19 @@ impl Testbed {
                 a_session: None,
                 a_softwire: None,
                 log: None,
+                lock: None,
             })
         })();
-        built.map_err(|e| {
-            let _ = l.clone().down();
-            e.to_string()
-        })
+        match built {
+            Ok(mut tb) => {
+                tb.lock = Some(lock);
+                Ok(tb)
+            }
+            Err(e) => {
+                let _ = l.clone().down();
+                Err(e.to_string())
+            }
+        }
     }
 
     fn interfaces(plan: &Plan, dir: &Path, stop: &AtomicBool) -> Result<Testbed, String> {
@@ -239,6 +254,7 @@ impl Testbed {
             a_session: None,
             a_softwire: None,
             log: Some(log),
+            lock: None,
         };
         // Control planes first (all of them started, then waited for), so a DUT that brings
         // its WAN up only once its LAN side answers is not deadlocked.

@@ -300,3 +300,75 @@ fn sigkill_during_up_then_down_leaves_a_clean_host() {
     ok(&["lab", "up", "--name", name]);
     assert_eq!(lab_json(name).unwrap()["ready"], true);
 }
+
+/// Issue 19 rows 9–11: one lab, one user. While another process holds lab `lkt` (this test,
+/// through the same lock the commands take), a trial and a plan run on it are refused at once
+/// with the holder named and `lab status` names the holder;
+/// once the holder lets go, the trial runs. Two concurrent `lab up`s of one lab serialise:
+/// both succeed, no raw `ip netns` error.
+#[test]
+fn one_lab_has_one_user_at_a_time() {
+    require_root!();
+    let name = "lkt";
+    let _ = wr(&["lab", "down", "--name", name]);
+    let ups: Vec<_> = (0..2)
+        .map(|_| {
+            Command::new(BIN)
+                .args(["lab", "up", "--name", name])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for up in ups {
+        let o = up.wait_with_output().unwrap();
+        assert!(o.status.success(), "concurrent lab up: {}", stderr(&o));
+    }
+    let held = lab::LabLock::acquire(name, "the lock test", Duration::ZERO).unwrap();
+    let me = format!("pid {}", std::process::id());
+    let t = wr(&[
+        "trial", "--lab", name, "--frames", "10", "--rate", "1000pps",
+    ]);
+    assert_eq!(t.status.code(), Some(2), "{}", stderr(&t));
+    assert!(
+        stderr(&t).contains(&me) && stderr(&t).contains("the lock test"),
+        "{}",
+        stderr(&t)
+    );
+    let status = ok(&["lab", "status"]);
+    assert!(status.contains(&format!("in use by {me}")), "{status}");
+    let plan = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        plan.path(),
+        format!(
+            "name = \"lock\"\n[topology]\nkind = \"lab\"\nlab = \"forward\"\nname = \"{name}\"\nspeed = \"1G\"\n\
+             [dut]\nkind = \"lab\"\nprofiles = [\"forward\"]\n[[matrix]]\nprotocol = [\"udp\"]\nip = [4]\n\
+             frame-size = [64]\nmethodologies = [\"rfc2544-throughput\"]\n"
+        ),
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = wr(&[
+        "run",
+        plan.path().to_str().unwrap(),
+        "--out",
+        out.path().join("r").to_str().unwrap(),
+    ]);
+    assert!(!run.status.success());
+    assert!(
+        stderr(&run).contains("in use by") && stderr(&run).contains(&me),
+        "{}",
+        stderr(&run)
+    );
+    // (`lab down` without a name keeps held labs too, but would remove the labs of tests
+    // running beside this one, so it is not called here.)
+    assert_eq!(namespaces_of(name).len(), 3, "the held lab is intact");
+    drop(held);
+    let t = wr(&[
+        "trial", "--lab", name, "--frames", "10", "--rate", "1000pps",
+    ]);
+    assert!(t.status.success(), "{}", stderr(&t));
+    ok(&["lab", "down", "--name", name]);
+    assert!(namespaces_of(name).is_empty());
+}

@@ -57,6 +57,8 @@ pub enum LabError {
     Parse { context: String, detail: String },
     /// SIGINT/SIGTERM arrived while the lab was being built; what was built has been removed.
     Interrupted,
+    /// Another process holds the lab ([`crate::LabLock`]).
+    Busy { name: String, holder: String },
 }
 
 impl LabError {
@@ -77,6 +79,7 @@ impl LabError {
                 | LabError::NoSuchNode { .. }
                 | LabError::NotUp { .. }
                 | LabError::TopologyMismatch { .. }
+                | LabError::Busy { .. }
         )
     }
 
@@ -121,6 +124,11 @@ impl fmt::Display for LabError {
                 f,
                 "`{tool}` not found (Debian package {package}); install it with \
                  `sudo scripts/install-deps.sh`"
+            ),
+            LabError::Busy { name, holder } => write!(
+                f,
+                "lab {name} is in use by {holder}; one lab has one user at a time: wait for \
+                 it to finish, or use another lab name"
             ),
             LabError::UnknownProfile { given, valid } => {
                 write!(f, "unknown profile `{given}`; valid profiles: {valid}")

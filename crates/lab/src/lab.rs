@@ -229,14 +229,25 @@ pub fn down(name: &str) -> Result<Vec<String>> {
     Ok(removed)
 }
 
-/// Crash recovery: remove EVERY `wr-` namespace on the host, whichever lab or probe made it.
-pub fn down_all() -> Result<Vec<String>> {
+/// Crash recovery: remove every `wr-` namespace on the host, whichever lab or probe made it.
+/// Namespaces of a lab that another process holds ([`crate::LabLock`]) are kept: the second
+/// list names them with their holder.
+pub fn down_all() -> Result<(Vec<String>, Vec<(String, String)>)> {
     preflight(false)?;
-    let all = netns::list_ours()?;
-    for ns in &all {
-        netns::delete(ns)?;
+    let mut removed = Vec::new();
+    let mut kept = Vec::new();
+    for ns in netns::list_ours()? {
+        let lab = ns
+            .strip_prefix("wr-")
+            .and_then(|r| ["-a", "-dut", "-b"].iter().find_map(|s| r.strip_suffix(s)));
+        if let Some(holder) = lab.and_then(crate::lock::holder) {
+            kept.push((ns, holder));
+            continue;
+        }
+        netns::delete(&ns)?;
+        removed.push(ns);
     }
-    Ok(all)
+    Ok((removed, kept))
 }
 
 impl Lab {

@@ -110,8 +110,19 @@ pub fn run(args: LabArgs) -> CliResult {
         } => up(&name, topology, profile.as_deref()),
         LabCommand::Down { name } => {
             let removed = match name {
-                Some(n) => lab::down(&n),
-                None => lab::down_all(),
+                Some(n) => {
+                    let _lock =
+                        lab::LabLock::acquire(&n, "wirerate lab down", lab::lock::SHORT_WAIT)
+                            .map_err(cli_err)?;
+                    lab::down(&n)
+                }
+                None => {
+                    let (removed, kept) = lab::down_all().map_err(cli_err)?;
+                    for (ns, holder) in kept {
+                        outln!("kept {ns}: its lab is in use by {holder}");
+                    }
+                    Ok(removed)
+                }
             }
             .map_err(cli_err)?;
             if removed.is_empty() {
@@ -129,6 +140,8 @@ pub fn run(args: LabArgs) -> CliResult {
         } => exec(&name, &node, &command),
         LabCommand::Profile { profile, name } => {
             let p = Profile::parse(&profile).map_err(cli_err)?;
+            let _lock = lab::LabLock::acquire(&name, "wirerate lab profile", lab::lock::SHORT_WAIT)
+                .map_err(cli_err)?;
             let lab = Lab::attach(&name).map_err(cli_err)?;
             let t0 = std::time::Instant::now();
             lab.apply_profile(&p).map_err(cli_err)?;
@@ -160,6 +173,9 @@ pub fn run(args: LabArgs) -> CliResult {
 fn up(name: &str, topology: Topology, profile: Option<&str>) -> CliResult {
     let profile = profile.map(Profile::parse).transpose().map_err(cli_err)?;
     lab::install_interrupt_handler();
+    // Concurrent `lab up`s of one lab serialise here: the second finds the lab up and reuses it.
+    let _lock =
+        lab::LabLock::acquire(name, "wirerate lab up", lab::lock::SHORT_WAIT).map_err(cli_err)?;
     let t0 = std::time::Instant::now();
     let lab = Lab::up(&LabConfig {
         name: name.to_string(),
@@ -234,6 +250,9 @@ fn status(name: Option<&str>, as_json: bool) -> CliResult {
             l.profile.as_deref().unwrap_or("-")
         );
         outln!("  namespaces: {}", l.namespaces.join(" "));
+        if let Some(h) = lab::lock::holder(&l.name) {
+            outln!("  in use by {h}");
+        }
         if l.ready {
             if let Ok(lab) = Lab::attach(&l.name) {
                 print_ports(&lab)?;

@@ -640,6 +640,14 @@ pub fn run(args: TrialArgs) -> CliResult {
     if !(args.drain >= 0.0 && args.drain <= 60.0) {
         return Err(usage("--drain: give 0..60 seconds"));
     }
+    // One lab, one user: a second trial on the same lab would count this one's frames.
+    let _lock = match &args.lab {
+        Some(name) => Some(
+            lab::LabLock::acquire(name, "wirerate trial", std::time::Duration::ZERO)
+                .map_err(|e| usage(format!("--lab {name}: {e}")))?,
+        ),
+        None => None,
+    };
     let (mut a, mut b) = ports(&args)?;
     let mut inside = super::trial_inside::Inside::up(&args.inside, &mut a, &mut b)?;
     let mut streams = build_streams_with(&defs, &a, &b, link_bps, inside.as_ref())?;
