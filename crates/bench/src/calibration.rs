@@ -96,7 +96,7 @@ fn ip_number(ip: IpVersion) -> u8 {
 impl Calibration {
     /// Reads a calibration file.
     pub fn load(path: &Path) -> Result<Calibration, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::files::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 

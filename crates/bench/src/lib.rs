@@ -15,6 +15,7 @@
 //!   packet engine and iperf3, and the tester's own ceiling.
 
 pub mod calibration;
+pub mod files;
 pub mod hooks;
 pub mod iperf3;
 pub mod isp;

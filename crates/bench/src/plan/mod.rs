@@ -551,7 +551,7 @@ impl Plan {
     /// Reads and checks the plan at `path`.
     pub fn load(path: &Path) -> Result<Plan, PlanErrors> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::files::read_text(path).map_err(|e| {
             PlanErrors(vec![PlanError {
                 file: file.clone(),
                 line: 0,

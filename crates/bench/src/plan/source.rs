@@ -25,7 +25,11 @@ pub struct PlanError {
 
 impl fmt::Display for PlanError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
+        // Line 0: the file as a whole (it could not be read).
+        match self.line {
+            0 => write!(f, "{}: ", self.file)?,
+            _ => write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?,
+        }
         if !self.key.is_empty() {
             write!(f, "`{}`: ", self.key)?;
         }

@@ -214,7 +214,7 @@ pub struct Loaded {
 /// `InvalidData` error naming the line.
 pub fn read_records(path: &Path) -> io::Result<Loaded> {
     let mut text = Vec::new();
-    File::open(path)?.read_to_end(&mut text)?;
+    crate::files::open_regular(path)?.read_to_end(&mut text)?;
     let mut records = Vec::new();
     let mut good_len = 0u64;
     let mut torn_tail = false;
@@ -364,7 +364,8 @@ impl RunDir {
     /// Reopens the run in `dir` for `--resume`: reads what is there, cuts a torn last line off,
     /// and returns the run info and the resume index.
     pub fn resume(dir: &Path) -> io::Result<(RunDir, RunInfo, Resume)> {
-        let info: RunInfo = serde_json::from_reader(File::open(dir.join(RUN_JSON))?)?;
+        let info: RunInfo =
+            serde_json::from_reader(crate::files::open_regular(&dir.join(RUN_JSON))?)?;
         let path = dir.join(TRIALS_JSONL);
         let loaded = read_records(&path)?;
         let mut trials = OpenOptions::new().read(true).write(true).open(&path)?;

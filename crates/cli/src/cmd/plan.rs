@@ -29,7 +29,7 @@ enum PlanCommand {
 /// Loads and checks `path`; all errors at once, one per line, as a usage error (exit 2).
 pub fn load(path: &std::path::Path) -> CliResult<(Plan, String)> {
     let plan = Plan::load(path).map_err(|e| CliError::Usage(format!("plan errors:\n{e}")))?;
-    let text = std::fs::read_to_string(path)
+    let text = bench::files::read_text(path)
         .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
     Ok((plan, text))
 }

@@ -44,7 +44,7 @@ impl fmt::Display for Summary {
 /// Reads a run directory and analyses it (no files written).
 pub fn load_run(dir: &Path) -> CliResult<report::Analysis> {
     let info_path = dir.join(RUN_JSON);
-    let text = std::fs::read_to_string(&info_path).map_err(|e| {
+    let text = bench::files::read_text(&info_path).map_err(|e| {
         CliError::Usage(format!(
             "{}: {e}; give a run directory written by `wirerate run`",
             info_path.display()
@@ -73,7 +73,7 @@ pub fn load_run(dir: &Path) -> CliResult<report::Analysis> {
 
 /// `hooks.jsonl`, if present; a torn last line is ignored like in `trials.jsonl`.
 fn read_hooks(path: &Path) -> CliResult<Vec<HookRecord>> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match bench::files::read_text(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(CliError::Failed(format!("{}: {e}", path.display()))),

@@ -613,7 +613,7 @@ pub fn run(args: TrialArgs) -> CliResult {
         .0;
     let defs = match &args.streams {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
+            let text = bench::files::read_text(path)
                 .map_err(|e| usage(format!("--streams {}: {e}", path.display())))?;
             let f: StreamsFile = toml::from_str(&text)
                 .map_err(|e| usage(format!("--streams {}: {e}", path.display())))?;
