@@ -1626,6 +1626,19 @@ pub(super) fn spell_encap(e: &EncapSpec) -> String {
 }
 
 /// Parses and checks a plan (expansion is checked by the caller).
+/// The bare or quoted TOML key that starts at byte `at` of `text`, if one does.
+fn key_at(text: &str, at: usize) -> Option<String> {
+    let rest = text.get(at..)?;
+    if let Some(q) = rest.strip_prefix('"') {
+        return q.split('"').next().map(str::to_string);
+    }
+    let k: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect();
+    (!k.is_empty()).then_some(k)
+}
+
 /// Where the key `path` (as plan errors spell it: `dut.profiles.napt.setup[0]`) is written in
 /// `text`: its 1-based line and column. `None` when the text does not parse or has no such
 /// key (quoted keys containing dots are not found).
@@ -1660,12 +1673,16 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
         Ok(d) => d,
         Err(e) => {
             let span = e.span().unwrap_or(0..0);
-            w.src.error(
-                span,
-                "",
-                format!("TOML syntax: {}", e.message().trim()),
-                None,
-            );
+            let message = e.message().trim();
+            // The TOML parser says "duplicate key" without the key; it points at it.
+            let (key, message) = match key_at(text, span.start) {
+                Some(k) if message == "duplicate key" => (
+                    k.clone(),
+                    format!("duplicate key `{k}`: it is already given earlier in the same table; give each key once"),
+                ),
+                _ => (String::new(), format!("TOML syntax: {message}")),
+            };
+            w.src.error(span, &key, message, None);
             return Err(PlanErrors(w.src.errors));
         }
     };

@@ -461,3 +461,24 @@ fn locate_finds_keys_as_errors_spell_them() {
     assert_eq!(locate(&text, "matrix[9].name"), None);
     assert_eq!(locate("not = [toml", "a"), None);
 }
+
+#[test]
+fn duplicate_keys_are_named() {
+    let twice = demo().replace("[run]\n", "[run]\nrepetitions = 3\nrepetitions = 2\n");
+    let errs = errors(&twice);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "repetitions");
+    assert!(
+        errs[0].message.contains("duplicate key `repetitions`"),
+        "{}",
+        errs[0].message
+    );
+    assert_eq!(errs[0].line, line_of(&twice, "repetitions = 2"));
+    let table = demo().replace("[dut.profiles.napt]", "[dut.profiles.forward]");
+    let errs = errors(&table);
+    assert!(
+        errs[0].message.contains("duplicate key `forward`"),
+        "{}",
+        errs[0].message
+    );
+}
