@@ -19,6 +19,15 @@ macro_rules! out {
     }};
 }
 
+/// `eprintln!` that never panics: with standard error closed (`2>&-`, a closed pipe) the
+/// message is lost, but the command still finishes and cleans up.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cmd;
 mod error;
 
@@ -89,7 +98,7 @@ fn main() {
         Command::Completions(a) => cmd::completions::run(a),
     };
     if let Err(e) = result {
-        eprintln!("wirerate: {e}");
+        errln!("wirerate: {e}");
         std::process::exit(e.exit_code());
     }
 }

@@ -35,7 +35,7 @@ pub struct CraftArgs {
     /// Number of frames to write.
     #[arg(long, default_value_t = 10)]
     pub count: u64,
-    /// Output pcap file.
+    /// Output pcap file; `-` writes the pcap to standard output.
     #[arg(short, long)]
     pub output: PathBuf,
     #[arg(long)]
@@ -208,40 +208,65 @@ pub fn run(args: CraftArgs) -> CliResult {
     };
     match linerate::frames_on_link(args.size - 18, &link) {
         (_, Fate::Whole) => {}
-        (frames, Fate::Fragmented { what, .. }) => eprintln!(
+        (frames, Fate::Fragmented { what, .. }) => errln!(
             "note: on a 1500-byte-MTU link this {what} packet is fragmented into {} frames; the capture holds it whole",
             frames.len()
         ),
-        (_, Fate::Dropped { reason }) => eprintln!("note: {reason}"),
+        (_, Fate::Dropped { reason }) => errln!("note: {reason}"),
     }
 
     let interval_ns = 1e9 / args.rate;
-    let mut out: Vec<u8> = Vec::with_capacity(24 + (16 + template.len()) * args.count as usize);
-    out.extend_from_slice(&wire::pcap::global_header(65535));
+    // Streamed, not built in memory: --count is not bounded by RAM. `-o -` writes the pcap to
+    // standard output (for `| tshark -r -`), and the summary then goes to standard error.
+    let to_stdout = args.output.as_os_str() == "-";
+    let name = if to_stdout {
+        "standard output".to_string()
+    } else {
+        args.output.display().to_string()
+    };
+    let sink: Box<dyn Write> = if to_stdout {
+        Box::new(std::io::stdout().lock())
+    } else {
+        Box::new(
+            std::fs::File::create(&args.output)
+                .map_err(|e| CliError::Failed(format!("cannot create {name}: {e}")))?,
+        )
+    };
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, sink);
+    let write_err = |e: std::io::Error| CliError::Failed(format!("cannot write {name}: {e}"));
+    w.write_all(&wire::pcap::global_header(65535))
+        .map_err(write_err)?;
     let mut frame = template.bytes().to_vec();
     for i in 0..args.count {
         let ts = (i as f64 * interval_ns) as u64;
         template.stamp(&mut frame, args.seq_start.wrapping_add(i), ts);
-        out.extend_from_slice(&wire::pcap::record_header(
+        w.write_all(&wire::pcap::record_header(
             ts,
             frame.len() as u32,
             frame.len() as u32,
-        ));
-        out.extend_from_slice(&frame);
+        ))
+        .and_then(|_| w.write_all(&frame))
+        .map_err(write_err)?;
     }
-    let mut file = std::fs::File::create(&args.output)
-        .map_err(|e| CliError::Failed(format!("cannot create {}: {e}", args.output.display())))?;
-    file.write_all(&out)
-        .and_then(|_| file.sync_all())
-        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", args.output.display())))?;
-    outln!(
-        "wrote {} frame(s) of {} B ({} B with FCS; {}, reference frame {} B) to {}",
+    let file = w.into_inner().map_err(|e| write_err(e.into_error()))?;
+    drop(file);
+    if !to_stdout {
+        std::fs::File::open(&args.output)
+            .and_then(|f| f.sync_all())
+            .map_err(write_err)?;
+    }
+    let summary = format!(
+        "wrote {} frame(s) of {} B ({} B with FCS; {}, reference frame {} B) to {name}",
         args.count,
         template.len(),
         template.wire_size(),
         spec.encap,
         args.size,
-        args.output.display()
     );
+    if to_stdout {
+        errln!("{summary}");
+    } else {
+        outln!("{summary}");
+    }
     Ok(())
 }

@@ -156,9 +156,10 @@ fn aftr(a: AftrArgs) -> CliResult {
     let mut m = AftrPort::new(cfg);
     let stop = Stop::new(duration);
     if !c.json {
-        eprintln!(
+        errln!(
             "DS-Lite AFTR {} on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
-            a.addr, c.dev
+            a.addr,
+            c.dev
         );
     }
     while !stop.now() {
@@ -215,9 +216,11 @@ fn b4(a: B4Args) -> CliResult {
     let mut m = B4Port::new(cfg);
     let stop = Stop::new(duration);
     if !c.json {
-        eprintln!(
+        errln!(
             "DS-Lite B4 {} -> AFTR {} on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
-            a.addr, a.aftr, c.dev
+            a.addr,
+            a.aftr,
+            c.dev
         );
     }
     m.start(control::now());

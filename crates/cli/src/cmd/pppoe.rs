@@ -285,7 +285,7 @@ fn server(a: ServerArgs) -> CliResult {
     let mut srv = Server::new(cfg);
     let stop = Stop::new(duration);
     if !p.json {
-        eprintln!(
+        errln!(
             "PPPoE AC on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
             p.dev
         );
@@ -448,7 +448,7 @@ fn client(a: ClientArgs) -> CliResult {
     let mut up_at: Option<Instant> = None;
     let mut ended = None;
     if !p.json {
-        eprintln!(
+        errln!(
             "PPPoE client on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
             p.dev
         );

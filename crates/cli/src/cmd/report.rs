@@ -124,7 +124,7 @@ pub fn run(args: ReportArgs) -> CliResult {
     };
     out!("{summary}");
     if summary.incomplete {
-        eprintln!("wirerate: the run is unfinished; the report shows what it has and lists what is missing");
+        errln!("wirerate: the run is unfinished; the report shows what it has and lists what is missing");
     }
     Ok(())
 }

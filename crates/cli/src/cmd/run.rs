@@ -106,7 +106,7 @@ pub fn run(args: RunArgs) -> CliResult {
             // not lose the run (`wirerate report DIR` renders it again).
             match super::report::render_run_dir(&dir) {
                 Ok(summary) => out!("{summary}"),
-                Err(e) => eprintln!(
+                Err(e) => errln!(
                     "wirerate: report: {e} (the results are in {})",
                     dir.display()
                 ),
