@@ -476,8 +476,21 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
         let (rd, info, resume) = RunDir::resume(&opts.dir)
             .map_err(|e| failed(format!("--resume {}: {e}", opts.dir.display())))?;
         if info.plan_text != plan_text {
+            // Trials measured under one plan must not be continued under another: the run's
+            // run.json (and so its report) would describe a plan that some trials did not
+            // follow. A change the parsed plan does not see (comments, layout) is fine.
+            let same = Plan::parse(&info.plan_text, &plan.file)
+                .is_ok_and(|old| old.same_measurements(plan));
+            if !same {
+                return Err(failed(format!(
+                    "--resume {}: {} differs from the plan this run started with (kept in its {}); --resume continues the same plan: restore it, or start a new run without --resume",
+                    opts.dir.display(),
+                    plan.file,
+                    crate::results::RUN_JSON
+                )));
+            }
             (opts.progress)(Event::Note(
-                "the plan file changed since the run started; finished work is kept, recorded trials must still match".into(),
+                "the plan file's comments or layout changed since the run started; the plan itself did not".into(),
             ));
         }
         let records = rd.records().map_err(failed)?;
@@ -532,6 +545,11 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
         est_total,
         est_done: 0.0,
     };
+    // Every trial found in the run directory is kept (finished cases' and unfinished ones').
+    ctx.summary.trials_replayed = records
+        .iter()
+        .filter(|r| matches!(r, Record::Trial(_)))
+        .count() as u64;
     let result = run_cases(&mut ctx, &cases);
     let down = ctx.bed.down();
     let mut summary = ctx.summary;
@@ -764,7 +782,6 @@ fn run_methodology(
             m.name()
         ))
     })?;
-    ctx.summary.trials_replayed += recorded.len() as u64;
     let mut trial_index = recorded.len() as u32;
     let Some(frame_size) = case.frame_size else {
         return Err(failed(format!(
@@ -1187,8 +1204,6 @@ fn run_iperf3(
         if !nap(ctx.plan.run.settle, ctx.opts.stop) {
             return Err(RunError::Interrupted);
         }
-    } else {
-        ctx.summary.trials_replayed += 1;
     }
     let d = MethodologyDone {
         case_id: case.id.clone(),

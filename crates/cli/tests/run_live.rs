@@ -638,12 +638,34 @@ methodologies = ["rfc2544-throughput"]
     child.wait().unwrap();
     let before = trials(&out);
     assert!(before.len() >= 3);
+    // A changed plan is refused and adds nothing (issue 19: it appended under the old
+    // run.json); a comment is not a change.
+    let text = std::fs::read_to_string(&plan).unwrap();
+    let changed = d.path().join("changed.toml");
+    std::fs::write(&changed, text.replace("repetitions = 4", "repetitions = 5")).unwrap();
+    let refused = run(&[
+        "run",
+        changed.to_str().unwrap(),
+        "--resume",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("differs from the plan this run started with"),
+        "{err}"
+    );
+    assert_eq!(trials(&out), before, "a refused resume recorded nothing");
+    std::fs::write(&plan, format!("# a comment added after the kill\n{text}")).unwrap();
     let stdout = run_ok(&[
         "run",
         plan.to_str().unwrap(),
         "--resume",
         out.to_str().unwrap(),
     ]);
+    assert!(
+        stdout.contains(&format!("{} kept from before", before.len())),
+        "the summary counts every kept trial: {stdout}"
+    );
     let after = trials(&out);
     // Nothing lost: the records from before the kill are still the first ones, unchanged.
     assert_eq!(&after[..before.len()], &before[..]);

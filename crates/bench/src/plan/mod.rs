@@ -548,6 +548,18 @@ impl Plan {
         Ok(plan)
     }
 
+    /// Whether `other` asks for the same measurements: equal except where its text has them
+    /// (file name, the lines matrix blocks start on), so comments and layout do not count.
+    pub fn same_measurements(&self, other: &Plan) -> bool {
+        let strip = |p: &Plan| {
+            let mut p = p.clone();
+            p.file.clear();
+            p.matrices.iter_mut().for_each(|m| m.line = 0);
+            p
+        };
+        strip(self) == strip(other)
+    }
+
     /// Reads and checks the plan at `path`.
     pub fn load(path: &Path) -> Result<Plan, PlanErrors> {
         let file = path.display().to_string();
