@@ -210,8 +210,65 @@ pub struct Loaded {
     pub good_len: u64,
 }
 
-/// Reads `trials.jsonl`, ignoring a torn last line. A bad line that is not the last one is an
-/// `InvalidData` error naming the line.
+/// What [`read_records`] has read so far, to refuse records that cannot both be true.
+#[derive(Default)]
+struct Seen {
+    /// Line of each trial key measured (superseded trials share their key with the trial that
+    /// replaced them and are not counted).
+    trials: std::collections::HashMap<TrialKey, usize>,
+    /// Line of each finished search.
+    done: std::collections::HashMap<SearchKey, usize>,
+}
+
+impl Seen {
+    /// Refuses a record that repeats one already read, or whose figures cannot be (negative or
+    /// non-finite loads, more frames received than sent): a report must not average a trial
+    /// twice or show a gain.
+    fn admit(&mut self, r: &Record, line: usize) -> Result<(), String> {
+        match r {
+            Record::Trial(t) => {
+                let o = &t.outcome;
+                for (what, x) in [("intended", o.intended.0), ("offered", o.offered.0)] {
+                    if !(x.is_finite() && x >= 0.0) {
+                        return Err(format!("trial {:?}: {what} load {x} is not a load", t.key));
+                    }
+                }
+                if let Some(e) = &t.engine {
+                    if o.received > e.sent {
+                        return Err(format!(
+                            "trial {:?}: {} frames received of {} sent (a negative loss); the record is corrupt",
+                            t.key, o.received, e.sent
+                        ));
+                    }
+                }
+                if !t.superseded {
+                    if let Some(first) = self.trials.insert(t.key.clone(), line) {
+                        return Err(format!(
+                            "trial {:?} is recorded twice (also on line {first}); the file was edited or two runs wrote to it",
+                            t.key
+                        ));
+                    }
+                }
+            }
+            Record::Done(d) => {
+                let key = (d.case_id.clone(), d.repetition, d.methodology);
+                if let Some(first) = self.done.insert(key, line) {
+                    return Err(format!(
+                        "{} repetition {} {} is recorded as finished twice (also on line {first})",
+                        d.case_id,
+                        d.repetition,
+                        d.methodology.name()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads `trials.jsonl`, ignoring a torn last line. A bad line that is not the last one, a
+/// record repeated or one whose figures cannot be ([`Seen::admit`]) is an `InvalidData` error
+/// naming the line.
 pub fn read_records(path: &Path) -> io::Result<Loaded> {
     let mut text = Vec::new();
     crate::files::open_regular(path)?.read_to_end(&mut text)?;
@@ -220,6 +277,7 @@ pub fn read_records(path: &Path) -> io::Result<Loaded> {
     let mut torn_tail = false;
     let mut start = 0usize;
     let mut line_no = 0usize;
+    let mut seen = Seen::default();
     while start < text.len() {
         line_no += 1;
         let end = text[start..]
@@ -232,6 +290,12 @@ pub fn read_records(path: &Path) -> io::Result<Loaded> {
             .and_then(|s| serde_json::from_str::<Record>(s).ok());
         match (parsed, end) {
             (Some(r), Some(e)) => {
+                if let Err(why) = seen.admit(&r, line_no) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{}:{line_no}: {why}", path.display()),
+                    ));
+                }
                 records.push(r);
                 good_len = (e + 1) as u64;
                 start = e + 1;

@@ -136,6 +136,43 @@ fn a_corrupt_middle_line_is_an_error() {
     assert!(err.to_string().ends_with(":2: not a trial record"), "{err}");
 }
 
+/// Issue 19: a record written twice, or one claiming a load that is no load, is refused with
+/// its line instead of being averaged into the report.
+#[test]
+fn repeated_or_impossible_records_are_refused_with_their_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rd = RunDir::create(tmp.path(), &info()).unwrap();
+    run(&mut rd, None);
+    let path = tmp.path().join(TRIALS_JSONL);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    // The second trial again, at the end.
+    std::fs::write(&path, format!("{text}{}\n", lines[1])).unwrap();
+    let err = read_records(&path).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(":{}: trial", n + 1))
+            && err.contains("recorded twice (also on line 2)"),
+        "{err}"
+    );
+    // The finished search again.
+    std::fs::write(&path, format!("{text}{}\n", lines[n - 1])).unwrap();
+    let err = read_records(&path).unwrap_err().to_string();
+    assert!(err.contains("recorded as finished twice"), "{err}");
+    // A negative load.
+    let mut v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    v["outcome"]["offered"] = serde_json::json!(-0.5);
+    let bad = text.replacen(lines[0], &v.to_string(), 1);
+    std::fs::write(&path, bad).unwrap();
+    let err = read_records(&path).unwrap_err().to_string();
+    assert!(
+        err.contains(":1: trial") && err.contains("offered load -0.5"),
+        "{err}"
+    );
+    std::fs::write(&path, &text).unwrap();
+    assert_eq!(read_records(&path).unwrap().records.len(), n);
+}
+
 #[test]
 fn kill_then_resume_loses_nothing_and_repeats_nothing() {
     // Reference: the uninterrupted run.
