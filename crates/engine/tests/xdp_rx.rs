@@ -478,7 +478,7 @@ fn skb_mode_counts_the_same_and_limits_are_refused_clearly() {
     settle(&rx, frames.len() as u64);
     let mut sw = Receiver::new(&ids);
     for f in &frames {
-        sw.on_frame(f, 0);
+        sw.on_frame(f, engine::sys::monotonic_ns());
     }
     for &id in &ids {
         let x = rx.stream_report(id, None).unwrap().unwrap();
