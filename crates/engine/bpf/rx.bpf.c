@@ -26,8 +26,8 @@
 // length field agrees with the frame, the IPv4 header checksum verifies, the destination
 // address and port are the stream's, its sequence number is below the stream's limit and its
 // timestamp is neither in the future nor before the receiver was attached. Otherwise it is
-// counted per stream by reason (C_INV_*) and dropped. The UDP checksum is not verified here
-// (it would mean summing every payload byte in the program): see docs/engine.md.
+// counted per stream by reason (C_INV_*) and dropped. The UDP checksum is verified too (the
+// kernel's csum_partial through bpf_csum_diff, 512 bytes a call), as engine::validate does.
 //
 // Only bounded loops; every packet read is checked against data_end.
 
@@ -622,10 +622,79 @@ static __always_inline void port_count(__u32 which, __u64 bytes)
 	}
 }
 
-/* engine::validate::check_headers without the UDP checksum: the C_INV_* counter of the first
- * failure, or 0 if the headers are valid for the stream. */
-static __always_inline __u32 check_headers(const struct pkt *p, __s64 enc, const struct shape *sh,
-					   const struct expect *e)
+/* The ones' complement sum of the `len` bytes at `off`, folded to 16 bits, big-endian view;
+ * -1 if they are not all in the frame (or more than 4 KiB). A global function: the verifier
+ * checks it once, not once per path through the caller. */
+__noinline int wr_sum_bytes(struct xdp_md *ctx, __u64 off, __u64 len)
+{
+	struct pkt pk;
+	const struct pkt *p = &pk;
+	pkt_of(ctx, &pk);
+	if (len > MAX_OFF || off > MAX_OFF)
+		return -1;
+	__u64 end = off + len;
+	__u64 o = off;
+	__u64 native = 0; /* csum_partial sums: words as the CPU reads them */
+	for (int i = 0; i < MAX_OFF / 512; i++) {
+		if (o + 512 > end)
+			break;
+		__u8 *q = at(p, o, 512);
+		if (!q)
+			return -1;
+		__s64 r = bpf_csum_diff(0, 0, (__be32 *)q, 512, 0);
+		if (r < 0)
+			return -1;
+		native += (__u32)r;
+		o += 512;
+	}
+#define WR_SUM_STEP(n)                                                          \
+	if (o + (n) <= end) {                                                   \
+		__u8 *q = at(p, o, (n));                                        \
+		if (!q)                                                         \
+			return -1;                                              \
+		__s64 r = bpf_csum_diff(0, 0, (__be32 *)q, (n), 0);             \
+		if (r < 0)                                                      \
+			return -1;                                              \
+		native += (__u32)r;                                             \
+		o += (n);                                                       \
+	}
+	WR_SUM_STEP(256)
+	WR_SUM_STEP(128)
+	WR_SUM_STEP(64)
+	WR_SUM_STEP(32)
+	WR_SUM_STEP(16)
+	WR_SUM_STEP(8)
+	WR_SUM_STEP(4)
+#undef WR_SUM_STEP
+	if (o + 4 <= end)
+		return -1; /* more than the chunks cover */
+	native = (native & 0xffffffff) + (native >> 32);
+	native = (native & 0xffff) + (native >> 16);
+	native = (native & 0xffff) + (native >> 16);
+	native = (native & 0xffff) + (native >> 16);
+	/* A sum of byte-swapped words is the byte-swapped sum (ones' complement). */
+	__u64 be = bpf_ntohs((__u16)native);
+	__u32 w;
+	if (o + 2 <= end) {
+		if (be16_at(p, o, &w))
+			return -1;
+		be += w;
+		o += 2;
+	}
+	if (o + 1 <= end) {
+		if (u8_at(p, o, &w))
+			return -1;
+		be += w << 8;
+	}
+	be = (be & 0xffff) + (be >> 16);
+	be = (be & 0xffff) + (be >> 16);
+	return (int)be;
+}
+
+/* engine::validate::check_headers: the C_INV_* counter of the first failure, or 0 if the
+ * headers are valid for the stream. */
+static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt *p, __s64 enc,
+					   const struct shape *sh, const struct expect *e)
 {
 	__u64 udp = enc & 0xffff;
 	__u64 ip = (enc >> 16) & 0xffff;
@@ -686,6 +755,37 @@ static __always_inline __u32 check_headers(const struct pkt *p, __s64 enc, const
 		sum = (sum & 0xffff) + (sum >> 16);
 		if (sum != 0xffff)
 			return C_INV_CHECKSUM;
+	}
+	if (!frag) {
+		/* UDP: mandatory over IPv6, optional (zero) over IPv4. */
+		__u32 c, ulen;
+		if (be16_at(p, udp + 6, &c) || be16_at(p, udp + 4, &ulen))
+			return C_INV_LENGTH;
+		if (c == 0 && v6)
+			return C_INV_CHECKSUM;
+		if (c != 0) {
+			/* Pseudo-header: addresses, protocol, UDP length. */
+			__u64 sum = IPPROTO_UDP_ + ulen;
+			__u64 a0 = v6 ? ip + 8 : ip + 12;
+			__u32 words = v6 ? 16 : 4;
+			for (int i = 0; i < 16; i++) { /* bounded: 4 or 16 words */
+				if (i >= words)
+					break;
+				__u32 w;
+				if (be16_at(p, a0 + 2 * i, &w))
+					return C_INV_LENGTH;
+				sum += w;
+			}
+			int d = wr_sum_bytes(ctx, udp, ulen);
+			if (d < 0)
+				return C_INV_LENGTH;
+			sum += (__u32)d;
+			sum = (sum & 0xffff) + (sum >> 16);
+			sum = (sum & 0xffff) + (sum >> 16);
+			sum = (sum & 0xffff) + (sum >> 16);
+			if (sum != 0xffff)
+				return C_INV_CHECKSUM;
+		}
 	}
 	if (e->check_dst) {
 		__u32 port;
@@ -749,7 +849,7 @@ int wr_rx(struct xdp_md *ctx)
 	struct expect *e = bpf_map_lookup_elem(&wr_rx_expect, &slot);
 	if (!e)
 		return pass ? XDP_PASS : XDP_DROP;
-	__u32 bad = check_headers(&p, enc, &sh, e);
+	__u32 bad = check_headers(ctx, &p, enc, &sh, e);
 	if (bad) {
 		struct ctr *c = bpf_map_lookup_elem(&wr_rx_ctr, &slot);
 		if (c && bad >= C_INV_CHECKSUM && bad < C_NCTR)
