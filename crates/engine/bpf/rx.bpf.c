@@ -743,7 +743,10 @@ static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt 
 			return C_INV_LENGTH;
 		__u32 words = (h[0] & 0x0f) * 2;
 		__u64 sum = 0;
-		for (int i = 0; i < 30; i++) { /* a bounded loop: IHL is at most 15 */
+#pragma unroll
+		for (int i = 0; i < 10; i++) /* the fixed header, read once checked */
+			sum += ((__u32)h[2 * i] << 8) | h[2 * i + 1];
+		for (int i = 10; i < 30; i++) { /* options: a bounded loop, IHL is at most 15 */
 			if (i >= words)
 				break;
 			__u32 w;
@@ -766,15 +769,20 @@ static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt 
 		if (c != 0) {
 			/* Pseudo-header: addresses, protocol, UDP length. */
 			__u64 sum = IPPROTO_UDP_ + ulen;
-			__u64 a0 = v6 ? ip + 8 : ip + 12;
-			__u32 words = v6 ? 16 : 4;
-			for (int i = 0; i < 16; i++) { /* bounded: 4 or 16 words */
-				if (i >= words)
-					break;
-				__u32 w;
-				if (be16_at(p, a0 + 2 * i, &w))
+			if (v6) {
+				__u8 *a = at(p, ip + 8, 32);
+				if (!a)
 					return C_INV_LENGTH;
-				sum += w;
+#pragma unroll
+				for (int i = 0; i < 16; i++)
+					sum += ((__u32)a[2 * i] << 8) | a[2 * i + 1];
+			} else {
+				__u8 *a = at(p, ip + 12, 8);
+				if (!a)
+					return C_INV_LENGTH;
+#pragma unroll
+				for (int i = 0; i < 4; i++)
+					sum += ((__u32)a[2 * i] << 8) | a[2 * i + 1];
 			}
 			int d = wr_sum_bytes(ctx, udp, ulen);
 			if (d < 0)

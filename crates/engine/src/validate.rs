@@ -263,7 +263,10 @@ impl Expect {
                     port_count: cfg.flows.dst_port_count,
                 }),
             fragments: false,
-            seq_limit: (limit < u64::MAX - 1).then_some(limit),
+            // A stream with deliberate reordering never stops between the two frames of a
+            // swapped pair: one frame beyond the schedule's count may be sent.
+            seq_limit: (limit < u64::MAX - 1)
+                .then(|| limit.saturating_add(u64::from(cfg.reorder_every.is_some()))),
         }
     }
 }
