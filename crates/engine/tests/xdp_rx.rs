@@ -639,6 +639,17 @@ fn malformed_frames_of_expected_streams_are_invalid_alike() {
             frames.push(f);
         }
     }
+    // Valid frames of every length from 64 to 600 bytes (odd ones too) for stream 40 (plain
+    // IPv4): the program's UDP sum must agree at every length of the datagram's tail.
+    let now = engine::sys::monotonic_ns();
+    for size in 64..=600usize {
+        let mut spec = StreamSpec::new("ipv4".parse().unwrap());
+        spec.stream_id = 40;
+        let t = FrameTemplate::new(&spec, size).unwrap();
+        let mut f = t.bytes().to_vec();
+        t.stamp(&mut f, 8000 + size as u64, now);
+        frames.push(f);
+    }
     let not_before = engine::sys::monotonic_ns() - 1_000_000_000;
     let rx = XdpReceiver::attach_with(&net.port_b(), &expect, not_before, &XdpRxConfig::default())
         .unwrap();
@@ -660,6 +671,9 @@ fn malformed_frames_of_expected_streams_are_invalid_alike() {
         );
         assert_eq!(counts(&x), counts(&s), "stream {id}: xdp vs software");
         assert!(x.received >= 2, "stream {id}: the valid frames");
+        if id == 40 {
+            assert!(x.received >= 537, "every length: {}", x.received);
+        }
         total.merge(&x.invalid);
     }
     // The flips reach these reasons (a flipped address or fragment bit is caught by a
