@@ -278,6 +278,7 @@ mod tests {
                     p999_ns: 8_000,
                     jitter_ns: 0.0,
                 }),
+                invalid: Default::default(),
             },
             rx_pps: 0.0,
             rx_l2_bps: 0.0,

@@ -20,6 +20,15 @@
 // and nothing has to be cleared as the window slides. The highest sequence number is shared
 // too (an atomic compare-and-swap max). Everything else is per CPU and summed by user space.
 //
+// Receive-side validation (engine::validate; docs/engine.md "Receive-side validation"): a
+// signed frame of an expected stream counts only if its encapsulation is the stream's (tags,
+// MPLS labels, PPPoE, IPv4-in-IPv6, IP version), it is not a fragment (unless expected), every
+// length field agrees with the frame, the IPv4 header checksum verifies, the destination
+// address and port are the stream's, its sequence number is below the stream's limit and its
+// timestamp is neither in the future nor before the receiver was attached. Otherwise it is
+// counted per stream by reason (C_INV_*) and dropped. The UDP checksum is verified too (the
+// kernel's csum_partial through bpf_csum_diff, 512 bytes a call), as engine::validate does.
+//
 // Only bounded loops; every packet read is checked against data_end.
 
 #include <linux/bpf.h>
@@ -58,7 +67,33 @@ enum {
 	C_JITTER16, /* RFC 3550 jitter x16 (the RFC's own integer form) */
 	C_LAST_TRANSIT,
 	C_HAS_TRANSIT,
-	C_NCTR = 16,
+	/* Invalid frames by reason, in the order of engine::validate::Invalid. */
+	C_INV_CHECKSUM = 16,
+	C_INV_LENGTH,
+	C_INV_ENCAP,
+	C_INV_FRAGMENT,
+	C_INV_ADDRESS,
+	C_INV_SEQUENCE,
+	C_INV_TIMESTAMP,
+	C_NCTR = 24,
+};
+
+/* What one stream's frames must look like (engine::validate::Expect), per slot. Mirrored in
+ * xdp/rx.rs (ExpectMap). */
+struct expect {
+	__u8 check_shape;
+	__u8 vlan_tags;
+	__u8 mpls_labels;
+	__u8 pppoe;
+	__u8 tunnel;
+	__u8 ipv6;
+	__u8 fragments;
+	__u8 check_dst;
+	__u8 dst_addr[16]; /* IPv4: the first 4 bytes */
+	__u32 dst_count;
+	__u16 dst_port;
+	__u16 port_count;
+	__u64 seq_limit; /* ~0: none */
 };
 
 /* Per-port counters. */
@@ -128,8 +163,20 @@ struct {
 	__uint(max_entries, 1);
 } wr_rx_port SEC(".maps");
 
+/* Per slot: what the stream's frames must look like. Written by user space before attaching. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct expect);
+	__uint(max_entries, MAX_STREAMS);
+} wr_rx_expect SEC(".maps");
+
 /* Set by user space at load time: pass test frames on instead of dropping them. */
 volatile const __u32 wr_pass_ours = 0;
+/* Set by user space at load time: CLOCK_MONOTONIC when the receiver was attached (before any
+ * frame of the trial was sent); earlier send timestamps are forged. */
+volatile const __u64 wr_not_before = 0;
+#define FUTURE_TOLERANCE_NS 100000000ULL /* engine::validate::FUTURE_TOLERANCE_NS */
 
 #define ETH_VLAN 0x8100
 #define ETH_QINQ 0x88a8
@@ -186,7 +233,14 @@ static __always_inline int u8_at(const struct pkt *p, __u64 off, __u32 *out)
 	return 0;
 }
 
-/* IPv4 at `off` (wire::ipv4::check_len and dissect::ipv4): the UDP offset, or -1. */
+/* Where the test packet is, as found by the walk: the UDP offset (bits 0-15), the test
+ * packet's IP header offset (bits 16-31), and flags (F_*). Negative: not found. */
+#define F_TUNNEL (1ULL << 32)
+#define F_FRAGMENT (1ULL << 33)
+#define F_IPV6 (1ULL << 34)
+#define ENC(udp, ip) ((__s64)((udp) | ((ip) << 16)))
+
+/* IPv4 at `off` (wire::ipv4::check_len and dissect::ipv4): the encoded UDP offset, or -1. */
 static __always_inline __s64 ipv4_udp(const struct pkt *p, __u64 off)
 {
 	__u8 *ip = at(p, off, 20);
@@ -196,10 +250,14 @@ static __always_inline __s64 ipv4_udp(const struct pkt *p, __u64 off)
 	__u64 total = ((__u64)ip[2] << 8) | ip[3];
 	if (ihl < 20 || total < ihl || p->len < off + total)
 		return -1;
-	__u32 frag = (((__u32)ip[6] << 8) | ip[7]) & 0x1fff;
+	__u32 ff = ((__u32)ip[6] << 8) | ip[7];
+	__u32 frag = ff & 0x1fff;
 	if (ip[9] != IPPROTO_UDP_ || frag != 0)
 		return -1;
-	return off + ihl;
+	__s64 r = ENC(off + ihl, off);
+	if (ff & 0x2000) /* more fragments: a first fragment */
+		r |= F_FRAGMENT;
+	return r;
 }
 
 static __always_inline void pkt_of(struct xdp_md *ctx, struct pkt *p)
@@ -310,15 +368,26 @@ __noinline __s64 wr_ipv6_udp(struct xdp_md *ctx, __u64 off)
 	if (o > plen)
 		return -1;
 	__u64 l4 = base + o;
-	if (nh == IPPROTO_IPIP_ && !fragment)
-		return ipv4_udp(p, l4);
+	if (nh == IPPROTO_IPIP_ && !fragment) {
+		__s64 r = ipv4_udp(p, l4);
+		return r < 0 ? r : (r | F_TUNNEL);
+	}
 	if (nh == IPPROTO_UDP_ && first_fragment)
-		return l4;
+		return ENC(l4, off) | F_IPV6 | (fragment ? F_FRAGMENT : 0);
 	return -1;
 }
 
-/* The offset of the UDP header of the test packet (wire::dissect::dissect), or -1. */
-static __always_inline __s64 find_udp(struct xdp_md *ctx, const struct pkt *p)
+/* The frame's header stack as the walk found it (engine::validate::Shape), and where the
+ * outermost IP header starts. */
+struct shape {
+	__u32 vlan_tags;
+	__u32 mpls_labels;
+	__u32 pppoe;
+	__u64 outer_ip;
+};
+
+/* The encoded offset of the UDP header of the test packet (wire::dissect::dissect), or -1. */
+static __always_inline __s64 find_udp(struct xdp_md *ctx, const struct pkt *p, struct shape *sh)
 {
 	__u32 et;
 	if (be16_at(p, 12, &et))
@@ -331,6 +400,7 @@ static __always_inline __s64 find_udp(struct xdp_md *ctx, const struct pkt *p)
 		if (be16_at(p, off + 2, &et))
 			return -1;
 		off += 4;
+		sh->vlan_tags++;
 	}
 	if (et == ETH_VLAN || et == ETH_QINQ)
 		return -1; /* more than two tags */
@@ -342,6 +412,7 @@ static __always_inline __s64 find_udp(struct xdp_md *ctx, const struct pkt *p)
 			if (!l)
 				return -1;
 			off += 4;
+			sh->mpls_labels++;
 			if (l[2] & 1) {
 				bottom = 1;
 				break;
@@ -382,7 +453,9 @@ static __always_inline __s64 find_udp(struct xdp_md *ctx, const struct pkt *p)
 		else
 			return -1;
 		off += 8;
+		sh->pppoe = 1;
 	}
+	sh->outer_ip = off;
 	if (et == ETH_IPV6)
 		return wr_ipv6_udp(ctx, off);
 	if (et == ETH_IPV4)
@@ -443,7 +516,7 @@ static __always_inline __u64 extend(__u32 seq32, __u64 high1)
 
 /* engine::rx::StreamRx::on_frame for one frame of the stream in `slot`. */
 static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 rx_ns,
-				    __u64 len)
+				    __u64 len, __u64 seq_limit)
 {
 	struct ctr *c = bpf_map_lookup_elem(&wr_rx_ctr, &slot);
 	__u64 *hp = bpf_map_lookup_elem(&wr_rx_high, &slot);
@@ -451,6 +524,16 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		return;
 	__u64 high1 = *(volatile __u64 *)hp;
 	__u64 seq = extend(seq32, high1);
+	/* engine::validate::check_seq_time, before the frame can move any sequence state. */
+	if (seq >= seq_limit) {
+		c->v[C_INV_SEQUENCE]++;
+		return;
+	}
+	if (tx_ns > rx_ns + FUTURE_TOLERANCE_NS ||
+	    (wr_not_before > FUTURE_TOLERANCE_NS && tx_ns < wr_not_before - FUTURE_TOLERANCE_NS)) {
+		c->v[C_INV_TIMESTAMP]++;
+		return;
+	}
 	int ooo = 0;
 	if (high1 != 0 && seq < high1 - 1) {
 		ooo = 1;
@@ -539,13 +622,234 @@ static __always_inline void port_count(__u32 which, __u64 bytes)
 	}
 }
 
+/* The ones' complement sum of the `len` bytes at `off`, folded to 16 bits, big-endian view;
+ * -1 if they are not all in the frame (or more than 4 KiB). A global function: the verifier
+ * checks it once, not once per path through the caller. */
+__noinline int wr_sum_bytes(struct xdp_md *ctx, __u64 off, __u64 len)
+{
+	struct pkt pk;
+	const struct pkt *p = &pk;
+	pkt_of(ctx, &pk);
+	if (len > MAX_OFF || off > MAX_OFF)
+		return -1;
+	__u64 end = off + len;
+	__u64 o = off;
+	__u64 native = 0; /* csum_partial sums: words as the CPU reads them */
+	for (int i = 0; i < MAX_OFF / 512; i++) {
+		if (o + 512 > end)
+			break;
+		__u8 *q = at(p, o, 512);
+		if (!q)
+			return -1;
+		__s64 r = bpf_csum_diff(0, 0, (__be32 *)q, 512, 0);
+		if (r < 0)
+			return -1;
+		native += (__u32)r;
+		o += 512;
+	}
+#define WR_SUM_STEP(n)                                                          \
+	if (o + (n) <= end) {                                                   \
+		__u8 *q = at(p, o, (n));                                        \
+		if (!q)                                                         \
+			return -1;                                              \
+		__s64 r = bpf_csum_diff(0, 0, (__be32 *)q, (n), 0);             \
+		if (r < 0)                                                      \
+			return -1;                                              \
+		native += (__u32)r;                                             \
+		o += (n);                                                       \
+	}
+	WR_SUM_STEP(256)
+	WR_SUM_STEP(128)
+	WR_SUM_STEP(64)
+	WR_SUM_STEP(32)
+	WR_SUM_STEP(16)
+#undef WR_SUM_STEP
+	if (o + 16 <= end)
+		return -1; /* more than the chunks cover */
+	native = (native & 0xffffffff) + (native >> 32);
+	native = (native & 0xffff) + (native >> 16);
+	native = (native & 0xffff) + (native >> 16);
+	native = (native & 0xffff) + (native >> 16);
+	/* A sum of byte-swapped words is the byte-swapped sum (ones' complement). */
+	__u64 be = bpf_ntohs((__u16)native);
+	/* The last 0-15 bytes read directly: cheaper than more helper calls. */
+	if (o + 8 <= end) {
+		__u8 *q = at(p, o, 8);
+		if (!q)
+			return -1;
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			be += ((__u32)q[2 * i] << 8) | q[2 * i + 1];
+		o += 8;
+	}
+	if (o + 4 <= end) {
+		__u8 *q = at(p, o, 4);
+		if (!q)
+			return -1;
+		be += (((__u32)q[0] << 8) | q[1]) + (((__u32)q[2] << 8) | q[3]);
+		o += 4;
+	}
+	__u32 w;
+	if (o + 2 <= end) {
+		if (be16_at(p, o, &w))
+			return -1;
+		be += w;
+		o += 2;
+	}
+	if (o + 1 <= end) {
+		if (u8_at(p, o, &w))
+			return -1;
+		be += w << 8;
+	}
+	be = (be & 0xffff) + (be >> 16);
+	be = (be & 0xffff) + (be >> 16);
+	return (int)be;
+}
+
+/* engine::validate::check_headers: the C_INV_* counter of the first failure, or 0 if the
+ * headers are valid for the stream. */
+static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt *p, __s64 enc,
+					   const struct shape *sh, const struct expect *e)
+{
+	__u64 udp = enc & 0xffff;
+	__u64 ip = (enc >> 16) & 0xffff;
+	int tunnel = (enc & F_TUNNEL) != 0;
+	int frag = (enc & F_FRAGMENT) != 0;
+	int v6 = (enc & F_IPV6) != 0;
+	if (e->check_shape &&
+	    (sh->vlan_tags != e->vlan_tags || sh->mpls_labels != e->mpls_labels ||
+	     sh->pppoe != e->pppoe || tunnel != e->tunnel || v6 != e->ipv6))
+		return C_INV_ENCAP;
+	if (frag && !e->fragments)
+		return C_INV_FRAGMENT;
+	/* Where the test packet ends by its own header; the outer IPv6 of a tunnel must agree. */
+	__u32 v;
+	__u64 ip_end;
+	if (v6) {
+		if (be16_at(p, ip + 4, &v))
+			return C_INV_LENGTH;
+		ip_end = ip + 40 + v;
+	} else {
+		if (be16_at(p, ip + 2, &v))
+			return C_INV_LENGTH;
+		ip_end = ip + v;
+	}
+	if (tunnel) {
+		if (be16_at(p, sh->outer_ip + 4, &v) || sh->outer_ip + 40 + v != ip_end)
+			return C_INV_LENGTH;
+	}
+	if (ip_end > p->len)
+		return C_INV_LENGTH;
+	if (ip_end < p->len && p->len > 60 + 4 * (__u64)sh->vlan_tags)
+		return C_INV_LENGTH;
+	if (sh->pppoe) {
+		if (sh->outer_ip < 8 || be16_at(p, sh->outer_ip - 4, &v) ||
+		    sh->outer_ip - 2 + v != ip_end)
+			return C_INV_LENGTH;
+	}
+	if (!frag) {
+		if (be16_at(p, udp + 4, &v) || v < 8 || udp + v != ip_end)
+			return C_INV_LENGTH;
+	}
+	if (!v6) {
+		/* IPv4 header checksum: the ones' complement sum of the header is 0xffff. */
+		__u8 *h = at(p, ip, 20);
+		if (!h)
+			return C_INV_LENGTH;
+		__u32 words = (h[0] & 0x0f) * 2;
+		__u64 sum = 0;
+#pragma unroll
+		for (int i = 0; i < 10; i++) /* the fixed header, read once checked */
+			sum += ((__u32)h[2 * i] << 8) | h[2 * i + 1];
+		for (int i = 10; i < 30; i++) { /* options: a bounded loop, IHL is at most 15 */
+			if (i >= words)
+				break;
+			__u32 w;
+			if (be16_at(p, ip + 2 * i, &w))
+				return C_INV_LENGTH;
+			sum += w;
+		}
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		if (sum != 0xffff)
+			return C_INV_CHECKSUM;
+	}
+	if (!frag) {
+		/* UDP: mandatory over IPv6, optional (zero) over IPv4. */
+		__u32 c, ulen;
+		if (be16_at(p, udp + 6, &c) || be16_at(p, udp + 4, &ulen))
+			return C_INV_LENGTH;
+		if (c == 0 && v6)
+			return C_INV_CHECKSUM;
+		if (c != 0) {
+			/* Pseudo-header: addresses, protocol, UDP length. */
+			__u64 sum = IPPROTO_UDP_ + ulen;
+			if (v6) {
+				__u8 *a = at(p, ip + 8, 32);
+				if (!a)
+					return C_INV_LENGTH;
+#pragma unroll
+				for (int i = 0; i < 16; i++)
+					sum += ((__u32)a[2 * i] << 8) | a[2 * i + 1];
+			} else {
+				__u8 *a = at(p, ip + 12, 8);
+				if (!a)
+					return C_INV_LENGTH;
+#pragma unroll
+				for (int i = 0; i < 4; i++)
+					sum += ((__u32)a[2 * i] << 8) | a[2 * i + 1];
+			}
+			int d = wr_sum_bytes(ctx, udp, ulen);
+			if (d < 0)
+				return C_INV_LENGTH;
+			sum += (__u32)d;
+			sum = (sum & 0xffff) + (sum >> 16);
+			sum = (sum & 0xffff) + (sum >> 16);
+			sum = (sum & 0xffff) + (sum >> 16);
+			if (sum != 0xffff)
+				return C_INV_CHECKSUM;
+		}
+	}
+	if (e->check_dst) {
+		__u32 port;
+		if (be16_at(p, udp + 2, &port))
+			return C_INV_LENGTH;
+		__u32 base;
+		__u8 *l;
+		if (v6) {
+			__u8 *a = at(p, ip + 24, 16);
+			if (!a)
+				return C_INV_LENGTH;
+#pragma unroll
+			for (int i = 0; i < 12; i++)
+				if (a[i] != e->dst_addr[i])
+					return C_INV_ADDRESS;
+			l = a + 12;
+			base = ((__u32)e->dst_addr[12] << 24) | ((__u32)e->dst_addr[13] << 16) |
+			       ((__u32)e->dst_addr[14] << 8) | e->dst_addr[15];
+		} else {
+			l = at(p, ip + 16, 4);
+			if (!l)
+				return C_INV_LENGTH;
+			base = ((__u32)e->dst_addr[0] << 24) | ((__u32)e->dst_addr[1] << 16) |
+			       ((__u32)e->dst_addr[2] << 8) | e->dst_addr[3];
+		}
+		__u32 low = ((__u32)l[0] << 24) | ((__u32)l[1] << 16) | ((__u32)l[2] << 8) | l[3];
+		if (low - base >= e->dst_count || (__u16)(port - e->dst_port) >= e->port_count)
+			return C_INV_ADDRESS;
+	}
+	return 0;
+}
+
 SEC("xdp")
 int wr_rx(struct xdp_md *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct pkt p;
 	pkt_of(ctx, &p);
-	__s64 udp = find_udp(ctx, &p);
+	struct shape sh = {};
+	__s64 enc = find_udp(ctx, &p, &sh);
+	__s64 udp = enc < 0 ? -1 : (enc & 0xffff);
 	__u8 *sig = udp < 0 ? NULL : at(&p, (__u64)udp + 8, 16);
 	if (!sig || sig[0] != 'W' || sig[1] != 'R') {
 		port_count(P_FOREIGN, p.len);
@@ -564,7 +868,18 @@ int wr_rx(struct xdp_md *ctx)
 		return pass ? XDP_PASS : XDP_DROP;
 	}
 	port_count(P_OURS, p.len);
-	account(*slot1 - 1, seq32, tx_ns, now, p.len);
+	__u32 slot = *slot1 - 1;
+	struct expect *e = bpf_map_lookup_elem(&wr_rx_expect, &slot);
+	if (!e)
+		return pass ? XDP_PASS : XDP_DROP;
+	__u32 bad = check_headers(ctx, &p, enc, &sh, e);
+	if (bad) {
+		struct ctr *c = bpf_map_lookup_elem(&wr_rx_ctr, &slot);
+		if (c && bad >= C_INV_CHECKSUM && bad < C_NCTR)
+			c->v[bad]++;
+		return pass ? XDP_PASS : XDP_DROP;
+	}
+	account(slot, seq32, tx_ns, now, p.len, e->seq_limit);
 	return pass ? XDP_PASS : XDP_DROP;
 }
 

@@ -170,6 +170,14 @@ pub fn bench_frame(len: usize, id: u16) -> Result<FrameTemplate> {
     FrameTemplate::new(&spec, len + 4).map_err(|e| Error::Config(e.to_string()))
 }
 
+/// What the bench receivers require of the bench stream's frames (as a trial's would: the
+/// frame's headers, destination and a sequence number below `frames`), so that `bench rx`
+/// measures the receive path with its validation.
+fn bench_expect(frame: &FrameTemplate, frames: u64) -> crate::validate::Expect {
+    let cfg = StreamConfig::single(2, frame.clone(), Rate::Unlimited, Limit::Frames(frames));
+    crate::validate::Expect::of(&cfg)
+}
+
 /// A trafgen configuration sending `frame` unchanged.
 pub fn trafgen_config(frame: &[u8]) -> String {
     let bytes: Vec<String> = frame.iter().map(|b| format!("0x{b:02x}")).collect();
@@ -686,6 +694,7 @@ fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
             .find(|&c| c != cfg.tx_cpu)
     });
     let port = net.port(&net.rx_if, rx_cpu);
+    let expect = bench_expect(&frame, cfg.frames);
     let stop = AtomicBool::new(false);
     let tx0 = net.counter(&net.tx_if, "tx_packets")?;
     let drop0 = net.counter(&net.rx_if, "rx_dropped")?;
@@ -707,7 +716,7 @@ fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
                 }
             };
             let _ = ring.socket().take_stats();
-            let mut rx = Receiver::new(&[2]);
+            let mut rx = Receiver::with_expect(&[(2, expect)], 0);
             while !stop.load(Ordering::Relaxed) {
                 ring.drain(5, |_, p| {
                     rx.on_frame_len(p.data, p.len_on_wire(), 0);
@@ -793,7 +802,12 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     use crate::xdp::rx::{XdpReceiver, XdpRxConfig};
     let net = BenchNet::new(tag, false, None)?;
     let frame = bench_frame(cfg.frame_len, 2)?;
-    let rx = XdpReceiver::attach(&net.port(&net.rx_if, None), &[2], &XdpRxConfig::default())?;
+    let rx = XdpReceiver::attach_with(
+        &net.port(&net.rx_if, None),
+        &[(2, bench_expect(&frame, cfg.frames))],
+        0,
+        &XdpRxConfig::default(),
+    )?;
     let tx0 = net.counter(&net.tx_if, "tx_packets")?;
     let txd0 = net.counter(&net.tx_if, "tx_dropped")?;
     let drop0 = net.counter(&net.rx_if, "rx_dropped")?;

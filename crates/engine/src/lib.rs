@@ -13,6 +13,7 @@
 //! | [`pacing`] | the absolute send schedule with bounded catch-up |
 //! | [`tx`] | the transmit loop on a TX ring: exact "accepted by the kernel" counts |
 //! | [`rx`] | classification and per-stream receive accounting |
+//! | [`validate`] | receive-side validation: which signed frames count for a stream, invalid ones by reason |
 //! | [`trial`] | one timed run of a set of streams between ports |
 //! | [`control`] | runs an `emulate` control plane (PPPoE, ARP/ND, DS-Lite) on a port's socket |
 //! | [`xdp`] | the XDP backend: BPF programs that stamp and send (live frames) and count in maps |
@@ -28,6 +29,7 @@ pub mod stream;
 pub mod sys;
 pub mod trial;
 pub mod tx;
+pub mod validate;
 pub mod xdp;
 
 use std::fmt;

@@ -5,10 +5,16 @@
 //! seen: a frame inside the window whose bit is set is a duplicate (not counted as received);
 //! one below the highest whose bit is clear is out of order (counted as received); one older
 //! than the window cannot be checked and is counted as received, out of order *and* `late`.
+//!
+//! Before any of that, [`Receiver`] validates each signed frame of an expected stream
+//! ([`crate::validate`]): headers, sequence range and timestamp. An invalid frame is counted by
+//! reason in [`StreamRxReport::invalid`] and goes no further (not received, no latency).
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use wire::signature::SeqExtender;
+
+use crate::validate::{self, Expect, Invalid, InvalidCounts};
 
 /// Sequence numbers remembered for duplicate detection.
 pub const WINDOW: u64 = 1 << 16;
@@ -140,6 +146,12 @@ impl StreamRx {
         self.received
     }
 
+    /// The 64-bit sequence number [`on_frame`](Self::on_frame) would give `seq32`, without
+    /// accounting anything (validation looks before it counts).
+    pub fn peek_seq(&self, seq32: u32) -> u64 {
+        self.ext.peek(seq32)
+    }
+
     /// The stream's figures; `sent` (from the sender, if known) gives the exact loss.
     pub fn report(&self, stream_id: u16, sent: Option<u64>) -> StreamRxReport {
         let latency = (self.received > 0).then(|| LatencyReport {
@@ -169,6 +181,7 @@ impl StreamRx {
             first_rx_ns: self.first_rx_ns,
             last_rx_ns: self.last_rx_ns,
             latency,
+            invalid: InvalidCounts::default(),
         }
     }
 }
@@ -210,6 +223,9 @@ pub struct StreamRxReport {
     pub first_rx_ns: u64,
     pub last_rx_ns: u64,
     pub latency: Option<LatencyReport>,
+    /// Signed frames of the stream that were not counted (bad headers, sequence number out of
+    /// range, forged timestamp), by reason: see [`crate::validate`].
+    pub invalid: InvalidCounts,
 }
 
 /// What a frame turned out to be.
@@ -217,6 +233,8 @@ pub struct StreamRxReport {
 pub enum Class {
     /// One of the expected streams (index into the receiver's stream table).
     Ours { slot: usize },
+    /// Signed as an expected stream, but not valid for it: counted by `reason`, not received.
+    Invalid { slot: usize, reason: Invalid },
     /// Carries a signature, but of a stream this receiver does not expect.
     UnexpectedStream,
     /// Anything else.
@@ -230,26 +248,45 @@ pub struct Receiver {
     index: Vec<u32>,
     ids: Vec<u16>,
     streams: Vec<StreamRx>,
+    expect: Vec<Expect>,
+    invalid: Vec<InvalidCounts>,
+    /// CLOCK_MONOTONIC when the receiver started: earlier send times are forged.
+    not_before_ns: u64,
     foreign: u64,
     foreign_bytes: u64,
     unexpected: u64,
 }
 
 impl Receiver {
+    /// A receiver for `expected` streams that checks only what holds for any stream
+    /// ([`Expect::default`]).
     pub fn new(expected: &[u16]) -> Self {
+        let e: Vec<(u16, Expect)> = expected.iter().map(|&id| (id, Expect::default())).collect();
+        Self::with_expect(&e, 0)
+    }
+
+    /// A receiver for streams with what each one's frames must look like
+    /// ([`Expect::of`] its configuration); `not_before_ns` (CLOCK_MONOTONIC, 0: none) is
+    /// when the trial started, before which no frame can have been sent.
+    pub fn with_expect(expected: &[(u16, Expect)], not_before_ns: u64) -> Self {
         let mut index = vec![0u32; 1 << 16];
         let mut ids = Vec::new();
-        for &id in expected {
+        let mut expect = Vec::new();
+        for &(id, e) in expected {
             if index[usize::from(id)] == 0 {
                 ids.push(id);
+                expect.push(e);
                 index[usize::from(id)] = ids.len() as u32;
             }
         }
         let streams = ids.iter().map(|_| StreamRx::new()).collect();
         Receiver {
             index,
+            invalid: vec![InvalidCounts::default(); ids.len()],
             ids,
             streams,
+            expect,
+            not_before_ns,
             foreign: 0,
             foreign_bytes: 0,
             unexpected: 0,
@@ -266,7 +303,7 @@ impl Receiver {
     /// `frame.len()` when the kernel took its VLAN tag off: [`crate::sys::RxPacket::len_on_wire`]).
     #[inline]
     pub fn on_frame_len(&mut self, frame: &[u8], len: usize, rx_ns: u64) -> Class {
-        let Some((_, sig)) = wire::dissect::signature(frame) else {
+        let Some((d, sig)) = wire::dissect::signature(frame) else {
             self.foreign += 1;
             self.foreign_bytes += len as u64;
             return Class::Foreign;
@@ -278,7 +315,18 @@ impl Receiver {
             }
             i => {
                 let slot = i as usize - 1;
-                self.streams[slot].on_frame(sig.seq32(), sig.timestamp_ns(), rx_ns, len);
+                let (seq32, tx_ns) = (sig.seq32(), sig.timestamp_ns());
+                let exp = &self.expect[slot];
+                let st = &mut self.streams[slot];
+                let valid = validate::check_headers(frame, &d, len, exp).and_then(|()| {
+                    let seq = st.peek_seq(seq32);
+                    validate::check_seq_time(seq, tx_ns, rx_ns, self.not_before_ns, exp)
+                });
+                if let Err(reason) = valid {
+                    self.invalid[slot].add(reason);
+                    return Class::Invalid { slot, reason };
+                }
+                st.on_frame(seq32, tx_ns, rx_ns, len);
                 Class::Ours { slot }
             }
         }
@@ -293,6 +341,26 @@ impl Receiver {
     pub fn stream(&self, id: u16) -> Option<&StreamRx> {
         let i = self.index[usize::from(id)];
         (i != 0).then(|| &self.streams[i as usize - 1])
+    }
+
+    /// Invalid frames of stream `id` by reason (`None` if it is not expected).
+    pub fn invalid(&self, id: u16) -> Option<&InvalidCounts> {
+        let i = self.index[usize::from(id)];
+        (i != 0).then(|| &self.invalid[i as usize - 1])
+    }
+
+    /// Invalid frames of all expected streams, by reason.
+    pub fn invalid_total(&self) -> InvalidCounts {
+        let mut t = InvalidCounts::default();
+        self.invalid.iter().for_each(|c| t.merge(c));
+        t
+    }
+
+    /// Stream `id`'s report ([`StreamRx::report`]) with its invalid frames.
+    pub fn report(&self, id: u16, sent: Option<u64>) -> Option<StreamRxReport> {
+        let mut r = self.stream(id)?.report(id, sent);
+        r.invalid = *self.invalid(id)?;
+        Some(r)
     }
 
     pub fn foreign(&self) -> u64 {

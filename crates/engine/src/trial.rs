@@ -98,6 +98,11 @@ pub struct TrialConfig {
     pub tx_threads: usize,
     /// Receive threads per port (1..=[`MAX_THREADS`]; at most one per expected stream).
     pub rx_threads: usize,
+    /// What the receivers require of a stream's frames when they do not arrive as they were
+    /// sent (a DUT that encapsulates or decapsulates PPPoE or DS-Lite on the way), by stream
+    /// id. A stream not listed must arrive as [`Expect::of`](crate::validate::Expect::of) its
+    /// configuration says (see [`crate::validate`]).
+    pub expect: Vec<(u16, crate::validate::Expect)>,
 }
 
 impl TrialConfig {
@@ -113,7 +118,17 @@ impl TrialConfig {
             backend: Backend::AfPacket,
             tx_threads: 1,
             rx_threads: 1,
+            expect: Vec::new(),
         }
+    }
+
+    /// What the receiver of `s` requires of its frames: the override in
+    /// [`expect`](Self::expect), else [`Expect::of`](crate::validate::Expect::of) its config.
+    pub fn expect_of(&self, s: &StreamConfig) -> crate::validate::Expect {
+        self.expect
+            .iter()
+            .find(|(id, _)| *id == s.id)
+            .map_or_else(|| crate::validate::Expect::of(s), |(_, e)| *e)
     }
 }
 
@@ -145,6 +160,8 @@ pub struct Totals {
     pub lost: u64,
     pub duplicates: u64,
     pub out_of_order: u64,
+    /// Signed frames of the streams not counted as received ([`StreamRxReport::invalid`]).
+    pub invalid: u64,
     pub rx_pps: f64,
     pub rx_l2_bps: f64,
     pub rx_l1_bps: f64,
@@ -158,6 +175,9 @@ pub struct PortRxSummary {
     pub foreign: u64,
     /// Test frames of streams this port was not expecting.
     pub unexpected_streams: u64,
+    /// Signed frames of expected streams that were not valid for them, by reason (the sum of
+    /// the port's [`StreamRxReport::invalid`]).
+    pub invalid: crate::validate::InvalidCounts,
     /// ARP/ND requests for our addresses that we answered.
     pub answered: u64,
     /// Frames the kernel dropped because the RX ring was full: if not 0, counts are not exact.
@@ -229,13 +249,15 @@ type RxReady = Result<Option<(u16, u32)>>;
 fn rx_thread(
     spec: &PortSpec,
     (port, thread): (usize, usize),
-    expected: Vec<u16>,
+    expected: Vec<(u16, crate::validate::Expect)>,
     ring_cfg: RxRingConfig,
     fanout: Fanout,
     ready: mpsc::Sender<RxReady>,
     stop: &AtomicBool,
     gate: &Gate,
 ) -> Result<RxDone> {
+    // Every frame of the trial is sent after this (receivers start before senders).
+    let not_before_ns = sys::monotonic_ns();
     let setup = (|| {
         let ifindex = spec.enter(1 + thread)?;
         let ring = spec.open_rx(ifindex, &ring_cfg)?;
@@ -277,7 +299,7 @@ fn rx_thread(
         ipv4: spec.ipv4,
         ipv6: spec.ipv6,
     };
-    let mut receiver = Receiver::new(&expected);
+    let mut receiver = Receiver::with_expect(&expected, not_before_ns);
     let mut answered = 0u64;
     let mut ring_drops = 0u64;
     let mut frames = 0u64;
@@ -639,9 +661,9 @@ fn run_on(
         } else {
             None
         };
-        let ids: Vec<Vec<u16>> = groups
+        let ids: Vec<Vec<(u16, crate::validate::Expect)>> = groups
             .iter()
-            .map(|g| g.iter().map(|c| c.id).collect())
+            .map(|g| g.iter().map(|c| (c.id, cfg.expect_of(c))).collect())
             .collect();
         rx_plan.push((ids, prog));
     }
@@ -797,8 +819,7 @@ fn af_packet_rx_side(
             rx_done
                 .iter()
                 .filter(|r| r.port == s.rx_port)
-                .find_map(|r| r.receiver.stream(s.config.id))
-                .map(|st| st.report(s.config.id, sent))
+                .find_map(|r| r.receiver.report(s.config.id, sent))
                 .expect("every stream has a receiver"),
         );
     }
@@ -818,6 +839,7 @@ pub(crate) fn control_ports(cfg: &TrialConfig, rx_done: &[RxDone]) -> Vec<PortRx
                 port: name.clone(),
                 foreign: 0,
                 unexpected_streams: 0,
+                invalid: Default::default(),
                 answered: 0,
                 ring_drops: 0,
                 frames_per_thread: Vec::new(),
@@ -826,6 +848,7 @@ pub(crate) fn control_ports(cfg: &TrialConfig, rx_done: &[RxDone]) -> Vec<PortRx
         let l = rx_ports.last_mut().expect("pushed above");
         l.foreign += r.receiver.foreign();
         l.unexpected_streams += r.receiver.unexpected();
+        l.invalid.merge(&r.receiver.invalid_total());
         l.answered += r.answered;
         l.ring_drops += r.ring_drops;
         l.frames_per_thread.push(r.frames);
@@ -917,6 +940,7 @@ fn assemble(
             t.lost += r.rx.lost.unwrap_or(0);
             t.duplicates += r.rx.duplicates;
             t.out_of_order += r.rx.out_of_order;
+            t.invalid += r.rx.invalid.total();
             t.rx_pps += r.rx_pps;
             t.rx_l2_bps += r.rx_l2_bps;
             t.rx_l1_bps += r.rx_l1_bps;

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bench::iperf3;
 use bench::plan::{Case, Methodology, Plan};
-use bench::results::{Record, RunInfo, TrialRecord};
+use bench::results::{InvalidCounts, Record, RunInfo, TrialRecord};
 use bench::search::{Finding, Status};
 use serde::{Deserialize, Serialize};
 use wire::encap::{EncapSpec, IpVersion};
@@ -322,6 +322,21 @@ pub struct Row {
     /// every lost frame. `None` without a lab DUT or in older runs.
     #[serde(default)]
     pub dut_ingress_drops: Option<u64>,
+    /// Signed frames of the case's UDP trials that the receivers did not count because they
+    /// were not valid for their stream (corrupted, re-encapsulated, fragmented, foreign
+    /// destination, forged sequence or timestamp): part of `trial_frames_lost`. `None` when
+    /// there were none; a note names the reasons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial_frames_invalid: Option<u64>,
+}
+
+/// Invalid frames over `trials`, by reason.
+fn invalid_of<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> InvalidCounts {
+    let mut t = InvalidCounts::default();
+    for e in trials.filter_map(|t| t.engine.as_ref()) {
+        t.merge(&e.invalid);
+    }
+    t
 }
 
 /// Frames lost over `trials`, and the DUT's ingress drops over those that recorded them (the
@@ -725,6 +740,18 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 .flat_map(|(_, ts)| ts.iter().copied())
                 .collect();
             let accounted = loss_accounting(case_trials.iter().copied());
+            let invalid = invalid_of(case_trials.iter().copied());
+            if !invalid.is_zero() {
+                notes.push(format!(
+                    "{case_id}: {} frame{} carrying a test signature {} not counted as received because {} not valid for {} stream ({}); they count as lost: the DUT corrupted, fragmented, re-encapsulated or misdirected them, or something forged them (engine::validate)",
+                    invalid.total(),
+                    if invalid.total() == 1 { "" } else { "s" },
+                    if invalid.total() == 1 { "was" } else { "were" },
+                    if invalid.total() == 1 { "it was" } else { "they were" },
+                    if invalid.total() == 1 { "its" } else { "their" },
+                    invalid.describe()
+                ));
+            }
             let frame_len = frame as f64;
             rows.push(Row {
                 case_id: case_id.clone(),
@@ -757,6 +784,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 engine: engines_of(case_trials.iter().copied()),
                 trial_frames_lost: accounted.0,
                 dut_ingress_drops: accounted.1,
+                trial_frames_invalid: (!invalid.is_zero()).then(|| invalid.total()),
             });
         } else {
             // iperf3: one run per repetition; the last trial with a parsable report counts.
@@ -834,6 +862,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 engine: String::new(),
                 trial_frames_lost: None,
                 dut_ingress_drops: None,
+                trial_frames_invalid: None,
             });
         }
     }
@@ -1129,6 +1158,7 @@ mod tests {
             sent: 1000,
             slipped: 0,
             refused_by_dut: 0,
+            invalid: Default::default(),
             dut: ingress_drops.map(|d| DutCounters {
                 ingress_rx: 1000,
                 ingress_drops: d,
@@ -1175,6 +1205,31 @@ mod tests {
         ];
         assert_eq!(loss_accounting(mixed.iter()), (Some(7), None));
         assert_eq!(loss_accounting([].iter()), (None, None));
+    }
+
+    #[test]
+    fn invalid_frames_are_summed_by_reason_and_survive_a_round_trip() {
+        let mut bad = facts("xdp", "", None);
+        bad.invalid.checksum = 3;
+        bad.invalid.sequence = 1;
+        let ts = [
+            udp_trial(4, Some(bad.clone())),
+            udp_trial(0, Some(facts("xdp", "", None))),
+            udp_trial(1, Some(bad)),
+            udp_trial(0, None),
+        ];
+        let t = invalid_of(ts.iter());
+        assert_eq!(
+            (t.total(), t.describe()),
+            (8, "6 checksum, 2 sequence".into())
+        );
+        assert!(invalid_of(ts[1..2].iter()).is_zero());
+        // trials.jsonl: written only when not zero, read back (older records: zero).
+        let line = serde_json::to_string(&ts[0]).unwrap();
+        assert!(line.contains("\"invalid\":{\"checksum\":3"), "{line}");
+        let back: TrialRecord = serde_json::from_str(&line).unwrap();
+        assert_eq!(back.engine.unwrap().invalid.total(), 4);
+        assert!(!serde_json::to_string(&ts[1]).unwrap().contains("invalid"));
     }
 
     #[test]

@@ -563,3 +563,67 @@ fn runs_recorded_before_percentiles_and_directions_still_render() {
         .unwrap()
         .contains("no percentiles recorded"));
 }
+
+/// A DUT that corrupts frames shows up as corrupting (#19 row 12): trials whose records carry
+/// invalid frames get the count and the reasons in a note (every exporter that has notes) and
+/// in the row, and a run without any renders as before.
+#[test]
+fn invalid_frames_are_named_in_a_note_and_the_row() {
+    use bench::results::{EngineFacts, InvalidCounts, Record};
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let mut marked = None;
+    for r in &mut records {
+        if let Record::Trial(t) = r {
+            if t.key.case_id.starts_with("napt/udp4/") && t.tcp.is_none() && t.iperf3.is_none() {
+                let invalid = InvalidCounts {
+                    checksum: 5,
+                    fragment: 2,
+                    ..InvalidCounts::default()
+                };
+                t.engine = Some(EngineFacts {
+                    backend: "xdp".into(),
+                    note: String::new(),
+                    sent: t.outcome.received + t.outcome.lost,
+                    slipped: 0,
+                    refused_by_dut: 0,
+                    dut: None,
+                    invalid,
+                });
+                marked = Some(t.key.case_id.clone());
+                break;
+            }
+        }
+    }
+    let case = marked.expect("a UDP trial of the napt profile");
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    let note = a
+        .notes
+        .iter()
+        .find(|n| n.starts_with(&format!("{case}: 7 frames carrying a test signature")))
+        .unwrap_or_else(|| panic!("no note for {case}: {:?}", a.notes));
+    assert!(note.contains("(5 checksum, 2 fragment)"), "{note}");
+    let row = a.rows.iter().find(|r| r.case_id == case).unwrap();
+    assert_eq!(row.trial_frames_invalid, Some(7));
+    assert!(a
+        .rows
+        .iter()
+        .filter(|r| r.case_id != case)
+        .all(|r| r.trial_frames_invalid.is_none()));
+    let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+    assert!(md.contains("5 checksum, 2 fragment"), "markdown");
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    assert!(html.contains("5 checksum, 2 fragment"), "html");
+    // Nothing invalid in the untouched run: no such note.
+    assert!(!load("run-demo")
+        .notes
+        .iter()
+        .any(|n| n.contains("carrying a test signature")));
+}

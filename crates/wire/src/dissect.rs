@@ -34,6 +34,9 @@ pub struct Dissection {
     pub tunnel_encap_limit: Option<u8>,
     /// Offset of the test packet's IP header.
     pub ip_offset: usize,
+    /// Offset of the first IP header of the frame: the outer IPv6 header for DS-Lite, else
+    /// [`ip_offset`](Self::ip_offset).
+    pub outer_ip_offset: usize,
     pub src: IpAddr,
     pub dst: IpAddr,
     /// Upper-layer protocol of the test packet.
@@ -63,6 +66,7 @@ pub fn dissect(frame: &[u8]) -> Result<Dissection> {
         tunnel: None,
         tunnel_encap_limit: None,
         ip_offset: 0,
+        outer_ip_offset: 0,
         src: IpAddr::V4(core::net::Ipv4Addr::UNSPECIFIED),
         dst: IpAddr::V4(core::net::Ipv4Addr::UNSPECIFIED),
         protocol: 0,
@@ -108,6 +112,7 @@ pub fn dissect(frame: &[u8]) -> Result<Dissection> {
         };
         at += crate::pppoe::SESSION_HEADER_LEN;
     }
+    d.outer_ip_offset = at;
     if next == EtherType::IPV6 {
         let pkt = Ipv6Packet::new_checked(frame.get(at..).ok_or(Error::Truncated)?)?;
         let ext = walk_extension_headers(pkt.next_header(), pkt.payload())?;

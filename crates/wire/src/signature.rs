@@ -148,25 +148,29 @@ impl SeqExtender {
 
     /// The 64-bit sequence number for a received low-32-bit value.
     pub fn extend(&mut self, seq32: u32) -> u64 {
+        let ext = self.peek(seq32);
+        if self.highest.is_none_or(|h| ext > h) {
+            self.highest = Some(ext);
+        }
+        ext
+    }
+
+    /// What [`extend`](Self::extend) would return for `seq32`, without remembering it (a
+    /// receiver checks the value before it lets a frame move the highest sequence number).
+    pub fn peek(&self, seq32: u32) -> u64 {
         let Some(highest) = self.highest else {
-            let s = u64::from(seq32);
-            self.highest = Some(s);
-            return s;
+            return u64::from(seq32);
         };
         // Signed distance from the highest seen, in the 32-bit ring.
         let delta = seq32.wrapping_sub(highest as u32) as i32;
-        let ext = if delta >= 0 {
+        if delta >= 0 {
             highest.wrapping_add(delta as u64)
         } else {
             // Behind the highest: only valid if it does not go below zero.
             highest
                 .checked_sub(u64::from(delta.unsigned_abs()))
                 .unwrap_or(u64::from(seq32))
-        };
-        if ext > highest {
-            self.highest = Some(ext);
         }
-        ext
     }
 }
 
@@ -244,6 +248,16 @@ mod tests {
         assert_eq!(x.extend(1), 0x1_0000_0001);
         assert_eq!(x.extend(5), 0x1_0000_0005); // a gap (loss) moves forward
         assert_eq!(x.extend(3), 0x1_0000_0003); // reordered, behind the highest
+    }
+
+    #[test]
+    fn peek_does_not_move_the_highest() {
+        let mut x = SeqExtender::new();
+        assert_eq!(x.peek(7), 7);
+        assert_eq!(x.extend(0xffff_ffff), 0xffff_ffff);
+        assert_eq!(x.peek(2), 0x1_0000_0002);
+        assert_eq!(x.peek(2), 0x1_0000_0002);
+        assert_eq!(x.extend(0xffff_fffe), 0xffff_fffe); // still behind the old highest
     }
 
     #[test]

@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::Methodology;
 use crate::search::{Outcome, SearchResult, TrialRequest};
+/// Invalid frames by reason, as [`EngineFacts::invalid`] records them.
+pub use engine::validate::InvalidCounts;
 
 /// File names inside a run directory.
 pub const RUN_JSON: &str = "run.json";
@@ -104,6 +106,12 @@ pub struct EngineFacts {
     /// The DUT's own counters over the trial (lab DUTs), for checking the figure against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut: Option<DutCounters>,
+    /// Signed frames the receivers did not count because they were not valid for their
+    /// stream (corrupted, foreign destination, unexpected encapsulation, fragment, sequence
+    /// number or timestamp out of range), by reason (`engine::validate`). A DUT that corrupts
+    /// frames shows here, not as forwarding. Absent when zero (and in older runs).
+    #[serde(default, skip_serializing_if = "InvalidCounts::is_zero")]
+    pub invalid: InvalidCounts,
 }
 
 impl EngineFacts {

@@ -598,6 +598,17 @@ fn print_table(r: &TrialReport) {
         }
     }
     for s in &r.streams {
+        if !s.rx.invalid.is_zero() {
+            outln!(
+                "  WARNING: stream {} at port {}: {} signed frames not valid for the stream, not counted as received ({})",
+                s.stream_id,
+                s.rx_port,
+                s.rx.invalid.total(),
+                s.rx.invalid.describe()
+            );
+        }
+    }
+    for s in &r.streams {
         if s.tx.slipped > 0 {
             outln!(
                 "  WARNING: stream {} could not keep its schedule ({} frames slipped): tester-limited",

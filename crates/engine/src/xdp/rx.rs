@@ -13,6 +13,9 @@
 //!   all CPUs and updated atomically, so duplicates are exact whichever CPU sees a frame;
 //! - percentiles come from a log-linear histogram with 128 sub-buckets per power of two
 //!   (exact below 128 ns, otherwise within 1/256 of the value, i.e. ±0.4 %);
+//! - invalid frames (`engine::validate`) are counted per stream by reason, per CPU; the program
+//!   checks everything [`crate::validate::check_headers`] does except the UDP checksum (see
+//!   docs/engine.md, "Receive-side validation");
 //! - jitter (RFC 3550) is kept per CPU in the RFC's integer form (J×16): exact in arrival
 //!   order when one CPU receives the stream (one veth RX queue); with several, the mean of the
 //!   per-CPU values weighted by frames.
@@ -23,6 +26,7 @@
 
 use crate::port::PortSpec;
 use crate::rx::{LatencyReport, StreamRxReport};
+use crate::validate::{Expect, Invalid, InvalidCounts};
 use crate::{Error, Result};
 use aya::maps::{Array, MapData, PerCpuArray};
 use aya::programs::{Xdp, XdpFlags};
@@ -56,7 +60,9 @@ mod c {
     pub const FIRST_RX: usize = 9;
     pub const LAST_RX: usize = 10;
     pub const JITTER16: usize = 11;
-    pub const N: usize = 16;
+    /// The first of the invalid-by-reason counters (in `validate::Invalid` order).
+    pub const INV: usize = 16;
+    pub const N: usize = 24;
 }
 
 /// Per-port counter indices, mirrored from `bpf/rx.bpf.c`.
@@ -69,6 +75,40 @@ mod p {
 }
 
 type Ctr = [u64; c::N];
+/// `struct expect` of `bpf/rx.bpf.c` (40 bytes), as plain words.
+type ExpectWords = [u64; 5];
+
+/// Packs `e` into the layout of `struct expect` in `bpf/rx.bpf.c`.
+fn expect_words(e: &Expect) -> ExpectWords {
+    let mut b = [0u8; 40];
+    if let Some(sh) = e.shape {
+        b[..6].copy_from_slice(&[
+            1,
+            sh.vlan_tags,
+            sh.mpls_labels,
+            sh.pppoe.into(),
+            sh.tunnel.into(),
+            sh.ipv6.into(),
+        ]);
+    }
+    b[6] = e.fragments.into();
+    if let Some(d) = e.dst {
+        b[7] = 1;
+        match d.addr {
+            std::net::IpAddr::V4(a) => b[8..12].copy_from_slice(&a.octets()),
+            std::net::IpAddr::V6(a) => b[8..24].copy_from_slice(&a.octets()),
+        }
+        b[24..28].copy_from_slice(&d.addr_count.max(1).to_ne_bytes());
+        b[28..30].copy_from_slice(&d.port.to_ne_bytes());
+        b[30..32].copy_from_slice(&d.port_count.max(1).to_ne_bytes());
+    }
+    b[32..40].copy_from_slice(&e.seq_limit.unwrap_or(u64::MAX).to_ne_bytes());
+    let mut w = [0u64; 5];
+    for (i, c) in b.chunks_exact(8).enumerate() {
+        w[i] = u64::from_ne_bytes(c.try_into().expect("8 bytes"));
+    }
+    w
+}
 type PortCtr = [u64; p::N];
 type Hist = [u64; NBUCKETS];
 
@@ -144,10 +184,25 @@ impl XdpReceiver {
     /// The namespace is entered by a short-lived thread ([`PortSpec::enter`]); the link it
     /// creates lives on in this process, wherever the receiver is used or dropped.
     pub fn attach(port: &PortSpec, expected: &[u16], cfg: &XdpRxConfig) -> Result<Self> {
+        let e: Vec<(u16, Expect)> = expected.iter().map(|&id| (id, Expect::default())).collect();
+        Self::attach_with(port, &e, 0, cfg)
+    }
+
+    /// As [`attach`](Self::attach), with what each stream's frames must look like
+    /// ([`Expect::of`]) and the trial's start (CLOCK_MONOTONIC, 0: none): signed frames of an
+    /// expected stream that are not valid for it are counted by reason, not received.
+    pub fn attach_with(
+        port: &PortSpec,
+        expected: &[(u16, Expect)],
+        not_before_ns: u64,
+        cfg: &XdpRxConfig,
+    ) -> Result<Self> {
         let mut ids: Vec<u16> = Vec::new();
-        for &id in expected {
+        let mut expect: Vec<Expect> = Vec::new();
+        for &(id, e) in expected {
             if !ids.contains(&id) {
                 ids.push(id);
+                expect.push(e);
             }
         }
         if ids.is_empty() {
@@ -163,13 +218,19 @@ impl XdpReceiver {
         let port = port.clone();
         let cfg = *cfg;
         std::thread::scope(|s| {
-            s.spawn(|| Self::attach_here(&port, ids, &cfg))
+            s.spawn(|| Self::attach_here(&port, ids, &expect, not_before_ns, &cfg))
                 .join()
                 .map_err(|_| Error::Thread("XDP attach thread panicked".into()))?
         })
     }
 
-    fn attach_here(port: &PortSpec, ids: Vec<u16>, cfg: &XdpRxConfig) -> Result<Self> {
+    fn attach_here(
+        port: &PortSpec,
+        ids: Vec<u16>,
+        expect: &[Expect],
+        not_before_ns: u64,
+        cfg: &XdpRxConfig,
+    ) -> Result<Self> {
         let ifindex = port.enter(0)?;
         let n = ids.len() as u32;
         let pass: u32 = cfg.pass_ours.into();
@@ -178,7 +239,9 @@ impl XdpReceiver {
             .set_max_entries("wr_rx_hist", n)
             .set_max_entries("wr_rx_high", n)
             .set_max_entries("wr_rx_win", n * WINDOW as u32)
+            .set_max_entries("wr_rx_expect", n)
             .set_global("wr_pass_ours", &pass, true)
+            .set_global("wr_not_before", &not_before_ns, true)
             .load(super::objects::RX)
             .map_err(|e| {
                 Error::Config(format!("loading the XDP receiver object: {}", chain(&e)))
@@ -193,6 +256,17 @@ impl XdpReceiver {
                 slots
                     .set(u32::from(id), slot as u32 + 1, 0)
                     .map_err(|e| Error::Config(format!("wr_rx_slots: {}", chain(&e))))?;
+            }
+        }
+        {
+            let mut map: Array<&mut MapData, ExpectWords> = Array::try_from(
+                bpf.map_mut("wr_rx_expect")
+                    .ok_or_else(|| Error::Config("rx.bpf.o has no map wr_rx_expect".into()))?,
+            )
+            .map_err(|e| Error::Config(format!("wr_rx_expect: {}", chain(&e))))?;
+            for (slot, e) in expect.iter().enumerate() {
+                map.set(slot as u32, expect_words(e), 0)
+                    .map_err(|e| Error::Config(format!("wr_rx_expect: {}", chain(&e))))?;
             }
         }
         let prog: &mut Xdp = bpf
@@ -410,6 +484,10 @@ fn summarize(
         }
     });
     let highest_seq = high1.checked_sub(1);
+    let mut invalid = InvalidCounts::default();
+    for r in Invalid::ALL {
+        invalid.add_n(r, sum(c::INV + r.index()));
+    }
     StreamRxReport {
         stream_id: id,
         received,
@@ -424,6 +502,7 @@ fn summarize(
         first_rx_ns: active().map(|v| v[c::FIRST_RX]).min().unwrap_or(0),
         last_rx_ns: active().map(|v| v[c::LAST_RX]).max().unwrap_or(0),
         latency,
+        invalid,
     }
 }
 

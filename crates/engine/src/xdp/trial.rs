@@ -74,18 +74,20 @@ pub(crate) fn attach_receivers(
     check(cfg)?;
     let mut out = Vec::with_capacity(cfg.ports.len());
     for (p, spec) in cfg.ports.iter().enumerate() {
-        let ids: Vec<u16> = cfg
+        let ids: Vec<(u16, crate::validate::Expect)> = cfg
             .streams
             .iter()
             .filter(|s| s.rx_port == p)
-            .map(|s| s.config.id)
+            .map(|s| (s.config.id, cfg.expect_of(&s.config)))
             .collect();
         if ids.is_empty() {
             out.push(None);
             continue;
         }
+        // Every frame of the trial is sent after this (receivers attach before senders).
+        let not_before = crate::sys::monotonic_ns();
         // Earlier receivers are detached when `out` is dropped on an error.
-        let r = XdpReceiver::attach(spec, &ids, &XdpRxConfig::default())?;
+        let r = XdpReceiver::attach_with(spec, &ids, not_before, &XdpRxConfig::default())?;
         note.push_str(&format!(
             "; {} receives in {} mode",
             spec.name,
@@ -136,6 +138,12 @@ pub(crate) fn rx_side(
             let c = r.port_counters()?;
             port.foreign = c.foreign;
             port.unexpected_streams = c.unexpected_streams;
+            port.invalid = Default::default();
+            for (s, r) in cfg.streams.iter().zip(&reports) {
+                if s.rx_port == i {
+                    port.invalid.merge(&r.invalid);
+                }
+            }
             port.frames_per_thread = vec![c.ours];
         }
     }
