@@ -119,10 +119,65 @@ pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
     out
 }
 
+/// What makes the two runs less than comparable as a whole, one sentence each: different
+/// plans (by name, reference speed, repetitions or DUT profiles), and runs that did not
+/// finish everything their plan asked for. Empty when they compare like for like.
+pub fn caveats(a: &Analysis, b: &Analysis) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.plan_name != b.plan_name {
+        out.push(format!(
+            "different plans: A ran `{}`, B ran `{}`; only cases with the same id are compared",
+            a.plan_name, b.plan_name
+        ));
+    }
+    if a.speed_bps != b.speed_bps {
+        out.push(format!(
+            "different reference speeds ({} b/s against {} b/s): percentages of line rate differ in meaning",
+            a.speed_bps, b.speed_bps
+        ));
+    }
+    if a.repetitions != b.repetitions {
+        out.push(format!(
+            "different repetitions ({} against {}): the noise estimates are not alike",
+            a.repetitions, b.repetitions
+        ));
+    }
+    if a.profiles != b.profiles {
+        out.push(format!(
+            "different DUT profiles ([{}] against [{}])",
+            a.profiles.join(", "),
+            b.profiles.join(", ")
+        ));
+    }
+    for (which, r) in [("A", a), ("B", b)] {
+        let c = &r.completeness;
+        if !c.is_complete() {
+            let mut why = Vec::new();
+            if let Some(e) = &c.plan_error {
+                why.push(format!("its plan cannot be read ({e})"));
+            }
+            if c.expected > 0 {
+                why.push(format!(
+                    "{} of {} searches finished",
+                    c.finished, c.expected
+                ));
+            }
+            if c.torn_tail {
+                why.push("its last record is torn (killed mid-write)".into());
+            }
+            out.push(format!(
+                "run {which} is unfinished: {}; cases it lacks are not comparable (`wirerate run … --resume` completes it)",
+                why.join(", ")
+            ));
+        }
+    }
+    out
+}
+
 /// The comparison as a text table with a one-line tally.
 pub fn compare_text(a: &Analysis, b: &Analysis, rows: &[CompareRow], threshold: f64) -> String {
     let mut o = format!(
-        "A: {} (wirerate {}, started {})\nB: {} (wirerate {}, started {})\nrule: changed when |Δ| > {} % and |B − A| > noise(A) + noise(B)\n\n",
+        "A: {} (wirerate {}, started {})\nB: {} (wirerate {}, started {})\nrule: changed when |Δ| > {} % and |B − A| > noise(A) + noise(B)\n",
         a.plan_name,
         a.version,
         a.started_unix,
@@ -131,6 +186,10 @@ pub fn compare_text(a: &Analysis, b: &Analysis, rows: &[CompareRow], threshold: 
         b.started_unix,
         threshold * 100.0
     );
+    for c in caveats(a, b) {
+        o.push_str(&format!("CAVEAT: {c}\n"));
+    }
+    o.push('\n');
     let head = ["case", "A pps", "±", "B pps", "±", "Δ", "verdict"];
     let mut table: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
     for r in rows {

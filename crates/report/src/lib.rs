@@ -11,7 +11,7 @@ pub mod model;
 pub mod svg;
 pub mod text;
 
-pub use compare::{compare, compare_text, CompareRow, Verdict};
+pub use compare::{caveats, compare, compare_text, CompareRow, Verdict};
 pub use model::{analyse, cpu_from_hooks, Analysis, CaseStats, HookRecord, RunInput};
 
 /// File names the report writes into a run directory.

@@ -416,7 +416,37 @@ fn compare_finds_improved_regressed_and_within_noise() {
         .all(|r| r.verdict != Verdict::Improved && r.verdict != Verdict::Regressed));
     let text = report::compare_text(&a, &b, &rows, 0.05);
     assert!(text.contains("regressed") && text.contains("improved"));
+    assert!(
+        !text.contains("CAVEAT"),
+        "two finished runs of one plan: {text}"
+    );
     println!("{text}");
+}
+
+/// Issue 19: compare says when the runs are not alike (another plan, an unfinished run)
+/// instead of tallying verdicts as if they were.
+#[test]
+fn compare_flags_unfinished_and_different_plan_runs() {
+    let a = load("run-demo");
+    let mut b = a.clone();
+    assert!(report::caveats(&a, &b).is_empty());
+    b.plan_name = "other".into();
+    b.repetitions += 1;
+    b.completeness.finished = b.completeness.expected.saturating_sub(2);
+    b.completeness
+        .in_progress
+        .push("napt/udp4/64B (multi-goal, repetition 0): 3 trials".into());
+    let c = report::caveats(&a, &b);
+    assert_eq!(c.len(), 3, "{c:?}");
+    assert!(c[0].contains("different plans"));
+    assert!(c[1].contains("different repetitions"));
+    assert!(
+        c[2].starts_with("run B is unfinished") && c[2].contains("searches finished"),
+        "{}",
+        c[2]
+    );
+    let text = report::compare_text(&a, &b, &compare(&a, &b, 0.05), 0.05);
+    assert_eq!(text.matches("CAVEAT: ").count(), 3, "{text}");
 }
 
 #[test]

@@ -35,6 +35,10 @@ pub fn run(args: CompareArgs) -> CliResult {
     let t = args.threshold / 100.0;
     let rows = report::compare(&a, &b, t);
     if args.json {
+        // The JSON stays the rows; what makes the runs unlike goes to standard error.
+        for c in report::caveats(&a, &b) {
+            errln!("wirerate: compare: CAVEAT: {c}");
+        }
         outln!(
             "{}",
             serde_json::to_string_pretty(&rows).map_err(|e| CliError::Failed(e.to_string()))?
