@@ -61,9 +61,14 @@ pub struct PortArgs {
     /// Authentication: pap, chap, or both (server: demanded, preferred first; client: offered).
     #[arg(long, default_value = "pap")]
     pub auth: String,
-    /// The MRU requested in LCP: 64 to 1492 (server default 1454, client 1492).
+    /// The MRU requested in LCP: 64 to 1492, or to --max-payload (server default 1454,
+    /// client 1492).
     #[arg(long)]
     pub mru: Option<u16>,
+    /// RFC 4638 PPP-Max-Payload, 1493 to 9000 (jumbo frames on the link): the client asks for
+    /// it in PADI/PADR, the server grants up to it. Without it, PPPoE carries at most 1492.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u16).range(1493..=9000))]
+    pub max_payload: Option<u16>,
     /// LCP Echo-Request interval in seconds.
     #[arg(long, default_value_t = 10.0)]
     pub echo_interval: f64,
@@ -263,6 +268,9 @@ fn server(a: ServerArgs) -> CliResult {
     if let Some(m) = p.mru {
         cfg.mru = m;
     }
+    if let Some(mp) = p.max_payload {
+        cfg.max_payload = mp;
+    }
     cfg.check().map_err(|e| {
         let flags = match e {
             ConfigError::Mru { mru, .. } => format!("--mru {mru}"),
@@ -437,6 +445,7 @@ fn client(a: ClientArgs) -> CliResult {
     if let Some(m) = p.mru {
         cfg.mru = m;
     }
+    cfg.max_payload = p.max_payload;
     cfg.check()
         .map_err(|e| CliError::Usage(format!("--mru {}: {e}", cfg.mru)))?;
     Entropy::check_os().map_err(CliError::Failed)?;

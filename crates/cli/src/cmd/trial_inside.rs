@@ -109,6 +109,15 @@ impl Inside {
         let ends = match kind {
             "pppoe" => {
                 let mru = args.inside_mru;
+                // Checked here, before any port is opened: the server is built on the control
+                // thread, which cannot refuse a configuration.
+                let mut probe = ServerConfig::default();
+                if let Some(m) = mru {
+                    probe.mru = m;
+                }
+                probe
+                    .check()
+                    .map_err(|e| CliError::Usage(format!("--inside-mru: {e}")))?;
                 let ac = Background::start_with(
                     a.clone(),
                     move |mac| {
