@@ -919,6 +919,8 @@ fn case_id(c: &Case) -> String {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_encap;
