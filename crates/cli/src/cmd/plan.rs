@@ -23,6 +23,10 @@ enum PlanCommand {
         /// Print only the summary line, not every case.
         #[arg(long)]
         quiet: bool,
+        /// Check the file alone, not whether this host can run it (interfaces, ssh, hook
+        /// programs): for a plan written for another machine.
+        #[arg(long)]
+        offline: bool,
     },
 }
 
@@ -40,11 +44,19 @@ fn duration(secs: f64) -> String {
 }
 
 pub fn run(args: PlanArgs) -> CliResult {
-    let PlanCommand::Check { plan, quiet } = args.command;
+    let PlanCommand::Check {
+        plan,
+        quiet,
+        offline,
+    } = args.command;
     let (p, text) = load(&plan)?;
     // What `run`'s preflight checks without root, here too, so a plan that checks OK does not
     // fail later for a missing program or interface.
-    let problems = bench::runner::host_checks(&p);
+    let problems = if offline {
+        Vec::new()
+    } else {
+        bench::runner::host_checks(&p)
+    };
     if !problems.is_empty() {
         let lines: Vec<String> = problems
             .iter()
@@ -124,6 +136,10 @@ pub fn run(args: PlanArgs) -> CliResult {
         "  start-up counted conservatively: lab {:.0} s, {:.0} s per profile load, {:.1} s per engine trial, {:.1} s per iperf3 trial, {:.0} s per PPPoE session; DUT hooks not included",
         st.lab, st.profile, st.engine_trial, st.iperf3_trial, st.pppoe_session
     );
-    outln!("  checked here: interfaces, DUT host over ssh, hook programs, iperf3/tcpdump; `run` also probes the kernel features of lab profiles (needs root)");
+    if offline {
+        outln!("  checked offline: the file only (not this host's interfaces, ssh, hook programs)");
+    } else {
+        outln!("  checked here: interfaces, DUT host over ssh, hook programs, iperf3/tcpdump; `run` also probes the kernel features of lab profiles (needs root)");
+    }
     Ok(())
 }
