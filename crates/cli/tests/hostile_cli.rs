@@ -1,0 +1,229 @@
+//! Issue 19, re-run as written: the rows of the hostile probe that a command line reproduces,
+//! each a clear error or a correct figure, never a hang, a panic or a leak. Every command runs
+//! under a deadline (a hang fails the test instead of stalling the suite). Rows needing the lab
+//! run as root only and print `SKIP: <reason>` otherwise.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wirerate");
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// `wirerate ARGS` with a 60 s deadline: a hang is a failure, not a stalled suite.
+fn wr(args: &[&str]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("`wirerate {}` hung (over 60 s)", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit status 2 (the request was wrong), one `wirerate:` line naming `needle`, no panic.
+#[track_caller]
+fn refused(o: &Output, needle: &str) {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains(needle), "expected `{needle}` in: {e}");
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+fn namespaces_of(lab: &str) -> Vec<String> {
+    let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("wr-{lab}-")))
+        .map(str::to_string)
+        .collect()
+}
+
+fn mkfifo(p: &Path) {
+    let st = Command::new("mkfifo").arg(p).status().unwrap();
+    assert!(st.success());
+}
+
+/// Row 14: a plan or streams file that is a FIFO is refused at once (it hung on open).
+#[test]
+fn fifo_plan_and_streams_files_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("plan.toml");
+    mkfifo(&fifo);
+    let f = fifo.to_str().unwrap();
+    refused(&wr(&["plan", "check", f]), "is a FIFO, not a regular file");
+    refused(&wr(&["run", f]), "is a FIFO, not a regular file");
+    refused(
+        &wr(&["trial", "--port-a", "x", "--port-b", "y", "--streams", f]),
+        "is a FIFO, not a regular file",
+    );
+    refused(&wr(&["plan", "check", "/dev/zero"]), "a device");
+}
+
+/// Rows 4 and 7: frames the lab cannot carry and durations past a day, in a plan.
+#[test]
+fn plan_bounds_are_refused_by_plan_check() {
+    let d = tempfile::tempdir().unwrap();
+    let demo = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plans/lab-demo.toml"),
+    )
+    .unwrap();
+    let big = d.path().join("big.toml");
+    std::fs::write(&big, demo.replacen("[64, 512, 1518]", "[64, 512, 1600]", 1)).unwrap();
+    refused(
+        &wr(&["plan", "check", big.to_str().unwrap()]),
+        "1600 B does not fit the lab's links",
+    );
+    let long = d.path().join("long.toml");
+    std::fs::write(
+        &long,
+        demo.replace(
+            "trial-duration = \"0.5s\"",
+            "trial-duration = \"99999999999h\"",
+        ),
+    )
+    .unwrap();
+    refused(
+        &wr(&["plan", "check", long.to_str().unwrap()]),
+        "longer than a day",
+    );
+}
+
+/// Rows 3 and 6, and the small bounds: on a lab, a frame above the MTU is refused on every
+/// backend before anything is sent (the TX ring spun at 100 % CPU, XDP sent 0 and exited 0);
+/// a rate that would wait for ages and counts of 0 are refused.
+#[test]
+fn trial_bounds_and_oversize_frames_are_refused() {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces)");
+        return;
+    }
+    let lab = "hos3";
+    let up = wr(&["lab", "up", "--name", lab]);
+    assert!(up.status.success(), "{}", stderr(&up));
+    let trial = |extra: &[&str]| wr(&[&["trial", "--lab", lab], extra].concat());
+    for backend in [
+        &["--backend", "af_packet"][..],
+        &["--backend", "af_packet", "--tx-method", "sendmmsg"],
+        &["--backend", "xdp"],
+        &["--backend", "auto"],
+    ] {
+        let o = trial(&[&["--size", "1600", "--frames", "10"], backend].concat());
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{backend:?}: {e}");
+        assert!(
+            e.contains("a 1600 B frame (with FCS) does not fit port a (wr-a): its MTU 1500 carries frames of at most 1518 B"),
+            "{backend:?}: {e}"
+        );
+    }
+    refused(
+        &trial(&["--rate", "1e-300pps", "--frames", "2"]),
+        "less than one frame a day",
+    );
+    refused(
+        &trial(&["--rate", "1pps", "--frames", "100000000"]),
+        "more than a day",
+    );
+    refused(&trial(&["--frames", "0"]), "at least 1 frame");
+    refused(&trial(&["--burst", "0"]), "burst 0: give at least 1");
+    refused(&trial(&["--src-ips", "0"]), "src-ips 0: give at least 1");
+    // The largest frame that fits still goes through, every frame counted.
+    let ok = trial(&["--size", "1518", "--frames", "100", "--rate", "10kpps"]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(
+        String::from_utf8_lossy(&ok.stdout).contains("sent 100 received 100 lost 0"),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    let down = wr(&["lab", "down", "--name", lab]);
+    assert!(down.status.success());
+}
+
+/// Row 5: calibrate with a size the link cannot carry is an error, and SIGTERM in the middle
+/// of a calibration removes its lab (it died with its namespaces left behind).
+#[test]
+fn calibrate_refuses_and_cleans_up_after_sigterm() {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces)");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("cal.json");
+    let lab = "hos5";
+    let o = wr(&[
+        "calibrate",
+        "--lab",
+        lab,
+        "--sizes",
+        "9018",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("does not fit"), "{}", stderr(&o));
+    assert!(!out.exists(), "nothing is saved");
+    assert!(namespaces_of(lab).is_empty(), "{:?}", namespaces_of(lab));
+    let child = Command::new(BIN)
+        .args([
+            "calibrate",
+            "--lab",
+            lab,
+            "--sizes",
+            "64,512,1518",
+            "--duration",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while namespaces_of(lab).len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the calibration lab never came up"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    assert!(
+        namespaces_of(lab).is_empty(),
+        "left behind: {:?}",
+        namespaces_of(lab)
+    );
+    assert!(!out.exists(), "an interrupted calibration saves nothing");
+}
