@@ -35,7 +35,8 @@ pub enum LabCommand {
         #[arg(long, default_value = lab::DEFAULT_NAME)]
         name: String,
     },
-    /// Remove a lab. Without --name, remove EVERY wr- namespace on the host (crash recovery).
+    /// Remove a lab. Without --name, remove every wr- namespace on the host that no wirerate
+    /// command is using (crash recovery).
     Down {
         /// Remove only this lab.
         #[arg(long)]
