@@ -565,6 +565,175 @@ pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
     })
 }
 
+/// `bench tx --against xdp-trafficgen`: our sender and xdp-trafficgen (xdp-tools), each alone
+/// on the same core at the same nice value, in alternating windows into the same veth, whose
+/// peer drops every frame with an XDP program (`wr_drop`) for both.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VsXdpTrafficgenReport {
+    pub config: TxBenchConfig,
+    /// The xdp-trafficgen binary that ran.
+    pub tool: String,
+    /// Our frames/s from the veth's `tx_packets` over each window, and their median.
+    pub wirerate_rounds: Vec<f64>,
+    pub wirerate_pps: f64,
+    /// Mean bytes per frame each sender put on the veth (`tx_bytes / tx_packets`, no FCS):
+    /// xdp-trafficgen sends IPv6/UDP, whose smallest frame is 62 bytes (66 with FCS), where
+    /// ours at 64 B is IPv4, 60 bytes.
+    pub wirerate_frame_len: f64,
+    pub tool_frame_len: f64,
+    pub tool_rounds: Vec<f64>,
+    pub tool_pps: f64,
+    /// Ours over theirs (medians).
+    pub ratio: f64,
+    /// `/proc/loadavg` before and after.
+    pub load_before: String,
+    pub load_after: String,
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// `tx_packets` and `tx_bytes` over one window after the warm-up: (frames/s, bytes/frame).
+fn counter_rate_and_len(net: &BenchNet, warmup: Duration, window: Duration) -> Result<(f64, f64)> {
+    std::thread::sleep(warmup);
+    let (p0, b0) = (
+        net.counter(&net.tx_if, "tx_packets")?,
+        net.counter(&net.tx_if, "tx_bytes")?,
+    );
+    let t0 = Instant::now();
+    std::thread::sleep(window);
+    let (p1, b1) = (
+        net.counter(&net.tx_if, "tx_packets")?,
+        net.counter(&net.tx_if, "tx_bytes")?,
+    );
+    let dt = t0.elapsed().as_secs_f64();
+    let frames = p1.saturating_sub(p0);
+    let len = if frames > 0 {
+        b1.saturating_sub(b0) as f64 / frames as f64
+    } else {
+        0.0
+    };
+    Ok((frames as f64 / dt, len))
+}
+
+/// One window of xdp-trafficgen in UDP mode on `net.tx_if`, pinned like our sender: (frames/s,
+/// bytes/frame), or why it gave no figure.
+fn measure_xdp_trafficgen(
+    net: &BenchNet,
+    cfg: &TxBenchConfig,
+    tool: &std::path::Path,
+    peer_mac: &str,
+) -> Result<std::result::Result<(f64, f64), String>> {
+    // IPv6/UDP is xdp-trafficgen's only UDP mode, and its `-s` counts the FCS: 66 bytes is
+    // its smallest frame (62 on the veth).
+    let len = (cfg.frame_len + 4).max(66).to_string();
+    let cpu = cfg.cpu.to_string();
+    let mut c = Command::new("ip");
+    c.args([
+        "netns", "exec", &net.netns, "nice", "-n", "-10", "taskset", "-c", &cpu,
+    ])
+    .arg(tool)
+    .args([
+        "udp",
+        "-m",
+        peer_mac,
+        "-a",
+        "2001:db8::2",
+        "-A",
+        "2001:db8::1",
+        "-s",
+        &len,
+    ])
+    .arg(&net.tx_if)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let child = c
+        .spawn()
+        .map_err(|e| Error::io(format!("starting {}", tool.display()), e))?;
+    // Its own process group, killed like trafgen's (it has no configuration file).
+    let mut tg = Trafgen {
+        child,
+        _cfg: tempfile_lite::TempFile(std::path::PathBuf::new()),
+    };
+    let rate = counter_rate_and_len(net, cfg.warmup, cfg.duration);
+    if let Ok(Some(st)) = tg.child.try_wait() {
+        let mut err = String::new();
+        if let Some(mut e) = tg.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        return Ok(Err(format!(
+            "xdp-trafficgen exited early ({st}): {}",
+            err.trim()
+        )));
+    }
+    tg.kill_group();
+    Ok(Ok(rate?))
+}
+
+/// `wirerate bench tx --against xdp-trafficgen`: `rounds` alternating windows of our sender on
+/// `cfg.backend` and of `tool`, the peer dropping with XDP for both; medians and their ratio.
+pub fn tx_against_xdp_trafficgen(
+    cfg: &TxBenchConfig,
+    tag: &str,
+    tool: &std::path::Path,
+) -> Result<VsXdpTrafficgenReport> {
+    let load_before = loadavg();
+    let net = BenchNet::new(tag, true, cfg.rps_cpu)?;
+    let drop_port = net.port(&net.rx_if, None);
+    let _drop = crate::xdp::tx::XdpDrop::attach(&drop_port)?;
+    let mac = run_cmd(
+        &[
+            "ip",
+            "netns",
+            "exec",
+            &net.netns,
+            "cat",
+            &format!("/sys/class/net/{}/address", net.rx_if),
+        ],
+        None,
+    )?
+    .trim()
+    .to_string();
+    let frame = bench_frame(cfg.frame_len, 1)?;
+    let (mut ours, mut our_len, mut theirs, mut their_len) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..cfg.rounds.max(1) {
+        let (pps, _) = measure_ours(&net, cfg, cfg.backend, &frame)?;
+        ours.push(pps);
+        // Our frame length is the template's (the counter window is of our own frames).
+        our_len.push(frame.len() as f64);
+        match measure_xdp_trafficgen(&net, cfg, tool, &mac)? {
+            Ok((p, l)) => {
+                theirs.push(p);
+                their_len.push(l);
+            }
+            Err(e) => return Err(Error::Config(e)),
+        }
+    }
+    let (wirerate_pps, tool_pps) = (median(&ours), median(&theirs));
+    Ok(VsXdpTrafficgenReport {
+        config: *cfg,
+        tool: tool.display().to_string(),
+        wirerate_pps,
+        wirerate_rounds: ours,
+        wirerate_frame_len: median(&our_len),
+        tool_frame_len: median(&their_len),
+        tool_pps,
+        tool_rounds: theirs,
+        ratio: if tool_pps > 0.0 {
+            wirerate_pps / tool_pps
+        } else {
+            0.0
+        },
+        load_before,
+        load_after: loadavg(),
+    })
+}
+
 /// Which receiver `bench rx` measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]

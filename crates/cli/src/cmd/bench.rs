@@ -48,9 +48,51 @@ struct TxArgs {
     /// Old spelling of `--both-backends` (the sendmmsg sender is now a backend).
     #[arg(long, hide = true)]
     sendmmsg: bool,
+    /// The peer to compare with: trafgen (the default), or xdp-trafficgen (xdp-tools; found
+    /// on PATH, or give its path, e.g. ../shared/tools/xdp-tools/xdp-trafficgen). Against
+    /// xdp-trafficgen the veth's peer drops with XDP for both senders.
+    #[arg(
+        long,
+        default_value = "trafgen",
+        value_name = "trafgen|xdp-trafficgen|PATH"
+    )]
+    against: String,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+/// Where `--against` names xdp-trafficgen: an explicit path, or the first on PATH.
+fn xdp_trafficgen(against: &str) -> CliResult<Option<std::path::PathBuf>> {
+    if against == "trafgen" {
+        return Ok(None);
+    }
+    if against.contains('/') {
+        let p = std::path::PathBuf::from(against);
+        return if p.is_file() {
+            Ok(Some(p))
+        } else {
+            Err(CliError::Usage(format!(
+                "--against {against}: no such file"
+            )))
+        };
+    }
+    if against != "xdp-trafficgen" {
+        return Err(CliError::Usage(format!(
+            "--against {against}: give trafgen, xdp-trafficgen or the path of an xdp-trafficgen binary"
+        )));
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join("xdp-trafficgen"))
+        .find(|p| p.is_file())
+        .map(Some)
+        .ok_or_else(|| {
+            CliError::Usage(
+                "--against xdp-trafficgen: not found on PATH; give its path (xdp-tools ≥ 1.6: Debian's 1.3.1 cannot load its programs on new kernels)".into(),
+            )
+        })
 }
 
 #[derive(Debug, clap::Args)]
@@ -127,6 +169,41 @@ pub fn run(args: BenchArgs) -> CliResult {
                 rounds: a.rounds.clamp(1, 20),
                 ..Default::default()
             };
+            if let Some(tool) = xdp_trafficgen(&a.against)? {
+                let r = engine::bench::tx_against_xdp_trafficgen(&cfg, &tag, &tool)
+                    .map_err(|e| CliError::Failed(format!("bench tx: {e}")))?;
+                if a.json {
+                    return json(&r);
+                }
+                let rounds = |v: &[f64]| {
+                    v.iter()
+                        .map(|x| format!("{x:.0}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                outln!(
+                    "bench tx against {}: CPU {}, {} alternating rounds of {:.1} s per sender, peer drops with XDP (veth tx_packets; medians); load {} → {}",
+                    r.tool, a.cpu, cfg.rounds, a.duration, r.load_before, r.load_after
+                );
+                outln!(
+                    "  wirerate ({:<8}, signed, {:.0} B + FCS) {:>9.0} frames/s   rounds: {}",
+                    cfg.backend.name(),
+                    r.wirerate_frame_len,
+                    r.wirerate_pps,
+                    rounds(&r.wirerate_rounds)
+                );
+                outln!(
+                    "  xdp-trafficgen (static, {:.0} B + FCS) {:>9.0} frames/s   rounds: {}",
+                    r.tool_frame_len,
+                    r.tool_pps,
+                    rounds(&r.tool_rounds)
+                );
+                outln!(
+                    "  ratio (wirerate / xdp-trafficgen) {:.2}x (target ≥ 1.0)",
+                    r.ratio
+                );
+                return Ok(());
+            }
             let r = engine::bench::tx(&cfg, &tag)
                 .map_err(|e| CliError::Failed(format!("bench tx: {e}")))?;
             if a.json {
