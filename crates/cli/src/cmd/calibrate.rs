@@ -97,8 +97,16 @@ pub fn run(args: CalibrateArgs) -> CliResult {
         },
     );
     let down = l.down();
-    let cal = res.map_err(CliError::Failed)?;
     down.map_err(|e| CliError::Failed(format!("removing lab {}: {e}", args.lab)))?;
+    // Stopped by a signal: whatever the trial in flight said (aborted before its start, or
+    // interrupted), the calibration is incomplete and nothing is saved.
+    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(CliError::Failed(format!(
+            "interrupted: the calibration stopped, lab {} was removed, nothing was saved",
+            args.lab
+        )));
+    }
+    let cal = res.map_err(CliError::Failed)?;
     let path = args.out.unwrap_or_else(calibration::default_path);
     cal.save(&path).map_err(CliError::Failed)?;
     outln!("saved {}", path.display());
