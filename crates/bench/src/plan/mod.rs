@@ -669,14 +669,16 @@ impl Plan {
             })
             .map(|s| Box::new(s) as Box<dyn Search>),
             Methodology::MultiGoal => MultiGoalSearch::new(MultiGoalConfig {
-                goals: m.goals.clone(),
+                goals: m
+                    .goals
+                    .iter()
+                    .map(|&g| search::Goal::new(g, m.width, m.initial_duration, r.trial_duration))
+                    .collect(),
                 min_load: r.min_load,
                 max_load: r.max_load,
-                initial_duration: m.initial_duration.min(r.trial_duration),
-                final_duration: r.trial_duration,
-                width_goal: m.width,
                 phases: None,
                 tester_tolerance: r.tester_tolerance,
+                time_cap: None,
             })
             .map(|s| Box::new(s) as Box<dyn Search>),
             Methodology::Rfc2544LossCurve => LossCurve::new(LossCurveConfig {

@@ -135,6 +135,9 @@ impl Search for BinarySearch {
                 loss_ratio: self.cfg.loss_tolerance,
                 lower: self.lower.map(LineFraction),
                 upper: self.upper.map(LineFraction),
+                goal: None,
+                conditional_throughput: None,
+                regular: None,
             }],
         };
         self.ledger.result(self.finished, finding)

@@ -31,7 +31,7 @@ pub use back_to_back::{BackToBack, BackToBackConfig};
 pub use binary::{BinaryConfig, BinarySearch};
 pub use latency::{LatencyConfig, LatencySearch};
 pub use loss_curve::{LossCurve, LossCurveConfig};
-pub use mlr::{MultiGoalConfig, MultiGoalSearch};
+pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
 
 /// Default tolerance for tester-limited detection: an achieved offered load more than 1 %
 /// below the intended one means the tester, not the DUT, set the pace.
@@ -212,6 +212,14 @@ pub enum Status {
         /// The load the tester reached.
         achieved: LineFraction,
     },
+    /// The next trial would have taken the search past its search-time cap: the search stopped
+    /// with the best brackets so far. Each bound is still a real measurement at the final trial
+    /// duration, but a bracket may be wider than its goal (the goal result is then irregular).
+    TimeCapped {
+        /// The cap, in seconds of trials.
+        #[serde(with = "crate::secs")]
+        cap: Duration,
+    },
 }
 
 impl fmt::Display for Status {
@@ -222,6 +230,11 @@ impl fmt::Display for Status {
             Status::TesterLimited { intended, achieved } => {
                 write!(f, "tester-limited at {achieved} (intended {intended})")
             }
+            Status::TimeCapped { cap } => write!(
+                f,
+                "stopped at the search-time cap of {} s with the best brackets so far",
+                cap.as_secs_f64()
+            ),
         }
     }
 }
@@ -235,6 +248,20 @@ pub struct GoalResult {
     pub lower: Option<LineFraction>,
     /// Lowest load that missed the goal; `None` = the maximum load met it.
     pub upper: Option<LineFraction>,
+    /// The goal's settings (RFC 9971 §4.6), for searches that have them (the multi-goal
+    /// search); `None` in RFC 2544 binary-search results and in records written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<Goal>,
+    /// RFC 9971 Conditional Throughput: the typical forwarding rate at the lower bound (see
+    /// [`MultiGoalSearch`]); `None` without a lower bound or outside the multi-goal search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditional_throughput: Option<LineFraction>,
+    /// RFC 9971 regular (true) or irregular (false) goal result: regular when both bounds exist
+    /// and the bracket is within the goal width; irregular when the maximum load met the goal,
+    /// the minimum load missed it, or a search-time cap stopped the search before the width was
+    /// reached. `None` outside the multi-goal search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regular: Option<bool>,
 }
 
 impl GoalResult {
@@ -462,6 +489,19 @@ impl Ledger {
         self.trial_seconds += request.duration.as_secs_f64();
         self.pending = Some(request);
         Some(request)
+    }
+
+    pub(crate) fn trial_seconds(&self) -> f64 {
+        self.trial_seconds
+    }
+
+    /// The result of a search stopped by its search-time cap (unless the tester stopped it).
+    pub(crate) fn capped(&self, cap: Duration, finding: Finding) -> SearchResult {
+        let mut r = self.result(true, finding);
+        if r.status == Status::Complete {
+            r.status = Status::TimeCapped { cap };
+        }
+        r
     }
 
     pub(crate) fn result(&self, finished: bool, finding: Finding) -> SearchResult {
