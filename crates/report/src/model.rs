@@ -396,6 +396,30 @@ pub struct LatencyRow {
     pub percentiles_us: Option<[f64; 4]>,
 }
 
+/// RFC 2544 §26.4 / RFC 9004 back-to-back result of one case (mean over repetitions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackToBackRow {
+    /// Case id.
+    pub case_id: String,
+    /// Dimensions.
+    pub dims: Dims,
+    /// Repetitions that completed.
+    pub repetitions: usize,
+    /// Average back-to-back frames (the longest loss-free burst at the minimum gap).
+    pub mean_frames: f64,
+    /// Maximum theoretical frame rate of one direction, frames/s.
+    pub max_pps: f64,
+    /// Throughput of the same case (one direction, frames/s) from a completed
+    /// `rfc2544-throughput` search, else the first goal of a completed `multi-goal` search.
+    pub throughput_pps: Option<f64>,
+    /// RFC 9004 Implied DUT Buffer Time, ms.
+    pub implied_buffer_ms: f64,
+    /// RFC 9004 Corrected DUT Buffer Time, ms; `None` with [`Self::corrected_refused`].
+    pub corrected_buffer_ms: Option<f64>,
+    /// Why the corrected buffer time is not given.
+    pub corrected_refused: Option<String>,
+}
+
 /// Names of [`LatencyRow::percentiles_us`], in order, as tables and CSV head them.
 pub const PERCENTILES: [&str; 4] = ["p50", "p90", "p99", "p99.9"];
 
@@ -472,6 +496,9 @@ pub struct Analysis {
     pub loss_curves: Vec<LossCurveRow>,
     /// Latency.
     pub latency: Vec<LatencyRow>,
+    /// Back-to-back (RFC 2544 §26.4 with RFC 9004's buffer times).
+    #[serde(default)]
+    pub back_to_back: Vec<BackToBackRow>,
     /// Findings.
     pub findings: Vec<Statement>,
     /// What is missing.
@@ -848,6 +875,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let mut latency = Vec::new();
     let mut curve_acc: BTreeMap<String, BTreeMap<i64, Vec<f64>>> = BTreeMap::new();
     let mut lat_acc: BTreeMap<String, Vec<(f64, bench::search::LatencySummary)>> = BTreeMap::new();
+    let mut b2b_acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for ((case, _, _), res) in &done {
         let Some(res) = res else { continue };
         if res.status != Status::Complete {
@@ -861,6 +889,11 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                         .or_default()
                         .push(p.loss_ratio * 100.0);
                 }
+            }
+            Finding::BackToBack {
+                mean: Some(mean), ..
+            } => {
+                b2b_acc.entry(case.clone()).or_default().push(*mean);
             }
             Finding::Latency { load, trials, .. } => {
                 for t in trials {
@@ -908,6 +941,35 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             percentiles_us: pooled_percentiles(&acc),
         });
     }
+    let mut back_to_back = Vec::new();
+    for (case, means) in b2b_acc {
+        let dims = dims_for(&case, &mut dims_of);
+        let directions = if dims.bidirectional { 2.0 } else { 1.0 };
+        let Some((max_pps, _, _)) = dims.frame_size.and_then(|f| udp_max(speed, &dims, f)) else {
+            continue;
+        };
+        let max_pps = max_pps / directions;
+        // The same case's throughput: RFC 2544 first, else multi-goal's first goal.
+        let throughput_pps = ["rfc2544-throughput", "multi-goal"].iter().find_map(|m| {
+            rows.iter()
+                .find(|r| r.case_id == case && r.methodology == *m && !r.tester_limited)
+                .and_then(|r| r.pps.map(|p| p / f64::from(r.directions)))
+        });
+        let mean_frames = mean(&means).unwrap_or(0.0);
+        let bt = bench::search::buffer_time(mean_frames, max_pps, throughput_pps);
+        back_to_back.push(BackToBackRow {
+            case_id: case,
+            dims,
+            repetitions: means.len(),
+            mean_frames,
+            max_pps,
+            throughput_pps,
+            implied_buffer_ms: bt.implied_secs * 1e3,
+            corrected_buffer_ms: bt.corrected_secs.as_ref().ok().map(|s| s * 1e3),
+            corrected_refused: bt.corrected_secs.err(),
+        });
+    }
+
     let without = latency
         .iter()
         .filter(|l| l.percentiles_us.is_none())
@@ -945,6 +1007,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     });
     loss_curves.sort_by_key(|a| sort_key(&a.dims));
     latency.sort_by_key(|a| sort_key(&a.dims));
+    back_to_back.sort_by_key(|a| sort_key(&a.dims));
 
     let baseline = profiles
         .iter()
@@ -973,6 +1036,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         rows,
         loss_curves,
         latency,
+        back_to_back,
         findings,
         completeness,
         notes,

@@ -563,3 +563,76 @@ fn runs_recorded_before_percentiles_and_directions_still_render() {
         .unwrap()
         .contains("no percentiles recorded"));
 }
+
+/// RFC 9004 back-to-back figures in every format: the corrected buffer time where the case's
+/// throughput search completed, a refusal with the reason where it did not.
+#[test]
+fn back_to_back_buffer_times_in_every_format() {
+    use bench::plan::Methodology;
+    use bench::results::{MethodologyDone, Record};
+    use bench::search::{Finding, SearchResult, Status};
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let b2b = |case: &str, mean: f64| {
+        Record::Done(MethodologyDone {
+            case_id: case.into(),
+            repetition: 0,
+            methodology: Methodology::Rfc2544BackToBack,
+            result: Some(SearchResult {
+                status: Status::Complete,
+                finding: Finding::BackToBack {
+                    lengths: vec![mean as u64],
+                    mean: Some(mean),
+                },
+                trials: 20,
+                trial_seconds: 40.0,
+            }),
+            ceiling: None,
+        })
+    };
+    let demo = load("run-demo");
+    let case = demo
+        .rows
+        .iter()
+        .find(|r| r.methodology == "rfc2544-throughput" && r.pps.is_some() && !r.tester_limited)
+        .unwrap()
+        .case_id
+        .clone();
+    records.push(b2b(&case, 30_000.0));
+    records.push(b2b("no-such-throughput/udp4/64B", 1_000.0));
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    assert_eq!(a.back_to_back.len(), 2, "{:?}", a.back_to_back);
+    let with = a.back_to_back.iter().find(|b| b.case_id == case).unwrap();
+    let t = with.throughput_pps.unwrap();
+    let max = with.max_pps;
+    assert!(t > 0.0 && t <= max);
+    // Implied = frames / max; corrected = (frames − frames × t / max) / max.
+    assert!((with.implied_buffer_ms - 30_000.0 / max * 1e3).abs() < 1e-9);
+    let want = (30_000.0 - 30_000.0 * t / max) / max * 1e3;
+    assert!((with.corrected_buffer_ms.unwrap() - want).abs() < 1e-9);
+    let without = a.back_to_back.iter().find(|b| b.case_id != case).unwrap();
+    assert_eq!(without.corrected_buffer_ms, None);
+    let why = without.corrected_refused.clone().unwrap();
+    assert!(why.contains("no completed throughput search"), "{why}");
+    // Every format carries both figures.
+    let cell = format!("{want:.4}");
+    let csv = String::from_utf8(report::text::b2b_csv(&a)).unwrap();
+    let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    let json = String::from_utf8(report::text::json(&a)).unwrap();
+    for (name, text) in [("csv", &csv), ("markdown", &md), ("html", &html)] {
+        assert!(text.contains(&cell), "{name} lacks {cell}");
+        assert!(text.contains("no completed throughput search"), "{name}");
+    }
+    assert!(json.contains("\"corrected_buffer_ms\"") && json.contains("\"implied_buffer_ms\""));
+    assert!(report::render_all(&a)
+        .iter()
+        .any(|(n, _)| *n == report::B2B_CSV));
+}

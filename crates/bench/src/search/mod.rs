@@ -27,7 +27,7 @@ mod loss_curve;
 mod mlr;
 pub mod sim;
 
-pub use back_to_back::{BackToBack, BackToBackConfig};
+pub use back_to_back::{buffer_time, BackToBack, BackToBackConfig, BufferTime};
 pub use binary::{BinaryConfig, BinarySearch};
 pub use latency::{LatencyConfig, LatencySearch};
 pub use loss_curve::{LossCurve, LossCurveConfig};
