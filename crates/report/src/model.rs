@@ -394,6 +394,20 @@ pub struct LatencyRow {
     /// recorded before percentiles were kept).
     #[serde(default)]
     pub percentiles_us: Option<[f64; 4]>,
+    /// RFC 8219 §7.2 Typical Latency (each trial's median), the median over the trials, µs.
+    #[serde(default)]
+    pub typical_us: Option<f64>,
+    /// RFC 8219 §7.2 Worst Case Latency (each trial's 99.9th percentile), median over trials, µs.
+    #[serde(default)]
+    pub worst_case_us: Option<f64>,
+    /// RFC 8219 §7.3.1 PDV (each trial's 99.9th percentile minus its minimum), median over the
+    /// trials, µs. `None`, like the two above, when any trial lacks percentiles.
+    #[serde(default)]
+    pub pdv_us: Option<f64>,
+    /// RFC 8219 §7.3.2 IPDV per stream: not measured yet (the engine's per-stream receive
+    /// summary does not carry consecutive frames' delay differences); always `None`.
+    #[serde(default)]
+    pub ipdv_us: Option<f64>,
 }
 
 /// RFC 2544 §26.4 / RFC 9004 back-to-back result of one case (mean over repetitions).
@@ -939,6 +953,10 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             max_us: acc.iter().map(|x| x.1.max.0).max().unwrap_or(0) as f64 / 1e3,
             samples,
             percentiles_us: pooled_percentiles(&acc),
+            typical_us: rfc8219_median(&acc, |r| r.typical),
+            worst_case_us: rfc8219_median(&acc, |r| r.worst_case),
+            pdv_us: rfc8219_median(&acc, |r| r.pdv),
+            ipdv_us: None,
         });
     }
     let mut back_to_back = Vec::new();
@@ -1056,6 +1074,28 @@ fn pooled_percentiles(acc: &[(f64, bench::search::LatencySummary)]) -> Option<[f
         weight += w;
     }
     (weight > 0.0).then(|| sum.map(|s| s / weight / 1e3))
+}
+
+/// The median over the trials of one RFC 8219 figure, µs (RFC 8219 reports the median of the
+/// trials' values); `None` when any trial lacks percentiles.
+fn rfc8219_median(
+    acc: &[(f64, bench::search::LatencySummary)],
+    figure: impl Fn(&bench::search::Rfc8219) -> wire::units::Nanos,
+) -> Option<f64> {
+    let mut v: Vec<f64> = acc
+        .iter()
+        .map(|(_, t)| t.rfc8219().map(|r| figure(&r).0 as f64 / 1e3))
+        .collect::<Option<_>>()?;
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 /// Whether `a` and `b` differ by more than their noise: |a − b| > noise(a) + noise(b).
@@ -1239,6 +1279,44 @@ mod tests {
         ];
         assert_eq!(loss_accounting(mixed.iter()), (Some(7), None));
         assert_eq!(loss_accounting([].iter()), (None, None));
+    }
+
+    /// RFC 8219 figures of a case are the median over its trials of each trial's figure.
+    #[test]
+    fn rfc8219_figures_are_medians_over_trials() {
+        use bench::search::{LatencySummary, Percentiles};
+        use wire::units::Nanos;
+        let t = |min: u64, p50: u64, p999: u64| {
+            (
+                10.0,
+                LatencySummary {
+                    min: Nanos(min),
+                    mean: Nanos(p50),
+                    max: Nanos(p999 * 2),
+                    samples: 100,
+                    percentiles: Some(Percentiles {
+                        p50: Nanos(p50),
+                        p90: Nanos(p50),
+                        p99: Nanos(p999),
+                        p99_9: Nanos(p999),
+                    }),
+                },
+            )
+        };
+        let acc = [
+            t(10_000, 20_000, 50_000),
+            t(12_000, 30_000, 90_000),
+            t(11_000, 25_000, 60_000),
+        ];
+        assert_eq!(rfc8219_median(&acc, |r| r.typical), Some(25.0));
+        assert_eq!(rfc8219_median(&acc, |r| r.worst_case), Some(60.0));
+        // PDVs 40, 78, 49 µs: median 49.
+        assert_eq!(rfc8219_median(&acc, |r| r.pdv), Some(49.0));
+        // Even count: mean of the middle two.
+        assert_eq!(rfc8219_median(&acc[..2], |r| r.typical), Some(25.0));
+        let mut old = acc[0];
+        old.1.percentiles = None;
+        assert_eq!(rfc8219_median(&[acc[1], old], |r| r.typical), None);
     }
 
     #[test]

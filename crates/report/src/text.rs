@@ -50,7 +50,7 @@ pub const COLUMNS: [&str; 22] = [
 ];
 
 /// The columns of the latency table, in order, shared by CSV, Markdown and HTML.
-pub const LATENCY_COLUMNS: [&str; 10] = [
+pub const LATENCY_COLUMNS: [&str; 13] = [
     "case",
     "load_percent",
     "min_us",
@@ -61,6 +61,9 @@ pub const LATENCY_COLUMNS: [&str; 10] = [
     "mean_us",
     "max_us",
     "samples",
+    "typical_latency_us",
+    "worst_case_latency_us",
+    "pdv_us",
 ];
 
 /// The latency table's header as Markdown and HTML show it, in [`LATENCY_COLUMNS`] order.
@@ -68,6 +71,7 @@ pub fn latency_titles() -> Vec<String> {
     let mut t: Vec<String> = ["case", "load %", "min µs"].map(String::from).to_vec();
     t.extend(PERCENTILES.map(|p| format!("{p} µs")));
     t.extend(["mean µs", "max µs", "samples"].map(String::from));
+    t.extend(["Typical Latency µs", "Worst Case Latency µs", "PDV µs"].map(String::from));
     t
 }
 
@@ -86,6 +90,9 @@ pub fn latency_cells(l: &LatencyRow) -> Vec<String> {
         num::us(l.mean_us),
         num::us(l.max_us),
         l.samples.to_string(),
+        l.typical_us.map(num::us).unwrap_or_default(),
+        l.worst_case_us.map(num::us).unwrap_or_default(),
+        l.pdv_us.map(num::us).unwrap_or_default(),
     ]
 }
 
@@ -325,7 +332,7 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     o.push('\n');
     if !a.latency.is_empty() {
         o.push_str(&format!(
-            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them).\n\n| {} |\n|{}\n",
+            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them). RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV is not measured yet.\n\n| {} |\n|{}\n",
             PERCENTILES.join("/"),
             latency_titles().join(" | "),
             "---|".repeat(LATENCY_COLUMNS.len())

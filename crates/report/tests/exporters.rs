@@ -314,7 +314,10 @@ fn agree_latency(a: &Analysis) -> usize {
         assert_eq!(md_rows[i][0], case);
         let h = &html_rows[case];
         let p = &j["percentiles_us"];
-        let fields: [(&str, Option<f64>, i32); 8] = [
+        let fields: [(&str, Option<f64>, i32); 11] = [
+            ("typical_latency_us", j["typical_us"].as_f64(), 1),
+            ("worst_case_latency_us", j["worst_case_us"].as_f64(), 1),
+            ("pdv_us", j["pdv_us"].as_f64(), 1),
             ("load_percent", j["load_percent"].as_f64(), 2),
             ("min_us", j["min_us"].as_f64(), 1),
             ("p50_us", p[0].as_f64(), 1),

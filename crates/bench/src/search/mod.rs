@@ -125,6 +125,31 @@ pub struct LatencySummary {
     pub percentiles: Option<Percentiles>,
 }
 
+/// RFC 8219 §7.2 / §7.3.1 delay figures of one trial, from its latency summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rfc8219 {
+    /// Typical Latency: the median one-way latency.
+    pub typical: Nanos,
+    /// Worst Case Latency: the 99.9th percentile of one-way latency.
+    pub worst_case: Nanos,
+    /// Packet Delay Variation: the 99.9th percentile of one-way delay minus the minimum.
+    pub pdv: Nanos,
+}
+
+impl LatencySummary {
+    /// The RFC 8219 figures of this trial; `None` without percentiles (older records, sources
+    /// that only give min/mean/max). IPDV (RFC 8219 §7.3.2) needs consecutive frames' delays,
+    /// which the summary does not keep.
+    pub fn rfc8219(&self) -> Option<Rfc8219> {
+        let p = self.percentiles?;
+        Some(Rfc8219 {
+            typical: p.p50,
+            worst_case: p.p99_9,
+            pdv: Nanos(p.p99_9.0.saturating_sub(self.min.0)),
+        })
+    }
+}
+
 /// Percentiles of one-way latency (serialized inline in [`LatencySummary`] as `p50`, `p90`,
 /// `p99`, `p99_9`; all four or none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -576,6 +601,41 @@ mod tests {
         let l = o.latency.unwrap();
         assert_eq!(l.percentiles, None);
         assert_eq!(l.max, Nanos(9000));
+    }
+
+    /// RFC 8219 names on a worked example: delays whose median is 40 µs, 99.9th percentile
+    /// 90 µs and minimum 25 µs give Typical Latency 40 µs, Worst Case Latency 90 µs and
+    /// PDV 90 − 25 = 65 µs.
+    #[test]
+    fn rfc8219_typical_worst_case_and_pdv() {
+        let l = LatencySummary {
+            min: Nanos(25_000),
+            mean: Nanos(42_000),
+            max: Nanos(120_000),
+            samples: 1000,
+            percentiles: Some(Percentiles {
+                p50: Nanos(40_000),
+                p90: Nanos(60_000),
+                p99: Nanos(80_000),
+                p99_9: Nanos(90_000),
+            }),
+        };
+        assert_eq!(
+            l.rfc8219(),
+            Some(Rfc8219 {
+                typical: Nanos(40_000),
+                worst_case: Nanos(90_000),
+                pdv: Nanos(65_000),
+            })
+        );
+        assert_eq!(
+            LatencySummary {
+                percentiles: None,
+                ..l
+            }
+            .rfc8219(),
+            None
+        );
     }
 
     #[test]
