@@ -730,7 +730,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             let mut rep_pps = Vec::new();
             let mut widths = Vec::new();
             let mut limited = None;
-            for ((c, _, mm), res) in &done {
+            for ((c, rep, mm), res) in &done {
                 if c != case_id || mm != m {
                     continue;
                 }
@@ -738,6 +738,28 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 match (&res.status, &res.finding) {
                     (Status::TesterLimited { achieved, .. }, _) => {
                         limited = Some(achieved.percent());
+                    }
+                    (Status::TimeCapped { cap }, Finding::Throughput { goals }) => {
+                        let brackets: Vec<String> = goals
+                            .iter()
+                            .map(|g| {
+                                let b = |x: Option<bench::search::LineFraction>| {
+                                    x.map_or("–".into(), |x| format!("{:.3} %", x.percent()))
+                                };
+                                format!(
+                                    "loss {} %: [{}, {}]",
+                                    g.loss_ratio * 100.0,
+                                    b(g.lower),
+                                    b(g.upper)
+                                )
+                            })
+                            .collect();
+                        notes.push(format!(
+                            "{case_id} ({}, repetition {rep}): stopped at the search-time cap of {} s with these brackets, not counted as a DUT figure: {}",
+                            m.name(),
+                            cap.as_secs_f64(),
+                            brackets.join("; ")
+                        ));
                     }
                     (Status::Complete, Finding::Throughput { goals }) => {
                         if let Some(g) = goals.first() {

@@ -639,3 +639,58 @@ fn back_to_back_buffer_times_in_every_format() {
         .iter()
         .any(|(n, _)| *n == report::B2B_CSV));
 }
+
+/// A search stopped by its search-time cap gives no DUT figure; the report says so and shows
+/// the brackets it had.
+#[test]
+fn a_time_capped_search_is_a_note_not_a_figure() {
+    use bench::plan::Methodology;
+    use bench::results::{MethodologyDone, Record};
+    use bench::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    records.push(Record::Done(MethodologyDone {
+        case_id: "forward/udp4/64B".into(),
+        repetition: 0,
+        methodology: Methodology::MultiGoal,
+        result: Some(SearchResult {
+            status: Status::TimeCapped {
+                cap: core::time::Duration::from_secs(40),
+            },
+            finding: Finding::Throughput {
+                goals: vec![GoalResult {
+                    loss_ratio: 0.0,
+                    lower: Some(LineFraction(0.4)),
+                    upper: Some(LineFraction(0.45)),
+                    goal: None,
+                    conditional_throughput: None,
+                    regular: Some(false),
+                }],
+            },
+            trials: 3,
+            trial_seconds: 32.0,
+        }),
+        ceiling: None,
+    }));
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    let row = a
+        .rows
+        .iter()
+        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == "multi-goal")
+        .unwrap();
+    assert_eq!(row.pps, None);
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("search-time cap of 40 s") && n.contains("[40.000 %, 45.000 %]")),
+        "{:?}",
+        a.notes
+    );
+}
