@@ -404,8 +404,10 @@ pub struct LatencyRow {
     /// trials, µs. `None`, like the two above, when any trial lacks percentiles.
     #[serde(default)]
     pub pdv_us: Option<f64>,
-    /// RFC 8219 §7.3.2 IPDV per stream: not measured yet (the engine's per-stream receive
-    /// summary does not carry consecutive frames' delay differences); always `None`.
+    /// RFC 8219 §7.3.2 IPDV of the measured stream: each trial's 99.9th percentile of
+    /// |D(i) − D(i−1)| over frames with consecutive sequence numbers, median over the trials,
+    /// µs. `None` when any trial lacks it: trials received by XDP (its in-kernel per-stream
+    /// counters keep no per-frame delay history) and older records.
     #[serde(default)]
     pub ipdv_us: Option<f64>,
 }
@@ -978,7 +980,11 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             typical_us: rfc8219_median(&acc, |r| r.typical),
             worst_case_us: rfc8219_median(&acc, |r| r.worst_case),
             pdv_us: rfc8219_median(&acc, |r| r.pdv),
-            ipdv_us: None,
+            ipdv_us: acc
+                .iter()
+                .map(|(_, t)| t.ipdv.map(|i| i.p99_9_abs.0 as f64 / 1e3))
+                .collect::<Option<Vec<f64>>>()
+                .and_then(|v| median(v)),
         });
     }
     let mut back_to_back = Vec::new();
@@ -1104,10 +1110,15 @@ fn rfc8219_median(
     acc: &[(f64, bench::search::LatencySummary)],
     figure: impl Fn(&bench::search::Rfc8219) -> wire::units::Nanos,
 ) -> Option<f64> {
-    let mut v: Vec<f64> = acc
+    let v: Vec<f64> = acc
         .iter()
         .map(|(_, t)| t.rfc8219().map(|r| figure(&r).0 as f64 / 1e3))
         .collect::<Option<_>>()?;
+    median(v)
+}
+
+/// The median of `v` (mean of the middle two for an even count); `None` when empty.
+fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -1316,6 +1327,7 @@ mod tests {
                     mean: Nanos(p50),
                     max: Nanos(p999 * 2),
                     samples: 100,
+                    ipdv: None,
                     percentiles: Some(Percentiles {
                         p50: Nanos(p50),
                         p90: Nanos(p50),

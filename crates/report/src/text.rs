@@ -50,7 +50,7 @@ pub const COLUMNS: [&str; 22] = [
 ];
 
 /// The columns of the latency table, in order, shared by CSV, Markdown and HTML.
-pub const LATENCY_COLUMNS: [&str; 13] = [
+pub const LATENCY_COLUMNS: [&str; 14] = [
     "case",
     "load_percent",
     "min_us",
@@ -64,6 +64,7 @@ pub const LATENCY_COLUMNS: [&str; 13] = [
     "typical_latency_us",
     "worst_case_latency_us",
     "pdv_us",
+    "ipdv_p99_9_us",
 ];
 
 /// The latency table's header as Markdown and HTML show it, in [`LATENCY_COLUMNS`] order.
@@ -93,6 +94,7 @@ pub fn latency_cells(l: &LatencyRow) -> Vec<String> {
         l.typical_us.map(num::us).unwrap_or_default(),
         l.worst_case_us.map(num::us).unwrap_or_default(),
         l.pdv_us.map(num::us).unwrap_or_default(),
+        l.ipdv_us.map(num::us).unwrap_or_default(),
     ]
 }
 
@@ -332,7 +334,7 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     o.push('\n');
     if !a.latency.is_empty() {
         o.push_str(&format!(
-            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them). RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV is not measured yet.\n\n| {} |\n|{}\n",
+            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them). RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV p99.9 is the 99.9th percentile of the delay difference of consecutive frames (median over the trials), empty for XDP-received trials.\n\n| {} |\n|{}\n",
             PERCENTILES.join("/"),
             latency_titles().join(" | "),
             "---|".repeat(LATENCY_COLUMNS.len())

@@ -314,7 +314,8 @@ fn agree_latency(a: &Analysis) -> usize {
         assert_eq!(md_rows[i][0], case);
         let h = &html_rows[case];
         let p = &j["percentiles_us"];
-        let fields: [(&str, Option<f64>, i32); 11] = [
+        let fields: [(&str, Option<f64>, i32); 12] = [
+            ("ipdv_p99_9_us", j["ipdv_us"].as_f64(), 1),
             ("typical_latency_us", j["typical_us"].as_f64(), 1),
             ("worst_case_latency_us", j["worst_case_us"].as_f64(), 1),
             ("pdv_us", j["pdv_us"].as_f64(), 1),

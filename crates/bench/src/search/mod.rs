@@ -123,6 +123,21 @@ pub struct LatencySummary {
     /// must say so rather than invent them.
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub percentiles: Option<Percentiles>,
+    /// Inter-packet delay variation of the stream (RFC 8219 §7.3.2); `None` from the XDP
+    /// receiver (see `engine::trial::StreamResult::ipdv`) and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipdv: Option<Ipdv>,
+}
+
+/// Inter-packet delay variation: |D(i) − D(i−1)| over frames with consecutive sequence numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ipdv {
+    /// Pairs measured.
+    pub pairs: u64,
+    /// 99.9th percentile of |IPDV|.
+    pub p99_9_abs: Nanos,
+    /// Largest |IPDV|.
+    pub max_abs: Nanos,
 }
 
 /// RFC 8219 §7.2 / §7.3.1 delay figures of one trial, from its latency summary.
@@ -613,6 +628,7 @@ mod tests {
             mean: Nanos(42_000),
             max: Nanos(120_000),
             samples: 1000,
+            ipdv: None,
             percentiles: Some(Percentiles {
                 p50: Nanos(40_000),
                 p90: Nanos(60_000),
@@ -630,6 +646,7 @@ mod tests {
         );
         assert_eq!(
             LatencySummary {
+                ipdv: None,
                 percentiles: None,
                 ..l
             }
@@ -647,6 +664,7 @@ mod tests {
             mean: Nanos(5),
             max: Nanos(99),
             samples: 10,
+            ipdv: None,
             percentiles: Some(Percentiles {
                 p50: Nanos(4),
                 p90: Nanos(8),

@@ -174,6 +174,7 @@ impl SimDut {
                 mean: Nanos(base as u64),
                 max: Nanos((base * 3.0) as u64),
                 samples: received,
+                ipdv: None,
                 percentiles: Some(Percentiles {
                     p50: Nanos((base * 0.9) as u64),
                     p90: Nanos((base * 1.4) as u64),
