@@ -122,7 +122,8 @@ impl Search for BackToBack {
 ///
 /// The correction needs the throughput of the same case, measured by a search that completed
 /// (RFC 9004 §3: the throughput benchmark comes first); without one the corrected figure is
-/// refused with the reason.
+/// refused with the reason, and so it is when the throughput is the maximum frame rate (the
+/// burst cannot fill the buffer, RFC 9004 §3). Equivalently: implied × (1 − throughput / max).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BufferTime {
     /// Implied DUT Buffer Time, seconds.
@@ -149,6 +150,10 @@ pub fn buffer_time(mean_frames: f64, max_pps: f64, throughput_pps: Option<f64>) 
         Some(t) if !(0.0..=max_pps * (1.0 + 1e-9)).contains(&t) => Err(format!(
             "the throughput {t:.0} frames/s is not between 0 and the maximum {max_pps:.0}"
         )),
+        // RFC 9004 §3: at the maximum rate the burst cannot fill the DUT's buffer.
+        Some(t) if t >= max_pps * (1.0 - 1e-9) => Err(
+            "the throughput is the maximum frame rate: a burst cannot fill the DUT's buffer (RFC 9004 §3)".into(),
+        ),
         Some(t) => Ok((mean_frames - mean_frames * t / max_pps) / max_pps),
     };
     BufferTime {
@@ -220,11 +225,16 @@ mod tests {
         assert!((r.implied_secs - 0.020_160_003_2).abs() < 1e-9, "{r:?}");
         let c = r.corrected_secs.unwrap();
         assert!((c - 0.010_080_001_6).abs() < 1e-9, "{c}");
-        // A DUT that forwards at line rate buffers nothing.
-        assert_eq!(
-            buffer_time(1000.0, 1000.0, Some(1000.0)).corrected_secs,
-            Ok(0.0)
-        );
+        // A DUT that forwards at line rate: nothing to measure (RFC 9004 §3), refused.
+        assert!(buffer_time(1000.0, 1000.0, Some(1000.0))
+            .corrected_secs
+            .unwrap_err()
+            .contains("cannot fill"));
+        // Almost line rate: almost nothing buffered.
+        let c = buffer_time(1000.0, 1000.0, Some(990.0))
+            .corrected_secs
+            .unwrap();
+        assert!((c - 0.01).abs() < 1e-12, "{c}");
         // A DUT that forwards nothing buffers the whole burst: corrected = implied.
         let z = buffer_time(500.0, 1000.0, Some(0.0));
         assert_eq!(z.corrected_secs, Ok(z.implied_secs));
