@@ -984,7 +984,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 .iter()
                 .map(|(_, t)| t.ipdv.map(|i| i.p99_9_abs.0 as f64 / 1e3))
                 .collect::<Option<Vec<f64>>>()
-                .and_then(|v| median(v)),
+                .and_then(median),
         });
     }
     let mut back_to_back = Vec::new();
