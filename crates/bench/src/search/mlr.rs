@@ -678,7 +678,7 @@ impl Search for MultiGoalSearch {
 
 #[cfg(test)]
 mod tests {
-    use super::super::sim::SimDut;
+    use super::super::sim::{SimDut, GIGABIT_64B_PPS};
     use super::super::{drive, BinaryConfig, BinarySearch, Status};
     use super::*;
 
@@ -751,6 +751,78 @@ mod tests {
             let mut s = MultiGoalSearch::new(cfg()).unwrap();
             let r = drive(&mut s, |t| dut.trial(t));
             assert_brackets_truth(&format!("gradual {knee} {slope}"), &dut, &r);
+        }
+    }
+
+    /// A sweep of simulated DUTs (sharp, queued, gradual, noisy; several phase plans and
+    /// widths): every search completes well inside the trial guard with brackets that hold.
+    #[test]
+    fn sweep_of_duts_and_settings_always_brackets_the_truth() {
+        let mut duts: Vec<(String, SimDut)> = Vec::new();
+        for i in 1..=49u32 {
+            let c = f64::from(i) * 0.02 - 0.001;
+            duts.push((format!("sharp {c}"), SimDut::sharp(LineFraction(c))));
+            duts.push((
+                format!("queue {c}"),
+                SimDut::sharp(LineFraction(c)).with_buffer(20_000 * u64::from(i)),
+            ));
+            duts.push((
+                format!("gradual {c}"),
+                SimDut::gradual(LineFraction(c), 0.05 * f64::from(i)),
+            ));
+            duts.push((
+                format!("noisy {c}"),
+                SimDut::noisy(LineFraction(c), 0.02, u64::from(i)),
+            ));
+        }
+        for (phases, width, secs) in [(None, 0.005, 30), (Some(0), 0.01, 10), (Some(3), 0.002, 60)]
+        {
+            for (name, dut) in &duts {
+                let mut dut = dut.clone();
+                let mut c = cfg();
+                for g in &mut c.goals {
+                    *g = Goal::new(
+                        g.loss_ratio,
+                        width,
+                        Duration::from_secs(1),
+                        Duration::from_secs(secs),
+                    );
+                }
+                c.phases = phases;
+                let mut s = MultiGoalSearch::new(c).unwrap();
+                let r = drive(&mut s, |t| dut.trial(t));
+                let name = format!("{name} phases {phases:?} width {width}");
+                assert_eq!(r.status, Status::Complete, "{name}");
+                assert!(r.trials < 200, "{name}: {} trials", r.trials);
+                for goal in goals(&r) {
+                    let full = Duration::from_secs(secs);
+                    let (lo, up) = (goal.lower.unwrap().0, goal.upper.map(|u| u.0));
+                    let limit = dut.limit(goal.loss_ratio, full);
+                    if dut.noise > 0.0 {
+                        assert!(
+                            lo >= limit * (1.0 - dut.noise) * (1.0 - width),
+                            "{name} {goal:?}"
+                        );
+                        assert!(lo <= limit * (1.0 + dut.noise), "{name} {goal:?}");
+                    } else {
+                        assert!(lo <= limit + 1e-9, "{name} {limit} {goal:?}");
+                        // Whole frames: a 1 s probe's loss ratio is rounded to 1/sent, which
+                        // a gradual DUT turns into a load error of 1/(sent × slope).
+                        let slack = if dut.loss_slope > 0.0 {
+                            1.0 / (limit * GIGABIT_64B_PPS * dut.loss_slope)
+                        } else {
+                            1e-6
+                        };
+                        assert!(
+                            up.is_none_or(|u| limit < u + slack),
+                            "{name} {limit} {goal:?}"
+                        );
+                    }
+                    if let Some(u) = up {
+                        assert!(1.0 - lo / u <= width * (1.0 + 1e-9), "{name} {goal:?}");
+                    }
+                }
+            }
         }
     }
 
