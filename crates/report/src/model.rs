@@ -322,6 +322,18 @@ pub struct Row {
     /// every lost frame. `None` without a lab DUT or in older runs.
     #[serde(default)]
     pub dut_ingress_drops: Option<u64>,
+    /// Multi-goal only: RFC 9971 conditional throughput of goal 0 (frames/s, directions
+    /// summed), mean over the repetitions that have it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditional_pps: Option<f64>,
+    /// Multi-goal only: repetitions whose goal 0 result is irregular (RFC 9971); a note names
+    /// them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub irregular_repetitions: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Frames lost over `trials`, and the DUT's ingress drops over those that recorded them (the
@@ -732,6 +744,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             let mut rep_pps = Vec::new();
             let mut widths = Vec::new();
             let mut limited = None;
+            let mut conditional = Vec::new();
+            let mut irregular = 0;
             for ((c, rep, mm), res) in &done {
                 if c != case_id || mm != m {
                     continue;
@@ -767,6 +781,12 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                         if let Some(g) = goals.first() {
                             let lower = g.lower.map_or(0.0, |l| l.0);
                             rep_pps.push(lower * max_pps);
+                            if let Some(c) = g.conditional_throughput {
+                                conditional.push(c.0 * max_pps);
+                            }
+                            if g.regular == Some(false) {
+                                irregular += 1;
+                            }
                             if let Some(u) = g.upper {
                                 widths.push((u.0 - lower) * max_pps);
                             }
@@ -822,7 +842,19 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 engine: engines_of(case_trials.iter().copied()),
                 trial_frames_lost: accounted.0,
                 dut_ingress_drops: accounted.1,
+                conditional_pps: if limited.is_some() {
+                    None
+                } else {
+                    mean(&conditional)
+                },
+                irregular_repetitions: irregular,
             });
+            if irregular > 0 {
+                notes.push(format!(
+                    "{case_id} ({}): {irregular} repetition(s) with an irregular result (RFC 9971: the maximum load met the loss goal or the minimum load missed it; the figure is a bound, not a bracket)",
+                    m.name()
+                ));
+            }
         } else {
             // iperf3: one run per repetition; the last trial with a parsable report counts.
             let mut rep_pps = Vec::new();
@@ -899,6 +931,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 engine: String::new(),
                 trial_frames_lost: None,
                 dut_ingress_drops: None,
+                conditional_pps: None,
+                irregular_repetitions: 0,
             });
         }
     }

@@ -695,3 +695,59 @@ fn a_time_capped_search_is_a_note_not_a_figure() {
         a.notes
     );
 }
+
+/// A multi-goal result's RFC 9971 conditional throughput and irregular flag reach the report.
+#[test]
+fn multi_goal_conditional_throughput_and_irregular_results() {
+    use bench::plan::Methodology;
+    use bench::results::{MethodologyDone, Record};
+    use bench::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let done = |rep: u32, regular: bool| {
+        Record::Done(MethodologyDone {
+            case_id: "forward/udp4/64B".into(),
+            repetition: rep,
+            methodology: Methodology::MultiGoal,
+            result: Some(SearchResult {
+                status: Status::Complete,
+                finding: Finding::Throughput {
+                    goals: vec![GoalResult {
+                        loss_ratio: 0.0,
+                        lower: Some(LineFraction(0.4)),
+                        upper: regular.then_some(LineFraction(0.402)),
+                        goal: None,
+                        conditional_throughput: Some(LineFraction(0.4)),
+                        regular: Some(regular),
+                    }],
+                },
+                trials: 6,
+                trial_seconds: 64.0,
+            }),
+            ceiling: None,
+        })
+    };
+    records.push(done(0, true));
+    records.push(done(1, false));
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    let row = a
+        .rows
+        .iter()
+        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == "multi-goal")
+        .unwrap();
+    assert!((row.conditional_pps.unwrap() - 0.4 * row.max_pps).abs() < 1e-6);
+    assert_eq!(row.irregular_repetitions, 1);
+    assert!(a
+        .notes
+        .iter()
+        .any(|n| n.contains("forward/udp4/64B (multi-goal): 1 repetition(s) with an irregular")));
+    let json = String::from_utf8(report::text::json(&a)).unwrap();
+    assert!(json.contains("\"conditional_pps\"") && json.contains("\"irregular_repetitions\": 1"));
+}
