@@ -41,3 +41,22 @@ pub(crate) mod secs {
         Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
     }
 }
+
+/// [`secs`] for `Option<Duration>` (absent = `None`).
+pub(crate) mod secs_opt {
+    use core::time::Duration;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Option::<f64>::deserialize(d)?
+            .map(|v| Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}

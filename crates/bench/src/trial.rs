@@ -15,7 +15,7 @@ use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
 use wire::units::{BitsPerSec, Nanos, Pps};
 
-use crate::search::{LatencySummary, LineFraction, Outcome, Percentiles, TrialRequest};
+use crate::search::{Ipdv, LatencySummary, LineFraction, Outcome, Percentiles, TrialRequest};
 
 /// The engine port for lab port `id` of `lab`, named `label`, pinned to the tester CPUs.
 /// `wirerate trial --lab` builds the same ports.
@@ -55,6 +55,7 @@ pub fn latency_summary(l: &engine::rx::LatencyReport, samples: u64) -> LatencySu
         mean: Nanos(l.avg_ns),
         max: Nanos(l.max_ns),
         samples,
+        ipdv: None,
         percentiles: Some(Percentiles {
             p50: Nanos(l.p50_ns),
             p90: Nanos(l.p90_ns),
@@ -188,7 +189,14 @@ impl UdpTrial {
             received += s.rx.received;
             lost += s.rx.lost.unwrap_or(s.tx.sent.saturating_sub(s.rx.received));
             if latency.is_none() {
-                latency = s.rx.latency.map(|l| latency_summary(&l, s.rx.received));
+                latency = s.rx.latency.map(|l| LatencySummary {
+                    ipdv: s.ipdv.map(|i| Ipdv {
+                        pairs: i.pairs,
+                        p99_9_abs: Nanos(i.p999_abs_ns),
+                        max_abs: Nanos(i.max_abs_ns),
+                    }),
+                    ..latency_summary(&l, s.rx.received)
+                });
             }
             // A burst is sent back to back: its offered rate is what the sender reached inside
             // it. One frame has no rate; count it as offered at the intended load.
@@ -280,6 +288,11 @@ mod tests {
                 }),
                 invalid: Default::default(),
             },
+            ipdv: (id == 1).then_some(engine::rx::IpdvReport {
+                pairs: received.saturating_sub(1),
+                p999_abs_ns: 700,
+                max_abs_ns: 1_200,
+            }),
             rx_pps: 0.0,
             rx_l2_bps: 0.0,
             rx_l1_bps: 0.0,
@@ -313,6 +326,15 @@ mod tests {
         assert!(o.is_tester_limited(0.01), "the B→A sender fell behind");
         let p = o.latency.unwrap().percentiles.unwrap();
         assert_eq!((p.p50.0, p.p99_9.0), (1_900, 8_000));
+        // IPDV comes with the latency of the same (A→B) stream.
+        assert_eq!(
+            o.latency.unwrap().ipdv,
+            Some(Ipdv {
+                pairs: 989,
+                p99_9_abs: Nanos(700),
+                max_abs: Nanos(1_200)
+            })
+        );
     }
 
     #[test]

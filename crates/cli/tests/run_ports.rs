@@ -235,7 +235,10 @@ methodologies = ["iperf3"]
     let stdout = run_plan_ok(&plan, &out);
     println!("{stdout}");
     let ts = trials(&out);
-    let udp: Vec<_> = ts.iter().filter(|t| t.tcp.is_none() && !t.superseded).collect();
+    let udp: Vec<_> = ts
+        .iter()
+        .filter(|t| t.tcp.is_none() && !t.superseded)
+        .collect();
     assert_eq!(udp.len(), 2, "one passing trial per IP version at 1 % load");
     let mut received = 0;
     for t in &udp {

@@ -41,6 +41,11 @@ pub struct StreamRx {
     jitter: f64,
     first_rx_ns: u64,
     last_rx_ns: u64,
+    /// IPDV: the last in-order frame's (sequence, transit time), and |D(i) − D(i−1)| of
+    /// frames with consecutive sequence numbers.
+    last_in_order: Option<(u64, i64)>,
+    ipdv_hist: Histogram<u64>,
+    ipdv_max: u64,
 }
 
 impl Default for StreamRx {
@@ -69,6 +74,10 @@ impl StreamRx {
             jitter: 0.0,
             first_rx_ns: 0,
             last_rx_ns: 0,
+            last_in_order: None,
+            ipdv_hist: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
+                .expect("valid histogram bounds"),
+            ipdv_max: 0,
         }
     }
 
@@ -140,6 +149,29 @@ impl StreamRx {
             self.jitter += (d - self.jitter) / 16.0;
         }
         self.last_transit = Some(transit);
+        // IPDV (RFC 8219 §7.3.2, RFC 5481): delay difference of frames with consecutive
+        // sequence numbers; a loss or reordering breaks the pair.
+        match self.last_in_order {
+            Some((prev_seq, prev)) if seq == prev_seq + 1 => {
+                let d = (transit - prev).unsigned_abs();
+                self.ipdv_hist.saturating_record(d.clamp(1, HIST_MAX_NS));
+                self.ipdv_max = self.ipdv_max.max(d);
+                self.last_in_order = Some((seq, transit));
+            }
+            Some((prev_seq, _)) if seq <= prev_seq => {}
+            _ => self.last_in_order = Some((seq, transit)),
+        }
+    }
+
+    /// Inter-packet delay variation of the frames received so far; `None` before two frames
+    /// with consecutive sequence numbers arrived in order.
+    pub fn ipdv(&self) -> Option<IpdvReport> {
+        let pairs = self.ipdv_hist.len();
+        (pairs > 0).then(|| IpdvReport {
+            pairs,
+            p999_abs_ns: self.ipdv_hist.value_at_quantile(0.999),
+            max_abs_ns: self.ipdv_max,
+        })
     }
 
     pub fn received(&self) -> u64 {
@@ -184,6 +216,18 @@ impl StreamRx {
             invalid: InvalidCounts::default(),
         }
     }
+}
+
+/// Inter-packet delay variation of one stream: |D(i) − D(i−1)| over frames i − 1, i with
+/// consecutive sequence numbers received in order, nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IpdvReport {
+    /// Pairs of consecutive frames measured.
+    pub pairs: u64,
+    /// 99.9th percentile of |IPDV|.
+    pub p999_abs_ns: u64,
+    /// Largest |IPDV|.
+    pub max_abs_ns: u64,
 }
 
 /// Latency figures of one stream, nanoseconds.
@@ -560,6 +604,28 @@ mod tests {
         let r = rx_seqs(&[u32::MAX - 1, u32::MAX, 0, 1]);
         assert_eq!((r.received, r.out_of_order, r.duplicates), (4, 0, 0));
         assert_eq!(r.highest_seq, Some((1u64 << 32) + 1));
+    }
+
+    #[test]
+    fn ipdv_of_consecutive_frames_only() {
+        let mut s = StreamRx::new();
+        // Delays 10, 13, 11 µs for seq 0..2, then seq 4 (3 lost) at 30 µs, seq 5 at 31 µs.
+        for (seq, delay) in [
+            (0u32, 10_000u64),
+            (1, 13_000),
+            (2, 11_000),
+            (4, 30_000),
+            (5, 31_000),
+        ] {
+            let tx = 1_000_000 * u64::from(seq);
+            s.on_frame(seq, tx, tx + delay, 64);
+        }
+        let i = s.ipdv().unwrap();
+        // Pairs (0,1): 3 µs, (1,2): 2 µs, (4,5): 1 µs; (2,4) is not a pair.
+        assert_eq!(i.pairs, 3);
+        assert_eq!(i.max_abs_ns, 3_000);
+        assert!((2_990..=3_010).contains(&i.p999_abs_ns), "{i:?}");
+        assert_eq!(StreamRx::new().ipdv(), None);
     }
 
     #[test]

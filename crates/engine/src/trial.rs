@@ -20,7 +20,7 @@
 
 use crate::port::{PortSpec, RxRingConfig, TxRingConfig};
 use crate::resolve::{self, Identity};
-use crate::rx::{steering, Receiver, StreamRxReport};
+use crate::rx::{steering, IpdvReport, Receiver, StreamRxReport};
 use crate::stream::{FrameGen, StreamConfig};
 use crate::sys;
 use crate::tx::{self, TxPortReport, TxStreamReport};
@@ -140,6 +140,10 @@ pub struct StreamResult {
     pub rx_port: String,
     pub tx: TxStreamReport,
     pub rx: StreamRxReport,
+    /// Inter-packet delay variation (AF_PACKET receive only; `None` from the XDP receiver,
+    /// whose per-stream counters in the kernel keep no per-frame delay history).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipdv: Option<IpdvReport>,
     /// Received frames/s over the sending interval (`received / (last_tx − first_tx + 1/rate)`).
     pub rx_pps: f64,
     /// Received L2 bit/s (with FCS) over the same interval.
@@ -790,7 +794,11 @@ fn run_on(
         Some(receivers) => crate::xdp::trial::rx_side(cfg, receivers, &rx_done, &tx_done)?,
         None => af_packet_rx_side(cfg, &rx_done, &tx_done),
     };
-    Ok(assemble(cfg, (backend, note), rx, rx_ports, tx_done))
+    let ipdv = match &xdp_rx {
+        Some(_) => vec![None; cfg.streams.len()],
+        None => af_packet_ipdv(cfg, &rx_done),
+    };
+    Ok(assemble(cfg, (backend, note), rx, ipdv, rx_ports, tx_done))
 }
 
 /// The sender's report of trial stream `s`.
@@ -824,6 +832,20 @@ fn af_packet_rx_side(
         );
     }
     (rx, control_ports(cfg, rx_done))
+}
+
+/// Per stream, the AF_PACKET receiver's inter-packet delay variation.
+fn af_packet_ipdv(cfg: &TrialConfig, rx_done: &[RxDone]) -> Vec<Option<IpdvReport>> {
+    cfg.streams
+        .iter()
+        .map(|s| {
+            rx_done
+                .iter()
+                .filter(|r| r.port == s.rx_port)
+                .find_map(|r| r.receiver.stream(s.config.id))
+                .and_then(|st| st.ipdv())
+        })
+        .collect()
 }
 
 /// Per port: what its AF_PACKET receive threads saw besides expected streams, what they
@@ -889,11 +911,12 @@ fn assemble(
     cfg: &TrialConfig,
     (backend, backend_note): (Backend, String),
     rx: Vec<StreamRxReport>,
+    ipdv: Vec<Option<IpdvReport>>,
     rx_ports: Vec<PortRxSummary>,
     tx_done: Vec<(usize, TxPortReport)>,
 ) -> TrialReport {
     let mut streams = Vec::new();
-    for (s, rx) in cfg.streams.iter().zip(rx) {
+    for ((s, rx), ipdv) in cfg.streams.iter().zip(rx).zip(ipdv) {
         let tx = tx_of(&tx_done, s)
             .cloned()
             .expect("every stream has a sender report");
@@ -921,6 +944,7 @@ fn assemble(
             rx_port: cfg.ports[s.rx_port].name.clone(),
             tx,
             rx,
+            ipdv,
             rx_pps,
             rx_l2_bps: l2,
             rx_l1_bps: l1,

@@ -492,7 +492,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     }
     o.push_str("</tbody></table>\n");
     if !a.latency.is_empty() {
-        o.push_str("<h3>Latency</h3><p>One-way latency at the throughput found, µs. Percentile cells are empty where the trials did not record percentiles.</p><table id=\"latency\"><tr>");
+        o.push_str("<h3>Latency</h3><p>One-way latency at the throughput found, µs. Percentile cells are empty where the trials did not record percentiles. RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV p99.9 is the 99.9th percentile of the delay difference of consecutive frames (median over the trials), empty for XDP-received trials.</p><table id=\"latency\"><tr>");
         for t in latency_titles() {
             o.push_str(&format!("<th>{t}</th>"));
         }
@@ -504,6 +504,26 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                     "<td{} data-k=\"{}\">{}</td>",
                     if i > 0 { " class=\"n\"" } else { "" },
                     LATENCY_COLUMNS[i],
+                    esc(c)
+                ));
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table>\n");
+    }
+    if !a.back_to_back.is_empty() {
+        o.push_str("<h3>Back-to-back</h3><p>The longest loss-free burst at the minimum inter-frame gap (RFC 2544 §26.4) and RFC 9004's buffer times: implied = frames / maximum frame rate; corrected = (frames − frames × throughput / maximum) / maximum, given only when a throughput search of the same case completed.</p><table id=\"back-to-back\"><tr>");
+        for t in crate::text::B2B_TITLES {
+            o.push_str(&format!("<th>{}</th>", esc(t)));
+        }
+        o.push_str("</tr>\n");
+        for b in &a.back_to_back {
+            o.push_str(&format!("<tr data-b2b-case=\"{}\">", esc(&b.case_id)));
+            for (i, c) in crate::text::b2b_cells(b).iter().enumerate() {
+                o.push_str(&format!(
+                    "<td{} data-k=\"{}\">{}</td>",
+                    if i > 0 && i < 6 { " class=\"n\"" } else { "" },
+                    crate::text::B2B_COLUMNS[i],
                     esc(c)
                 ));
             }

@@ -25,6 +25,9 @@ pub const SUMMARY_JSON: &str = "summary.json";
 /// See [`REPORT_HTML`]; written only when the run measured latency.
 pub const LATENCY_CSV: &str = "latency.csv";
 
+/// See [`REPORT_HTML`]; written only when the run has back-to-back results.
+pub const B2B_CSV: &str = "back-to-back.csv";
+
 /// Every exported file of one analysis: (file name, bytes).
 pub fn render_all(a: &Analysis) -> Vec<(&'static str, Vec<u8>)> {
     let mut files = vec![
@@ -35,6 +38,9 @@ pub fn render_all(a: &Analysis) -> Vec<(&'static str, Vec<u8>)> {
     ];
     if !a.latency.is_empty() {
         files.push((LATENCY_CSV, text::latency_csv(a)));
+    }
+    if !a.back_to_back.is_empty() {
+        files.push((B2B_CSV, text::b2b_csv(a)));
     }
     files
 }

@@ -328,6 +328,14 @@ pub struct Row {
     /// there were none; a note names the reasons.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial_frames_invalid: Option<u64>,
+    /// Multi-goal only: RFC 9971 conditional throughput of goal 0 (frames/s, directions
+    /// summed), mean over the repetitions that have it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditional_pps: Option<f64>,
+    /// Multi-goal only: repetitions whose goal 0 result is irregular (RFC 9971); a note names
+    /// them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub irregular_repetitions: usize,
 }
 
 /// Invalid frames over `trials`, by reason.
@@ -337,6 +345,10 @@ fn invalid_of<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> InvalidCount
         t.merge(&e.invalid);
     }
     t
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Frames lost over `trials`, and the DUT's ingress drops over those that recorded them (the
@@ -409,6 +421,46 @@ pub struct LatencyRow {
     /// recorded before percentiles were kept).
     #[serde(default)]
     pub percentiles_us: Option<[f64; 4]>,
+    /// RFC 8219 §7.2 Typical Latency (each trial's median), the median over the trials, µs.
+    #[serde(default)]
+    pub typical_us: Option<f64>,
+    /// RFC 8219 §7.2 Worst Case Latency (each trial's 99.9th percentile), median over trials, µs.
+    #[serde(default)]
+    pub worst_case_us: Option<f64>,
+    /// RFC 8219 §7.3.1 PDV (each trial's 99.9th percentile minus its minimum), median over the
+    /// trials, µs. `None`, like the two above, when any trial lacks percentiles.
+    #[serde(default)]
+    pub pdv_us: Option<f64>,
+    /// RFC 8219 §7.3.2 IPDV of the measured stream: each trial's 99.9th percentile of
+    /// |D(i) − D(i−1)| over frames with consecutive sequence numbers, median over the trials,
+    /// µs. `None` when any trial lacks it: trials received by XDP (its in-kernel per-stream
+    /// counters keep no per-frame delay history) and older records.
+    #[serde(default)]
+    pub ipdv_us: Option<f64>,
+}
+
+/// RFC 2544 §26.4 / RFC 9004 back-to-back result of one case (mean over repetitions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackToBackRow {
+    /// Case id.
+    pub case_id: String,
+    /// Dimensions.
+    pub dims: Dims,
+    /// Repetitions that completed.
+    pub repetitions: usize,
+    /// Average back-to-back frames (the longest loss-free burst at the minimum gap).
+    pub mean_frames: f64,
+    /// Maximum theoretical frame rate of one direction, frames/s.
+    pub max_pps: f64,
+    /// Throughput of the same case (one direction, frames/s) from a completed
+    /// `rfc2544-throughput` search, else the first goal of a completed `multi-goal` search.
+    pub throughput_pps: Option<f64>,
+    /// RFC 9004 Implied DUT Buffer Time, ms.
+    pub implied_buffer_ms: f64,
+    /// RFC 9004 Corrected DUT Buffer Time, ms; `None` with [`Self::corrected_refused`].
+    pub corrected_buffer_ms: Option<f64>,
+    /// Why the corrected buffer time is not given.
+    pub corrected_refused: Option<String>,
 }
 
 /// Names of [`LatencyRow::percentiles_us`], in order, as tables and CSV head them.
@@ -487,6 +539,9 @@ pub struct Analysis {
     pub loss_curves: Vec<LossCurveRow>,
     /// Latency.
     pub latency: Vec<LatencyRow>,
+    /// Back-to-back (RFC 2544 §26.4 with RFC 9004's buffer times).
+    #[serde(default)]
+    pub back_to_back: Vec<BackToBackRow>,
     /// Findings.
     pub findings: Vec<Statement>,
     /// What is missing.
@@ -704,7 +759,9 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             let mut rep_pps = Vec::new();
             let mut widths = Vec::new();
             let mut limited = None;
-            for ((c, _, mm), res) in &done {
+            let mut conditional = Vec::new();
+            let mut irregular = 0;
+            for ((c, rep, mm), res) in &done {
                 if c != case_id || mm != m {
                     continue;
                 }
@@ -713,10 +770,38 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                     (Status::TesterLimited { achieved, .. }, _) => {
                         limited = Some(achieved.percent());
                     }
+                    (Status::TimeCapped { cap }, Finding::Throughput { goals }) => {
+                        let brackets: Vec<String> = goals
+                            .iter()
+                            .map(|g| {
+                                let b = |x: Option<bench::search::LineFraction>| {
+                                    x.map_or("–".into(), |x| format!("{:.3} %", x.percent()))
+                                };
+                                format!(
+                                    "loss {} %: [{}, {}]",
+                                    g.loss_ratio * 100.0,
+                                    b(g.lower),
+                                    b(g.upper)
+                                )
+                            })
+                            .collect();
+                        notes.push(format!(
+                            "{case_id} ({}, repetition {rep}): stopped at the search-time cap of {} s with these brackets, not counted as a DUT figure: {}",
+                            m.name(),
+                            cap.as_secs_f64(),
+                            brackets.join("; ")
+                        ));
+                    }
                     (Status::Complete, Finding::Throughput { goals }) => {
                         if let Some(g) = goals.first() {
                             let lower = g.lower.map_or(0.0, |l| l.0);
                             rep_pps.push(lower * max_pps);
+                            if let Some(c) = g.conditional_throughput {
+                                conditional.push(c.0 * max_pps);
+                            }
+                            if g.regular == Some(false) {
+                                irregular += 1;
+                            }
                             if let Some(u) = g.upper {
                                 widths.push((u.0 - lower) * max_pps);
                             }
@@ -785,7 +870,19 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 trial_frames_lost: accounted.0,
                 dut_ingress_drops: accounted.1,
                 trial_frames_invalid: (!invalid.is_zero()).then(|| invalid.total()),
+                conditional_pps: if limited.is_some() {
+                    None
+                } else {
+                    mean(&conditional)
+                },
+                irregular_repetitions: irregular,
             });
+            if irregular > 0 {
+                notes.push(format!(
+                    "{case_id} ({}): {irregular} repetition(s) with an irregular result (RFC 9971: the maximum load met the loss goal or the minimum load missed it; the figure is a bound, not a bracket)",
+                    m.name()
+                ));
+            }
         } else {
             // iperf3: one run per repetition; the last trial with a parsable report counts.
             let mut rep_pps = Vec::new();
@@ -863,6 +960,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 trial_frames_lost: None,
                 dut_ingress_drops: None,
                 trial_frames_invalid: None,
+                conditional_pps: None,
+                irregular_repetitions: 0,
             });
         }
     }
@@ -877,6 +976,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let mut latency = Vec::new();
     let mut curve_acc: BTreeMap<String, BTreeMap<i64, Vec<f64>>> = BTreeMap::new();
     let mut lat_acc: BTreeMap<String, Vec<(f64, bench::search::LatencySummary)>> = BTreeMap::new();
+    let mut b2b_acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for ((case, _, _), res) in &done {
         let Some(res) = res else { continue };
         if res.status != Status::Complete {
@@ -890,6 +990,11 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                         .or_default()
                         .push(p.loss_ratio * 100.0);
                 }
+            }
+            Finding::BackToBack {
+                mean: Some(mean), ..
+            } => {
+                b2b_acc.entry(case.clone()).or_default().push(*mean);
             }
             Finding::Latency { load, trials, .. } => {
                 for t in trials {
@@ -935,8 +1040,45 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             max_us: acc.iter().map(|x| x.1.max.0).max().unwrap_or(0) as f64 / 1e3,
             samples,
             percentiles_us: pooled_percentiles(&acc),
+            typical_us: rfc8219_median(&acc, |r| r.typical),
+            worst_case_us: rfc8219_median(&acc, |r| r.worst_case),
+            pdv_us: rfc8219_median(&acc, |r| r.pdv),
+            ipdv_us: acc
+                .iter()
+                .map(|(_, t)| t.ipdv.map(|i| i.p99_9_abs.0 as f64 / 1e3))
+                .collect::<Option<Vec<f64>>>()
+                .and_then(median),
         });
     }
+    let mut back_to_back = Vec::new();
+    for (case, means) in b2b_acc {
+        let dims = dims_for(&case, &mut dims_of);
+        let directions = if dims.bidirectional { 2.0 } else { 1.0 };
+        let Some((max_pps, _, _)) = dims.frame_size.and_then(|f| udp_max(speed, &dims, f)) else {
+            continue;
+        };
+        let max_pps = max_pps / directions;
+        // The same case's throughput: RFC 2544 first, else multi-goal's first goal.
+        let throughput_pps = ["rfc2544-throughput", "multi-goal"].iter().find_map(|m| {
+            rows.iter()
+                .find(|r| r.case_id == case && r.methodology == *m && !r.tester_limited)
+                .and_then(|r| r.pps.map(|p| p / f64::from(r.directions)))
+        });
+        let mean_frames = mean(&means).unwrap_or(0.0);
+        let bt = bench::search::buffer_time(mean_frames, max_pps, throughput_pps);
+        back_to_back.push(BackToBackRow {
+            case_id: case,
+            dims,
+            repetitions: means.len(),
+            mean_frames,
+            max_pps,
+            throughput_pps,
+            implied_buffer_ms: bt.implied_secs * 1e3,
+            corrected_buffer_ms: bt.corrected_secs.as_ref().ok().map(|s| s * 1e3),
+            corrected_refused: bt.corrected_secs.err(),
+        });
+    }
+
     let without = latency
         .iter()
         .filter(|l| l.percentiles_us.is_none())
@@ -974,6 +1116,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     });
     loss_curves.sort_by_key(|a| sort_key(&a.dims));
     latency.sort_by_key(|a| sort_key(&a.dims));
+    back_to_back.sort_by_key(|a| sort_key(&a.dims));
 
     let baseline = profiles
         .iter()
@@ -1002,6 +1145,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         rows,
         loss_curves,
         latency,
+        back_to_back,
         findings,
         completeness,
         notes,
@@ -1021,6 +1165,33 @@ fn pooled_percentiles(acc: &[(f64, bench::search::LatencySummary)]) -> Option<[f
         weight += w;
     }
     (weight > 0.0).then(|| sum.map(|s| s / weight / 1e3))
+}
+
+/// The median over the trials of one RFC 8219 figure, µs (RFC 8219 reports the median of the
+/// trials' values); `None` when any trial lacks percentiles.
+fn rfc8219_median(
+    acc: &[(f64, bench::search::LatencySummary)],
+    figure: impl Fn(&bench::search::Rfc8219) -> wire::units::Nanos,
+) -> Option<f64> {
+    let v: Vec<f64> = acc
+        .iter()
+        .map(|(_, t)| t.rfc8219().map(|r| figure(&r).0 as f64 / 1e3))
+        .collect::<Option<_>>()?;
+    median(v)
+}
+
+/// The median of `v` (mean of the middle two for an even count); `None` when empty.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 /// Whether `a` and `b` differ by more than their noise: |a − b| > noise(a) + noise(b).
@@ -1205,6 +1376,45 @@ mod tests {
         ];
         assert_eq!(loss_accounting(mixed.iter()), (Some(7), None));
         assert_eq!(loss_accounting([].iter()), (None, None));
+    }
+
+    /// RFC 8219 figures of a case are the median over its trials of each trial's figure.
+    #[test]
+    fn rfc8219_figures_are_medians_over_trials() {
+        use bench::search::{LatencySummary, Percentiles};
+        use wire::units::Nanos;
+        let t = |min: u64, p50: u64, p999: u64| {
+            (
+                10.0,
+                LatencySummary {
+                    min: Nanos(min),
+                    mean: Nanos(p50),
+                    max: Nanos(p999 * 2),
+                    samples: 100,
+                    ipdv: None,
+                    percentiles: Some(Percentiles {
+                        p50: Nanos(p50),
+                        p90: Nanos(p50),
+                        p99: Nanos(p999),
+                        p99_9: Nanos(p999),
+                    }),
+                },
+            )
+        };
+        let acc = [
+            t(10_000, 20_000, 50_000),
+            t(12_000, 30_000, 90_000),
+            t(11_000, 25_000, 60_000),
+        ];
+        assert_eq!(rfc8219_median(&acc, |r| r.typical), Some(25.0));
+        assert_eq!(rfc8219_median(&acc, |r| r.worst_case), Some(60.0));
+        // PDVs 40, 78, 49 µs: median 49.
+        assert_eq!(rfc8219_median(&acc, |r| r.pdv), Some(49.0));
+        // Even count: mean of the middle two.
+        assert_eq!(rfc8219_median(&acc[..2], |r| r.typical), Some(25.0));
+        let mut old = acc[0];
+        old.1.percentiles = None;
+        assert_eq!(rfc8219_median(&[acc[1], old], |r| r.typical), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Text exporters: JSON summary, CSV, Markdown and the terminal table. One number format for
 //! all of them ([`num`]), so the same figure reads the same everywhere.
 
-use crate::model::{Analysis, LatencyRow, Row, PERCENTILES};
+use crate::model::{Analysis, BackToBackRow, LatencyRow, Row, PERCENTILES};
 
 /// Number formats shared by every exporter.
 pub mod num {
@@ -50,7 +50,7 @@ pub const COLUMNS: [&str; 22] = [
 ];
 
 /// The columns of the latency table, in order, shared by CSV, Markdown and HTML.
-pub const LATENCY_COLUMNS: [&str; 10] = [
+pub const LATENCY_COLUMNS: [&str; 14] = [
     "case",
     "load_percent",
     "min_us",
@@ -61,6 +61,10 @@ pub const LATENCY_COLUMNS: [&str; 10] = [
     "mean_us",
     "max_us",
     "samples",
+    "typical_latency_us",
+    "worst_case_latency_us",
+    "pdv_us",
+    "ipdv_p99_9_us",
 ];
 
 /// The latency table's header as Markdown and HTML show it, in [`LATENCY_COLUMNS`] order.
@@ -68,6 +72,7 @@ pub fn latency_titles() -> Vec<String> {
     let mut t: Vec<String> = ["case", "load %", "min µs"].map(String::from).to_vec();
     t.extend(PERCENTILES.map(|p| format!("{p} µs")));
     t.extend(["mean µs", "max µs", "samples"].map(String::from));
+    t.extend(["Typical Latency µs", "Worst Case Latency µs", "PDV µs"].map(String::from));
     t
 }
 
@@ -86,6 +91,10 @@ pub fn latency_cells(l: &LatencyRow) -> Vec<String> {
         num::us(l.mean_us),
         num::us(l.max_us),
         l.samples.to_string(),
+        l.typical_us.map(num::us).unwrap_or_default(),
+        l.worst_case_us.map(num::us).unwrap_or_default(),
+        l.pdv_us.map(num::us).unwrap_or_default(),
+        l.ipdv_us.map(num::us).unwrap_or_default(),
     ]
 }
 
@@ -95,6 +104,57 @@ pub fn latency_csv(a: &Analysis) -> Vec<u8> {
     out.push('\n');
     for l in &a.latency {
         let line: Vec<String> = latency_cells(l).iter().map(|c| csv_field(c)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// The columns of the back-to-back table, in order, shared by CSV, Markdown and HTML.
+pub const B2B_COLUMNS: [&str; 7] = [
+    "case",
+    "repetitions",
+    "mean_frames",
+    "throughput_pps",
+    "implied_buffer_ms",
+    "corrected_buffer_ms",
+    "corrected_refused",
+];
+
+/// The back-to-back table's header as Markdown and HTML show it.
+pub const B2B_TITLES: [&str; 7] = [
+    "case",
+    "repetitions",
+    "back-to-back frames (mean)",
+    "throughput frames/s",
+    "implied DUT buffer time ms",
+    "corrected DUT buffer time ms",
+    "not corrected because",
+];
+
+/// The cells of a back-to-back row, in [`B2B_COLUMNS`] order.
+pub fn b2b_cells(b: &BackToBackRow) -> Vec<String> {
+    vec![
+        b.case_id.clone(),
+        b.repetitions.to_string(),
+        format!("{:.1}", b.mean_frames),
+        b.throughput_pps
+            .map(|p| format!("{p:.0}"))
+            .unwrap_or_default(),
+        format!("{:.4}", b.implied_buffer_ms),
+        b.corrected_buffer_ms
+            .map(|m| format!("{m:.4}"))
+            .unwrap_or_default(),
+        b.corrected_refused.clone().unwrap_or_default(),
+    ]
+}
+
+/// `back-to-back.csv`: one line per case with a back-to-back result.
+pub fn b2b_csv(a: &Analysis) -> Vec<u8> {
+    let mut out = B2B_COLUMNS.join(",");
+    out.push('\n');
+    for b in &a.back_to_back {
+        let line: Vec<String> = b2b_cells(b).iter().map(|c| csv_field(c)).collect();
         out.push_str(&line.join(","));
         out.push('\n');
     }
@@ -274,13 +334,25 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     o.push('\n');
     if !a.latency.is_empty() {
         o.push_str(&format!(
-            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them).\n\n| {} |\n|{}\n",
+            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them). RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV p99.9 is the 99.9th percentile of the delay difference of consecutive frames (median over the trials), empty for XDP-received trials.\n\n| {} |\n|{}\n",
             PERCENTILES.join("/"),
             latency_titles().join(" | "),
             "---|".repeat(LATENCY_COLUMNS.len())
         ));
         for l in &a.latency {
             let c: Vec<String> = latency_cells(l).iter().map(|x| md_escape(x)).collect();
+            o.push_str(&format!("| {} |\n", c.join(" | ")));
+        }
+        o.push('\n');
+    }
+    if !a.back_to_back.is_empty() {
+        o.push_str(&format!(
+            "## Back-to-back\n\nThe longest loss-free burst at the minimum inter-frame gap (RFC 2544 §26.4), and RFC 9004's buffer times: implied = frames / maximum frame rate; corrected = (frames − frames × throughput / maximum) / maximum, given only when a throughput search of the same case completed.\n\n| {} |\n|{}\n",
+            B2B_TITLES.join(" | "),
+            "---|".repeat(B2B_COLUMNS.len())
+        ));
+        for b in &a.back_to_back {
+            let c: Vec<String> = b2b_cells(b).iter().map(|x| md_escape(x)).collect();
             o.push_str(&format!("| {} |\n", c.join(" | ")));
         }
         o.push('\n');

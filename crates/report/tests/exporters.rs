@@ -314,7 +314,11 @@ fn agree_latency(a: &Analysis) -> usize {
         assert_eq!(md_rows[i][0], case);
         let h = &html_rows[case];
         let p = &j["percentiles_us"];
-        let fields: [(&str, Option<f64>, i32); 8] = [
+        let fields: [(&str, Option<f64>, i32); 12] = [
+            ("ipdv_p99_9_us", j["ipdv_us"].as_f64(), 1),
+            ("typical_latency_us", j["typical_us"].as_f64(), 1),
+            ("worst_case_latency_us", j["worst_case_us"].as_f64(), 1),
+            ("pdv_us", j["pdv_us"].as_f64(), 1),
             ("load_percent", j["load_percent"].as_f64(), 2),
             ("min_us", j["min_us"].as_f64(), 1),
             ("p50_us", p[0].as_f64(), 1),
@@ -656,4 +660,188 @@ fn invalid_frames_are_named_in_a_note_and_the_row() {
         .notes
         .iter()
         .any(|n| n.contains("carrying a test signature")));
+}
+
+/// RFC 9004 back-to-back figures in every format: the corrected buffer time where the case's
+/// throughput search completed, a refusal with the reason where it did not.
+#[test]
+fn back_to_back_buffer_times_in_every_format() {
+    use bench::plan::Methodology;
+    use bench::results::{MethodologyDone, Record};
+    use bench::search::{Finding, SearchResult, Status};
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let b2b = |case: &str, mean: f64| {
+        Record::Done(MethodologyDone {
+            case_id: case.into(),
+            repetition: 0,
+            methodology: Methodology::Rfc2544BackToBack,
+            result: Some(SearchResult {
+                status: Status::Complete,
+                finding: Finding::BackToBack {
+                    lengths: vec![mean as u64],
+                    mean: Some(mean),
+                },
+                trials: 20,
+                trial_seconds: 40.0,
+            }),
+            ceiling: None,
+        })
+    };
+    let demo = load("run-demo");
+    let case = demo
+        .rows
+        .iter()
+        .find(|r| r.methodology == "rfc2544-throughput" && r.pps.is_some() && !r.tester_limited)
+        .unwrap()
+        .case_id
+        .clone();
+    records.push(b2b(&case, 30_000.0));
+    records.push(b2b("no-such-throughput/udp4/64B", 1_000.0));
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    assert_eq!(a.back_to_back.len(), 2, "{:?}", a.back_to_back);
+    let with = a.back_to_back.iter().find(|b| b.case_id == case).unwrap();
+    let t = with.throughput_pps.unwrap();
+    let max = with.max_pps;
+    assert!(t > 0.0 && t <= max);
+    // Implied = frames / max; corrected = (frames − frames × t / max) / max.
+    assert!((with.implied_buffer_ms - 30_000.0 / max * 1e3).abs() < 1e-9);
+    let want = (30_000.0 - 30_000.0 * t / max) / max * 1e3;
+    assert!((with.corrected_buffer_ms.unwrap() - want).abs() < 1e-9);
+    let without = a.back_to_back.iter().find(|b| b.case_id != case).unwrap();
+    assert_eq!(without.corrected_buffer_ms, None);
+    let why = without.corrected_refused.clone().unwrap();
+    assert!(why.contains("no completed throughput search"), "{why}");
+    // Every format carries both figures.
+    let cell = format!("{want:.4}");
+    let csv = String::from_utf8(report::text::b2b_csv(&a)).unwrap();
+    let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    let json = String::from_utf8(report::text::json(&a)).unwrap();
+    for (name, text) in [("csv", &csv), ("markdown", &md), ("html", &html)] {
+        assert!(text.contains(&cell), "{name} lacks {cell}");
+        assert!(text.contains("no completed throughput search"), "{name}");
+    }
+    assert!(json.contains("\"corrected_buffer_ms\"") && json.contains("\"implied_buffer_ms\""));
+    assert!(report::render_all(&a)
+        .iter()
+        .any(|(n, _)| *n == report::B2B_CSV));
+}
+
+/// A search stopped by its search-time cap gives no DUT figure; the report says so and shows
+/// the brackets it had.
+#[test]
+fn a_time_capped_search_is_a_note_not_a_figure() {
+    use bench::plan::Methodology;
+    use bench::results::{MethodologyDone, Record};
+    use bench::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    records.push(Record::Done(MethodologyDone {
+        case_id: "forward/udp4/64B".into(),
+        repetition: 0,
+        methodology: Methodology::MultiGoal,
+        result: Some(SearchResult {
+            status: Status::TimeCapped {
+                cap: core::time::Duration::from_secs(40),
+            },
+            finding: Finding::Throughput {
+                goals: vec![GoalResult {
+                    loss_ratio: 0.0,
+                    lower: Some(LineFraction(0.4)),
+                    upper: Some(LineFraction(0.45)),
+                    goal: None,
+                    conditional_throughput: None,
+                    regular: Some(false),
+                }],
+            },
+            trials: 3,
+            trial_seconds: 32.0,
+        }),
+        ceiling: None,
+    }));
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    let row = a
+        .rows
+        .iter()
+        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == "multi-goal")
+        .unwrap();
+    assert_eq!(row.pps, None);
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("search-time cap of 40 s") && n.contains("[40.000 %, 45.000 %]")),
+        "{:?}",
+        a.notes
+    );
+}
+
+/// A multi-goal result's RFC 9971 conditional throughput and irregular flag reach the report.
+#[test]
+fn multi_goal_conditional_throughput_and_irregular_results() {
+    use bench::plan::Methodology;
+    use bench::results::{MethodologyDone, Record};
+    use bench::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let done = |rep: u32, regular: bool| {
+        Record::Done(MethodologyDone {
+            case_id: "forward/udp4/64B".into(),
+            repetition: rep,
+            methodology: Methodology::MultiGoal,
+            result: Some(SearchResult {
+                status: Status::Complete,
+                finding: Finding::Throughput {
+                    goals: vec![GoalResult {
+                        loss_ratio: 0.0,
+                        lower: Some(LineFraction(0.4)),
+                        upper: regular.then_some(LineFraction(0.402)),
+                        goal: None,
+                        conditional_throughput: Some(LineFraction(0.4)),
+                        regular: Some(regular),
+                    }],
+                },
+                trials: 6,
+                trial_seconds: 64.0,
+            }),
+            ceiling: None,
+        })
+    };
+    records.push(done(0, true));
+    records.push(done(1, false));
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    let row = a
+        .rows
+        .iter()
+        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == "multi-goal")
+        .unwrap();
+    assert!((row.conditional_pps.unwrap() - 0.4 * row.max_pps).abs() < 1e-6);
+    assert_eq!(row.irregular_repetitions, 1);
+    assert!(a
+        .notes
+        .iter()
+        .any(|n| n.contains("forward/udp4/64B (multi-goal): 1 repetition(s) with an irregular")));
+    let json = String::from_utf8(report::text::json(&a)).unwrap();
+    assert!(json.contains("\"conditional_pps\"") && json.contains("\"irregular_repetitions\": 1"));
 }

@@ -200,6 +200,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                                     mean: Nanos((base * j) as u64),
                                     max: Nanos((base * 4.2 * j) as u64),
                                     samples: out.received.min(200_000),
+                                    ipdv: None,
                                     percentiles: Some(percentiles(base * j)),
                                 });
                             }
@@ -339,6 +340,7 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
                             mean: Nanos(base as u64),
                             max: Nanos((base * 4.5) as u64),
                             samples: out.received.min(100_000),
+                            ipdv: None,
                             percentiles: Some(percentiles(base)),
                         });
                     }

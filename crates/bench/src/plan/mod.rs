@@ -283,13 +283,38 @@ pub struct MethodologySettings {
     pub loss_tolerance: f64,
     /// RFC 2544 throughput: relative resolution.
     pub resolution: f64,
-    /// Multi-goal: loss-ratio goals.
-    pub goals: Vec<f64>,
-    /// Multi-goal: final relative width.
+    /// Multi-goal: the goals (a bare loss ratio in older run files).
+    pub goals: Vec<GoalSetting>,
+    /// Multi-goal: final relative width (default of every goal).
     pub width: f64,
-    /// Multi-goal: first-phase trial duration.
+    /// Multi-goal: first-phase trial duration (default of every goal).
     #[serde(with = "crate::secs")]
     pub initial_duration: Duration,
+    /// Multi-goal: goal exceed ratio (default of every goal).
+    #[serde(default)]
+    pub exceed_ratio: f64,
+    /// Multi-goal: final trial duration (default of every goal; `None` = `run.trial-duration`).
+    #[serde(
+        default,
+        with = "crate::secs_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub final_duration: Option<Duration>,
+    /// Multi-goal: goal duration sum (default of every goal; `None` = its final duration).
+    #[serde(
+        default,
+        with = "crate::secs_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration_sum: Option<Duration>,
+    /// Multi-goal: the most trial time one search may spend; it then stops with the best
+    /// brackets so far and says so.
+    #[serde(
+        default,
+        with = "crate::secs_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub search_time_cap: Option<Duration>,
     /// Latency: trials.
     pub latency_trials: u32,
     /// Latency: trial duration.
@@ -324,9 +349,13 @@ impl Default for MethodologySettings {
         MethodologySettings {
             loss_tolerance: 0.0,
             resolution: 0.005,
-            goals: vec![0.0, 0.005],
+            goals: vec![GoalSetting::ratio(0.0), GoalSetting::ratio(0.005)],
             width: 0.005,
             initial_duration: Duration::from_secs(1),
+            exceed_ratio: 0.0,
+            final_duration: None,
+            duration_sum: None,
+            search_time_cap: None,
             latency_trials: 20,
             latency_duration: Duration::from_secs(120),
             loss_curve_step: 0.1,
@@ -338,6 +367,132 @@ impl Default for MethodologySettings {
             iperf3_omit: DEFAULT_IPERF3_OMIT,
             iperf3_duration: default_iperf3_duration(),
             iperf3_udp_bitrate: None,
+        }
+    }
+}
+
+/// One goal of the multi-goal search as the plan gives it (RFC 9971 §4.6); a field left unset
+/// takes the `[methodology.multi-goal]` value (see [`GoalSetting::resolve`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(from = "GoalEntry")]
+pub struct GoalSetting {
+    /// Goal loss ratio.
+    pub loss_ratio: f64,
+    /// Goal exceed ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exceed_ratio: Option<f64>,
+    /// Goal width.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<f64>,
+    /// Goal initial trial duration.
+    #[serde(
+        default,
+        with = "crate::secs_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub initial_duration: Option<Duration>,
+    /// Goal final trial duration.
+    #[serde(
+        default,
+        with = "crate::secs_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub final_duration: Option<Duration>,
+    /// Goal duration sum.
+    #[serde(
+        default,
+        with = "crate::secs_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration_sum: Option<Duration>,
+}
+
+/// How a goal may be written in `run.json`: a bare loss ratio (older runs) or all fields.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum GoalEntry {
+    Ratio(f64),
+    Full(GoalFields),
+}
+
+#[derive(Deserialize)]
+struct GoalFields {
+    loss_ratio: f64,
+    #[serde(default)]
+    exceed_ratio: Option<f64>,
+    #[serde(default)]
+    width: Option<f64>,
+    #[serde(default, with = "crate::secs_opt")]
+    initial_duration: Option<Duration>,
+    #[serde(default, with = "crate::secs_opt")]
+    final_duration: Option<Duration>,
+    #[serde(default, with = "crate::secs_opt")]
+    duration_sum: Option<Duration>,
+}
+
+impl From<GoalEntry> for GoalSetting {
+    fn from(e: GoalEntry) -> GoalSetting {
+        match e {
+            GoalEntry::Ratio(r) => GoalSetting::ratio(r),
+            GoalEntry::Full(f) => GoalSetting {
+                loss_ratio: f.loss_ratio,
+                exceed_ratio: f.exceed_ratio,
+                width: f.width,
+                initial_duration: f.initial_duration,
+                final_duration: f.final_duration,
+                duration_sum: f.duration_sum,
+            },
+        }
+    }
+}
+
+impl GoalSetting {
+    /// A goal given only by its loss ratio.
+    pub fn ratio(loss_ratio: f64) -> GoalSetting {
+        GoalSetting {
+            loss_ratio,
+            exceed_ratio: None,
+            width: None,
+            initial_duration: None,
+            final_duration: None,
+            duration_sum: None,
+        }
+    }
+
+    /// The goal `"rfc2544"`: [`search::Goal::rfc2544`] (loss 0, exceed 0, one 60 s trial), with
+    /// the methodology's width and initial duration.
+    pub fn rfc2544() -> GoalSetting {
+        let g = search::Goal::rfc2544();
+        GoalSetting {
+            loss_ratio: g.loss_ratio,
+            exceed_ratio: Some(g.exceed_ratio),
+            width: None,
+            initial_duration: None,
+            final_duration: Some(g.final_duration),
+            duration_sum: Some(g.duration_sum),
+        }
+    }
+
+    /// The goal with every unset field taken from `m`, then from `run` (final duration =
+    /// `run.trial-duration`, duration sum = the final duration, initial ≤ final).
+    pub fn resolve(&self, m: &MethodologySettings, run: &RunSettings) -> search::Goal {
+        let final_duration = self
+            .final_duration
+            .or(m.final_duration)
+            .unwrap_or(run.trial_duration);
+        search::Goal {
+            loss_ratio: self.loss_ratio,
+            exceed_ratio: self.exceed_ratio.unwrap_or(m.exceed_ratio),
+            width: self.width.unwrap_or(m.width),
+            initial_duration: self
+                .initial_duration
+                .unwrap_or(m.initial_duration)
+                .min(final_duration),
+            final_duration,
+            duration_sum: self
+                .duration_sum
+                .or(m.duration_sum)
+                .unwrap_or(final_duration),
         }
     }
 }
@@ -682,14 +837,12 @@ impl Plan {
             })
             .map(|s| Box::new(s) as Box<dyn Search>),
             Methodology::MultiGoal => MultiGoalSearch::new(MultiGoalConfig {
-                goals: m.goals.clone(),
+                goals: m.goals.iter().map(|g| g.resolve(m, r)).collect(),
                 min_load: r.min_load,
                 max_load: r.max_load,
-                initial_duration: m.initial_duration.min(r.trial_duration),
-                final_duration: r.trial_duration,
-                width_goal: m.width,
                 phases: None,
                 tester_tolerance: r.tester_tolerance,
+                time_cap: m.search_time_cap,
             })
             .map(|s| Box::new(s) as Box<dyn Search>),
             Methodology::Rfc2544LossCurve => LossCurve::new(LossCurveConfig {

@@ -16,11 +16,12 @@ use wire::units::BitsPerSec;
 
 use super::source::{did_you_mean, PlanErrors, Source};
 use super::{
-    DsliteRole, DsliteSettings, Dut, DutKind, Matrix, Methodology, MethodologySettings, Plan, Port,
-    PppAuth, PppoeRole, PppoeSettings, Profile, Protocol, RunSettings, Topology, TxBackend,
+    DsliteRole, DsliteSettings, Dut, DutKind, GoalSetting, Matrix, Methodology,
+    MethodologySettings, Plan, Port, PppAuth, PppoeRole, PppoeSettings, Profile, Protocol,
+    RunSettings, Topology, TxBackend,
 };
 use crate::hooks::{Exec, Hook, Parser, ProfileHooks};
-use crate::search::{LineFraction, DEFAULT_TESTER_TOLERANCE};
+use crate::search::{self, LineFraction, DEFAULT_TESTER_TOLERANCE};
 
 type Value<'i> = Spanned<DeValue<'i>>;
 
@@ -65,6 +66,27 @@ fn type_name(v: &DeValue<'_>) -> &'static str {
         DeValue::Table(_) => "a table",
     }
 }
+
+/// Keys of a goal table in `methodology.multi-goal.goals`.
+const GOAL_KEYS: [&str; 6] = [
+    "loss-ratio",
+    "exceed-ratio",
+    "width",
+    "initial-duration",
+    "final-duration",
+    "duration-sum",
+];
+
+/// Keys of `[methodology.multi-goal]`.
+const MULTI_GOAL_KEYS: [&str; 7] = [
+    "goals",
+    "width",
+    "initial-duration",
+    "exceed-ratio",
+    "final-duration",
+    "duration-sum",
+    "search-time-cap",
+];
 
 /// Parses `500ms`, `2s`, `1.5s`, `2m`, `1h`.
 fn parse_duration(s: &str) -> Option<Duration> {
@@ -887,7 +909,47 @@ impl<'s> Walker<'s> {
         r
     }
 
-    fn methodology(&mut self, root: &DeTable<'_>) -> MethodologySettings {
+    /// One element of `methodology.multi-goal.goals`: a loss ratio, the name `"rfc2544"`, or a
+    /// table of goal settings.
+    fn goal(&mut self, v: &Value<'_>, path: &str) -> Option<GoalSetting> {
+        match v.get_ref() {
+            DeValue::String(_) => self.choice(v, path, &[("rfc2544", GoalSetting::rfc2544())]),
+            DeValue::Table(t) => {
+                self.keys(t, path, &GOAL_KEYS);
+                let loss = self.required(t, &v.span(), path, "loss-ratio")?;
+                let mut g =
+                    GoalSetting::ratio(self.float(loss, &join(path, "loss-ratio"), 0.0, 0.5)?);
+                if let Some(x) = get(t, "exceed-ratio") {
+                    g.exceed_ratio = Some(self.float(x, &join(path, "exceed-ratio"), 0.0, 0.99)?);
+                }
+                if let Some(x) = get(t, "width") {
+                    g.width = Some(self.float(x, &join(path, "width"), 1e-6, 0.49)?);
+                }
+                for (key, slot) in [
+                    ("initial-duration", &mut g.initial_duration),
+                    ("final-duration", &mut g.final_duration),
+                    ("duration-sum", &mut g.duration_sum),
+                ] {
+                    if let Some(x) = get(t, key) {
+                        *slot = Some(self.positive_duration(x, &join(path, key))?);
+                    }
+                }
+                Some(g)
+            }
+            _ => self.float(v, path, 0.0, 0.5).map(GoalSetting::ratio),
+        }
+    }
+
+    fn positive_duration(&mut self, v: &Value<'_>, path: &str) -> Option<Duration> {
+        let d = self.duration(v, path)?;
+        if d < Duration::from_millis(1) {
+            self.err(v.span(), path, "must be at least 1ms");
+            return None;
+        }
+        Some(d)
+    }
+
+    fn methodology(&mut self, root: &DeTable<'_>, run: &RunSettings) -> MethodologySettings {
         let mut m = MethodologySettings::default();
         let Some(v) = get(root, "methodology") else {
             return m;
@@ -910,12 +972,26 @@ impl<'s> Walker<'s> {
                 m.resolution = x;
             }
         }
-        if let Some(st) = self.sub(t, "multi-goal", &["goals", "width", "initial-duration"]) {
+        if let Some(st) = self.sub(t, "multi-goal", &MULTI_GOAL_KEYS) {
             let p = "methodology.multi-goal";
             if let Some(x) = get(st, "goals")
-                .and_then(|x| self.list(x, &join(p, "goals"), |w, i, q| w.float(i, q, 0.0, 0.5)))
+                .and_then(|x| self.list(x, &join(p, "goals"), |w, i, q| w.goal(i, q)))
             {
                 m.goals = x;
+            }
+            if let Some(x) = get(st, "exceed-ratio")
+                .and_then(|x| self.float(x, &join(p, "exceed-ratio"), 0.0, 0.99))
+            {
+                m.exceed_ratio = x;
+            }
+            for (key, slot) in [
+                ("final-duration", &mut m.final_duration),
+                ("duration-sum", &mut m.duration_sum),
+                ("search-time-cap", &mut m.search_time_cap),
+            ] {
+                if let Some(x) = get(st, key) {
+                    *slot = self.positive_duration(x, &join(p, key));
+                }
             }
             if let Some(x) =
                 get(st, "width").and_then(|x| self.float(x, &join(p, "width"), 1e-6, 0.49))
@@ -926,6 +1002,26 @@ impl<'s> Walker<'s> {
                 .and_then(|x| self.duration(x, &join(p, "initial-duration")))
             {
                 m.initial_duration = x.max(Duration::from_millis(1));
+            }
+            // Each goal as it will run (its own settings over these, over `run`): the search's
+            // own checks, reported at the goal.
+            let goals_v = get(st, "goals");
+            for (i, g) in m.goals.iter().enumerate() {
+                let goal = g.resolve(&m, run);
+                let cfg = search::MultiGoalConfig {
+                    goals: vec![goal],
+                    ..search::MultiGoalConfig::ndr_pdr(goal.final_duration)
+                };
+                if let Err(e) = search::MultiGoalSearch::new(cfg) {
+                    let (span, key) = match goals_v.map(|v| (v, v.get_ref())) {
+                        Some((_, DeValue::Array(a))) if i < a.len() => {
+                            (a[i].span(), format!("{p}.goals[{i}]"))
+                        }
+                        Some((v, _)) => (v.span(), join(p, "goals")),
+                        None => (v.span(), p.to_string()),
+                    };
+                    self.err(span, &key, e.0);
+                }
             }
         }
         if let Some(st) = self.sub(t, "rfc2544-latency", &["trials", "duration"]) {
@@ -1713,7 +1809,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
         .unwrap_or_default();
     let dut = topology.as_ref().and_then(|t| w.dut(root, &root_span, t));
     let run = w.run(root);
-    let methodology = w.methodology(root);
+    let methodology = w.methodology(root, &run);
     let profiles = dut.as_ref().map(|d| d.profiles.clone()).unwrap_or_default();
     let mut matrices = Vec::new();
     if let Some(mv) = w.required(root, &root_span, "", "matrix") {

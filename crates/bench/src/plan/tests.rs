@@ -482,3 +482,81 @@ fn duplicate_keys_are_named() {
         errs[0].message
     );
 }
+
+/// The demo plan with a `[methodology.multi-goal]` table holding `body`.
+fn with_multi_goal(body: &str) -> String {
+    demo().replace(
+        "[methodology.iperf3]",
+        &format!("[methodology.multi-goal]\n{body}\n\n[methodology.iperf3]"),
+    )
+}
+
+#[test]
+fn multi_goal_settings_per_goal_and_by_name() {
+    let text = with_multi_goal(
+        r#"goals = [0.0, "rfc2544", { loss-ratio = 0.005, exceed-ratio = 0.5, duration-sum = "3s", width = 0.01 }]
+exceed-ratio = 0.0
+search-time-cap = "10m""#,
+    );
+    let plan = Plan::parse(&text, "plan.toml").unwrap();
+    let m = &plan.methodology;
+    let goals: Vec<search::Goal> = m.goals.iter().map(|g| g.resolve(m, &plan.run)).collect();
+    // Plain ratio: the methodology's settings, final = run.trial-duration (1 s in the demo).
+    assert_eq!(
+        goals[0],
+        search::Goal::new(0.0, 0.005, Duration::from_secs(1), Duration::from_secs(1))
+    );
+    // By name: RFC 2544 (one loss-free 60 s trial).
+    assert_eq!((goals[1].loss_ratio, goals[1].exceed_ratio), (0.0, 0.0));
+    assert_eq!(goals[1].final_duration, Duration::from_secs(60));
+    assert_eq!(goals[1].duration_sum, Duration::from_secs(60));
+    // A table: its own exceed ratio, sum and width over the defaults.
+    assert_eq!(goals[2].exceed_ratio, 0.5);
+    assert_eq!(goals[2].duration_sum, Duration::from_secs(3));
+    assert_eq!(goals[2].width, 0.01);
+    assert_eq!(m.search_time_cap, Some(Duration::from_secs(600)));
+    // The settings survive run.json, and older run files with bare ratios still read.
+    let j = serde_json::to_string(m).unwrap();
+    let back: MethodologySettings = serde_json::from_str(&j).unwrap();
+    assert_eq!(&back, m);
+    let old = j.replace(&serde_json::to_string(&m.goals).unwrap(), "[0.0,0.005]");
+    let old: MethodologySettings = serde_json::from_str(&old).unwrap();
+    assert_eq!(
+        old.goals,
+        [GoalSetting::ratio(0.0), GoalSetting::ratio(0.005)]
+    );
+}
+
+#[test]
+fn multi_goal_errors_name_file_line_and_goal() {
+    let text = with_multi_goal(r#"goals = [0.0, "rfc2545"]"#);
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0].key, "methodology.multi-goal.goals[1]");
+    assert_eq!(errs[0].line, line_of(&text, "rfc2545"));
+    assert_eq!(errs[0].hint.as_deref(), Some("did you mean `rfc2544`?"));
+
+    let text = with_multi_goal(r#"goals = [{ loss-ratio = 0.0, widht = 0.01 }]"#);
+    let errs = errors(&text);
+    assert_eq!(errs[0].key, "methodology.multi-goal.goals[0].widht");
+    assert_eq!(errs[0].message, "unknown key");
+
+    // A duration sum below the goal's final trial duration (run.trial-duration, 1 s).
+    let text = with_multi_goal(r#"goals = [0.0, { loss-ratio = 0.005, duration-sum = "500ms" }]"#);
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0].key, "methodology.multi-goal.goals[1]");
+    assert_eq!(errs[0].line, line_of(&text, "duration-sum"));
+    assert!(
+        errs[0].message.contains("duration sum"),
+        "{}",
+        errs[0].message
+    );
+
+    let text = with_multi_goal("exceed-ratio = 1.5");
+    assert_eq!(errors(&text)[0].key, "methodology.multi-goal.exceed-ratio");
+    let text = with_multi_goal(r#"search-time-cap = "0s""#);
+    let errs = errors(&text);
+    assert_eq!(errs[0].key, "methodology.multi-goal.search-time-cap");
+    assert_eq!(errs[0].line, line_of(&text, "search-time-cap"));
+}

@@ -111,6 +111,57 @@ impl Search for BackToBack {
     }
 }
 
+/// RFC 9004 §5 figures of a back-to-back result: how long the DUT's buffer lasts.
+///
+/// - **Implied DUT Buffer Time** = average back-to-back frames / max theoretical frame rate: how
+///   long the burst took on the wire.
+/// - **Corrected DUT Buffer Time** = (1 / max theoretical frame rate) × (average back-to-back
+///   frames − average back-to-back frames × measured throughput / max theoretical frame rate):
+///   the DUT forwarded at its throughput while the burst arrived, so only the rest was buffered;
+///   the buffer holds that many frames, i.e. that long at the maximum rate.
+///
+/// The correction needs the throughput of the same case, measured by a search that completed
+/// (RFC 9004 §3: the throughput benchmark comes first); without one the corrected figure is
+/// refused with the reason, and so it is when the throughput is the maximum frame rate (the
+/// burst cannot fill the buffer, RFC 9004 §3). Equivalently: implied × (1 − throughput / max).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BufferTime {
+    /// Implied DUT Buffer Time, seconds.
+    pub implied_secs: f64,
+    /// Corrected DUT Buffer Time in seconds, or why it is not given.
+    pub corrected_secs: Result<f64, String>,
+}
+
+/// Computes [`BufferTime`] from the average back-to-back length in frames, the maximum
+/// theoretical frame rate and, when a throughput search of the same case completed, its
+/// throughput (both rates in frames per second, for the same directions as the bursts).
+pub fn buffer_time(mean_frames: f64, max_pps: f64, throughput_pps: Option<f64>) -> BufferTime {
+    let implied_secs = if max_pps > 0.0 {
+        mean_frames / max_pps
+    } else {
+        0.0
+    };
+    let corrected_secs = match throughput_pps {
+        None => Err(
+            "no completed throughput search in this case (RFC 9004 needs the measured throughput)"
+                .into(),
+        ),
+        Some(_) if max_pps <= 0.0 => Err("no theoretical maximum frame rate".into()),
+        Some(t) if !(0.0..=max_pps * (1.0 + 1e-9)).contains(&t) => Err(format!(
+            "the throughput {t:.0} frames/s is not between 0 and the maximum {max_pps:.0}"
+        )),
+        // RFC 9004 §3: at the maximum rate the burst cannot fill the DUT's buffer.
+        Some(t) if t >= max_pps * (1.0 - 1e-9) => Err(
+            "the throughput is the maximum frame rate: a burst cannot fill the DUT's buffer (RFC 9004 §3)".into(),
+        ),
+        Some(t) => Ok((mean_frames - mean_frames * t / max_pps) / max_pps),
+    };
+    BufferTime {
+        implied_secs,
+        corrected_secs,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::sim::SimDut;
@@ -161,6 +212,58 @@ mod tests {
                 lengths: vec![2_976_190],
                 mean: Some(2_976_190.0)
             }
+        );
+    }
+
+    /// Worked by hand from the formulas: 64-byte frames at 1 Gb/s (1,488,095 frames/s), an
+    /// average of 30,000 back-to-back frames and a throughput of 50 % of the maximum: the
+    /// burst took 20.160 ms on the wire; the DUT forwarded half of it meanwhile and buffered
+    /// 15,000 frames, which last 10.080 ms at the maximum rate.
+    #[test]
+    fn rfc9004_buffer_time_arithmetic() {
+        let r = buffer_time(30_000.0, 1_488_095.0, Some(744_047.5));
+        assert!((r.implied_secs - 0.020_160_003_2).abs() < 1e-9, "{r:?}");
+        let c = r.corrected_secs.unwrap();
+        assert!((c - 0.010_080_001_6).abs() < 1e-9, "{c}");
+        // A DUT that forwards at line rate: nothing to measure (RFC 9004 §3), refused.
+        assert!(buffer_time(1000.0, 1000.0, Some(1000.0))
+            .corrected_secs
+            .unwrap_err()
+            .contains("cannot fill"));
+        // Almost line rate: almost nothing buffered.
+        let c = buffer_time(1000.0, 1000.0, Some(990.0))
+            .corrected_secs
+            .unwrap();
+        assert!((c - 0.01).abs() < 1e-12, "{c}");
+        // A DUT that forwards nothing buffers the whole burst: corrected = implied.
+        let z = buffer_time(500.0, 1000.0, Some(0.0));
+        assert_eq!(z.corrected_secs, Ok(z.implied_secs));
+    }
+
+    #[test]
+    fn rfc9004_refuses_without_a_completed_throughput() {
+        let r = buffer_time(30_000.0, 1_488_095.0, None);
+        assert!(r.implied_secs > 0.0);
+        assert!(r
+            .corrected_secs
+            .unwrap_err()
+            .contains("no completed throughput"));
+        assert!(buffer_time(1.0, 100.0, Some(200.0)).corrected_secs.is_err());
+    }
+
+    /// On the simulated DUT (capacity C, a queue of B frames) the back-to-back search finds
+    /// ⌊B / (1 − C)⌋ frames; with the throughput C the corrected buffer time is the queue:
+    /// B frames at the maximum rate.
+    #[test]
+    fn rfc9004_corrected_time_recovers_the_simulated_queue() {
+        let dut = SimDut::sharp(LineFraction(0.4)).with_buffer(30_000);
+        let n = dut.back_to_back_limit() as f64;
+        let max = super::super::sim::GIGABIT_64B_PPS;
+        let r = buffer_time(n, max, Some(0.4 * max));
+        let queue_secs = 30_000.0 / max;
+        assert!(
+            (r.corrected_secs.clone().unwrap() - queue_secs).abs() < 1.0 / max,
+            "{r:?}"
         );
     }
 }

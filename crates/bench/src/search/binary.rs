@@ -135,6 +135,9 @@ impl Search for BinarySearch {
                 loss_ratio: self.cfg.loss_tolerance,
                 lower: self.lower.map(LineFraction),
                 upper: self.upper.map(LineFraction),
+                goal: None,
+                conditional_throughput: None,
+                regular: None,
             }],
         };
         self.ledger.result(self.finished, finding)
@@ -224,5 +227,33 @@ mod tests {
             ..cfg()
         })
         .is_err());
+    }
+
+    /// An unstable DUT (capacity 60 % for the first 4 trials, 30 % after): the binary search
+    /// never measures a load twice, so the lower bound it found before the change stands and
+    /// the result overstates the DUT it ended with. The multi-goal search re-measures its lower
+    /// bound at each phase instead (`mlr::tests::unstable_dut_lowest_failure_wins`).
+    #[test]
+    fn unstable_dut_keeps_the_lower_bound_measured_before_the_change() {
+        let mut dut = SimDut::sharp(LineFraction(0.6));
+        let mut n = 0;
+        let mut loads = Vec::new();
+        let mut s = BinarySearch::new(cfg()).unwrap();
+        let r = drive(&mut s, |t| {
+            n += 1;
+            if n == 5 {
+                dut.capacity = LineFraction(0.3);
+            }
+            loads.push(t.load.0);
+            dut.trial(t)
+        });
+        assert_eq!(r.status, Status::Complete);
+        let lo = r.throughput(0).unwrap().0;
+        assert!(lo > 0.3, "{r:?}");
+        // No load was measured twice.
+        let mut seen = loads.clone();
+        seen.sort_by(f64::total_cmp);
+        seen.dedup();
+        assert_eq!(seen.len(), loads.len());
     }
 }

@@ -27,11 +27,11 @@ mod loss_curve;
 mod mlr;
 pub mod sim;
 
-pub use back_to_back::{BackToBack, BackToBackConfig};
+pub use back_to_back::{buffer_time, BackToBack, BackToBackConfig, BufferTime};
 pub use binary::{BinaryConfig, BinarySearch};
 pub use latency::{LatencyConfig, LatencySearch};
 pub use loss_curve::{LossCurve, LossCurveConfig};
-pub use mlr::{MultiGoalConfig, MultiGoalSearch};
+pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
 
 /// Default tolerance for tester-limited detection: an achieved offered load more than 1 %
 /// below the intended one means the tester, not the DUT, set the pace.
@@ -123,6 +123,46 @@ pub struct LatencySummary {
     /// must say so rather than invent them.
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub percentiles: Option<Percentiles>,
+    /// Inter-packet delay variation of the stream (RFC 8219 §7.3.2); `None` from the XDP
+    /// receiver (see `engine::trial::StreamResult::ipdv`) and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipdv: Option<Ipdv>,
+}
+
+/// Inter-packet delay variation: |D(i) − D(i−1)| over frames with consecutive sequence numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ipdv {
+    /// Pairs measured.
+    pub pairs: u64,
+    /// 99.9th percentile of |IPDV|.
+    pub p99_9_abs: Nanos,
+    /// Largest |IPDV|.
+    pub max_abs: Nanos,
+}
+
+/// RFC 8219 §7.2 / §7.3.1 delay figures of one trial, from its latency summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rfc8219 {
+    /// Typical Latency: the median one-way latency.
+    pub typical: Nanos,
+    /// Worst Case Latency: the 99.9th percentile of one-way latency.
+    pub worst_case: Nanos,
+    /// Packet Delay Variation: the 99.9th percentile of one-way delay minus the minimum.
+    pub pdv: Nanos,
+}
+
+impl LatencySummary {
+    /// The RFC 8219 figures of this trial; `None` without percentiles (older records, sources
+    /// that only give min/mean/max). IPDV (RFC 8219 §7.3.2) needs consecutive frames' delays,
+    /// which the summary does not keep.
+    pub fn rfc8219(&self) -> Option<Rfc8219> {
+        let p = self.percentiles?;
+        Some(Rfc8219 {
+            typical: p.p50,
+            worst_case: p.p99_9,
+            pdv: Nanos(p.p99_9.0.saturating_sub(self.min.0)),
+        })
+    }
 }
 
 /// Percentiles of one-way latency (serialized inline in [`LatencySummary`] as `p50`, `p90`,
@@ -212,6 +252,14 @@ pub enum Status {
         /// The load the tester reached.
         achieved: LineFraction,
     },
+    /// The next trial would have taken the search past its search-time cap: the search stopped
+    /// with the best brackets so far. Each bound is still a real measurement at the final trial
+    /// duration, but a bracket may be wider than its goal (the goal result is then irregular).
+    TimeCapped {
+        /// The cap, in seconds of trials.
+        #[serde(with = "crate::secs")]
+        cap: Duration,
+    },
 }
 
 impl fmt::Display for Status {
@@ -222,6 +270,11 @@ impl fmt::Display for Status {
             Status::TesterLimited { intended, achieved } => {
                 write!(f, "tester-limited at {achieved} (intended {intended})")
             }
+            Status::TimeCapped { cap } => write!(
+                f,
+                "stopped at the search-time cap of {} s with the best brackets so far",
+                cap.as_secs_f64()
+            ),
         }
     }
 }
@@ -235,6 +288,20 @@ pub struct GoalResult {
     pub lower: Option<LineFraction>,
     /// Lowest load that missed the goal; `None` = the maximum load met it.
     pub upper: Option<LineFraction>,
+    /// The goal's settings (RFC 9971 §4.6), for searches that have them (the multi-goal
+    /// search); `None` in RFC 2544 binary-search results and in records written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<Goal>,
+    /// RFC 9971 Conditional Throughput: the typical forwarding rate at the lower bound (see
+    /// [`MultiGoalSearch`]); `None` without a lower bound or outside the multi-goal search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditional_throughput: Option<LineFraction>,
+    /// RFC 9971 regular (true) or irregular (false) goal result: regular when both bounds exist
+    /// and the bracket is within the goal width; irregular when the maximum load met the goal,
+    /// the minimum load missed it, or a search-time cap stopped the search before the width was
+    /// reached. `None` outside the multi-goal search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regular: Option<bool>,
 }
 
 impl GoalResult {
@@ -464,6 +531,19 @@ impl Ledger {
         Some(request)
     }
 
+    pub(crate) fn trial_seconds(&self) -> f64 {
+        self.trial_seconds
+    }
+
+    /// The result of a search stopped by its search-time cap (unless the tester stopped it).
+    pub(crate) fn capped(&self, cap: Duration, finding: Finding) -> SearchResult {
+        let mut r = self.result(true, finding);
+        if r.status == Status::Complete {
+            r.status = Status::TimeCapped { cap };
+        }
+        r
+    }
+
     pub(crate) fn result(&self, finished: bool, finding: Finding) -> SearchResult {
         let status = match (self.limited, finished) {
             (Some((intended, achieved)), _) => Status::TesterLimited { intended, achieved },
@@ -538,6 +618,43 @@ mod tests {
         assert_eq!(l.max, Nanos(9000));
     }
 
+    /// RFC 8219 names on a worked example: delays whose median is 40 µs, 99.9th percentile
+    /// 90 µs and minimum 25 µs give Typical Latency 40 µs, Worst Case Latency 90 µs and
+    /// PDV 90 − 25 = 65 µs.
+    #[test]
+    fn rfc8219_typical_worst_case_and_pdv() {
+        let l = LatencySummary {
+            min: Nanos(25_000),
+            mean: Nanos(42_000),
+            max: Nanos(120_000),
+            samples: 1000,
+            ipdv: None,
+            percentiles: Some(Percentiles {
+                p50: Nanos(40_000),
+                p90: Nanos(60_000),
+                p99: Nanos(80_000),
+                p99_9: Nanos(90_000),
+            }),
+        };
+        assert_eq!(
+            l.rfc8219(),
+            Some(Rfc8219 {
+                typical: Nanos(40_000),
+                worst_case: Nanos(90_000),
+                pdv: Nanos(65_000),
+            })
+        );
+        assert_eq!(
+            LatencySummary {
+                ipdv: None,
+                percentiles: None,
+                ..l
+            }
+            .rfc8219(),
+            None
+        );
+    }
+
     #[test]
     fn percentiles_round_trip_inline() {
         let mut o = outcome(0.5, 0.5, 10, 0);
@@ -547,6 +664,7 @@ mod tests {
             mean: Nanos(5),
             max: Nanos(99),
             samples: 10,
+            ipdv: None,
             percentiles: Some(Percentiles {
                 p50: Nanos(4),
                 p90: Nanos(8),

@@ -7,6 +7,12 @@
 //! deterministic. A buffer makes short trials look better than long ones, which is exactly the
 //! trap MLRsearch's final full-length trials exist for. An optional tester ceiling caps the
 //! offered load, to exercise tester-limited detection.
+//!
+//! A *gradual* DUT ([`SimDut::gradual`]) has no hard limit: above a knee its loss ratio grows in
+//! proportion to the load (`slope` × (load − knee)), the way a device that drops by queue
+//! management or CPU contention loses more and more rather than everything above one rate. Its
+//! forwarding rate at an overload says little about where the loss starts, which is the case
+//! that guesses from forwarding rates get wrong.
 
 use wire::units::Nanos;
 
@@ -58,6 +64,8 @@ pub struct SimDut {
     pub buffer_frames: u64,
     /// The most the tester can offer.
     pub tester_ceiling: Option<LineFraction>,
+    /// Gradual DUT: loss ratio per unit of load above `capacity` (0 = a sharp limit).
+    pub loss_slope: f64,
     rng: XorShift,
 }
 
@@ -70,8 +78,30 @@ impl SimDut {
             noise: 0.0,
             buffer_frames: 0,
             tester_ceiling: None,
+            loss_slope: 0.0,
             rng: XorShift::new(1),
         }
+    }
+
+    /// A DUT that loses nothing up to `knee` and, above it, the ratio `slope × (load − knee)` of
+    /// what it is offered (e.g. slope 0.5: 0.5 % loss per 1 % of line rate above the knee).
+    pub fn gradual(knee: LineFraction, slope: f64) -> SimDut {
+        SimDut {
+            loss_slope: slope,
+            ..SimDut::sharp(knee)
+        }
+    }
+
+    /// The largest load at which this DUT's loss ratio in a trial of `duration` is at most
+    /// `goal` (noise ignored): the truth a throughput search must bracket.
+    pub fn limit(&self, goal: f64, duration: core::time::Duration) -> f64 {
+        let l = if self.loss_slope > 0.0 {
+            self.capacity.0 + goal / self.loss_slope
+        } else {
+            let buffered = self.buffer_frames as f64 / (self.line_pps * duration.as_secs_f64());
+            (self.capacity.0 + buffered) / (1.0 - goal)
+        };
+        l.min(1.0)
     }
 
     /// A DUT whose capacity varies by ±`noise` (relative) from trial to trial.
@@ -126,7 +156,12 @@ impl SimDut {
             None => {
                 let secs = request.duration.as_secs_f64();
                 let sent = (offered.0 * self.line_pps * secs).round() as u64;
-                let cap = (capacity * self.line_pps * secs).floor() as u64 + self.buffer_frames;
+                let cap = if self.loss_slope > 0.0 {
+                    let ratio = (self.loss_slope * (offered.0 - capacity)).clamp(0.0, 1.0);
+                    sent - (sent as f64 * ratio).round() as u64
+                } else {
+                    (capacity * self.line_pps * secs).floor() as u64 + self.buffer_frames
+                };
                 (sent, cap)
             }
         };
@@ -139,6 +174,7 @@ impl SimDut {
                 mean: Nanos(base as u64),
                 max: Nanos((base * 3.0) as u64),
                 samples: received,
+                ipdv: None,
                 percentiles: Some(Percentiles {
                     p50: Nanos((base * 0.9) as u64),
                     p90: Nanos((base * 1.4) as u64),
