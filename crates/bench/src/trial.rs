@@ -192,8 +192,9 @@ impl UdpTrial {
                 latency = s.rx.latency.map(|l| LatencySummary {
                     ipdv: s.ipdv.map(|i| Ipdv {
                         pairs: i.pairs,
-                        p99_9_abs: Nanos(i.p999_abs_ns),
-                        max_abs: Nanos(i.max_abs_ns),
+                        min_ns: i.min_ns,
+                        median_ns: i.median_ns,
+                        max_ns: i.max_ns,
                     }),
                     ..latency_summary(&l, s.rx.received)
                 });
@@ -290,8 +291,9 @@ mod tests {
             },
             ipdv: (id == 1).then_some(engine::rx::IpdvReport {
                 pairs: received.saturating_sub(1),
-                p999_abs_ns: 700,
-                max_abs_ns: 1_200,
+                min_ns: -900,
+                median_ns: 20,
+                max_ns: 1_200,
             }),
             rx_pps: 0.0,
             rx_l2_bps: 0.0,
@@ -331,8 +333,9 @@ mod tests {
             o.latency.unwrap().ipdv,
             Some(Ipdv {
                 pairs: 989,
-                p99_9_abs: Nanos(700),
-                max_abs: Nanos(1_200)
+                min_ns: -900,
+                median_ns: 20,
+                max_ns: 1_200
             })
         );
     }

@@ -41,11 +41,14 @@ pub struct StreamRx {
     jitter: f64,
     first_rx_ns: u64,
     last_rx_ns: u64,
-    /// IPDV: the last in-order frame's (sequence, transit time), and |D(i) − D(i−1)| of
-    /// frames with consecutive sequence numbers.
+    /// IPDV: the last in-order frame's (sequence, transit time), and D(i) − D(i−1) of frames
+    /// with consecutive sequence numbers, signed: the differences ≥ 0 and the magnitudes of
+    /// those < 0 in two histograms (recorded + 1, as a histogram holds no 0), and the extremes.
     last_in_order: Option<(u64, i64)>,
-    ipdv_hist: Histogram<u64>,
-    ipdv_max: u64,
+    ipdv_up: Histogram<u64>,
+    ipdv_down: Histogram<u64>,
+    ipdv_min: i64,
+    ipdv_max: i64,
 }
 
 impl Default for StreamRx {
@@ -75,9 +78,11 @@ impl StreamRx {
             first_rx_ns: 0,
             last_rx_ns: 0,
             last_in_order: None,
-            ipdv_hist: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
+            ipdv_up: Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds"),
+            ipdv_down: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
                 .expect("valid histogram bounds"),
-            ipdv_max: 0,
+            ipdv_min: i64::MAX,
+            ipdv_max: i64::MIN,
         }
     }
 
@@ -153,8 +158,14 @@ impl StreamRx {
         // sequence numbers; a loss or reordering breaks the pair.
         match self.last_in_order {
             Some((prev_seq, prev)) if seq == prev_seq + 1 => {
-                let d = (transit - prev).unsigned_abs();
-                self.ipdv_hist.saturating_record(d.clamp(1, HIST_MAX_NS));
+                let d = transit - prev;
+                let h = if d >= 0 {
+                    &mut self.ipdv_up
+                } else {
+                    &mut self.ipdv_down
+                };
+                h.saturating_record((d.unsigned_abs() + 1).min(HIST_MAX_NS));
+                self.ipdv_min = self.ipdv_min.min(d);
                 self.ipdv_max = self.ipdv_max.max(d);
                 self.last_in_order = Some((seq, transit));
             }
@@ -166,11 +177,28 @@ impl StreamRx {
     /// Inter-packet delay variation of the frames received so far; `None` before two frames
     /// with consecutive sequence numbers arrived in order.
     pub fn ipdv(&self) -> Option<IpdvReport> {
-        let pairs = self.ipdv_hist.len();
-        (pairs > 0).then(|| IpdvReport {
+        let (down, up) = (self.ipdv_down.len(), self.ipdv_up.len());
+        let pairs = down + up;
+        if pairs == 0 {
+            return None;
+        }
+        // The median of the signed differences: ascending, the negative ones come first
+        // (largest magnitude first), then the others; rank (pairs − 1) / 2.
+        let rank = (pairs - 1) / 2;
+        let at = |h: &Histogram<u64>, r: u64| {
+            let v = h.value_at_quantile((r as f64 + 0.5) / h.len() as f64);
+            h.highest_equivalent(v).saturating_sub(1) as i64
+        };
+        let median = if rank < down {
+            -at(&self.ipdv_down, down - 1 - rank)
+        } else {
+            at(&self.ipdv_up, rank - down)
+        };
+        Some(IpdvReport {
             pairs,
-            p999_abs_ns: self.ipdv_hist.value_at_quantile(0.999),
-            max_abs_ns: self.ipdv_max,
+            min_ns: self.ipdv_min,
+            median_ns: median.clamp(self.ipdv_min, self.ipdv_max),
+            max_ns: self.ipdv_max,
         })
     }
 
@@ -218,16 +246,17 @@ impl StreamRx {
     }
 }
 
-/// Inter-packet delay variation of one stream: |D(i) − D(i−1)| over frames i − 1, i with
-/// consecutive sequence numbers received in order, nanoseconds.
+/// Inter-packet delay variation of one stream as RFC 8219 §7.3.2 reports it: IPDV(i) =
+/// D(i) − D(i−1) over frames i − 1, i with consecutive sequence numbers received in order
+/// (signed, nanoseconds), summarised by its minimum, median and maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct IpdvReport {
     /// Pairs of consecutive frames measured.
     pub pairs: u64,
-    /// 99.9th percentile of |IPDV|.
-    pub p999_abs_ns: u64,
-    /// Largest |IPDV|.
-    pub max_abs_ns: u64,
+    /// Dmin, Dmed, Dmax of RFC 8219: the smallest (most negative), median and largest IPDV.
+    pub min_ns: i64,
+    pub median_ns: i64,
+    pub max_ns: i64,
 }
 
 /// Latency figures of one stream, nanoseconds.
@@ -621,11 +650,21 @@ mod tests {
             s.on_frame(seq, tx, tx + delay, 64);
         }
         let i = s.ipdv().unwrap();
-        // Pairs (0,1): 3 µs, (1,2): 2 µs, (4,5): 1 µs; (2,4) is not a pair.
+        // Pairs (0,1): +3 µs, (1,2): −2 µs, (4,5): +1 µs; (2,4) is not a pair. RFC 8219 §7.3.2
+        // reports Dmin, Dmed, Dmax of the signed IPDV(i) = D(i) − D(i−1).
         assert_eq!(i.pairs, 3);
-        assert_eq!(i.max_abs_ns, 3_000);
-        assert!((2_990..=3_010).contains(&i.p999_abs_ns), "{i:?}");
+        assert_eq!((i.min_ns, i.max_ns), (-2_000, 3_000));
+        assert!((995..=1_005).contains(&i.median_ns), "{i:?}");
         assert_eq!(StreamRx::new().ipdv(), None);
+        // A median among the negative ones, and zero differences (equal delays).
+        let mut s = StreamRx::new();
+        for (seq, delay) in [(0u32, 50_000u64), (1, 40_000), (2, 30_000), (3, 30_000)] {
+            let tx = 1_000_000 * u64::from(seq);
+            s.on_frame(seq, tx, tx + delay, 64);
+        }
+        let i = s.ipdv().unwrap();
+        assert_eq!((i.pairs, i.min_ns, i.max_ns), (3, -10_000, 0));
+        assert!((-10_010..=-9_990).contains(&i.median_ns), "{i:?}");
     }
 
     #[test]

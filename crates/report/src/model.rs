@@ -431,12 +431,21 @@ pub struct LatencyRow {
     /// trials, µs. `None`, like the two above, when any trial lacks percentiles.
     #[serde(default)]
     pub pdv_us: Option<f64>,
-    /// RFC 8219 §7.3.2 IPDV of the measured stream: each trial's 99.9th percentile of
-    /// |D(i) − D(i−1)| over frames with consecutive sequence numbers, median over the trials,
-    /// µs. `None` when any trial lacks it: trials received by XDP (its in-kernel per-stream
-    /// counters keep no per-frame delay history) and older records.
+    /// RFC 8219 §7.3.2 IPDV of the measured stream, IPDV(i) = D(i) − D(i−1) over frames with
+    /// consecutive sequence numbers: each trial's Dmin, Dmed and Dmax, each the median over
+    /// the trials (as the RFC summarises repetitions), µs, signed. `None` when any trial lacks
+    /// it: trials received by XDP (its in-kernel per-stream counters keep no per-frame delay
+    /// history) and older records.
     #[serde(default)]
-    pub ipdv_us: Option<f64>,
+    pub ipdv_us: Option<IpdvUs>,
+}
+
+/// RFC 8219 §7.3.2 IPDV summary of a latency row, µs (signed).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IpdvUs {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
 }
 
 /// RFC 2544 §26.4 / RFC 9004 back-to-back result of one case (mean over repetitions).
@@ -1043,11 +1052,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             typical_us: rfc8219_median(&acc, |r| r.typical),
             worst_case_us: rfc8219_median(&acc, |r| r.worst_case),
             pdv_us: rfc8219_median(&acc, |r| r.pdv),
-            ipdv_us: acc
-                .iter()
-                .map(|(_, t)| t.ipdv.map(|i| i.p99_9_abs.0 as f64 / 1e3))
-                .collect::<Option<Vec<f64>>>()
-                .and_then(median),
+            ipdv_us: ipdv_medians(&acc),
         });
     }
     let mut back_to_back = Vec::new();
@@ -1178,6 +1183,20 @@ fn rfc8219_median(
         .map(|(_, t)| t.rfc8219().map(|r| figure(&r).0 as f64 / 1e3))
         .collect::<Option<_>>()?;
     median(v)
+}
+
+/// RFC 8219 §7.3.2: each trial's IPDV Dmin, Dmed and Dmax, each the median over the trials,
+/// µs; `None` when any trial lacks IPDV.
+fn ipdv_medians(acc: &[(f64, bench::search::LatencySummary)]) -> Option<IpdvUs> {
+    let all: Vec<bench::search::Ipdv> = acc.iter().map(|(_, t)| t.ipdv).collect::<Option<_>>()?;
+    let of = |f: fn(&bench::search::Ipdv) -> i64| {
+        median(all.iter().map(|i| f(i) as f64 / 1e3).collect())
+    };
+    Some(IpdvUs {
+        min: of(|i| i.min_ns)?,
+        median: of(|i| i.median_ns)?,
+        max: of(|i| i.max_ns)?,
+    })
 }
 
 /// The median of `v` (mean of the middle two for an even count); `None` when empty.

@@ -50,7 +50,7 @@ pub const COLUMNS: [&str; 22] = [
 ];
 
 /// The columns of the latency table, in order, shared by CSV, Markdown and HTML.
-pub const LATENCY_COLUMNS: [&str; 14] = [
+pub const LATENCY_COLUMNS: [&str; 16] = [
     "case",
     "load_percent",
     "min_us",
@@ -64,7 +64,9 @@ pub const LATENCY_COLUMNS: [&str; 14] = [
     "typical_latency_us",
     "worst_case_latency_us",
     "pdv_us",
-    "ipdv_p99_9_us",
+    "ipdv_min_us",
+    "ipdv_median_us",
+    "ipdv_max_us",
 ];
 
 /// The latency table's header as Markdown and HTML show it, in [`LATENCY_COLUMNS`] order.
@@ -72,8 +74,27 @@ pub fn latency_titles() -> Vec<String> {
     let mut t: Vec<String> = ["case", "load %", "min µs"].map(String::from).to_vec();
     t.extend(PERCENTILES.map(|p| format!("{p} µs")));
     t.extend(["mean µs", "max µs", "samples"].map(String::from));
-    t.extend(["Typical Latency µs", "Worst Case Latency µs", "PDV µs"].map(String::from));
+    t.extend(
+        [
+            "Typical Latency µs",
+            "Worst Case Latency µs",
+            "PDV µs",
+            "IPDV min µs",
+            "IPDV median µs",
+            "IPDV max µs",
+        ]
+        .map(String::from),
+    );
     t
+}
+
+/// A signed µs figure (IPDV can be negative): `num::us` of its magnitude with the sign.
+fn signed_us(v: f64) -> String {
+    if v < 0.0 {
+        format!("-{}", num::us(-v))
+    } else {
+        num::us(v)
+    }
 }
 
 /// The cells of a latency row, in [`LATENCY_COLUMNS`] order (percentiles empty when the trials
@@ -94,7 +115,9 @@ pub fn latency_cells(l: &LatencyRow) -> Vec<String> {
         l.typical_us.map(num::us).unwrap_or_default(),
         l.worst_case_us.map(num::us).unwrap_or_default(),
         l.pdv_us.map(num::us).unwrap_or_default(),
-        l.ipdv_us.map(num::us).unwrap_or_default(),
+        l.ipdv_us.map(|i| signed_us(i.min)).unwrap_or_default(),
+        l.ipdv_us.map(|i| signed_us(i.median)).unwrap_or_default(),
+        l.ipdv_us.map(|i| signed_us(i.max)).unwrap_or_default(),
     ]
 }
 
@@ -334,7 +357,7 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     o.push('\n');
     if !a.latency.is_empty() {
         o.push_str(&format!(
-            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them). RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV p99.9 is the 99.9th percentile of the delay difference of consecutive frames (median over the trials), empty for XDP-received trials.\n\n| {} |\n|{}\n",
+            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them). RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV is D(i) − D(i−1) of consecutive frames, signed: its minimum, median and maximum (each the median over the trials), empty for XDP-received trials.\n\n| {} |\n|{}\n",
             PERCENTILES.join("/"),
             latency_titles().join(" | "),
             "---|".repeat(LATENCY_COLUMNS.len())

@@ -314,8 +314,10 @@ fn agree_latency(a: &Analysis) -> usize {
         assert_eq!(md_rows[i][0], case);
         let h = &html_rows[case];
         let p = &j["percentiles_us"];
-        let fields: [(&str, Option<f64>, i32); 12] = [
-            ("ipdv_p99_9_us", j["ipdv_us"].as_f64(), 1),
+        let fields: [(&str, Option<f64>, i32); 14] = [
+            ("ipdv_min_us", j["ipdv_us"]["min"].as_f64(), 1),
+            ("ipdv_median_us", j["ipdv_us"]["median"].as_f64(), 1),
+            ("ipdv_max_us", j["ipdv_us"]["max"].as_f64(), 1),
             ("typical_latency_us", j["typical_us"].as_f64(), 1),
             ("worst_case_latency_us", j["worst_case_us"].as_f64(), 1),
             ("pdv_us", j["pdv_us"].as_f64(), 1),
@@ -844,4 +846,75 @@ fn multi_goal_conditional_throughput_and_irregular_results() {
         .any(|n| n.contains("forward/udp4/64B (multi-goal): 1 repetition(s) with an irregular")));
     let json = String::from_utf8(report::text::json(&a)).unwrap();
     assert!(json.contains("\"conditional_pps\"") && json.contains("\"irregular_repetitions\": 1"));
+}
+
+/// RFC 8219 §7.3.2 IPDV in the latency table: each trial's signed Dmin, Dmed and Dmax, the
+/// median of each over the trials, the same in every format (negative values keep their sign).
+#[test]
+fn ipdv_min_median_max_are_medians_over_trials_in_every_format() {
+    use bench::results::Record;
+    use bench::search::Ipdv;
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let case = load("run-demo").latency[0].case_id.clone();
+    let mut k = 0i64;
+    for r in &mut records {
+        let Record::Done(d) = r else { continue };
+        if d.case_id != case {
+            continue;
+        }
+        if let Some(bench::search::SearchResult {
+            finding: bench::search::Finding::Latency { trials, .. },
+            ..
+        }) = d.result.as_mut()
+        {
+            for l in trials {
+                // Trials' (min, median, max): (−3, −1, 4), (−5, −2, 6), (−5, 0, 8) µs, …
+                k += 1;
+                l.ipdv = Some(Ipdv {
+                    pairs: 1000,
+                    min_ns: -(2 + k.min(3)) * 1000,
+                    median_ns: [-1000, -2000, 0][(k as usize - 1) % 3],
+                    max_ns: (2 + 2 * k) * 1000,
+                });
+            }
+        }
+    }
+    assert!(k >= 1, "the case has latency trials");
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    let row = a.latency.iter().find(|l| l.case_id == case).unwrap();
+    let i = row.ipdv_us.expect("every trial of the case has IPDV");
+    // The medians of what was put in, by hand.
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    let ks: Vec<i64> = (1..=k).collect();
+    let want_min = med(ks.iter().map(|&k| -(2 + k.min(3)) as f64).collect());
+    let want_med = med(ks
+        .iter()
+        .map(|&k| [-1.0, -2.0, 0.0][(k as usize - 1) % 3])
+        .collect());
+    let want_max = med(ks.iter().map(|&k| (2 + 2 * k) as f64).collect());
+    assert_eq!(
+        (i.min, i.median, i.max),
+        (want_min, want_med, want_max),
+        "{k} trials"
+    );
+    assert!(i.min < 0.0, "{i:?}");
+    assert!(agree_latency(&a) > 0);
+    let csv = String::from_utf8(report::text::latency_csv(&a)).unwrap();
+    assert!(csv.contains(&format!("-{:.1}", -i.min)), "{csv}");
 }

@@ -129,15 +129,16 @@ pub struct LatencySummary {
     pub ipdv: Option<Ipdv>,
 }
 
-/// Inter-packet delay variation: |D(i) − D(i−1)| over frames with consecutive sequence numbers.
+/// Inter-packet delay variation as RFC 8219 §7.3.2 reports it: the minimum, median and
+/// maximum of IPDV(i) = D(i) − D(i−1) over frames with consecutive sequence numbers, signed
+/// nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ipdv {
     /// Pairs measured.
     pub pairs: u64,
-    /// 99.9th percentile of |IPDV|.
-    pub p99_9_abs: Nanos,
-    /// Largest |IPDV|.
-    pub max_abs: Nanos,
+    pub min_ns: i64,
+    pub median_ns: i64,
+    pub max_ns: i64,
 }
 
 /// RFC 8219 §7.2 / §7.3.1 delay figures of one trial, from its latency summary.
