@@ -111,7 +111,10 @@ impl Search for BackToBack {
     }
 }
 
-/// RFC 9004 §5 figures of a back-to-back result: how long the DUT's buffer lasts.
+/// RFC 9004 §6.4 figures of a back-to-back result: how long the DUT's buffer lasts. The RFC
+/// writes the correction as `Implied DUT Buffer Time − Implied DUT Buffer Time × Measured
+/// Throughput / Max Theoretical Frame Rate` (checked against the RFC's text, Debian's
+/// doc-rfc-informational 20230121), which is what [`buffer_time`] computes.
 ///
 /// - **Implied DUT Buffer Time** = average back-to-back frames / max theoretical frame rate: how
 ///   long the burst took on the wire.
@@ -238,6 +241,22 @@ mod tests {
         // A DUT that forwards nothing buffers the whole burst: corrected = implied.
         let z = buffer_time(500.0, 1000.0, Some(0.0));
         assert_eq!(z.corrected_secs, Ok(z.implied_secs));
+    }
+
+    /// The §6.4 equation term by term, as the RFC prints it, against [`buffer_time`].
+    #[test]
+    fn rfc9004_equation_as_printed() {
+        for (frames, max, thr) in [
+            (26_000.0, 14_880_952.0, 14_540_000.0),
+            (30_000.0, 1_488_095.0, 744_047.5),
+            (1.0, 81_274.0, 1.0),
+        ] {
+            let implied = frames / max;
+            let corrected = implied - implied * thr / max;
+            let r = buffer_time(frames, max, Some(thr));
+            assert_eq!(r.implied_secs, implied);
+            assert!((r.corrected_secs.unwrap() - corrected).abs() < 1e-15);
+        }
     }
 
     #[test]
