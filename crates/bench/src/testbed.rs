@@ -164,7 +164,7 @@ impl Testbed {
     fn build_lab(topology: &str, name: &str, purpose: &str) -> Result<Testbed, String> {
         let topo: lab::Topology = topology.parse().map_err(|e| format!("{e}"))?;
         // One lab, one user: a second run on this lab would tear it down under this one.
-        let lock = lab::LabLock::acquire(name, purpose, std::time::Duration::ZERO)
+        let lock = lab::LabLock::acquire(name, purpose, lab::lock::USER_WAIT)
             .map_err(|e| e.to_string())?;
         // Rebuild: whatever a killed run left in the namespaces (servers, captures) goes.
         lab::down(name).map_err(|e| format!("lab {name}: {e}"))?;

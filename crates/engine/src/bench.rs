@@ -184,10 +184,11 @@ pub fn trafgen_config(frame: &[u8]) -> String {
     format!("{{ {} }}\n", bytes.join(", "))
 }
 
-/// trafgen running in its own process group (its per-CPU children die with it).
+/// trafgen (or xdp-trafficgen) running in its own process group (its per-CPU children die
+/// with it), with its configuration file if it has one.
 struct Trafgen {
     child: Child,
-    _cfg: tempfile_lite::TempFile,
+    _cfg: Option<tempfile_lite::TempFile>,
 }
 
 mod tempfile_lite {
@@ -241,7 +242,10 @@ impl Trafgen {
         let child = c
             .spawn()
             .map_err(|e| Error::io("starting trafgen (is netsniff-ng installed?)", e))?;
-        Ok(Trafgen { child, _cfg: cfg })
+        Ok(Trafgen {
+            child,
+            _cfg: Some(cfg),
+        })
     }
 
     fn kill_group(&mut self) {
@@ -393,13 +397,7 @@ pub struct TxBenchReport {
 }
 
 fn counter_rate(net: &BenchNet, warmup: Duration, window: Duration) -> Result<f64> {
-    std::thread::sleep(warmup);
-    let c0 = net.counter(&net.tx_if, "tx_packets")?;
-    let t0 = Instant::now();
-    std::thread::sleep(window);
-    let c1 = net.counter(&net.tx_if, "tx_packets")?;
-    let dt = t0.elapsed().as_secs_f64();
-    Ok((c1 - c0) as f64 / dt)
+    counter_rate_and_len(net, warmup, window).map(|(pps, _)| pps)
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -654,11 +652,8 @@ fn measure_xdp_trafficgen(
     let child = c
         .spawn()
         .map_err(|e| Error::io(format!("starting {}", tool.display()), e))?;
-    // Its own process group, killed like trafgen's (it has no configuration file).
-    let mut tg = Trafgen {
-        child,
-        _cfg: tempfile_lite::TempFile(std::path::PathBuf::new()),
-    };
+    // Its own process group, killed like trafgen's; it has no configuration file.
+    let mut tg = Trafgen { child, _cfg: None };
     let rate = counter_rate_and_len(net, cfg.warmup, cfg.duration);
     if let Ok(Some(st)) = tg.child.try_wait() {
         let mut err = String::new();

@@ -374,12 +374,12 @@ impl FrameGen {
         self.id
     }
 
-    /// The largest frame this stream sends.
     /// The base frames of its recipes, one per size (before flow and signature patching).
     pub fn base_frames(&self) -> impl Iterator<Item = &[u8]> {
         self.recipes.iter().map(|r| r.base.as_slice())
     }
 
+    /// The largest frame this stream sends.
     pub fn max_len(&self) -> usize {
         self.recipes.iter().map(|r| r.base.len()).max().unwrap_or(0)
     }

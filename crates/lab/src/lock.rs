@@ -24,6 +24,11 @@ pub const LOCK_DIR: &str = "/run/wirerate/labs";
 /// How long a short lab operation (`up`, `down`, `profile`) waits for another to finish.
 pub const SHORT_WAIT: Duration = Duration::from_secs(30);
 
+/// How long a measuring command (`trial`, `calibrate`, `run`) waits for a lab: long enough
+/// for a `lab status` that is looking at the lock ([`holder`] takes it for an instant), short
+/// enough that a lab in use is refused at once.
+pub const USER_WAIT: Duration = Duration::from_secs(1);
+
 /// The held lock of one lab; released when dropped or when the process ends.
 #[derive(Debug)]
 pub struct LabLock {
@@ -119,7 +124,7 @@ impl LabLock {
 }
 
 /// Who holds lab `name`'s lock now, if anyone (for `lab status`). A snapshot: it may change
-/// the moment after.
+/// the moment after. It takes the lock for an instant to find out, which [`USER_WAIT`] covers.
 pub fn holder(name: &str) -> Option<String> {
     let mut file = File::open(path_of(name)).ok()?;
     match try_flock(&file) {

@@ -55,7 +55,7 @@ pub fn run(args: CalibrateArgs) -> CliResult {
     // Before the lab exists: Ctrl-C/SIGTERM then stop the trial in flight and the lab is
     // removed below, instead of the process dying with its namespaces left behind.
     let stop = super::stop_flag();
-    let _lock = lab::LabLock::acquire(&args.lab, "wirerate calibrate", Duration::ZERO)
+    let _lock = lab::LabLock::acquire(&args.lab, "wirerate calibrate", lab::lock::USER_WAIT)
         .map_err(|e| CliError::Usage(format!("lab {}: {e}", args.lab)))?;
     let l = lab::Lab::up(&lab::LabConfig {
         name: args.lab.clone(),

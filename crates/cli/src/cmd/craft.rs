@@ -224,36 +224,30 @@ pub fn run(args: CraftArgs) -> CliResult {
     } else {
         args.output.display().to_string()
     };
-    let sink: Box<dyn Write> = if to_stdout {
-        Box::new(std::io::stdout().lock())
-    } else {
-        Box::new(
-            std::fs::File::create(&args.output)
-                .map_err(|e| CliError::Failed(format!("cannot create {name}: {e}")))?,
-        )
-    };
-    let mut w = std::io::BufWriter::with_capacity(1 << 16, sink);
     let write_err = |e: std::io::Error| CliError::Failed(format!("cannot write {name}: {e}"));
-    w.write_all(&wire::pcap::global_header(65535))
-        .map_err(write_err)?;
-    let mut frame = template.bytes().to_vec();
-    for i in 0..args.count {
-        let ts = (i as f64 * interval_ns) as u64;
-        template.stamp(&mut frame, args.seq_start.wrapping_add(i), ts);
-        w.write_all(&wire::pcap::record_header(
-            ts,
-            frame.len() as u32,
-            frame.len() as u32,
-        ))
-        .and_then(|_| w.write_all(&frame))
-        .map_err(write_err)?;
-    }
-    let file = w.into_inner().map_err(|e| write_err(e.into_error()))?;
-    drop(file);
-    if !to_stdout {
-        std::fs::File::open(&args.output)
-            .and_then(|f| f.sync_all())
-            .map_err(write_err)?;
+    let write_all = |w: &mut dyn Write| -> std::io::Result<()> {
+        w.write_all(&wire::pcap::global_header(65535))?;
+        let mut frame = template.bytes().to_vec();
+        for i in 0..args.count {
+            let ts = (i as f64 * interval_ns) as u64;
+            template.stamp(&mut frame, args.seq_start.wrapping_add(i), ts);
+            w.write_all(&wire::pcap::record_header(
+                ts,
+                frame.len() as u32,
+                frame.len() as u32,
+            ))?;
+            w.write_all(&frame)?;
+        }
+        w.flush()
+    };
+    if to_stdout {
+        write_all(&mut std::io::BufWriter::new(std::io::stdout().lock())).map_err(write_err)?;
+    } else {
+        let file = std::fs::File::create(&args.output)
+            .map_err(|e| CliError::Failed(format!("cannot create {name}: {e}")))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+        write_all(&mut w).map_err(write_err)?;
+        w.get_ref().sync_all().map_err(write_err)?;
     }
     let summary = format!(
         "wrote {} frame(s) of {} B ({} B with FCS; {}, reference frame {} B) to {name}",

@@ -654,7 +654,7 @@ pub fn run(args: TrialArgs) -> CliResult {
     // One lab, one user: a second trial on the same lab would count this one's frames.
     let _lock = match &args.lab {
         Some(name) => Some(
-            lab::LabLock::acquire(name, "wirerate trial", std::time::Duration::ZERO)
+            lab::LabLock::acquire(name, "wirerate trial", lab::lock::USER_WAIT)
                 .map_err(|e| usage(format!("--lab {name}: {e}")))?,
         ),
         None => None,
