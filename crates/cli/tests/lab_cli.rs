@@ -336,7 +336,7 @@ fn one_lab_has_one_user_at_a_time() {
         "{}",
         stderr(&t)
     );
-    let status = ok(&["lab", "status"]);
+    let status = ok(&["lab", "status", "--name", name]);
     assert!(status.contains(&format!("in use by {me}")), "{status}");
     let plan = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(

@@ -254,9 +254,14 @@ fn status(name: Option<&str>, as_json: bool) -> CliResult {
         if let Some(h) = lab::lock::holder(&l.name) {
             outln!("  in use by {h}");
         }
+        // Another process may be building or removing this lab while we read it (its `lab
+        // down` even kills our `ip` inside the namespace): say so and go on with the others.
         if l.ready {
-            if let Ok(lab) = Lab::attach(&l.name) {
-                print_ports(&lab)?;
+            if let Err(e) = Lab::attach(&l.name)
+                .map_err(cli_err)
+                .and_then(|lab| print_ports(&lab))
+            {
+                outln!("  ports: not readable now, the lab changed while being read ({e}); run `lab status` again");
             }
         }
     }
