@@ -1069,6 +1069,7 @@ pub fn iperf3_trial(
             syn_mss: parse_syn_mss(&syn_text),
             cpu_local: report.cpu.host_total,
             cpu_remote: report.cpu.remote_total,
+            dut: None,
         },
         elapsed,
     ))
@@ -1153,11 +1154,13 @@ fn run_iperf3(
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
-        let res = iperf3_trial(&ctx.bed.iperf3, case, ctx.plan, ctx.opts.stop);
+        let (res, dut) = ctx
+            .bed
+            .with_dut_counters(|| iperf3_trial(&ctx.bed.iperf3, case, ctx.plan, ctx.opts.stop));
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
-        let (raw, tcp, elapsed) = match res {
+        let (raw, mut tcp, elapsed) = match res {
             Ok(x) => x,
             Err(e) => {
                 let msg = format!("{} rep {rep} iperf3: {e}", case.id);
@@ -1168,6 +1171,7 @@ fn run_iperf3(
                 return Ok(());
             }
         };
+        tcp.dut = dut;
         let path = ctx.opts.dir.join(IPERF3_DIR).join(iperf3_file(case, rep));
         std::fs::write(&path, serde_json::to_vec_pretty(&raw).unwrap_or_default())
             .map_err(|e| failed(format!("{}: {e}", path.display())))?;

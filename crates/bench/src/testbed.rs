@@ -503,6 +503,19 @@ impl Testbed {
         Ok((o, facts))
     }
 
+    /// Runs `f` (an iperf3 run) and returns the lab DUT's counters over it, both ports both
+    /// ways (`None` without a lab DUT or when they could not be read).
+    pub fn with_dut_counters<T>(&self, f: impl FnOnce() -> T) -> (T, Option<DutCounters>) {
+        let before = self.dut_sample();
+        let out = f();
+        let after = self.dut_sample();
+        let counters = match (before, after) {
+            (Some(b), Some(a)) => Some(dut_delta(&b, &a, true)),
+            _ => None,
+        };
+        (out, counters)
+    }
+
     /// The lab DUT's counters now (`None` without a lab DUT, or if reading them failed: the
     /// trial's figure then stands without the cross-check).
     fn dut_sample(&self) -> Option<lab::DutSample> {
@@ -565,10 +578,19 @@ fn dut_delta(before: &lab::DutSample, after: &lab::DutSample, both_ways: bool) -
     } else {
         (&["wr-dut-a"], &["wr-dut-b"])
     };
+    let (cpu_busy_ticks, cpu_total_ticks) = match (&before.dut_cpu, &after.dut_cpu) {
+        (Some(b), Some(a)) => (
+            a.busy().saturating_sub(b.busy()),
+            a.total().saturating_sub(b.total()),
+        ),
+        _ => (0, 0),
+    };
     DutCounters {
         ingress_rx: ingress.iter().map(|n| d(n, |i| i.rx_packets)).sum(),
         ingress_drops: ingress.iter().map(|n| d(n, |i| i.rx_dropped)).sum(),
         backlog_drops: after.softnet_dropped.saturating_sub(before.softnet_dropped),
         egress_tx: egress.iter().map(|n| d(n, |i| i.tx_packets)).sum(),
+        cpu_busy_ticks,
+        cpu_total_ticks,
     }
 }

@@ -681,6 +681,8 @@ pub struct DutSample {
     pub interfaces: Vec<stats::IfaceStats>,
     /// Backlog drops of the DUT's CPU (softnet "dropped"; host-wide, but that CPU is the DUT's).
     pub softnet_dropped: u64,
+    /// CPU time of the DUT's CPU (`None` on a one-CPU machine: no CPU is the DUT's alone).
+    pub dut_cpu: Option<stats::CpuTimes>,
 }
 
 impl DutSample {
@@ -710,9 +712,18 @@ impl Lab {
                 .map_or(0, |s| s.dropped),
             None => 0,
         };
+        let dut_cpu = match cpu::dut_cpu() {
+            Some(c) => {
+                let stat = std::fs::read_to_string("/proc/stat")
+                    .map_err(|e| LabError::io("reading /proc/stat", e))?;
+                stats::parse_proc_stat(&stat, c)
+            }
+            None => None,
+        };
         Ok(Some(DutSample {
             interfaces,
             softnet_dropped,
+            dut_cpu,
         }))
     }
 }

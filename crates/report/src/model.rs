@@ -1354,6 +1354,7 @@ mod tests {
                 ingress_drops: d,
                 backlog_drops: d,
                 egress_tx: 1000 - d,
+                ..Default::default()
             }),
         }
     }

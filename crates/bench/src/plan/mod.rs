@@ -555,6 +555,13 @@ pub struct Matrix {
     /// UDP trials send A→B and B→A at once, each at the search's load (RFC 2544 §14).
     #[serde(default)]
     pub bidirectional: bool,
+    /// The DUT's segmentation offloads (GRO/GSO/TSO) off and/or on, as a dimension (`offload`
+    /// key). Empty: the key is absent (the lab DUT keeps them off; a real DUT as it is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offload: Vec<bool>,
+    /// The DUT's fast path off and/or on, as a dimension (`fastpath` key). Empty: absent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fastpath: Vec<bool>,
 }
 
 /// A parsed and checked plan.
@@ -608,6 +615,22 @@ pub struct Case {
     /// UDP trials run in both directions at once ([`Matrix::bidirectional`]).
     #[serde(default)]
     pub bidirectional: bool,
+    /// The DUT's segmentation offloads for this case ([`Matrix::offload`]); `None`: not a
+    /// dimension of this case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload: Option<bool>,
+    /// The DUT's fast path for this case ([`Matrix::fastpath`]); `None`: not a dimension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastpath: Option<bool>,
+}
+
+/// `on` / `off`, as plans, case ids and hook variables spell a switch.
+pub fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
 }
 
 fn ip_number(ip: IpVersion) -> u8 {
@@ -636,6 +659,12 @@ impl Case {
         }
         if self.bidirectional {
             v.push(("WR_BIDIRECTIONAL".to_string(), "1".to_string()));
+        }
+        if let Some(o) = self.offload {
+            v.push(("WR_OFFLOAD".to_string(), on_off(o).to_string()));
+        }
+        if let Some(f) = self.fastpath {
+            v.push(("WR_FASTPATH".to_string(), on_off(f).to_string()));
         }
         for (k, val) in &self.vars {
             v.push((env_name(k), val.clone()));
@@ -760,33 +789,38 @@ impl Plan {
                             for &s in &sessions {
                                 for &ms in &mss {
                                     for encap in encap_values(&m.encap, ip, protocol) {
-                                        for vars in var_product(&m.vars) {
-                                            let methodologies = m
-                                                .methodologies
-                                                .iter()
-                                                .copied()
-                                                .filter(|x| {
-                                                    protocol == Protocol::Udp || !x.needs_engine()
-                                                })
-                                                .collect();
-                                            let mut case = Case {
-                                                id: String::new(),
-                                                profile: profile.clone(),
-                                                protocol,
-                                                ip,
-                                                frame_size,
-                                                sessions: s,
-                                                mss: ms,
-                                                vars,
-                                                methodologies,
-                                                encap,
-                                                bidirectional: m.bidirectional
-                                                    && protocol == Protocol::Udp,
-                                            };
-                                            case.id = case_id(&case);
-                                            let order =
-                                                profile_index(profile).unwrap_or(usize::MAX);
-                                            cases.push((order, case, m.line));
+                                        for (offload, fastpath) in switch_product(m) {
+                                            for vars in var_product(&m.vars) {
+                                                let methodologies = m
+                                                    .methodologies
+                                                    .iter()
+                                                    .copied()
+                                                    .filter(|x| {
+                                                        protocol == Protocol::Udp
+                                                            || !x.needs_engine()
+                                                    })
+                                                    .collect();
+                                                let mut case = Case {
+                                                    id: String::new(),
+                                                    profile: profile.clone(),
+                                                    protocol,
+                                                    ip,
+                                                    frame_size,
+                                                    sessions: s,
+                                                    mss: ms,
+                                                    vars,
+                                                    methodologies,
+                                                    encap,
+                                                    bidirectional: m.bidirectional
+                                                        && protocol == Protocol::Udp,
+                                                    offload,
+                                                    fastpath,
+                                                };
+                                                case.id = case_id(&case);
+                                                let order =
+                                                    profile_index(profile).unwrap_or(usize::MAX);
+                                                cases.push((order, case, m.line));
+                                            }
                                         }
                                     }
                                 }
@@ -1046,8 +1080,26 @@ fn var_product(vars: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
     out
 }
 
-/// `profile/proto+ip/size-or-sessions[/mssN][/var=value…]`: readable and independent of the
-/// case's position in the plan.
+/// The (offload, fastpath) pairs of a block; `None` where the block does not have the key.
+fn switch_product(m: &Matrix) -> Vec<(Option<bool>, Option<bool>)> {
+    let values = |v: &[bool]| -> Vec<Option<bool>> {
+        if v.is_empty() {
+            vec![None]
+        } else {
+            v.iter().copied().map(Some).collect()
+        }
+    };
+    let mut out = Vec::new();
+    for o in values(&m.offload) {
+        for f in values(&m.fastpath) {
+            out.push((o, f));
+        }
+    }
+    out
+}
+
+/// `profile/proto+ip/size-or-sessions[/mssN][/offload=on][/fastpath=on][/var=value…]`:
+/// readable and independent of the case's position in the plan.
 fn case_id(c: &Case) -> String {
     let mut id = format!("{}/{}{}", c.profile, c.protocol, ip_number(c.ip));
     if let Some(f) = c.frame_size {
@@ -1064,6 +1116,12 @@ fn case_id(c: &Case) -> String {
     }
     if c.bidirectional {
         id.push_str("/bidir");
+    }
+    if let Some(o) = c.offload {
+        id.push_str(&format!("/offload={}", on_off(o)));
+    }
+    if let Some(f) = c.fastpath {
+        id.push_str(&format!("/fastpath={}", on_off(f)));
     }
     for (k, v) in &c.vars {
         id.push_str(&format!("/{k}={v}"));

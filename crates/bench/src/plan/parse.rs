@@ -1116,6 +1116,8 @@ impl<'s> Walker<'s> {
                 "vars",
                 "encap",
                 "bidirectional",
+                "offload",
+                "fastpath",
             ],
         );
         let span = v.span();
@@ -1225,7 +1227,26 @@ impl<'s> Walker<'s> {
                     "`encap` is a dimension of its own now; drop it from [matrix.vars]",
                 );
             }
+            // Built-in switches would reach hooks twice (WR_OFFLOAD from both).
+            for (k, kspan, _) in entries(vars_t) {
+                if k == "offload" || k == "fastpath" {
+                    self.err(
+                        kspan,
+                        &join(&join(path, "vars"), k),
+                        format!("`{k}` is a dimension of its own: write `{k} = [\"off\", \"on\"]` in the [[matrix]] block (hooks still get WR_{})", k.to_ascii_uppercase()),
+                    );
+                }
+            }
         }
+        let switch = |w: &mut Self, key: &str| -> Option<Vec<bool>> {
+            get(t, key).and_then(|x| {
+                w.list(x, &join(path, key), |w, i, q| {
+                    w.choice(i, q, &[("off", false), ("on", true)])
+                })
+            })
+        };
+        let offload = switch(self, "offload");
+        let fastpath = switch(self, "fastpath");
         let bidirectional = get(t, "bidirectional")
             .and_then(|x| self.boolean(x, &join(path, "bidirectional")))
             .unwrap_or(false);
@@ -1322,6 +1343,8 @@ impl<'s> Walker<'s> {
             methodologies,
             encap: encap.unwrap_or_default(),
             bidirectional,
+            offload: offload.unwrap_or_default(),
+            fastpath: fastpath.unwrap_or_default(),
         })
     }
 }

@@ -560,3 +560,57 @@ fn multi_goal_errors_name_file_line_and_goal() {
     assert_eq!(errs[0].key, "methodology.multi-goal.search-time-cap");
     assert_eq!(errs[0].line, line_of(&text, "search-time-cap"));
 }
+
+/// Issue 13: `offload` and `fastpath` are switch dimensions (`"off"`/`"on"`), in case ids
+/// and hook variables; a bad value or a switch hidden in `[matrix.vars]` is refused at its
+/// line and key.
+#[test]
+fn offload_and_fastpath_are_switch_dimensions() {
+    let block = "[[matrix]]\nname = \"sw\"\nprofile = [\"forward\"]\nprotocol = [\"tcp\"]\nip = [4]\nsessions = [1]\nmss = [1414, 400]\nmethodologies = [\"iperf3\"]\n";
+    let text = format!(
+        "{}\n{block}offload = [\"off\", \"on\"]\nfastpath = [\"on\"]\n",
+        demo()
+    );
+    let plan = Plan::parse(&text, "plan.toml").unwrap();
+    let cases: Vec<Case> = plan
+        .cases()
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.offload.is_some())
+        .collect();
+    let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "forward/tcp4/s1/mss1414/offload=off/fastpath=on",
+            "forward/tcp4/s1/mss1414/offload=on/fastpath=on",
+            "forward/tcp4/s1/mss400/offload=off/fastpath=on",
+            "forward/tcp4/s1/mss400/offload=on/fastpath=on",
+        ]
+    );
+    let env = cases[1].env();
+    assert!(env.contains(&("WR_OFFLOAD".into(), "on".into())), "{env:?}");
+    assert!(
+        env.contains(&("WR_FASTPATH".into(), "on".into())),
+        "{env:?}"
+    );
+    assert!(env.contains(&("WR_MSS".into(), "1414".into())), "{env:?}");
+    // Blocks without the keys have no such dimension.
+    assert!(plan
+        .cases()
+        .unwrap()
+        .iter()
+        .any(|c| c.offload.is_none() && c.fastpath.is_none()));
+
+    let bad = format!("{}\n{block}offload = [\"maybe\"]\n", demo());
+    let e = &errors(&bad)[0];
+    assert_eq!(e.key, "matrix[3].offload[0]", "{e}");
+    assert_eq!(e.line, line_of(&bad, "\"maybe\""), "{e}");
+    assert!(e.to_string().contains("expected one of: off, on"), "{e}");
+    let bad = format!("{}\n{block}fastpath = true\n", demo());
+    assert_eq!(errors(&bad)[0].key, "matrix[3].fastpath");
+    let bad = format!("{}\n{block}[matrix.vars]\nfastpath = [\"on\"]\n", demo());
+    let e = &errors(&bad)[0];
+    assert!(e.message.contains("a dimension of its own"), "{e}");
+    assert_eq!(e.line, line_of(&bad, "fastpath = [\"on\"]"), "{e}");
+}

@@ -140,6 +140,25 @@ pub struct DutCounters {
     pub backlog_drops: u64,
     /// Packets the DUT's egress port (facing the receiver) transmitted.
     pub egress_tx: u64,
+    /// Ticks (USER_HZ) the DUT's CPU was busy over the trial, and all its ticks (`/proc/stat`
+    /// of the CPU the lab gives the DUT; 0 and 0 on a one-CPU machine, where there is none).
+    #[serde(default)]
+    pub cpu_busy_ticks: u64,
+    /// See `cpu_busy_ticks`.
+    #[serde(default)]
+    pub cpu_total_ticks: u64,
+}
+
+impl DutCounters {
+    /// The DUT's CPU load over the trial, in percent of one CPU; `None` when not measured.
+    /// It counts everything that ran on that CPU: the lab keeps the tester off it, but not
+    /// other processes of the host.
+    pub fn cpu_busy_percent(&self) -> Option<f64> {
+        (self.cpu_total_ticks > 0).then(|| {
+            100.0 * self.cpu_busy_ticks.min(self.cpu_total_ticks) as f64
+                / self.cpu_total_ticks as f64
+        })
+    }
 }
 
 /// A (case, repetition, methodology) that finished, with its result.
@@ -181,6 +200,10 @@ pub struct TcpFigures {
     pub cpu_local: f64,
     /// See `cpu_local`.
     pub cpu_remote: f64,
+    /// The lab DUT's counters over the run (both ports both ways: TCP data and ACKs), with
+    /// its CPU load; `None` without a lab DUT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut: Option<DutCounters>,
 }
 
 /// A throughput result compared with the tester's own calibrated ceiling.
