@@ -662,6 +662,21 @@ fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
     Ok(())
 }
 
+/// The case's DUT switches on a lab DUT: offloads as the case asks, off where it does not
+/// say (the lab's default). Set before every case, since a profile switch may reset them. A
+/// real DUT gets them as `WR_OFFLOAD` / `WR_FASTPATH` in its hooks' environment instead.
+fn apply_lab_switches(ctx: &mut Ctx, case: &Case) -> Result<(), RunError> {
+    let Some(lab) = ctx.bed.lab().cloned() else {
+        return Ok(());
+    };
+    if ctx.plan.dut.kind != DutKind::Lab || !lab.topology().has(lab::Node::Dut) {
+        return Ok(());
+    }
+    lab.set_dut_offload(case.offload.unwrap_or(false))
+        .map_err(|e| failed(format!("{}: DUT offload: {e}", case.id)))?;
+    Ok(())
+}
+
 fn run_case(ctx: &mut Ctx, case: &Case, index: usize, total: usize) -> Result<(), RunError> {
     let est = ctx.plan.case_estimate(case).1;
     let skipped = case_finished(ctx, case);
@@ -683,6 +698,7 @@ fn run_case(ctx: &mut Ctx, case: &Case, index: usize, total: usize) -> Result<()
         .find(|p| p.name == case.profile)
         .cloned()
         .ok_or_else(|| failed(format!("profile {} is not in the plan", case.profile)))?;
+    apply_lab_switches(ctx, case)?;
     let env = case.env();
     ctx.run_hooks(
         Some(case),
@@ -1028,6 +1044,16 @@ pub fn iperf3_trial(
     };
     let argv = iperf3::wrap(ns_a, &opts.argv());
     let started = Instant::now();
+    // Counted at the far port while iperf3 runs, one way only (with -R or --bidir the data
+    // also arrives at the client's port, whose counters this does not read).
+    let counting = match (&ends.capture, opts.reverse || opts.bidir) {
+        (Some((exec, ifname)), false) => iperf3::far_port::window(
+            plan.methodology.iperf3_omit,
+            Duration::from_secs(u64::from(seconds)),
+        )
+        .map(|w| iperf3::far_port::count_in_background(exec.clone(), ifname.clone(), started, w)),
+        _ => None,
+    };
     let client = run_interruptible(&argv, stop);
     let elapsed = started.elapsed();
     // tcpdump exits by itself after the control and data connections' SYNs ("N packets
@@ -1054,6 +1080,11 @@ pub fn iperf3_trial(
         Some(p) => iperf3::udp_rates(l4, p, case.ip),
         None => iperf3::tcp_rates(l4, mss, case.ip, true),
     };
+    let far_port = counting.and_then(|c| c.join().ok().flatten());
+    let (l2_bps, l1_bps) = match &far_port {
+        Some(w) if w.frames > 0 => (w.l2_bps(), w.l1_bps()),
+        _ => (rates.l2.0, rates.l1.0),
+    };
     let retransmits = match (&report.forward.retransmits, &report.backward) {
         (Some(f), Some(b)) => Some(f + b.retransmits.unwrap_or(0)),
         (f, _) => *f,
@@ -1062,8 +1093,9 @@ pub fn iperf3_trial(
         raw,
         TcpFigures {
             l4_bps: l4.0,
-            l2_bps: rates.l2.0,
-            l1_bps: rates.l1.0,
+            l2_bps,
+            l1_bps,
+            far_port,
             mss,
             retransmits,
             syn_mss: parse_syn_mss(&syn_text),

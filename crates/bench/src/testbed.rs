@@ -19,6 +19,7 @@ use engine::port::PortSpec;
 use engine::stream::Rate;
 use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
+use wire::units::BitsPerSec;
 
 use crate::hooks::Exec;
 use crate::isp::{SessionPort, SoftwirePort};
@@ -154,14 +155,24 @@ impl Testbed {
     /// far is stopped again and nothing has been sent.
     pub fn up(plan: &Plan, dir: &Path, stop: &AtomicBool) -> Result<Testbed, String> {
         match &plan.topology {
-            Topology::Lab { topology, name, .. } => {
-                Self::build_lab(topology, name, &format!("wirerate run {}", plan.file))
-            }
+            Topology::Lab { topology, name, .. } => Self::build_lab(
+                topology,
+                name,
+                &format!("wirerate run {}", plan.file),
+                plan.speed(),
+            ),
             Topology::Interfaces => Self::interfaces(plan, dir, stop),
         }
     }
 
-    fn build_lab(topology: &str, name: &str, purpose: &str) -> Result<Testbed, String> {
+    /// Builds the lab afresh, its tester ports shaped to `speed` so TCP sees a cable of the
+    /// plan's reference speed (lab::links).
+    fn build_lab(
+        topology: &str,
+        name: &str,
+        purpose: &str,
+        speed: BitsPerSec,
+    ) -> Result<Testbed, String> {
         let topo: lab::Topology = topology.parse().map_err(|e| format!("{e}"))?;
         // One lab, one user: a second run on this lab would tear it down under this one.
         let lock = lab::LabLock::acquire(name, purpose, lab::lock::USER_WAIT)
@@ -175,6 +186,7 @@ impl Testbed {
         })
         .map_err(|e| format!("lab {name}: {e}"))?;
         let built = (|| -> lab::Result<Testbed> {
+            l.set_wire_speed(Some(speed.0.round() as u64))?;
             let a = crate::trial::lab_port(&l, lab::PortId::A, "a")?;
             let pa = l.port(lab::PortId::A)?;
             let (b, iperf3) = if topo == lab::Topology::Endpoint {

@@ -59,6 +59,8 @@ pub enum LabError {
     Interrupted,
     /// Another process holds the lab ([`crate::LabLock`]).
     Busy { name: String, holder: String },
+    /// A link speed the lab cannot shape to.
+    InvalidSpeed { bps: u64 },
 }
 
 impl LabError {
@@ -80,6 +82,7 @@ impl LabError {
                 | LabError::NotUp { .. }
                 | LabError::TopologyMismatch { .. }
                 | LabError::Busy { .. }
+                | LabError::InvalidSpeed { .. }
         )
     }
 
@@ -129,6 +132,13 @@ impl fmt::Display for LabError {
                 f,
                 "lab {name} is in use by {holder}; one lab has one user at a time: wait for \
                  it to finish, or use another lab name"
+            ),
+            LabError::InvalidSpeed { bps } => write!(
+                f,
+                "a lab link speed of {bps} b/s cannot be shaped: give one from {} to {} b/s \
+                 (for example 1G)",
+                crate::links::MIN_WIRE_BPS,
+                crate::links::MAX_WIRE_BPS
             ),
             LabError::UnknownProfile { given, valid } => {
                 write!(f, "unknown profile `{given}`; valid profiles: {valid}")

@@ -399,6 +399,10 @@ impl Lab {
                  echo 1 > /proc/sys/net/ipv6/conf/all/forwarding",
             )?;
         }
+        if t.has(Node::Dut) {
+            // A DUT without segmentation offloads unless asked (crate::links).
+            self.set_dut_offload(false)?;
+        }
         cmd::check_interrupted()?;
         self.isolate_cpus()?;
         self.wait_ready()?;

@@ -30,6 +30,7 @@ pub mod cmd;
 pub mod cpu;
 mod error;
 mod lab;
+pub mod links;
 pub mod lock;
 pub mod netns;
 pub mod probe;
@@ -44,6 +45,7 @@ pub use lab::{
     down, down_all, inventory, status, DutSample, Inventory, Lab, LabConfig, LabStatus, PeerInfo,
     PortInfo, DEFAULT_NAME,
 };
+pub use links::LinkState;
 pub use lock::LabLock;
 pub use probe::{catalogue, features, CatalogueEntry, Feature, Features, Support};
 pub use profile::{MssBackend, Profile};

@@ -930,12 +930,22 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 tcp_timestamps_note = true;
                 let rates = iperf3::tcp_rates(l4, mss, ip_of(&dims), true);
                 frame_len = f64::from(rates.frame_len);
+                // What the far port's counters saw, where the runner read them: iperf3's own
+                // figure can exceed what the link carried (bench::iperf3::far_port).
+                let wire = t
+                    .tcp
+                    .as_ref()
+                    .and_then(|f| f.far_port)
+                    .filter(|w| w.frames > 0 && w.seconds > 0.0);
                 directions = if rep.as_ref().is_some_and(|r| r.backward.is_some()) {
                     2
                 } else {
                     1
                 };
-                rep_pps.push(rates.frames.0);
+                if let Some(w) = wire {
+                    frame_len = w.mean_frame_len();
+                }
+                rep_pps.push(wire.map_or(rates.frames.0, |w| w.fps()));
                 rep_l2.push(t.tcp.as_ref().map_or(rates.l2.0, |f| f.l2_bps));
                 rep_l4.push(l4.0);
             }

@@ -15,6 +15,7 @@ use wire::units::{BitsPerSec, Pps};
 
 use crate::hooks::{shell_quote, Exec};
 
+pub mod far_port;
 pub mod report;
 
 pub use report::{parse, Report, ReportError, L4};
