@@ -53,15 +53,24 @@ methodologies = ["rfc2544-throughput"]
 #[test]
 fn fixture_and_shipped_plan_check_ok() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for p in [
-        root.join("plans/lab-demo.toml"),
-        root.join("crates/bench/tests/fixtures/lab-demo.toml"),
+    // The shipped demo adds the fast-path and MSS × offload blocks to the fixture's matrix.
+    for (p, cases, case) in [
+        (
+            root.join("plans/lab-demo.toml"),
+            "76 cases",
+            "gateway/tcp4/s1/mss400/offload=on",
+        ),
+        (
+            root.join("crates/bench/tests/fixtures/lab-demo.toml"),
+            "72 cases",
+            "napt/tcp6/s4",
+        ),
     ] {
         let o = wirerate(&["plan", "check", p.to_str().unwrap()]);
         assert!(o.status.success(), "{}", stderr(&o));
         let out = String::from_utf8_lossy(&o.stdout);
-        assert!(out.contains("72 cases"), "{out}");
-        assert!(out.contains("napt/tcp6/s4"), "{out}");
+        assert!(out.contains(cases), "{out}");
+        assert!(out.contains("napt/tcp6/s4") && out.contains(case), "{out}");
         assert!(out.contains("estimated"), "{out}");
     }
 }

@@ -1099,7 +1099,15 @@ impl<'s> Walker<'s> {
         m
     }
 
-    fn matrix(&mut self, v: &Value<'_>, path: &str, profiles: &[Profile]) -> Option<Matrix> {
+    /// One `[[matrix]]` block; `lab_dut`: the plan's DUT is the built-in lab (where the
+    /// `offload` / `fastpath` switches act, so a user dimension of that name would mislead).
+    fn matrix(
+        &mut self,
+        v: &Value<'_>,
+        path: &str,
+        profiles: &[Profile],
+        lab_dut: bool,
+    ) -> Option<Matrix> {
         let t = self.table(v, path)?;
         self.keys(
             t,
@@ -1227,9 +1235,11 @@ impl<'s> Walker<'s> {
                     "`encap` is a dimension of its own now; drop it from [matrix.vars]",
                 );
             }
-            // Built-in switches would reach hooks twice (WR_OFFLOAD from both).
+            // On the lab the built-in switches are what act; beside the built-in key of the
+            // same name a user dimension would reach hooks twice (WR_OFFLOAD from both). A
+            // device's own `fastpath` dimension stays its own.
             for (k, kspan, _) in entries(vars_t) {
-                if k == "offload" || k == "fastpath" {
+                if (k == "offload" || k == "fastpath") && (lab_dut || get(t, k).is_some()) {
                     self.err(
                         kspan,
                         &join(&join(path, "vars"), k),
@@ -1840,7 +1850,8 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
             DeValue::Array(a) if !a.is_empty() => {
                 for (i, item) in a.iter().enumerate() {
                     let path = format!("matrix[{i}]");
-                    if let Some(m) = w.matrix(item, &path, &profiles) {
+                    let lab_dut = dut.as_ref().is_some_and(|d| d.kind == DutKind::Lab);
+                    if let Some(m) = w.matrix(item, &path, &profiles, lab_dut) {
                         if let Some(t) = &topology {
                             w.matrix_fits_ports(item, &path, &m, t, &ports);
                             w.matrix_encap_fits(item, &path, &m, t, &ports);

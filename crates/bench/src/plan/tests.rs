@@ -613,4 +613,9 @@ fn offload_and_fastpath_are_switch_dimensions() {
     let e = &errors(&bad)[0];
     assert!(e.message.contains("a dimension of its own"), "{e}");
     assert_eq!(e.line, line_of(&bad, "fastpath = [\"on\"]"), "{e}");
+    // A device keeps its own `fastpath` user dimension (DEVICE_PLAN has one) unless the block
+    // also has the built-in key.
+    assert!(Plan::parse(DEVICE_PLAN, "cpe.toml").is_ok());
+    let both = DEVICE_PLAN.replace("[matrix.vars]", "fastpath = [\"on\"]\n[matrix.vars]");
+    assert!(errors(&both)[0].message.contains("a dimension of its own"));
 }

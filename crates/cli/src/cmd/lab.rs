@@ -69,6 +69,19 @@ pub enum LabCommand {
         #[arg(long, default_value = lab::DEFAULT_NAME)]
         name: String,
     },
+    /// Make the lab's links wire-like: shape the tester ports to a line rate (L1 accounting,
+    /// TSO/GSO off there) and switch the DUT's segmentation offloads. Without options, show
+    /// how they are set. `wirerate run` shapes to the plan's speed by itself.
+    Links {
+        /// Line rate of the tester ports, e.g. 1G or 100M; `off` removes the shaping.
+        #[arg(long)]
+        speed: Option<String>,
+        /// The DUT's GRO/GSO/TSO: on or off (the lab starts with them off).
+        #[arg(long, value_parser = ["on", "off"])]
+        offload: Option<String>,
+        #[arg(long, default_value = lab::DEFAULT_NAME)]
+        name: String,
+    },
     /// List the DUT profiles, what each does, and whether this kernel supports it.
     Profiles {
         /// Machine-readable output.
@@ -152,6 +165,11 @@ pub fn run(args: LabArgs) -> CliResult {
             );
             Ok(())
         }
+        LabCommand::Links {
+            speed,
+            offload,
+            name,
+        } => links(&name, speed.as_deref(), offload.as_deref()),
         LabCommand::Profiles { json: j } => {
             let cat = lab::catalogue();
             if j {
@@ -168,6 +186,50 @@ pub fn run(args: LabArgs) -> CliResult {
             let lab = Lab::attach(&name).map_err(cli_err)?;
             json(&lab.snapshot().map_err(cli_err)?)
         }
+    }
+}
+
+fn links(name: &str, speed: Option<&str>, offload: Option<&str>) -> CliResult {
+    let speed = match speed {
+        None => None,
+        Some("off") => Some(None),
+        Some(s) => {
+            Some(Some(wire::linerate::parse_speed(s).map_err(|e| {
+                CliError::Usage(format!("--speed {s}: {e} (or `off`)"))
+            })?))
+        }
+    };
+    let lab = Lab::attach(name).map_err(cli_err)?;
+    if speed.is_some() || offload.is_some() {
+        let _lock = lab::LabLock::acquire(name, "wirerate lab links", lab::lock::SHORT_WAIT)
+            .map_err(cli_err)?;
+        if let Some(s) = speed {
+            lab.set_wire_speed(s.map(|b| b.0.round() as u64))
+                .map_err(cli_err)?;
+        }
+        if let Some(o) = offload {
+            lab.set_dut_offload(o == "on").map_err(cli_err)?;
+        }
+    }
+    outln!(
+        "lab {name}: {}",
+        links_line(&lab.link_state().map_err(cli_err)?)
+    );
+    Ok(())
+}
+
+/// `tester ports shaped to 1 Gb/s (L1), DUT offloads off`.
+fn links_line(s: &lab::LinkState) -> String {
+    let wire = match s.wire_bps {
+        Some(b) => format!(
+            "tester ports shaped to {} (L1)",
+            wire::units::BitsPerSec(b as f64)
+        ),
+        None => "tester ports not shaped (no line rate: TCP runs at memory speed)".to_string(),
+    };
+    match s.dut_offload {
+        Some(o) => format!("{wire}, DUT offloads {}", if o { "on" } else { "off" }),
+        None => wire,
     }
 }
 
@@ -253,6 +315,11 @@ fn status(name: Option<&str>, as_json: bool) -> CliResult {
         outln!("  namespaces: {}", l.namespaces.join(" "));
         if let Some(h) = lab::lock::holder(&l.name) {
             outln!("  in use by {h}");
+        }
+        if l.ready {
+            if let Ok(st) = Lab::attach(&l.name).and_then(|lab| lab.link_state()) {
+                outln!("  links: {}", links_line(&st));
+            }
         }
         // Another process may be building or removing this lab while we read it (its `lab
         // down` even kills our `ip` inside the namespace): say so and go on with the others.
