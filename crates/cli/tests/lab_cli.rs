@@ -161,6 +161,62 @@ fn lifecycle_up_status_exec_profile_down() {
     ]);
     assert_eq!(o.status.code(), Some(7));
 
+    // Issue 13: wire-like links. A new lab's DUT has its offloads off; shaping and offloads
+    // switch and read back from the kernel, and traffic still passes shaped.
+    let links = ok(&["lab", "links", "--name", "cli-life"]);
+    assert!(
+        links.contains("not shaped") && links.contains("DUT offloads off"),
+        "{links}"
+    );
+    let links = ok(&[
+        "lab",
+        "links",
+        "--name",
+        "cli-life",
+        "--speed",
+        "100M",
+        "--offload",
+        "on",
+    ]);
+    assert!(
+        links.contains("shaped to 100.000 Mb/s (L1), DUT offloads on"),
+        "{links}"
+    );
+    let in_a = |cmd: &[&str]| {
+        let mut argv = vec!["lab", "exec", "--name", "cli-life", "a", "--"];
+        argv.extend_from_slice(cmd);
+        ok(&argv)
+    };
+    let qdisc = in_a(&["tc", "-d", "qdisc", "show", "dev", "wr-a"]);
+    assert!(
+        qdisc.contains("tbf") && qdisc.contains("overhead 24") && qdisc.contains("mpu 84"),
+        "{qdisc}"
+    );
+    let features = in_a(&["ethtool", "-k", "wr-a"]);
+    assert!(
+        features.contains("tcp-segmentation-offload: off")
+            && features.contains("generic-segmentation-offload: off"),
+        "{features}"
+    );
+    in_a(&["ping", "-c1", "-W2", "-s", "1400", "203.0.113.2"]);
+    let links = ok(&[
+        "lab",
+        "links",
+        "--name",
+        "cli-life",
+        "--speed",
+        "off",
+        "--offload",
+        "off",
+    ]);
+    assert!(
+        links.contains("not shaped") && links.contains("DUT offloads off"),
+        "{links}"
+    );
+    let o = wr(&["lab", "links", "--name", "cli-life", "--speed", "fast"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--speed fast"), "{}", stderr(&o));
+
     let out = ok(&["lab", "profile", "--name", "cli-life", "napt"]);
     assert!(out.contains("profile napt applied"), "{out}");
     assert_eq!(lab_json("cli-life").unwrap()["profile"], "napt");
