@@ -948,6 +948,20 @@ fn syn_filter(port: u16) -> String {
     )
 }
 
+/// What to say when the data connections' SYNs reached the far port with another MSS than
+/// the case asked iperf3 for (`-M`): something on the path (the DUT's MSS clamp) rewrote it.
+/// The first SYN is iperf3's control connection, which keeps the interface's MSS.
+fn mss_mismatch(case: &Case, syn_mss: &[u32]) -> Option<String> {
+    let asked = case.mss?;
+    let data = syn_mss.get(1..)?;
+    let other: Vec<u32> = data.iter().copied().filter(|&m| m != asked).collect();
+    (!other.is_empty()).then(|| {
+        format!(
+            "asked for MSS {asked}, the far port saw SYNs with MSS {other:?}: the path rewrote it (an MSS clamp on the DUT?)"
+        )
+    })
+}
+
 fn default_mss(ip: IpVersion) -> u32 {
     match ip {
         IpVersion::V4 => 1460,
@@ -1204,6 +1218,9 @@ fn run_iperf3(
             }
         };
         tcp.dut = dut;
+        if let Some(note) = mss_mismatch(case, &tcp.syn_mss) {
+            ctx.note(format!("{} rep {rep}: {note}", case.id));
+        }
         let path = ctx.opts.dir.join(IPERF3_DIR).join(iperf3_file(case, rep));
         std::fs::write(&path, serde_json::to_vec_pretty(&raw).unwrap_or_default())
             .map_err(|e| failed(format!("{}: {e}", path.display())))?;
@@ -1295,6 +1312,34 @@ mod tests {
         );
         assert_eq!(hook_program("  vmstat 1").as_deref(), Some("vmstat"));
         assert_eq!(hook_program("$HOME/x"), None);
+    }
+
+    #[test]
+    fn mss_the_path_rewrote_is_named() {
+        let plan = crate::plan::Plan::parse(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../plans/lab-demo.toml"
+            ))
+            .unwrap(),
+            "lab-demo.toml",
+        )
+        .unwrap();
+        let cases = plan.cases().unwrap();
+        let c = cases
+            .iter()
+            .find(|c| c.id == "gateway/tcp4/s1/mss1414/offload=on")
+            .unwrap();
+        assert_eq!(mss_mismatch(c, &[1460, 1414]), None);
+        let n = mss_mismatch(c, &[1460, 1200]).unwrap();
+        assert!(
+            n.contains("asked for MSS 1414") && n.contains("[1200]"),
+            "{n}"
+        );
+        // Nothing captured, or a case without `mss`: nothing to say.
+        assert_eq!(mss_mismatch(c, &[]), None);
+        let no_mss = cases.iter().find(|c| c.id == "napt/tcp4/s1").unwrap();
+        assert_eq!(mss_mismatch(no_mss, &[1460, 1200]), None);
     }
 
     #[test]
