@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use crate::model::{udp_max, Analysis, Dims, LatencyRow, Row, PERCENTILES};
 use crate::svg::{bar_chart, esc, line_chart, Bar, Series};
 use crate::text::{
-    cells, completeness_lines, latency_cells, latency_titles, num, status, COLUMNS, LATENCY_COLUMNS,
+    cell, columns, completeness_lines, latency_cells, latency_titles, num, status, switch_cell,
+    switch_delta, switch_titles, CONCLUSIONS_INTRO, LATENCY_COLUMNS, SWITCH_SECTIONS,
 };
 
 const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#222;max-width:1240px}
@@ -18,24 +19,42 @@ table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px soli
 td{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.tester-limited td{background:#f3f3f3;color:#777}
 tr.partial td{background:#fffbe8}li.sig{font-weight:600}";
 
-/// The results-table columns the page shows (index into [`COLUMNS`], header); the dimension
-/// columns are in the case id.
-const SHOWN: [(usize, &str); 15] = [
-    (0, "case"),
-    (8, "methodology"),
-    (9, "reps"),
-    (10, "status"),
-    (11, "pps"),
-    (12, "Mb/s L2"),
-    (13, "max pps"),
-    (14, "max Mb/s L2"),
-    (15, "% of line rate"),
-    (16, "noise ± pps"),
-    (17, "DUT CPU %"),
-    (18, "directions"),
-    (19, "engine"),
-    (20, "frames lost (all trials)"),
-    (21, "of which DUT ingress drops"),
+/// The results-table columns the page shows ([`crate::text::columns`] name, header); the other
+/// dimension columns are in the case id. The switch columns appear only when the run has them.
+const SHOWN: [(&str, &str); 17] = [
+    ("case", "case"),
+    ("offload", "offload"),
+    ("fastpath", "fastpath"),
+    ("methodology", "methodology"),
+    ("repetitions", "reps"),
+    ("status", "status"),
+    ("pps", "pps"),
+    ("mbps_l2", "Mb/s L2"),
+    ("max_pps", "max pps"),
+    ("max_mbps_l2", "max Mb/s L2"),
+    ("percent_line_rate", "% of line rate"),
+    ("noise_pps", "noise ± pps"),
+    ("dut_cpu_percent", "DUT CPU %"),
+    ("directions", "directions"),
+    ("engine", "engine"),
+    ("trial_frames_lost", "frames lost (all trials)"),
+    ("dut_ingress_drops", "of which DUT ingress drops"),
+];
+
+/// Columns right-aligned as numbers.
+const NUMERIC: [&str; 12] = [
+    "repetitions",
+    "pps",
+    "mbps_l2",
+    "max_pps",
+    "max_mbps_l2",
+    "percent_line_rate",
+    "noise_pps",
+    "dut_cpu_percent",
+    "directions",
+    "trial_frames_lost",
+    "dut_ingress_drops",
+    "frame_size",
 ];
 
 /// Rows drawn together: protocol × IP version × encapsulation × directions.
@@ -57,6 +76,7 @@ fn second(d: &Dims) -> String {
     if let Some(m) = d.mss {
         p.push(format!("MSS {m}"));
     }
+    p.extend(d.switches());
     for (k, v) in &d.vars {
         p.push(format!("{k}={v}"));
     }
@@ -168,9 +188,24 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         }
         o.push_str("</ul></div>\n");
     }
-    if !a.findings.is_empty() {
+    if !a.findings.is_empty() || !a.conclusions.is_empty() {
         let (sig, rest): (Vec<_>, Vec<_>) = a.findings.iter().partition(|f| f.significant);
-        o.push_str("<h2>Findings</h2>\n<p>Each profile against the baseline profile, only where the difference exceeds the noise of both figures.</p><ul id=\"findings\">");
+        o.push_str("<h2>Findings</h2>\n");
+        if !a.conclusions.is_empty() {
+            o.push_str(&format!(
+                "<p>{}</p><ul id=\"conclusions\">",
+                esc(CONCLUSIONS_INTRO)
+            ));
+            for c in &a.conclusions {
+                o.push_str(&format!(
+                    "<li class=\"sig\" data-dimension=\"{}\">{}</li>",
+                    esc(&c.dimension),
+                    esc(&c.text)
+                ));
+            }
+            o.push_str("</ul>\n");
+        }
+        o.push_str("<p>Each profile against the baseline profile, only where the difference exceeds the noise of both figures.</p><ul id=\"findings\">");
         if sig.is_empty() {
             o.push_str("<li>No profile differs from the baseline by more than the noise.</li>");
         }
@@ -417,6 +452,8 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         o.push_str("</div>\n");
     }
 
+    switch_sections(a, &mut o);
+
     // Loss curves.
     if !a.loss_curves.is_empty() {
         o.push_str("<h2>Frame loss rate</h2>\n<div class=\"charts\">");
@@ -455,7 +492,12 @@ pub fn html(a: &Analysis) -> Vec<u8> {
 
     // Tables.
     o.push_str("<h2>Throughput against line rate</h2>\n<p>pps and Mb/s measured (mean over repetitions; bidirectional tests sum both directions), the theoretical maximum for the encapsulation on the bottleneck link, and the percentage reached. Tester-limited cells are grey and carry no DUT figure.</p>\n<table class=\"results\" id=\"results\"><thead><tr>");
-    for (_, title) in SHOWN {
+    let present = columns(a);
+    let shown: Vec<(&str, &str)> = SHOWN
+        .into_iter()
+        .filter(|(c, _)| present.contains(c))
+        .collect();
+    for (_, title) in &shown {
         o.push_str(&format!("<th>{title}</th>"));
     }
     o.push_str("</tr></thead><tbody>\n");
@@ -466,26 +508,24 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             esc(&r.case_id),
             esc(&r.methodology)
         ));
-        let all = cells(r);
-        for (i, _) in SHOWN {
-            let c = &all[i];
-            let shown = if i == 10 && r.tester_limited {
+        for (k, _) in &shown {
+            let c = cell(r, k);
+            let text = if *k == "status" && r.tester_limited {
                 format!(
                     "tester-limited (tester reached {} %)",
                     r.tester_reached_percent.map(num::pct).unwrap_or_default()
                 )
             } else {
-                c.clone()
+                c
             };
             o.push_str(&format!(
-                "<td{} data-k=\"{}\">{}</td>",
-                if i >= 9 && i != 10 && i != 19 {
+                "<td{} data-k=\"{k}\">{}</td>",
+                if NUMERIC.contains(k) {
                     " class=\"n\""
                 } else {
                     ""
                 },
-                COLUMNS[i],
-                esc(&shown)
+                esc(&text)
             ));
         }
         o.push_str("</tr>\n");
@@ -628,5 +668,42 @@ fn latency_charts(a: &Analysis, o: &mut String) {
             );
         }
         o.push_str("</div>\n");
+    }
+}
+
+/// The MSS × offload tables and the fast-path comparisons ([`crate::model::SwitchTable`]).
+fn switch_sections(a: &Analysis, o: &mut String) {
+    for (switch, head, intro) in SWITCH_SECTIONS {
+        let tables: Vec<_> = a
+            .switch_tables
+            .iter()
+            .filter(|t| t.switch == switch)
+            .collect();
+        if tables.is_empty() {
+            continue;
+        }
+        o.push_str(&format!("<h2>{}</h2>\n<p>{}</p>\n", esc(head), esc(intro)));
+        for t in tables {
+            o.push_str(&format!(
+                "<h3>{} ({})</h3><table class=\"switch\" data-switch=\"{}\"><tr>",
+                esc(&t.title),
+                esc(&t.methodology),
+                esc(&t.switch)
+            ));
+            for h in switch_titles(t) {
+                o.push_str(&format!("<th>{}</th>", esc(&h)));
+            }
+            o.push_str("</tr>\n");
+            for r in &t.rows {
+                o.push_str(&format!(
+                    "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+                    esc(&r.point),
+                    esc(&switch_cell(r.off.as_ref())),
+                    esc(&switch_cell(r.on.as_ref())),
+                    esc(&switch_delta(r))
+                ));
+            }
+            o.push_str("</table>\n");
+        }
     }
 }
