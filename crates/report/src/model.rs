@@ -628,7 +628,7 @@ pub struct Statement {
 }
 
 /// A summary of one dimension of the matrix, as a person would write it ("fastpath on: +80 %
-/// at 64 B, IPv4 UDP (napt)"). Each compares two rows of the results table that differ only
+/// for napt at 64 B, IPv4 UDP"). Each compares two rows of the results table that differ only
 /// in that dimension, at the point where a per-packet cost shows most (the smallest frame
 /// size, or the smallest MSS with the fewest sessions, that both rows measured), and exists
 /// only where the difference exceeds both figures' noise.
@@ -1662,7 +1662,8 @@ fn switched_twin_exists(rows: &[Row], r: &Row, except: &str) -> bool {
 }
 
 /// Summaries per dimension ([`Conclusion`]): each profile against the baseline, the fast path
-/// and the offloads on against off, IPv6 against IPv4 (UDP at the same frame size). In each
+/// and the offloads on against off, IPv6 against IPv4 (UDP at the same frame size; of the
+/// baseline profile when it has both). In each
 /// context (the case's dimensions without its point) the pair at the first point both rows
 /// measured ([`point_order`]) is compared; only differences beyond both figures' noise are
 /// kept. Every figure comes from two rows of the results table, cited by case id.
@@ -1725,6 +1726,11 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
                 None => best.push((key, r, reference)),
             }
         }
+        // IPv6 against IPv4 is said of the baseline profile (the router itself) when it has
+        // that comparison; the profiles' own costs have their lines above.
+        if dimension == "ip" && best.iter().any(|(_, s, _)| s.dims.profile == baseline) {
+            best.retain(|(_, s, _)| s.dims.profile == baseline);
+        }
         for (_, s, r) in best {
             let Some(c) = compare_rows(s, r) else {
                 continue;
@@ -1745,7 +1751,7 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
                     s.dims.point()
                 ),
                 "ip" => {
-                    let mut at = vec![profile.clone()];
+                    let mut at = Vec::new();
                     at.extend(s.dims.frame_size.map(|f| format!("{f} B")));
                     at.extend(s.dims.switches());
                     at.extend(s.dims.vars.iter().map(|(k, v)| format!("{k}={v}")));
@@ -1757,7 +1763,7 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
                     }
                     at.push(s.dims.protocol.to_uppercase());
                     format!(
-                        "IPv6 forwards {} {} than IPv4 ({})",
+                        "IPv6 forwards {} {} than IPv4 for {profile} at {}",
                         pct_word(c.delta),
                         if c.delta < 0.0 { "less" } else { "more" },
                         at.join(", ")
@@ -1771,7 +1777,7 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
                         at.fastpath = None;
                     }
                     format!(
-                        "{switch} on: {} at {} ({profile})",
+                        "{switch} on: {} for {profile} at {}",
                         signed_word(c.delta),
                         at.point()
                     )

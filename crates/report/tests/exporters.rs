@@ -59,7 +59,13 @@ fn snapshot(run: &str, file: &str, actual: &[u8]) {
 
 #[test]
 fn snapshots_of_every_exporter() {
-    for run in ["run-demo", "run-demo-killed", "run-wan", "run-demo-v1"] {
+    for run in [
+        "run-demo",
+        "run-demo-killed",
+        "run-wan",
+        "run-demo-v1",
+        "run-matrix",
+    ] {
         let a = load(run);
         for (name, bytes) in report::render_all(&a) {
             snapshot(run, name, &bytes);
