@@ -2103,6 +2103,52 @@ mod tests {
         assert_eq!(full_encap("gre", 4), "gre");
     }
 
+    /// One iperf3 run's noise: the spread of its per-interval rates without the slow-start
+    /// interval; odd reports (no intervals, one interval, strings, zeros) give none.
+    #[test]
+    fn iperf3_interval_spread_skips_slow_start_and_odd_reports() {
+        let run = |v: &[serde_json::Value]| serde_json::json!({ "intervals": v.iter().map(|b| serde_json::json!({ "sum": { "bits_per_second": b } })).collect::<Vec<_>>() });
+        let j = |x: f64| serde_json::json!(x);
+        // 100, 102, 98 after a slow 40: sd 2 of mean 100.
+        let s = iperf3_interval_spread(&run(&[j(40.0), j(100.0), j(102.0), j(98.0)])).unwrap();
+        assert!((s - 0.02).abs() < 1e-12, "{s}");
+        // Two intervals: both count.
+        let s = iperf3_interval_spread(&run(&[j(90.0), j(110.0)])).unwrap();
+        assert!((s - (200.0f64).sqrt() / 100.0).abs() < 1e-12, "{s}");
+        assert_eq!(iperf3_interval_spread(&run(&[j(100.0)])), None);
+        assert_eq!(iperf3_interval_spread(&run(&[j(0.0), j(0.0)])), None);
+        assert_eq!(iperf3_interval_spread(&serde_json::json!({})), None);
+        assert_eq!(
+            iperf3_interval_spread(&serde_json::json!({ "intervals": 3 })),
+            None
+        );
+        let odd = run(&[
+            serde_json::json!("fast"),
+            j(100.0),
+            serde_json::Value::Null,
+            j(100.0),
+        ]);
+        assert_eq!(iperf3_interval_spread(&odd), Some(0.0));
+    }
+
+    #[test]
+    fn switch_dimensions_parse_from_case_ids_and_read_in_points() {
+        let d = Dims::from_case_id("napt/tcp4/s1/mss400/offload=on/fastpath=off");
+        assert_eq!(
+            (d.offload, d.fastpath, d.mss),
+            (Some(true), Some(false), Some(400))
+        );
+        assert!(d.vars.is_empty());
+        assert_eq!(
+            d.point(),
+            "1 session, MSS 400, offload on, fastpath off, IPv4 TCP"
+        );
+        // Older plans' user dimension of the same name with other values stays one.
+        let d = Dims::from_case_id("pf-on/udp4/64B/fastpath=1");
+        assert_eq!(d.fastpath, None);
+        assert_eq!(d.vars, [("fastpath".to_string(), "1".to_string())]);
+    }
+
     #[test]
     fn case_ids_parse_back_into_dimensions() {
         let d = Dims::from_case_id("napt/tcp6/s4/mss1200/fast-path=on");

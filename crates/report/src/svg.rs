@@ -162,14 +162,14 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// The chart's frame; below the plot: (legend rows, extra pixels for wrapped x labels).
 fn frame(
     title: &str,
     y_label: &str,
     x_label: &str,
     y_max: f64,
     step: f64,
-    legend_rows: usize,
-    extra: f64,
+    (legend_rows, extra): (usize, f64),
     o: &mut String,
 ) {
     let h = H + extra + 16.0 * legend_rows.saturating_sub(1) as f64;
@@ -282,8 +282,7 @@ pub fn bar_chart(
         x_label,
         y_max,
         step,
-        legend_layout(series).1,
-        labels.extra,
+        (legend_layout(series).1, labels.extra),
         &mut o,
     );
     o.push_str(r##"<defs><pattern id="tl" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#eee"/><line x1="0" y1="0" x2="0" y2="6" stroke="#999" stroke-width="3"/></pattern></defs>"##);
@@ -404,8 +403,7 @@ pub fn line_chart(
         x_label,
         y_max,
         step,
-        legend_layout(&names).1,
-        0.0,
+        (legend_layout(&names).1, 0.0),
         &mut o,
     );
     let ph = H - T - B;

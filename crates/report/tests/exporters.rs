@@ -981,7 +981,9 @@ fn findings_match_the_table(a: &Analysis) -> Result<usize, String> {
             .map_err(|_| format!("{} has no {c}", r[0]))
     };
     // (delta %, noise %, beyond noise) from two CSV rows, within their rounding.
-    let figures = |cites: &[(String, String)]| -> Result<(f64, f64, Option<bool>, Vec<String>, Vec<String>), String> {
+    // (delta %, noise %, beyond noise, the subject's row) from two CSV rows, within rounding.
+    type Cited = (f64, f64, Option<bool>, Vec<String>);
+    let figures = |cites: &[(String, String)]| -> Result<Cited, String> {
         if cites.len() != 2 {
             return Err(format!("{} rows cited", cites.len()));
         }
@@ -991,11 +993,16 @@ fn findings_match_the_table(a: &Analysis) -> Result<usize, String> {
         let margin = ((x - y).abs() - (nx + ny)).abs();
         // CSV figures are whole frames: too close to call from the table alone.
         let beyond = (margin > 3.0).then(|| (x - y).abs() > nx + ny);
-        Ok((100.0 * (x - y) / y, 100.0 * (nx + ny) / y, beyond, s.clone(), r.clone()))
+        Ok((
+            100.0 * (x - y) / y,
+            100.0 * (nx + ny) / y,
+            beyond,
+            s.clone(),
+        ))
     };
     let mut checked = 0;
     for c in &a.conclusions {
-        let (delta, noise, beyond, s, _) = figures(&c.cites)?;
+        let (delta, noise, beyond, s) = figures(&c.cites)?;
         let t = &c.text;
         let (said, said_noise) = percents(t);
         let said = said.ok_or(format!("no figure in {t:?}"))?;
@@ -1034,7 +1041,7 @@ fn findings_match_the_table(a: &Analysis) -> Result<usize, String> {
         if f.text.contains("tester-limited") {
             continue;
         }
-        let (delta, _, beyond, _, _) = figures(&f.cites)?;
+        let (delta, _, beyond, _) = figures(&f.cites)?;
         let (said, _) = percents(&f.text);
         let said = said.ok_or(format!("no figure in {:?}", f.text))?;
         // Whole percent here (signed_percent), within the table's rounding.
@@ -1063,7 +1070,7 @@ fn findings_match_the_table(a: &Analysis) -> Result<usize, String> {
                 (on.case_id.clone(), t.methodology.clone()),
                 (off.case_id.clone(), t.methodology.clone()),
             ];
-            let (delta, _, beyond, _, _) = figures(&cites)?;
+            let (delta, _, beyond, _) = figures(&cites)?;
             if (d - delta).abs() > 0.05 || beyond.is_some_and(|b| b != r.significant) {
                 return Err(format!(
                     "{} {}: {d:+.2} % vs the table's {delta:+.2} %",
