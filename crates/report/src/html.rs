@@ -244,7 +244,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         let p = max_pps.entry(r.dims.protocol.clone()).or_default();
         *p = p.max(pps);
     }
-    o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (half the spread over repetitions plus half the search resolution). Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
+    o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (with repetitions, half their spread plus half the search resolution; with one, the search's final bracket or the spread of iperf3's per-interval rates). Long profile names wrap; hover a label or bar for the full name. Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
     for ((proto, _, _, _), rows) in &families {
         let fam = rows[0].dims.family();
         o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
