@@ -92,7 +92,12 @@ fn report_renders_in_chromium_with_its_charts_and_no_errors() {
         dir.to_str().unwrap(),
     ]);
     assert!(ok, "{stderr}");
-    assert!(stdout.contains("filter-stateful-100: −48 % vs forward at 128 B, IPv4 UDP"));
+    assert!(
+        stdout.contains("filter-stateful-100 costs 48 % of forward's rate at 128 B, IPv4 UDP"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("filter-stateful-100: −48 % vs forward at 128 B, IPv4 UDP"));
     for f in [
         "report.html",
         "results.csv",

@@ -583,11 +583,24 @@ pub fn terminal(a: &Analysis) -> String {
     for r in &rows {
         line(r, &mut o);
     }
-    for c in &a.conclusions {
-        o.push_str(&format!("  {}\n", c.text));
-    }
-    for f in a.findings.iter().filter(|f| f.significant) {
-        o.push_str(&format!("  {}\n", f.text));
+    // The per-dimension conclusions when there are any (the per-case lines repeat them case
+    // by case and are in summary.md and report.html); else the per-case findings.
+    let per_case = a.findings.iter().filter(|f| f.significant);
+    if a.conclusions.is_empty() {
+        for f in per_case {
+            o.push_str(&format!("  {}\n", f.text));
+        }
+    } else {
+        for c in &a.conclusions {
+            o.push_str(&format!("  {}\n", c.text));
+        }
+        let n = per_case.count();
+        if n > 0 {
+            o.push_str(&format!(
+                "  ({n} per-case finding{} beyond noise: summary.md, report.html)\n",
+                if n == 1 { "" } else { "s" }
+            ));
+        }
     }
     for l in completeness_lines(a) {
         o.push_str(&format!("! {l}\n"));
