@@ -1234,3 +1234,74 @@ fn switch_columns_dut_cpu_and_switch_tables() {
     assert!(!demo.lines().next().unwrap().contains("offload"));
     assert!(load("run-demo").switch_tables.is_empty());
 }
+
+/// Odd records do not break the report: DUT counters without CPU ticks, iperf3 reports without
+/// or with nonsense intervals, an iperf3 trial without any figures. Rows lose the figure they
+/// cannot have (CPU, noise measure) and every exporter still renders.
+#[test]
+fn odd_records_lose_figures_not_the_report() {
+    use bench::results::Record;
+    let d = fixture("run-matrix");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let mut tcp_seen = 0;
+    for r in &mut records {
+        let Record::Trial(t) = r else { continue };
+        if let Some(dut) = t.engine.as_mut().and_then(|e| e.dut.as_mut()) {
+            // UDP: no CPU measured (a one-CPU machine).
+            dut.cpu_busy_ticks = 0;
+            dut.cpu_total_ticks = 0;
+        }
+        if t.tcp.is_some() {
+            tcp_seen += 1;
+            match tcp_seen {
+                1 => t.iperf3 = Some(serde_json::json!({ "intervals": "none" })),
+                2 => {
+                    t.iperf3 = Some(
+                        serde_json::json!({ "intervals": [{ "sum": { "bits_per_second": "x" } }, {}] }),
+                    )
+                }
+                3 => {
+                    t.tcp = None;
+                    t.iperf3 = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    for (_, bytes) in report::render_all(&a) {
+        assert!(!bytes.is_empty());
+    }
+    let _ = report::text::terminal(&a);
+    assert!(a
+        .rows
+        .iter()
+        .filter(|r| r.dims.protocol == "udp")
+        .all(|r| r.dut_cpu_percent.is_none()));
+    let tcp: Vec<_> = a.rows.iter().filter(|r| r.dims.protocol == "tcp").collect();
+    assert_eq!(
+        tcp.iter()
+            .filter(|r| r.noise_basis == report::model::NoiseBasis::None)
+            .count(),
+        2,
+        "the two runs without usable intervals"
+    );
+    // The trial with no figures at all leaves its case without a row.
+    assert_eq!(
+        tcp.len(),
+        load("run-matrix")
+            .rows
+            .iter()
+            .filter(|r| r.dims.protocol == "tcp")
+            .count()
+            - 1
+    );
+    findings_match_the_table(&a).unwrap_or_else(|e| panic!("{e}"));
+}
