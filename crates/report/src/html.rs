@@ -409,7 +409,10 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     }
     for (_, rows) in &tcp_mss {
         let fam = rows[0].dims.family();
-        let mut lines: BTreeMap<(usize, Option<u32>), Series> = BTreeMap::new();
+        // One line per profile, sessions and switch setting (offload off and on are two
+        // lines, not one line through both).
+        type LineKey = (usize, Option<u32>, Option<bool>, Option<bool>);
+        let mut lines: BTreeMap<LineKey, Series> = BTreeMap::new();
         for r in rows.iter() {
             let (Some(m), Some(b)) = (r.dims.mss, r.l4_bps.or(r.l2_bps)) else {
                 continue;
@@ -419,12 +422,19 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                 .iter()
                 .position(|p| p == &r.dims.profile)
                 .unwrap_or(usize::MAX);
+            let d = &r.dims;
             lines
-                .entry((order, r.dims.sessions))
+                .entry((order, d.sessions, d.offload, d.fastpath))
                 .or_insert_with(|| Series {
-                    name: match r.dims.sessions {
-                        Some(s) => format!("{} ×{s}", r.dims.profile),
-                        None => r.dims.profile.clone(),
+                    name: {
+                        let mut n = match d.sessions {
+                            Some(s) => format!("{} ×{s}", d.profile),
+                            None => d.profile.clone(),
+                        };
+                        for sw in d.switches() {
+                            n.push_str(&format!(", {sw}"));
+                        }
+                        n
                     },
                     points: Vec::new(),
                     dashed: false,
