@@ -304,16 +304,42 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         let fam = rows[0].dims.family();
         let mut mbps = Vec::new();
         let mut pct = Vec::new();
+        // One line per profile and switch setting (fast path off and on are two lines).
+        let mut lines: Vec<(&String, Option<bool>, Option<bool>)> = Vec::new();
         for p in &a.profiles {
-            let pts: Vec<&&Row> = rows
+            for r in rows.iter().filter(|r| &r.dims.profile == p) {
+                let k = (p, r.dims.offload, r.dims.fastpath);
+                if !lines.contains(&k) {
+                    lines.push(k);
+                }
+            }
+        }
+        for (p, offload, fastpath) in lines {
+            let mut pts: Vec<&&Row> = rows
                 .iter()
-                .filter(|r| &r.dims.profile == p && r.pps.is_some() && r.dims.frame_size.is_some())
+                .filter(|r| {
+                    &r.dims.profile == p
+                        && (r.dims.offload, r.dims.fastpath) == (offload, fastpath)
+                        && r.pps.is_some()
+                        && r.dims.frame_size.is_some()
+                })
                 .collect();
             if pts.is_empty() {
                 continue;
             }
+            pts.sort_by(|x, y| x.frame_len.total_cmp(&y.frame_len));
+            let mut name = p.clone();
+            for sw in (Dims {
+                offload,
+                fastpath,
+                ..rows[0].dims.clone()
+            })
+            .switches()
+            {
+                name.push_str(&format!(", {sw}"));
+            }
             mbps.push(Series {
-                name: p.clone(),
+                name: name.clone(),
                 points: pts
                     .iter()
                     .map(|r| (r.frame_len, r.l2_bps.unwrap_or(0.0) / 1e6))
@@ -322,7 +348,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                 color: None,
             });
             pct.push(Series {
-                name: p.clone(),
+                name,
                 points: pts
                     .iter()
                     .map(|r| (r.frame_len, r.percent.unwrap_or(0.0)))
@@ -608,7 +634,9 @@ const PERCENTILE_COLORS: [usize; 4] = [0, 2, 1, 5];
 /// draw min/mean/max and say so in the title.
 fn latency_charts(a: &Analysis, o: &mut String) {
     o.push_str("<h2>Latency percentiles per frame size</h2>\n<p>One-way latency at the throughput found: p50, p90, p99 and p99.9 (solid; per percentile the trials' values weighted by their frames), min and max dashed. Charts of one traffic family share their y axis.</p>\n");
-    let mut by_fam: BTreeMap<String, BTreeMap<usize, Vec<&LatencyRow>>> = BTreeMap::new();
+    // Per family, one chart per profile and switch setting.
+    type ChartKey = (usize, Option<bool>, Option<bool>);
+    let mut by_fam: BTreeMap<String, BTreeMap<ChartKey, Vec<&LatencyRow>>> = BTreeMap::new();
     for l in &a.latency {
         let order = a
             .profiles
@@ -618,7 +646,7 @@ fn latency_charts(a: &Analysis, o: &mut String) {
         by_fam
             .entry(l.dims.family())
             .or_default()
-            .entry(order)
+            .entry((order, l.dims.offload, l.dims.fastpath))
             .or_default()
             .push(l);
     }
@@ -630,7 +658,10 @@ fn latency_charts(a: &Analysis, o: &mut String) {
             .fold(0.0f64, f64::max);
         o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
         for ls in profs.values() {
-            let name = &ls[0].dims.profile;
+            let mut name = ls[0].dims.profile.clone();
+            for sw in ls[0].dims.switches() {
+                name.push_str(&format!(", {sw}"));
+            }
             let pts = |f: &dyn Fn(&LatencyRow) -> Option<f64>| -> Vec<(f64, f64)> {
                 let mut v: Vec<(f64, f64)> = ls
                     .iter()
