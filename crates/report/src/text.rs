@@ -296,15 +296,23 @@ pub fn switch_delta(r: &SwitchRow) -> String {
     }
 }
 
-/// The header of a switch table: `MSS`/`frame size`, off, on, difference.
+/// The header of a switch table: what its rows are (`MSS`, `frame size`, else `point`), off,
+/// on, difference.
 pub fn switch_titles(t: &SwitchTable) -> [String; 4] {
     let what = if t.switch == "offload" {
         "offload"
     } else {
         "fastpath"
     };
+    let first = if t.rows.iter().all(|r| r.point.starts_with("MSS ")) {
+        "MSS"
+    } else if t.rows.iter().all(|r| r.point.ends_with(" B")) {
+        "frame size"
+    } else {
+        "point"
+    };
     [
-        "point".into(),
+        first.into(),
         format!("{what} off"),
         format!("{what} on"),
         "on vs off".into(),
