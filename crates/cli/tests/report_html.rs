@@ -92,7 +92,12 @@ fn report_renders_in_chromium_with_its_charts_and_no_errors() {
         dir.to_str().unwrap(),
     ]);
     assert!(ok, "{stderr}");
-    assert!(stdout.contains("filter-stateful-100: −48 % vs forward at 128 B, IPv4 UDP"));
+    assert!(
+        stdout.contains("filter-stateful-100 costs 48 % of forward's rate at 128 B, IPv4 UDP"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("filter-stateful-100: −48 % vs forward at 128 B, IPv4 UDP"));
     for f in [
         "report.html",
         "results.csv",
@@ -284,4 +289,122 @@ fn compare_cli_reports_verdicts() {
     assert!(!ok && stderr.contains("regressed"), "{stderr}");
     let (ok, _, stderr) = wirerate(&["report", "/nonexistent-run-dir"]);
     assert!(!ok && stderr.contains("run.json"), "{stderr}");
+}
+
+/// Measures, in the page Chromium laid out, every grouped-bar chart's category labels: pairs
+/// whose boxes intersect, and labels that touch the x-axis title or the legend or leave the
+/// chart. Injected into a copy of the page (the report itself has no scripts); the result is
+/// a `<pre id="geometry">` with JSON that `--dump-dom` returns.
+const GEOMETRY_SCRIPT: &str = r#"<script>
+(() => {
+  const hit = (p, q) => p.left < q.right && q.left < p.right && p.top < q.bottom && q.top < p.bottom;
+  const problems = [];
+  let labels = 0;
+  document.querySelectorAll('svg.chart').forEach((svg, i) => {
+    const groups = [...svg.querySelectorAll('text.group')];
+    if (!groups.length) return;
+    const title = svg.getAttribute('aria-label');
+    const boxes = groups.map(t => t.getBoundingClientRect());
+    labels += boxes.length;
+    for (let a = 0; a < boxes.length; a++)
+      for (let b = a + 1; b < boxes.length; b++)
+        if (hit(boxes[a], boxes[b])) problems.push(`${title}: labels ${a} and ${b} overlap`);
+    const others = [...svg.querySelectorAll('text.axis-label, text.legend')].map(t => t.getBoundingClientRect());
+    const s = svg.getBoundingClientRect();
+    boxes.forEach((p, a) => {
+      if (others.some(q => hit(p, q))) problems.push(`${title}: label ${a} touches an axis title or the legend`);
+      if (p.left < s.left || p.right > s.right || p.bottom > s.bottom) problems.push(`${title}: label ${a} leaves the chart`);
+    });
+  });
+  const pre = document.createElement('pre');
+  pre.id = 'geometry';
+  pre.textContent = JSON.stringify({ labels, problems });
+  document.body.appendChild(pre);
+})();
+</script>"#;
+
+/// Runs [`GEOMETRY_SCRIPT`] on `html` (a copy with the script appended) in Chromium: (labels
+/// measured, problems found).
+fn label_geometry(html: &str, name: &str) -> (u64, Vec<String>) {
+    let page = out_dir(name).join("geometry.html");
+    let with = html.replace("</body>", &format!("{GEOMETRY_SCRIPT}</body>"));
+    assert_ne!(with, html, "the page has a </body>");
+    std::fs::write(&page, with).unwrap();
+    let (dom, stderr) = chromium(&page, &["--dump-dom".to_string()]);
+    let errors = console_errors(&stderr);
+    assert!(errors.is_empty(), "page errors: {errors:#?}");
+    let open = "<pre id=\"geometry\">";
+    let start = dom.find(open).expect("the script ran") + open.len();
+    let json = &dom[start..start + dom[start..].find("</pre>").unwrap()];
+    let v: serde_json::Value = serde_json::from_str(&json.replace("&amp;", "&")).unwrap();
+    let problems = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    (v["labels"].as_u64().unwrap(), problems)
+}
+
+/// Issue 13 item 7: six long profile names (`run-matrix`: filter-stateful-1/100/10000, …) on
+/// the x axis of the grouped-bar charts do not overlap each other, the axis title or the
+/// legend, as Chromium lays them out; a control page with the old one-line labels shows the
+/// check sees an overlap. Screenshot at `target/report-matrix-screenshot.png`.
+#[test]
+fn long_profile_names_on_the_x_axis_do_not_overlap() {
+    let dir = out_dir("report-matrix");
+    let (ok, stdout, stderr) = wirerate(&[
+        "report",
+        fixture("run-matrix").to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("fastpath on: +80 % for napt at 64 B, IPv4 UDP"),
+        "{stdout}"
+    );
+    let html_path = dir.join("report.html");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.contains("<title>filter-stateful-10000</title>"));
+    assert!(html.contains("TCP throughput against MSS, offload off and on"));
+    assert!(html.contains("Fast path off and on"));
+    if !Path::new(CHROMIUM).exists() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{CHROMIUM} is missing; scripts/install-deps.sh installs it");
+        }
+        println!("SKIP: {CHROMIUM} is missing (run scripts/install-deps.sh as root)");
+        return;
+    }
+    // Control: one-line labels as they were drawn before, 85 px apart.
+    let control = "<!DOCTYPE html><html><body><svg class=\"chart\" aria-label=\"control\" viewBox=\"0 0 600 100\" width=\"600\" height=\"100\"><text class=\"group\" x=\"282.5\" y=\"40\" text-anchor=\"middle\" style=\"font-size:11px\">filter-stateful-100</text><text class=\"group\" x=\"367.5\" y=\"40\" text-anchor=\"middle\" style=\"font-size:11px\">filter-stateful-10000</text></svg></body></html>";
+    let (n, problems) = label_geometry(control, "report-matrix-control");
+    assert_eq!(n, 2);
+    assert!(
+        problems.iter().any(|p| p.contains("overlap")),
+        "the geometry check is blind: {problems:?}"
+    );
+    let (n, problems) = label_geometry(&html, "report-matrix-geometry");
+    // 6 profiles on the per-profile charts of 4 families (Mb/s, pps, CPU), and the two
+    // profiles of the fast-path and MSS families.
+    assert!(n >= 6 * 3 * 3, "measured {n} labels");
+    assert!(problems.is_empty(), "{problems:#?}");
+
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let png = target.join("report-matrix-screenshot.png");
+    let _ = std::fs::remove_file(&png);
+    let (_, stderr) = chromium(
+        &html_path,
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1280,2400".to_string(),
+        ],
+    );
+    assert!(console_errors(&stderr).is_empty());
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert_eq!(&bytes[1..4], b"PNG");
+    println!("screenshot: {}", png.display());
 }

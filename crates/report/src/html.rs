@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use crate::model::{udp_max, Analysis, Dims, LatencyRow, Row, PERCENTILES};
 use crate::svg::{bar_chart, esc, line_chart, Bar, Series};
 use crate::text::{
-    cells, completeness_lines, latency_cells, latency_titles, num, status, COLUMNS, LATENCY_COLUMNS,
+    cell, columns, completeness_lines, latency_cells, latency_titles, num, status, switch_cell,
+    switch_delta, switch_titles, CONCLUSIONS_INTRO, LATENCY_COLUMNS, SWITCH_SECTIONS,
 };
 
 const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#222;max-width:1240px}
@@ -18,24 +19,42 @@ table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px soli
 td{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.tester-limited td{background:#f3f3f3;color:#777}
 tr.partial td{background:#fffbe8}li.sig{font-weight:600}";
 
-/// The results-table columns the page shows (index into [`COLUMNS`], header); the dimension
-/// columns are in the case id.
-const SHOWN: [(usize, &str); 15] = [
-    (0, "case"),
-    (8, "methodology"),
-    (9, "reps"),
-    (10, "status"),
-    (11, "pps"),
-    (12, "Mb/s L2"),
-    (13, "max pps"),
-    (14, "max Mb/s L2"),
-    (15, "% of line rate"),
-    (16, "noise ± pps"),
-    (17, "DUT CPU %"),
-    (18, "directions"),
-    (19, "engine"),
-    (20, "frames lost (all trials)"),
-    (21, "of which DUT ingress drops"),
+/// The results-table columns the page shows ([`crate::text::columns`] name, header); the other
+/// dimension columns are in the case id. The switch columns appear only when the run has them.
+const SHOWN: [(&str, &str); 17] = [
+    ("case", "case"),
+    ("offload", "offload"),
+    ("fastpath", "fastpath"),
+    ("methodology", "methodology"),
+    ("repetitions", "reps"),
+    ("status", "status"),
+    ("pps", "pps"),
+    ("mbps_l2", "Mb/s L2"),
+    ("max_pps", "max pps"),
+    ("max_mbps_l2", "max Mb/s L2"),
+    ("percent_line_rate", "% of line rate"),
+    ("noise_pps", "noise ± pps"),
+    ("dut_cpu_percent", "DUT CPU %"),
+    ("directions", "directions"),
+    ("engine", "engine"),
+    ("trial_frames_lost", "frames lost (all trials)"),
+    ("dut_ingress_drops", "of which DUT ingress drops"),
+];
+
+/// Columns right-aligned as numbers.
+const NUMERIC: [&str; 12] = [
+    "repetitions",
+    "pps",
+    "mbps_l2",
+    "max_pps",
+    "max_mbps_l2",
+    "percent_line_rate",
+    "noise_pps",
+    "dut_cpu_percent",
+    "directions",
+    "trial_frames_lost",
+    "dut_ingress_drops",
+    "frame_size",
 ];
 
 /// Rows drawn together: protocol × IP version × encapsulation × directions.
@@ -57,6 +76,7 @@ fn second(d: &Dims) -> String {
     if let Some(m) = d.mss {
         p.push(format!("MSS {m}"));
     }
+    p.extend(d.switches());
     for (k, v) in &d.vars {
         p.push(format!("{k}={v}"));
     }
@@ -168,9 +188,24 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         }
         o.push_str("</ul></div>\n");
     }
-    if !a.findings.is_empty() {
+    if !a.findings.is_empty() || !a.conclusions.is_empty() {
         let (sig, rest): (Vec<_>, Vec<_>) = a.findings.iter().partition(|f| f.significant);
-        o.push_str("<h2>Findings</h2>\n<p>Each profile against the baseline profile, only where the difference exceeds the noise of both figures.</p><ul id=\"findings\">");
+        o.push_str("<h2>Findings</h2>\n");
+        if !a.conclusions.is_empty() {
+            o.push_str(&format!(
+                "<p>{}</p><ul id=\"conclusions\">",
+                esc(CONCLUSIONS_INTRO)
+            ));
+            for c in &a.conclusions {
+                o.push_str(&format!(
+                    "<li class=\"sig\" data-dimension=\"{}\">{}</li>",
+                    esc(&c.dimension),
+                    esc(&c.text)
+                ));
+            }
+            o.push_str("</ul>\n");
+        }
+        o.push_str("<p>Each profile against the baseline profile, only where the difference exceeds the noise of both figures.</p><ul id=\"findings\">");
         if sig.is_empty() {
             o.push_str("<li>No profile differs from the baseline by more than the noise.</li>");
         }
@@ -209,7 +244,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         let p = max_pps.entry(r.dims.protocol.clone()).or_default();
         *p = p.max(pps);
     }
-    o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (half the spread over repetitions plus half the search resolution). Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
+    o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (with repetitions, half their spread plus half the search resolution; with one, the search's final bracket or the spread of iperf3's per-interval rates). Long profile names wrap; hover a label or bar for the full name. Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
     for ((proto, _, _, _), rows) in &families {
         let fam = rows[0].dims.family();
         o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
@@ -269,16 +304,42 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         let fam = rows[0].dims.family();
         let mut mbps = Vec::new();
         let mut pct = Vec::new();
+        // One line per profile and switch setting (fast path off and on are two lines).
+        let mut lines: Vec<(&String, Option<bool>, Option<bool>)> = Vec::new();
         for p in &a.profiles {
-            let pts: Vec<&&Row> = rows
+            for r in rows.iter().filter(|r| &r.dims.profile == p) {
+                let k = (p, r.dims.offload, r.dims.fastpath);
+                if !lines.contains(&k) {
+                    lines.push(k);
+                }
+            }
+        }
+        for (p, offload, fastpath) in lines {
+            let mut pts: Vec<&&Row> = rows
                 .iter()
-                .filter(|r| &r.dims.profile == p && r.pps.is_some() && r.dims.frame_size.is_some())
+                .filter(|r| {
+                    &r.dims.profile == p
+                        && (r.dims.offload, r.dims.fastpath) == (offload, fastpath)
+                        && r.pps.is_some()
+                        && r.dims.frame_size.is_some()
+                })
                 .collect();
             if pts.is_empty() {
                 continue;
             }
+            pts.sort_by(|x, y| x.frame_len.total_cmp(&y.frame_len));
+            let mut name = p.clone();
+            for sw in (Dims {
+                offload,
+                fastpath,
+                ..rows[0].dims.clone()
+            })
+            .switches()
+            {
+                name.push_str(&format!(", {sw}"));
+            }
             mbps.push(Series {
-                name: p.clone(),
+                name: name.clone(),
                 points: pts
                     .iter()
                     .map(|r| (r.frame_len, r.l2_bps.unwrap_or(0.0) / 1e6))
@@ -287,7 +348,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                 color: None,
             });
             pct.push(Series {
-                name: p.clone(),
+                name,
                 points: pts
                     .iter()
                     .map(|r| (r.frame_len, r.percent.unwrap_or(0.0)))
@@ -374,7 +435,10 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     }
     for (_, rows) in &tcp_mss {
         let fam = rows[0].dims.family();
-        let mut lines: BTreeMap<(usize, Option<u32>), Series> = BTreeMap::new();
+        // One line per profile, sessions and switch setting (offload off and on are two
+        // lines, not one line through both).
+        type LineKey = (usize, Option<u32>, Option<bool>, Option<bool>);
+        let mut lines: BTreeMap<LineKey, Series> = BTreeMap::new();
         for r in rows.iter() {
             let (Some(m), Some(b)) = (r.dims.mss, r.l4_bps.or(r.l2_bps)) else {
                 continue;
@@ -384,12 +448,19 @@ pub fn html(a: &Analysis) -> Vec<u8> {
                 .iter()
                 .position(|p| p == &r.dims.profile)
                 .unwrap_or(usize::MAX);
+            let d = &r.dims;
             lines
-                .entry((order, r.dims.sessions))
+                .entry((order, d.sessions, d.offload, d.fastpath))
                 .or_insert_with(|| Series {
-                    name: match r.dims.sessions {
-                        Some(s) => format!("{} ×{s}", r.dims.profile),
-                        None => r.dims.profile.clone(),
+                    name: {
+                        let mut n = match d.sessions {
+                            Some(s) => format!("{} ×{s}", d.profile),
+                            None => d.profile.clone(),
+                        };
+                        for sw in d.switches() {
+                            n.push_str(&format!(", {sw}"));
+                        }
+                        n
                     },
                     points: Vec::new(),
                     dashed: false,
@@ -416,6 +487,8 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     if !tcp_mss.is_empty() {
         o.push_str("</div>\n");
     }
+
+    switch_sections(a, &mut o);
 
     // Loss curves.
     if !a.loss_curves.is_empty() {
@@ -455,7 +528,12 @@ pub fn html(a: &Analysis) -> Vec<u8> {
 
     // Tables.
     o.push_str("<h2>Throughput against line rate</h2>\n<p>pps and Mb/s measured (mean over repetitions; bidirectional tests sum both directions), the theoretical maximum for the encapsulation on the bottleneck link, and the percentage reached. Tester-limited cells are grey and carry no DUT figure.</p>\n<table class=\"results\" id=\"results\"><thead><tr>");
-    for (_, title) in SHOWN {
+    let present = columns(a);
+    let shown: Vec<(&str, &str)> = SHOWN
+        .into_iter()
+        .filter(|(c, _)| present.contains(c))
+        .collect();
+    for (_, title) in &shown {
         o.push_str(&format!("<th>{title}</th>"));
     }
     o.push_str("</tr></thead><tbody>\n");
@@ -466,26 +544,24 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             esc(&r.case_id),
             esc(&r.methodology)
         ));
-        let all = cells(r);
-        for (i, _) in SHOWN {
-            let c = &all[i];
-            let shown = if i == 10 && r.tester_limited {
+        for (k, _) in &shown {
+            let c = cell(r, k);
+            let text = if *k == "status" && r.tester_limited {
                 format!(
                     "tester-limited (tester reached {} %)",
                     r.tester_reached_percent.map(num::pct).unwrap_or_default()
                 )
             } else {
-                c.clone()
+                c
             };
             o.push_str(&format!(
-                "<td{} data-k=\"{}\">{}</td>",
-                if i >= 9 && i != 10 && i != 19 {
+                "<td{} data-k=\"{k}\">{}</td>",
+                if NUMERIC.contains(k) {
                     " class=\"n\""
                 } else {
                     ""
                 },
-                COLUMNS[i],
-                esc(&shown)
+                esc(&text)
             ));
         }
         o.push_str("</tr>\n");
@@ -558,7 +634,9 @@ const PERCENTILE_COLORS: [usize; 4] = [0, 2, 1, 5];
 /// draw min/mean/max and say so in the title.
 fn latency_charts(a: &Analysis, o: &mut String) {
     o.push_str("<h2>Latency percentiles per frame size</h2>\n<p>One-way latency at the throughput found: p50, p90, p99 and p99.9 (solid; per percentile the trials' values weighted by their frames), min and max dashed. Charts of one traffic family share their y axis.</p>\n");
-    let mut by_fam: BTreeMap<String, BTreeMap<usize, Vec<&LatencyRow>>> = BTreeMap::new();
+    // Per family, one chart per profile and switch setting.
+    type ChartKey = (usize, Option<bool>, Option<bool>);
+    let mut by_fam: BTreeMap<String, BTreeMap<ChartKey, Vec<&LatencyRow>>> = BTreeMap::new();
     for l in &a.latency {
         let order = a
             .profiles
@@ -568,7 +646,7 @@ fn latency_charts(a: &Analysis, o: &mut String) {
         by_fam
             .entry(l.dims.family())
             .or_default()
-            .entry(order)
+            .entry((order, l.dims.offload, l.dims.fastpath))
             .or_default()
             .push(l);
     }
@@ -580,7 +658,10 @@ fn latency_charts(a: &Analysis, o: &mut String) {
             .fold(0.0f64, f64::max);
         o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
         for ls in profs.values() {
-            let name = &ls[0].dims.profile;
+            let mut name = ls[0].dims.profile.clone();
+            for sw in ls[0].dims.switches() {
+                name.push_str(&format!(", {sw}"));
+            }
             let pts = |f: &dyn Fn(&LatencyRow) -> Option<f64>| -> Vec<(f64, f64)> {
                 let mut v: Vec<(f64, f64)> = ls
                     .iter()
@@ -628,5 +709,42 @@ fn latency_charts(a: &Analysis, o: &mut String) {
             );
         }
         o.push_str("</div>\n");
+    }
+}
+
+/// The MSS × offload tables and the fast-path comparisons ([`crate::model::SwitchTable`]).
+fn switch_sections(a: &Analysis, o: &mut String) {
+    for (switch, head, intro) in SWITCH_SECTIONS {
+        let tables: Vec<_> = a
+            .switch_tables
+            .iter()
+            .filter(|t| t.switch == switch)
+            .collect();
+        if tables.is_empty() {
+            continue;
+        }
+        o.push_str(&format!("<h2>{}</h2>\n<p>{}</p>\n", esc(head), esc(intro)));
+        for t in tables {
+            o.push_str(&format!(
+                "<h3>{} ({})</h3><table class=\"switch\" data-switch=\"{}\"><tr>",
+                esc(&t.title),
+                esc(&t.methodology),
+                esc(&t.switch)
+            ));
+            for h in switch_titles(t) {
+                o.push_str(&format!("<th>{}</th>", esc(&h)));
+            }
+            o.push_str("</tr>\n");
+            for r in &t.rows {
+                o.push_str(&format!(
+                    "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+                    esc(&r.point),
+                    esc(&switch_cell(r.off.as_ref())),
+                    esc(&switch_cell(r.on.as_ref())),
+                    esc(&switch_delta(r))
+                ));
+            }
+            o.push_str("</table>\n");
+        }
     }
 }

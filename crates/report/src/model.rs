@@ -124,6 +124,13 @@ pub struct Dims {
     /// UDP trials ran A→B and B→A at once (`bidir` in the case id): rates are sums of both.
     #[serde(default)]
     pub bidirectional: bool,
+    /// The DUT's segmentation offloads (`offload=on|off` in the case id); `None` where the
+    /// plan has no such dimension (older runs, or blocks without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload: Option<bool>,
+    /// The DUT's fast path (`fastpath=on|off`); `None` where not a dimension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastpath: Option<bool>,
 }
 
 /// `wire`'s spelling of a case's encapsulation: `vlan` on an IPv6 case is `vlan+ipv6`; values
@@ -181,6 +188,8 @@ impl Dims {
                 .cloned()
                 .collect(),
             bidirectional: c.bidirectional,
+            offload: c.offload,
+            fastpath: c.fastpath,
         }
     }
 
@@ -205,12 +214,25 @@ impl Dims {
             mss: None,
             vars: Vec::new(),
             bidirectional: false,
+            offload: None,
+            fastpath: None,
+        };
+        let switch = |v: &str| match v {
+            "on" => Some(true),
+            "off" => Some(false),
+            _ => None,
         };
         for p in parts {
             if p == "bidir" {
                 d.bidirectional = true;
             } else if let Some((k, v)) = p.split_once('=') {
-                if k == "encap" {
+                // The built-in switches are spelt `on`/`off`; a user dimension of the same
+                // name with other values (older plans: `fastpath=1`) stays a user dimension.
+                if k == "offload" && switch(v).is_some() {
+                    d.offload = switch(v);
+                } else if k == "fastpath" && switch(v).is_some() {
+                    d.fastpath = switch(v);
+                } else if k == "encap" {
                     d.encap = full_encap(v, ip);
                 } else {
                     d.vars.push((k.into(), v.into()));
@@ -251,11 +273,35 @@ impl Dims {
         if let Some(m) = self.mss {
             parts.push(format!("MSS {m}"));
         }
+        parts.extend(self.switches());
         for (k, v) in &self.vars {
             parts.push(format!("{k}={v}"));
         }
         parts.push(self.family());
         parts.join(", ")
+    }
+
+    /// The switch dimensions the case has, as a reader says them: `offload on`, `fastpath off`.
+    pub fn switches(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(o) = self.offload {
+            v.push(format!("offload {}", bench::plan::on_off(o)));
+        }
+        if let Some(f) = self.fastpath {
+            v.push(format!("fastpath {}", bench::plan::on_off(f)));
+        }
+        v
+    }
+
+    /// The same case without its point in the matrix (frame size, sessions, MSS): what a
+    /// summary compares across.
+    fn context(&self) -> Dims {
+        Dims {
+            frame_size: None,
+            sessions: None,
+            mss: None,
+            ..self.clone()
+        }
     }
 
     /// The same point with another profile (for findings and grouping).
@@ -293,9 +339,14 @@ pub struct Row {
     pub l4_bps: Option<f64>,
     /// Per-repetition frames per second.
     pub rep_pps: Vec<f64>,
-    /// Noise in frames per second: half the spread over repetitions plus half the search's
-    /// final interval (its resolution).
+    /// Noise in frames per second, the ± that findings and comparisons allow the figure
+    /// ([`NoiseBasis`] says how it was measured): with two or more repetitions, half the
+    /// spread over them plus half the search's final interval (its resolution); with one, the
+    /// search's whole final bracket (UDP) or the spread of iperf3's per-interval rates (TCP).
     pub noise_pps: f64,
+    /// How `noise_pps` was measured.
+    #[serde(default)]
+    pub noise_basis: NoiseBasis,
     /// Theoretical maximum frames per second on the bottleneck link (directions summed).
     pub max_pps: f64,
     /// Theoretical maximum L2 bits per second at the reference link (directions summed).
@@ -336,6 +387,81 @@ pub struct Row {
     /// them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub irregular_repetitions: usize,
+}
+
+/// How a row's noise was measured. One figure has no spread of its own, so a single-repetition
+/// run takes the uncertainty each measurement carries: a search knows its result only to within
+/// its final bracket, and an iperf3 run's rate wanders from interval to interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoiseBasis {
+    /// Two or more repetitions: half their spread (+ half the search resolution for UDP).
+    Repetitions,
+    /// One repetition of a search: the result lies between the final bracket's lower bound
+    /// (the figure) and its upper bound, so the noise is the bracket's whole width.
+    SearchBracket,
+    /// One iperf3 run: the standard deviation of its per-interval rates
+    /// (`intervals[].sum.bits_per_second`, the first interval left out as TCP's ramp-up when
+    /// there are three or more), relative to their mean, applied to the figure.
+    Iperf3Intervals,
+    /// Nothing to measure noise with (no bracket, no intervals, older records).
+    #[default]
+    None,
+}
+
+impl NoiseBasis {
+    /// How a reader is told which noise measure a figure used.
+    pub fn describe(self) -> &'static str {
+        match self {
+            NoiseBasis::Repetitions => "spread over repetitions",
+            NoiseBasis::SearchBracket => "the search's final bracket",
+            NoiseBasis::Iperf3Intervals => "iperf3's per-interval spread",
+            NoiseBasis::None => "no noise measured",
+        }
+    }
+}
+
+/// The relative spread of one iperf3 run: the standard deviation of its per-interval rates
+/// over their mean, from the raw JSON (`intervals[].sum.bits_per_second`). The first interval
+/// is left out when there are three or more (slow start makes it low, not noisy). `None` when
+/// fewer than two usable intervals remain or the JSON lacks them.
+pub fn iperf3_interval_spread(raw: &serde_json::Value) -> Option<f64> {
+    let mut v: Vec<f64> = raw
+        .get("intervals")?
+        .as_array()?
+        .iter()
+        .filter_map(|i| i.get("sum")?.get("bits_per_second")?.as_f64())
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .collect();
+    if v.len() >= 3 {
+        v.remove(0);
+    }
+    if v.len() < 2 {
+        return None;
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    if m <= 0.0 {
+        return None;
+    }
+    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+    Some(var.sqrt() / m)
+}
+
+/// The lab DUT's CPU over the trials of one search that ran at `load` (the reported result's
+/// load: its lower bound), mean over them. Latency and burst trials are not the search's.
+fn cpu_at_load(trials: Option<&Vec<&TrialRecord>>, load: f64) -> Option<f64> {
+    let v: Vec<f64> = trials?
+        .iter()
+        .filter(|t| {
+            let l = t.request.load.0;
+            !t.request.latency
+                && t.request.burst_frames.is_none()
+                && (l - load).abs() <= 1e-9 * l.abs().max(load.abs()).max(1.0)
+        })
+        .filter_map(|t| t.engine.as_ref()?.dut?.cpu_busy_percent())
+        .filter(|p| p.is_finite())
+        .collect();
+    mean(&v)
 }
 
 /// Invalid frames over `trials`, by reason.
@@ -492,6 +618,82 @@ pub struct Statement {
     pub significant: bool,
     /// The sentence.
     pub text: String,
+    /// The rows compared, (case id, methodology): the profile's first, the baseline's second,
+    /// so a reader (and a test) can check the sentence against the table.
+    #[serde(default)]
+    pub cites: Vec<(String, String)>,
+    /// How the noise of the two figures was measured ([`NoiseBasis::describe`]).
+    #[serde(default)]
+    pub noise: String,
+}
+
+/// A summary of one dimension of the matrix, as a person would write it ("fastpath on: +80 %
+/// for napt at 64 B, IPv4 UDP"). Each compares two rows of the results table that differ only
+/// in that dimension, at the point where a per-packet cost shows most (the smallest frame
+/// size, or the smallest MSS with the fewest sessions, that both rows measured), and exists
+/// only where the difference exceeds both figures' noise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conclusion {
+    /// `profile`, `fastpath`, `offload` or `ip`.
+    pub dimension: String,
+    /// The rows compared, (case id, methodology): the subject (a profile, the switch on,
+    /// IPv6) first, its reference (the baseline, the switch off, IPv4) second.
+    pub cites: Vec<(String, String)>,
+    /// (subject − reference) / reference, percent, of frames per second.
+    pub delta_percent: f64,
+    /// The noise both figures carry, percent of the reference.
+    pub noise_percent: f64,
+    /// How that noise was measured.
+    pub noise: String,
+    /// The sentence.
+    pub text: String,
+}
+
+/// One figure of a switch table: the row of the results table it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwitchCell {
+    /// Case id.
+    pub case_id: String,
+    /// Measured L2 bits per second; `None` when tester-limited.
+    pub l2_bps: Option<f64>,
+    /// Percent of line rate.
+    pub percent: Option<f64>,
+    /// DUT CPU busy percent.
+    pub dut_cpu_percent: Option<f64>,
+    /// No DUT figure: the tester set the pace.
+    pub tester_limited: bool,
+}
+
+/// One line of a switch table: the same point with the switch off and on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwitchRow {
+    /// The point (`64 B`, `MSS 400`, `4 sessions`).
+    pub point: String,
+    /// The switch off.
+    pub off: Option<SwitchCell>,
+    /// The switch on.
+    pub on: Option<SwitchCell>,
+    /// (on − off) / off of frames per second, percent, when both are DUT figures.
+    pub delta_percent: Option<f64>,
+    /// Whether that difference exceeds both figures' noise.
+    pub significant: bool,
+}
+
+/// A switch dimension side by side: the MSS × offload table of TCP runs (rows MSS, columns
+/// offload off/on) and the fast-path on/off comparison (rows frame size or sessions), one
+/// table per profile and the rest of the case's dimensions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwitchTable {
+    /// `offload` or `fastpath`.
+    pub switch: String,
+    /// Profile.
+    pub profile: String,
+    /// The profile and what the table holds fixed (`forward: 1 session, IPv4 TCP`).
+    pub title: String,
+    /// Methodology of its rows.
+    pub methodology: String,
+    /// Lines.
+    pub rows: Vec<SwitchRow>,
 }
 
 /// What a killed or unfinished run lacks.
@@ -551,8 +753,14 @@ pub struct Analysis {
     /// Back-to-back (RFC 2544 §26.4 with RFC 9004's buffer times).
     #[serde(default)]
     pub back_to_back: Vec<BackToBackRow>,
-    /// Findings.
+    /// Findings: each profile against the baseline, per case.
     pub findings: Vec<Statement>,
+    /// Findings summarised per dimension ([`Conclusion`]).
+    #[serde(default)]
+    pub conclusions: Vec<Conclusion>,
+    /// MSS × offload and fast-path tables ([`SwitchTable`]); empty without those dimensions.
+    #[serde(default)]
+    pub switch_tables: Vec<SwitchTable>,
     /// What is missing.
     pub completeness: Completeness,
     /// Things a reader must know (assumptions, records the run did not have).
@@ -770,6 +978,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             let mut limited = None;
             let mut conditional = Vec::new();
             let mut irregular = 0;
+            let mut rep_cpu = Vec::new();
+            let mut single_bracket = None;
             for ((c, rep, mm), res) in &done {
                 if c != case_id || mm != m {
                     continue;
@@ -805,6 +1015,16 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                         if let Some(g) = goals.first() {
                             let lower = g.lower.map_or(0.0, |l| l.0);
                             rep_pps.push(lower * max_pps);
+                            if let Some(c) = g
+                                .lower
+                                .and_then(|l| cpu_at_load(trials.get(&(c.clone(), *rep, *m)), l.0))
+                            {
+                                rep_cpu.push(c);
+                            }
+                            // One repetition: the whole bracket (0 when the maximum load
+                            // met the goal: the figure is then the maximum itself).
+                            single_bracket =
+                                Some(g.upper.map_or(0.0, |u| (u.0 - lower).max(0.0)) * max_pps);
                             if let Some(c) = g.conditional_throughput {
                                 conditional.push(c.0 * max_pps);
                             }
@@ -826,7 +1046,16 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 }
             }
             let pps = mean(&rep_pps);
-            let noise_pps = half_spread(&rep_pps) + mean(&widths).unwrap_or(0.0) / 2.0;
+            let (noise_pps, noise_basis) = match (rep_pps.len(), single_bracket) {
+                (n, _) if n >= 2 => (
+                    half_spread(&rep_pps) + mean(&widths).unwrap_or(0.0) / 2.0,
+                    NoiseBasis::Repetitions,
+                ),
+                (1, Some(w)) if w.is_finite() => (w, NoiseBasis::SearchBracket),
+                _ => (mean(&widths).unwrap_or(0.0) / 2.0, NoiseBasis::None),
+            };
+            // The lab DUT's CPU at each repetition's result; else the case's sampler.
+            let dut_cpu_percent = mean(&rep_cpu).or(dut_cpu_percent);
             // This case's trials (every repetition), for the engine and loss columns.
             let case_trials: Vec<&TrialRecord> = trials
                 .iter()
@@ -864,6 +1093,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 l4_bps: None,
                 rep_pps,
                 noise_pps,
+                noise_basis,
                 max_pps,
                 max_l2_bps: max_l2,
                 bottleneck,
@@ -899,6 +1129,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             let mut rep_l4 = Vec::new();
             let mut frame_len = 0.0;
             let mut directions = 1;
+            let mut rep_cpu = Vec::new();
+            let mut rep_spread = Vec::new();
             for ((c, _, mm), ts) in &trials {
                 if c != case_id || mm != m {
                     continue;
@@ -946,6 +1178,18 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                     frame_len = w.mean_frame_len();
                 }
                 rep_pps.push(wire.map_or(rates.frames.0, |w| w.fps()));
+                if let Some(c) = t
+                    .tcp
+                    .as_ref()
+                    .and_then(|f| f.dut)
+                    .and_then(|d| d.cpu_busy_percent())
+                    .filter(|c| c.is_finite())
+                {
+                    rep_cpu.push(c);
+                }
+                if let Some(s) = t.iperf3.as_ref().and_then(iperf3_interval_spread) {
+                    rep_spread.push(s);
+                }
                 rep_l2.push(t.tcp.as_ref().map_or(rates.l2.0, |f| f.l2_bps));
                 rep_l4.push(l4.0);
             }
@@ -955,6 +1199,12 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             let one = wire::linerate::max_frame_rate(BitsPerSec(speed), frame_len as usize).0;
             let max_pps = one * f64::from(directions);
             let pps = mean(&rep_pps);
+            let (noise_pps, noise_basis) = match (rep_pps.len(), rep_spread.as_slice(), pps) {
+                (n, _, _) if n >= 2 => (half_spread(&rep_pps), NoiseBasis::Repetitions),
+                (1, [s], Some(p)) => (s * p, NoiseBasis::Iperf3Intervals),
+                _ => (0.0, NoiseBasis::None),
+            };
+            let dut_cpu_percent = mean(&rep_cpu).or(dut_cpu_percent);
             rows.push(Row {
                 case_id: case_id.clone(),
                 dims,
@@ -966,7 +1216,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 pps,
                 l2_bps: mean(&rep_l2),
                 l4_bps: mean(&rep_l4),
-                noise_pps: half_spread(&rep_pps),
+                noise_pps,
+                noise_basis,
                 rep_pps,
                 max_pps,
                 max_l2_bps: max_pps * frame_len * 8.0,
@@ -1121,6 +1372,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             d.frame_size,
             d.sessions,
             d.mss,
+            d.offload,
+            d.fastpath,
             d.vars.clone(),
         )
     };
@@ -1141,9 +1394,19 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         .as_deref()
         .map(|b| findings(&rows, b))
         .unwrap_or_default();
+    let conclusions = baseline
+        .as_deref()
+        .map(|b| conclusions(&rows, b))
+        .unwrap_or_default();
+    let switch_tables = switch_tables(&rows, &profiles);
     if reps < 2 && !findings.is_empty() {
         notes.push(
-            "one repetition per case: no noise was measured, so no finding is stated; set repetitions >= 2 in the plan".into(),
+            "one repetition per case: there is no spread over repetitions, so findings judge each difference against what one measurement is sure of: a search's final bracket (its result lies between the bracket's bounds) or the spread of an iperf3 run's per-interval rates; set repetitions >= 2 for the spread over repetitions".into(),
+        );
+    }
+    if rows.iter().any(|r| r.dut_cpu_percent.is_some()) {
+        notes.push(
+            "DUT CPU: the lab DUT's busy share of its CPU over the trials at each search's result (its lower bound) or over each iperf3 run, mean over repetitions; for DUTs without lab counters, the mean of the case's vmstat/proc-stat hooks".into(),
         );
     }
 
@@ -1162,6 +1425,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         latency,
         back_to_back,
         findings,
+        conclusions,
+        switch_tables,
         completeness,
         notes,
     }
@@ -1240,9 +1505,54 @@ pub fn signed_percent(p: f64) -> String {
     }
 }
 
-/// A profile against the baseline at each point. A difference is stated only when it exceeds the
-/// noise measured over repetitions: with fewer than two repetitions on either side nothing was
-/// measured (one figure has no spread), so the statement says it was not judged.
+/// Two rows compared on frames per second: (subject − reference) / reference and the noise
+/// both carry, percent of the reference.
+struct Comparison {
+    delta: f64,
+    noise: f64,
+    /// Both rows have a noise measure ([`NoiseBasis::None`] has none).
+    measured: bool,
+    significant: bool,
+    /// Which noise measure(s) the two figures used.
+    basis: String,
+}
+
+/// `None` when either row has no DUT figure (tester-limited, missing, not finite) or the
+/// reference is not positive: nothing can be said.
+fn compare_rows(x: &Row, y: &Row) -> Option<Comparison> {
+    if x.tester_limited || y.tester_limited {
+        return None;
+    }
+    let (a, b) = (x.pps?, y.pps?);
+    if !(a.is_finite() && b.is_finite() && b > 0.0) {
+        return None;
+    }
+    let (na, nb) = (x.noise_pps, y.noise_pps);
+    let measured = x.noise_basis != NoiseBasis::None
+        && y.noise_basis != NoiseBasis::None
+        && na.is_finite()
+        && nb.is_finite();
+    let basis = if x.noise_basis == y.noise_basis {
+        x.noise_basis.describe().to_string()
+    } else {
+        format!(
+            "{} and {}",
+            x.noise_basis.describe(),
+            y.noise_basis.describe()
+        )
+    };
+    Some(Comparison {
+        delta: 100.0 * (a - b) / b,
+        noise: 100.0 * (na + nb) / b,
+        measured,
+        significant: measured && beyond_noise(a, na, b, nb),
+        basis,
+    })
+}
+
+/// A profile against the baseline at each point. A difference is stated only when it exceeds
+/// the noise of both figures (|a − b| > noise(a) + noise(b)), whichever way each was measured
+/// ([`NoiseBasis`]); the sentence names the measure.
 fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
     let mut out = Vec::new();
     for r in rows {
@@ -1257,8 +1567,12 @@ fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
         }) else {
             continue;
         };
+        let cites = vec![
+            (r.case_id.clone(), r.methodology.clone()),
+            (b.case_id.clone(), b.methodology.clone()),
+        ];
+        let point = r.dims.point();
         if b.tester_limited {
-            let point = r.dims.point();
             out.push(Statement {
                 profile: r.dims.profile.clone(),
                 baseline: baseline.into(),
@@ -1270,50 +1584,344 @@ fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
                 delta_percent: 0.0,
                 noise_percent: 0.0,
                 significant: false,
+                cites,
+                noise: String::new(),
             });
             continue;
         }
-        let (Some(x), Some(y)) = (r.pps, b.pps) else {
+        let Some(c) = compare_rows(r, b) else {
             continue;
         };
-        if y <= 0.0 {
-            continue;
-        }
-        let delta = 100.0 * (x - y) / y;
-        let noise = 100.0 * (r.noise_pps + b.noise_pps) / y;
-        let measured = r.repetitions >= 2 && b.repetitions >= 2;
-        let significant = measured && beyond_noise(x, r.noise_pps, y, b.noise_pps);
-        let point = r.dims.point();
-        let text = if significant {
+        let text = if c.significant {
             format!(
-                "{}: {} vs {baseline} at {point}",
+                "{}: {} vs {baseline} at {point} (noise ±{:.1} %: {})",
                 r.dims.profile,
-                signed_percent(delta)
+                signed_percent(c.delta),
+                c.noise,
+                c.basis
             )
-        } else if !measured {
+        } else if !c.measured {
             format!(
-                "{}: {} vs {baseline} at {point}, not judged: fewer than 2 repetitions, so no measured noise",
+                "{}: {} vs {baseline} at {point}, not judged: {}",
                 r.dims.profile,
-                signed_percent(delta)
+                signed_percent(c.delta),
+                c.basis
             )
         } else {
             format!(
-                "{}: within noise of {baseline} at {point} ({}, noise ±{:.1} %)",
+                "{}: within noise of {baseline} at {point} ({}, noise ±{:.1} %: {})",
                 r.dims.profile,
-                signed_percent(delta),
-                noise
+                signed_percent(c.delta),
+                c.noise,
+                c.basis
             )
         };
         out.push(Statement {
             profile: r.dims.profile.clone(),
             baseline: baseline.into(),
             point,
-            delta_percent: delta,
-            noise_percent: noise,
-            significant,
+            delta_percent: c.delta,
+            noise_percent: c.noise,
+            significant: c.significant,
             text,
+            cites,
+            noise: c.basis,
         });
     }
+    out
+}
+
+/// A percentage as conclusions print it: whole percent from 10 up, one decimal below.
+fn pct_word(x: f64) -> String {
+    let x = x.abs();
+    if x >= 9.95 {
+        format!("{x:.0} %")
+    } else {
+        format!("{x:.1} %")
+    }
+}
+
+/// Signed [`pct_word`] with a real minus sign.
+fn signed_word(x: f64) -> String {
+    format!("{}{}", if x < 0.0 { "\u{2212}" } else { "+" }, pct_word(x))
+}
+
+/// Where a summary looks first in a context: the smallest frame size, else the smallest MSS
+/// with the fewest sessions (per-packet costs show most there).
+fn point_order(d: &Dims) -> (Option<u32>, Option<u32>, Option<u32>) {
+    (d.frame_size, d.mss, d.sessions)
+}
+
+/// True when `r` has a switch on (other than `except`) and the same case with it off exists:
+/// summaries of the other dimensions then speak of the switch-off case only, the switch has
+/// its own summary.
+fn switched_twin_exists(rows: &[Row], r: &Row, except: &str) -> bool {
+    let mut off = r.dims.clone();
+    let mut any = false;
+    if except != "offload" && off.offload == Some(true) {
+        off.offload = Some(false);
+        any = true;
+    }
+    if except != "fastpath" && off.fastpath == Some(true) {
+        off.fastpath = Some(false);
+        any = true;
+    }
+    any && rows
+        .iter()
+        .any(|o| o.dims == off && o.methodology == r.methodology)
+}
+
+/// Summaries per dimension ([`Conclusion`]): each profile against the baseline, the fast path
+/// and the offloads on against off, IPv6 against IPv4 (UDP at the same frame size; of the
+/// baseline profile when it has both). In each
+/// context (the case's dimensions without its point) the pair at the first point both rows
+/// measured ([`point_order`]) is compared; only differences beyond both figures' noise are
+/// kept. Every figure comes from two rows of the results table, cited by case id.
+fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
+    type Twin = fn(&Dims, &str) -> Option<Dims>;
+    let dims: [(&str, Twin); 4] = [
+        ("profile", |d, base| {
+            (d.profile != base).then(|| Dims {
+                profile: base.to_string(),
+                ..d.clone()
+            })
+        }),
+        ("fastpath", |d, _| {
+            (d.fastpath == Some(true)).then(|| Dims {
+                fastpath: Some(false),
+                ..d.clone()
+            })
+        }),
+        ("offload", |d, _| {
+            (d.offload == Some(true)).then(|| Dims {
+                offload: Some(false),
+                ..d.clone()
+            })
+        }),
+        ("ip", |d, _| {
+            (d.ip == 6 && d.protocol == "udp").then(|| Dims {
+                ip: 4,
+                encap: d.encap.replace("ipv6", "ipv4"),
+                ..d.clone()
+            })
+        }),
+    ];
+    let mut out = Vec::new();
+    for (dimension, twin) in dims {
+        // (context, methodology) → the first pair, by point order.
+        let mut best: Vec<((Dims, String), &Row, &Row)> = Vec::new();
+        for r in rows {
+            let Some(want) = twin(&r.dims, baseline) else {
+                continue;
+            };
+            if switched_twin_exists(rows, r, dimension) {
+                continue;
+            }
+            let Some(reference) = rows
+                .iter()
+                .find(|o| o.dims == want && o.methodology == r.methodology)
+            else {
+                continue;
+            };
+            if compare_rows(r, reference).is_none() {
+                continue;
+            }
+            let key = (r.dims.context(), r.methodology.clone());
+            match best.iter_mut().find(|(k, _, _)| *k == key) {
+                Some(slot) if point_order(&r.dims) < point_order(&slot.1.dims) => {
+                    slot.1 = r;
+                    slot.2 = reference;
+                }
+                Some(_) => {}
+                None => best.push((key, r, reference)),
+            }
+        }
+        // IPv6 against IPv4 is said of the baseline profile (the router itself) when it has
+        // that comparison; the profiles' own costs have their lines above.
+        if dimension == "ip" && best.iter().any(|(_, s, _)| s.dims.profile == baseline) {
+            best.retain(|(_, s, _)| s.dims.profile == baseline);
+        }
+        for (_, s, r) in best {
+            let Some(c) = compare_rows(s, r) else {
+                continue;
+            };
+            if !c.significant {
+                continue;
+            }
+            let profile = &s.dims.profile;
+            let text = match dimension {
+                "profile" if c.delta < 0.0 => format!(
+                    "{profile} costs {} of {baseline}'s rate at {}",
+                    pct_word(c.delta),
+                    s.dims.point()
+                ),
+                "profile" => format!(
+                    "{profile} forwards {} more than {baseline} at {}",
+                    pct_word(c.delta),
+                    s.dims.point()
+                ),
+                "ip" => {
+                    let mut at = Vec::new();
+                    at.extend(s.dims.frame_size.map(|f| format!("{f} B")));
+                    at.extend(s.dims.switches());
+                    at.extend(s.dims.vars.iter().map(|(k, v)| format!("{k}={v}")));
+                    if s.dims.encap != format!("ipv{}", s.dims.ip) {
+                        at.push(format!("over {}", s.dims.encap));
+                    }
+                    if s.dims.bidirectional {
+                        at.push("bidirectional".into());
+                    }
+                    at.push(s.dims.protocol.to_uppercase());
+                    format!(
+                        "IPv6 forwards {} {} than IPv4 for {profile} at {}",
+                        pct_word(c.delta),
+                        if c.delta < 0.0 { "less" } else { "more" },
+                        at.join(", ")
+                    )
+                }
+                switch => {
+                    let mut at = s.dims.clone();
+                    if switch == "offload" {
+                        at.offload = None;
+                    } else {
+                        at.fastpath = None;
+                    }
+                    format!(
+                        "{switch} on: {} for {profile} at {}",
+                        signed_word(c.delta),
+                        at.point()
+                    )
+                }
+            };
+            out.push(Conclusion {
+                dimension: dimension.into(),
+                cites: vec![
+                    (s.case_id.clone(), s.methodology.clone()),
+                    (r.case_id.clone(), r.methodology.clone()),
+                ],
+                delta_percent: c.delta,
+                noise_percent: c.noise,
+                text: format!("{text} (noise ±{:.1} %: {})", c.noise, c.basis),
+                noise: c.basis,
+            });
+        }
+    }
+    out
+}
+
+/// The MSS × offload tables and the fast-path on/off comparisons ([`SwitchTable`]): one table
+/// per profile and fixed dimensions, only where both settings of the switch were measured.
+fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTable> {
+    let cell = |r: &Row| SwitchCell {
+        case_id: r.case_id.clone(),
+        l2_bps: r.l2_bps,
+        percent: r.percent,
+        dut_cpu_percent: r.dut_cpu_percent,
+        tester_limited: r.tester_limited,
+    };
+    let mut out = Vec::new();
+    for switch in ["offload", "fastpath"] {
+        let get = |d: &Dims| {
+            if switch == "offload" {
+                d.offload
+            } else {
+                d.fastpath
+            }
+        };
+        // (fixed dimensions, methodology) → (row point → (off, on)), in the rows' order.
+        type Lines<'a> = Vec<(
+            (Option<u32>, Option<u32>, Option<u32>),
+            [Option<&'a Row>; 2],
+        )>;
+        let mut groups: Vec<((Dims, String), Lines)> = Vec::new();
+        for r in rows {
+            let Some(on) = get(&r.dims) else { continue };
+            let mut k = r.dims.clone();
+            k.offload = if switch == "offload" { None } else { k.offload };
+            k.fastpath = if switch == "fastpath" {
+                None
+            } else {
+                k.fastpath
+            };
+            k.frame_size = None;
+            k.mss = None;
+            // The MSS table keeps sessions fixed (its rows are MSS); the fast-path table
+            // runs over frame sizes or sessions.
+            if switch == "fastpath" {
+                k.sessions = None;
+            }
+            let point = (
+                r.dims.frame_size,
+                if switch == "fastpath" {
+                    r.dims.sessions
+                } else {
+                    None
+                },
+                r.dims.mss,
+            );
+            let key = (k, r.methodology.clone());
+            let lines = match groups.iter_mut().find(|(g, _)| *g == key) {
+                Some((_, l)) => l,
+                None => {
+                    groups.push((key, Vec::new()));
+                    &mut groups.last_mut().expect("just pushed").1
+                }
+            };
+            let slot = match lines.iter_mut().find(|(p, _)| *p == point) {
+                Some((_, s)) => s,
+                None => {
+                    lines.push((point, [None, None]));
+                    &mut lines.last_mut().expect("just pushed").1
+                }
+            };
+            slot[usize::from(on)] = Some(r);
+        }
+        for ((k, methodology), mut lines) in groups {
+            if !lines.iter().any(|(_, [a, b])| a.is_some() && b.is_some()) {
+                continue;
+            }
+            if switch == "offload" {
+                // As published: the largest MSS first.
+                lines.sort_by_key(|l| (l.0 .0, std::cmp::Reverse(l.0 .2)));
+            } else {
+                lines.sort_by_key(|l| l.0);
+            }
+            let rows = lines
+                .into_iter()
+                .map(|((frame, sessions, mss), [off, on])| {
+                    let mut p = Vec::new();
+                    p.extend(frame.map(|f| format!("{f} B")));
+                    p.extend(
+                        sessions.map(|s| format!("{s} session{}", if s == 1 { "" } else { "s" })),
+                    );
+                    p.extend(mss.map(|m| format!("MSS {m}")));
+                    let c = match (on, off) {
+                        (Some(a), Some(b)) => compare_rows(a, b),
+                        _ => None,
+                    };
+                    SwitchRow {
+                        point: p.join(", "),
+                        off: off.map(cell),
+                        on: on.map(cell),
+                        delta_percent: c.as_ref().map(|c| c.delta),
+                        significant: c.is_some_and(|c| c.significant),
+                    }
+                })
+                .collect();
+            let mut fixed = k.clone();
+            fixed.profile = String::new();
+            out.push(SwitchTable {
+                switch: switch.into(),
+                profile: k.profile.clone(),
+                title: format!("{}: {}", k.profile, fixed.point()),
+                methodology,
+                rows,
+            });
+        }
+    }
+    let order = |p: &str| profiles.iter().position(|x| x == p).unwrap_or(usize::MAX);
+    // Stable: keeps the rows' family order within a switch and profile.
+    out.sort_by_key(|t| (t.switch != "offload", order(&t.profile)));
     out
 }
 
@@ -1503,6 +2111,52 @@ mod tests {
         // Old runs' user variable keeps its spelling; unreadable values are kept as written.
         assert_eq!(full_encap("ipv4+pppoe", 4), "ipv4+pppoe");
         assert_eq!(full_encap("gre", 4), "gre");
+    }
+
+    /// One iperf3 run's noise: the spread of its per-interval rates without the slow-start
+    /// interval; odd reports (no intervals, one interval, strings, zeros) give none.
+    #[test]
+    fn iperf3_interval_spread_skips_slow_start_and_odd_reports() {
+        let run = |v: &[serde_json::Value]| serde_json::json!({ "intervals": v.iter().map(|b| serde_json::json!({ "sum": { "bits_per_second": b } })).collect::<Vec<_>>() });
+        let j = |x: f64| serde_json::json!(x);
+        // 100, 102, 98 after a slow 40: sd 2 of mean 100.
+        let s = iperf3_interval_spread(&run(&[j(40.0), j(100.0), j(102.0), j(98.0)])).unwrap();
+        assert!((s - 0.02).abs() < 1e-12, "{s}");
+        // Two intervals: both count.
+        let s = iperf3_interval_spread(&run(&[j(90.0), j(110.0)])).unwrap();
+        assert!((s - (200.0f64).sqrt() / 100.0).abs() < 1e-12, "{s}");
+        assert_eq!(iperf3_interval_spread(&run(&[j(100.0)])), None);
+        assert_eq!(iperf3_interval_spread(&run(&[j(0.0), j(0.0)])), None);
+        assert_eq!(iperf3_interval_spread(&serde_json::json!({})), None);
+        assert_eq!(
+            iperf3_interval_spread(&serde_json::json!({ "intervals": 3 })),
+            None
+        );
+        let odd = run(&[
+            serde_json::json!("fast"),
+            j(100.0),
+            serde_json::Value::Null,
+            j(100.0),
+        ]);
+        assert_eq!(iperf3_interval_spread(&odd), Some(0.0));
+    }
+
+    #[test]
+    fn switch_dimensions_parse_from_case_ids_and_read_in_points() {
+        let d = Dims::from_case_id("napt/tcp4/s1/mss400/offload=on/fastpath=off");
+        assert_eq!(
+            (d.offload, d.fastpath, d.mss),
+            (Some(true), Some(false), Some(400))
+        );
+        assert!(d.vars.is_empty());
+        assert_eq!(
+            d.point(),
+            "1 session, MSS 400, offload on, fastpath off, IPv4 TCP"
+        );
+        // Older plans' user dimension of the same name with other values stays one.
+        let d = Dims::from_case_id("pf-on/udp4/64B/fastpath=1");
+        assert_eq!(d.fastpath, None);
+        assert_eq!(d.vars, [("fastpath".to_string(), "1".to_string())]);
     }
 
     #[test]

@@ -63,16 +63,116 @@ const R: f64 = 20.0;
 const T: f64 = 36.0;
 const B: f64 = 64.0;
 
+/// Width of one character of an 11 px label, pixels: on the wide side of common sans-serif
+/// fonts (DejaVu Sans digits are 7.0 px), so a label the layout thinks fits does fit.
+pub const CHAR_PX: f64 = 7.0;
+/// Line height of a wrapped category label, pixels.
+pub const LINE_PX: f64 = 12.0;
+
+/// How a grouped-bar chart writes its category (x axis) labels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CategoryLabels {
+    /// The lines of each label, top to bottom (one line when it fits its slot).
+    pub lines: Vec<Vec<String>>,
+    /// Slots too narrow even for wrapped words: the labels run vertically, cut to
+    /// [`VERTICAL_CHARS`] characters with an ellipsis (the full name is in the bar's and the
+    /// label's tooltip).
+    pub vertical: bool,
+    /// Pixels the labels need below one line's height (the x-axis title and legend move down).
+    pub extra: f64,
+}
+
+/// The most characters a vertical category label keeps.
+pub const VERTICAL_CHARS: usize = 18;
+
+/// Lays out category labels for slots `slot` pixels wide. Long profile names such as
+/// `filter-stateful-10000` side by side ran into each other (issue 13): a label wider than its
+/// slot is wrapped after `-`, `_`, `/`, `.` or spaces (a word longer than the slot is cut
+/// where it must), so each line stays inside the slot and neighbours cannot touch; only when
+/// a slot cannot hold four characters do the labels turn vertical.
+pub fn category_labels(groups: &[String], slot: f64) -> CategoryLabels {
+    let fit = ((slot - 6.0) / CHAR_PX).floor();
+    if fit < 4.0 {
+        let lines: Vec<Vec<String>> = groups
+            .iter()
+            .map(|g| {
+                let n = g.chars().count();
+                vec![if n > VERTICAL_CHARS {
+                    let cut: String = g.chars().take(VERTICAL_CHARS - 1).collect();
+                    format!("{cut}…")
+                } else {
+                    g.clone()
+                }]
+            })
+            .collect();
+        let longest = lines
+            .iter()
+            .map(|l| l[0].chars().count())
+            .max()
+            .unwrap_or(0);
+        return CategoryLabels {
+            lines,
+            vertical: true,
+            extra: (longest as f64 * CHAR_PX - LINE_PX).max(0.0),
+        };
+    }
+    let fit = fit as usize;
+    let lines: Vec<Vec<String>> = groups.iter().map(|g| wrap(g, fit)).collect();
+    let most = lines.iter().map(Vec::len).max().unwrap_or(1).max(1);
+    CategoryLabels {
+        lines,
+        vertical: false,
+        extra: (most - 1) as f64 * LINE_PX,
+    }
+}
+
+/// `text` in lines of at most `width` characters, broken after separators where possible.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    // Words keep their separator at their end: `filter-`, `stateful-`, `10000`.
+    let mut words: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for c in text.chars() {
+        cur.push(c);
+        if matches!(c, '-' | '_' | '/' | '.' | ' ') {
+            words.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for w in words {
+        if !line.is_empty() && line.chars().count() + w.chars().count() > width {
+            lines.push(std::mem::take(&mut line).trim_end().to_string());
+        }
+        line.push_str(&w);
+        // A word longer than a line is cut.
+        while line.chars().count() > width {
+            let head: String = line.chars().take(width).collect();
+            let tail: String = line.chars().skip(width).collect();
+            lines.push(head);
+            line = tail;
+        }
+    }
+    if !line.trim_end().is_empty() || lines.is_empty() {
+        lines.push(line.trim_end().to_string());
+    }
+    lines
+}
+
+/// The chart's frame; below the plot: (legend rows, extra pixels for wrapped x labels).
 fn frame(
     title: &str,
     y_label: &str,
     x_label: &str,
     y_max: f64,
     step: f64,
-    legend_rows: usize,
+    (legend_rows, extra): (usize, f64),
     o: &mut String,
 ) {
-    let h = H + 16.0 * legend_rows.saturating_sub(1) as f64;
+    let h = H + extra + 16.0 * legend_rows.saturating_sub(1) as f64;
     o.push_str(&format!(
         r#"<svg class="chart" viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}">"#,
         t = esc(title)
@@ -110,7 +210,7 @@ fn frame(
     o.push_str(&format!(
         r#"<text class="axis-label" x="{}" y="{}" text-anchor="middle">{}</text>"#,
         L + (W - L - R) / 2.0,
-        T + ph + 30.0,
+        T + ph + 30.0 + extra,
         esc(x_label)
     ));
 }
@@ -132,11 +232,11 @@ fn legend_layout(names: &[String]) -> (Vec<(f64, usize)>, usize) {
     (out, if names.is_empty() { 0 } else { row + 1 })
 }
 
-fn legend(names: &[String], dashed: &[bool], colors: &[usize], o: &mut String) {
+fn legend(names: &[String], dashed: &[bool], colors: &[usize], extra: f64, o: &mut String) {
     let (pos, _) = legend_layout(names);
     for (i, n) in names.iter().enumerate() {
         let (x, row) = pos[i];
-        let y = T + (H - T - B) + 48.0 + 16.0 * row as f64;
+        let y = T + (H - T - B) + 48.0 + extra + 16.0 * row as f64;
         let c = PALETTE[colors.get(i).copied().unwrap_or(i) % PALETTE.len()];
         if dashed.get(i).copied().unwrap_or(false) {
             o.push_str(&format!(
@@ -171,6 +271,10 @@ pub fn bar_chart(
     y_max: f64,
 ) -> String {
     let (y_max, step) = nice_axis(y_max);
+    let ph = H - T - B;
+    let pw = W - L - R;
+    let gw = pw / groups.len().max(1) as f64;
+    let labels = category_labels(groups, gw);
     let mut o = String::new();
     frame(
         title,
@@ -178,13 +282,10 @@ pub fn bar_chart(
         x_label,
         y_max,
         step,
-        legend_layout(series).1,
+        (legend_layout(series).1, labels.extra),
         &mut o,
     );
     o.push_str(r##"<defs><pattern id="tl" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#eee"/><line x1="0" y1="0" x2="0" y2="6" stroke="#999" stroke-width="3"/></pattern></defs>"##);
-    let ph = H - T - B;
-    let pw = W - L - R;
-    let gw = pw / groups.len().max(1) as f64;
     let bw = (gw * 0.8 / series.len().max(1) as f64).min(40.0);
     for (gi, g) in groups.iter().enumerate() {
         let gx = L + gi as f64 * gw;
@@ -228,14 +329,32 @@ pub fn bar_chart(
                 ));
             }
         }
-        o.push_str(&format!(
-            r#"<text class="group" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-            gx + gw / 2.0,
-            T + ph + 14.0,
-            esc(g)
-        ));
+        let cx = gx + gw / 2.0;
+        let lines = labels.lines.get(gi).cloned().unwrap_or_default();
+        if labels.vertical {
+            let y = T + ph + 6.0;
+            o.push_str(&format!(
+                r#"<text class="group" x="{cx:.1}" y="{y}" text-anchor="end" dominant-baseline="middle" transform="rotate(-90 {cx:.1} {y})"><title>{}</title>{}</text>"#,
+                esc(g),
+                esc(&lines.concat())
+            ));
+        } else {
+            o.push_str(&format!(
+                r#"<text class="group" x="{cx:.1}" y="{}" text-anchor="middle"><title>{}</title>"#,
+                T + ph + 14.0,
+                esc(g)
+            ));
+            for (i, l) in lines.iter().enumerate() {
+                o.push_str(&format!(
+                    r#"<tspan x="{cx:.1}" dy="{}">{}</tspan>"#,
+                    if i == 0 { 0.0 } else { LINE_PX },
+                    esc(l)
+                ));
+            }
+            o.push_str("</text>");
+        }
     }
-    legend(series, &[], &[], &mut o);
+    legend(series, &[], &[], labels.extra, &mut o);
     o.push_str("</svg>");
     o
 }
@@ -284,7 +403,7 @@ pub fn line_chart(
         x_label,
         y_max,
         step,
-        legend_layout(&names).1,
+        (legend_layout(&names).1, 0.0),
         &mut o,
     );
     let ph = H - T - B;
@@ -357,7 +476,82 @@ pub fn line_chart(
         .enumerate()
         .map(|(i, s)| s.color.unwrap_or(i))
         .collect();
-    legend(&names, &dashed, &colors, &mut o);
+    legend(&names, &dashed, &colors, 0.0, &mut o);
     o.push_str("</svg>");
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Issue 13 item 7: six long profile names side by side. Every line of every label, at
+    /// the layout's (generous) character width, stays inside its slot, so two neighbours
+    /// centred one slot apart keep a gap; the lines join back into the name.
+    #[test]
+    fn long_category_labels_wrap_inside_their_slots() {
+        let groups = names(&[
+            "forward",
+            "filter-stateful-1",
+            "filter-stateful-100",
+            "filter-stateful-10000",
+            "filter-stateless-100",
+            "napt",
+        ]);
+        let slot = (W - L - R) / groups.len() as f64;
+        let l = category_labels(&groups, slot);
+        assert!(!l.vertical);
+        for (g, lines) in groups.iter().zip(&l.lines) {
+            assert_eq!(&lines.concat(), g);
+            for line in lines {
+                let w = line.chars().count() as f64 * CHAR_PX;
+                assert!(w <= slot - 6.0, "{line:?}: {w} px in a {slot} px slot");
+            }
+        }
+        assert_eq!(l.lines[3], ["filter-", "stateful-", "10000"]);
+        assert_eq!(l.lines[0], ["forward"]);
+        assert_eq!(l.extra, 2.0 * LINE_PX);
+        // The drawn chart: the x-axis title and the legend move below the third line.
+        let bars = vec![
+            vec![Some(Bar {
+                value: 1.0,
+                noise: 0.0,
+                tester_limited: false
+            })];
+            6
+        ];
+        let svg = bar_chart("t", "profile", "y", &groups, &names(&["64 B"]), &bars, 1.0);
+        assert!(
+            svg.contains(r#"<tspan x="367.5" dy="12">stateful-</tspan>"#),
+            "{svg}"
+        );
+        assert!(svg.contains(&format!(r#"height="{}""#, H + 2.0 * LINE_PX)));
+        assert!(svg.contains("<title>filter-stateful-10000</title>"));
+        // Short names stay on one line.
+        let l = category_labels(&names(&["forward", "napt"]), (W - L - R) / 2.0);
+        assert_eq!(l.lines, [vec!["forward"], vec!["napt"]]);
+        assert_eq!(l.extra, 0.0);
+    }
+
+    #[test]
+    fn words_longer_than_a_line_are_cut_and_narrow_slots_turn_vertical() {
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("a b", 10), ["a b"]);
+        assert_eq!(wrap("", 5), [""]);
+        let many: Vec<String> = (0..60).map(|i| format!("profile-{i}")).collect();
+        let l = category_labels(&many, (W - L - R) / 60.0);
+        assert!(l.vertical);
+        assert!(l
+            .lines
+            .iter()
+            .all(|x| x[0].chars().count() <= VERTICAL_CHARS));
+        let long = names(&["a-very-long-profile-name-indeed"]);
+        let l = category_labels(&long, 5.0);
+        assert_eq!(l.lines[0][0].chars().count(), VERTICAL_CHARS);
+        assert!(l.lines[0][0].ends_with('…'));
+    }
 }

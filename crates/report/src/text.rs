@@ -1,7 +1,9 @@
 //! Text exporters: JSON summary, CSV, Markdown and the terminal table. One number format for
 //! all of them ([`num`]), so the same figure reads the same everywhere.
 
-use crate::model::{Analysis, BackToBackRow, LatencyRow, Row, PERCENTILES};
+use crate::model::{
+    Analysis, BackToBackRow, LatencyRow, Row, SwitchCell, SwitchRow, SwitchTable, PERCENTILES,
+};
 
 /// Number formats shared by every exporter.
 pub mod num {
@@ -23,7 +25,8 @@ pub mod num {
     }
 }
 
-/// The columns of the results table, in order, shared by CSV, Markdown and HTML.
+/// The columns of the results table, in order, shared by CSV, Markdown and HTML; a run with
+/// switch dimensions has [`SWITCH_COLUMNS`] after `mss` too ([`columns`]).
 pub const COLUMNS: [&str; 22] = [
     "case",
     "profile",
@@ -48,6 +51,28 @@ pub const COLUMNS: [&str; 22] = [
     "trial_frames_lost",
     "dut_ingress_drops",
 ];
+
+/// The switch dimensions' columns (`on`/`off`, empty for cases without the dimension).
+pub const SWITCH_COLUMNS: [&str; 2] = ["offload", "fastpath"];
+
+/// The results table's columns for this run: [`COLUMNS`], with each of [`SWITCH_COLUMNS`]
+/// after `mss` when some row has that dimension (runs without them keep their old layout).
+pub fn columns(a: &Analysis) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = COLUMNS.to_vec();
+    let at = v
+        .iter()
+        .position(|c| *c == "mss")
+        .map_or(v.len(), |i| i + 1);
+    let mut extra = Vec::new();
+    if a.rows.iter().any(|r| r.dims.offload.is_some()) {
+        extra.push(SWITCH_COLUMNS[0]);
+    }
+    if a.rows.iter().any(|r| r.dims.fastpath.is_some()) {
+        extra.push(SWITCH_COLUMNS[1]);
+    }
+    v.splice(at..at, extra);
+    v
+}
 
 /// The columns of the latency table, in order, shared by CSV, Markdown and HTML.
 pub const LATENCY_COLUMNS: [&str; 16] = [
@@ -199,36 +224,98 @@ fn opt<T: ToString>(x: Option<T>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// The cells of a row, in [`COLUMNS`] order (empty where there is no figure).
-pub fn cells(r: &Row) -> Vec<String> {
+/// One cell of a row by column name ([`columns`]); empty where there is no figure or the
+/// column is unknown.
+pub fn cell(r: &Row, column: &str) -> String {
     let d = &r.dims;
-    let mut extra = String::new();
-    for (k, v) in &d.vars {
-        extra.push_str(&format!(" {k}={v}"));
+    let switch = |x: Option<bool>| x.map(|x| bench::plan::on_off(x).to_string());
+    match column {
+        "case" => r.case_id.clone(),
+        "profile" => d.profile.clone(),
+        "protocol" => d.protocol.clone(),
+        "ip" => d.ip.to_string(),
+        "encap" => d.encap.clone(),
+        "frame_size" => opt(d.frame_size),
+        "sessions" => opt(d.sessions),
+        "mss" => opt(d.mss),
+        "offload" => switch(d.offload).unwrap_or_default(),
+        "fastpath" => switch(d.fastpath).unwrap_or_default(),
+        "methodology" => r.methodology.clone(),
+        "repetitions" => r.repetitions.to_string(),
+        "status" => status(r).into(),
+        "pps" => r.pps.map(num::pps).unwrap_or_default(),
+        "mbps_l2" => r.l2_bps.map(num::mbps).unwrap_or_default(),
+        "max_pps" => num::pps(r.max_pps),
+        "max_mbps_l2" => num::mbps(r.max_l2_bps),
+        "percent_line_rate" => r.percent.map(num::pct).unwrap_or_default(),
+        "noise_pps" => num::pps(r.noise_pps),
+        "dut_cpu_percent" => r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
+        "directions" => r.directions.to_string(),
+        "engine" => r.engine.clone(),
+        "trial_frames_lost" => opt(r.trial_frames_lost),
+        "dut_ingress_drops" => opt(r.dut_ingress_drops),
+        _ => String::new(),
     }
-    vec![
-        r.case_id.clone(),
-        d.profile.clone(),
-        d.protocol.clone(),
-        d.ip.to_string(),
-        d.encap.clone(),
-        opt(d.frame_size),
-        opt(d.sessions),
-        opt(d.mss),
-        r.methodology.clone(),
-        r.repetitions.to_string(),
-        status(r).into(),
-        r.pps.map(num::pps).unwrap_or_default(),
-        r.l2_bps.map(num::mbps).unwrap_or_default(),
-        num::pps(r.max_pps),
-        num::mbps(r.max_l2_bps),
-        r.percent.map(num::pct).unwrap_or_default(),
-        num::pps(r.noise_pps),
-        r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
-        r.directions.to_string(),
-        r.engine.clone(),
-        opt(r.trial_frames_lost),
-        opt(r.dut_ingress_drops),
+}
+
+/// The cells of a row in the order of `columns`.
+pub fn cells(r: &Row, columns: &[&str]) -> Vec<String> {
+    columns.iter().map(|c| cell(r, c)).collect()
+}
+
+/// A switch-table cell as Markdown and HTML show it: `812.345 Mb/s (81.23 %) · CPU 97.00 %`,
+/// with the same number formats as the results table; `TL` without a DUT figure.
+pub fn switch_cell(c: Option<&SwitchCell>) -> String {
+    let Some(c) = c else {
+        return "–".into();
+    };
+    if c.tester_limited {
+        return "TL (tester-limited)".into();
+    }
+    let mut s = match (c.l2_bps, c.percent) {
+        (Some(b), Some(p)) => format!("{} Mb/s ({} %)", num::mbps(b), num::pct(p)),
+        (Some(b), None) => format!("{} Mb/s", num::mbps(b)),
+        _ => "–".into(),
+    };
+    if let Some(cpu) = c.dut_cpu_percent {
+        s.push_str(&format!(" · CPU {} %", num::pct(cpu)));
+    }
+    s
+}
+
+/// A switch-table difference: `+12.34 %`, with `(within noise)` when it is.
+pub fn switch_delta(r: &SwitchRow) -> String {
+    match r.delta_percent {
+        Some(d) => format!(
+            "{}{} %{}",
+            if d < 0.0 { "\u{2212}" } else { "+" },
+            num::pct(d.abs()),
+            if r.significant { "" } else { " (within noise)" }
+        ),
+        None => "–".into(),
+    }
+}
+
+/// The header of a switch table: what its rows are (`MSS`, `frame size`, else `point`), off,
+/// on, difference.
+pub fn switch_titles(t: &SwitchTable) -> [String; 4] {
+    let what = if t.switch == "offload" {
+        "offload"
+    } else {
+        "fastpath"
+    };
+    let first = if t.rows.iter().all(|r| r.point.starts_with("MSS ")) {
+        "MSS"
+    } else if t.rows.iter().all(|r| r.point.ends_with(" B")) {
+        "frame size"
+    } else {
+        "point"
+    };
+    [
+        first.into(),
+        format!("{what} off"),
+        format!("{what} on"),
+        "on vs off".into(),
     ]
 }
 
@@ -242,10 +329,11 @@ fn csv_field(s: &str) -> String {
 
 /// `results.csv`: one line per throughput row.
 pub fn csv(a: &Analysis) -> Vec<u8> {
-    let mut out = COLUMNS.join(",");
+    let cols = columns(a);
+    let mut out = cols.join(",");
     out.push('\n');
     for r in &a.rows {
-        let line: Vec<String> = cells(r).iter().map(|c| csv_field(c)).collect();
+        let line: Vec<String> = cells(r, &cols).iter().map(|c| csv_field(c)).collect();
         out.push_str(&line.join(","));
         out.push('\n');
     }
@@ -298,6 +386,23 @@ pub fn completeness_lines(a: &Analysis) -> Vec<String> {
     v
 }
 
+/// What the per-dimension summary says about itself (Markdown and HTML).
+pub const CONCLUSIONS_INTRO: &str = "In short: each dimension at the first point both figures measured (the smallest frame size, or the smallest MSS with the fewest sessions), only where the difference exceeds the noise of both figures; each line names its noise measure.";
+
+/// The switch tables' sections: (switch, heading, what the cells are).
+pub const SWITCH_SECTIONS: [(&str, &str, &str); 2] = [
+    (
+        "offload",
+        "TCP throughput against MSS, offload off and on",
+        "Each cell: Mb/s (L2, frames with FCS) and percent of line rate, then the DUT's CPU busy %; the last column is on against off in frames per second, marked when within the noise of both figures.",
+    ),
+    (
+        "fastpath",
+        "Fast path off and on",
+        "Each cell: Mb/s (L2, frames with FCS) and percent of line rate, then the DUT's CPU busy %; the last column is on against off in frames per second, marked when within the noise of both figures.",
+    ),
+];
+
 /// `summary.md`.
 pub fn markdown(a: &Analysis) -> Vec<u8> {
     let mut o = String::new();
@@ -323,8 +428,15 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
         }
         o.push('\n');
     }
-    if !a.findings.is_empty() {
+    if !a.findings.is_empty() || !a.conclusions.is_empty() {
         o.push_str("## Findings\n\n");
+        if !a.conclusions.is_empty() {
+            o.push_str(&format!("{CONCLUSIONS_INTRO}\n\n"));
+            for c in &a.conclusions {
+                o.push_str(&format!("- **{}**\n", md_escape(&c.text)));
+            }
+            o.push_str("\nPer case:\n\n");
+        }
         let (sig, rest): (Vec<_>, Vec<_>) = a.findings.iter().partition(|f| f.significant);
         if sig.is_empty() {
             o.push_str("- No profile differs from the baseline by more than the noise.\n");
@@ -342,19 +454,51 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     }
     o.push_str("## Throughput against line rate\n\n");
     o.push_str("Measured rates sum both directions where a test was bidirectional; the maximum is the theoretical rate of the encapsulated frame on the bottleneck link. Tester-limited cells carry no DUT figure.\n\n");
-    o.push_str(&format!("| {} |\n", COLUMNS.join(" | ")));
-    o.push_str(&format!("|{}\n", "---|".repeat(COLUMNS.len())));
+    let cols = columns(a);
+    o.push_str(&format!("| {} |\n", cols.join(" | ")));
+    o.push_str(&format!("|{}\n", "---|".repeat(cols.len())));
+    let status_at = cols.iter().position(|c| *c == "status");
     for r in &a.rows {
-        let mut c = cells(r);
-        if r.tester_limited {
-            if let Some(p) = r.tester_reached_percent {
-                c[10] = format!("tester-limited (tester reached {} %)", num::pct(p));
-            }
+        let mut c = cells(r, &cols);
+        if let (true, Some(p), Some(i)) = (r.tester_limited, r.tester_reached_percent, status_at) {
+            c[i] = format!("tester-limited (tester reached {} %)", num::pct(p));
         }
         let c: Vec<String> = c.iter().map(|x| md_escape(x)).collect();
         o.push_str(&format!("| {} |\n", c.join(" | ")));
     }
     o.push('\n');
+    for (switch, head, intro) in SWITCH_SECTIONS {
+        let tables: Vec<&SwitchTable> = a
+            .switch_tables
+            .iter()
+            .filter(|t| t.switch == switch)
+            .collect();
+        if tables.is_empty() {
+            continue;
+        }
+        o.push_str(&format!("## {head}\n\n{intro}\n\n"));
+        for t in tables {
+            o.push_str(&format!(
+                "### {} ({})\n\n",
+                md_escape(&t.title),
+                t.methodology
+            ));
+            o.push_str(&format!(
+                "| {} |\n|---|---|---|---|\n",
+                switch_titles(t).join(" | ")
+            ));
+            for r in &t.rows {
+                o.push_str(&format!(
+                    "| {} | {} | {} | {} |\n",
+                    md_escape(&r.point),
+                    md_escape(&switch_cell(r.off.as_ref())),
+                    md_escape(&switch_cell(r.on.as_ref())),
+                    switch_delta(r)
+                ));
+            }
+            o.push('\n');
+        }
+    }
     if !a.latency.is_empty() {
         o.push_str(&format!(
             "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them). RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV is D(i) − D(i−1) of consecutive frames, signed: its minimum, median and maximum (each the median over the trials), empty for XDP-received trials.\n\n| {} |\n|{}\n",
@@ -447,8 +591,24 @@ pub fn terminal(a: &Analysis) -> String {
     for r in &rows {
         line(r, &mut o);
     }
-    for f in a.findings.iter().filter(|f| f.significant) {
-        o.push_str(&format!("  {}\n", f.text));
+    // The per-dimension conclusions when there are any (the per-case lines repeat them case
+    // by case and are in summary.md and report.html); else the per-case findings.
+    let per_case = a.findings.iter().filter(|f| f.significant);
+    if a.conclusions.is_empty() {
+        for f in per_case {
+            o.push_str(&format!("  {}\n", f.text));
+        }
+    } else {
+        for c in &a.conclusions {
+            o.push_str(&format!("  {}\n", c.text));
+        }
+        let n = per_case.count();
+        if n > 0 {
+            o.push_str(&format!(
+                "  ({n} per-case finding{} beyond noise: summary.md, report.html)\n",
+                if n == 1 { "" } else { "s" }
+            ));
+        }
     }
     for l in completeness_lines(a) {
         o.push_str(&format!("! {l}\n"));

@@ -59,7 +59,13 @@ fn snapshot(run: &str, file: &str, actual: &[u8]) {
 
 #[test]
 fn snapshots_of_every_exporter() {
-    for run in ["run-demo", "run-demo-killed", "run-wan", "run-demo-v1"] {
+    for run in [
+        "run-demo",
+        "run-demo-killed",
+        "run-wan",
+        "run-demo-v1",
+        "run-matrix",
+    ] {
         let a = load(run);
         for (name, bytes) in report::render_all(&a) {
             snapshot(run, name, &bytes);
@@ -280,6 +286,9 @@ fn html_csv_markdown_and_json_show_the_same_numbers() {
     assert!(wan.0 >= 150 && wan.1 > 100, "run-wan compared {wan:?}");
     // Old records: nothing to compare in the percentile columns, and they are empty everywhere.
     agree("run-demo-v1");
+    // Switch columns and the lab DUT's CPU.
+    let matrix = agree("run-matrix");
+    assert!(matrix.0 > 300, "run-matrix compared {matrix:?}");
 }
 
 /// Latency table cells from the HTML: case → column → text.
@@ -382,6 +391,17 @@ fn agree(name: &str) -> (usize, usize) {
                 ("HTML", &html_row[column]),
             ];
             compared += usize::from(same_figure(case, column, want, decimals, texts));
+        }
+        // The switch columns, where the run has them.
+        for k in ["offload", "fastpath"] {
+            if head.iter().any(|h| h == k) {
+                let want = j["dims"][k]
+                    .as_bool()
+                    .map_or("", |b| if b { "on" } else { "off" });
+                assert_eq!(csv_row[col(k)], want, "{case} {k}");
+                assert_eq!(md_row[col(k)], want, "{case} {k}");
+                assert_eq!(html_row[k], want, "{case} {k}");
+            }
         }
         // The status word agrees too.
         let status = &csv_row[col("status")];
@@ -917,4 +937,371 @@ fn ipdv_min_median_max_are_medians_over_trials_in_every_format() {
     assert!(agree_latency(&a) > 0);
     let csv = String::from_utf8(report::text::latency_csv(&a)).unwrap();
     assert!(csv.contains(&format!("-{:.1}", -i.min)), "{csv}");
+}
+
+/// The first percentage in `text` (`97 %`, `+1.5 %`, `−48 %`, `±0 %`), signed, and the `noise
+/// ±N %` figure when there is one.
+fn percents(text: &str) -> (Option<f64>, Option<f64>) {
+    let number_before = |end: usize| -> Option<f64> {
+        let head = &text[..end];
+        let start = head
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| c.is_ascii_digit() || *c == '.')
+            .last()?
+            .0;
+        let v: f64 = head[start..].parse().ok()?;
+        let sign = head[..start].chars().last();
+        Some(if sign == Some('\u{2212}') { -v } else { v })
+    };
+    let first = text.find(" %").and_then(number_before);
+    let noise = text
+        .find("noise ±")
+        .and_then(|i| text[i..].find(" %").map(|j| i + j))
+        .and_then(number_before);
+    (first, noise)
+}
+
+/// Checks every conclusion, per-case finding and switch-table line of `a` against the CSV rows
+/// it cites: the difference and noise it states are the ones those rows give, its direction
+/// word agrees, it is called beyond noise only when |a − b| > noise(a) + noise(b) of the rows,
+/// and it names the rows' profile and point. Returns how many statements were checked.
+fn findings_match_the_table(a: &Analysis) -> Result<usize, String> {
+    let csv = String::from_utf8(report::text::csv(a)).unwrap();
+    let (head, rows) = csv_table(&csv);
+    let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+    let row = |(case, m): &(String, String)| -> Result<&Vec<String>, String> {
+        rows.iter()
+            .find(|r| &r[col("case")] == case && &r[col("methodology")] == m)
+            .ok_or(format!("{case} ({m}) is cited but not in the table"))
+    };
+    let num = |r: &Vec<String>, c: &str| -> Result<f64, String> {
+        r[col(c)]
+            .parse::<f64>()
+            .map_err(|_| format!("{} has no {c}", r[0]))
+    };
+    // (delta %, noise %, beyond noise) from two CSV rows, within their rounding.
+    // (delta %, noise %, beyond noise, the subject's row) from two CSV rows, within rounding.
+    type Cited = (f64, f64, Option<bool>, Vec<String>);
+    let figures = |cites: &[(String, String)]| -> Result<Cited, String> {
+        if cites.len() != 2 {
+            return Err(format!("{} rows cited", cites.len()));
+        }
+        let (s, r) = (row(&cites[0])?, row(&cites[1])?);
+        let (x, y) = (num(s, "pps")?, num(r, "pps")?);
+        let (nx, ny) = (num(s, "noise_pps")?, num(r, "noise_pps")?);
+        let margin = ((x - y).abs() - (nx + ny)).abs();
+        // CSV figures are whole frames: too close to call from the table alone.
+        let beyond = (margin > 3.0).then(|| (x - y).abs() > nx + ny);
+        Ok((
+            100.0 * (x - y) / y,
+            100.0 * (nx + ny) / y,
+            beyond,
+            s.clone(),
+        ))
+    };
+    let mut checked = 0;
+    for c in &a.conclusions {
+        let (delta, noise, beyond, s) = figures(&c.cites)?;
+        let t = &c.text;
+        let (said, said_noise) = percents(t);
+        let said = said.ok_or(format!("no figure in {t:?}"))?;
+        let negative = t.contains(" costs ") || t.contains(" less ") || t.contains('\u{2212}');
+        if negative != (delta < 0.0) {
+            return Err(format!("{t:?}: the table gives {delta:+.2} %"));
+        }
+        if (said.abs() - delta.abs()).abs() > 0.6 {
+            return Err(format!("{t:?}: the table gives {delta:+.2} %"));
+        }
+        match said_noise {
+            Some(n) if (n - noise).abs() <= 0.06 => {}
+            _ => return Err(format!("{t:?}: the table's noise is ±{noise:.2} %")),
+        }
+        if beyond == Some(false) {
+            return Err(format!("{t:?} is within the table's noise"));
+        }
+        if !t.contains(&s[col("profile")]) {
+            return Err(format!("{t:?} does not name {}", s[col("profile")]));
+        }
+        let point = [("frame_size", " B"), ("mss", "")];
+        for (k, unit) in point {
+            let v = &s[col(k)];
+            let want = if k == "mss" {
+                format!("MSS {v}")
+            } else {
+                format!("{v}{unit}")
+            };
+            if !v.is_empty() && !t.contains(&want) {
+                return Err(format!("{t:?} does not name its point {want}"));
+            }
+        }
+        checked += 1;
+    }
+    for f in &a.findings {
+        if f.text.contains("tester-limited") {
+            continue;
+        }
+        let (delta, _, beyond, _) = figures(&f.cites)?;
+        let (said, _) = percents(&f.text);
+        let said = said.ok_or(format!("no figure in {:?}", f.text))?;
+        // Whole percent here (signed_percent), within the table's rounding.
+        if (said - delta).abs() > 0.6 {
+            return Err(format!("{:?}: the table gives {delta:+.2} %", f.text));
+        }
+        let within = f.text.contains("within noise");
+        let judged = !f.text.contains("not judged");
+        if judged && f.significant == within
+            || f.significant && beyond == Some(false)
+            || within && beyond == Some(true)
+        {
+            return Err(format!(
+                "{:?}: the table says beyond noise = {beyond:?}",
+                f.text
+            ));
+        }
+        checked += 1;
+    }
+    for t in &a.switch_tables {
+        for r in &t.rows {
+            let (Some(off), Some(on), Some(d)) = (&r.off, &r.on, r.delta_percent) else {
+                continue;
+            };
+            let cites = [
+                (on.case_id.clone(), t.methodology.clone()),
+                (off.case_id.clone(), t.methodology.clone()),
+            ];
+            let (delta, _, beyond, _) = figures(&cites)?;
+            if (d - delta).abs() > 0.05 || beyond.is_some_and(|b| b != r.significant) {
+                return Err(format!(
+                    "{} {}: {d:+.2} % vs the table's {delta:+.2} %",
+                    t.title, r.point
+                ));
+            }
+            checked += 1;
+        }
+    }
+    // A switch conclusion is the line of its switch table.
+    for c in a
+        .conclusions
+        .iter()
+        .filter(|c| c.dimension == "fastpath" || c.dimension == "offload")
+    {
+        let line = a
+            .switch_tables
+            .iter()
+            .flat_map(|t| &t.rows)
+            .find(|r| {
+                r.on.as_ref().is_some_and(|x| x.case_id == c.cites[0].0)
+                    && r.off.as_ref().is_some_and(|x| x.case_id == c.cites[1].0)
+            })
+            .ok_or(format!("{:?} has no line in a switch table", c.text))?;
+        if line
+            .delta_percent
+            .map(|d| (d - c.delta_percent).abs() > 1e-9)
+            != Some(false)
+            || !line.significant
+        {
+            return Err(format!("{:?} disagrees with its switch table", c.text));
+        }
+    }
+    Ok(checked)
+}
+
+/// Issue 13 item 6: findings that read like conclusions, from a one-repetition run (noise:
+/// search brackets and iperf3 intervals), and none of them contradicts the rows it cites.
+#[test]
+fn conclusions_summarise_each_dimension_and_agree_with_their_table() {
+    let a = load("run-matrix");
+    assert_eq!(a.repetitions, 1);
+    let texts: Vec<&str> = a.conclusions.iter().map(|c| c.text.as_str()).collect();
+    let has = |prefix: &str| texts.iter().any(|t| t.starts_with(prefix));
+    // The fixture's DUT: 10,000 rules leave 15 of 560 kpps, the fast path +80 % to NAPT and
+    // +60 % to forwarding, offloads +50 % to TCP where per-packet cost binds (MSS 400), IPv6
+    // 15 % more per packet.
+    assert!(
+        has("filter-stateful-10000 costs 97 % of forward's rate at 64 B, IPv4 UDP (noise ±"),
+        "{texts:#?}"
+    );
+    assert!(
+        has("fastpath on: +80 % for napt at 64 B, IPv4 UDP (noise ±"),
+        "{texts:#?}"
+    );
+    assert!(
+        has("fastpath on: +59 % for forward at 64 B, IPv4 UDP"),
+        "{texts:#?}"
+    );
+    assert!(
+        has("offload on: +50 % for napt at 1 session, MSS 400, IPv4 TCP (noise ±"),
+        "{texts:#?}"
+    );
+    assert!(
+        has("IPv6 forwards 15 % less than IPv4 for forward at 128 B, UDP"),
+        "{texts:#?}"
+    );
+    // Each names its noise measure; a one-repetition run uses brackets and intervals.
+    for c in &a.conclusions {
+        assert!(
+            c.noise == "the search's final bracket" || c.noise == "iperf3's per-interval spread",
+            "{c:?}"
+        );
+        assert!(c.text.ends_with(&format!("{})", c.noise)), "{}", c.text);
+    }
+    // The offloads change nothing at MSS 1414 (line rate either way): no conclusion there.
+    assert!(!texts
+        .iter()
+        .any(|t| t.starts_with("offload") && t.contains("MSS 1414")));
+    let n = findings_match_the_table(&a).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n > 60, "checked {n}");
+    println!("checked {n} statements against the table");
+    for run in ["run-demo", "run-demo-killed", "run-wan", "run-demo-v1"] {
+        findings_match_the_table(&load(run)).unwrap_or_else(|e| panic!("{run}: {e}"));
+    }
+    // The check is not blind: a conclusion whose figure or direction is off is caught.
+    let mut bad = a.clone();
+    bad.conclusions[0].text = bad.conclusions[0].text.replacen("costs 9", "costs 8", 1);
+    assert!(
+        findings_match_the_table(&bad).is_err(),
+        "{}",
+        bad.conclusions[0].text
+    );
+    let mut bad = a.clone();
+    let i = bad
+        .conclusions
+        .iter()
+        .position(|c| c.dimension == "fastpath")
+        .unwrap();
+    bad.conclusions[i].cites.swap(0, 1);
+    assert!(findings_match_the_table(&bad).is_err());
+}
+
+/// Issue 13: the switch dimensions are columns where a run has them (and only there), the
+/// DUT's CPU sits beside every figure of a lab run, and the MSS × offload and fast-path tables
+/// hold the results table's figures.
+#[test]
+fn switch_columns_dut_cpu_and_switch_tables() {
+    let a = load("run-matrix");
+    let csv = String::from_utf8(report::text::csv(&a)).unwrap();
+    let (head, rows) = csv_table(&csv);
+    let at = |n: &str| head.iter().position(|h| h == n);
+    assert_eq!(at("offload"), Some(at("mss").unwrap() + 1));
+    assert_eq!(at("fastpath"), Some(at("mss").unwrap() + 2));
+    let r = rows
+        .iter()
+        .find(|r| r[0] == "napt/udp4/64B/fastpath=on")
+        .unwrap();
+    assert_eq!(
+        (
+            r[at("offload").unwrap()].as_str(),
+            r[at("fastpath").unwrap()].as_str()
+        ),
+        ("", "on")
+    );
+    // Every row of a lab run has the DUT's CPU, from the trials at the result (UDP) or the
+    // iperf3 runs (TCP).
+    assert!(rows
+        .iter()
+        .all(|r| !r[at("dut_cpu_percent").unwrap()].is_empty()));
+    let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+    assert!(md.contains("| case | profile | protocol | ip | encap | frame_size | sessions | mss | offload | fastpath | methodology |"));
+    assert!(md.contains("## TCP throughput against MSS, offload off and on"));
+    assert!(md.contains("### napt: 1 session, IPv4 TCP (iperf3)"));
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    assert!(html.contains("<th>offload</th><th>fastpath</th>"));
+    assert!(html.contains("data-switch=\"offload\"") && html.contains("data-switch=\"fastpath\""));
+    // MSS rows as published: 1414, 800, 400; each cell "Mb/s (% of line rate) · CPU %".
+    let t = a
+        .switch_tables
+        .iter()
+        .find(|t| t.switch == "offload" && t.title == "napt: 1 session, IPv4 TCP")
+        .unwrap();
+    let points: Vec<&str> = t.rows.iter().map(|r| r.point.as_str()).collect();
+    assert_eq!(points, ["MSS 1414", "MSS 800", "MSS 400"]);
+    let on = t.rows[2].on.as_ref().unwrap();
+    let csv_row = rows.iter().find(|r| r[0] == on.case_id).unwrap();
+    let cell = report::text::switch_cell(Some(on));
+    assert_eq!(
+        cell,
+        format!(
+            "{} Mb/s ({} %) · CPU {} %",
+            csv_row[at("mbps_l2").unwrap()],
+            csv_row[at("percent_line_rate").unwrap()],
+            csv_row[at("dut_cpu_percent").unwrap()]
+        )
+    );
+    assert!(md.contains(&cell) && html.contains(&cell));
+    // Runs without the dimensions keep their columns.
+    let demo = String::from_utf8(report::text::csv(&load("run-demo"))).unwrap();
+    assert!(!demo.lines().next().unwrap().contains("offload"));
+    assert!(load("run-demo").switch_tables.is_empty());
+}
+
+/// Odd records do not break the report: DUT counters without CPU ticks, iperf3 reports without
+/// or with nonsense intervals, an iperf3 trial without any figures. Rows lose the figure they
+/// cannot have (CPU, noise measure) and every exporter still renders.
+#[test]
+fn odd_records_lose_figures_not_the_report() {
+    use bench::results::Record;
+    let d = fixture("run-matrix");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let mut tcp_seen = 0;
+    for r in &mut records {
+        let Record::Trial(t) = r else { continue };
+        if let Some(dut) = t.engine.as_mut().and_then(|e| e.dut.as_mut()) {
+            // UDP: no CPU measured (a one-CPU machine).
+            dut.cpu_busy_ticks = 0;
+            dut.cpu_total_ticks = 0;
+        }
+        if t.tcp.is_some() {
+            tcp_seen += 1;
+            match tcp_seen {
+                1 => t.iperf3 = Some(serde_json::json!({ "intervals": "none" })),
+                2 => {
+                    t.iperf3 = Some(
+                        serde_json::json!({ "intervals": [{ "sum": { "bits_per_second": "x" } }, {}] }),
+                    )
+                }
+                3 => {
+                    t.tcp = None;
+                    t.iperf3 = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    for (_, bytes) in report::render_all(&a) {
+        assert!(!bytes.is_empty());
+    }
+    let _ = report::text::terminal(&a);
+    assert!(a
+        .rows
+        .iter()
+        .filter(|r| r.dims.protocol == "udp")
+        .all(|r| r.dut_cpu_percent.is_none()));
+    let tcp: Vec<_> = a.rows.iter().filter(|r| r.dims.protocol == "tcp").collect();
+    assert_eq!(
+        tcp.iter()
+            .filter(|r| r.noise_basis == report::model::NoiseBasis::None)
+            .count(),
+        2,
+        "the two runs without usable intervals"
+    );
+    // The trial with no figures at all leaves its case without a row.
+    assert_eq!(
+        tcp.len(),
+        load("run-matrix")
+            .rows
+            .iter()
+            .filter(|r| r.dims.protocol == "tcp")
+            .count()
+            - 1
+    );
+    findings_match_the_table(&a).unwrap_or_else(|e| panic!("{e}"));
 }

@@ -9,6 +9,9 @@
 //! - `run-demo-killed`: `run-demo` killed after 40 % of its records, last line torn.
 //! - `run-wan`: a real-device plan (`run-wan.plan.toml`): UDP throughput and latency per frame
 //!   size over plain, VLAN, QinQ and MPLS on the WAN link, and plain bidirectional cases.
+//! - `run-matrix`: issue 13's matrix (`run-matrix.plan.toml`), one repetition: six profiles
+//!   with long names, UDP IPv4/IPv6, fast path off/on, TCP MSS × offload, the lab DUT's CPU in
+//!   every trial record, iperf3 reports with per-interval rates.
 //! - `run-demo-v1` (not generated): `run-demo` as recorded before trials carried latency
 //!   percentiles and a direction count, kept to show that old runs still render.
 
@@ -18,7 +21,10 @@ use std::time::Duration;
 use bench::hooks::parse::{CpuSamples, Parsed};
 use bench::hooks::HookOutput;
 use bench::plan::{Methodology, Plan};
-use bench::results::{read_records, MethodologyDone, Record, RunInfo, TrialKey, TrialRecord};
+use bench::results::{
+    read_records, DutCounters, EngineFacts, MethodologyDone, Record, RunInfo, TcpFigures, TrialKey,
+    TrialRecord,
+};
 use bench::search::sim::{SimDut, XorShift};
 use bench::search::{
     drive, LatencySearch, LatencySummary, LineFraction, Outcome, Percentiles, TrialRequest,
@@ -397,6 +403,196 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
     (info, records)
 }
 
+/// `run-matrix`: per-packet capacities of the simulated kernel DUT, frames/s (IPv4, fast path
+/// off); IPv6 costs 15 % more per packet, the fast path gives +80 % to NAPT and +60 % to plain
+/// forwarding, the offloads +50 % to TCP.
+fn matrix_capacity(profile: &str, ip: u8, fastpath: bool) -> f64 {
+    let base: f64 = match profile {
+        "forward" => 560e3,
+        "filter-stateful-1" => 470e3,
+        "filter-stateful-100" => 290e3,
+        "filter-stateful-10000" => 15e3,
+        "filter-stateless-100" => 230e3,
+        _ => 450e3,
+    };
+    let fast = match (fastpath, profile) {
+        (true, "napt") => 1.8,
+        (true, _) => 1.6,
+        _ => 1.0,
+    };
+    base * fast * if ip == 6 { 0.85 } else { 1.0 }
+}
+
+/// The lab DUT's counters over a trial: its CPU busy in proportion to the share of its
+/// capacity the offered load took (0.5 s of USER_HZ ticks), frames as the outcome says.
+fn dut_counters(offered_pps: f64, capacity_pps: f64, secs: f64, out: &Outcome) -> DutCounters {
+    let total = (secs * 100.0).round().max(1.0) as u64;
+    let share = (offered_pps / capacity_pps).min(1.0);
+    DutCounters {
+        ingress_rx: out.received + out.lost,
+        ingress_drops: out.lost,
+        backlog_drops: out.lost,
+        egress_tx: out.received,
+        cpu_busy_ticks: (total as f64 * (0.03 + 0.95 * share)).round() as u64,
+        cpu_total_ticks: total,
+    }
+}
+
+/// `run-matrix` (`run-matrix.plan.toml`): one repetition; UDP by multi-goal search with the
+/// lab DUT's counters on every trial, TCP by iperf3 with the runner's TCP figures, the DUT's
+/// counters and a raw report whose per-interval rates wander by about 1 % (its first interval
+/// is slow start).
+fn generate_matrix() -> (RunInfo, Vec<Record>) {
+    let plan_text = std::fs::read_to_string(dir().join("run-matrix.plan.toml")).unwrap();
+    let plan = Plan::parse(&plan_text, "run-matrix.plan.toml").unwrap();
+    let template: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/tests/fixtures/iperf3/tcp-1.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let info = RunInfo {
+        plan_name: plan.name.clone(),
+        plan_text,
+        version: "0.1.0".into(),
+        started_unix: 1_795_300_000,
+        host: [("kernel".to_string(), "6.18.0".to_string())]
+            .into_iter()
+            .collect(),
+    };
+    let mut records = Vec::new();
+    let mut clock = info.started_unix * 1000;
+    let mut rng = XorShift::new(31);
+    let mut seed = 700;
+    for case in plan.cases().unwrap() {
+        let ip = if case.ip == wire::encap::IpVersion::V6 {
+            6
+        } else {
+            4
+        };
+        let capacity = matrix_capacity(&case.profile, ip, case.fastpath == Some(true));
+        for &m in &case.methodologies {
+            let mut index = 0u32;
+            let mut push = |req: &TrialRequest,
+                            out: &Outcome,
+                            engine: Option<EngineFacts>,
+                            tcp: Option<TcpFigures>,
+                            iperf3: Option<serde_json::Value>| {
+                clock += (req.duration.as_secs_f64() * 1000.0) as u64 + 200;
+                records.push(Record::Trial(TrialRecord {
+                    key: TrialKey {
+                        case_id: case.id.clone(),
+                        repetition: 0,
+                        methodology: m,
+                        index,
+                    },
+                    request: *req,
+                    outcome: *out,
+                    tester_limited: false,
+                    iperf3,
+                    tcp,
+                    engine,
+                    superseded: false,
+                    finished_unix_ms: clock,
+                }));
+                index += 1;
+            };
+            let result = if m == Methodology::Iperf3 {
+                let mss = case.mss.unwrap_or(if ip == 6 { 1440 } else { 1460 });
+                let sessions = case.sessions.unwrap_or(1);
+                let rates =
+                    bench::iperf3::tcp_rates(wire::units::BitsPerSec(1.0), mss, case.ip, true);
+                let frame = rates.frame_len;
+                let cap = capacity
+                    * 0.35
+                    * if case.offload == Some(true) { 1.5 } else { 1.0 }
+                    * (1.0 + 0.04 * f64::from(sessions.min(4) - 1));
+                let pps = cap.min(line_pps(frame)) * 0.97 * (1.0 + 0.01 * rng.symmetric());
+                let payload = f64::from(mss - 12);
+                let l4 = pps * payload * 8.0;
+                let secs = 3.0;
+                let out = Outcome {
+                    intended: LineFraction::FULL,
+                    offered: LineFraction::FULL,
+                    received: 0,
+                    lost: 0,
+                    directions: 1,
+                    duration: Duration::from_secs(3),
+                    latency: None,
+                };
+                let mut raw = iperf3_json(&template, l4, sessions, mss);
+                let interval = template["intervals"][0].clone();
+                let factors: Vec<f64> = (0..4)
+                    .map(|i| {
+                        if i == 0 {
+                            0.6
+                        } else {
+                            1.0 + 0.012 * rng.symmetric()
+                        }
+                    })
+                    .collect();
+                raw["intervals"] = serde_json::Value::Array(
+                    factors
+                        .iter()
+                        .map(|f| {
+                            let mut v = interval.clone();
+                            v["sum"]["bits_per_second"] = serde_json::json!((l4 * f).round());
+                            v
+                        })
+                        .collect(),
+                );
+                let tcp = TcpFigures {
+                    l4_bps: l4,
+                    l2_bps: pps * f64::from(frame) * 8.0,
+                    l1_bps: pps * f64::from(frame + 20) * 8.0,
+                    mss,
+                    retransmits: Some(0),
+                    syn_mss: vec![mss; sessions as usize + 1],
+                    cpu_local: 20.0,
+                    cpu_remote: 30.0,
+                    far_port: None,
+                    dut: Some(dut_counters(pps, cap, secs, &out)),
+                };
+                let req = TrialRequest::rate(LineFraction::FULL, Duration::from_secs(3));
+                push(&req, &out, None, Some(tcp), Some(raw));
+                None
+            } else {
+                let frame = case.frame_size.unwrap();
+                let line = line_pps(frame);
+                seed += 1;
+                let mut dut = SimDut::noisy(LineFraction((capacity / line).min(1.0)), 0.01, seed);
+                dut.line_pps = line;
+                let mut s = plan.search(&case, m).unwrap();
+                Some(drive(s.as_mut(), |req| {
+                    let out = dut.trial(req);
+                    let offered = out.offered.0 * line;
+                    let secs = req.duration.as_secs_f64();
+                    let engine = EngineFacts {
+                        backend: "xdp".into(),
+                        note: "auto: xdp (the trial fits it)".into(),
+                        sent: out.received + out.lost,
+                        slipped: 0,
+                        refused_by_dut: 0,
+                        invalid: Default::default(),
+                        dut: Some(dut_counters(offered, capacity, secs, &out)),
+                    };
+                    push(req, &out, Some(engine), None, None);
+                    out
+                }))
+            };
+            records.push(Record::Done(MethodologyDone {
+                case_id: case.id.clone(),
+                repetition: 0,
+                methodology: m,
+                result,
+                ceiling: None,
+            }));
+        }
+    }
+    (info, records)
+}
+
 fn jsonl<T: serde::Serialize>(items: &[T]) -> String {
     items
         .iter()
@@ -439,12 +635,15 @@ fn fixtures_are_current_and_parse() {
         write_run("run-demo-killed", &info, &cut, None);
         let (info_w, records_w) = generate_wan();
         write_run("run-wan", &info_w, &jsonl(&records_w), None);
+        let (info_m, records_m) = generate_matrix();
+        write_run("run-matrix", &info_m, &jsonl(&records_m), None);
     }
     for name in [
         "run-demo",
         "run-demo-b",
         "run-demo-killed",
         "run-wan",
+        "run-matrix",
         "run-demo-v1",
     ] {
         let d = dir().join(name);
