@@ -158,7 +158,7 @@ impl StreamRx {
         // IPDV (RFC 8219 §7.3.2, RFC 5481): delay difference of frames with consecutive
         // sequence numbers; a loss or reordering breaks the pair.
         match self.last_in_order {
-            Some((prev_seq, prev)) if seq == prev_seq + 1 => {
+            Some((prev_seq, prev)) if prev_seq.checked_add(1) == Some(seq) => {
                 let d = transit.wrapping_sub(prev);
                 let (negative, v) = ipdv_sample(d);
                 let h = if negative {
