@@ -18,7 +18,20 @@
 // sequence number accounted there — replaces the bitmap. A frame inside the window is a
 // duplicate iff its slot already holds its own tag: exact, lock-free (one atomic exchange),
 // and nothing has to be cleared as the window slides. The highest sequence number is shared
-// too (an atomic compare-and-swap max). Everything else is per CPU and summed by user space.
+// too (an atomic compare-and-swap max). Everything else is per CPU and summed by user space,
+// except the IPDV state below.
+//
+// IPDV (RFC 8219 §7.3.2, RFC 3393/5481; engine::rx::StreamRx::on_frame): IPDV(i) = D(i) - D(i-1)
+// of frames whose sequence numbers are consecutive, signed. Per stream, the sequence number and
+// one-way delay of the last frame that raised the stream's highest sequence number are shared
+// by all CPUs under a bpf_spin_lock (wr_rx_ipdv_last): a frame with the next sequence number
+// forms a pair with it, a frame further ahead (a gap: loss) starts afresh without a pair, an
+// older one (reordered, late) is ignored -- the AF_PACKET receiver's rules, in the order the
+// program accounts frames. Shared rather than per CPU because on veth the receiving CPU is the
+// sending thread's CPU, which changes whenever the scheduler moves that thread: per-CPU state
+// would lose the pairs across every move. The pairs' values go to per-CPU histograms, one for
+// IPDV >= 0 and one for the magnitudes of IPDV < 0 (|IPDV| + 1, the latency histogram's
+// buckets), with exact per-CPU minimum and maximum.
 //
 // Receive-side validation (engine::validate; docs/engine.md "Receive-side validation"): a
 // signed frame of an expected stream counts only if its encapsulation is the stream's (tags,
@@ -75,7 +88,11 @@ enum {
 	C_INV_ADDRESS,
 	C_INV_SEQUENCE,
 	C_INV_TIMESTAMP,
-	C_NCTR = 24,
+	/* IPDV of this CPU's pairs: how many, and the extremes (signed, stored as u64). */
+	C_IPDV_PAIRS = 24,
+	C_IPDV_MIN,
+	C_IPDV_MAX,
+	C_NCTR = 32,
 };
 
 /* What one stream's frames must look like (engine::validate::Expect), per slot. Mirrored in
@@ -139,6 +156,30 @@ struct {
 	__type(value, struct hist);
 	__uint(max_entries, MAX_STREAMS);
 } wr_rx_hist SEC(".maps");
+
+/* IPDV histograms: key 2 * slot for IPDV >= 0, 2 * slot + 1 for IPDV < 0 (two entries, not one
+ * value of twice the size: a per-CPU value may not exceed 32 KiB). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hist);
+	__uint(max_entries, 2 * MAX_STREAMS);
+} wr_rx_ipdv_hist SEC(".maps");
+
+/* Per slot: the frame an IPDV pair would start from (see the top of this file). */
+struct ipdv_last {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 seq1; /* its extended sequence number + 1 (0: none yet) */
+	__s64 transit; /* its one-way delay, rx - tx, ns */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct ipdv_last);
+	__uint(max_entries, MAX_STREAMS);
+} wr_rx_ipdv_last SEC(".maps");
 
 /* Highest extended sequence number + 1 per slot (0: nothing yet). Shared by all CPUs. */
 struct {
@@ -514,6 +555,33 @@ static __always_inline __u64 extend(__u32 seq32, __u64 high1)
 	return h >= back ? h - back : (__u64)seq32;
 }
 
+/* Records one IPDV value `d` (ns) of the stream in `slot`: |d| + 1, clamped to HIST_MAX_NS
+ * (engine::rx::ipdv_sample), in the histogram of its sign; and this CPU's pairs and extremes.
+ * Mirrored in xdp/rx.rs (tests: ipdv_bucket). */
+static __always_inline void ipdv_record(struct ctr *c, __u32 slot, __s64 d)
+{
+	int neg = d < 0;
+	__u64 mag = neg ? (__u64)0 - (__u64)d : (__u64)d;
+	__u64 v = mag >= HIST_MAX_NS ? HIST_MAX_NS : mag + 1;
+	__u32 key = 2 * slot + (neg ? 1 : 0);
+	struct hist *h = bpf_map_lookup_elem(&wr_rx_ipdv_hist, &key);
+	if (h) {
+		__u32 b = bucket_of(v);
+		if (b < NBUCKETS)
+			h->b[b]++;
+	}
+	if (c->v[C_IPDV_PAIRS] == 0) {
+		c->v[C_IPDV_MIN] = (__u64)d;
+		c->v[C_IPDV_MAX] = (__u64)d;
+	} else {
+		if (d < (__s64)c->v[C_IPDV_MIN])
+			c->v[C_IPDV_MIN] = (__u64)d;
+		if (d > (__s64)c->v[C_IPDV_MAX])
+			c->v[C_IPDV_MAX] = (__u64)d;
+	}
+	c->v[C_IPDV_PAIRS]++;
+}
+
 /* engine::rx::StreamRx::on_frame for one frame of the stream in `slot`. */
 static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 rx_ns,
 				    __u64 len, __u64 seq_limit)
@@ -604,6 +672,24 @@ received:
 	}
 	c->v[C_LAST_TRANSIT] = (__u64)transit;
 	c->v[C_HAS_TRANSIT] = 1;
+	/* IPDV: only a frame with the next sequence number after the last one forms a pair. */
+	struct ipdv_last *il = bpf_map_lookup_elem(&wr_rx_ipdv_last, &slot);
+	if (il) {
+		int pair = 0;
+		__s64 d = 0;
+		bpf_spin_lock(&il->lock);
+		if (il->seq1 != 0 && seq == il->seq1) {
+			pair = 1;
+			d = (__s64)((__u64)transit - (__u64)il->transit); /* no signed overflow */
+		}
+		if (il->seq1 == 0 || seq >= il->seq1) {
+			il->seq1 = seq + 1;
+			il->transit = transit;
+		}
+		bpf_spin_unlock(&il->lock);
+		if (pair)
+			ipdv_record(c, slot, d);
+	}
 }
 
 static __always_inline void port_count(__u32 which, __u64 bytes)

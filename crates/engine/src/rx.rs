@@ -147,24 +147,26 @@ impl StreamRx {
         self.lat_sum += u128::from(lat);
         self.lat_min = self.lat_min.min(lat);
         self.lat_max = self.lat_max.max(lat);
-        // RFC 3550 §6.4.1 interarrival jitter, in arrival order.
-        let transit = rx_ns as i64 - tx_ns as i64;
+        // RFC 3550 §6.4.1 interarrival jitter, in arrival order. Wrapping: a timestamp is
+        // bytes off the wire (validation bounds it, but this type must not panic on any).
+        let transit = (rx_ns as i64).wrapping_sub(tx_ns as i64);
         if let Some(prev) = self.last_transit {
-            let d = (transit - prev).unsigned_abs() as f64;
+            let d = transit.wrapping_sub(prev).unsigned_abs() as f64;
             self.jitter += (d - self.jitter) / 16.0;
         }
         self.last_transit = Some(transit);
         // IPDV (RFC 8219 §7.3.2, RFC 5481): delay difference of frames with consecutive
         // sequence numbers; a loss or reordering breaks the pair.
         match self.last_in_order {
-            Some((prev_seq, prev)) if seq == prev_seq + 1 => {
-                let d = transit - prev;
-                let h = if d >= 0 {
-                    &mut self.ipdv_up
-                } else {
+            Some((prev_seq, prev)) if prev_seq.checked_add(1) == Some(seq) => {
+                let d = transit.wrapping_sub(prev);
+                let (negative, v) = ipdv_sample(d);
+                let h = if negative {
                     &mut self.ipdv_down
+                } else {
+                    &mut self.ipdv_up
                 };
-                h.saturating_record((d.unsigned_abs() + 1).min(HIST_MAX_NS));
+                h.saturating_record(v);
                 self.ipdv_min = self.ipdv_min.min(d);
                 self.ipdv_max = self.ipdv_max.max(d);
                 self.last_in_order = Some((seq, transit));
@@ -177,29 +179,7 @@ impl StreamRx {
     /// Inter-packet delay variation of the frames received so far; `None` before two frames
     /// with consecutive sequence numbers arrived in order.
     pub fn ipdv(&self) -> Option<IpdvReport> {
-        let (down, up) = (self.ipdv_down.len(), self.ipdv_up.len());
-        let pairs = down + up;
-        if pairs == 0 {
-            return None;
-        }
-        // The median of the signed differences: ascending, the negative ones come first
-        // (largest magnitude first), then the others; rank (pairs − 1) / 2.
-        let rank = (pairs - 1) / 2;
-        let at = |h: &Histogram<u64>, r: u64| {
-            let v = h.value_at_quantile((r as f64 + 0.5) / h.len() as f64);
-            h.highest_equivalent(v).saturating_sub(1) as i64
-        };
-        let median = if rank < down {
-            -at(&self.ipdv_down, down - 1 - rank)
-        } else {
-            at(&self.ipdv_up, rank - down)
-        };
-        Some(IpdvReport {
-            pairs,
-            min_ns: self.ipdv_min,
-            median_ns: median.clamp(self.ipdv_min, self.ipdv_max),
-            max_ns: self.ipdv_max,
-        })
+        ipdv_report(&self.ipdv_up, &self.ipdv_down, self.ipdv_min, self.ipdv_max)
     }
 
     pub fn received(&self) -> u64 {
@@ -244,6 +224,48 @@ impl StreamRx {
             invalid: InvalidCounts::default(),
         }
     }
+}
+
+/// What an IPDV histogram records of one difference `d` (ns): whether it is negative, and
+/// |d| + 1 (a histogram holds no 0) clamped to the histogram's range. The XDP receiver's
+/// `ipdv_record` (`bpf/rx.bpf.c`) records the same value, so both backends bucket alike.
+pub(crate) fn ipdv_sample(d: i64) -> (bool, u64) {
+    (d < 0, d.unsigned_abs().saturating_add(1).min(HIST_MAX_NS))
+}
+
+/// The IPDV summary of both receivers, from the histogram of [`ipdv_sample`] values of the
+/// differences ≥ 0 (`up`), that of the negative ones (`down`) and the exact extremes; `None`
+/// without pairs. One function for both backends, so the same differences give the same
+/// median whichever receiver bucketed them.
+pub(crate) fn ipdv_report(
+    up: &Histogram<u64>,
+    down: &Histogram<u64>,
+    min_ns: i64,
+    max_ns: i64,
+) -> Option<IpdvReport> {
+    let (down_n, up_n) = (down.len(), up.len());
+    let pairs = down_n + up_n;
+    if pairs == 0 {
+        return None;
+    }
+    // The median of the signed differences: ascending, the negative ones come first
+    // (largest magnitude first), then the others; rank (pairs − 1) / 2.
+    let rank = (pairs - 1) / 2;
+    let at = |h: &Histogram<u64>, r: u64| {
+        let v = h.value_at_quantile((r as f64 + 0.5) / h.len() as f64);
+        h.highest_equivalent(v).saturating_sub(1) as i64
+    };
+    let median = if rank < down_n {
+        -at(down, down_n - 1 - rank)
+    } else {
+        at(up, rank - down_n)
+    };
+    Some(IpdvReport {
+        pairs,
+        min_ns,
+        median_ns: median.clamp(min_ns.min(max_ns), max_ns.max(min_ns)),
+        max_ns,
+    })
 }
 
 /// Inter-packet delay variation of one stream as RFC 8219 §7.3.2 reports it: IPDV(i) =

@@ -140,8 +140,9 @@ pub struct StreamResult {
     pub rx_port: String,
     pub tx: TxStreamReport,
     pub rx: StreamRxReport,
-    /// Inter-packet delay variation (AF_PACKET receive only; `None` from the XDP receiver,
-    /// whose per-stream counters in the kernel keep no per-frame delay history).
+    /// Inter-packet delay variation (RFC 8219 §7.3.2) from either backend's receiver, with
+    /// the same pairing rules (`rx::StreamRx::ipdv`, `xdp::rx::XdpReceiver::stream_ipdv`);
+    /// `None` before two frames with consecutive sequence numbers arrived in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipdv: Option<IpdvReport>,
     /// Received frames/s over the sending interval (`received / (last_tx − first_tx + 1/rate)`).
@@ -790,13 +791,12 @@ fn run_on(
             None => Ok((rx_done, tx_done)),
         }
     })?;
-    let (rx, rx_ports) = match &xdp_rx {
+    let (rx, ipdv, rx_ports) = match &xdp_rx {
         Some(receivers) => crate::xdp::trial::rx_side(cfg, receivers, &rx_done, &tx_done)?,
-        None => af_packet_rx_side(cfg, &rx_done, &tx_done),
-    };
-    let ipdv = match &xdp_rx {
-        Some(_) => vec![None; cfg.streams.len()],
-        None => af_packet_ipdv(cfg, &rx_done),
+        None => {
+            let (rx, ports) = af_packet_rx_side(cfg, &rx_done, &tx_done);
+            (rx, af_packet_ipdv(cfg, &rx_done), ports)
+        }
     };
     Ok(assemble(cfg, (backend, note), rx, ipdv, rx_ports, tx_done))
 }

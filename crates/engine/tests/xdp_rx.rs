@@ -332,6 +332,14 @@ fn counts_match_the_af_packet_accounting_through_every_encapsulation() {
         let s = sw.stream(id).unwrap().report(id, Some(40));
         println!("stream {id}: xdp {x:?}");
         assert_eq!(counts(&x), counts(&s), "stream {id}: xdp vs software");
+        // IPDV pairs follow the same rules through duplicates, loss, reordering, late frames
+        // and the 32-bit wrap (the values differ: each receiver reads its own clock).
+        let (xi, si) = (rx.stream_ipdv(id).unwrap(), sw.stream(id).unwrap().ipdv());
+        assert_eq!(
+            xi.map(|i| i.pairs),
+            si.map(|i| i.pairs),
+            "stream {id}: IPDV pairs, xdp {xi:?} software {si:?}"
+        );
         let l = x.latency.expect("latency");
         assert!(
             l.min_ns > 0 && l.min_ns <= l.p50_ns && l.p50_ns <= l.max_ns,
@@ -371,6 +379,66 @@ fn counts_match_the_af_packet_accounting_through_every_encapsulation() {
     );
     drop(rx);
     assert!(!net.xdp_shown_on_wr1(), "the program is gone after drop");
+}
+
+/// IPDV (RFC 8219 §7.3.2) through the XDP program on crafted one-way delays: frames of one
+/// stream whose send timestamps are set back by 2 s on every fourth sequence number, so that
+/// IPDV(i) = D(i) − D(i−1) is about +2 s, −2 s, or the (small, ≥ 0) gap between receive
+/// times; sequence 100 lost and 150/151 swapped. The pairs are pinned by the rules (a gap
+/// starts afresh, an older frame is ignored) and equal the software receiver's fed the same
+/// frames; the figures are bounded with a second of slack, so no machine is too slow for them.
+#[test]
+fn ipdv_of_crafted_delays_matches_the_software_receiver() {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, XDP)");
+        return;
+    }
+    let net = Net::new();
+    let id = 50;
+    let mut spec = StreamSpec::new("ipv4".parse().unwrap());
+    spec.stream_id = id;
+    let t = FrameTemplate::new(&spec, 64).unwrap();
+    let t0 = engine::sys::monotonic_ns();
+    let mut order: Vec<u64> = (0..200).filter(|&s| s != 100).collect();
+    let i = order.iter().position(|&s| s == 150).unwrap();
+    order.swap(i, i + 1);
+    let frames: Vec<Vec<u8>> = order
+        .iter()
+        .map(|&seq| {
+            let mut f = t.bytes().to_vec();
+            let back = if seq % 4 == 1 { 2_000_000_000 } else { 0 };
+            t.stamp(&mut f, seq, t0 - back);
+            f
+        })
+        .collect();
+    let rx = match XdpReceiver::attach(&net.port_b(), &[id], &XdpRxConfig::default()) {
+        Ok(rx) => rx,
+        Err(e) => {
+            println!("SKIP: the XDP receiver cannot attach here: {e}");
+            return;
+        }
+    };
+    net.send(&frames);
+    settle(&rx, frames.len() as u64);
+    let mut sw = Receiver::new(&[id]);
+    for f in &frames {
+        sw.on_frame(f, engine::sys::monotonic_ns());
+    }
+    let x = rx.stream_ipdv(id).unwrap().expect("XDP IPDV");
+    let s = sw.stream(id).unwrap().ipdv().expect("software IPDV");
+    println!("xdp {x:?}\nsoftware {s:?}");
+    // 0..=99: 99 pairs; 101..=149: 48; 151 (after 149: a gap), 150 ignored, 152..=199: 48.
+    assert_eq!((x.pairs, s.pairs), (195, 195));
+    for (who, i) in [("xdp", x), ("software", s)] {
+        let sec = 1_000_000_000i64;
+        assert!(-2 * sec <= i.min_ns && i.min_ns < -sec, "{who}: Dmin {i:?}");
+        assert!(
+            2 * sec <= i.max_ns && i.max_ns < 3 * sec,
+            "{who}: Dmax {i:?}"
+        );
+        // Half the pairs are receive-time gaps (≥ 0), a quarter each ±2 s: the median is a gap.
+        assert!(0 <= i.median_ns && i.median_ns < sec, "{who}: Dmed {i:?}");
+    }
 }
 
 /// With `pass_ours`, the engine's own AF_PACKET receive path (TPACKET_V3 ring) on the same

@@ -560,8 +560,8 @@ pub struct LatencyRow {
     /// RFC 8219 §7.3.2 IPDV of the measured stream, IPDV(i) = D(i) − D(i−1) over frames with
     /// consecutive sequence numbers: each trial's Dmin, Dmed and Dmax, each the median over
     /// the trials (as the RFC summarises repetitions), µs, signed. `None` when any trial lacks
-    /// it: trials received by XDP (its in-kernel per-stream counters keep no per-frame delay
-    /// history) and older records.
+    /// it: fewer than two consecutive frames received, or records from before the XDP
+    /// receiver measured IPDV.
     #[serde(default)]
     pub ipdv_us: Option<IpdvUs>,
 }

@@ -501,7 +501,7 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     }
     if !a.latency.is_empty() {
         o.push_str(&format!(
-            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them). RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV is D(i) − D(i−1) of consecutive frames, signed: its minimum, median and maximum (each the median over the trials), empty for XDP-received trials.\n\n| {} |\n|{}\n",
+            "## Latency\n\nOne-way latency at the throughput found, µs; {} are the trials' percentiles (empty where the trials did not record them). RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV is D(i) − D(i−1) of consecutive frames, signed: its minimum, median and maximum (each the median over the trials), empty where a trial has none.\n\n| {} |\n|{}\n",
             PERCENTILES.join("/"),
             latency_titles().join(" | "),
             "---|".repeat(LATENCY_COLUMNS.len())

@@ -123,8 +123,9 @@ pub struct LatencySummary {
     /// must say so rather than invent them.
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub percentiles: Option<Percentiles>,
-    /// Inter-packet delay variation of the stream (RFC 8219 §7.3.2); `None` from the XDP
-    /// receiver (see `engine::trial::StreamResult::ipdv`) and in older records.
+    /// Inter-packet delay variation of the stream (RFC 8219 §7.3.2) from either receiver
+    /// (`engine::trial::StreamResult::ipdv`); `None` without two consecutive frames, and in
+    /// records from before it was kept (AF_PACKET) or measured by the XDP receiver.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipdv: Option<Ipdv>,
 }

@@ -18,14 +18,21 @@
 //!   docs/engine.md, "Receive-side validation");
 //! - jitter (RFC 3550) is kept per CPU in the RFC's integer form (J×16): exact in arrival
 //!   order when one CPU receives the stream (one veth RX queue); with several, the mean of the
-//!   per-CPU values weighted by frames.
+//!   per-CPU values weighted by frames;
+//! - IPDV (RFC 8219 §7.3.2; [`XdpReceiver::stream_ipdv`]) pairs frames with consecutive
+//!   sequence numbers by the AF_PACKET receiver's rules, from per-stream state shared by all
+//!   CPUs under a spin lock (so a pair whose frames were received on two CPUs still counts:
+//!   on veth the receiving CPU follows the sending thread from CPU to CPU); the values go to
+//!   per-CPU histograms of the same buckets as latency, one per sign, and the extremes are
+//!   exact. Pairs, minimum and maximum equal the AF_PACKET receiver's for the same frames in
+//!   the same order; the median agrees within the bucket width (±0.4 %, exact below 128 ns).
 //!
 //! Detaching: the program is attached through a BPF link, which the kernel removes when its
 //! last file descriptor closes. Dropping the receiver closes it; so does the process ending in
 //! any way (Ctrl-C, a panic, SIGKILL), so no program is ever left behind on an interface.
 
 use crate::port::PortSpec;
-use crate::rx::{LatencyReport, StreamRxReport};
+use crate::rx::{IpdvReport, LatencyReport, StreamRxReport};
 use crate::validate::{Expect, Invalid, InvalidCounts};
 use crate::{Error, Result};
 use aya::maps::{Array, MapData, PerCpuArray};
@@ -62,7 +69,11 @@ mod c {
     pub const JITTER16: usize = 11;
     /// The first of the invalid-by-reason counters (in `validate::Invalid` order).
     pub const INV: usize = 16;
-    pub const N: usize = 24;
+    /// IPDV pairs of this CPU and their extremes (signed, as u64).
+    pub const IPDV_PAIRS: usize = 24;
+    pub const IPDV_MIN: usize = 25;
+    pub const IPDV_MAX: usize = 26;
+    pub const N: usize = 32;
 }
 
 /// Per-port counter indices, mirrored from `bpf/rx.bpf.c`.
@@ -237,6 +248,8 @@ impl XdpReceiver {
         let mut bpf = EbpfLoader::new()
             .set_max_entries("wr_rx_ctr", n)
             .set_max_entries("wr_rx_hist", n)
+            .set_max_entries("wr_rx_ipdv_hist", 2 * n)
+            .set_max_entries("wr_rx_ipdv_last", n)
             .set_max_entries("wr_rx_high", n)
             .set_max_entries("wr_rx_win", n * WINDOW as u32)
             .set_max_entries("wr_rx_expect", n)
@@ -390,6 +403,26 @@ impl XdpReceiver {
         Ok(Some(summarize(id, &ctrs, &buckets, high1, sent)))
     }
 
+    /// Inter-packet delay variation of stream `id` so far, as
+    /// [`crate::rx::StreamRx::ipdv`] computes it (`None`: not expected, or no pair yet).
+    pub fn stream_ipdv(&self, id: u16) -> Result<Option<IpdvReport>> {
+        let Some(slot) = self.ids.iter().position(|&i| i == id) else {
+            return Ok(None);
+        };
+        let slot = slot as u32;
+        let ctrs = self.per_cpu::<Ctr>("wr_rx_ctr", slot)?;
+        let mut sums = [vec![0u64; NBUCKETS], vec![0u64; NBUCKETS]];
+        for (sign, sum) in sums.iter_mut().enumerate() {
+            for h in self.per_cpu::<Hist>("wr_rx_ipdv_hist", 2 * slot + sign as u32)? {
+                for (b, n) in sum.iter_mut().zip(h.iter()) {
+                    *b += n;
+                }
+            }
+        }
+        let [up, down] = sums;
+        Ok(summarize_ipdv(&ctrs, &up, &down))
+    }
+
     /// Reports of every expected stream, in slot order; `sent(id)` as in
     /// [`stream_report`](Self::stream_report).
     pub fn reports(&self, sent: impl Fn(u16) -> Option<u64>) -> Result<Vec<StreamRxReport>> {
@@ -444,6 +477,31 @@ fn bucket_range(b: usize) -> (u64, u64) {
     ((SUB + sub) << shift, 1 << shift)
 }
 
+/// A histogram of the bucket counts `buckets` (each bucket's count at its midpoint), for the
+/// percentile arithmetic of the AF_PACKET receiver.
+fn hdr_of(buckets: &[u64]) -> Histogram<u64> {
+    let mut hist: Histogram<u64> =
+        Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds");
+    for (b, &n) in buckets.iter().enumerate() {
+        if n > 0 {
+            let (lo, width) = bucket_range(b);
+            let _ = hist.record_n((lo + (width - 1) / 2).clamp(1, HIST_MAX_NS), n);
+        }
+    }
+    hist
+}
+
+/// The IPDV of one stream from its per-CPU counters and the summed histograms of IPDV ≥ 0
+/// (`up`) and of the magnitudes of IPDV < 0 (`down`), as [`crate::rx::StreamRx::ipdv`]: the
+/// same median arithmetic ([`crate::rx::ipdv_report`]) on the bucket midpoints, the exact
+/// extremes of the CPUs that measured pairs.
+fn summarize_ipdv(ctrs: &[Ctr], up: &[u64], down: &[u64]) -> Option<IpdvReport> {
+    let active = || ctrs.iter().filter(|v| v[c::IPDV_PAIRS] > 0);
+    let min = active().map(|v| v[c::IPDV_MIN] as i64).min()?;
+    let max = active().map(|v| v[c::IPDV_MAX] as i64).max()?;
+    crate::rx::ipdv_report(&hdr_of(up), &hdr_of(down), min, max)
+}
+
 /// The per-CPU counters, summed histogram and shared highest (+1) of one stream, as a report
 /// with the fields and semantics of [`crate::rx::StreamRx::report`].
 fn summarize(
@@ -459,14 +517,7 @@ fn summarize(
     let latency = (received > 0).then(|| {
         let min_ns = active().map(|v| v[c::LAT_MIN]).min().unwrap_or(0);
         let max_ns = active().map(|v| v[c::LAT_MAX]).max().unwrap_or(0);
-        let mut hist: Histogram<u64> =
-            Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds");
-        for (b, &n) in buckets.iter().enumerate() {
-            if n > 0 {
-                let (lo, width) = bucket_range(b);
-                let _ = hist.record_n((lo + (width - 1) / 2).clamp(1, HIST_MAX_NS), n);
-            }
-        }
+        let hist = hdr_of(buckets);
         // Bucket midpoints may fall outside what was measured; the exact extremes bound them.
         let q = |x: f64| hist.value_at_quantile(x).clamp(min_ns, max_ns);
         let weighted: f64 = active()
@@ -552,6 +603,152 @@ mod tests {
             let (lo1, _) = bucket_range(b);
             assert_eq!(lo0 + w0, lo1, "bucket {b}");
         }
+    }
+
+    /// `ipdv_record` of rx.bpf.c: which histogram (0: IPDV ≥ 0, 1: IPDV < 0) and bucket an
+    /// IPDV of `d` ns goes to.
+    fn ipdv_bucket(d: i64) -> (usize, usize) {
+        let neg = d < 0;
+        let mag = if neg {
+            0u64.wrapping_sub(d as u64)
+        } else {
+            d as u64
+        };
+        let v = if mag >= HIST_MAX_NS {
+            HIST_MAX_NS
+        } else {
+            mag + 1
+        };
+        // The software receiver records the same value in the histogram of the same sign.
+        assert_eq!(crate::rx::ipdv_sample(d), (neg, v), "{d}");
+        (usize::from(neg), bucket_of(v))
+    }
+
+    /// The signed bucketing at its boundaries: zero is "up" (its own bucket), −1 is the first
+    /// "down" value, the exact range ends at |d| = 126 (value 127), the last bucket takes
+    /// everything from 10 s on, and no magnitude overflows (i64::MIN).
+    #[test]
+    fn ipdv_buckets_are_signed_and_bounded() {
+        assert_eq!(ipdv_bucket(0), (0, 1));
+        assert_eq!(ipdv_bucket(1), (0, 2));
+        assert_eq!(ipdv_bucket(-1), (1, 2));
+        assert_eq!(ipdv_bucket(-2), (1, 3));
+        assert_eq!(ipdv_bucket(126), (0, 127));
+        assert_eq!(ipdv_bucket(-126), (1, 127));
+        assert_eq!(ipdv_bucket(127), (0, 128)); // value 128: the first log-linear bucket
+        assert_eq!(ipdv_bucket(128), (0, 129));
+        let top = bucket_of(HIST_MAX_NS);
+        for d in [
+            HIST_MAX_NS as i64 - 1,
+            HIST_MAX_NS as i64,
+            i64::MAX,
+            -(HIST_MAX_NS as i64),
+            i64::MIN,
+        ] {
+            assert_eq!(ipdv_bucket(d).1, top, "{d}");
+        }
+        assert_eq!(ipdv_bucket(i64::MIN).0, 1);
+        // Each bucket holds |d| + 1, so its range minus one brackets |d|, whatever the sign.
+        for d in [
+            3i64,
+            -3,
+            999,
+            -999,
+            65_537,
+            -65_537,
+            123_456_789,
+            -123_456_789,
+        ] {
+            let (_, b) = ipdv_bucket(d);
+            let (lo, w) = bucket_range(b);
+            let m = d.unsigned_abs();
+            assert!(lo <= m + 1 && m + 1 < lo + w, "{d}: [{lo}, {})", lo + w);
+        }
+    }
+
+    /// The XDP summary of bucketed, per-CPU IPDV equals the software receiver's for the same
+    /// delays: pairs and extremes exactly, the median within a bucket (1/128) — including
+    /// medians among the negative values, zeros, and pairs broken by a loss and a reordering.
+    #[test]
+    fn ipdv_summary_matches_the_software_receiver() {
+        let cases: [&[(u32, u64)]; 3] = [
+            // seq, one-way delay (ns)
+            &[
+                (0, 10_000),
+                (1, 13_000),
+                (2, 11_000),
+                (4, 30_000),
+                (5, 31_000),
+            ],
+            &[
+                (0, 50_000),
+                (1, 40_000),
+                (2, 30_000),
+                (3, 30_000),
+                (5, 7),
+                (4, 9),
+            ],
+            &[
+                (0, 100),
+                (1, 90),
+                (2, 1_000_090),
+                (3, 95),
+                (4, 97),
+                (5, 96),
+                (6, 96),
+            ],
+        ];
+        for delays in cases {
+            let mut sw = crate::rx::StreamRx::new();
+            for &(seq, delay) in delays {
+                let tx = 1_000_000_000 * u64::from(seq);
+                sw.on_frame(seq, tx, tx + delay, 64);
+            }
+            let want = sw.ipdv().unwrap();
+            // The pairs the program forms, spread over two CPUs alternately.
+            let (mut up, mut down) = (vec![0u64; NBUCKETS], vec![0u64; NBUCKETS]);
+            let mut cpus = [[0u64; c::N]; 2];
+            let mut last: Option<(u32, i64)> = None;
+            let mut k = 0;
+            for &(seq, delay) in delays {
+                let t = delay as i64;
+                match last {
+                    Some((p, pt)) if seq == p + 1 => {
+                        let d = t - pt;
+                        let (sign, b) = ipdv_bucket(d);
+                        [&mut up, &mut down][sign][b] += 1;
+                        let v = &mut cpus[k % 2];
+                        k += 1;
+                        if v[c::IPDV_PAIRS] == 0 {
+                            v[c::IPDV_MIN] = d as u64;
+                            v[c::IPDV_MAX] = d as u64;
+                        }
+                        v[c::IPDV_MIN] = (v[c::IPDV_MIN] as i64).min(d) as u64;
+                        v[c::IPDV_MAX] = (v[c::IPDV_MAX] as i64).max(d) as u64;
+                        v[c::IPDV_PAIRS] += 1;
+                        last = Some((seq, t));
+                    }
+                    Some((p, _)) if seq <= p => {}
+                    _ => last = Some((seq, t)),
+                }
+            }
+            let got = summarize_ipdv(&[cpus[0], [0; c::N], cpus[1]], &up, &down).unwrap();
+            assert_eq!(
+                (got.pairs, got.min_ns, got.max_ns),
+                (want.pairs, want.min_ns, want.max_ns),
+                "{delays:?}"
+            );
+            let tol = want.median_ns.unsigned_abs() / 128 + 1;
+            assert!(
+                got.median_ns.abs_diff(want.median_ns) <= tol,
+                "{delays:?}: xdp {got:?} software {want:?}"
+            );
+        }
+        // No pairs: no figures.
+        assert_eq!(
+            summarize_ipdv(&[[0; c::N]], &[0; NBUCKETS], &[0; NBUCKETS]),
+            None
+        );
     }
 
     fn ctr(f: impl FnOnce(&mut Ctr)) -> Ctr {

@@ -13,8 +13,8 @@
 //! - **Transmit.** The sending thread opens [`crate::xdp::tx`] instead of a TX ring, with the
 //!   same resolved generators, and starts on the trial's common instant.
 //! - **Report.** After the drain time, [`rx_side`] reads the maps into the same
-//!   [`StreamRxReport`]s and [`PortRxSummary`]s, so [`crate::trial::TrialReport`] has the same
-//!   format on both backends.
+//!   [`StreamRxReport`]s, [`IpdvReport`]s and [`PortRxSummary`]s, so
+//!   [`crate::trial::TrialReport`] has the same format and figures on both backends.
 //!
 //! Several transmit threads per port ([`TrialConfig::tx_threads`]) work as on AF_PACKET:
 //! the port's streams are split round-robin and each thread loads its own sender program with
@@ -26,7 +26,7 @@
 
 use super::rx::{self, XdpReceiver, XdpRxConfig};
 use super::tx;
-use crate::rx::StreamRxReport;
+use crate::rx::{IpdvReport, StreamRxReport};
 use crate::trial::{control_ports, tx_of, PortRxSummary, RxDone, TrialConfig};
 use crate::tx::TxPortReport;
 use crate::{Error, Result};
@@ -104,8 +104,8 @@ pub(crate) fn attach_receivers(
     Ok(out)
 }
 
-/// One receive report per trial stream (in order) from the XDP maps, and one summary per
-/// port: `foreign` and `unexpected_streams` from the program (which sees every frame first),
+/// One receive report and one IPDV per trial stream (in order) from the XDP maps, and one
+/// summary per port: `foreign` and `unexpected_streams` from the program (which sees every frame first),
 /// `answered` and `ring_drops` from the port's AF_PACKET control thread (its ring sees only
 /// what the program passed: drops there never touch a test frame's count), and
 /// `frames_per_thread` = the test frames the program counted (one entry: the kernel).
@@ -114,19 +114,20 @@ pub(crate) fn rx_side(
     receivers: &[Option<XdpReceiver>],
     rx_done: &[RxDone],
     tx_done: &[(usize, TxPortReport)],
-) -> Result<(Vec<StreamRxReport>, Vec<PortRxSummary>)> {
+) -> Result<RxSide> {
     let mut reports = Vec::with_capacity(cfg.streams.len());
+    let mut ipdv = Vec::with_capacity(cfg.streams.len());
     for s in &cfg.streams {
         let sent = tx_of(tx_done, s).map(|t| t.sent);
-        let r = receivers
+        let rx = receivers
             .get(s.rx_port)
             .and_then(Option::as_ref)
-            .ok_or_else(|| Error::Thread(format!("stream {}: no XDP receiver", s.config.id)))?
-            .stream_report(s.config.id, sent)?
-            .ok_or_else(|| {
-                Error::Thread(format!("stream {}: not expected by its port", s.config.id))
-            })?;
+            .ok_or_else(|| Error::Thread(format!("stream {}: no XDP receiver", s.config.id)))?;
+        let r = rx.stream_report(s.config.id, sent)?.ok_or_else(|| {
+            Error::Thread(format!("stream {}: not expected by its port", s.config.id))
+        })?;
         reports.push(r);
+        ipdv.push(rx.stream_ipdv(s.config.id)?);
     }
     let mut ports = control_ports(cfg, rx_done);
     for port in &mut ports {
@@ -147,8 +148,15 @@ pub(crate) fn rx_side(
             port.frames_per_thread = vec![c.ours];
         }
     }
-    Ok((reports, ports))
+    Ok((reports, ipdv, ports))
 }
+
+/// What [`rx_side`] reads: per trial stream its receive report and IPDV, per port a summary.
+pub(crate) type RxSide = (
+    Vec<StreamRxReport>,
+    Vec<Option<IpdvReport>>,
+    Vec<PortRxSummary>,
+);
 
 #[cfg(test)]
 mod tests {
