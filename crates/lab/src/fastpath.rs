@@ -243,8 +243,11 @@ impl ObjectFile {
     fn write(program: Program) -> Result<ObjectFile> {
         std::fs::create_dir_all(RUN_DIR)
             .map_err(|e| LabError::io(format!("creating {RUN_DIR}"), e))?;
+        // Unique per load: threads of one process (the tests) load at the same time.
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = PathBuf::from(RUN_DIR).join(format!(
-            "fastpath-{}-{}.bpf.o",
+            "fastpath-{}-{}-{seq}.bpf.o",
             program.kernel_name(),
             std::process::id()
         ));
