@@ -1181,3 +1181,43 @@ fn fastpath_refuses_firewall_bypass_and_follows_profile_switches() {
         assert!(left.is_empty(), "{left:?}");
     });
 }
+
+#[test]
+fn fastpath_stateful_filter_skips_the_rules_only_for_established_flows() {
+    require!("ethtool");
+    if let Some(r) = fastpath_skip_reason() {
+        println!("SKIP: {r}");
+        return;
+    }
+    with_deadline("fp4", 120, || {
+        let (lab, _g) = up("fp4", Topology::Forward, Some("filter-stateful-10"));
+        let (a, b) = (lab.port(PortId::A).unwrap(), lab.port(PortId::B).unwrap());
+        let (a4, b4) = (a.ipv4.to_string(), b.ipv4.to_string());
+        ping(&lab, Node::A, &b4);
+        sink_udp(&lab, Node::B, 9);
+        sink_udp(&lab, Node::A, 41000);
+        lab.set_fastpath(true).unwrap();
+        let counter = |name: &str| {
+            lab.snapshot()
+                .unwrap()
+                .counter(name)
+                .map_or(0, |c| c.packets)
+        };
+        let to_b = |n| send_udp(&lab, Node::A, "wr-a", &a.peer.mac, &a4, &b4, (41000, 9), n);
+        // One-way: every packet walks the 10 rules to the counted accept, as without it.
+        let (acc0, st0) = (counter("accepted"), fp_stats(&lab));
+        to_b(5);
+        assert_eq!(counter("accepted") - acc0, 5);
+        assert_eq!(fp_stats(&lab).fwd4, st0.fwd4);
+        // A reply through the stack (it is `established` there), then the flow skips the
+        // rules: the fast path forwards it and no rule counter moves.
+        send_udp(&lab, Node::B, "wr-b", &b.peer.mac, &b4, &a4, (9, 41000), 1);
+        let (acc1, est1, st1) = (counter("accepted"), counter("established"), fp_stats(&lab));
+        to_b(50);
+        let st2 = fp_stats(&lab);
+        assert_eq!(st2.fwd4 - st1.fwd4, 50);
+        assert_eq!(st2.nat, st1.nat, "no NAT in this profile");
+        assert_eq!(counter("accepted"), acc1);
+        assert_eq!(counter("established"), est1);
+    });
+}
