@@ -24,7 +24,8 @@ declare -A PROBE=(
   [build-essential]=/usr/bin/cc
   [pkg-config]=/usr/bin/pkg-config
   [chromium]=/usr/bin/chromium
-  # The XDP backend's BPF programs are C, compiled by build.rs (crates/engine/build.rs).
+  # The BPF programs (the XDP backend, the lab's fast path) are C, compiled by the build
+  # scripts through crates/bpf-build.
   [clang]=/usr/bin/clang
   [libbpf-dev]=/usr/include/bpf/bpf_helpers.h
   [linux-libc-dev]=/usr/include/linux/bpf.h

@@ -267,12 +267,80 @@ fn unsupported_profile_is_a_one_line_usage_error() {
     let listing = ok(&["lab", "profiles"]);
     println!("{listing}");
     if !listing.contains("unsupported on this kernel") {
-        println!("SKIP: this kernel supports every profile (flowtable present)");
+        println!("SKIP: this kernel supports every profile (XDP and conntrack kfuncs present)");
         return;
     }
     let o = wr(&["lab", "up", "--name", "cli-unsup", "--profile", "fastpath"]);
-    assert_usage_error(&o, "unsupported on this kernel: nftables flowtable");
+    assert_usage_error(&o, "unsupported on this kernel: native XDP");
     assert!(namespaces_of("cli-unsup").is_empty(), "nothing built");
+}
+
+/// `lab fastpath on|off`, its line in `lab status`, `fastpath` listed as supported, and the
+/// refused combination as a one-line usage error.
+#[test]
+fn fastpath_switch_status_and_refusal() {
+    require_root!("ethtool");
+    let listing = ok(&["lab", "profiles"]);
+    let line = listing
+        .lines()
+        .skip_while(|l| !l.starts_with("fastpath "))
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    if !line.contains("supported") || line.contains("unsupported") {
+        println!("SKIP: the XDP fast path is not supported here: {line}");
+        return;
+    }
+    let name = "cli-fp";
+    let _guard = Guard(name);
+    ok(&["lab", "up", "--name", name]);
+    let st = ok(&["lab", "status", "--name", name]);
+    assert!(st.contains("profile forward, fast path off"), "{st}");
+    let on = ok(&["lab", "fastpath", "--name", name, "on"]);
+    assert!(on.contains("fast path on (forward program)"), "{on}");
+    let st = ok(&["lab", "status", "--name", name]);
+    assert!(
+        st.contains("profile forward, fast path on (forward)"),
+        "{st}"
+    );
+    ok(&[
+        "lab",
+        "exec",
+        "--name",
+        name,
+        "a",
+        "--",
+        "ping",
+        "-c1",
+        "-W2",
+        "203.0.113.2",
+    ]);
+    // A profile switch turns it off; a stateful profile takes the conntrack program.
+    ok(&["lab", "profile", "--name", name, "napt"]);
+    let st = ok(&["lab", "status", "--name", name]);
+    assert!(st.contains("profile napt, fast path off"), "{st}");
+    let on = ok(&["lab", "fastpath", "--name", name, "on"]);
+    assert!(on.contains("fast path on (conntrack program)"), "{on}");
+    // Refused: every packet must walk a stateless filter's rules.
+    ok(&["lab", "profile", "--name", name, "filter-stateless-10"]);
+    let o = wr(&["lab", "fastpath", "--name", name, "on"]);
+    assert_usage_error(
+        &o,
+        "the fast path cannot be combined with profile `filter-stateless-10`",
+    );
+    let st = ok(&["lab", "status", "--name", name]);
+    assert!(st.contains("fast path off"), "{st}");
+    // The old profile name still works: forward with the fast path on.
+    ok(&["lab", "profile", "--name", name, "fastpath"]);
+    let st = ok(&["lab", "status", "--name", name]);
+    assert!(
+        st.contains("profile forward, fast path on (forward)"),
+        "{st}"
+    );
+    let off = ok(&["lab", "fastpath", "--name", name, "off"]);
+    assert!(off.contains("fast path off"), "{off}");
+    ok(&["lab", "down", "--name", name]);
+    assert!(namespaces_of(name).is_empty());
 }
 
 #[test]

@@ -61,6 +61,12 @@ pub enum LabError {
     Busy { name: String, holder: String },
     /// A link speed the lab cannot shape to.
     InvalidSpeed { bps: u64 },
+    /// The fast path must not run with this profile (packets would skip rules they must walk)
+    /// or on this topology.
+    FastpathRefused { profile: String, reason: String },
+    /// The DUT's XDP programs are not what the lab put there (a foreign program, or the fast
+    /// path on one interface only after a crash).
+    FastpathState { detail: String },
 }
 
 impl LabError {
@@ -83,6 +89,7 @@ impl LabError {
                 | LabError::TopologyMismatch { .. }
                 | LabError::Busy { .. }
                 | LabError::InvalidSpeed { .. }
+                | LabError::FastpathRefused { .. }
         )
     }
 
@@ -196,6 +203,16 @@ impl fmt::Display for LabError {
             LabError::Parse { context, detail } => {
                 write!(f, "could not understand {context}: {}", one_line(detail))
             }
+            LabError::FastpathRefused { profile, reason } => write!(
+                f,
+                "the fast path cannot be combined with profile `{profile}`: {reason}"
+            ),
+            LabError::FastpathState { detail } => write!(
+                f,
+                "the DUT's fast path is in an unexpected state ({detail}); \
+                 `wirerate lab fastpath --name NAME off` removes every XDP program from the \
+                 DUT's interfaces"
+            ),
             LabError::Interrupted => f.write_str(
                 "interrupted; the partly built lab was removed (`wirerate lab down` cleans up \
                  anything left)",

@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::cmd;
 use crate::cpu;
 use crate::error::{LabError, Result};
+use crate::fastpath::{self, FastpathStats};
 use crate::netns;
-use crate::probe;
+use crate::probe::{self, Feature};
 use crate::profile::{self, MssBackend, Profile};
 use crate::stats::{self, StatsSnapshot};
 use crate::topology::{self, IfacePlan, Node, PortId, Topology};
@@ -99,6 +100,11 @@ pub struct LabStatus {
     /// Whether `up` finished.
     pub ready: bool,
     pub profile: Option<String>,
+    /// The DUT's XDP fast path: `off`, `on (forward)` or `on (conntrack)` (which program, see
+    /// [`crate::fastpath::Program`]), or what is wrong with it; `None` without a ready
+    /// forward-topology DUT.
+    #[serde(default)]
+    pub fastpath: Option<String>,
     pub namespaces: Vec<String>,
 }
 
@@ -177,11 +183,23 @@ pub fn status(name: &str) -> Result<Option<LabStatus>> {
     } else {
         None
     };
+    let fastpath = if ready && topology == Some(Topology::Forward) {
+        Some(
+            match fastpath::attached(&topology::netns_name(name, Node::Dut)) {
+                Ok(None) => "off".to_string(),
+                Ok(Some(p)) => format!("on ({p})"),
+                Err(e) => format!("unknown: {e}"),
+            },
+        )
+    } else {
+        None
+    };
     Ok(Some(LabStatus {
         name: name.to_string(),
         topology,
         ready,
         profile,
+        fastpath,
         namespaces,
     }))
 }
@@ -496,10 +514,18 @@ impl Lab {
 
     /// [`Lab::apply_profile`] with the MSS clamp backend chosen by the caller (tests use it to
     /// exercise the xtables fallback on kernels where nftables could do it).
+    ///
+    /// The fast path is switched off first, before the ruleset changes, so no moment exists
+    /// in which a fast path runs with a profile it does not fit; turn it on again with
+    /// [`Lab::set_fastpath`] (which re-checks the combination). `fastpath` is the exception: it
+    /// applies `forward` and then turns the fast path on.
     pub fn apply_profile_using(&self, profile: &Profile, mss: MssBackend) -> Result<()> {
         check_fits(profile, self.topology)?;
         probe::require(profile)?;
         let ns = self.netns(Node::Dut)?;
+        if self.topology == Topology::Forward {
+            fastpath::detach(&ns, &self.fastpath_testers()?)?;
+        }
         let ruleset = profile.ruleset(self.topology, mss);
         // Big rule lists: allow 1 s per 10,000 rules on top of the default deadline.
         let timeout =
@@ -532,9 +558,85 @@ impl Lab {
             "set",
             "wr-dut-a",
             "alias",
-            &profile_marker(profile),
+            // `fastpath` is recorded as what it is: forward, with the fast path on.
+            &profile_marker(if *profile == Profile::Fastpath {
+                &Profile::Forward
+            } else {
+                profile
+            }),
         ])?;
+        if *profile == Profile::Fastpath {
+            self.set_fastpath(true)?;
+        }
         Ok(())
+    }
+
+    /// Switch the DUT's XDP fast path on or off (see [`crate::fastpath`] and docs/lab.md, "The
+    /// fast path"). On: checks the active profile first and refuses, changing nothing, a
+    /// combination in which packets would skip rules they must walk
+    /// ([`LabError::FastpathRefused`], e.g. `filter-stateless-N`) or a kernel without the
+    /// XDP support it needs; picks the program that fits the profile (plain forwarding, or
+    /// conntrack-established flows only). Idempotent. Off: removes it (fine when it is off).
+    /// [`Lab::apply_profile`] switches it off.
+    pub fn set_fastpath(&self, on: bool) -> Result<()> {
+        let ns = self.netns(Node::Dut)?;
+        if !on {
+            if self.topology == Topology::Forward {
+                fastpath::detach(&ns, &self.fastpath_testers()?)?;
+            }
+            return Ok(());
+        }
+        let profile = self.profile()?.ok_or_else(|| LabError::FastpathRefused {
+            profile: "(none recorded)".into(),
+            reason: "the lab records no active profile; apply one with `wirerate lab profile`"
+                .into(),
+        })?;
+        let program = fastpath::program_for(&profile, self.topology)?;
+        let need = match program {
+            fastpath::Program::Forward => Feature::XdpFastpath,
+            fastpath::Program::Conntrack => Feature::XdpConntrack,
+        };
+        if !probe::features()?.has(need) {
+            return Err(LabError::Unsupported {
+                profile: format!("{profile} with the fast path"),
+                feature: need.describe().to_string(),
+            });
+        }
+        if fastpath::attached(&ns).ok().flatten() == Some(program) {
+            return Ok(());
+        }
+        fastpath::attach(&ns, &self.fastpath_testers()?, program)
+    }
+
+    /// The tester ports (namespace, interface) whose checksum offload the fast path turns off.
+    fn fastpath_testers(&self) -> Result<Vec<(String, &'static str)>> {
+        Ok(vec![
+            (self.netns(Node::A)?, "wr-a"),
+            (self.netns(Node::B)?, "wr-b"),
+        ])
+    }
+
+    /// Whether the DUT's fast path is on. Errors when the DUT's XDP programs are not the
+    /// lab's (a foreign program, or ours on one interface only).
+    pub fn fastpath(&self) -> Result<bool> {
+        Ok(self.fastpath_program()?.is_some())
+    }
+
+    /// Which fast path program runs, if it is on.
+    pub fn fastpath_program(&self) -> Result<Option<fastpath::Program>> {
+        if self.topology != Topology::Forward {
+            return Ok(None);
+        }
+        fastpath::attached(&self.netns(Node::Dut)?)
+    }
+
+    /// The fast path's counters (forwarded, translated, handed to the stack and why), summed
+    /// over both interfaces and all CPUs; `None` when it is off.
+    pub fn fastpath_stats(&self) -> Result<Option<FastpathStats>> {
+        if self.topology != Topology::Forward {
+            return Ok(None);
+        }
+        fastpath::stats(&self.netns(Node::Dut)?)
     }
 
     /// Remove the mangle tables an xtables MSS clamp left (only we put them in this DUT).
@@ -659,6 +761,7 @@ impl Lab {
                 "cat /proc/sys/net/netfilter/nf_conntrack_count 2>/dev/null || true",
             )?;
             s.conntrack_entries = ct.trim().parse().ok();
+            s.fastpath = self.fastpath_stats()?;
         }
         for &node in self.topology.nodes() {
             let ns = self.netns(node)?;

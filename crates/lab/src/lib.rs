@@ -3,7 +3,8 @@
 //! A lab is a set of namespaces named `wr-<name>-a`, `wr-<name>-dut` and `wr-<name>-b`
 //! joined by veth pairs ([`Topology`]), with dual-stack documentation addresses, the DUT's
 //! receive processing steered to its own CPU ([`dut_cpu`], [`tester_cpus`]), and a DUT
-//! configuration ([`Profile`]) applied as one atomic nftables transaction. The lab never
+//! configuration ([`Profile`]) applied as one atomic nftables transaction, optionally with an
+//! XDP fast path on top ([`Lab::set_fastpath`], [`fastpath`]). The lab never
 //! generates traffic; the engine and the iperf3 driver do that through [`Lab::port`] and
 //! [`Lab::command`], and read [`Lab::snapshot`] before and after a trial.
 //!
@@ -29,6 +30,7 @@
 pub mod cmd;
 pub mod cpu;
 mod error;
+pub mod fastpath;
 mod lab;
 pub mod links;
 pub mod lock;
@@ -41,6 +43,7 @@ pub mod topology;
 pub use cmd::install_interrupt_handler;
 pub use cpu::{dut_cpu, tester_cpus};
 pub use error::{LabError, Result};
+pub use fastpath::FastpathStats;
 pub use lab::{
     down, down_all, inventory, status, DutSample, Inventory, Lab, LabConfig, LabStatus, PeerInfo,
     PortInfo, DEFAULT_NAME,

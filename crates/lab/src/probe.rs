@@ -27,8 +27,12 @@ pub enum Feature {
     NftExthdr,
     /// The xtables TCPMSS target through iptables-nft.
     XtablesTcpmss,
-    /// nftables flowtables (CONFIG_NF_FLOW_TABLE).
-    Flowtable,
+    /// Native XDP on a veth with `bpf_fib_lookup` and `bpf_redirect`: the fast path's
+    /// forward program loads.
+    XdpFastpath,
+    /// Conntrack lookups from XDP (the `bpf_xdp_ct_lookup` kfunc): the fast path's conntrack
+    /// program loads.
+    XdpConntrack,
 }
 
 impl Feature {
@@ -40,7 +44,10 @@ impl Feature {
             Feature::Nat => "NAT masquerade (CONFIG_NF_NAT, CONFIG_NFT_MASQ)",
             Feature::NftExthdr => "nftables TCP option rewriting (exthdr)",
             Feature::XtablesTcpmss => "xtables TCPMSS target (CONFIG_NETFILTER_XT_TARGET_TCPMSS)",
-            Feature::Flowtable => "nftables flowtable (CONFIG_NF_FLOW_TABLE)",
+            Feature::XdpFastpath => "native XDP on veth with bpf_fib_lookup (CONFIG_BPF, XDP)",
+            Feature::XdpConntrack => {
+                "conntrack lookups from XDP (bpf_xdp_ct_lookup kfunc, CONFIG_NF_CONNTRACK, BTF)"
+            }
         }
     }
 }
@@ -59,7 +66,8 @@ pub struct Features {
     pub nat: bool,
     pub nft_exthdr: bool,
     pub xtables_tcpmss: bool,
-    pub flowtable: bool,
+    pub xdp_fastpath: bool,
+    pub xdp_conntrack: bool,
 }
 
 impl Features {
@@ -70,7 +78,8 @@ impl Features {
             Feature::Nat => self.nat,
             Feature::NftExthdr => self.nft_exthdr,
             Feature::XtablesTcpmss => self.xtables_tcpmss,
-            Feature::Flowtable => self.flowtable,
+            Feature::XdpFastpath => self.xdp_fastpath,
+            Feature::XdpConntrack => self.xdp_conntrack,
         }
     }
 
@@ -103,7 +112,6 @@ const PROBE_NFT: &str = "table inet wr_probe_nft {\n  chain f {\n    type filter
 const PROBE_CT: &str = "table inet wr_probe_ct {\n  chain f {\n    type filter hook forward priority 0; policy accept;\n    ct state established,related accept\n  }\n}\n";
 const PROBE_NAT: &str = "table ip wr_probe_nat {\n  chain p {\n    type nat hook postrouting priority 100; policy accept;\n    oifname \"wr-p0\" masquerade\n  }\n}\n";
 const PROBE_EXTHDR: &str = "table inet wr_probe_exthdr {\n  chain f {\n    type filter hook forward priority -150; policy accept;\n    tcp flags & (syn | rst) == syn tcp option maxseg size > 1200 tcp option maxseg size set 1200\n  }\n}\n";
-const PROBE_FLOWTABLE: &str = "table inet wr_probe_ft {\n  flowtable ft {\n    hook ingress priority 0; devices = { \"wr-p0\", \"wr-p1\" };\n  }\n  chain f {\n    type filter hook forward priority 0; policy accept;\n    meta l4proto { tcp, udp } flow add @ft\n  }\n}\n";
 
 static CACHE: OnceLock<Features> = OnceLock::new();
 /// Held while probing: the probe namespace is named by the process id, so two threads
@@ -162,7 +170,8 @@ fn probe_in(ns: &str) -> Result<Features> {
         nat: loads(PROBE_NAT),
         nft_exthdr: loads(PROBE_EXTHDR),
         xtables_tcpmss: xtables,
-        flowtable: loads(PROBE_FLOWTABLE),
+        xdp_fastpath: crate::fastpath::probe(ns, "wr-p0", crate::fastpath::Program::Forward),
+        xdp_conntrack: crate::fastpath::probe(ns, "wr-p0", crate::fastpath::Program::Conntrack),
     };
     if !f.nftables {
         // Without nf_tables nothing else means anything; report the real reason.

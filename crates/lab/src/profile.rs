@@ -40,7 +40,10 @@ pub enum Profile {
     Napt { filter: Option<u32> },
     /// TCP MSS on forwarded SYNs clamped to `mss` (lowered only, like TCPMSS `--set-mss`).
     MssClamp { mss: u16 },
-    /// nftables flowtable software fast path for established TCP/UDP flows.
+    /// `forward` with the XDP fast path on. The fast path is a switch that composes with other
+    /// profiles ([`crate::Lab::set_fastpath`]); this name is kept so plans written when it was
+    /// a profile of its own still parse. Applying it applies `forward` and turns the fast path
+    /// on, so the lab then reports profile `forward` with the fast path on.
     Fastpath,
 }
 
@@ -111,7 +114,7 @@ impl Profile {
             Profile::Napt { .. } => vec![Feature::Nftables, Feature::Conntrack, Feature::Nat],
             // Either backend will do; `Lab` picks one with the probe.
             Profile::MssClamp { .. } => vec![Feature::Nftables],
-            Profile::Fastpath => vec![Feature::Nftables, Feature::Conntrack, Feature::Flowtable],
+            Profile::Fastpath => vec![Feature::Nftables, Feature::XdpFastpath],
         }
     }
 
@@ -184,17 +187,9 @@ impl Profile {
                     chain_end(&mut s);
                 }
             }
-            Profile::Fastpath => {
-                counters(&mut s, &["accepted"]);
-                let _ = writeln!(
-                    s,
-                    "  flowtable fastpath {{\n    hook ingress priority 0; devices = {{ \"wr-dut-a\", \"wr-dut-b\" }};\n  }}"
-                );
-                chain_head(&mut s, "filter", hook, 0);
-                let _ = writeln!(s, "    meta l4proto {{ tcp, udp }} flow add @fastpath");
-                let _ = writeln!(s, "    counter name \"accepted\" accept");
-                chain_end(&mut s);
-            }
+            // The fast path is not nftables: `fastpath` is `forward`'s empty table plus the XDP
+            // program that `Lab::apply_profile` attaches.
+            Profile::Fastpath => {}
         }
         let _ = writeln!(s, "}}");
         s
@@ -233,7 +228,11 @@ pub fn describe(pattern: &str) -> &'static str {
         "napt" => "IPv4 masquerade (NAPT) towards port B, with conntrack",
         "napt+filter-stateful-N" => "napt plus filter-stateful-N",
         "mss-clamp-M" => "TCP MSS of forwarded SYNs clamped to M (lowered only)",
-        "fastpath" => "nftables flowtable software fast path for established TCP/UDP flows",
+        "fastpath" => {
+            "forward with the XDP fast path on; the fast path is also a switch on \
+             filter-stateful-N, napt, napt+filter-stateful-N and mss-clamp-M \
+             (`wirerate lab fastpath on|off`)"
+        }
         _ => "",
     }
 }

@@ -25,6 +25,10 @@ pub struct StatsSnapshot {
     pub softnet: Vec<SoftnetCpu>,
     /// /proc/stat line of the DUT's CPU (`None` on a one-CPU machine).
     pub dut_cpu: Option<CpuTimes>,
+    /// The XDP fast path's counters (`None` when it is off): packets it forwarded never show
+    /// in the stack's counters (nft, `Ip:ForwDatagrams`).
+    #[serde(default)]
+    pub fastpath: Option<crate::fastpath::FastpathStats>,
 }
 
 /// One named nftables counter.

@@ -290,19 +290,15 @@ fn forwarded(m: &std::collections::HashMap<String, u64>) -> u64 {
 /// iperf3's port arriving on `node`'s interface, before any socket. Exact whether or not
 /// iperf3 reads them (the kernel's `Udp:InDatagrams` counts only what a program read, so a
 /// datagram still queued when iperf3 closes its socket would vanish from it).
-fn count_udp_rx(lab: &Lab, node: Node) {
-    ok(
-        lab,
-        node,
-        &[
-            "nft",
-            "add table inet rx_count; \
-             add counter inet rx_count udp_rx; \
-             add chain inet rx_count rx { type filter hook prerouting priority -300; }; \
-             add rule inet rx_count rx udp sport 5201 counter name udp_rx; \
-             add rule inet rx_count rx udp dport 5201 counter name udp_rx",
-        ],
+fn count_udp_rx(lab: &Lab, node: Node, port: u16) {
+    let script = format!(
+        "add table inet rx_count; \
+         add counter inet rx_count udp_rx; \
+         add chain inet rx_count rx {{ type filter hook prerouting priority -300; }}; \
+         add rule inet rx_count rx udp sport {port} counter name udp_rx; \
+         add rule inet rx_count rx udp dport {port} counter name udp_rx"
     );
+    ok(lab, node, &["nft", &script]);
 }
 
 fn udp_rx(lab: &Lab, node: Node) -> u64 {
@@ -371,8 +367,8 @@ fn filter_stateless_10000_every_forwarded_packet_walks_the_list() {
             MECHANISM_PACKETS * 2 <= backlog,
             "netdev_max_backlog {backlog} is too small for {MECHANISM_PACKETS} packets"
         );
-        count_udp_rx(&lab, Node::A);
-        count_udp_rx(&lab, Node::B);
+        count_udp_rx(&lab, Node::A, 5201);
+        count_udp_rx(&lab, Node::B, 5201);
         let (a0, b0, dut0) = (
             snmp(&lab, Node::A),
             snmp(&lab, Node::B),
@@ -559,6 +555,21 @@ fn napt_source_seen_at_b_is_the_duts() {
     });
 }
 
+/// Wait for tshark to say it is capturing (a condition, not a sleep).
+fn wait_capturing(cap: &mut Child) {
+    let stderr = cap.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("Capturing on") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(15))
+        .expect("tshark did not start capturing");
+}
+
 /// Capture the first SYN to TCP port 5999 at port B and return its MSS option.
 fn mss_seen_at_b(lab: &Lab, dst: &str) -> String {
     let mut cap = lab
@@ -586,18 +597,7 @@ fn mss_seen_at_b(lab: &Lab, dst: &str) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait for tshark to say it is capturing (condition, not a sleep).
-    let stderr = cap.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.contains("Capturing on") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(15))
-        .expect("tshark did not start capturing");
+    wait_capturing(&mut cap);
     // Nothing listens on 5999: the SYN goes out, B answers RST; resend until captured.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -660,7 +660,7 @@ fn unsupported_and_unknown_profiles_are_clear() {
         assert!(e.is_usage() && e.to_string().contains("valid profiles"));
         let f = lab::features().unwrap();
         println!("features: {f:?}");
-        if !f.flowtable {
+        if !f.xdp_fastpath {
             let e = Lab::up(&LabConfig {
                 name: "it-errors".into(),
                 topology: Topology::Forward,
@@ -670,7 +670,7 @@ fn unsupported_and_unknown_profiles_are_clear() {
             assert!(e.is_usage());
             assert!(
                 e.to_string()
-                    .contains("unsupported on this kernel: nftables flowtable"),
+                    .contains("unsupported on this kernel: native XDP"),
                 "{e}"
             );
             // Refused before anything was built.
@@ -710,5 +710,514 @@ fn rps_steers_dut_ingress_to_the_dut_cpu() {
             &["grep", "Cpus_allowed_list", "/proc/self/status"],
         );
         assert!(!on_a.contains(&dut.to_string()), "{on_a}");
+    });
+}
+
+// ---- The XDP fast path (lab::fastpath) ----
+
+/// Sends `n` identical UDP frames with scapy from `iface` (argv: iface, destination MAC,
+/// source, destination, source port, destination port, n, payload in hex). IPv4 frames carry
+/// TTL 64 and IP id 7, IPv6 frames hop limit 64.
+const SCAPY_SEND: &str = "import sys
+from scapy.all import Ether, IP, IPv6, UDP, Raw, sendp, conf
+conf.verb = 0
+iface, dmac, src, dst, sport, dport, n, payload = sys.argv[1:9]
+ip = IPv6(src=src, dst=dst, hlim=64) if ':' in src else IP(src=src, dst=dst, ttl=64, id=7)
+f = Ether(dst=dmac) / ip / UDP(sport=int(sport), dport=int(dport)) / Raw(bytes.fromhex(payload))
+sendp([f] * int(n), iface=iface)
+";
+
+/// Payload of the fast path's test frames (18 bytes, as in a 64 B IPv4 frame).
+const FP_PAYLOAD: &str = "5752000100000001a5a5a5a5a5a5a5a5c0de";
+
+fn fastpath_skip_reason() -> Option<String> {
+    let scapy = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import scapy.all"])
+        .output();
+    if !scapy.is_ok_and(|o| o.status.success()) {
+        return Some("scapy not importable from /usr/bin/python3 (Debian python3-scapy)".into());
+    }
+    match lab::features() {
+        Ok(f) if f.xdp_fastpath && f.xdp_conntrack => None,
+        Ok(f) => Some(format!("no XDP fast path on this kernel: {f:?}")),
+        Err(e) => Some(format!("cannot probe: {e}")),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_udp(
+    lab: &Lab,
+    node: Node,
+    iface: &str,
+    dmac: &str,
+    src: &str,
+    dst: &str,
+    ports: (u16, u16),
+    n: usize,
+) {
+    let (sp, dp, n) = (ports.0.to_string(), ports.1.to_string(), n.to_string());
+    ok(
+        lab,
+        node,
+        &[
+            "/usr/bin/python3",
+            "-c",
+            SCAPY_SEND,
+            iface,
+            dmac,
+            src,
+            dst,
+            &sp,
+            &dp,
+            &n,
+            FP_PAYLOAD,
+        ],
+    );
+}
+
+/// A running tshark writing a classic pcap file.
+struct Capture {
+    child: Child,
+    file: std::path::PathBuf,
+}
+
+/// What a capture saw; the file is removed on drop.
+struct Captured {
+    file: std::path::PathBuf,
+    frames: Vec<Vec<u8>>,
+}
+
+impl Drop for Captured {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// Capture up to `count` frames matching `filter` on `node`'s port (30 s at most).
+fn capture(lab: &Lab, node: Node, filter: &str, count: usize, tag: &str) -> Capture {
+    let iface = if node == Node::A { "wr-a" } else { "wr-b" };
+    let file = std::env::temp_dir().join(format!("wr-{}-{tag}.pcap", lab.name()));
+    let _ = std::fs::remove_file(&file);
+    let c = count.to_string();
+    let mut child = lab
+        .command(
+            node,
+            &[
+                "tshark",
+                "-n",
+                "-i",
+                iface,
+                "-f",
+                filter,
+                "-c",
+                &c,
+                "-a",
+                "duration:30",
+                "-F",
+                "pcap",
+                "-w",
+                file.to_str().unwrap(),
+            ],
+        )
+        .unwrap()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_capturing(&mut child);
+    Capture { child, file }
+}
+
+impl Capture {
+    fn finish(mut self) -> Captured {
+        let _ = self.child.wait();
+        let bytes = std::fs::read(&self.file).unwrap();
+        Captured {
+            frames: pcap_frames(&bytes),
+            file: self.file.clone(),
+        }
+    }
+}
+
+/// The frames of a classic little-endian microsecond pcap file.
+fn pcap_frames(b: &[u8]) -> Vec<Vec<u8>> {
+    assert!(
+        b.len() >= 24 && b[..4] == [0xd4, 0xc3, 0xb2, 0xa1],
+        "not a classic pcap"
+    );
+    let mut out = Vec::new();
+    let mut i = 24;
+    while i + 16 <= b.len() {
+        let incl = u32::from_le_bytes(b[i + 8..i + 12].try_into().unwrap()) as usize;
+        i += 16;
+        out.push(b[i..i + incl].to_vec());
+        i += incl;
+    }
+    out
+}
+
+/// tshark's reading of each frame, with IPv4 and UDP checksum verification on.
+fn tshark_fields(file: &std::path::Path, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut argv: Vec<&str> = vec![
+        "-n",
+        "-r",
+        file.to_str().unwrap(),
+        "-o",
+        "ip.check_checksum:TRUE",
+        "-o",
+        "udp.check_checksum:TRUE",
+        "-T",
+        "fields",
+    ];
+    for f in fields {
+        argv.push("-e");
+        argv.push(f);
+    }
+    let out = std::process::Command::new("tshark")
+        .args(&argv)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "tshark -r: {:?}", out);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(|f| f.replace(':', "")).collect())
+        .collect()
+}
+
+/// Drop UDP to `port` on arrival at `node` (after [`count_udp_rx`]'s counter), so the port
+/// sends no ICMP port unreachable back through the DUT to disturb the DUT's counts.
+fn sink_udp(lab: &Lab, node: Node, port: u16) {
+    let script = format!(
+        "add table inet sink; \
+         add chain inet sink rx {{ type filter hook prerouting priority -200; }}; \
+         add rule inet sink rx udp dport {port} drop"
+    );
+    ok(lab, node, &["nft", &script]);
+}
+
+fn fp_stats(lab: &Lab) -> lab::FastpathStats {
+    lab.fastpath_stats().unwrap().expect("fast path is on")
+}
+
+fn mac_hex(m: &str) -> String {
+    m.replace(':', "")
+}
+
+#[test]
+fn fastpath_forwards_exact_counts_both_families_like_the_stack() {
+    require!("tshark", "ethtool");
+    if let Some(r) = fastpath_skip_reason() {
+        println!("SKIP: {r}");
+        return;
+    }
+    with_deadline("fp1", 180, || {
+        const N: usize = 200;
+        let (lab, _g) = up("fp1", Topology::Forward, None);
+        let (a, b) = (lab.port(PortId::A).unwrap(), lab.port(PortId::B).unwrap());
+        let (a4, b4) = (a.ipv4.to_string(), b.ipv4.to_string());
+        let (a6, b6) = (a.ipv6.to_string(), b.ipv6.to_string());
+        // Neighbours resolved both ways (RFC 2544 §11), so no frame waits in a queue.
+        ping(&lab, Node::A, &b4);
+        ping(&lab, Node::A, &b6);
+        count_udp_rx(&lab, Node::B, 9);
+        sink_udp(&lab, Node::B, 9);
+        let send = |n: usize| {
+            send_udp(&lab, Node::A, "wr-a", &a.peer.mac, &a4, &b4, (40000, 9), n);
+            send_udp(&lab, Node::A, "wr-a", &a.peer.mac, &a6, &b6, (40000, 9), n);
+        };
+        // The stack's forwarding, as the reference.
+        let cap = capture(&lab, Node::B, "udp dst port 9", 2, "slow");
+        send(1);
+        let slow = cap.finish();
+        assert_eq!(slow.frames.len(), 2);
+        let (slow4, slow6) = (&slow.frames[0], &slow.frames[1]);
+        assert_eq!(slow4[12..14], [0x08, 0x00]);
+        assert_eq!(slow6[12..14], [0x86, 0xdd]);
+
+        lab.set_fastpath(true).unwrap();
+        assert!(lab.fastpath().unwrap());
+        assert_eq!(
+            lab.fastpath_program().unwrap(),
+            Some(lab::fastpath::Program::Forward)
+        );
+        let st0 = fp_stats(&lab);
+        let snmp0 = snmp(&lab, Node::Dut);
+        let rx0 = udp_rx(&lab, Node::B);
+        let cap = capture(&lab, Node::B, "udp dst port 9", 2 * N, "fast");
+        send(N);
+        let fast = cap.finish();
+        let st1 = fp_stats(&lab);
+        let snmp1 = snmp(&lab, Node::Dut);
+        let rx1 = udp_rx(&lab, Node::B);
+        println!("fast path counters: {st0:?} -> {st1:?}");
+        // Exact counts: every frame through the fast path, none through the stack.
+        assert_eq!(st1.fwd4 - st0.fwd4, N as u64);
+        assert_eq!(st1.fwd6 - st0.fwd6, N as u64);
+        assert_eq!(
+            forwarded(&snmp1),
+            forwarded(&snmp0),
+            "the stack forwarded none"
+        );
+        assert_eq!(rx1 - rx0, 2 * N as u64, "port B received exactly 2N");
+        assert_eq!(fast.frames.len(), 2 * N);
+        // Byte for byte what the stack forwards: MACs, TTL/hop limit, checksums, payload.
+        let n4 = fast.frames.iter().filter(|f| *f == slow4).count();
+        let n6 = fast.frames.iter().filter(|f| *f == slow6).count();
+        assert_eq!((n4, n6), (N, N), "fast path frames differ from the stack's");
+        // And as tshark reads them.
+        let rows = tshark_fields(
+            &fast.file,
+            &[
+                "eth.src",
+                "eth.dst",
+                "ip.ttl",
+                "ipv6.hlim",
+                "ip.checksum.status",
+                "udp.checksum.status",
+                "data.data",
+            ],
+        );
+        assert_eq!(rows.len(), 2 * N);
+        for r in &rows {
+            assert_eq!(r[0], mac_hex(&b.peer.mac), "source MAC is the DUT's: {r:?}");
+            assert_eq!(r[1], mac_hex(&b.mac), "destination MAC is port B's: {r:?}");
+            let v4 = !r[2].is_empty();
+            if v4 {
+                assert_eq!(r[2], "63", "TTL 64 - 1: {r:?}");
+                assert_eq!(r[4], "1", "IPv4 header checksum good: {r:?}");
+            } else {
+                assert_eq!(r[3], "63", "hop limit 64 - 1: {r:?}");
+            }
+            assert_eq!(r[5], "1", "UDP checksum good: {r:?}");
+            assert_eq!(r[6], FP_PAYLOAD, "payload byte-identical: {r:?}");
+        }
+        // Frames it must not take: TTL 1 goes to the stack (which answers time exceeded).
+        lab.set_fastpath(false).unwrap();
+        assert!(!lab.fastpath().unwrap());
+    });
+}
+
+#[test]
+fn fastpath_napt_translates_like_masquerade_established_flows_only() {
+    require!("tshark", "ethtool", "iperf3", "ss");
+    if let Some(r) = fastpath_skip_reason() {
+        println!("SKIP: {r}");
+        return;
+    }
+    with_deadline("fp2", 180, || {
+        const N: usize = 100;
+        let (lab, _g) = up("fp2", Topology::Forward, Some("napt"));
+        let (a, b) = (lab.port(PortId::A).unwrap(), lab.port(PortId::B).unwrap());
+        let (a4, b4) = (a.ipv4.to_string(), b.ipv4.to_string());
+        let dut_b = b.peer.ipv4.to_string();
+        ping(&lab, Node::A, &b4);
+        sink_udp(&lab, Node::B, 9);
+        sink_udp(&lab, Node::A, 41000);
+        lab.set_fastpath(true).unwrap();
+        assert_eq!(
+            lab.fastpath_program().unwrap(),
+            Some(lab::fastpath::Program::Conntrack)
+        );
+        let to_b = |sport: u16, n: usize| {
+            send_udp(&lab, Node::A, "wr-a", &a.peer.mac, &a4, &b4, (sport, 9), n)
+        };
+
+        // A new flow: its first packets take the stack, which masquerades them.
+        let cap = capture(&lab, Node::B, "udp dst port 9", 3, "slow-out");
+        to_b(41000, 3);
+        let slow_out = cap.finish();
+        assert_eq!(slow_out.frames.len(), 3);
+        let f = &slow_out.frames[0];
+        assert_eq!(f[26..30], b.peer.ipv4.octets(), "masqueraded to the DUT");
+        let nat_port = u16::from_be_bytes([f[34], f[35]]);
+        // One-way so far: confirmed but never answered, so not established, and not for the
+        // fast path (an nftables `flow add` would not offload it either).
+        let st0 = fp_stats(&lab);
+        to_b(41000, 10);
+        let st1 = fp_stats(&lab);
+        assert_eq!(st1.fwd4, st0.fwd4, "one-way UDP stays on the stack");
+        assert_eq!(st1.pass_conntrack - st0.pass_conntrack, 10);
+
+        // B answers through the stack: the entry has now seen a reply.
+        let from_b = |n: usize| {
+            send_udp(
+                &lab,
+                Node::B,
+                "wr-b",
+                &b.peer.mac,
+                &b4,
+                &dut_b,
+                (9, nat_port),
+                n,
+            )
+        };
+        let cap = capture(&lab, Node::A, "udp src port 9", 2, "slow-back");
+        from_b(2);
+        let slow_back = cap.finish();
+        assert_eq!(slow_back.frames.len(), 2);
+        assert_eq!(
+            slow_back.frames[0][30..34],
+            a.ipv4.octets(),
+            "de-NATed to A"
+        );
+
+        // Established: both directions through the fast path, translated exactly like the
+        // stack's masquerade did it (byte-identical frames), none through the stack.
+        let st0 = fp_stats(&lab);
+        let snmp0 = snmp(&lab, Node::Dut);
+        let cap_b = capture(&lab, Node::B, "udp dst port 9", N, "fast-out");
+        let cap_a = capture(&lab, Node::A, "udp src port 9", N, "fast-back");
+        to_b(41000, N);
+        from_b(N);
+        let (fast_out, fast_back) = (cap_b.finish(), cap_a.finish());
+        let st1 = fp_stats(&lab);
+        let snmp1 = snmp(&lab, Node::Dut);
+        println!("fast path counters: {st0:?} -> {st1:?}");
+        assert_eq!(st1.fwd4 - st0.fwd4, 2 * N as u64);
+        assert_eq!(st1.nat - st0.nat, 2 * N as u64);
+        assert_eq!(
+            forwarded(&snmp1),
+            forwarded(&snmp0),
+            "the stack forwarded none"
+        );
+        assert_eq!(fast_out.frames.len(), N);
+        assert_eq!(fast_back.frames.len(), N);
+        assert!(fast_out.frames.iter().all(|f| *f == slow_out.frames[0]));
+        assert!(fast_back.frames.iter().all(|f| *f == slow_back.frames[0]));
+        for cap in [&fast_out, &fast_back] {
+            for r in tshark_fields(&cap.file, &["ip.checksum.status", "udp.checksum.status"]) {
+                assert_eq!(r, ["1", "1"], "checksums good after translation");
+            }
+        }
+
+        // TCP through NAPT + fast path: established segments fast-pathed (translated), the
+        // handshake and teardown through the stack; the transfer completes.
+        let st0 = fp_stats(&lab);
+        let bps = iperf3_tcp(&lab, Node::B, Node::A, &b4);
+        let st1 = fp_stats(&lab);
+        println!("TCP through napt + fast path: {:.2} Gbit/s", bps / 1e9);
+        assert!(bps > 0.0);
+        assert!(st1.nat - st0.nat > 100, "{st0:?} -> {st1:?}");
+        assert!(st1.pass_syn > st0.pass_syn);
+    });
+}
+
+#[test]
+fn fastpath_refuses_firewall_bypass_and_follows_profile_switches() {
+    require!("ethtool");
+    if let Some(r) = fastpath_skip_reason() {
+        println!("SKIP: {r}");
+        return;
+    }
+    with_deadline("fp3", 120, || {
+        use lab::fastpath::Program;
+        // The old profile name: forward with the fast path on.
+        let (lab, g) = up("fp3", Topology::Forward, Some("fastpath"));
+        assert_eq!(lab.profile().unwrap(), Some(Profile::Forward));
+        assert_eq!(lab.fastpath_program().unwrap(), Some(Program::Forward));
+        let tx = |node| {
+            ok(
+                &lab,
+                node,
+                &[
+                    "ethtool",
+                    "-k",
+                    if node == Node::A { "wr-a" } else { "wr-b" },
+                ],
+            )
+        };
+        assert!(tx(Node::A).contains("tx-checksumming: off"));
+        // A profile switch turns it off, before the new ruleset is in.
+        lab.apply_profile(&Profile::parse("filter-stateless-10").unwrap())
+            .unwrap();
+        assert!(!lab.fastpath().unwrap());
+        assert!(tx(Node::B).contains("tx-checksumming: on"));
+        // Refused, nothing changed: every packet must walk those rules.
+        let e = lab.set_fastpath(true).unwrap_err();
+        assert!(matches!(e, LabError::FastpathRefused { .. }), "{e}");
+        assert!(e.is_usage());
+        let msg = e.to_string();
+        assert!(
+            msg.contains("`filter-stateless-10`") && msg.contains("10 rules"),
+            "{msg}"
+        );
+        assert!(!lab.fastpath().unwrap());
+        // Stateful profiles take the conntrack program; the MSS clamp the forward one.
+        for (p, prog) in [
+            ("filter-stateful-1", Program::Conntrack),
+            ("napt+filter-stateful-1", Program::Conntrack),
+            ("mss-clamp-1200", Program::Forward),
+        ] {
+            lab.apply_profile(&Profile::parse(p).unwrap()).unwrap();
+            lab.set_fastpath(true).unwrap();
+            lab.set_fastpath(true).unwrap(); // idempotent
+            assert_eq!(lab.fastpath_program().unwrap(), Some(prog), "{p}");
+            let liberal = ok(
+                &lab,
+                Node::Dut,
+                &["cat", "/proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal"],
+            );
+            let want = if prog == Program::Conntrack { "1" } else { "0" };
+            assert_eq!(liberal.trim(), want, "{p}");
+        }
+        let st = lab::status("fp3").unwrap().unwrap();
+        assert_eq!(st.fastpath.as_deref(), Some("on (forward)"));
+        lab.set_fastpath(false).unwrap();
+        lab.set_fastpath(false).unwrap();
+        assert!(!lab.fastpath().unwrap());
+        // The programs die with the namespace; no object file is left behind.
+        lab.set_fastpath(true).unwrap();
+        drop(g);
+        assert!(lab::status("fp3").unwrap().is_none());
+        let pid = std::process::id().to_string();
+        let left: Vec<_> = std::fs::read_dir("/run/wirerate")
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("fastpath-") && n.contains(&pid))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{left:?}");
+    });
+}
+
+#[test]
+fn fastpath_stateful_filter_skips_the_rules_only_for_established_flows() {
+    require!("ethtool");
+    if let Some(r) = fastpath_skip_reason() {
+        println!("SKIP: {r}");
+        return;
+    }
+    with_deadline("fp4", 120, || {
+        let (lab, _g) = up("fp4", Topology::Forward, Some("filter-stateful-10"));
+        let (a, b) = (lab.port(PortId::A).unwrap(), lab.port(PortId::B).unwrap());
+        let (a4, b4) = (a.ipv4.to_string(), b.ipv4.to_string());
+        ping(&lab, Node::A, &b4);
+        sink_udp(&lab, Node::B, 9);
+        sink_udp(&lab, Node::A, 41000);
+        lab.set_fastpath(true).unwrap();
+        let counter = |name: &str| {
+            lab.snapshot()
+                .unwrap()
+                .counter(name)
+                .map_or(0, |c| c.packets)
+        };
+        let to_b = |n| send_udp(&lab, Node::A, "wr-a", &a.peer.mac, &a4, &b4, (41000, 9), n);
+        // One-way: every packet walks the 10 rules to the counted accept, as without it.
+        let (acc0, st0) = (counter("accepted"), fp_stats(&lab));
+        to_b(5);
+        assert_eq!(counter("accepted") - acc0, 5);
+        assert_eq!(fp_stats(&lab).fwd4, st0.fwd4);
+        // A reply through the stack (it is `established` there), then the flow skips the
+        // rules: the fast path forwards it and no rule counter moves.
+        send_udp(&lab, Node::B, "wr-b", &b.peer.mac, &b4, &a4, (9, 41000), 1);
+        let (acc1, est1, st1) = (counter("accepted"), counter("established"), fp_stats(&lab));
+        to_b(50);
+        let st2 = fp_stats(&lab);
+        assert_eq!(st2.fwd4 - st1.fwd4, 50);
+        assert_eq!(st2.nat, st1.nat, "no NAT in this profile");
+        assert_eq!(counter("accepted"), acc1);
+        assert_eq!(counter("established"), est1);
     });
 }

@@ -11,6 +11,7 @@ use crate::error::{CliError, CliResult};
     wirerate lab up --profile filter-stateful-100\n  \
     wirerate lab exec a -- ping -c1 203.0.113.2\n  \
     wirerate lab profile napt\n  \
+    wirerate lab fastpath on\n  \
     wirerate lab down")]
 pub struct LabArgs {
     #[command(subcommand)]
@@ -62,7 +63,8 @@ pub enum LabCommand {
         #[arg(long, default_value = lab::DEFAULT_NAME)]
         name: String,
     },
-    /// Switch the DUT to another profile without tearing the lab down (atomic).
+    /// Switch the DUT to another profile without tearing the lab down (atomic). Turns the
+    /// fast path off (`fastpath` is forward with the fast path on).
     Profile {
         /// Profile name, e.g. forward, filter-stateless-10000, napt, mss-clamp-1200.
         profile: String,
@@ -79,6 +81,21 @@ pub enum LabCommand {
         /// The DUT's GRO/GSO/TSO: on or off (the lab starts with them off).
         #[arg(long, value_parser = ["on", "off"])]
         offload: Option<String>,
+        #[arg(long, default_value = lab::DEFAULT_NAME)]
+        name: String,
+    },
+    /// Switch the DUT's XDP fast path on or off, on top of the active profile.
+    ///
+    /// The fast path forwards with the kernel's routing and neighbour tables from XDP, so
+    /// forwarded packets skip the stack. With forward and mss-clamp-M it forwards everything it
+    /// can (TCP SYNs always take the stack); with filter-stateful-N, napt and
+    /// napt+filter-stateful-N only packets of flows with a confirmed, established conntrack
+    /// entry (NAT applied), like the kernel's flowtable. Refused with filter-stateless-N (every
+    /// packet must walk its rules). `lab profile` switches it off. See docs/lab.md.
+    Fastpath {
+        /// on or off.
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
         #[arg(long, default_value = lab::DEFAULT_NAME)]
         name: String,
     },
@@ -170,6 +187,23 @@ pub fn run(args: LabArgs) -> CliResult {
             offload,
             name,
         } => links(&name, speed.as_deref(), offload.as_deref()),
+        LabCommand::Fastpath { state, name } => {
+            let on = state == "on";
+            let _lock =
+                lab::LabLock::acquire(&name, "wirerate lab fastpath", lab::lock::SHORT_WAIT)
+                    .map_err(cli_err)?;
+            let lab = Lab::attach(&name).map_err(cli_err)?;
+            lab.set_fastpath(on).map_err(cli_err)?;
+            let profile = lab
+                .profile()
+                .map_err(cli_err)?
+                .map_or("-".to_string(), |p| p.to_string());
+            match lab.fastpath_program().map_err(cli_err)? {
+                Some(p) => outln!("lab {name}: fast path on ({p} program), profile {profile}"),
+                None => outln!("lab {name}: fast path off, profile {profile}"),
+            }
+            Ok(())
+        }
         LabCommand::Profiles { json: j } => {
             let cat = lab::catalogue();
             if j {
@@ -247,10 +281,13 @@ fn up(name: &str, topology: Topology, profile: Option<&str>) -> CliResult {
     })
     .map_err(cli_err)?;
     let p = lab.profile().map_err(cli_err)?;
+    let fp = lab.fastpath_program().map_err(cli_err)?;
     outln!(
-        "lab {name} up in {:.2} s: topology {topology}{}",
+        "lab {name} up in {:.2} s: topology {topology}{}{}",
         t0.elapsed().as_secs_f64(),
-        p.map(|p| format!(", profile {p}")).unwrap_or_default()
+        p.map(|p| format!(", profile {p}")).unwrap_or_default(),
+        fp.map(|p| format!(", fast path on ({p} program)"))
+            .unwrap_or_default()
     );
     print_ports(&lab)?;
     Ok(())
@@ -308,9 +345,13 @@ fn status(name: Option<&str>, as_json: bool) -> CliResult {
             "INCOMPLETE (run `lab down` or `lab up`)"
         };
         outln!(
-            "lab {}: {state}, topology {topo}, profile {}",
+            "lab {}: {state}, topology {topo}, profile {}{}",
             l.name,
-            l.profile.as_deref().unwrap_or("-")
+            l.profile.as_deref().unwrap_or("-"),
+            l.fastpath
+                .as_ref()
+                .map(|f| format!(", fast path {f}"))
+                .unwrap_or_default()
         );
         outln!("  namespaces: {}", l.namespaces.join(" "));
         if let Some(h) = lab::lock::holder(&l.name) {
