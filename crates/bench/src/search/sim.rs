@@ -302,6 +302,53 @@ impl SimStatefulDut {
         lo
     }
 
+    /// The outcome of a trial in closed form, without the per-connection walk of
+    /// [`Self::trial`] (which allocates per connection): for plan time estimates, where N may
+    /// be billions. Timeouts are ignored; above the insertion limit the number inserted is
+    /// approximated by the sustained rate's share.
+    pub fn estimate_trial(&self, t: &super::nat::ConnTrial) -> super::nat::ConnOutcome {
+        use super::nat::{ConnOutcome, ConnRate, FailedSpan};
+        let rate = match self.tester_ceiling {
+            Some(c) if c < t.rate.0 => c,
+            _ => t.rate.0,
+        };
+        let n = t.connections;
+        let inserted = if rate <= self.rate_limit(n) * (1.0 + 1e-9) {
+            n
+        } else {
+            let share = (self.insert_rate / rate).clamp(0.0, 1.0);
+            ((n.saturating_sub(1) as f64 * share) as u64 + 1).min(n)
+        };
+        let validated = inserted.min(self.capacity);
+        let learned = match self.policy {
+            TablePolicy::DropNew => validated,
+            TablePolicy::EvictOldest => inserted,
+        };
+        let lost = n - validated;
+        let failed = (lost > 0).then(|| match self.policy {
+            TablePolicy::DropNew => FailedSpan {
+                count: lost,
+                first: n - lost,
+                last: n - 1,
+            },
+            TablePolicy::EvictOldest => FailedSpan {
+                count: lost,
+                first: 0,
+                last: lost - 1,
+            },
+        });
+        ConnOutcome {
+            connections: n,
+            intended_rate: t.rate,
+            offered_rate: ConnRate(rate),
+            preliminary_sent: n,
+            preliminary_received: learned,
+            validation_sent: learned,
+            validation_received: validated,
+            failed,
+        }
+    }
+
     /// Runs one simulated trial.
     pub fn trial(&self, t: &super::nat::ConnTrial) -> super::nat::ConnOutcome {
         use super::nat::{ConnOutcome, ConnRate, FailedSpan};

@@ -141,5 +141,15 @@ pub fn run(args: PlanArgs) -> CliResult {
     } else {
         outln!("  checked here: interfaces, DUT host over ssh, hook programs, iperf3/tcpdump; `run` also probes the kernel features of lab profiles (needs root)");
     }
+    // Methodologies that parse and estimate but cannot run yet: the plan is not runnable, so
+    // the check fails after showing what it would do.
+    let pending = bench::runner::not_yet_executable(&p);
+    if !pending.is_empty() {
+        let lines: Vec<String> = pending.iter().map(|x| x.describe(&p.file, &text)).collect();
+        return Err(CliError::Usage(format!(
+            "plan errors:\n{}",
+            lines.join("\n")
+        )));
+    }
     Ok(())
 }
