@@ -87,7 +87,7 @@ impl TuplePermutation {
     #[inline]
     fn round(&self, i: usize, x: u64) -> u64 {
         let (mut hi, mut lo) = (x >> self.low_bits, x & self.low_mask);
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             hi ^= mix(self.keys[i] ^ lo) & self.high_mask;
         } else {
             lo ^= mix(self.keys[i] ^ hi) & self.low_mask;

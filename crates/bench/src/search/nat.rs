@@ -459,10 +459,10 @@ impl ConnSearch for TableCapacitySearch {
             Ok(Some(o)) => {
                 let n = o.connections;
                 if o.passed() {
-                    if self.lower.map_or(true, |l| n > l) && self.upper.map_or(true, |u| n < u) {
+                    if self.lower.is_none_or(|l| n > l) && self.upper.is_none_or(|u| n < u) {
                         self.lower = Some(n);
                     }
-                } else if self.upper.map_or(true, |u| n < u) && self.lower.map_or(true, |l| n > l) {
+                } else if self.upper.is_none_or(|u| n < u) && self.lower.is_none_or(|l| n > l) {
                     self.upper = Some(n);
                     self.past = Some(o.past_capacity());
                 }

@@ -427,7 +427,7 @@ impl SimStatefulDut {
             let at = end + j as f64 / t.validation_rate.0;
             j += 1;
             let c = present[k as usize];
-            let alive = !c.is_nan() && timeout.map_or(true, |to| at - c <= to);
+            let alive = !c.is_nan() && timeout.is_none_or(|to| at - c <= to);
             if alive {
                 received += 1;
             } else {

@@ -347,7 +347,7 @@ fn foreign_outcomes_do_not_break_the_bracket() {
             intended_rate: ConnRate(1000.0),
             offered_rate: ConnRate(1000.0),
             preliminary_sent: n,
-            preliminary_received: if i % 3 == 0 { n } else { 0 },
+            preliminary_received: if i.is_multiple_of(3) { n } else { 0 },
             validation_sent: n,
             validation_received: n,
             failed: None,
