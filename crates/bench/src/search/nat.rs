@@ -5,8 +5,9 @@
 //!
 //! # The trial
 //!
-//! Every trial has RFC 9693's two phases (§4.2 "preliminary" and "real test" phase, called
-//! phase 1 and phase 2 there), and starts with an empty connection table (§4.4: entries are
+//! Every trial has RFC 9693's two test phases (phase 1, the preliminary phase, and phase 2, the
+//! real test), and starts with an empty connection table (RFC 9693, "Control of the Connection
+//! Tracking Table Entries": entries are
 //! flushed, or left to time out, between trials — the runner's duty, not the search's):
 //!
 //! 1. **Preliminary phase.** The initiator sends one frame from each of `connections`
@@ -15,7 +16,10 @@
 //!    4-tuples it receives.
 //! 2. **Validation.** After `gap`, the responder sends one frame back on every learned 4-tuple at
 //!    `validation_rate`; the initiator counts what arrives. A reply crosses the DUT only if
-//!    its connection still exists (§4.5: validation of connection establishment).
+//!    its connection still exists (RFC 9693, "Validation of Connection Establishment").
+//!
+//! Section titles rather than numbers are cited here; docs/methodology.md maps them to the
+//! section numbers and says how they were checked.
 //!
 //! A trial **passes** when every preliminary frame arrived (the responder learned all N
 //! tuples) *and* every validation frame came back. The preliminary test alone is not enough:
@@ -338,7 +342,8 @@ pub const MAX_CONNECTIONS: u64 = 1 << 32;
 /// Parameters of [`TableCapacitySearch`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TableCapacityConfig {
-    /// First N tried (RFC 9693 §4.8's C0, a "safe" size the table surely holds).
+    /// First N tried (RFC 9693's C0 in the table-capacity measurement, a "safe" size the table
+    /// surely holds).
     pub start: u64,
     /// Largest N ever tried (`max-connections`).
     pub max: u64,
@@ -374,7 +379,7 @@ impl TableCapacityConfig {
 /// `nat-table-capacity`: the largest number of connections the DUT holds.
 ///
 /// Rules (every trial at the fixed preliminary `rate`):
-/// 1. Try `start`. While every trial passes, double N (capped at `max`): RFC 9693 §4.8's
+/// 1. Try `start`. While every trial passes, double N (capped at `max`): RFC 9693's
 ///    exponential search for the order of magnitude, so that the expensive trials — a trial
 ///    costs time in proportion to N — stay near the capacity instead of at `max`.
 /// 2. Once a trial fails, bisect between the largest passing N (0 if none) and the smallest
@@ -383,9 +388,9 @@ impl TableCapacityConfig {
 /// 3. Stop when `max` passes (the table holds at least `max`; `upper` stays `None`), or when the
 ///    bracket is narrow enough, or when `start` fails and bisection reaches N = 1.
 ///
-/// RFC 9693 §4.8 measures the maximum connection establishment rate at every N and takes a
-/// collapse of that rate as "past the capacity"; here one trial at a rate known to be safe
-/// decides each N, which gives the same answer for a DUT whose rate does not depend on how
+/// RFC 9693 ("Measurement of the Connection Tracking Table Capacity") measures the maximum
+/// connection establishment rate at every N and takes a collapse of that rate as "past the
+/// capacity"; here one trial at a rate known to be safe decides each N, which gives the same answer for a DUT whose rate does not depend on how
 /// full the table is, at a fraction of the cost. The result also says what the failing trial
 /// showed: new connections dropped, or the oldest ones lost.
 #[derive(Debug, Clone)]
@@ -510,7 +515,7 @@ pub struct ConnectionRateConfig {
     pub tester_tolerance: f64,
 }
 
-/// `nat-connection-rate`: RFC 9693 §4.5's maximum connection establishment rate — the highest
+/// `nat-connection-rate`: RFC 9693's maximum connection establishment rate — the highest
 /// rate of new connections at which every one of N is established and validates.
 ///
 /// Rules: the first trial runs at `max_rate` (the shortest, cheapest trial: N / rate seconds);

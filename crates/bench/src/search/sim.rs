@@ -208,8 +208,8 @@ pub enum TablePolicy {
 /// ([`super::nat`]): a connection table with a `capacity`, an insertion-rate limit, a policy for
 /// a full table and an idle timeout.
 ///
-/// The model, per [`ConnTrial`](super::nat::ConnTrial), starting from an empty table (RFC 9693
-/// §4.4): preliminary frame k arrives at k / rate seconds. Insertion is a token bucket
+/// The model, per [`ConnTrial`](super::nat::ConnTrial), starting from an empty table (as RFC
+/// 9693 asks between trials): preliminary frame k arrives at k / rate seconds. Insertion is a token bucket
 /// refilled at `insert_rate` per second holding at most `insert_burst` tokens (full at the
 /// start); a frame finding less than one token is dropped and its connection never exists.
 /// A frame that finds the table full is dropped (`DropNew`) or evicts the oldest entry
