@@ -34,9 +34,9 @@ pub use latency::{LatencyConfig, LatencySearch};
 pub use loss_curve::{LossCurve, LossCurveConfig};
 pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
 pub use nat::{
-    drive_conn, ConnFinding, ConnOutcome, ConnRate, ConnSearch, ConnSearchResult, ConnStatus,
-    ConnTrial, ConnectionRateConfig, ConnectionRateSearch, PastCapacity, TableCapacityConfig,
-    TableCapacitySearch,
+    drive_conn, replay_conn, ConnFinding, ConnOutcome, ConnRate, ConnReplayMismatch, ConnSearch,
+    ConnSearchResult, ConnStatus, ConnTrial, ConnectionRateConfig, ConnectionRateSearch,
+    PastCapacity, TableCapacityConfig, TableCapacitySearch,
 };
 
 /// Default tolerance for tester-limited detection: an achieved offered load more than 1 %

@@ -271,6 +271,52 @@ pub fn drive_conn(
     search.result()
 }
 
+/// A recorded connection trial that is not what the search asks for now (the plan or the code
+/// changed since it was recorded), so its outcome cannot be reused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnReplayMismatch {
+    /// Position of the first recorded trial that does not match.
+    pub index: usize,
+    /// What the search asks for.
+    pub expected: Option<ConnTrial>,
+    /// What was recorded.
+    pub recorded: ConnTrial,
+}
+
+impl fmt::Display for ConnReplayMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "recorded connection trial {} ({:?}) is not what the search asks for now ({:?}); the plan changed since the run started",
+            self.index, self.recorded, self.expected
+        )
+    }
+}
+
+impl std::error::Error for ConnReplayMismatch {}
+
+/// Feeds recorded `(trial, outcome)` pairs back into a fresh `search` (for `--resume`, as
+/// [`super::replay`] does for the load searches) and returns the first trial that still has
+/// to run, or `None` if the search had finished. The searches are deterministic, so the state
+/// after replay is the state before the kill.
+pub fn replay_conn(
+    search: &mut dyn ConnSearch,
+    recorded: &[(ConnTrial, ConnOutcome)],
+) -> Result<Option<ConnTrial>, ConnReplayMismatch> {
+    let mut next = search.next(None);
+    for (index, (trial, outcome)) in recorded.iter().enumerate() {
+        if !next.as_ref().is_some_and(|n| n.same_as(trial)) {
+            return Err(ConnReplayMismatch {
+                index,
+                expected: next,
+                recorded: *trial,
+            });
+        }
+        next = search.next(Some(outcome));
+    }
+    Ok(next)
+}
+
 /// Book-keeping both searches share: cost, the pending trial, tester-limited detection.
 #[derive(Debug, Clone)]
 struct ConnLedger {

@@ -375,6 +375,39 @@ fn trial_json_round_trips() {
     assert!((t.duration().as_secs_f64() - (1e6 / 123_456.5 + 10.0 + 0.25)).abs() < 1e-9);
 }
 
+/// A run killed after k trials and resumed: the recorded outcomes replayed into a fresh search
+/// lead to the same next trial and the same final result, with no trial repeated; a record
+/// from another plan is refused.
+#[test]
+fn kill_and_resume_repeats_nothing() {
+    let dut = SimStatefulDut::new(5_000, 1e5, TablePolicy::EvictOldest);
+    let cfg = capacity_cfg(100_000, 10_000.0);
+    let mut whole = TableCapacitySearch::new(cfg).unwrap();
+    let mut log = Vec::new();
+    let full = drive_conn(&mut whole, |t| {
+        let o = dut.trial(t);
+        log.push((*t, o));
+        o
+    });
+    for k in [0, 1, 5, log.len() - 1, log.len()] {
+        let mut resumed = TableCapacitySearch::new(cfg).unwrap();
+        let mut next = replay_conn(&mut resumed, &log[..k]).unwrap();
+        let mut ran = 0;
+        while let Some(t) = next {
+            assert!(t.same_as(&log[k + ran].0));
+            let o = dut.trial(&t);
+            next = resumed.next(Some(&o));
+            ran += 1;
+        }
+        assert_eq!(k + ran, log.len());
+        assert_eq!(resumed.result(), full);
+    }
+    let mut other = TableCapacitySearch::new(TableCapacityConfig { start: 2000, ..cfg }).unwrap();
+    let e = replay_conn(&mut other, &log).unwrap_err();
+    assert_eq!(e.index, 0);
+    assert!(e.to_string().contains("the plan changed"));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 64,
