@@ -156,7 +156,8 @@ impl ConnOutcome {
             return PastCapacity::Unknown;
         };
         let n = self.connections;
-        let contiguous = f.last - f.first + 1 == f.count;
+        let contiguous =
+            f.last.checked_sub(f.first).and_then(|d| d.checked_add(1)) == Some(f.count);
         let newest = contiguous && f.last.checked_add(1) == Some(n);
         let oldest = contiguous && f.first == 0;
         let all_arrived = self.preliminary_received >= n;
@@ -321,7 +322,9 @@ pub fn replay_conn(
 #[derive(Debug, Clone)]
 struct ConnLedger {
     tolerance: f64,
-    pending: bool,
+    /// The trial last issued, whose outcome `next` expects: the search learns from what it
+    /// asked for (N, rate), never from numbers in the outcome that could disagree.
+    pending: Option<ConnTrial>,
     trials: u32,
     trial_seconds: f64,
     limited: Option<(ConnRate, ConnRate)>,
@@ -332,7 +335,7 @@ impl ConnLedger {
     fn new(tolerance: f64) -> ConnLedger {
         ConnLedger {
             tolerance,
-            pending: false,
+            pending: None,
             trials: 0,
             trial_seconds: 0.0,
             limited: None,
@@ -340,18 +343,20 @@ impl ConnLedger {
         }
     }
 
-    /// The outcome to learn from, or `Err(())` when the search must stop.
-    fn take<'a>(&mut self, last: Option<&'a ConnOutcome>) -> Result<Option<&'a ConnOutcome>, ()> {
+    /// The trial that ran and its outcome, to learn from; `Err(())` when the search must stop.
+    fn take<'a>(
+        &mut self,
+        last: Option<&'a ConnOutcome>,
+    ) -> Result<Option<(ConnTrial, &'a ConnOutcome)>, ()> {
         if self.limited.is_some() || self.finished {
             return Err(());
         }
-        let pending = core::mem::take(&mut self.pending);
-        match (pending, last) {
-            (true, Some(o)) if o.is_tester_limited(self.tolerance) => {
+        match (self.pending.take(), last) {
+            (Some(_), Some(o)) if o.is_tester_limited(self.tolerance) => {
                 self.limited = Some((o.intended_rate, o.offered_rate));
                 Err(())
             }
-            (true, Some(o)) => Ok(Some(o)),
+            (Some(t), Some(o)) => Ok(Some((t, o))),
             _ => Ok(None),
         }
     }
@@ -359,7 +364,7 @@ impl ConnLedger {
     fn issue(&mut self, t: ConnTrial) -> Option<ConnTrial> {
         self.trials += 1;
         self.trial_seconds += t.duration().as_secs_f64();
-        self.pending = true;
+        self.pending = Some(t);
         Some(t)
     }
 
@@ -507,8 +512,8 @@ impl ConnSearch for TableCapacitySearch {
     fn next(&mut self, last: Option<&ConnOutcome>) -> Option<ConnTrial> {
         match self.ledger.take(last) {
             Err(()) => return None,
-            Ok(Some(o)) => {
-                let n = o.connections;
+            Ok(Some((t, o))) => {
+                let n = t.connections;
                 if o.passed() {
                     if self.lower.is_none_or(|l| n > l) && self.upper.is_none_or(|u| n < u) {
                         self.lower = Some(n);
@@ -637,8 +642,8 @@ impl ConnSearch for ConnectionRateSearch {
     fn next(&mut self, last: Option<&ConnOutcome>) -> Option<ConnTrial> {
         match self.ledger.take(last) {
             Err(()) => return None,
-            Ok(Some(o)) => {
-                let r = o.intended_rate.0;
+            Ok(Some((t, o))) => {
+                let r = t.rate.0;
                 if o.passed() {
                     self.lower = Some(r);
                 } else {

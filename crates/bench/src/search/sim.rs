@@ -349,7 +349,8 @@ impl SimStatefulDut {
         }
     }
 
-    /// Runs one simulated trial.
+    /// Runs one simulated trial, connection by connection (it allocates per connection: for
+    /// tests; [`Self::estimate_trial`] is the closed form for any N).
     pub fn trial(&self, t: &super::nat::ConnTrial) -> super::nat::ConnOutcome {
         use super::nat::{ConnOutcome, ConnRate, FailedSpan};
         use std::collections::VecDeque;

@@ -278,6 +278,11 @@ fn verdicts_from_failure_spans() {
         ..base
     };
     let _ = at_end.past_capacity();
+    let whole_range = ConnOutcome {
+        failed: span(7, 0, u64::MAX),
+        ..base
+    };
+    assert_eq!(whole_range.past_capacity(), PastCapacity::Mixed);
 }
 
 #[test]
@@ -330,6 +335,34 @@ fn rejects_bad_configs() {
         },
     ] {
         assert!(ConnectionRateSearch::new(bad).is_err(), "{bad:?}");
+    }
+}
+
+/// Outcomes that disagree with the trial asked for (NaN rates, wrong N): the rate search learns
+/// from the rate it asked for, so it still ends with an ordered bracket.
+#[test]
+fn garbage_outcomes_still_end_the_rate_search() {
+    let mut s = ConnectionRateSearch::new(rate_cfg(1000, 10.0, 1e6)).unwrap();
+    let mut t = s.next(None);
+    let mut i = 0u32;
+    while let Some(trial) = t {
+        let o = ConnOutcome {
+            connections: 7,
+            intended_rate: ConnRate(f64::NAN),
+            offered_rate: trial.rate,
+            preliminary_sent: 1000,
+            preliminary_received: if i.is_multiple_of(2) { 0 } else { 7 },
+            validation_sent: 7,
+            validation_received: 7,
+            failed: None,
+        };
+        t = s.next(Some(&o));
+        i += 1;
+        assert!(i < 100, "the search does not end");
+    }
+    let (lo, hi) = rate_bracket(&s.result());
+    if let (Some(lo), Some(hi)) = (lo, hi) {
+        assert!(lo < hi && lo.is_finite());
     }
 }
 
