@@ -332,6 +332,22 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 48,
+            failure_persistence: None,
+            rng_algorithm: proptest::test_runner::RngAlgorithm::ChaCha,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x5752_0015_0002),
+            ..proptest::test_runner::Config::default()
+        })]
+
+        /// Any size and seed: a bijection of 0..N whose inverse undoes it.
+        #[test]
+        fn any_size_and_seed_is_a_bijection(n in 1u64..150_000, seed in proptest::prelude::any::<u64>()) {
+            assert_bijective(n, seed);
+        }
+    }
+
     #[test]
     fn counting_order_has_the_source_port_fastest() {
         let fs = FlowSet::new(2, 1, 3, 1, None).unwrap();
