@@ -263,6 +263,16 @@ impl Problem {
     }
 }
 
+/// Methodologies in the plan's matrix that the runner cannot execute yet, each at its place
+/// in the plan with what is missing ([`crate::plan::Methodology::executable`]). `run` refuses
+/// the plan for them, and so does `plan check` after printing its cases and estimate.
+pub fn not_yet_executable(plan: &Plan) -> Vec<Problem> {
+    plan.not_yet_executable()
+        .into_iter()
+        .map(|(key, msg)| Problem::at(key, msg))
+        .collect()
+}
+
 /// The checks that need no root and create nothing, which `wirerate plan check` runs too: the
 /// plan's real interfaces exist, the DUT host answers over ssh, every hook's program exists
 /// where the hook runs, iperf3 and tcpdump for TCP cases. Every problem found is listed.
@@ -354,7 +364,8 @@ pub fn root_checks(plan: &Plan) -> Vec<Problem> {
 /// Everything that can be checked before any traffic is sent ([`host_checks`] and
 /// [`root_checks`]); every problem found is listed, located in the plan's `text`.
 pub fn preflight(plan: &Plan, text: &str) -> Result<(), RunError> {
-    let mut problems = root_checks(plan);
+    let mut problems = not_yet_executable(plan);
+    problems.extend(root_checks(plan));
     problems.extend(host_checks(plan));
     if problems.is_empty() {
         Ok(())

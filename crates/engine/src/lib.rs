@@ -10,6 +10,7 @@
 //! | [`port`] | a port: an interface, maybe inside a netns; opens its TX/RX rings from inside it |
 //! | [`resolve`] | ARP/ND: answer for our addresses, resolve the next hop's MAC |
 //! | [`stream`] | stream configuration and the per-frame writer (flows, IMIX, signature stamping) |
+//! | [`flowset`] | flow sets of any size: N distinct tuples per cycle, counting or permuted (Feistel) order |
 //! | [`pacing`] | the absolute send schedule with bounded catch-up |
 //! | [`tx`] | the transmit loop on a TX ring: exact "accepted by the kernel" counts |
 //! | [`rx`] | classification and per-stream receive accounting |
@@ -21,6 +22,7 @@
 
 pub mod bench;
 pub mod control;
+pub mod flowset;
 pub mod pacing;
 pub mod port;
 pub mod resolve;

@@ -60,8 +60,18 @@ pub enum FlowMode {
     #[default]
     Increment,
     /// Each field takes a pseudorandom value in its range per frame (RFC 4814 §4.5), from a
-    /// fixed seed so that a trial is repeatable.
+    /// fixed seed so that a trial is repeatable. Fields vary independently, so a tuple may
+    /// repeat before every combination was sent.
     Random { seed: u64 },
+    /// The frames cycle through every combination of the varying fields — N = the product of
+    /// the counts distinct 5-tuples — in counting order (source port fastest, then destination
+    /// port, source address, destination address); no tuple repeats within a cycle of N frames.
+    /// What a NAT or stateful firewall needs to create N connections (issue #15).
+    Tuples,
+    /// Like [`FlowMode::Tuples`], in an RFC 4814 pseudorandom order: position p of a cycle
+    /// sends tuple perm(p) of a seeded bijective permutation of 0..N
+    /// ([`crate::flowset::TuplePermutation`]), so no tuple repeats within a cycle.
+    PermutedTuples { seed: u64 },
 }
 
 /// Flow variation: how many distinct values each field takes, starting at the base frame's
@@ -73,6 +83,34 @@ pub struct Flows {
     pub src_port_count: u16,
     pub dst_port_count: u16,
     pub mode: FlowMode,
+}
+
+impl Flows {
+    /// The flow set of a tuple mode ([`FlowMode::Tuples`], [`FlowMode::PermutedTuples`]);
+    /// `None` for the per-field modes, or when the product of the counts exceeds
+    /// [`crate::flowset::MAX_FLOW_SET`].
+    pub fn flow_set(&self) -> Option<crate::flowset::FlowSet> {
+        let seed = match self.mode {
+            FlowMode::Increment | FlowMode::Random { .. } => return None,
+            FlowMode::Tuples => None,
+            FlowMode::PermutedTuples { seed } => Some(seed),
+        };
+        crate::flowset::FlowSet::new(
+            self.src_ip_count,
+            self.dst_ip_count,
+            self.src_port_count,
+            self.dst_port_count,
+            seed,
+        )
+    }
+
+    /// Whether the mode cycles through a flow set of combined tuples.
+    pub fn is_tuple_set(&self) -> bool {
+        matches!(
+            self.mode,
+            FlowMode::Tuples | FlowMode::PermutedTuples { .. }
+        )
+    }
 }
 
 impl Default for Flows {
@@ -187,6 +225,12 @@ impl StreamConfig {
         if self.burst == 0 {
             return bad("a burst needs at least 1 frame".into());
         }
+        if self.flows.is_tuple_set() && self.flows.flow_set().is_none() {
+            return bad(format!(
+                "the flow set (the product of the address and port counts) is larger than {} tuples",
+                crate::flowset::MAX_FLOW_SET
+            ));
+        }
         if self.frames.is_empty() || self.weights.iter().all(|&w| w == 0) {
             return bad("a stream needs at least one frame size with a non-zero weight".into());
         }
@@ -279,6 +323,8 @@ pub struct FrameGen {
     /// IMIX pattern: recipe index per frame number modulo its length.
     pattern: Vec<u8>,
     flows: Flows,
+    /// The flow set of a tuple mode (checked to exist in [`FrameGen::new`]).
+    flow_set: Option<crate::flowset::FlowSet>,
     reorder_every: Option<u64>,
 }
 
@@ -366,6 +412,7 @@ impl FrameGen {
             recipes,
             pattern,
             flows: cfg.flows,
+            flow_set: cfg.flows.flow_set(),
             reorder_every: cfg.reorder_every,
         })
     }
@@ -425,13 +472,34 @@ impl FrameGen {
             .len()
     }
 
-    fn field_index(&self, seq: u64, field: u64, count: u64) -> u64 {
-        match self.flows.mode {
-            FlowMode::Increment => seq % count,
-            FlowMode::Random { seed } => {
+    /// The offset of flow field `field` (0 source address, 1 destination address, 2 source
+    /// port, 3 destination port) in frame `seq`; `tuple`: the frame's offsets in a tuple mode.
+    #[inline]
+    fn field_index(
+        &self,
+        seq: u64,
+        field: u64,
+        count: u64,
+        tuple: Option<&crate::flowset::TupleOffsets>,
+    ) -> u64 {
+        match (self.flows.mode, tuple) {
+            (_, Some(t)) => match field {
+                0 => t.src_ip,
+                1 => t.dst_ip,
+                2 => t.src_port,
+                _ => t.dst_port,
+            },
+            (FlowMode::Random { seed }, None) => {
                 splitmix(seed ^ splitmix(seq.wrapping_mul(4).wrapping_add(field))) % count
             }
+            _ => seq % count,
         }
+    }
+
+    /// The flow set a tuple-mode stream cycles through (`None` for per-field modes): a
+    /// receiver uses it to map a tuple back to its position in the cycle.
+    pub fn flow_set(&self) -> Option<&crate::flowset::FlowSet> {
+        self.flow_set.as_ref()
     }
 
     /// Steps the varying flow fields of frame `seq` (written and stamped in `f`) and patches
@@ -442,6 +510,7 @@ impl FrameGen {
         let mut udp = be16(f, at.udp_csum);
         let mut ip = at.ip_csum.map(|c| be16(f, c));
         let mut changed = false;
+        let tuple = self.flow_set.as_ref().map(|fs| fs.offsets(seq));
         for (field, count, pos, is_addr) in [
             (0u64, u64::from(fl.src_ip_count), at.src_addr_low, true),
             (1, u64::from(fl.dst_ip_count), at.dst_addr_low, true),
@@ -452,7 +521,7 @@ impl FrameGen {
                 continue;
             }
             changed = true;
-            let k = self.field_index(seq, field, count);
+            let k = self.field_index(seq, field, count, tuple.as_ref());
             if is_addr {
                 let old = [f[pos], f[pos + 1], f[pos + 2], f[pos + 3]];
                 let new = u32::from_be_bytes(old).wrapping_add(k as u32).to_be_bytes();
@@ -597,6 +666,112 @@ mod tests {
             "pseudorandom flows cover the space: {}",
             seen.len()
         );
+    }
+
+    /// Reads the four flow fields of a written IPv4/UDP frame as offsets from the base frame's
+    /// (192.0.2.1:1024 → 198.51.100.1:7), packed into one number.
+    fn tuple_key(f: &[u8]) -> (u32, u32, u16, u16) {
+        let ip = |at: usize| u32::from_be_bytes([f[at], f[at + 1], f[at + 2], f[at + 3]]);
+        (
+            ip(26).wrapping_sub(u32::from_be_bytes([192, 0, 2, 1])),
+            ip(30).wrapping_sub(u32::from_be_bytes([198, 51, 100, 1])),
+            u16::from_be_bytes([f[34], f[35]]).wrapping_sub(1024),
+            u16::from_be_bytes([f[36], f[37]]).wrapping_sub(7),
+        )
+    }
+
+    /// Tuple modes: every combination once per cycle, for sizes that are not powers of two,
+    /// with valid checksums; the next cycle repeats the first; the flow set maps a tuple back
+    /// to its position.
+    #[test]
+    fn tuple_modes_send_every_combination_once_per_cycle() {
+        for mode in [FlowMode::Tuples, FlowMode::PermutedTuples { seed: 9 }] {
+            let mut c = cfg(vec![signed_frame(60, 7)], vec![1]);
+            c.flows = Flows {
+                src_ip_count: 3,
+                dst_ip_count: 5,
+                src_port_count: 7,
+                dst_port_count: 11,
+                mode,
+            };
+            let g = FrameGen::new(&c).unwrap();
+            let fs = *g.flow_set().unwrap();
+            assert_eq!(fs.size(), 1155);
+            let mut buf = vec![0xa5; 2048];
+            let mut first = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for i in 0..1155u64 {
+                g.write(i, i, &mut buf);
+                assert!(udp_verifies(&buf[..60]), "{mode:?} {i}");
+                assert!(checksum::verifies(&buf[14..34]));
+                let k = tuple_key(&buf);
+                assert!(k.0 < 3 && k.1 < 5 && k.2 < 7 && k.3 < 11, "{k:?}");
+                assert!(seen.insert(k), "{mode:?}: {k:?} twice in one cycle");
+                let o = crate::flowset::TupleOffsets {
+                    src_ip: u64::from(k.0),
+                    dst_ip: u64::from(k.1),
+                    src_port: u64::from(k.2),
+                    dst_port: u64::from(k.3),
+                };
+                assert_eq!(fs.position_of(o), Some(i));
+                first.push(k);
+            }
+            for i in 0..1155u64 {
+                g.write(1155 + i, 0, &mut buf);
+                assert_eq!(tuple_key(&buf), first[i as usize]);
+            }
+        }
+    }
+
+    /// A million distinct source address × port tuples in pseudorandom order, none repeated
+    /// within the cycle; the same seed gives the same frames.
+    #[test]
+    fn a_million_permuted_tuples_are_distinct_and_repeatable() {
+        let mut c = cfg(vec![signed_frame(60, 7)], vec![1]);
+        c.flows = Flows {
+            src_ip_count: 1000,
+            dst_ip_count: 1,
+            src_port_count: 1000,
+            dst_port_count: 1,
+            mode: FlowMode::PermutedTuples { seed: 15 },
+        };
+        let g = FrameGen::new(&c).unwrap();
+        let g2 = FrameGen::new(&c).unwrap();
+        let mut buf = vec![0; 2048];
+        let mut buf2 = vec![0; 2048];
+        let mut seen = vec![false; 1_000_000];
+        for i in 0..1_000_000u64 {
+            g.write(i, 0, &mut buf);
+            let (ip, _, port, _) = tuple_key(&buf);
+            let k = ip as usize * 1000 + port as usize;
+            assert!(!seen[k], "tuple {k} twice");
+            seen[k] = true;
+            if i % 9973 == 0 {
+                assert!(udp_verifies(&buf[..60]));
+                g2.write(i, 0, &mut buf2);
+                assert_eq!(buf[..60], buf2[..60]);
+            }
+        }
+        // Pseudorandom, not counting: the first frames are not consecutive ports.
+        g.write(0, 0, &mut buf);
+        let a = tuple_key(&buf);
+        g.write(1, 0, &mut buf);
+        let b = tuple_key(&buf);
+        assert_ne!((a.0, a.2 + 1), (b.0, b.2));
+    }
+
+    #[test]
+    fn tuple_sets_larger_than_the_limit_are_refused() {
+        let mut c = cfg(vec![signed_frame(60, 7)], vec![1]);
+        c.flows = Flows {
+            src_ip_count: u32::MAX,
+            dst_ip_count: u32::MAX,
+            src_port_count: 2,
+            dst_port_count: 1,
+            mode: FlowMode::Tuples,
+        };
+        let e = FrameGen::new(&c).unwrap_err().to_string();
+        assert!(e.contains("flow set"), "{e}");
     }
 
     #[test]

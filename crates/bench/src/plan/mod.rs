@@ -22,6 +22,10 @@ use crate::search::{
     self, BackToBack, BackToBackConfig, BinaryConfig, BinarySearch, LineFraction, LossCurve,
     LossCurveConfig, MultiGoalConfig, MultiGoalSearch, Search,
 };
+use crate::search::{
+    ConnRate, ConnSearch, ConnectionRateConfig, ConnectionRateSearch, TableCapacityConfig,
+    TableCapacitySearch,
+};
 
 mod parse;
 mod source;
@@ -249,17 +253,25 @@ pub enum Methodology {
     Rfc2544BackToBack,
     /// One iperf3 run per repetition (TCP, or UDP at a fixed bit rate).
     Iperf3,
+    /// RFC 9693 connection tracking table capacity: the largest number of connections the
+    /// DUT holds ([`search::TableCapacitySearch`]).
+    NatTableCapacity,
+    /// RFC 9693 maximum connection establishment rate at a fixed number of connections
+    /// ([`search::ConnectionRateSearch`]).
+    NatConnectionRate,
 }
 
 impl Methodology {
     /// Every methodology with its plan name.
-    pub const ALL: [(&'static str, Methodology); 6] = [
+    pub const ALL: [(&'static str, Methodology); 8] = [
         ("rfc2544-throughput", Methodology::Rfc2544Throughput),
         ("multi-goal", Methodology::MultiGoal),
         ("rfc2544-latency", Methodology::Rfc2544Latency),
         ("rfc2544-loss-curve", Methodology::Rfc2544LossCurve),
         ("rfc2544-back-to-back", Methodology::Rfc2544BackToBack),
         ("iperf3", Methodology::Iperf3),
+        ("nat-table-capacity", Methodology::NatTableCapacity),
+        ("nat-connection-rate", Methodology::NatConnectionRate),
     ];
 
     /// The plan name.
@@ -273,6 +285,121 @@ impl Methodology {
     /// Whether it needs the packet engine (UDP test frames with signatures).
     pub fn needs_engine(self) -> bool {
         self != Methodology::Iperf3
+    }
+
+    /// Whether the runner can execute it, and if not, what is missing. A methodology that
+    /// cannot run is refused by `plan check` and `run` with this reason — never run as a stub
+    /// that reports a figure.
+    pub fn executable(self) -> Result<(), &'static str> {
+        match self {
+            Methodology::NatTableCapacity | Methodology::NatConnectionRate => Err(
+                "the search and the flow sets exist, but the engine has no responder that learns \
+                 the DUT's translated 4-tuples and answers on them, and the runner has no \
+                 two-phase trial (preliminary phase, then validation on the learned tuples) nor a \
+                 way to empty the DUT's connection table between trials (issue #15 items 2 and 4; \
+                 docs/methodology.md, \"Stateful NAT\")",
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `[methodology.nat-table-capacity]`: see [`search::TableCapacitySearch`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TableCapacitySettings {
+    /// Largest number of connections tried.
+    pub max_connections: u64,
+    /// First number tried (RFC 9693's C0); `None` = 1,000 or `max_connections` if smaller.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_connections: Option<u64>,
+    /// Stop when the bracket is this many connections wide (1 = exact).
+    pub resolution_connections: u64,
+    /// New connections per second in every preliminary phase.
+    pub preliminary_rate: f64,
+    /// Validation frames per second; `None` = the preliminary rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_rate: Option<f64>,
+    /// Wait between the preliminary phase and the validation.
+    #[serde(with = "crate::secs")]
+    pub phase_gap: Duration,
+}
+
+impl Default for TableCapacitySettings {
+    fn default() -> Self {
+        TableCapacitySettings {
+            max_connections: 1_000_000,
+            start_connections: None,
+            resolution_connections: 1,
+            preliminary_rate: 10_000.0,
+            validation_rate: None,
+            phase_gap: Duration::from_secs(1),
+        }
+    }
+}
+
+impl TableCapacitySettings {
+    /// The search configuration these settings give.
+    pub fn config(&self, tester_tolerance: f64) -> TableCapacityConfig {
+        let rate = ConnRate(self.preliminary_rate);
+        TableCapacityConfig {
+            start: self
+                .start_connections
+                .unwrap_or_else(|| 1000.min(self.max_connections.max(1))),
+            max: self.max_connections,
+            resolution: self.resolution_connections,
+            rate,
+            validation_rate: self.validation_rate.map_or(rate, ConnRate),
+            gap: self.phase_gap,
+            tester_tolerance,
+        }
+    }
+}
+
+/// `[methodology.nat-connection-rate]`: see [`search::ConnectionRateSearch`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConnectionRateSettings {
+    /// Connections created in every trial.
+    pub connections: u64,
+    /// Lowest rate tried, new connections per second.
+    pub min_rate: f64,
+    /// First and highest rate tried.
+    pub max_rate: f64,
+    /// Relative width at which the search stops.
+    pub resolution: f64,
+    /// Validation frames per second.
+    pub validation_rate: f64,
+    /// Wait between the preliminary phase and the validation.
+    #[serde(with = "crate::secs")]
+    pub phase_gap: Duration,
+}
+
+impl Default for ConnectionRateSettings {
+    fn default() -> Self {
+        ConnectionRateSettings {
+            connections: 10_000,
+            min_rate: 1_000.0,
+            max_rate: 1_000_000.0,
+            resolution: 0.01,
+            validation_rate: 10_000.0,
+            phase_gap: Duration::from_secs(1),
+        }
+    }
+}
+
+impl ConnectionRateSettings {
+    /// The search configuration these settings give.
+    pub fn config(&self, tester_tolerance: f64) -> ConnectionRateConfig {
+        ConnectionRateConfig {
+            connections: self.connections,
+            min_rate: ConnRate(self.min_rate),
+            max_rate: ConnRate(self.max_rate),
+            resolution: self.resolution,
+            validation_rate: ConnRate(self.validation_rate),
+            gap: self.phase_gap,
+            tester_tolerance,
+        }
     }
 }
 
@@ -342,6 +469,12 @@ pub struct MethodologySettings {
     pub iperf3_duration: Duration,
     /// iperf3 UDP target bit rate (`-b`).
     pub iperf3_udp_bitrate: Option<BitsPerSec>,
+    /// `nat-table-capacity` (absent in run files written before it existed).
+    #[serde(default)]
+    pub nat_table_capacity: TableCapacitySettings,
+    /// `nat-connection-rate` (absent in run files written before it existed).
+    #[serde(default)]
+    pub nat_connection_rate: ConnectionRateSettings,
 }
 
 impl Default for MethodologySettings {
@@ -367,6 +500,8 @@ impl Default for MethodologySettings {
             iperf3_omit: DEFAULT_IPERF3_OMIT,
             iperf3_duration: default_iperf3_duration(),
             iperf3_udp_bitrate: None,
+            nat_table_capacity: TableCapacitySettings::default(),
+            nat_connection_rate: ConnectionRateSettings::default(),
         }
     }
 }
@@ -723,6 +858,12 @@ pub const STARTUP: Startup = Startup {
 /// The DUT a plan's time estimate assumes: it forwards half of line rate.
 pub const ESTIMATE_CAPACITY: LineFraction = LineFraction(0.5);
 
+/// The stateful DUT a plan's time estimate assumes holds this share of `max-connections`.
+pub const ESTIMATE_TABLE_SHARE: f64 = 0.5;
+
+/// … and inserts this share of the connection-rate search's `max-rate`.
+pub const ESTIMATE_RATE_SHARE: f64 = 0.25;
+
 impl Plan {
     /// Parses and checks plan `text`; `file` is used in error messages.
     pub fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
@@ -894,10 +1035,50 @@ impl Plan {
                 tester_tolerance: r.tester_tolerance,
             })
             .map(|s| Box::new(s) as Box<dyn Search>),
-            Methodology::Rfc2544Latency | Methodology::Iperf3 => return None,
+            Methodology::Rfc2544Latency
+            | Methodology::Iperf3
+            | Methodology::NatTableCapacity
+            | Methodology::NatConnectionRate => return None,
         };
         // Settings were range-checked by the parser, so this only fails on a bug.
         built.ok()
+    }
+
+    /// The connection search for `methodology` (`nat-table-capacity`, `nat-connection-rate`),
+    /// or `None` for the others. Settings were checked by the parser.
+    pub fn conn_search(&self, methodology: Methodology) -> Option<Box<dyn ConnSearch>> {
+        let tol = self.run.tester_tolerance;
+        let m = &self.methodology;
+        match methodology {
+            Methodology::NatTableCapacity => {
+                TableCapacitySearch::new(m.nat_table_capacity.config(tol))
+                    .ok()
+                    .map(|s| Box::new(s) as Box<dyn ConnSearch>)
+            }
+            Methodology::NatConnectionRate => {
+                ConnectionRateSearch::new(m.nat_connection_rate.config(tol))
+                    .ok()
+                    .map(|s| Box::new(s) as Box<dyn ConnSearch>)
+            }
+            _ => None,
+        }
+    }
+
+    /// The methodologies the plan's matrix asks for that the runner cannot execute yet, as
+    /// (key, reason) with the key as plan errors spell it (`matrix[0].methodologies[2]`).
+    pub fn not_yet_executable(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (i, mx) in self.matrices.iter().enumerate() {
+            for (j, m) in mx.methodologies.iter().enumerate() {
+                if let Err(why) = m.executable() {
+                    out.push((
+                        format!("matrix[{i}].methodologies[{j}]"),
+                        format!("`{}` is not yet executable: {why}", m.name()),
+                    ));
+                }
+            }
+        }
+        out
     }
 
     /// Reference link speed of the case's path.
@@ -943,6 +1124,18 @@ impl Plan {
         }
     }
 
+    /// The stateful DUT a plan's time estimate assumes: its table holds
+    /// [`ESTIMATE_TABLE_SHARE`] of `max-connections` and it inserts [`ESTIMATE_RATE_SHARE`] of
+    /// the connection-rate search's `max-rate` (drop-new policy, no timeouts).
+    fn estimate_stateful_dut(&self) -> search::sim::SimStatefulDut {
+        let m = &self.methodology;
+        search::sim::SimStatefulDut::new(
+            (m.nat_table_capacity.max_connections as f64 * ESTIMATE_TABLE_SHARE) as u64,
+            m.nat_connection_rate.max_rate * ESTIMATE_RATE_SHARE,
+            search::sim::TablePolicy::DropNew,
+        )
+    }
+
     /// The longest back-to-back burst tried: the whole trial window at line rate.
     fn max_burst(&self, case: &Case) -> u64 {
         let frame = case.frame_size.unwrap_or(64) as usize;
@@ -970,6 +1163,16 @@ impl Plan {
                         u64::from(n),
                         f64::from(n) * self.methodology.latency_duration.as_secs_f64(),
                     )
+                }
+                Methodology::NatTableCapacity | Methodology::NatConnectionRate => {
+                    match self.conn_search(m) {
+                        Some(mut s) => {
+                            let dut = self.estimate_stateful_dut();
+                            let r = search::drive_conn(s.as_mut(), |t| dut.estimate_trial(t));
+                            (u64::from(r.trials), r.trial_seconds)
+                        }
+                        None => (0, 0.0),
+                    }
                 }
                 _ => match self.search(case, m) {
                     Some(mut s) => {
@@ -1135,5 +1338,7 @@ mod fuzz;
 mod tests;
 #[cfg(test)]
 mod tests_encap;
+#[cfg(test)]
+mod tests_nat;
 #[cfg(test)]
 mod tests_ports;

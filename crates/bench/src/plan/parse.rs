@@ -88,6 +88,26 @@ const MULTI_GOAL_KEYS: [&str; 7] = [
     "search-time-cap",
 ];
 
+/// Keys of `[methodology.nat-table-capacity]`.
+const TABLE_CAPACITY_KEYS: [&str; 6] = [
+    "max-connections",
+    "start-connections",
+    "resolution-connections",
+    "preliminary-rate",
+    "validation-rate",
+    "phase-gap",
+];
+
+/// Keys of `[methodology.nat-connection-rate]`.
+const CONNECTION_RATE_KEYS: [&str; 6] = [
+    "connections",
+    "min-rate",
+    "max-rate",
+    "resolution",
+    "validation-rate",
+    "phase-gap",
+];
+
 /// Parses `500ms`, `2s`, `1.5s`, `2m`, `1h`.
 fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
@@ -1096,7 +1116,106 @@ impl<'s> Walker<'s> {
                 m.iperf3_udp_bitrate = Some(x);
             }
         }
+        self.nat_methodologies(t, run, &mut m);
         m
+    }
+
+    /// `[methodology.nat-table-capacity]` and `[methodology.nat-connection-rate]`: each key
+    /// range-checked where it stands, then the search's own checks (start ≤ max, min < max)
+    /// reported at the key that breaks them.
+    fn nat_methodologies(
+        &mut self,
+        t: &DeTable<'_>,
+        run: &RunSettings,
+        m: &mut MethodologySettings,
+    ) {
+        const MAX_N: i64 = search::nat::MAX_CONNECTIONS as i64;
+        // Connections per second: from one a second to 100 million (far above any tester).
+        const MAX_RATE: f64 = 1e8;
+        if let Some(st) = self.sub(t, "nat-table-capacity", &TABLE_CAPACITY_KEYS) {
+            let p = "methodology.nat-table-capacity";
+            let s = &mut m.nat_table_capacity;
+            for (key, slot) in [
+                ("max-connections", &mut s.max_connections),
+                ("resolution-connections", &mut s.resolution_connections),
+            ] {
+                if let Some(x) = get(st, key).and_then(|x| self.int(x, &join(p, key), 1, MAX_N)) {
+                    *slot = x as u64;
+                }
+            }
+            if let Some(x) = get(st, "start-connections")
+                .and_then(|x| self.int(x, &join(p, "start-connections"), 1, MAX_N))
+            {
+                s.start_connections = Some(x as u64);
+            }
+            if let Some(x) = get(st, "preliminary-rate")
+                .and_then(|x| self.float(x, &join(p, "preliminary-rate"), 1.0, MAX_RATE))
+            {
+                s.preliminary_rate = x;
+            }
+            if let Some(x) = get(st, "validation-rate")
+                .and_then(|x| self.float(x, &join(p, "validation-rate"), 1.0, MAX_RATE))
+            {
+                s.validation_rate = Some(x);
+            }
+            if let Some(x) =
+                get(st, "phase-gap").and_then(|x| self.duration(x, &join(p, "phase-gap")))
+            {
+                s.phase_gap = x;
+            }
+            if let Err(e) = search::TableCapacitySearch::new(s.config(run.tester_tolerance)) {
+                let key = if get(st, "start-connections").is_some() {
+                    "start-connections"
+                } else {
+                    "max-connections"
+                };
+                let span = get(st, key)
+                    .or_else(|| get(t, "nat-table-capacity"))
+                    .map_or(0..0, |v| v.span());
+                self.err(span, &join(p, key), e.0);
+            }
+        }
+        if let Some(st) = self.sub(t, "nat-connection-rate", &CONNECTION_RATE_KEYS) {
+            let p = "methodology.nat-connection-rate";
+            let s = &mut m.nat_connection_rate;
+            if let Some(x) =
+                get(st, "connections").and_then(|x| self.int(x, &join(p, "connections"), 1, MAX_N))
+            {
+                s.connections = x as u64;
+            }
+            for (key, slot) in [
+                ("min-rate", &mut s.min_rate),
+                ("max-rate", &mut s.max_rate),
+                ("validation-rate", &mut s.validation_rate),
+            ] {
+                if let Some(x) =
+                    get(st, key).and_then(|x| self.float(x, &join(p, key), 1.0, MAX_RATE))
+                {
+                    *slot = x;
+                }
+            }
+            if let Some(x) =
+                get(st, "resolution").and_then(|x| self.float(x, &join(p, "resolution"), 1e-6, 0.5))
+            {
+                s.resolution = x;
+            }
+            if let Some(x) =
+                get(st, "phase-gap").and_then(|x| self.duration(x, &join(p, "phase-gap")))
+            {
+                s.phase_gap = x;
+            }
+            if let Err(e) = search::ConnectionRateSearch::new(s.config(run.tester_tolerance)) {
+                let key = if get(st, "min-rate").is_some() {
+                    "min-rate"
+                } else {
+                    "max-rate"
+                };
+                let span = get(st, key)
+                    .or_else(|| get(t, "nat-connection-rate"))
+                    .map_or(0..0, |v| v.span());
+                self.err(span, &join(p, key), e.0);
+            }
+        }
     }
 
     /// One `[[matrix]]` block; `lab_dut`: the plan's DUT is the built-in lab (where the

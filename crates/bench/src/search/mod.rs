@@ -25,6 +25,7 @@ mod binary;
 mod latency;
 mod loss_curve;
 mod mlr;
+pub mod nat;
 pub mod sim;
 
 pub use back_to_back::{buffer_time, BackToBack, BackToBackConfig, BufferTime};
@@ -32,6 +33,11 @@ pub use binary::{BinaryConfig, BinarySearch};
 pub use latency::{LatencyConfig, LatencySearch};
 pub use loss_curve::{LossCurve, LossCurveConfig};
 pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
+pub use nat::{
+    drive_conn, replay_conn, ConnFinding, ConnOutcome, ConnRate, ConnReplayMismatch, ConnSearch,
+    ConnSearchResult, ConnStatus, ConnTrial, ConnectionRateConfig, ConnectionRateSearch,
+    PastCapacity, TableCapacityConfig, TableCapacitySearch,
+};
 
 /// Default tolerance for tester-limited detection: an achieved offered load more than 1 %
 /// below the intended one means the tester, not the DUT, set the pace.

@@ -194,3 +194,256 @@ impl SimDut {
         }
     }
 }
+
+/// What a simulated stateful DUT does with a new connection when its table is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TablePolicy {
+    /// Refuse it: its frame is dropped (Linux conntrack when early drop finds nothing to drop).
+    DropNew,
+    /// Evict the oldest connection to make room (an LRU-style table).
+    EvictOldest,
+}
+
+/// A simulated stateful DUT (NAT or stateful firewall) for the connection searches
+/// ([`super::nat`]): a connection table with a `capacity`, an insertion-rate limit, a policy for
+/// a full table and an idle timeout.
+///
+/// The model, per [`ConnTrial`](super::nat::ConnTrial), starting from an empty table (as RFC
+/// 9693 asks between trials): preliminary frame k arrives at k / rate seconds. Insertion is a token bucket
+/// refilled at `insert_rate` per second holding at most `insert_burst` tokens (full at the
+/// start); a frame finding less than one token is dropped and its connection never exists.
+/// A frame that finds the table full is dropped (`DropNew`) or evicts the oldest entry
+/// (`EvictOldest`). Entries idle longer than `timeout` are removed as soon as they expire. The
+/// learned connections are then validated in creation order, the first at `gap` after the last
+/// preliminary frame, one every 1 / validation_rate seconds; a reply passes if its connection is
+/// still in the table at that moment. Forwarding itself never loses a frame: only the table
+/// does, so every failure is the table's. The arithmetic is exact enough that the searches'
+/// truth is known in closed form ([`SimStatefulDut::rate_limit`],
+/// [`SimStatefulDut::capacity_limit`]).
+#[derive(Debug, Clone)]
+pub struct SimStatefulDut {
+    /// Connections the table holds.
+    pub capacity: u64,
+    /// New connections per second the DUT can insert.
+    pub insert_rate: f64,
+    /// Insertions it can absorb above that rate (token bucket depth, at least 1).
+    pub insert_burst: f64,
+    /// What a full table does with a new connection.
+    pub policy: TablePolicy,
+    /// Idle timeout of an entry; `None` = never.
+    pub timeout: Option<core::time::Duration>,
+    /// The highest preliminary rate the tester reaches.
+    pub tester_ceiling: Option<f64>,
+}
+
+impl SimStatefulDut {
+    /// A table of `capacity` entries inserting at most `insert_rate` connections/s, with a
+    /// one-token bucket (no burst above the rate) and no timeout.
+    pub fn new(capacity: u64, insert_rate: f64, policy: TablePolicy) -> SimStatefulDut {
+        SimStatefulDut {
+            capacity,
+            insert_rate,
+            insert_burst: 1.0,
+            policy,
+            timeout: None,
+            tester_ceiling: None,
+        }
+    }
+
+    /// The highest preliminary rate at which all of `n` connections are inserted: with a bucket
+    /// of depth B ≥ 1, frame k (0-based) needs k + 1 ≤ B + insert_rate × k / rate, which binds at
+    /// k = n − 1: rate ≤ insert_rate × (n − 1) / (n − B); any rate when n ≤ B.
+    pub fn rate_limit(&self, n: u64) -> f64 {
+        let b = self.insert_burst.max(1.0);
+        let n = n as f64;
+        if n <= b {
+            f64::INFINITY
+        } else {
+            self.insert_rate * (n - 1.0) / (n - b)
+        }
+    }
+
+    /// The largest N that passes a trial like `t` (its N ignored), for a rate the DUT sustains:
+    /// the capacity, or fewer when the timeout expires an entry before its validation. The
+    /// oldest age at validation is that of the first or the last connection (the age grows or
+    /// shrinks along the validation order), so the predicate is monotone in N; it is evaluated
+    /// with the same float expressions [`Self::trial`] uses, so the two agree to the last
+    /// connection.
+    pub fn capacity_limit(&self, t: &super::nat::ConnTrial) -> u64 {
+        let Some(to) = self.timeout.map(|d| d.as_secs_f64()) else {
+            return self.capacity;
+        };
+        let rate = match self.tester_ceiling {
+            Some(c) if c < t.rate.0 => c,
+            _ => t.rate.0,
+        };
+        let fits = |n: u64| {
+            if n == 0 {
+                return true;
+            }
+            let end = (n - 1) as f64 / rate + t.gap.as_secs_f64();
+            let first = end;
+            let last = end + (n - 1) as f64 / t.validation_rate.0 - (n - 1) as f64 / rate;
+            first <= to && last <= to
+        };
+        // Largest n in 0..=capacity with fits(n), by bisection.
+        let (mut lo, mut hi) = (0u64, self.capacity);
+        if fits(hi) {
+            return hi;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The outcome of a trial in closed form, without the per-connection walk of
+    /// [`Self::trial`] (which allocates per connection): for plan time estimates, where N may
+    /// be billions. Timeouts are ignored; above the insertion limit the number inserted is
+    /// approximated by the sustained rate's share.
+    pub fn estimate_trial(&self, t: &super::nat::ConnTrial) -> super::nat::ConnOutcome {
+        use super::nat::{ConnOutcome, ConnRate, FailedSpan};
+        let rate = match self.tester_ceiling {
+            Some(c) if c < t.rate.0 => c,
+            _ => t.rate.0,
+        };
+        let n = t.connections;
+        let inserted = if rate <= self.rate_limit(n) * (1.0 + 1e-9) {
+            n
+        } else {
+            let share = (self.insert_rate / rate).clamp(0.0, 1.0);
+            ((n.saturating_sub(1) as f64 * share) as u64 + 1).min(n)
+        };
+        let validated = inserted.min(self.capacity);
+        let learned = match self.policy {
+            TablePolicy::DropNew => validated,
+            TablePolicy::EvictOldest => inserted,
+        };
+        let lost = n - validated;
+        let failed = (lost > 0).then(|| match self.policy {
+            TablePolicy::DropNew => FailedSpan {
+                count: lost,
+                first: n - lost,
+                last: n - 1,
+            },
+            TablePolicy::EvictOldest => FailedSpan {
+                count: lost,
+                first: 0,
+                last: lost - 1,
+            },
+        });
+        ConnOutcome {
+            connections: n,
+            intended_rate: t.rate,
+            offered_rate: ConnRate(rate),
+            preliminary_sent: n,
+            preliminary_received: learned,
+            validation_sent: learned,
+            validation_received: validated,
+            failed,
+        }
+    }
+
+    /// Runs one simulated trial, connection by connection (it allocates per connection: for
+    /// tests; [`Self::estimate_trial`] is the closed form for any N).
+    pub fn trial(&self, t: &super::nat::ConnTrial) -> super::nat::ConnOutcome {
+        use super::nat::{ConnOutcome, ConnRate, FailedSpan};
+        use std::collections::VecDeque;
+
+        let rate = match self.tester_ceiling {
+            Some(c) if c < t.rate.0 => c,
+            _ => t.rate.0,
+        };
+        let n = t.connections;
+        let timeout = self.timeout.map(|d| d.as_secs_f64());
+        let burst = self.insert_burst.max(1.0);
+        // Relative slack for float rounding: a rate exactly at the limit passes.
+        const EPS: f64 = 1e-9;
+        // Present connections in creation order (all share one timeout, so expiry and eviction
+        // both take from the front): (index, created at).
+        let mut table: VecDeque<(u64, f64)> = VecDeque::new();
+        // The learned (forwarded) connections, in creation order.
+        let mut learned: Vec<u64> = Vec::new();
+        let mut tokens = burst;
+        let step = self.insert_rate / rate;
+        for k in 0..n {
+            let now = k as f64 / rate;
+            if k > 0 {
+                tokens = (tokens + step).min(burst);
+            }
+            if let Some(to) = timeout {
+                while table.front().is_some_and(|&(_, c)| now - c > to) {
+                    table.pop_front();
+                }
+            }
+            if tokens < 1.0 - EPS {
+                continue; // insertion too fast: the frame is dropped
+            }
+            if table.len() as u64 >= self.capacity {
+                match self.policy {
+                    TablePolicy::DropNew => continue,
+                    TablePolicy::EvictOldest => {
+                        if table.pop_front().is_none() {
+                            continue; // capacity 0
+                        }
+                    }
+                }
+            }
+            tokens -= 1.0;
+            table.push_back((k, now));
+            learned.push(k);
+        }
+        // Validation in creation order of the learned tuples.
+        let end = n.saturating_sub(1) as f64 / rate + t.gap.as_secs_f64();
+        // Creation time of each connection still present (NaN: gone or never created).
+        let mut present = vec![f64::NAN; n as usize];
+        for (k, c) in table {
+            present[k as usize] = c;
+        }
+        let mut received = 0u64;
+        let mut failed: Option<FailedSpan> = None;
+        let mut fail = |k: u64| {
+            let f = failed.get_or_insert(FailedSpan {
+                count: 0,
+                first: k,
+                last: k,
+            });
+            f.count += 1;
+            f.first = f.first.min(k);
+            f.last = f.last.max(k);
+        };
+        let mut next_learned = learned.iter().peekable();
+        let mut j = 0u64;
+        for k in 0..n {
+            if next_learned.peek() != Some(&&k) {
+                fail(k); // never learned: no reply at all
+                continue;
+            }
+            next_learned.next();
+            let at = end + j as f64 / t.validation_rate.0;
+            j += 1;
+            let c = present[k as usize];
+            let alive = !c.is_nan() && timeout.is_none_or(|to| at - c <= to);
+            if alive {
+                received += 1;
+            } else {
+                fail(k);
+            }
+        }
+        ConnOutcome {
+            connections: n,
+            intended_rate: t.rate,
+            offered_rate: ConnRate(rate),
+            preliminary_sent: n,
+            preliminary_received: learned.len() as u64,
+            validation_sent: learned.len() as u64,
+            validation_received: received,
+            failed,
+        }
+    }
+}

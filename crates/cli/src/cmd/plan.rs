@@ -121,9 +121,13 @@ pub fn run(args: PlanArgs) -> CliResult {
             );
         }
     }
+    // Methodologies that parse and estimate but cannot run yet: the plan is not runnable, so
+    // the check fails after showing what it would do.
+    let pending = bench::runner::not_yet_executable(&p);
     outln!(
-        "{}: OK — {} cases, {} profile switches, ~{} trials, estimated {} = {} of trials and settles + {} of start-up",
+        "{}: {} — {} cases, {} profile switches, ~{} trials, estimated {} = {} of trials and settles + {} of start-up",
         p.name,
+        if pending.is_empty() { "OK" } else { "checked, not runnable yet" },
         est.cases,
         est.profile_switches,
         est.trials,
@@ -140,6 +144,13 @@ pub fn run(args: PlanArgs) -> CliResult {
         outln!("  checked offline: the file only (not this host's interfaces, ssh, hook programs)");
     } else {
         outln!("  checked here: interfaces, DUT host over ssh, hook programs, iperf3/tcpdump; `run` also probes the kernel features of lab profiles (needs root)");
+    }
+    if !pending.is_empty() {
+        let lines: Vec<String> = pending.iter().map(|x| x.describe(&p.file, &text)).collect();
+        return Err(CliError::Usage(format!(
+            "plan errors:\n{}",
+            lines.join("\n")
+        )));
     }
     Ok(())
 }

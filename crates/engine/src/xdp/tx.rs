@@ -152,6 +152,11 @@ fn recipe(cfg: &StreamConfig, slot: usize, frame: &[u8], sig_off: usize) -> Resu
     let (flags, seed) = match f.mode {
         FlowMode::Increment => (0, 0),
         FlowMode::Random { seed } => (RECIPE_RANDOM, seed),
+        // The BPF sender varies each field on its own; the combined flow set (and its Feistel
+        // permutation) is not in the program yet.
+        FlowMode::Tuples | FlowMode::PermutedTuples { .. } => return Err(bad(
+            "flow sets of combined tuples are not in the XDP sender yet; use the AF_PACKET backend",
+        )),
     };
     Ok(Recipe {
         seed,

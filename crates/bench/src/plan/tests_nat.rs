@@ -1,0 +1,237 @@
+//! `nat-table-capacity` and `nat-connection-rate` in plans: names, settings with file:line
+//! errors, the case list and time estimate, and the refusal to run them until the runner can.
+
+use super::*;
+
+fn demo() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lab-demo.toml"
+    ))
+    .unwrap()
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+fn errors(text: &str) -> Vec<PlanError> {
+    match Plan::parse(text, "plan.toml") {
+        Ok(_) => panic!("plan accepted:\n{text}"),
+        Err(e) => {
+            println!("{e}");
+            e.0
+        }
+    }
+}
+
+/// The demo plan with the UDP IPv4 block asking for both NAT methodologies, and `extra`
+/// methodology tables.
+fn nat_plan(extra: &str) -> String {
+    let text = demo().replacen(
+        "frame-size = [64, 512, 1518]\nmethodologies = [\"rfc2544-throughput\"]",
+        "frame-size = [64]\nmethodologies = [\"nat-table-capacity\", \"nat-connection-rate\"]",
+        1,
+    );
+    assert!(text.contains("nat-table-capacity"));
+    text.replace(
+        "[methodology.iperf3]",
+        &format!("{extra}\n[methodology.iperf3]"),
+    )
+}
+
+const SETTINGS: &str = r#"
+[methodology.nat-table-capacity]
+max-connections = 2000000
+start-connections = 4096
+resolution-connections = 100
+preliminary-rate = 50000
+validation-rate = 100000
+phase-gap = "500ms"
+
+[methodology.nat-connection-rate]
+connections = 20000
+min-rate = 500
+max-rate = 400000
+resolution = 0.02
+validation-rate = 20000
+phase-gap = "2s"
+"#;
+
+#[test]
+fn nat_methodologies_parse_with_their_settings() {
+    let plan = Plan::parse(&nat_plan(SETTINGS), "plan.toml").unwrap();
+    let c = &plan.methodology.nat_table_capacity;
+    assert_eq!(c.max_connections, 2_000_000);
+    assert_eq!(c.start_connections, Some(4096));
+    assert_eq!(c.resolution_connections, 100);
+    assert_eq!(c.preliminary_rate, 50_000.0);
+    assert_eq!(c.validation_rate, Some(100_000.0));
+    assert_eq!(c.phase_gap, Duration::from_millis(500));
+    let r = &plan.methodology.nat_connection_rate;
+    assert_eq!(r.connections, 20_000);
+    assert_eq!((r.min_rate, r.max_rate), (500.0, 400_000.0));
+    assert_eq!(r.resolution, 0.02);
+    assert_eq!(r.validation_rate, 20_000.0);
+    assert_eq!(r.phase_gap, Duration::from_secs(2));
+    let cases = plan.cases().unwrap();
+    let nat = cases.iter().find(|c| c.id == "forward/udp4/64B").unwrap();
+    assert_eq!(
+        nat.methodologies,
+        [
+            Methodology::NatTableCapacity,
+            Methodology::NatConnectionRate
+        ]
+    );
+    assert!(plan.conn_search(Methodology::NatTableCapacity).is_some());
+    assert!(plan.conn_search(Methodology::NatConnectionRate).is_some());
+    assert!(plan.conn_search(Methodology::Rfc2544Throughput).is_none());
+    assert!(plan.search(nat, Methodology::NatTableCapacity).is_none());
+    // Run files written before these settings existed still load, with the defaults.
+    let mut v = serde_json::to_value(&plan.methodology).unwrap();
+    let o = v.as_object_mut().unwrap();
+    assert!(o.remove("nat_table_capacity").is_some());
+    assert!(o.remove("nat_connection_rate").is_some());
+    let old: MethodologySettings = serde_json::from_value(v).unwrap();
+    assert_eq!(old.nat_table_capacity, TableCapacitySettings::default());
+    assert_eq!(old.nat_connection_rate, ConnectionRateSettings::default());
+}
+
+#[test]
+fn defaults_without_tables() {
+    let plan = Plan::parse(&nat_plan(""), "plan.toml").unwrap();
+    let c = plan.methodology.nat_table_capacity.config(0.01);
+    assert_eq!((c.start, c.max, c.resolution), (1000, 1_000_000, 1));
+    assert_eq!(c.validation_rate, c.rate);
+    assert!(plan.conn_search(Methodology::NatConnectionRate).is_some());
+}
+
+/// The case list's estimate counts the NAT searches' trials and seconds (driven against the
+/// estimate's stateful DUT), so `plan check` shows what a run would cost.
+#[test]
+fn nat_cases_have_an_estimate() {
+    let plan = Plan::parse(&nat_plan(SETTINGS), "plan.toml").unwrap();
+    let cases = plan.cases().unwrap();
+    let nat = cases.iter().find(|c| c.id == "forward/udp4/64B").unwrap();
+    let (trials, seconds) = plan.case_estimate(nat);
+    // Capacity: doubling from 4096 to past 1,000,000, then bisecting to 100 connections;
+    // rate: bisecting 500…400,000 to 2 %.
+    assert!((15..80).contains(&trials), "{trials}");
+    assert!(seconds > 10.0, "{seconds}");
+    let e = plan.estimate().unwrap();
+    assert!(e.trials >= trials);
+}
+
+#[test]
+fn nat_methodologies_are_refused_with_what_is_missing() {
+    let text = nat_plan("");
+    let plan = Plan::parse(&text, "plan.toml").unwrap();
+    let pending = plan.not_yet_executable();
+    assert_eq!(pending.len(), 2, "{pending:?}");
+    let (key, msg) = &pending[0];
+    assert_eq!(key, "matrix[0].methodologies[0]");
+    assert!(msg.starts_with("`nat-table-capacity` is not yet executable: "));
+    assert!(msg.contains("responder"), "{msg}");
+    assert_eq!(pending[1].0, "matrix[0].methodologies[1]");
+    // The key points into the file.
+    let (line, _) = locate(&text, key).unwrap();
+    assert_eq!(
+        line,
+        line_of(&text, "methodologies = [\"nat-table-capacity\"")
+    );
+    // Plans without them have nothing pending.
+    assert!(Plan::parse(&demo(), "plan.toml")
+        .unwrap()
+        .not_yet_executable()
+        .is_empty());
+}
+
+#[test]
+fn bad_settings_name_file_line_and_key() {
+    for (bad, key, needle) in [
+        (
+            "max-connections = 0",
+            "methodology.nat-table-capacity.max-connections",
+            "between 1 and",
+        ),
+        (
+            "max-connections = 5000000000",
+            "methodology.nat-table-capacity.max-connections",
+            "between 1 and",
+        ),
+        (
+            "preliminary-rate = -5",
+            "methodology.nat-table-capacity.preliminary-rate",
+            "between",
+        ),
+        (
+            "phase-gap = \"soon\"",
+            "methodology.nat-table-capacity.phase-gap",
+            "not a duration",
+        ),
+        (
+            "resolution-connections = 1.5",
+            "methodology.nat-table-capacity.resolution-connections",
+            "an integer",
+        ),
+    ] {
+        let text = nat_plan(&format!("[methodology.nat-table-capacity]\n{bad}\n"));
+        let errs = errors(&text);
+        assert_eq!(errs.len(), 1, "{bad}: {errs:?}");
+        assert_eq!(errs[0].key, key);
+        assert_eq!(errs[0].line, line_of(&text, bad));
+        assert!(errs[0].message.contains(needle), "{}", errs[0].message);
+    }
+}
+
+#[test]
+fn cross_checks_point_at_the_key_that_breaks_them() {
+    let text = nat_plan(
+        "[methodology.nat-table-capacity]\nmax-connections = 1000\nstart-connections = 5000\n",
+    );
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1);
+    assert_eq!(
+        errs[0].key,
+        "methodology.nat-table-capacity.start-connections"
+    );
+    assert_eq!(errs[0].line, line_of(&text, "start-connections = 5000"));
+    assert!(errs[0].message.contains("starting connections 5000"));
+
+    let text = nat_plan("[methodology.nat-connection-rate]\nmin-rate = 2000000\n");
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0].key, "methodology.nat-connection-rate.min-rate");
+    assert_eq!(errs[0].line, line_of(&text, "min-rate = 2000000"));
+    assert!(errs[0].message.contains("below the maximum"));
+
+    // A small max with the default start is not an error: the start follows the max.
+    let plan = Plan::parse(
+        &nat_plan("[methodology.nat-table-capacity]\nmax-connections = 300\n"),
+        "plan.toml",
+    )
+    .unwrap();
+    assert_eq!(plan.methodology.nat_table_capacity.config(0.01).start, 300);
+}
+
+#[test]
+fn unknown_keys_get_suggestions() {
+    let text = nat_plan("[methodology.nat-connection-rate]\nmax-rates = 1000\n");
+    let errs = errors(&text);
+    assert_eq!(errs[0].key, "methodology.nat-connection-rate.max-rates");
+    assert_eq!(errs[0].hint.as_deref(), Some("did you mean `max-rate`?"));
+    let text = demo().replacen(
+        "methodologies = [\"rfc2544-throughput\"]",
+        "methodologies = [\"nat-table-capacty\"]",
+        1,
+    );
+    let errs = errors(&text);
+    assert!(
+        errs[0]
+            .hint
+            .as_deref()
+            .unwrap_or("")
+            .contains("nat-table-capacity"),
+        "{errs:?}"
+    );
+}

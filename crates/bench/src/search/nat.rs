@@ -1,0 +1,682 @@
+//! Stateful NATxy / stateful-firewall searches after RFC 9693 (Lencse & Shima, "Benchmarking
+//! Methodology for Stateful NATxy Gateways"): how many connections the DUT's connection table
+//! holds (`nat-table-capacity`) and how many new connections per second it sets up
+//! (`nat-connection-rate`).
+//!
+//! # The trial
+//!
+//! Every trial has RFC 9693's two test phases (phase 1, the preliminary phase, and phase 2, the
+//! real test), and starts with an empty connection table (RFC 9693, "Control of the Connection
+//! Tracking Table Entries": entries are
+//! flushed, or left to time out, between trials — the runner's duty, not the search's):
+//!
+//! 1. **Preliminary phase.** The initiator sends one frame from each of `connections`
+//!    distinct 4-tuples, at `rate` new connections per second; each frame makes the DUT create
+//!    one connection (and, for a NAT, one translation). The responder records the (translated)
+//!    4-tuples it receives.
+//! 2. **Validation.** After `gap`, the responder sends one frame back on every learned 4-tuple at
+//!    `validation_rate`; the initiator counts what arrives. A reply crosses the DUT only if
+//!    its connection still exists (RFC 9693, "Validation of Connection Establishment").
+//!
+//! Section titles rather than numbers are cited here; docs/methodology.md maps them to the
+//! section numbers and says how they were checked.
+//!
+//! A trial **passes** when every preliminary frame arrived (the responder learned all N
+//! tuples) *and* every validation frame came back. The preliminary test alone is not enough:
+//! a DUT that evicts old connections to make room forwards every new one, and only the
+//! validation shows that the early ones are gone.
+//!
+//! # Why a separate trait
+//!
+//! [`super::Search`] speaks offered loads as fractions of line rate; these searches move the
+//! number of connections and the rate of *new* connections, and their outcome has two phases.
+//! [`ConnSearch`] keeps the same protocol (`next(outcome) -> Option<request>`, no I/O, no
+//! clock, deterministic, so recorded outcomes replay) with its own request and outcome types.
+
+use core::fmt;
+use core::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{check, InvalidConfig, DEFAULT_TESTER_TOLERANCE};
+
+/// New connections per second. In the preliminary phase one frame creates one connection, so
+/// this is also that phase's frame rate.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ConnRate(pub f64);
+
+impl fmt::Display for ConnRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.0} connections/s", self.0)
+    }
+}
+
+fn positive_rate(r: ConnRate, what: &str) -> Result<(), InvalidConfig> {
+    check(r.0.is_finite() && r.0 > 0.0, || {
+        format!("{what} {} must be a positive number of connections/s", r.0)
+    })
+}
+
+/// One trial of a connection search: a preliminary phase creating `connections` connections,
+/// then a validation phase on the learned tuples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ConnTrial {
+    /// N: distinct 4-tuples the initiator sends from, one frame each.
+    pub connections: u64,
+    /// Rate of the preliminary phase.
+    pub rate: ConnRate,
+    /// Rate of the validation frames (one per learned tuple).
+    pub validation_rate: ConnRate,
+    /// Wait between the last preliminary frame and the first validation frame, so that frames
+    /// still in flight (or queued in the DUT) reach the responder first.
+    #[serde(with = "crate::secs")]
+    pub gap: Duration,
+}
+
+impl ConnTrial {
+    /// How long the trial lasts: preliminary phase, gap, validation phase. Its cost, and the
+    /// age the first connection reaches before it is validated — the DUT's connection timeouts
+    /// must be longer than this, or the trial measures the timeout, not the table.
+    pub fn duration(&self) -> Duration {
+        let n = self.connections as f64;
+        let secs = n / self.rate.0 + n / self.validation_rate.0;
+        // Rates were checked positive and N is bounded, so this is finite; saturate anyway.
+        Duration::try_from_secs_f64(secs)
+            .unwrap_or(Duration::MAX)
+            .saturating_add(self.gap)
+    }
+
+    /// Whether `other` asks for the same trial (rates compared with a relative tolerance of
+    /// 1e-9, as [`super::TrialRequest::same_as`] does, so a request read back from JSON
+    /// matches).
+    pub fn same_as(&self, other: &ConnTrial) -> bool {
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+        self.connections == other.connections
+            && self.gap == other.gap
+            && close(self.rate.0, other.rate.0)
+            && close(self.validation_rate.0, other.validation_rate.0)
+    }
+}
+
+/// Which connections failed validation, by creation order (0 = the first preliminary frame).
+/// Enough to tell "the newest were never created" from "the oldest were evicted" without
+/// keeping a list of a million indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedSpan {
+    /// How many connections failed (never learned by the responder, or their reply lost).
+    pub count: u64,
+    /// Lowest creation index among them.
+    pub first: u64,
+    /// Highest creation index among them.
+    pub last: u64,
+}
+
+/// What one connection trial measured.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ConnOutcome {
+    /// The trial's N.
+    pub connections: u64,
+    /// The preliminary rate the search asked for.
+    pub intended_rate: ConnRate,
+    /// The preliminary rate the tester really achieved (measured, DESIGN.md §7).
+    pub offered_rate: ConnRate,
+    /// Preliminary frames the initiator sent (N unless the tester fell short).
+    pub preliminary_sent: u64,
+    /// Preliminary frames the responder received (distinct tuples it learned).
+    pub preliminary_received: u64,
+    /// Validation frames the responder sent (one per learned tuple).
+    pub validation_sent: u64,
+    /// Validation frames the initiator received.
+    pub validation_received: u64,
+    /// The connections that did not validate, when the runner can tell which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<FailedSpan>,
+}
+
+impl ConnOutcome {
+    /// RFC 9693's pass criterion: all N preliminary frames arrived and every connection
+    /// validated.
+    pub fn passed(&self) -> bool {
+        self.preliminary_received >= self.connections
+            && self.validation_sent >= self.connections
+            && self.validation_received >= self.validation_sent
+    }
+
+    /// True when the tester did not send all N preliminary frames or fell more than
+    /// `tolerance` below the asked rate: then the trial says nothing about the DUT.
+    pub fn is_tester_limited(&self, tolerance: f64) -> bool {
+        self.preliminary_sent < self.connections
+            || self.offered_rate.0 < self.intended_rate.0 * (1.0 - tolerance)
+    }
+
+    /// What a failed trial says about the table (see [`PastCapacity`]).
+    pub fn past_capacity(&self) -> PastCapacity {
+        let Some(f) = self.failed.filter(|f| f.count > 0 && f.first <= f.last) else {
+            return PastCapacity::Unknown;
+        };
+        let n = self.connections;
+        let contiguous =
+            f.last.checked_sub(f.first).and_then(|d| d.checked_add(1)) == Some(f.count);
+        let newest = contiguous && f.last.checked_add(1) == Some(n);
+        let oldest = contiguous && f.first == 0;
+        let all_arrived = self.preliminary_received >= n;
+        // When every connection failed, both ends are touched; whether the preliminary frames
+        // arrived then tells "never created" from "created, then lost".
+        match (newest, oldest, all_arrived) {
+            (_, true, true) => PastCapacity::OldestLost,
+            (true, _, false) => PastCapacity::NewDropped,
+            _ => PastCapacity::Mixed,
+        }
+    }
+}
+
+/// What happens when more connections are offered than the table holds, as a failed trial
+/// shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PastCapacity {
+    /// The newest connections were refused: their preliminary frames were dropped and exactly
+    /// the last ones failed (a table that drops new flows when full, like Linux conntrack
+    /// without early drop).
+    NewDropped,
+    /// Every preliminary frame was forwarded but exactly the oldest connections failed
+    /// validation: they were evicted to make room — or timed out, which looks the same; hence
+    /// the trial must be shorter than the DUT's timeouts ([`ConnTrial::duration`]).
+    OldestLost,
+    /// Failures in both places or in the middle (e.g. hash-bucket limits, random early drop).
+    Mixed,
+    /// The runner did not say which connections failed.
+    Unknown,
+}
+
+impl fmt::Display for PastCapacity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PastCapacity::NewDropped => "new connections dropped",
+            PastCapacity::OldestLost => "oldest connections evicted (or timed out)",
+            PastCapacity::Mixed => "connections lost in no clear order",
+            PastCapacity::Unknown => "unknown which connections were lost",
+        })
+    }
+}
+
+/// Whether a connection search is running, finished or stopped by the tester.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum ConnStatus {
+    /// More trials are needed.
+    Running,
+    /// Finished; the finding is a DUT figure.
+    Complete,
+    /// A trial's tester could not send N frames at the asked rate; the search stopped and its
+    /// finding must not be reported as a DUT figure.
+    TesterLimited {
+        intended: ConnRate,
+        achieved: ConnRate,
+    },
+}
+
+/// What a connection search found.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ConnFinding {
+    /// `nat-table-capacity`: the largest N that passed and the smallest that failed.
+    TableCapacity {
+        /// Largest N that passed (`None`: not even the first N tried… down to 1).
+        lower: Option<u64>,
+        /// Smallest N that failed (`None`: the maximum N passed; the table may be larger).
+        upper: Option<u64>,
+        /// What the failing trial at `upper` showed.
+        past: Option<PastCapacity>,
+        /// The preliminary rate every trial used.
+        rate: ConnRate,
+    },
+    /// `nat-connection-rate`: the highest rate that passed and the lowest that failed, at N.
+    ConnectionRate {
+        connections: u64,
+        lower: Option<ConnRate>,
+        upper: Option<ConnRate>,
+    },
+}
+
+/// Status, finding and cost of a connection search.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ConnSearchResult {
+    pub status: ConnStatus,
+    pub finding: ConnFinding,
+    /// Trials requested.
+    pub trials: u32,
+    /// Sum of the requested trials' [`ConnTrial::duration`]s, in seconds.
+    pub trial_seconds: f64,
+}
+
+/// A connection methodology: the same protocol as [`super::Search`] — call `next(None)`, run
+/// the trial, call `next(Some(&outcome))`, until `None`.
+pub trait ConnSearch {
+    /// Learns from `last` and returns the next trial, or `None` when the search is over.
+    fn next(&mut self, last: Option<&ConnOutcome>) -> Option<ConnTrial>;
+    /// The current result (final once `next` returned `None`).
+    fn result(&self) -> ConnSearchResult;
+}
+
+/// Runs `search` to the end with `run` as the DUT (a simulated one in tests).
+pub fn drive_conn(
+    search: &mut dyn ConnSearch,
+    mut run: impl FnMut(&ConnTrial) -> ConnOutcome,
+) -> ConnSearchResult {
+    let mut last: Option<ConnOutcome> = None;
+    while let Some(t) = search.next(last.as_ref()) {
+        last = Some(run(&t));
+    }
+    search.result()
+}
+
+/// A recorded connection trial that is not what the search asks for now (the plan or the code
+/// changed since it was recorded), so its outcome cannot be reused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnReplayMismatch {
+    /// Position of the first recorded trial that does not match.
+    pub index: usize,
+    /// What the search asks for.
+    pub expected: Option<ConnTrial>,
+    /// What was recorded.
+    pub recorded: ConnTrial,
+}
+
+impl fmt::Display for ConnReplayMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "recorded connection trial {} ({:?}) is not what the search asks for now ({:?}); the plan changed since the run started",
+            self.index, self.recorded, self.expected
+        )
+    }
+}
+
+impl std::error::Error for ConnReplayMismatch {}
+
+/// Feeds recorded `(trial, outcome)` pairs back into a fresh `search` (for `--resume`, as
+/// [`super::replay`] does for the load searches) and returns the first trial that still has
+/// to run, or `None` if the search had finished. The searches are deterministic, so the state
+/// after replay is the state before the kill.
+pub fn replay_conn(
+    search: &mut dyn ConnSearch,
+    recorded: &[(ConnTrial, ConnOutcome)],
+) -> Result<Option<ConnTrial>, ConnReplayMismatch> {
+    let mut next = search.next(None);
+    for (index, (trial, outcome)) in recorded.iter().enumerate() {
+        if !next.as_ref().is_some_and(|n| n.same_as(trial)) {
+            return Err(ConnReplayMismatch {
+                index,
+                expected: next,
+                recorded: *trial,
+            });
+        }
+        next = search.next(Some(outcome));
+    }
+    Ok(next)
+}
+
+/// Book-keeping both searches share: cost, the pending trial, tester-limited detection.
+#[derive(Debug, Clone)]
+struct ConnLedger {
+    tolerance: f64,
+    /// The trial last issued, whose outcome `next` expects: the search learns from what it
+    /// asked for (N, rate), never from numbers in the outcome that could disagree.
+    pending: Option<ConnTrial>,
+    trials: u32,
+    trial_seconds: f64,
+    limited: Option<(ConnRate, ConnRate)>,
+    finished: bool,
+}
+
+impl ConnLedger {
+    fn new(tolerance: f64) -> ConnLedger {
+        ConnLedger {
+            tolerance,
+            pending: None,
+            trials: 0,
+            trial_seconds: 0.0,
+            limited: None,
+            finished: false,
+        }
+    }
+
+    /// The trial that ran and its outcome, to learn from; `Err(())` when the search must stop.
+    fn take<'a>(
+        &mut self,
+        last: Option<&'a ConnOutcome>,
+    ) -> Result<Option<(ConnTrial, &'a ConnOutcome)>, ()> {
+        if self.limited.is_some() || self.finished {
+            return Err(());
+        }
+        match (self.pending.take(), last) {
+            (Some(_), Some(o)) if o.is_tester_limited(self.tolerance) => {
+                self.limited = Some((o.intended_rate, o.offered_rate));
+                Err(())
+            }
+            (Some(t), Some(o)) => Ok(Some((t, o))),
+            _ => Ok(None),
+        }
+    }
+
+    fn issue(&mut self, t: ConnTrial) -> Option<ConnTrial> {
+        self.trials += 1;
+        self.trial_seconds += t.duration().as_secs_f64();
+        self.pending = Some(t);
+        Some(t)
+    }
+
+    fn status(&self) -> ConnStatus {
+        match (self.limited, self.finished) {
+            (Some((intended, achieved)), _) => ConnStatus::TesterLimited { intended, achieved },
+            (None, true) => ConnStatus::Complete,
+            (None, false) => ConnStatus::Running,
+        }
+    }
+
+    fn result(&self, finding: ConnFinding) -> ConnSearchResult {
+        ConnSearchResult {
+            status: self.status(),
+            finding,
+            trials: self.trials,
+            trial_seconds: self.trial_seconds,
+        }
+    }
+}
+
+/// The most connections a search may ask for: 2^32 (far above any table and any flow set the
+/// engine can cycle through; it keeps every count and duration finite).
+pub const MAX_CONNECTIONS: u64 = 1 << 32;
+
+/// Parameters of [`TableCapacitySearch`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TableCapacityConfig {
+    /// First N tried (RFC 9693's C0 in the table-capacity measurement, a "safe" size the table
+    /// surely holds).
+    pub start: u64,
+    /// Largest N ever tried (`max-connections`).
+    pub max: u64,
+    /// Stop when upper − lower ≤ this many connections (1 = the exact capacity).
+    pub resolution: u64,
+    /// Preliminary rate of every trial: one the DUT sustains (e.g. half the measured
+    /// connection rate), so that a failure means "table full", not "too fast".
+    pub rate: ConnRate,
+    /// Rate of the validation frames.
+    pub validation_rate: ConnRate,
+    /// Wait between the phases.
+    pub gap: Duration,
+    /// See [`ConnOutcome::is_tester_limited`].
+    pub tester_tolerance: f64,
+}
+
+impl TableCapacityConfig {
+    /// A config with the usual defaults for the rest: start at 1,000 (or `max` if smaller),
+    /// exact resolution, validation at the preliminary rate, 1 s gap.
+    pub fn new(max: u64, rate: ConnRate) -> TableCapacityConfig {
+        TableCapacityConfig {
+            start: 1000.min(max.max(1)),
+            max,
+            resolution: 1,
+            rate,
+            validation_rate: rate,
+            gap: Duration::from_secs(1),
+            tester_tolerance: DEFAULT_TESTER_TOLERANCE,
+        }
+    }
+}
+
+/// `nat-table-capacity`: the largest number of connections the DUT holds.
+///
+/// Rules (every trial at the fixed preliminary `rate`):
+/// 1. Try `start`. While every trial passes, double N (capped at `max`): RFC 9693's
+///    exponential search for the order of magnitude, so that the expensive trials — a trial
+///    costs time in proportion to N — stay near the capacity instead of at `max`.
+/// 2. Once a trial fails, bisect between the largest passing N (0 if none) and the smallest
+///    failing N until they are at most `resolution` apart. Only N strictly inside the bracket
+///    is ever tried, so the bracket never inverts, even if the DUT is not consistent.
+/// 3. Stop when `max` passes (the table holds at least `max`; `upper` stays `None`), or when the
+///    bracket is narrow enough, or when `start` fails and bisection reaches N = 1.
+///
+/// RFC 9693 ("Measurement of the Connection Tracking Table Capacity") measures the maximum
+/// connection establishment rate at every N and takes a collapse of that rate as "past the
+/// capacity"; here one trial at a rate known to be safe decides each N, which gives the same answer for a DUT whose rate does not depend on how
+/// full the table is, at a fraction of the cost. The result also says what the failing trial
+/// showed: new connections dropped, or the oldest ones lost.
+#[derive(Debug, Clone)]
+pub struct TableCapacitySearch {
+    cfg: TableCapacityConfig,
+    ledger: ConnLedger,
+    lower: Option<u64>,
+    upper: Option<u64>,
+    past: Option<PastCapacity>,
+}
+
+impl TableCapacitySearch {
+    /// Checks `cfg` and builds the search.
+    pub fn new(cfg: TableCapacityConfig) -> Result<TableCapacitySearch, InvalidConfig> {
+        check(cfg.max >= 1 && cfg.max <= MAX_CONNECTIONS, || {
+            format!(
+                "maximum connections {} is not in 1..={MAX_CONNECTIONS}",
+                cfg.max
+            )
+        })?;
+        check(cfg.start >= 1 && cfg.start <= cfg.max, || {
+            format!(
+                "starting connections {} is not in 1..={} (the maximum)",
+                cfg.start, cfg.max
+            )
+        })?;
+        check(cfg.resolution >= 1, || {
+            "resolution must be at least 1 connection".into()
+        })?;
+        positive_rate(cfg.rate, "preliminary rate")?;
+        positive_rate(cfg.validation_rate, "validation rate")?;
+        check((0.0..1.0).contains(&cfg.tester_tolerance), || {
+            format!("tester tolerance {} is not in [0, 1)", cfg.tester_tolerance)
+        })?;
+        Ok(TableCapacitySearch {
+            cfg,
+            ledger: ConnLedger::new(cfg.tester_tolerance),
+            lower: None,
+            upper: None,
+            past: None,
+        })
+    }
+
+    fn choose(&self) -> Option<u64> {
+        match (self.lower, self.upper) {
+            (None, None) => Some(self.cfg.start),
+            (Some(lo), None) => (lo < self.cfg.max).then(|| lo.saturating_mul(2).min(self.cfg.max)),
+            (lo, Some(hi)) => {
+                let lo = lo.unwrap_or(0);
+                // hi > lo always (only N inside the bracket is tried); guard anyway.
+                let width = hi.saturating_sub(lo);
+                (width > self.cfg.resolution && width >= 2).then(|| lo + width / 2)
+            }
+        }
+    }
+
+    fn trial(&self, n: u64) -> ConnTrial {
+        ConnTrial {
+            connections: n,
+            rate: self.cfg.rate,
+            validation_rate: self.cfg.validation_rate,
+            gap: self.cfg.gap,
+        }
+    }
+}
+
+impl ConnSearch for TableCapacitySearch {
+    fn next(&mut self, last: Option<&ConnOutcome>) -> Option<ConnTrial> {
+        match self.ledger.take(last) {
+            Err(()) => return None,
+            Ok(Some((t, o))) => {
+                let n = t.connections;
+                if o.passed() {
+                    if self.lower.is_none_or(|l| n > l) && self.upper.is_none_or(|u| n < u) {
+                        self.lower = Some(n);
+                    }
+                } else if self.upper.is_none_or(|u| n < u) && self.lower.is_none_or(|l| n > l) {
+                    self.upper = Some(n);
+                    self.past = Some(o.past_capacity());
+                }
+            }
+            Ok(None) => {}
+        }
+        match self.choose() {
+            Some(n) => {
+                let t = self.trial(n);
+                self.ledger.issue(t)
+            }
+            None => {
+                self.ledger.finished = true;
+                None
+            }
+        }
+    }
+
+    fn result(&self) -> ConnSearchResult {
+        self.ledger.result(ConnFinding::TableCapacity {
+            lower: self.lower,
+            upper: self.upper,
+            past: self.past,
+            rate: self.cfg.rate,
+        })
+    }
+}
+
+/// Parameters of [`ConnectionRateSearch`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConnectionRateConfig {
+    /// N: connections created in every trial (well below the table capacity).
+    pub connections: u64,
+    /// Lowest rate worth trying (> 0: relative widths need a floor).
+    pub min_rate: ConnRate,
+    /// First and highest rate tried (the tester's calibrated ceiling or less).
+    pub max_rate: ConnRate,
+    /// Stop when (upper − lower) / upper ≤ this — the width [`super::BinarySearch`] uses.
+    pub resolution: f64,
+    /// Rate of the validation frames.
+    pub validation_rate: ConnRate,
+    /// Wait between the phases.
+    pub gap: Duration,
+    /// See [`ConnOutcome::is_tester_limited`].
+    pub tester_tolerance: f64,
+}
+
+/// `nat-connection-rate`: RFC 9693's maximum connection establishment rate — the highest
+/// rate of new connections at which every one of N is established and validates.
+///
+/// Rules: the first trial runs at `max_rate` (the shortest, cheapest trial: N / rate seconds);
+/// a passing trial raises the lower bound, a failing one lowers the upper bound, the next rate
+/// is the midpoint; stop when (upper − lower) / upper ≤ `resolution`. If nothing passed, the
+/// floor `min_rate` is measured once before the search gives up, so that "no rate passes"
+/// is a measurement, not an assumption. N stays fixed, so a failure means "too fast", not
+/// "table full" — choose N well below the capacity, and the DUT's timeouts well above
+/// N / `min_rate` (a slow trial is a long one, and connections that time out during it fail
+/// validation).
+#[derive(Debug, Clone)]
+pub struct ConnectionRateSearch {
+    cfg: ConnectionRateConfig,
+    ledger: ConnLedger,
+    lower: Option<f64>,
+    upper: Option<f64>,
+}
+
+impl ConnectionRateSearch {
+    /// Checks `cfg` and builds the search.
+    pub fn new(cfg: ConnectionRateConfig) -> Result<ConnectionRateSearch, InvalidConfig> {
+        check(
+            cfg.connections >= 1 && cfg.connections <= MAX_CONNECTIONS,
+            || {
+                format!(
+                    "connections {} is not in 1..={MAX_CONNECTIONS}",
+                    cfg.connections
+                )
+            },
+        )?;
+        positive_rate(cfg.min_rate, "minimum rate")?;
+        positive_rate(cfg.max_rate, "maximum rate")?;
+        positive_rate(cfg.validation_rate, "validation rate")?;
+        check(cfg.min_rate.0 < cfg.max_rate.0, || {
+            format!(
+                "minimum rate {} must be below the maximum {}",
+                cfg.min_rate, cfg.max_rate
+            )
+        })?;
+        check(cfg.resolution > 0.0 && cfg.resolution < 1.0, || {
+            format!("resolution {} is not in (0, 1)", cfg.resolution)
+        })?;
+        check((0.0..1.0).contains(&cfg.tester_tolerance), || {
+            format!("tester tolerance {} is not in [0, 1)", cfg.tester_tolerance)
+        })?;
+        Ok(ConnectionRateSearch {
+            cfg,
+            ledger: ConnLedger::new(cfg.tester_tolerance),
+            lower: None,
+            upper: None,
+        })
+    }
+
+    fn choose(&self) -> Option<f64> {
+        let (min, max) = (self.cfg.min_rate.0, self.cfg.max_rate.0);
+        match (self.lower, self.upper) {
+            (None, None) => Some(max),
+            (Some(_), None) => None, // the maximum passed
+            (_, Some(hi)) if hi <= min => None,
+            (lo, Some(hi)) => {
+                let l = lo.unwrap_or(min);
+                if hi - l <= self.cfg.resolution * hi {
+                    lo.is_none().then_some(min)
+                } else {
+                    Some((l + hi) / 2.0)
+                }
+            }
+        }
+    }
+}
+
+impl ConnSearch for ConnectionRateSearch {
+    fn next(&mut self, last: Option<&ConnOutcome>) -> Option<ConnTrial> {
+        match self.ledger.take(last) {
+            Err(()) => return None,
+            Ok(Some((t, o))) => {
+                let r = t.rate.0;
+                if o.passed() {
+                    self.lower = Some(r);
+                } else {
+                    self.upper = Some(r);
+                }
+            }
+            Ok(None) => {}
+        }
+        match self.choose() {
+            Some(r) => {
+                let t = ConnTrial {
+                    connections: self.cfg.connections,
+                    rate: ConnRate(r),
+                    validation_rate: self.cfg.validation_rate,
+                    gap: self.cfg.gap,
+                };
+                self.ledger.issue(t)
+            }
+            None => {
+                self.ledger.finished = true;
+                None
+            }
+        }
+    }
+
+    fn result(&self) -> ConnSearchResult {
+        self.ledger.result(ConnFinding::ConnectionRate {
+            connections: self.cfg.connections,
+            lower: self.lower.map(ConnRate),
+            upper: self.upper.map(ConnRate),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
