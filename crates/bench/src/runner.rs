@@ -685,6 +685,12 @@ fn apply_lab_switches(ctx: &mut Ctx, case: &Case) -> Result<(), RunError> {
     }
     lab.set_dut_offload(case.offload.unwrap_or(false))
         .map_err(|e| failed(format!("{}: DUT offload: {e}", case.id)))?;
+    // A case without the dimension leaves the fast path as its profile set it (the lab
+    // profile `fastpath` turns it on; every other profile switch turns it off).
+    if let Some(on) = case.fastpath {
+        lab.set_fastpath(on)
+            .map_err(|e| failed(format!("{}: fast path: {e}", case.id)))?;
+    }
     Ok(())
 }
 

@@ -1564,6 +1564,54 @@ impl Walker<'_> {
     /// What a `[[matrix]]` block asks of the ports that they cannot give: RFC 2544 trials
     /// without a receiving port, TCP or IPv6 through an emulated PPPoE/DS-Lite port, frames
     /// too big for a PPPoE session. The error points at the matrix key that asks.
+    /// On the lab DUT, `fastpath = ["on"]` must suit every profile of the block (the lab
+    /// refuses a fast path that would let packets skip rules they must walk) and `offload`
+    /// needs a DUT: refused here, at the key, instead of when the run reaches the case.
+    fn matrix_switches_fit_lab(
+        &mut self,
+        v: &Value<'_>,
+        path: &str,
+        m: &Matrix,
+        topo: &Topology,
+        profiles: &[Profile],
+    ) {
+        let (Some(t), Topology::Lab { topology, .. }) = (v.get_ref().as_table(), topo) else {
+            return;
+        };
+        let Ok(lab_topology) = topology.parse::<lab::Topology>() else {
+            return;
+        };
+        if let (true, Some(x)) = (
+            !m.offload.is_empty() && !lab_topology.has(lab::Node::Dut),
+            get(t, "offload"),
+        ) {
+            self.err(
+                x.span(),
+                &join(path, "offload"),
+                format!("the `{topology}` lab has no DUT whose offloads could be switched"),
+            );
+        }
+        let Some(x) = get(t, "fastpath").filter(|_| m.fastpath.contains(&true)) else {
+            return;
+        };
+        for name in &m.profile {
+            let lab_name = profiles
+                .iter()
+                .find(|p| &p.name == name)
+                .map(|p| p.lab.clone().unwrap_or_else(|| p.name.clone()));
+            let Some(lp) = lab_name.and_then(|n| lab::Profile::parse(&n).ok()) else {
+                continue; // a bad lab profile is reported where it is written
+            };
+            if let Err(e) = lab::fastpath::program_for(&lp, lab_topology) {
+                self.err(
+                    x.span(),
+                    &join(path, "fastpath"),
+                    format!("profile `{name}`: {e}"),
+                );
+            }
+        }
+    }
+
     fn matrix_fits_ports(
         &mut self,
         v: &Value<'_>,
@@ -1974,6 +2022,9 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
                         if let Some(t) = &topology {
                             w.matrix_fits_ports(item, &path, &m, t, &ports);
                             w.matrix_encap_fits(item, &path, &m, t, &ports);
+                            if lab_dut {
+                                w.matrix_switches_fit_lab(item, &path, &m, t, &profiles);
+                            }
                         }
                         matrices.push(m);
                     }

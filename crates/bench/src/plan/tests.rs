@@ -613,6 +613,21 @@ fn offload_and_fastpath_are_switch_dimensions() {
     let e = &errors(&bad)[0];
     assert!(e.message.contains("a dimension of its own"), "{e}");
     assert_eq!(e.line, line_of(&bad, "fastpath = [\"on\"]"), "{e}");
+    // On the lab, a fast path that would let packets skip a stateless filter is refused at
+    // the key, naming the profile; off is always fine.
+    let skip = block.replace(
+        "profile = [\"forward\"]",
+        "profile = [\"forward\", \"filter-stateless-100\"]",
+    );
+    let bad = format!("{}\n{skip}fastpath = [\"off\", \"on\"]\n", demo());
+    let e = &errors(&bad)[0];
+    assert_eq!(e.key, "matrix[3].fastpath", "{e}");
+    assert!(
+        e.message.contains("filter-stateless-100") && e.message.contains("walk"),
+        "{e}"
+    );
+    let ok = format!("{}\n{skip}fastpath = [\"off\"]\n", demo());
+    assert!(Plan::parse(&ok, "plan.toml").is_ok());
     // A device keeps its own `fastpath` user dimension (DEVICE_PLAN has one) unless the block
     // also has the built-in key.
     assert!(Plan::parse(DEVICE_PLAN, "cpe.toml").is_ok());
