@@ -1075,14 +1075,14 @@ pub fn iperf3_trial(
     };
     let argv = iperf3::wrap(ns_a, &opts.argv());
     let started = Instant::now();
-    // Counted at the far port while iperf3 runs, one way only (with -R or --bidir the data
-    // also arrives at the client's port, whose counters this does not read).
-    let counting = match (&ends.capture, opts.reverse || opts.bidir) {
-        (Some((exec, ifname)), false) => iperf3::far_port::window(
+    // Counted on the wire while iperf3 runs, one way only (with -R or --bidir the data also
+    // flows the other way, which these counters do not see).
+    let counting = match (&ends.wire_port, opts.reverse || opts.bidir) {
+        (Some(port), false) => iperf3::wire_count::window(
             plan.methodology.iperf3_omit,
             Duration::from_secs(u64::from(seconds)),
         )
-        .map(|w| iperf3::far_port::count_in_background(exec.clone(), ifname.clone(), started, w)),
+        .map(|w| iperf3::wire_count::count_in_background(port.clone(), started, w)),
         _ => None,
     };
     let client = run_interruptible(&argv, stop);
@@ -1111,8 +1111,8 @@ pub fn iperf3_trial(
         Some(p) => iperf3::udp_rates(l4, p, case.ip),
         None => iperf3::tcp_rates(l4, mss, case.ip, true),
     };
-    let far_port = counting.and_then(|c| c.join().ok().flatten());
-    let (l2_bps, l1_bps) = match &far_port {
+    let wire_count = counting.and_then(|c| c.join().ok().flatten());
+    let (l2_bps, l1_bps) = match &wire_count {
         Some(w) if w.frames > 0 => (w.l2_bps(), w.l1_bps()),
         _ => (rates.l2.0, rates.l1.0),
     };
@@ -1126,7 +1126,7 @@ pub fn iperf3_trial(
             l4_bps: l4.0,
             l2_bps,
             l1_bps,
-            far_port,
+            wire_count,
             mss,
             retransmits,
             syn_mss: parse_syn_mss(&syn_text),

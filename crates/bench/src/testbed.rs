@@ -21,6 +21,8 @@ use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
 use wire::units::BitsPerSec;
 
+use crate::iperf3::wire_count::Side;
+
 use crate::hooks::Exec;
 use crate::isp::{SessionPort, SoftwirePort};
 use crate::plan::{Case, Plan, Port, Topology};
@@ -46,6 +48,9 @@ pub struct Iperf3Ends {
     /// `tcpdump` of the client SYNs where they arrive: (where, interface). `None` when the
     /// far end is a remote DUT (its interfaces are not ours to name).
     pub capture: Option<(Exec, String)>,
+    /// The port whose counters give the run's wire rate, and which side of it
+    /// (crate::iperf3::wire_count says why); `None`: iperf3's own figure stands.
+    pub wire_port: Option<(Exec, String, crate::iperf3::wire_count::Side)>,
     /// The server's addresses the client connects to.
     pub target_v4: Option<IpAddr>,
     pub target_v6: Option<IpAddr>,
@@ -197,6 +202,13 @@ impl Testbed {
                     },
                     server: Exec::Netns { name: dut.clone() },
                     capture: Some((Exec::Netns { name: dut }, pa.peer.ifname.clone())),
+                    wire_port: Some((
+                        Exec::Netns {
+                            name: pa.netns.clone(),
+                        },
+                        pa.ifname.clone(),
+                        Side::Tx,
+                    )),
                     target_v4: pa.target_v4.map(IpAddr::V4),
                     target_v6: pa.target_v6.map(IpAddr::V6),
                 };
@@ -205,6 +217,13 @@ impl Testbed {
                 let b = crate::trial::lab_port(&l, lab::PortId::B, "b")?;
                 let pb = l.port(lab::PortId::B)?;
                 let ends = Iperf3Ends {
+                    wire_port: Some((
+                        Exec::Netns {
+                            name: pa.netns.clone(),
+                        },
+                        pa.ifname.clone(),
+                        Side::Tx,
+                    )),
                     client: Exec::Netns { name: pa.netns },
                     server: Exec::Netns {
                         name: pb.netns.clone(),
@@ -258,6 +277,7 @@ impl Testbed {
                 client: ns_exec(&pa.namespace),
                 server: Exec::Local,
                 capture: None,
+                wire_port: None,
                 target_v4: None,
                 target_v6: None,
             },
@@ -350,6 +370,7 @@ impl Testbed {
                 client: ns_exec(&pa.namespace),
                 server: ns_exec(&p.namespace),
                 capture: Some((ns_exec(&p.namespace), p.interface.clone())),
+                wire_port: Some((ns_exec(&p.namespace), p.interface.clone(), Side::Rx)),
                 target_v4: spec.ipv4.map(IpAddr::V4),
                 target_v6: spec.ipv6.map(IpAddr::V6),
             },
@@ -360,6 +381,8 @@ impl Testbed {
                     Exec::Ssh { .. } => None,
                     e => Some((e.clone(), "any".into())),
                 },
+                // A NIC's transmit counters may count TSO super-packets as one: iperf3's figure.
+                wire_port: None,
                 target_v4: pa.gateway_v4.map(IpAddr::V4),
                 target_v6: pa.gateway_v6.map(IpAddr::V6),
             },

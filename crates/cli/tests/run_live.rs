@@ -521,9 +521,9 @@ methodologies = ["iperf3"]
                 .unwrap()
         );
         // Issue 13: the lab's links are 1 Gb/s cables (the plan's default speed), so what the
-        // far port counted on the wire is at most the line rate (2 % for the counters' window),
-        // and l1/l2 are those counts, not iperf3's socket-level figure.
-        let wire = tcp.far_port.expect("far port counted");
+        // sending port counted on the wire is at most the line rate (2 % for the counters'
+        // window), and l1/l2 are those counts, not iperf3's socket-level figure.
+        let wire = tcp.wire_count.expect("wire counted at the sending port");
         assert!(wire.frames > 0, "{}: {wire:?}", t.key.case_id);
         assert_eq!(tcp.l1_bps, wire.l1_bps());
         assert!(tcp.l1_bps > tcp.l2_bps, "{}", t.key.case_id);

@@ -1162,12 +1162,12 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 tcp_timestamps_note = true;
                 let rates = iperf3::tcp_rates(l4, mss, ip_of(&dims), true);
                 frame_len = f64::from(rates.frame_len);
-                // What the far port's counters saw, where the runner read them: iperf3's own
-                // figure can exceed what the link carried (bench::iperf3::far_port).
+                // What a tester port's counters saw, where the runner read them: iperf3's own
+                // figure can exceed what the link carried (bench::iperf3::wire_count).
                 let wire = t
                     .tcp
                     .as_ref()
-                    .and_then(|f| f.far_port)
+                    .and_then(|f| f.wire_count)
                     .filter(|w| w.frames > 0 && w.seconds > 0.0);
                 directions = if rep.as_ref().is_some_and(|r| r.backward.is_some()) {
                     2

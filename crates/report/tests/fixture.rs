@@ -551,7 +551,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                     syn_mss: vec![mss; sessions as usize + 1],
                     cpu_local: 20.0,
                     cpu_remote: 30.0,
-                    far_port: None,
+                    wire_count: None,
                     dut: Some(dut_counters(pps, cap, secs, &out)),
                 };
                 let req = TrialRequest::rate(LineFraction::FULL, Duration::from_secs(3));

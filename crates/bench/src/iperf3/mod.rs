@@ -15,8 +15,8 @@ use wire::units::{BitsPerSec, Pps};
 
 use crate::hooks::{shell_quote, Exec};
 
-pub mod far_port;
 pub mod report;
+pub mod wire_count;
 
 pub use report::{parse, Report, ReportError, L4};
 

@@ -201,9 +201,9 @@ pub struct TcpFigures {
     /// See `cpu_local`.
     pub cpu_remote: f64,
     /// What the receiving port's counters saw over the middle of the measured period; when
-    /// present, `l1_bps` and `l2_bps` are from it (crate::iperf3::far_port says why).
+    /// present, `l1_bps` and `l2_bps` are from it (crate::iperf3::wire_count says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub far_port: Option<crate::iperf3::far_port::WireCount>,
+    pub wire_count: Option<crate::iperf3::wire_count::WireCount>,
     /// The lab DUT's counters over the run (both ports both ways: TCP data and ACKs), with
     /// its CPU load; `None` without a lab DUT.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,11 +1,17 @@
-//! What a TCP run put on the wire, counted where it arrives.
+//! What a TCP run put on the wire, counted by a tester port's kernel counters.
 //!
 //! iperf3's own figure is bytes handed to or read from sockets over its timer's interval. Over
 //! a few seconds that can exceed what the link carried: data queued in socket buffers and in
 //! the lab's shaper when the omitted seconds end is counted in the measured ones (seen: 964
-//! Mb/s of goodput on a 1 Gb/s link, whose ceiling at MSS 1448 is 941.5). The receiving port's
-//! kernel counters cannot do that, so the runner reads them over the middle of the measured
-//! period ([`window`]) and the line-rate percentage comes from them.
+//! Mb/s of goodput on a 1 Gb/s link, whose ceiling at MSS 1448 is 941.5). A port's kernel
+//! counters cannot do that, so the runner reads them over the middle of the measured period
+//! ([`window`]) and the line-rate percentage comes from them.
+//!
+//! Which port ([`Side`]): on the lab, the sending tester port's transmit counters — its
+//! TSO/GSO are off and it is the shaped cable into the DUT, so every count is a wire frame;
+//! the far port would count the DUT's GRO-merged packets as one frame each when the DUT's
+//! offloads are on (seen: 5,594 "frames"/s of 18 KB). On real interfaces, the far port's
+//! receive counters: a NIC counts the frames the DUT put on the wire.
 
 use std::time::{Duration, Instant};
 
@@ -14,10 +20,10 @@ use serde::{Deserialize, Serialize};
 use crate::hooks::{self, Exec, Hook};
 use crate::iperf3::{ETHERNET_OVERHEAD, L1_OVERHEAD};
 
-/// Frames and bytes a port received over a window of its kernel counters.
+/// Frames and bytes a port sent or received over a window of its kernel counters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct WireCount {
-    /// Frames received (`rx_packets`).
+    /// Frames (`tx_packets` or `rx_packets`).
     pub frames: u64,
     /// Their bytes as the kernel counts them: Ethernet header and payload, no FCS.
     pub bytes: u64,
@@ -60,12 +66,26 @@ pub fn window(omit: Duration, duration: Duration) -> Option<(Duration, Duration)
     (end > start + Duration::from_millis(200)).then_some((start, end))
 }
 
-/// `rx_bytes` and `rx_packets` of `ifname` where `exec` runs (local or a namespace), with the
+/// Which counters of a port count the run's data frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// Transmitted (the sending tester port).
+    Tx,
+    /// Received (the far tester port).
+    Rx,
+}
+
+/// Bytes and packets of `ifname` on `side` where `exec` runs (local or a namespace), with the
 /// instant they were read.
-fn read_rx(exec: &Exec, ifname: &str) -> Option<(u64, u64, Instant)> {
+fn read_counters(exec: &Exec, ifname: &str, side: Side) -> Option<(u64, u64, Instant)> {
     let dir = format!("/sys/class/net/{}/statistics", hooks::shell_quote(ifname));
+    let p = match side {
+        Side::Tx => "tx",
+        Side::Rx => "rx",
+    };
     let hook = Hook {
-        command: format!("cat {dir}/rx_bytes {dir}/rx_packets"),
+        command: format!("cat {dir}/{p}_bytes {dir}/{p}_packets"),
         parse: None,
     };
     let out = hooks::run(exec, &hook, &[], Duration::from_secs(2)).ok()?;
@@ -74,11 +94,11 @@ fn read_rx(exec: &Exec, ifname: &str) -> Option<(u64, u64, Instant)> {
     Some((it.next()?.ok()?, it.next()?.ok()?, at))
 }
 
-/// Counts what `ifname` receives between `started + from` and `started + to`, on a thread of
-/// its own; join it after the run. The result is `None` when a counter could not be read.
+/// Counts what `ifname` sends or receives (`side`) between `started + from` and
+/// `started + to`, on a thread of its own; join it after the run. The result is `None` when a
+/// counter could not be read.
 pub fn count_in_background(
-    exec: Exec,
-    ifname: String,
+    (exec, ifname, side): (Exec, String, Side),
     started: Instant,
     (from, to): (Duration, Duration),
 ) -> std::thread::JoinHandle<Option<WireCount>> {
@@ -90,9 +110,9 @@ pub fn count_in_background(
             }
         };
         sleep_until(started + from);
-        let (b0, p0, t0) = read_rx(&exec, &ifname)?;
+        let (b0, p0, t0) = read_counters(&exec, &ifname, side)?;
         sleep_until(started + to);
-        let (b1, p1, t1) = read_rx(&exec, &ifname)?;
+        let (b1, p1, t1) = read_counters(&exec, &ifname, side)?;
         Some(WireCount {
             frames: p1.checked_sub(p0)?,
             bytes: b1.checked_sub(b0)?,
