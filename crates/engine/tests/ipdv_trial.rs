@@ -13,92 +13,15 @@
 //! Needs root (namespaces, AF_PACKET, XDP); without it, or where XDP cannot be attached, the
 //! test prints `SKIP: …` and returns.
 
-use engine::port::PortSpec;
 use engine::rx::IpdvReport;
 use engine::stream::{Limit, Rate, StreamConfig};
 use engine::trial::{self, Backend, StreamResult, TrialConfig, TrialStream};
-use std::net::Ipv4Addr;
-use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use wire::template::{FrameTemplate, StreamSpec};
 
-fn sh(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .expect("spawn");
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        == Some("0")
-}
-
-/// `iv0` (192.0.2.1) in namespace `…-a` ⇄ `iv1` (192.0.2.2) in `…-b`, IPv6 off. Removed on
-/// drop (the veth pair goes with its namespaces).
-struct Net {
-    a: String,
-    b: String,
-}
-
-impl Net {
-    fn new() -> Net {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let base = format!("wr-ipdv-{}-{n}", std::process::id());
-        let net = Net {
-            a: format!("{base}-a"),
-            b: format!("{base}-b"),
-        };
-        for ns in [&net.a, &net.b] {
-            sh(&["ip", "netns", "add", ns]);
-            for k in ["all", "default"] {
-                let key = format!("net.ipv6.conf.{k}.disable_ipv6=1");
-                sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", &key]);
-            }
-        }
-        let (a, b) = (net.a.as_str(), net.b.as_str());
-        sh(&[
-            "ip", "-n", a, "link", "add", "iv0", "type", "veth", "peer", "name", "iv1", "netns", b,
-        ]);
-        sh(&["ip", "-n", a, "addr", "add", "192.0.2.1/24", "dev", "iv0"]);
-        sh(&["ip", "-n", b, "addr", "add", "192.0.2.2/24", "dev", "iv1"]);
-        sh(&["ip", "-n", a, "link", "set", "iv0", "up"]);
-        sh(&["ip", "-n", b, "link", "set", "iv1", "up"]);
-        net
-    }
-
-    fn ports(&self) -> (PortSpec, PortSpec) {
-        let mut a = PortSpec::new("a", "iv0");
-        a.netns = Some(self.a.clone());
-        a.ipv4 = Some(Ipv4Addr::new(192, 0, 2, 1));
-        a.next_hop_v4 = Some(Ipv4Addr::new(192, 0, 2, 2));
-        let mut b = PortSpec::new("b", "iv1");
-        b.netns = Some(self.b.clone());
-        b.ipv4 = Some(Ipv4Addr::new(192, 0, 2, 2));
-        b.next_hop_v4 = Some(Ipv4Addr::new(192, 0, 2, 1));
-        (a, b)
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
-}
+mod common;
+use common::{is_root, Net};
 
 const ID: u16 = 9;
 /// Frames of the stream: half a second at 20 kpps.
@@ -162,7 +85,7 @@ fn ipdv_from_both_backends_on_the_same_paced_stream() {
         println!("SKIP: needs root (network namespaces, AF_PACKET, XDP)");
         return;
     }
-    let net = Net::new();
+    let net = Net::new("ipdv", "iv0", "iv1");
     let xdp = match trial_on(&net, Backend::Xdp) {
         Ok(s) => s,
         Err(e) if e.contains("XDP") => {

@@ -10,115 +10,46 @@
 //!
 //! Needs root (namespaces, AF_PACKET, XDP); without it each test prints `SKIP: …`.
 
-use engine::port::PortSpec;
 use engine::stream::{Limit, Rate, StreamConfig};
 use engine::trial::{self, Backend, TrialConfig, TrialStream};
 use engine::validate::InvalidCounts;
 use std::net::Ipv4Addr;
-use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use wire::checksum;
 use wire::encap::EncapSpec;
 use wire::template::{FrameTemplate, StreamSpec};
 
-fn sh(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .expect("spawn");
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+mod common;
+use common::{is_root, sh, Net};
+
+/// What this test reads of the pair besides what `common::Net` gives.
+trait Counters {
+    fn wait_for_traffic(&self);
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        == Some("0")
+/// An interface counter (`/sys/class/net/<if>/statistics/<what>`) inside namespace `ns`.
+fn counter(ns: &str, ifname: &str, what: &str) -> u64 {
+    let path = format!("/sys/class/net/{ifname}/statistics/{what}");
+    sh(&["ip", "netns", "exec", ns, "cat", &path])
+        .trim()
+        .parse()
+        .unwrap_or(0)
 }
 
-/// `rv0` (192.0.2.1) in namespace `…-a` ⇄ `rv1` (192.0.2.2) in `…-b`, IPv6 off. Removed on
-/// drop (the veth pair goes with its namespaces).
-struct Net {
-    a: String,
-    b: String,
-}
-
-impl Net {
-    fn new() -> Net {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let base = format!("wr-rxval-{}-{n}", std::process::id());
-        let net = Net {
-            a: format!("{base}-a"),
-            b: format!("{base}-b"),
-        };
-        for ns in [&net.a, &net.b] {
-            sh(&["ip", "netns", "add", ns]);
-            for k in ["all", "default"] {
-                let key = format!("net.ipv6.conf.{k}.disable_ipv6=1");
-                sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", &key]);
-            }
-        }
-        let (a, b) = (net.a.as_str(), net.b.as_str());
-        sh(&[
-            "ip", "-n", a, "link", "add", "rv0", "type", "veth", "peer", "name", "rv1", "netns", b,
-        ]);
-        sh(&["ip", "-n", a, "addr", "add", "192.0.2.1/24", "dev", "rv0"]);
-        sh(&["ip", "-n", b, "addr", "add", "192.0.2.2/24", "dev", "rv1"]);
-        sh(&["ip", "-n", a, "link", "set", "rv0", "up"]);
-        sh(&["ip", "-n", b, "link", "set", "rv1", "up"]);
-        net
-    }
-
-    /// An interface counter (`/sys/class/net/<if>/statistics/<what>`) inside namespace `ns`.
-    fn counter(ns: &str, ifname: &str, what: &str) -> u64 {
-        let path = format!("/sys/class/net/{ifname}/statistics/{what}");
-        sh(&["ip", "netns", "exec", ns, "cat", &path])
-            .trim()
-            .parse()
-            .unwrap_or(0)
-    }
-
+impl Counters for Net {
     /// Waits until the good stream flows (its frames leave A or reach B), so that the
     /// receivers are counting (they start before the senders): at most 20 s.
     fn wait_for_traffic(&self) {
         let t0 = Instant::now();
-        while Self::counter(&self.a, "rv0", "tx_packets") < 2_000
-            && Self::counter(&self.b, "rv1", "rx_packets") < 2_000
+        while counter(&self.a, "rv0", "tx_packets") < 2_000
+            && counter(&self.b, "rv1", "rx_packets") < 2_000
         {
             assert!(
                 t0.elapsed() < Duration::from_secs(20),
                 "the good stream did not start"
             );
             std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn ports(&self) -> (PortSpec, PortSpec) {
-        let mut a = PortSpec::new("a", "rv0");
-        a.netns = Some(self.a.clone());
-        a.ipv4 = Some(Ipv4Addr::new(192, 0, 2, 1));
-        a.next_hop_v4 = Some(Ipv4Addr::new(192, 0, 2, 2));
-        let mut b = PortSpec::new("b", "rv1");
-        b.netns = Some(self.b.clone());
-        b.ipv4 = Some(Ipv4Addr::new(192, 0, 2, 2));
-        b.next_hop_v4 = Some(Ipv4Addr::new(192, 0, 2, 1));
-        (a, b)
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
         }
     }
 }
@@ -251,7 +182,7 @@ fn malformed_frames_are_counted_by_reason(backend: Backend) {
         println!("SKIP: needs root (network namespaces, AF_PACKET, XDP)");
         return;
     }
-    let net = Net::new();
+    let net = Net::new("rxval", "rv0", "rv1");
     let (a, b) = net.ports();
     let stream = StreamConfig::single(
         ID,

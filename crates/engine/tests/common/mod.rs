@@ -1,0 +1,93 @@
+//! Shared by the engine's namespace tests: running a command, the root check, and a veth pair
+//! between two namespaces of the test's own (`wr-<tag>-<pid>-<n>-{a,b}`, removed on drop).
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use engine::port::PortSpec;
+use std::net::Ipv4Addr;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Runs `args`, failing the test with its stderr if it fails; returns stdout.
+pub fn sh(args: &[&str]) -> String {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .expect("spawn");
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        == Some("0")
+}
+
+/// `if_a` (192.0.2.1) in namespace `…-a` ⇄ `if_b` (192.0.2.2) in `…-b`, IPv6 off. Removed on
+/// drop (the veth pair goes with its namespaces).
+pub struct Net {
+    pub a: String,
+    pub b: String,
+    pub if_a: &'static str,
+    pub if_b: &'static str,
+}
+
+impl Net {
+    /// A new pair; `tag` names the test in the namespaces, so concurrent tests never collide.
+    pub fn new(tag: &str, if_a: &'static str, if_b: &'static str) -> Net {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let base = format!("wr-{tag}-{}-{n}", std::process::id());
+        let net = Net {
+            a: format!("{base}-a"),
+            b: format!("{base}-b"),
+            if_a,
+            if_b,
+        };
+        for ns in [&net.a, &net.b] {
+            sh(&["ip", "netns", "add", ns]);
+            for k in ["all", "default"] {
+                let key = format!("net.ipv6.conf.{k}.disable_ipv6=1");
+                sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", &key]);
+            }
+        }
+        let (a, b) = (net.a.as_str(), net.b.as_str());
+        sh(&[
+            "ip", "-n", a, "link", "add", if_a, "type", "veth", "peer", "name", if_b, "netns", b,
+        ]);
+        sh(&["ip", "-n", a, "addr", "add", "192.0.2.1/24", "dev", if_a]);
+        sh(&["ip", "-n", b, "addr", "add", "192.0.2.2/24", "dev", if_b]);
+        sh(&["ip", "-n", a, "link", "set", if_a, "up"]);
+        sh(&["ip", "-n", b, "link", "set", if_b, "up"]);
+        net
+    }
+
+    /// Port A and port B as the engine sees them.
+    pub fn ports(&self) -> (PortSpec, PortSpec) {
+        let mut a = PortSpec::new("a", self.if_a);
+        a.netns = Some(self.a.clone());
+        a.ipv4 = Some(Ipv4Addr::new(192, 0, 2, 1));
+        a.next_hop_v4 = Some(Ipv4Addr::new(192, 0, 2, 2));
+        let mut b = PortSpec::new("b", self.if_b);
+        b.netns = Some(self.b.clone());
+        b.ipv4 = Some(Ipv4Addr::new(192, 0, 2, 2));
+        b.next_hop_v4 = Some(Ipv4Addr::new(192, 0, 2, 1));
+        (a, b)
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
