@@ -13,27 +13,8 @@ use std::time::{Duration, Instant};
 use wire::encap::EncapSpec;
 use wire::template::{FrameTemplate, StreamSpec};
 
-fn sh(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .expect("spawn");
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        == Some("0")
-}
+mod common;
+use common::{is_root, sh};
 
 /// `wr0` (192.0.2.1) in namespace `a` ⇄ `wr1` (192.0.2.2) in namespace `b`, no IPv6 (so no
 /// background ND/MLD frames disturb exact foreign counts). Removed on drop.

@@ -15,27 +15,8 @@ use wire::checksum;
 use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
 
-fn sh(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .expect("spawn");
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .is_some_and(|v| v == "0")
-}
+mod common;
+use common::{is_root, sh};
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 

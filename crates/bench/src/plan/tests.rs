@@ -2,7 +2,7 @@
 
 use super::*;
 
-fn demo() -> String {
+pub(super) fn demo() -> String {
     std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/lab-demo.toml"
@@ -11,11 +11,11 @@ fn demo() -> String {
 }
 
 /// 1-based line of the first line containing `needle`.
-fn line_of(text: &str, needle: &str) -> usize {
+pub(super) fn line_of(text: &str, needle: &str) -> usize {
     text.lines().position(|l| l.contains(needle)).unwrap() + 1
 }
 
-fn errors(text: &str) -> Vec<PlanError> {
+pub(super) fn errors(text: &str) -> Vec<PlanError> {
     match Plan::parse(text, "plan.toml") {
         Ok(_) => panic!("plan accepted:\n{text}"),
         Err(e) => {

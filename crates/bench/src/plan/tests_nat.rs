@@ -3,27 +3,7 @@
 
 use super::*;
 
-fn demo() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lab-demo.toml"
-    ))
-    .unwrap()
-}
-
-fn line_of(text: &str, needle: &str) -> usize {
-    text.lines().position(|l| l.contains(needle)).unwrap() + 1
-}
-
-fn errors(text: &str) -> Vec<PlanError> {
-    match Plan::parse(text, "plan.toml") {
-        Ok(_) => panic!("plan accepted:\n{text}"),
-        Err(e) => {
-            println!("{e}");
-            e.0
-        }
-    }
-}
+use super::tests::{demo, errors, line_of};
 
 /// The demo plan with the UDP IPv4 block asking for both NAT methodologies, and `extra`
 /// methodology tables.
