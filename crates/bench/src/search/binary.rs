@@ -75,19 +75,37 @@ impl BinarySearch {
     }
 
     fn choose(&self) -> Option<f64> {
-        let (min, max) = (self.cfg.min_load.0, self.cfg.max_load.0);
-        match (self.lower, self.upper) {
-            (None, None) => Some(max),
-            (Some(_), None) => None, // the maximum passed
-            (_, Some(hi)) if hi <= min => None,
-            (lo, Some(hi)) => {
-                let l = lo.unwrap_or(min);
-                if (hi - l) <= self.cfg.resolution * hi {
-                    // Narrow enough; but an unmeasured floor must be measured before it is a bound.
-                    (lo.is_none()).then_some(min)
-                } else {
-                    Some((l + hi) / 2.0)
-                }
+        bisect(
+            self.lower,
+            self.upper,
+            self.cfg.min_load.0,
+            self.cfg.max_load.0,
+            self.cfg.resolution,
+        )
+    }
+}
+
+/// The next value a bisection between a passing `lower` and a failing `upper` measures, on
+/// `[min, max]`: `max` first, then midpoints until the bracket is within `resolution` of the
+/// upper bound; `None` when done. An unmeasured floor is measured (`min`) before it counts as
+/// a bound. Shared by the RFC 2544 throughput search and the NAT connection-rate search.
+pub(crate) fn bisect(
+    lower: Option<f64>,
+    upper: Option<f64>,
+    min: f64,
+    max: f64,
+    resolution: f64,
+) -> Option<f64> {
+    match (lower, upper) {
+        (None, None) => Some(max),
+        (Some(_), None) => None, // the maximum passed
+        (_, Some(hi)) if hi <= min => None,
+        (lo, Some(hi)) => {
+            let l = lo.unwrap_or(min);
+            if (hi - l) <= resolution * hi {
+                lo.is_none().then_some(min)
+            } else {
+                Some((l + hi) / 2.0)
             }
         }
     }

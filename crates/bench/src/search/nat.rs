@@ -621,20 +621,13 @@ impl ConnectionRateSearch {
     }
 
     fn choose(&self) -> Option<f64> {
-        let (min, max) = (self.cfg.min_rate.0, self.cfg.max_rate.0);
-        match (self.lower, self.upper) {
-            (None, None) => Some(max),
-            (Some(_), None) => None, // the maximum passed
-            (_, Some(hi)) if hi <= min => None,
-            (lo, Some(hi)) => {
-                let l = lo.unwrap_or(min);
-                if hi - l <= self.cfg.resolution * hi {
-                    lo.is_none().then_some(min)
-                } else {
-                    Some((l + hi) / 2.0)
-                }
-            }
-        }
+        super::binary::bisect(
+            self.lower,
+            self.upper,
+            self.cfg.min_rate.0,
+            self.cfg.max_rate.0,
+            self.cfg.resolution,
+        )
     }
 }
 
