@@ -403,6 +403,9 @@ struct Ctx<'p, 'o> {
     started: Instant,
     est_total: f64,
     est_done: f64,
+    /// The lab DUT's offload switch as last set by this run (`None`: not yet set), so it is
+    /// switched only when a case asks for another setting.
+    lab_offload: Option<bool>,
 }
 
 impl Ctx<'_, '_> {
@@ -555,6 +558,7 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
         started: Instant::now(),
         est_total,
         est_done: 0.0,
+        lab_offload: None,
     };
     // Every trial found in the run directory is kept (finished cases' and unfinished ones').
     ctx.summary.trials_replayed = records
@@ -674,8 +678,10 @@ fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
 }
 
 /// The case's DUT switches on a lab DUT: offloads as the case asks, off where it does not
-/// say (the lab's default). Set before every case, since a profile switch may reset them. A
-/// real DUT gets them as `WR_OFFLOAD` / `WR_FASTPATH` in its hooks' environment instead.
+/// say (the lab's default), switched only when that changes (profile switches leave them);
+/// the fast path where the case has the dimension, before every such case, since a profile
+/// switch turns it off. A real DUT gets them as `WR_OFFLOAD` / `WR_FASTPATH` in its hooks'
+/// environment instead.
 fn apply_lab_switches(ctx: &mut Ctx, case: &Case) -> Result<(), RunError> {
     let Some(lab) = ctx.bed.lab().cloned() else {
         return Ok(());
@@ -683,8 +689,12 @@ fn apply_lab_switches(ctx: &mut Ctx, case: &Case) -> Result<(), RunError> {
     if ctx.plan.dut.kind != DutKind::Lab || !lab.topology().has(lab::Node::Dut) {
         return Ok(());
     }
-    lab.set_dut_offload(case.offload.unwrap_or(false))
-        .map_err(|e| failed(format!("{}: DUT offload: {e}", case.id)))?;
+    let offload = case.offload.unwrap_or(false);
+    if ctx.lab_offload != Some(offload) {
+        lab.set_dut_offload(offload)
+            .map_err(|e| failed(format!("{}: DUT offload: {e}", case.id)))?;
+        ctx.lab_offload = Some(offload);
+    }
     // A case without the dimension leaves the fast path as its profile set it (the lab
     // profile `fastpath` turns it on; every other profile switch turns it off).
     if let Some(on) = case.fastpath {
