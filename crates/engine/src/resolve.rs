@@ -206,8 +206,20 @@ pub fn learn(frame: &[u8], target: IpAddr) -> Option<[u8; 6]> {
     }
 }
 
+/// How often a request is repeated while no answer arrives.
+const REQUEST_INTERVAL: Duration = Duration::from_millis(200);
+
+/// How soon a request the port dropped (`ENOBUFS`) is tried again.
+const DROPPED_RETRY: Duration = Duration::from_millis(20);
+
 /// Resolves `target`'s MAC on `sock`: sends a request every 200 ms until a reply arrives or
 /// `timeout` passes. Requests from others for our own addresses are answered meanwhile.
+///
+/// A request the port drops on hand-over (`ENOBUFS`: with the qdisc bypassed, a veth whose
+/// peer has no carrier yet or whose receive ring is full) is a lost request, like one lost on
+/// a wire: it is sent again 20 ms later instead of failing the trial. On a loaded machine a
+/// lab link can be down for a moment just after it was switched, and the trial then failed
+/// with "sending ARP/ND request: No buffer space available".
 pub fn resolve(
     sock: &PacketSocket,
     me: &Identity,
@@ -232,17 +244,35 @@ pub fn resolve(
     let deadline = Instant::now() + timeout;
     let mut buf = vec![0u8; 2048];
     let mut next_send = Instant::now();
+    let (mut sent, mut dropped) = (0u32, 0u32);
     loop {
         let now = Instant::now();
         if now >= deadline {
+            let drops = match dropped {
+                0 => String::new(),
+                d => format!(
+                    " ({d} of {} requests were dropped by the port itself: its link is down or its peer's queue is full)",
+                    sent + d
+                ),
+            };
             return Err(Error::Timeout(format!(
-                "no ARP/ND answer from next hop {target} within {timeout:?}"
+                "no ARP/ND answer from next hop {target} within {timeout:?}{drops}"
             )));
         }
         if now >= next_send {
-            sock.send_frame(&request)
-                .map_err(|e| Error::io("sending ARP/ND request", e))?;
-            next_send = now + Duration::from_millis(200);
+            match sock.send_frame(&request) {
+                Ok(true) => {
+                    sent += 1;
+                    next_send = now + REQUEST_INTERVAL;
+                }
+                // The socket's buffer is full for a moment: not sent, so not lost either.
+                Ok(false) => next_send = now + DROPPED_RETRY,
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    dropped += 1;
+                    next_send = now + DROPPED_RETRY;
+                }
+                Err(e) => return Err(Error::io("sending ARP/ND request", e)),
+            }
         }
         let wait = next_send.min(deadline).saturating_duration_since(now);
         sock.poll_readable(wait.as_millis().max(1) as i32)
