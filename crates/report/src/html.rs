@@ -20,8 +20,9 @@ td{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}tr
 tr.partial td{background:#fffbe8}li.sig{font-weight:600}";
 
 /// The results-table columns the page shows ([`crate::text::columns`] name, header); the other
-/// dimension columns are in the case id. The switch columns appear only when the run has them.
-const SHOWN: [(&str, &str); 17] = [
+/// dimension columns are in the case id. The switch and power columns appear only when the run
+/// has them.
+const SHOWN: [(&str, &str); 18] = [
     ("case", "case"),
     ("offload", "offload"),
     ("fastpath", "fastpath"),
@@ -35,6 +36,7 @@ const SHOWN: [(&str, &str); 17] = [
     ("percent_line_rate", "% of line rate"),
     ("noise_pps", "noise ± pps"),
     ("dut_cpu_percent", "DUT CPU %"),
+    ("dut_power_watts", "DUT power W"),
     ("directions", "directions"),
     ("engine", "engine"),
     ("trial_frames_lost", "frames lost (all trials)"),
@@ -42,7 +44,7 @@ const SHOWN: [(&str, &str); 17] = [
 ];
 
 /// Columns right-aligned as numbers.
-const NUMERIC: [&str; 12] = [
+const NUMERIC: [&str; 13] = [
     "repetitions",
     "pps",
     "mbps_l2",
@@ -51,6 +53,7 @@ const NUMERIC: [&str; 12] = [
     "percent_line_rate",
     "noise_pps",
     "dut_cpu_percent",
+    "dut_power_watts",
     "directions",
     "trial_frames_lost",
     "dut_ingress_drops",
@@ -150,6 +153,7 @@ fn scaled(r: &Row, pps: f64, value: &impl Fn(&Row) -> Option<f64>) -> f64 {
     probe.pps = Some(pps);
     probe.l2_bps = Some(pps * r.frame_len * 8.0);
     probe.dut_cpu_percent = None;
+    probe.dut_power_watts = None;
     value(&probe).unwrap_or(0.0)
 }
 

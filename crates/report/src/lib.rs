@@ -12,7 +12,7 @@ pub mod svg;
 pub mod text;
 
 pub use compare::{caveats, compare, compare_text, CompareRow, Verdict};
-pub use model::{analyse, cpu_from_hooks, Analysis, CaseStats, HookRecord, RunInput};
+pub use model::{analyse, dut_stats_from_hooks, Analysis, CaseStats, HookRecord, RunInput};
 
 /// File names the report writes into a run directory.
 pub const REPORT_HTML: &str = "report.html";

@@ -19,7 +19,8 @@ use wire::units::BitsPerSec;
 pub const DEFAULT_SPEED: f64 = 1e9;
 
 /// Per-case DUT statistics, derived from the hook outputs the runner records in `hooks.jsonl`
-/// ([`cpu_from_hooks`]). A run without CPU hooks has no CPU figures.
+/// ([`dut_stats_from_hooks`]). A run without CPU hooks has no CPU figures, one without a power
+/// meter's sampler no power figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseStats {
     /// Case id.
@@ -29,6 +30,9 @@ pub struct CaseStats {
     /// DUT CPU busy percent during the case (e.g. from a `proc-stat` before/after pair).
     #[serde(default)]
     pub dut_cpu_percent: Option<f64>,
+    /// DUT power in watts during the case: the mean of a `power` sampler's readings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_power_watts: Option<f64>,
 }
 
 /// One line of `hooks.jsonl` as the runner writes it (`bench::runner`): a DUT hook's output,
@@ -46,19 +50,27 @@ pub struct HookRecord {
     pub output: bench::hooks::HookOutput,
 }
 
-/// DUT CPU per case from hook outputs: a `vmstat` sampler's mean, or a `/proc/stat`
-/// `stats-before`/`stats-after` pair of the same case. The n-th figure of a case is
-/// repetition n.
-pub fn cpu_from_hooks(lines: &[HookRecord]) -> Vec<CaseStats> {
+/// DUT CPU and power per case from hook outputs: a `vmstat` sampler's mean, or a `/proc/stat`
+/// `stats-before`/`stats-after` pair of the same case, for CPU; a `power` sampler's mean for
+/// power. The n-th CPU (power) figure of a case is repetition n.
+pub fn dut_stats_from_hooks(lines: &[HookRecord]) -> Vec<CaseStats> {
     use bench::hooks::parse::{cpu_busy_percent, Parsed};
     let mut out: Vec<CaseStats> = Vec::new();
     let mut before: BTreeMap<&str, &Vec<bench::hooks::parse::CpuTimes>> = BTreeMap::new();
-    let push = |case: &str, pct: f64, out: &mut Vec<CaseStats>| {
-        let repetition = out.iter().filter(|s| s.case_id == case).count() as u32;
+    let push = |case: &str, cpu: Option<f64>, power: Option<f64>, out: &mut Vec<CaseStats>| {
+        let repetition = out
+            .iter()
+            .filter(|s| {
+                s.case_id == case
+                    && s.dut_cpu_percent.is_some() == cpu.is_some()
+                    && s.dut_power_watts.is_some() == power.is_some()
+            })
+            .count() as u32;
         out.push(CaseStats {
             case_id: case.into(),
             repetition,
-            dut_cpu_percent: Some(pct),
+            dut_cpu_percent: cpu,
+            dut_power_watts: power,
         });
     };
     for l in lines {
@@ -68,7 +80,12 @@ pub fn cpu_from_hooks(lines: &[HookRecord]) -> Vec<CaseStats> {
         match (l.stage.as_str(), &l.output.parsed) {
             ("sampler", Some(Parsed::Vmstat(s))) => {
                 if let Some(m) = s.mean() {
-                    push(case, m, &mut out);
+                    push(case, Some(m), None, &mut out);
+                }
+            }
+            ("sampler", Some(Parsed::Power(p))) => {
+                if let Some(w) = p.mean() {
+                    push(case, None, Some(w), &mut out);
                 }
             }
             ("stats-before", Some(Parsed::ProcStat(t))) => {
@@ -77,7 +94,7 @@ pub fn cpu_from_hooks(lines: &[HookRecord]) -> Vec<CaseStats> {
             ("stats-after", Some(Parsed::ProcStat(t))) => {
                 if let Some(b) = before.remove(case) {
                     if let Some(p) = cpu_busy_percent(b, t, "cpu") {
-                        push(case, p, &mut out);
+                        push(case, Some(p), None, &mut out);
                     }
                 }
             }
@@ -96,7 +113,7 @@ pub struct RunInput<'a> {
     pub records: &'a [Record],
     /// The last line of `trials.jsonl` was torn (the run was killed mid-write).
     pub torn_tail: bool,
-    /// DUT statistics per case ([`cpu_from_hooks`] of `hooks.jsonl`).
+    /// DUT statistics per case ([`dut_stats_from_hooks`] of `hooks.jsonl`).
     pub stats: &'a [CaseStats],
 }
 
@@ -361,6 +378,9 @@ pub struct Row {
     pub tester_reached_percent: Option<f64>,
     /// Mean DUT CPU busy percent, when captured.
     pub dut_cpu_percent: Option<f64>,
+    /// Mean DUT power in watts over the case, when a `power` sampler measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_power_watts: Option<f64>,
     /// The packet engine(s) the case's UDP trials ran on (`xdp`, `af_packet`, with auto's
     /// reason for AF_PACKET); empty for iperf3 and for runs recorded before engines were.
     #[serde(default)]
@@ -660,6 +680,9 @@ pub struct SwitchCell {
     pub percent: Option<f64>,
     /// DUT CPU busy percent.
     pub dut_cpu_percent: Option<f64>,
+    /// DUT power in watts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_power_watts: Option<f64>,
     /// No DUT figure: the tester set the pace.
     pub tester_limited: bool,
 }
@@ -927,11 +950,15 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         }
     }
 
-    // DUT CPU per case.
+    // DUT CPU and power per case.
     let mut cpu: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut power: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for s in input.stats {
         if let Some(p) = s.dut_cpu_percent {
             cpu.entry(s.case_id.as_str()).or_default().push(p);
+        }
+        if let Some(w) = s.dut_power_watts {
+            power.entry(s.case_id.as_str()).or_default().push(w);
         }
     }
 
@@ -947,6 +974,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     for (case_id, m) in &keys {
         let mut dims = dims_for(case_id, &mut dims_of);
         let dut_cpu_percent = cpu.get(case_id.as_str()).and_then(|v| mean(v));
+        let dut_power_watts = power.get(case_id.as_str()).and_then(|v| mean(v));
         if is_throughput(*m) {
             let Some(frame) = dims.frame_size else {
                 continue;
@@ -1105,6 +1133,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 tester_limited: limited.is_some(),
                 tester_reached_percent: limited,
                 dut_cpu_percent,
+                dut_power_watts,
                 engine: engines_of(case_trials.iter().copied()),
                 trial_frames_lost: accounted.0,
                 dut_ingress_drops: accounted.1,
@@ -1226,6 +1255,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 tester_limited: false,
                 tester_reached_percent: None,
                 dut_cpu_percent,
+                dut_power_watts,
                 engine: String::new(),
                 trial_frames_lost: None,
                 dut_ingress_drops: None,
@@ -1817,6 +1847,7 @@ fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTable> {
         l2_bps: r.l2_bps,
         percent: r.percent,
         dut_cpu_percent: r.dut_cpu_percent,
+        dut_power_watts: r.dut_power_watts,
         tester_limited: r.tester_limited,
     };
     let mut out = Vec::new();

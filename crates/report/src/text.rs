@@ -19,6 +19,10 @@ pub mod num {
     pub fn pct(x: f64) -> String {
         format!("{x:.2}")
     }
+    /// Watts with two decimals.
+    pub fn watts(x: f64) -> String {
+        format!("{x:.2}")
+    }
     /// Microseconds with one decimal.
     pub fn us(x: f64) -> String {
         format!("{x:.1}")
@@ -26,7 +30,8 @@ pub mod num {
 }
 
 /// The columns of the results table, in order, shared by CSV, Markdown and HTML; a run with
-/// switch dimensions has [`SWITCH_COLUMNS`] after `mss` too ([`columns`]).
+/// switch dimensions has [`SWITCH_COLUMNS`] after `mss` too, a run with a power meter
+/// [`POWER_COLUMN`] after `dut_cpu_percent` ([`columns`]).
 pub const COLUMNS: [&str; 22] = [
     "case",
     "profile",
@@ -71,8 +76,20 @@ pub fn columns(a: &Analysis) -> Vec<&'static str> {
         extra.push(SWITCH_COLUMNS[1]);
     }
     v.splice(at..at, extra);
+    // A power meter's column, beside the CPU's, only in runs that had one.
+    if a.rows.iter().any(|r| r.dut_power_watts.is_some()) {
+        let at = v
+            .iter()
+            .position(|c| *c == "dut_cpu_percent")
+            .map_or(v.len(), |i| i + 1);
+        v.insert(at, POWER_COLUMN);
+    }
     v
 }
+
+/// The DUT power column (watts, mean over the case), present only when a sampler hook with
+/// `parse = "power"` measured it.
+pub const POWER_COLUMN: &str = "dut_power_watts";
 
 /// The columns of the latency table, in order, shared by CSV, Markdown and HTML.
 pub const LATENCY_COLUMNS: [&str; 16] = [
@@ -250,6 +267,7 @@ pub fn cell(r: &Row, column: &str) -> String {
         "percent_line_rate" => r.percent.map(num::pct).unwrap_or_default(),
         "noise_pps" => num::pps(r.noise_pps),
         "dut_cpu_percent" => r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
+        "dut_power_watts" => r.dut_power_watts.map(num::watts).unwrap_or_default(),
         "directions" => r.directions.to_string(),
         "engine" => r.engine.clone(),
         "trial_frames_lost" => opt(r.trial_frames_lost),
@@ -263,7 +281,8 @@ pub fn cells(r: &Row, columns: &[&str]) -> Vec<String> {
     columns.iter().map(|c| cell(r, c)).collect()
 }
 
-/// A switch-table cell as Markdown and HTML show it: `812.345 Mb/s (81.23 %) · CPU 97.00 %`,
+/// A switch-table cell as Markdown and HTML show it: `812.345 Mb/s (81.23 %) · CPU 97.00 %`
+/// (and `· 7.50 W` with a power meter),
 /// with the same number formats as the results table; `TL` without a DUT figure.
 pub fn switch_cell(c: Option<&SwitchCell>) -> String {
     let Some(c) = c else {
@@ -279,6 +298,9 @@ pub fn switch_cell(c: Option<&SwitchCell>) -> String {
     };
     if let Some(cpu) = c.dut_cpu_percent {
         s.push_str(&format!(" · CPU {} %", num::pct(cpu)));
+    }
+    if let Some(w) = c.dut_power_watts {
+        s.push_str(&format!(" · {} W", num::watts(w)));
     }
     s
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use bench::results::{read_records, RunInfo};
 use report::model::Analysis;
-use report::{analyse, compare, cpu_from_hooks, HookRecord, RunInput, Verdict};
+use report::{analyse, compare, dut_stats_from_hooks, HookRecord, RunInput, Verdict};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -28,7 +28,7 @@ fn load(name: &str) -> Analysis {
                 .collect()
         })
         .unwrap_or_default();
-    let stats = cpu_from_hooks(&hooks);
+    let stats = dut_stats_from_hooks(&hooks);
     analyse(RunInput {
         info: &info,
         records: &loaded.records,
@@ -1304,4 +1304,85 @@ fn odd_records_lose_figures_not_the_report() {
             - 1
     );
     findings_match_the_table(&a).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Reads `run` as [`load`] does, with a power meter's sampler output added for `cases`
+/// (`readings` printed by the meter, parsed by the real `power` parser).
+fn load_with_power(run: &str, cases: &[(&str, &str)]) -> Analysis {
+    let d = fixture(run);
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let loaded = read_records(&d.join("trials.jsonl")).unwrap();
+    let hooks: Vec<HookRecord> = cases
+        .iter()
+        .map(|(case, readings)| HookRecord {
+            case_id: Some(case.to_string()),
+            profile: case.split('/').next().unwrap().to_string(),
+            stage: "sampler".into(),
+            output: bench::hooks::HookOutput {
+                argv: vec!["sh".into(), "-c".into(), "meter --watts".into()],
+                status: None,
+                stdout: readings.to_string(),
+                stderr: String::new(),
+                parsed: bench::hooks::Parser::Power.parse(readings),
+            },
+        })
+        .collect();
+    let stats = dut_stats_from_hooks(&hooks);
+    analyse(RunInput {
+        info: &info,
+        records: &loaded.records,
+        torn_tail: loaded.torn_tail,
+        stats: &stats,
+    })
+}
+
+/// Issue 13 item 4: a power meter's sampler fills a power column beside the DUT's CPU in
+/// every format and a `W` figure in the switch tables; a run without one keeps its layout.
+#[test]
+fn a_power_sampler_fills_a_power_column_beside_the_cpu() {
+    let a = load_with_power(
+        "run-matrix",
+        &[
+            ("napt/udp4/64B/fastpath=off", "7.0 W\n7.5 W\n8.0 W\n"),
+            ("napt/udp4/64B/fastpath=on", "power: 6500 mW\n"),
+        ],
+    );
+    let csv = String::from_utf8(report::text::csv(&a)).unwrap();
+    let (head, rows) = csv_table(&csv);
+    let at = |n: &str| head.iter().position(|h| h == n);
+    assert_eq!(
+        at("dut_power_watts"),
+        Some(at("dut_cpu_percent").unwrap() + 1)
+    );
+    let power_of = |case: &str| {
+        rows.iter().find(|r| r[0] == case).unwrap()[at("dut_power_watts").unwrap()].clone()
+    };
+    assert_eq!(power_of("napt/udp4/64B/fastpath=off"), "7.50");
+    assert_eq!(power_of("napt/udp4/64B/fastpath=on"), "6.50");
+    assert_eq!(power_of("forward/udp4/64B/fastpath=off"), "");
+    let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+    assert!(
+        md.contains("| dut_cpu_percent | dut_power_watts | directions |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(" · 7.50 W"),
+        "the fast-path table shows the power: {md}"
+    );
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    assert!(html.contains("<th>DUT power W</th>"));
+    let json: serde_json::Value = serde_json::from_slice(&report::text::json(&a)).unwrap();
+    let rows_json = json["rows"].as_array().expect("rows");
+    assert!(rows_json
+        .iter()
+        .any(|r| r["case_id"] == "napt/udp4/64B/fastpath=on" && r["dut_power_watts"] == 6.5));
+
+    // Without a meter: no power column anywhere.
+    let plain = load("run-matrix");
+    let csv = String::from_utf8(report::text::csv(&plain)).unwrap();
+    assert!(!csv.lines().next().unwrap().contains("dut_power_watts"));
+    assert!(!String::from_utf8(report::html::html(&plain))
+        .unwrap()
+        .contains("DUT power"));
 }

@@ -5,7 +5,7 @@
 //! the DUT over the system OpenSSH client ([`Exec`]); [`Exec::argv`] builds the argument vector
 //! so the exact command is testable and recordable, and [`run`] / [`Sampler`] are a thin
 //! `std::process` layer over it. Output is always stored raw; [`parse`] turns what is understood
-//! (`vmstat`, `/proc/stat`, nftables counters) into numbers.
+//! (`vmstat`, `/proc/stat`, nftables counters, a power meter's watts) into numbers.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -107,15 +107,18 @@ pub enum Parser {
     Nft,
     /// `nft -j list ruleset`: counter totals.
     NftJson,
+    /// A power meter: one reading per line, in watts unless the line says `mW`/`kW`.
+    Power,
 }
 
 impl Parser {
     /// Every parser with its plan name.
-    pub const ALL: [(&'static str, Parser); 4] = [
+    pub const ALL: [(&'static str, Parser); 5] = [
         ("vmstat", Parser::Vmstat),
         ("proc-stat", Parser::ProcStat),
         ("nft", Parser::Nft),
         ("nft-json", Parser::NftJson),
+        ("power", Parser::Power),
     ];
 
     /// Looks a parser up by its plan name.
@@ -135,6 +138,7 @@ impl Parser {
             }
             Parser::Nft => parse::nft_text(text).map(parse::Parsed::Nft),
             Parser::NftJson => parse::nft_json(text).map(parse::Parsed::Nft),
+            Parser::Power => parse::power(text).map(parse::Parsed::Power),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Parsers for what DUT hooks print: `vmstat`, `/proc/stat`, nftables counters.
+//! Parsers for what DUT hooks print: `vmstat`, `/proc/stat`, nftables counters, a power
+//! meter's readings.
 //!
 //! Each returns `None` for text it does not recognise rather than guessing; the raw text is
 //! stored either way, so nothing is lost when a parser gives up.
@@ -15,6 +16,8 @@ pub enum Parsed {
     ProcStat(Vec<CpuTimes>),
     /// nftables counter totals.
     Nft(NftCounters),
+    /// A power meter's readings.
+    Power(PowerSamples),
 }
 
 impl Parsed {
@@ -39,6 +42,76 @@ impl CpuSamples {
         (!self.busy_percent.is_empty())
             .then(|| self.busy_percent.iter().sum::<f64>() / self.busy_percent.len() as f64)
     }
+}
+
+/// A power meter's readings in watts, one per sample, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerSamples {
+    /// Watts per reading.
+    pub watts: Vec<f64>,
+}
+
+impl PowerSamples {
+    /// Mean power, `None` without readings.
+    pub fn mean(&self) -> Option<f64> {
+        (!self.watts.is_empty()).then(|| self.watts.iter().sum::<f64>() / self.watts.len() as f64)
+    }
+}
+
+/// Parses a power meter's output, one reading per line, whatever else the line says: the
+/// line's first number, in watts unless a unit follows it (attached or as the next word:
+/// `W`, `mW` or `kW`, any case). `12.5`, `12.5 W`, `power: 12500 mW` and
+/// `2026-11-25 10:00:00 12.5W` all read 12.5 W (a date, a time or `5%` is not a reading). Lines without
+/// a number, and negative or non-finite readings, are skipped; `None` when no line has one.
+///
+/// The published home-gateway tables put the device's power beside its throughput; users with
+/// a meter (a smart plug, a USB power meter, a PDU) wrap its command line in a sampler hook
+/// (`parse = "power"`) and the report averages its readings per case.
+pub fn power(text: &str) -> Option<PowerSamples> {
+    let watts: Vec<f64> = text.lines().filter_map(power_reading).collect();
+    (!watts.is_empty()).then_some(PowerSamples { watts })
+}
+
+/// The reading on one line of a power meter's output, in watts.
+fn power_reading(line: &str) -> Option<f64> {
+    let tokens: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '=')
+        .filter(|t| !t.is_empty())
+        .collect();
+    let scale_of = |unit: &str| match unit
+        .trim_end_matches([')', '.'])
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "w" => Some(1.0),
+        "mw" => Some(1e-3),
+        "kw" => Some(1e3),
+        _ => None,
+    };
+    for (i, t) in tokens.iter().enumerate() {
+        let t = t.trim_start_matches([':', '(']);
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let Ok(value) = num.parse::<f64>() else {
+            continue;
+        };
+        let scale = if unit.is_empty() {
+            // A unit may be the next word; anything else there is not one.
+            tokens.get(i + 1).and_then(|u| scale_of(u)).unwrap_or(1.0)
+        } else {
+            // `10:00:00`, `2026-11-25T…`, `5%`: a number glued to something that is not a
+            // unit is not a reading.
+            match scale_of(unit) {
+                Some(s) => s,
+                None => continue,
+            }
+        };
+        let watts = value * scale;
+        return (watts.is_finite() && watts >= 0.0).then_some(watts);
+    }
+    None
 }
 
 /// Parses `vmstat N` output (Linux procps or BSD): CPU busy = 100 − the `id` column. The first
@@ -263,6 +336,17 @@ pub fn nft_json(text: &str) -> Option<NftCounters> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn power_readings_in_watts_whatever_the_meter_prints() {
+        let text = "12.5\n13.5 W\npower: 14000 mW\n2026-11-25 10:00:00 15W\nP=0.016 kW (5%)\nno reading\n-3 W\n";
+        let p = power(text).unwrap();
+        assert_eq!(p.watts, vec![12.5, 13.5, 14.0, 15.0, 16.0]);
+        assert_eq!(p.mean(), Some(14.2));
+        assert_eq!(power("meter offline\n"), None);
+        assert_eq!(power(""), None);
+        assert_eq!(power("NaN W\ninf\n"), None);
+    }
 
     fn fixture(name: &str) -> String {
         std::fs::read_to_string(format!(

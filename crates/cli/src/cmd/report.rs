@@ -62,7 +62,7 @@ pub fn load_run(dir: &Path) -> CliResult<report::Analysis> {
         },
         Err(e) => return Err(CliError::Failed(format!("{}: {e}", trials.display()))),
     };
-    let stats = report::cpu_from_hooks(&read_hooks(&dir.join(HOOKS_JSONL))?);
+    let stats = report::dut_stats_from_hooks(&read_hooks(&dir.join(HOOKS_JSONL))?);
     Ok(report::analyse(report::RunInput {
         info: &info,
         records: &loaded.records,
