@@ -467,6 +467,8 @@ name = "h8tcp"
 [dut]
 kind = "lab"
 [dut.profiles.forward]
+# A power meter that reads 5.25 W (issue 13 item 4: the power column from a sampler hook).
+samplers = [{ command = "while :; do echo 'P = 5250 mW'; sleep 0.1; done", parse = "power" }]
 [dut.profiles.mss-clamp-1200]
 [run]
 trial-duration = "1s"
@@ -563,6 +565,25 @@ methodologies = ["iperf3"]
             received / 1e9,
             tcp.syn_mss
         );
+    }
+    // The power sampler ran in the DUT's namespace for the forward cases only, and the
+    // results table has its mean beside the CPU.
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = head
+        .iter()
+        .position(|h| *h == "dut_power_watts")
+        .unwrap_or_else(|| panic!("no power column: {head:?}"));
+    assert_eq!(head[col - 1], "dut_cpu_percent");
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let want = if cells[0].starts_with("forward/") {
+            "5.25"
+        } else {
+            ""
+        };
+        assert_eq!(cells[col], want, "{line}");
     }
 }
 
