@@ -17,7 +17,11 @@ fn fixture(name: &str) -> PathBuf {
 
 /// Reads a fixture run the way the CLI does.
 fn load(name: &str) -> Analysis {
-    let d = fixture(name);
+    load_dir(&fixture(name))
+}
+
+/// Reads the run directory `d` the way the CLI does.
+fn load_dir(d: &Path) -> Analysis {
     let info: RunInfo =
         serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
     let loaded = read_records(&d.join("trials.jsonl")).unwrap();
@@ -1385,4 +1389,25 @@ fn a_power_sampler_fills_a_power_column_beside_the_cpu() {
     assert!(!String::from_utf8(report::html::html(&plain))
         .unwrap()
         .contains("DUT power"));
+}
+
+/// Not a test of the suite: checks a real run directory's findings against its own table, as
+/// the suite checks the fixtures. `WIRERATE_CHECK_RUN=runs/lab-demo-… cargo test --release -p
+/// report --test exporters findings_of_a_run_dir -- --ignored --nocapture`
+#[test]
+#[ignore = "checks the run directory named by WIRERATE_CHECK_RUN"]
+fn findings_of_a_run_dir() {
+    let d = PathBuf::from(
+        std::env::var("WIRERATE_CHECK_RUN").expect("WIRERATE_CHECK_RUN=run directory"),
+    );
+    let a = load_dir(&d);
+    let n = findings_match_the_table(&a).unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "{}: {n} statements checked against the table, {} conclusions",
+        d.display(),
+        a.conclusions.len()
+    );
+    for c in &a.conclusions {
+        println!("  {}", c.text);
+    }
 }
