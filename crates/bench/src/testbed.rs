@@ -527,6 +527,7 @@ impl Testbed {
                 (Some(b), Some(a)) => Some(dut_delta(&b, &a, case.bidirectional)),
                 _ => None,
             },
+            per_direction: UdpTrial::per_direction(&report.streams, max),
         };
         let mut o = udp.outcome(request, &report);
         // `outcome` measures against the plain frame's line rate; the search works in

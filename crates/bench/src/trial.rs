@@ -225,6 +225,50 @@ impl UdpTrial {
         }
     }
 
+    /// Each direction of a trial on its own (streams grouped by sending and receiving port, in
+    /// the order they first appear: A→B first), for the record of a bidirectional trial;
+    /// empty when the trial ran one way. `max` is one direction's line rate on the case's
+    /// path, the unit of `offered`.
+    pub fn per_direction(
+        streams: &[StreamResult],
+        max: Pps,
+    ) -> Vec<crate::results::DirectionFacts> {
+        let mut out: Vec<crate::results::DirectionFacts> = Vec::new();
+        for s in streams {
+            let lost = s.rx.lost.unwrap_or(s.tx.sent.saturating_sub(s.rx.received));
+            let offered = if max.0 > 0.0 {
+                s.tx.achieved_pps / max.0
+            } else {
+                0.0
+            };
+            match out
+                .iter_mut()
+                .find(|d| d.tx_port == s.tx_port && d.rx_port == s.rx_port)
+            {
+                Some(d) => {
+                    d.sent += s.tx.sent;
+                    d.received += s.rx.received;
+                    d.lost += lost;
+                    d.offered += offered;
+                    d.rx_pps += s.rx_pps;
+                }
+                None => out.push(crate::results::DirectionFacts {
+                    tx_port: s.tx_port.clone(),
+                    rx_port: s.rx_port.clone(),
+                    sent: s.tx.sent,
+                    received: s.rx.received,
+                    lost,
+                    offered,
+                    rx_pps: s.rx_pps,
+                }),
+            }
+        }
+        if out.len() < 2 {
+            out.clear();
+        }
+        out
+    }
+
     /// Runs `request` on the engine between `a` and `b`; `stop` aborts it.
     pub fn run(
         &self,
@@ -337,6 +381,27 @@ mod tests {
                 median_ns: 20,
                 max_ns: 1_200
             })
+        );
+    }
+
+    #[test]
+    fn per_direction_facts_keep_what_the_sums_hide() {
+        let t = trial();
+        let max = t.max_pps();
+        let mut fwd = stream(1, "a", "b", 1000, 1000, 0.5 * max.0);
+        fwd.rx_pps = 0.5 * max.0;
+        let mut rev = stream(2, "b", "a", 1000, 0, 0.5 * max.0);
+        rev.rx_pps = 0.0;
+        let d = UdpTrial::per_direction(&[fwd.clone(), rev], max);
+        assert_eq!(d.len(), 2);
+        assert_eq!((d[0].tx_port.as_str(), d[0].rx_port.as_str()), ("a", "b"));
+        assert_eq!((d[0].sent, d[0].received, d[0].lost), (1000, 1000, 0));
+        assert_eq!((d[1].sent, d[1].received, d[1].lost), (1000, 0, 1000));
+        assert!((d[0].offered - 0.5).abs() < 1e-12 && (d[1].offered - 0.5).abs() < 1e-12);
+        assert_eq!(d[1].rx_pps, 0.0, "the direction the DUT did not forward");
+        assert!(
+            UdpTrial::per_direction(&[fwd], max).is_empty(),
+            "a one-way trial has no per-direction facts"
         );
     }
 

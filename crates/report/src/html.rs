@@ -20,9 +20,9 @@ td{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}tr
 tr.partial td{background:#fffbe8}li.sig{font-weight:600}";
 
 /// The results-table columns the page shows ([`crate::text::columns`] name, header); the other
-/// dimension columns are in the case id. The switch and power columns appear only when the run
-/// has them.
-const SHOWN: [(&str, &str); 18] = [
+/// dimension columns are in the case id. The switch, per-direction and power columns appear
+/// only when the run has them.
+const SHOWN: [(&str, &str); 19] = [
     ("case", "case"),
     ("offload", "offload"),
     ("fastpath", "fastpath"),
@@ -34,6 +34,7 @@ const SHOWN: [(&str, &str); 18] = [
     ("max_pps", "max pps"),
     ("max_mbps_l2", "max Mb/s L2"),
     ("percent_line_rate", "% of line rate"),
+    ("per_direction", "per direction (% of its own line rate)"),
     ("noise_pps", "noise ± pps"),
     ("dut_cpu_percent", "DUT CPU %"),
     ("dut_power_watts", "DUT power W"),

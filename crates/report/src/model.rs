@@ -381,6 +381,11 @@ pub struct Row {
     /// Mean DUT power in watts over the case, when a `power` sampler measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut_power_watts: Option<f64>,
+    /// A bidirectional case's figure direction by direction (A→B first), at the reported
+    /// result: `pps` and `percent` are the sum of these. Empty for one-way cases, for
+    /// tester-limited ones and for runs recorded before trials kept their directions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_direction: Vec<DirectionFigure>,
     /// The packet engine(s) the case's UDP trials ran on (`xdp`, `af_packet`, with auto's
     /// reason for AF_PACKET); empty for iperf3 and for runs recorded before engines were.
     #[serde(default)]
@@ -472,16 +477,19 @@ pub fn iperf3_interval_spread(raw: &serde_json::Value) -> Option<f64> {
 fn cpu_at_load(trials: Option<&Vec<&TrialRecord>>, load: f64) -> Option<f64> {
     let v: Vec<f64> = trials?
         .iter()
-        .filter(|t| {
-            let l = t.request.load.0;
-            !t.request.latency
-                && t.request.burst_frames.is_none()
-                && (l - load).abs() <= 1e-9 * l.abs().max(load.abs()).max(1.0)
-        })
+        .filter(|t| at_load(t, load))
         .filter_map(|t| t.engine.as_ref()?.dut?.cpu_busy_percent())
         .filter(|p| p.is_finite())
         .collect();
     mean(&v)
+}
+
+/// Whether `t` is one of a search's own trials (not latency, not a burst) at `load`.
+fn at_load(t: &TrialRecord, load: f64) -> bool {
+    let l = t.request.load.0;
+    !t.request.latency
+        && t.request.burst_frames.is_none()
+        && (l - load).abs() <= 1e-9 * l.abs().max(load.abs()).max(1.0)
 }
 
 /// Invalid frames over `trials`, by reason.
@@ -667,6 +675,60 @@ pub struct Conclusion {
     pub noise: String,
     /// The sentence.
     pub text: String,
+}
+
+/// One direction of a bidirectional case's figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionFigure {
+    /// `a→b` or `b→a` (sending port → receiving port).
+    pub direction: String,
+    /// Frames/s received in this direction (mean over repetitions of the trials at the result).
+    pub pps: f64,
+    /// L2 bits per second (frames with FCS).
+    pub l2_bps: f64,
+    /// Percent of one direction's line rate on the case's path.
+    pub percent: f64,
+}
+
+/// Each direction of a bidirectional case at its result: for each repetition's result load
+/// (`loads`), the receive rate of each direction in the trials that ran at that load, as the
+/// runner recorded them (`EngineFacts::per_direction`); the mean over repetitions. `one_way`
+/// is one direction's line rate in frames/s.
+fn direction_figures(
+    trials: &[Option<&Vec<&TrialRecord>>],
+    loads: &[f64],
+    one_way: f64,
+    frame_len: f64,
+) -> Vec<DirectionFigure> {
+    let mut seen: Vec<(String, Vec<f64>)> = Vec::new();
+    for (ts, &load) in trials.iter().zip(loads) {
+        let Some(ts) = ts else { continue };
+        for t in ts.iter().filter(|t| at_load(t, load)) {
+            let Some(e) = &t.engine else { continue };
+            for d in &e.per_direction {
+                let name = format!("{}→{}", d.tx_port, d.rx_port);
+                match seen.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, v)) => v.push(d.rx_pps),
+                    None => seen.push((name, vec![d.rx_pps])),
+                }
+            }
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(direction, v)| {
+            let pps = mean(&v)?;
+            Some(DirectionFigure {
+                direction,
+                pps,
+                l2_bps: pps * frame_len * 8.0,
+                percent: if one_way > 0.0 {
+                    100.0 * pps / one_way
+                } else {
+                    0.0
+                },
+            })
+        })
+        .collect()
 }
 
 /// One figure of a switch table: the row of the results table it comes from.
@@ -1008,6 +1070,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             let mut irregular = 0;
             let mut rep_cpu = Vec::new();
             let mut single_bracket = None;
+            // Each repetition's result load and its trials, for the per-direction figures.
+            let (mut result_trials, mut result_loads) = (Vec::new(), Vec::new());
             for ((c, rep, mm), res) in &done {
                 if c != case_id || mm != m {
                     continue;
@@ -1043,6 +1107,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                         if let Some(g) = goals.first() {
                             let lower = g.lower.map_or(0.0, |l| l.0);
                             rep_pps.push(lower * max_pps);
+                            result_trials.push(trials.get(&(c.clone(), *rep, *m)));
+                            result_loads.push(lower);
                             if let Some(c) = g
                                 .lower
                                 .and_then(|l| cpu_at_load(trials.get(&(c.clone(), *rep, *m)), l.0))
@@ -1104,6 +1170,16 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 ));
             }
             let frame_len = frame as f64;
+            let per_direction = if dims.bidirectional && limited.is_none() {
+                direction_figures(
+                    &result_trials,
+                    &result_loads,
+                    max_pps / f64::from(directions),
+                    frame_len,
+                )
+            } else {
+                Vec::new()
+            };
             rows.push(Row {
                 case_id: case_id.clone(),
                 dims,
@@ -1134,6 +1210,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 tester_reached_percent: limited,
                 dut_cpu_percent,
                 dut_power_watts,
+                per_direction,
                 engine: engines_of(case_trials.iter().copied()),
                 trial_frames_lost: accounted.0,
                 dut_ingress_drops: accounted.1,
@@ -1256,6 +1333,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 tester_reached_percent: None,
                 dut_cpu_percent,
                 dut_power_watts,
+                per_direction: Vec::new(),
                 engine: String::new(),
                 trial_frames_lost: None,
                 dut_ingress_drops: None,
@@ -1998,6 +2076,7 @@ mod tests {
             slipped: 0,
             refused_by_dut: 0,
             invalid: Default::default(),
+            per_direction: Vec::new(),
             dut: ingress_drops.map(|d| DutCounters {
                 ingress_rx: 1000,
                 ingress_drops: d,

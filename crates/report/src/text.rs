@@ -76,6 +76,14 @@ pub fn columns(a: &Analysis) -> Vec<&'static str> {
         extra.push(SWITCH_COLUMNS[1]);
     }
     v.splice(at..at, extra);
+    // Bidirectional cases direction by direction, after the figures, only where there are some.
+    if a.rows.iter().any(|r| !r.per_direction.is_empty()) {
+        let at = v
+            .iter()
+            .position(|c| *c == "percent_line_rate")
+            .map_or(v.len(), |i| i + 1);
+        v.insert(at, DIRECTIONS_COLUMN);
+    }
     // A power meter's column, beside the CPU's, only in runs that had one.
     if a.rows.iter().any(|r| r.dut_power_watts.is_some()) {
         let at = v
@@ -85,6 +93,26 @@ pub fn columns(a: &Analysis) -> Vec<&'static str> {
         v.insert(at, POWER_COLUMN);
     }
     v
+}
+
+/// The per-direction column of bidirectional cases (`a→b 595,238 pps (40.00 %); b→a …`, each
+/// direction against its own line rate), present only when some row has directions.
+pub const DIRECTIONS_COLUMN: &str = "per_direction";
+
+/// A bidirectional row's directions as one cell: `a→b 595238 pps (40.00 %); b→a …`.
+pub fn directions_cell(r: &Row) -> String {
+    r.per_direction
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {} pps ({} %)",
+                d.direction,
+                num::pps(d.pps),
+                num::pct(d.percent)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The DUT power column (watts, mean over the case), present only when a sampler hook with
@@ -268,6 +296,7 @@ pub fn cell(r: &Row, column: &str) -> String {
         "noise_pps" => num::pps(r.noise_pps),
         "dut_cpu_percent" => r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
         "dut_power_watts" => r.dut_power_watts.map(num::watts).unwrap_or_default(),
+        "per_direction" => directions_cell(r),
         "directions" => r.directions.to_string(),
         "engine" => r.engine.clone(),
         "trial_frames_lost" => opt(r.trial_frames_lost),
@@ -583,6 +612,16 @@ pub fn terminal(a: &Analysis) -> String {
             r.percent.map(num::pct).unwrap_or_else(|| "-".into()),
             status(r).into(),
         ]);
+        // A bidirectional figure is a sum: each direction under it, against its own line rate.
+        for d in &r.per_direction {
+            rows.push([
+                format!("  {}", d.direction),
+                num::pps(d.pps),
+                num::mbps(d.l2_bps),
+                num::pct(d.percent),
+                String::new(),
+            ]);
+        }
     }
     let mut w = head.map(str::len);
     for r in &rows {

@@ -651,6 +651,7 @@ fn invalid_frames_are_named_in_a_note_and_the_row() {
                     refused_by_dut: 0,
                     dut: None,
                     invalid,
+                    per_direction: Vec::new(),
                 });
                 marked = Some(t.key.case_id.clone());
                 break;
@@ -1410,4 +1411,117 @@ fn findings_of_a_run_dir() {
     for c in &a.conclusions {
         println!("  {}", c.text);
     }
+}
+
+/// Issue 14 item 1 (plain lab cases): a bidirectional case's figure is a sum, so each
+/// direction is shown on its own against its own line rate, at the reported result, in every
+/// format and in the terminal summary; runs without directions keep their layout.
+#[test]
+fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
+    let d = fixture("run-wan");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut loaded = read_records(&d.join("trials.jsonl")).unwrap();
+    let one_way = 1e9 / ((64.0 + 20.0) * 8.0);
+    // The DUT forwards A→B at the whole load and B→A at 60 % of it.
+    for r in loaded.records.iter_mut() {
+        let bench::results::Record::Trial(t) = r else {
+            continue;
+        };
+        if !t.key.case_id.ends_with("/bidir") {
+            continue;
+        }
+        let load = t.request.load.0;
+        let dir = |tx: &str, rx: &str, share: f64| bench::results::DirectionFacts {
+            tx_port: tx.into(),
+            rx_port: rx.into(),
+            sent: 1000,
+            received: (1000.0 * share) as u64,
+            lost: 1000 - (1000.0 * share) as u64,
+            offered: load,
+            rx_pps: load * one_way * share,
+        };
+        t.engine = Some(bench::results::EngineFacts {
+            backend: "xdp".into(),
+            note: String::new(),
+            sent: 2000,
+            slipped: 0,
+            refused_by_dut: 0,
+            dut: None,
+            invalid: Default::default(),
+            per_direction: vec![dir("a", "b", 1.0), dir("b", "a", 0.6)],
+        });
+    }
+    let a = analyse(RunInput {
+        info: &info,
+        records: &loaded.records,
+        torn_tail: loaded.torn_tail,
+        stats: &[],
+    });
+    let row = a
+        .rows
+        .iter()
+        .find(|r| r.case_id == "cpe/udp4/64B/bidir")
+        .unwrap();
+    let result = row.rep_pps[0] / row.max_pps;
+    assert_eq!(row.per_direction.len(), 2);
+    let (ab, ba) = (&row.per_direction[0], &row.per_direction[1]);
+    assert_eq!(
+        (ab.direction.as_str(), ba.direction.as_str()),
+        ("a→b", "b→a")
+    );
+    assert!(
+        (ab.percent - 100.0 * result).abs() < 1e-6,
+        "{ab:?} at load {result}"
+    );
+    assert!((ba.percent - 60.0 * result).abs() < 1e-6, "{ba:?}");
+    assert!((ab.l2_bps - ab.pps * 64.0 * 8.0).abs() < 1e-3);
+    // One-way rows have none.
+    assert!(a
+        .rows
+        .iter()
+        .filter(|r| !r.dims.bidirectional)
+        .all(|r| r.per_direction.is_empty()));
+
+    let csv = String::from_utf8(report::text::csv(&a)).unwrap();
+    let (head, rows) = csv_table(&csv);
+    let at = head
+        .iter()
+        .position(|h| h == "per_direction")
+        .expect("column");
+    assert_eq!(head[at - 1], "percent_line_rate");
+    let cell = &rows.iter().find(|r| r[0] == "cpe/udp4/64B/bidir").unwrap()[at];
+    assert_eq!(
+        cell,
+        &format!(
+            "a→b {:.0} pps ({:.2} %); b→a {:.0} pps ({:.2} %)",
+            ab.pps, ab.percent, ba.pps, ba.percent
+        )
+    );
+    let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+    assert!(md.contains("| percent_line_rate | per_direction |"), "{md}");
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    assert!(html.contains("<th>per direction (% of its own line rate)</th>"));
+    let json: serde_json::Value = serde_json::from_slice(&report::text::json(&a)).unwrap();
+    let j = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["case_id"] == "cpe/udp4/64B/bidir")
+        .unwrap();
+    assert_eq!(j["per_direction"][1]["direction"], "b→a");
+    let term = report::text::terminal(&a);
+    assert!(
+        term.lines().any(|l| l.starts_with("  b→a ")),
+        "the terminal summary lists each direction: {term}"
+    );
+
+    // The same run without per-direction facts keeps its layout (the snapshots hold it).
+    let plain = load("run-wan");
+    assert!(!String::from_utf8(report::text::csv(&plain))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .contains("per_direction"));
 }

@@ -575,6 +575,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                         slipped: 0,
                         refused_by_dut: 0,
                         invalid: Default::default(),
+                        per_direction: Vec::new(),
                         dut: Some(dut_counters(offered, capacity, secs, &out)),
                     };
                     push(req, &out, Some(engine), None, None);

@@ -112,7 +112,34 @@ pub struct EngineFacts {
     /// frames shows here, not as forwarding. Absent when zero (and in older runs).
     #[serde(default, skip_serializing_if = "InvalidCounts::is_zero")]
     pub invalid: InvalidCounts,
+    /// Each direction of a bidirectional trial (RFC 2544 §14) on its own, A→B first: the
+    /// outcome sums frames over both and offers the slower direction's load, which hides a
+    /// DUT that forwards one way only. Empty for one-way trials (and in older runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_direction: Vec<DirectionFacts>,
 }
+
+/// One direction of a bidirectional trial, as its sending and receiving ports counted it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionFacts {
+    /// Sending port (`a`, `b`).
+    pub tx_port: String,
+    /// Receiving port.
+    pub rx_port: String,
+    /// Frames handed to the DUT's port in this direction.
+    pub sent: u64,
+    /// Frames that arrived valid for their stream.
+    pub received: u64,
+    /// Frames lost in this direction.
+    pub lost: u64,
+    /// The load this direction offered, from its sender's timestamps, as a fraction of one
+    /// direction's line rate on the case's path.
+    pub offered: f64,
+    /// Received frames/s over the sending interval (`engine::trial::StreamResult::rx_pps`).
+    pub rx_pps: f64,
+}
+
+impl Eq for DirectionFacts {}
 
 impl EngineFacts {
     /// Slipped frames as a share of the schedule (sent + slipped).
