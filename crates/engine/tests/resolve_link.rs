@@ -9,6 +9,30 @@ use engine::resolve::{resolve, Identity};
 use std::net::IpAddr;
 use std::time::Duration;
 
+/// Resolves port A's next hop from a thread inside A's namespace, on a socket that bypasses
+/// the qdisc as the engine's do.
+fn resolve_from_a(net: &Net, timeout: Duration) -> engine::Result<[u8; 6]> {
+    let (a, _) = net.ports();
+    std::thread::spawn(move || {
+        let ifindex = a.enter(0).expect("enter a");
+        let sock = a.open_socket(ifindex).expect("socket");
+        sock.set_qdisc_bypass(true).expect("qdisc bypass");
+        let me = Identity {
+            mac: sock.hw_addr().expect("MAC"),
+            ipv4: a.ipv4,
+            ipv6: None,
+        };
+        resolve(
+            &sock,
+            &me,
+            IpAddr::V4(a.next_hop_v4.expect("next hop")),
+            timeout,
+        )
+    })
+    .join()
+    .expect("resolver thread")
+}
+
 #[test]
 fn resolve_rides_out_a_peer_without_carrier() {
     if !is_root() {
@@ -19,7 +43,6 @@ fn resolve_rides_out_a_peer_without_carrier() {
     }
     let net = Net::new("rslv", "rsa", "rsb");
     sh(&["ip", "-n", &net.b, "link", "set", net.if_b, "down"]);
-    let (a, _) = net.ports();
     let mac_b = sh(&["ip", "-n", &net.b, "-br", "link", "show", net.if_b]);
     let mac_b = mac_b
         .split_whitespace()
@@ -34,20 +57,7 @@ fn resolve_rides_out_a_peer_without_carrier() {
             sh(&["ip", "-n", &ns, "link", "set", ifname, "up"]);
         })
     };
-    let learned = std::thread::spawn(move || {
-        let ifindex = a.enter(0).expect("enter a");
-        let sock = a.open_socket(ifindex).expect("socket");
-        sock.set_qdisc_bypass(true).expect("qdisc bypass");
-        let me = Identity {
-            mac: sock.hw_addr().expect("MAC"),
-            ipv4: a.ipv4,
-            ipv6: None,
-        };
-        let hop = IpAddr::V4(a.next_hop_v4.expect("next hop"));
-        resolve(&sock, &me, hop, Duration::from_secs(5))
-    })
-    .join()
-    .expect("resolver thread");
+    let learned = resolve_from_a(&net, Duration::from_secs(5));
     up_later.join().unwrap();
     let mac = learned.expect("the resolver must retry dropped requests, not fail");
     let mac: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
@@ -62,26 +72,7 @@ fn resolve_names_dropped_requests_when_the_link_stays_down() {
     }
     let net = Net::new("rsdn", "rda", "rdb");
     sh(&["ip", "-n", &net.b, "link", "set", net.if_b, "down"]);
-    let (a, _) = net.ports();
-    let err = std::thread::spawn(move || {
-        let ifindex = a.enter(0).expect("enter a");
-        let sock = a.open_socket(ifindex).expect("socket");
-        sock.set_qdisc_bypass(true).expect("qdisc bypass");
-        let me = Identity {
-            mac: sock.hw_addr().expect("MAC"),
-            ipv4: a.ipv4,
-            ipv6: None,
-        };
-        resolve(
-            &sock,
-            &me,
-            IpAddr::V4(a.next_hop_v4.unwrap()),
-            Duration::from_millis(300),
-        )
-    })
-    .join()
-    .expect("resolver thread")
-    .expect_err("nothing can answer");
+    let err = resolve_from_a(&net, Duration::from_millis(300)).expect_err("nothing can answer");
     let text = err.to_string();
     assert!(text.contains("no ARP/ND answer"), "{text}");
     assert!(text.contains("dropped by the port itself"), "{text}");

@@ -22,6 +22,29 @@ fn load(name: &str) -> Analysis {
 
 /// Reads the run directory `d` the way the CLI does.
 fn load_dir(d: &Path) -> Analysis {
+    read_dir(d).analyse()
+}
+
+/// A run directory's files as the CLI reads them, to analyse as they are or edited.
+struct RunFiles {
+    info: RunInfo,
+    loaded: bench::results::Loaded,
+    hooks: Vec<HookRecord>,
+}
+
+impl RunFiles {
+    fn analyse(&self) -> Analysis {
+        let stats = dut_stats_from_hooks(&self.hooks);
+        analyse(RunInput {
+            info: &self.info,
+            records: &self.loaded.records,
+            torn_tail: self.loaded.torn_tail,
+            stats: &stats,
+        })
+    }
+}
+
+fn read_dir(d: &Path) -> RunFiles {
     let info: RunInfo =
         serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
     let loaded = read_records(&d.join("trials.jsonl")).unwrap();
@@ -32,13 +55,11 @@ fn load_dir(d: &Path) -> Analysis {
                 .collect()
         })
         .unwrap_or_default();
-    let stats = dut_stats_from_hooks(&hooks);
-    analyse(RunInput {
-        info: &info,
-        records: &loaded.records,
-        torn_tail: loaded.torn_tail,
-        stats: &stats,
-    })
+    RunFiles {
+        info,
+        loaded,
+        hooks,
+    }
 }
 
 fn snapshot(run: &str, file: &str, actual: &[u8]) {
@@ -1314,11 +1335,8 @@ fn odd_records_lose_figures_not_the_report() {
 /// Reads `run` as [`load`] does, with a power meter's sampler output added for `cases`
 /// (`readings` printed by the meter, parsed by the real `power` parser).
 fn load_with_power(run: &str, cases: &[(&str, &str)]) -> Analysis {
-    let d = fixture(run);
-    let info: RunInfo =
-        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
-    let loaded = read_records(&d.join("trials.jsonl")).unwrap();
-    let hooks: Vec<HookRecord> = cases
+    let mut files = read_dir(&fixture(run));
+    files.hooks = cases
         .iter()
         .map(|(case, readings)| HookRecord {
             case_id: Some(case.to_string()),
@@ -1333,13 +1351,7 @@ fn load_with_power(run: &str, cases: &[(&str, &str)]) -> Analysis {
             },
         })
         .collect();
-    let stats = dut_stats_from_hooks(&hooks);
-    analyse(RunInput {
-        info: &info,
-        records: &loaded.records,
-        torn_tail: loaded.torn_tail,
-        stats: &stats,
-    })
+    files.analyse()
 }
 
 /// Issue 13 item 4: a power meter's sampler fills a power column beside the DUT's CPU in
@@ -1418,13 +1430,10 @@ fn findings_of_a_run_dir() {
 /// format and in the terminal summary; runs without directions keep their layout.
 #[test]
 fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
-    let d = fixture("run-wan");
-    let info: RunInfo =
-        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
-    let mut loaded = read_records(&d.join("trials.jsonl")).unwrap();
+    let mut files = read_dir(&fixture("run-wan"));
     let one_way = 1e9 / ((64.0 + 20.0) * 8.0);
     // The DUT forwards A→B at the whole load and B→A at 60 % of it.
-    for r in loaded.records.iter_mut() {
+    for r in files.loaded.records.iter_mut() {
         let bench::results::Record::Trial(t) = r else {
             continue;
         };
@@ -1452,12 +1461,7 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
             per_direction: vec![dir("a", "b", 1.0), dir("b", "a", 0.6)],
         });
     }
-    let a = analyse(RunInput {
-        info: &info,
-        records: &loaded.records,
-        torn_tail: loaded.torn_tail,
-        stats: &[],
-    });
+    let a = files.analyse();
     let row = a
         .rows
         .iter()
