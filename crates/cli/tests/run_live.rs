@@ -25,6 +25,8 @@
 //!   before the kill is still there, no trial is measured twice, and the run completes.
 //! - `sigint_stops_cleanly`: SIGINT mid-run exits 1 with the `--resume` hint, after the teardown
 //!   hook ran and the lab was removed; `--resume` then finishes.
+//! - `run_with_a_closed_stdout_measures_records_and_tears_down`: `run … | head` (issue 19 row
+//!   2): every trial recorded, teardown done, lab removed, exit 0.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -815,4 +817,72 @@ methodologies = ["rfc2544-throughput"]
     let after = trials(&out);
     assert_eq!(&after[..before.len()], &before[..]);
     assert_eq!(after.len(), 6, "one trial per repetition at 1 % load");
+}
+
+/// Issue 19 row 2: `wirerate run … | head -2`. Standard output is closed before the run
+/// prints its first progress line; the run must still measure every trial, record it, run
+/// the teardown hook, remove its lab and exit 0 (it panicked at the first progress line,
+/// leaving the lab up and no trial recorded). The reading end is closed at once rather than
+/// after two lines, the harder case: every line is written to a closed pipe.
+#[test]
+fn run_with_a_closed_stdout_measures_records_and_tears_down() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if skip() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let plan = plan_file(
+        d.path(),
+        r#"name = "pipe"
+[topology]
+kind = "lab"
+lab = "forward"
+name = "h19pipe"
+[dut]
+kind = "lab"
+[dut.profiles.forward]
+teardown = ["echo torn-down"]
+[run]
+repetitions = 2
+trial-duration = "200ms"
+settle = "50ms"
+profile-settle = "0s"
+max-load = 0.01
+tester-tolerance = 0.05
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+frame-size = [512]
+methodologies = ["rfc2544-throughput"]
+"#,
+    );
+    let out = d.path().join("run");
+    let mut child = Command::new(WIRERATE)
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(o.status.success(), "{:?}: {stderr}", o.status);
+    // One trial per repetition at 1 % load (the search starts at max-load and stops there).
+    assert_eq!(trials(&out).len(), 2, "{stderr}");
+    let hooks = std::fs::read_to_string(out.join("hooks.jsonl")).unwrap();
+    assert!(
+        hooks.contains("torn-down"),
+        "teardown hook did not run: {hooks}"
+    );
+    assert!(out.join("report.html").exists(), "no report");
+    let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let ns = String::from_utf8_lossy(&ns.stdout);
+    assert!(!ns.contains("wr-h19pipe-"), "lab left behind: {ns}");
 }
