@@ -148,6 +148,16 @@ fn trial_bounds_and_oversize_frames_are_refused() {
         &trial(&["--rate", "1pps", "--frames", "100000000"]),
         "more than a day",
     );
+    // A paced rate no link carries never slipped, so the stream never ended; a huge burst
+    // sent for minutes in a 1 s trial.
+    refused(
+        &trial(&["--rate", "1e30pps", "--duration", "1"]),
+        "more than any Ethernet link carries",
+    );
+    refused(
+        &trial(&["--burst", "100000000", "--duration", "1"]),
+        "a burst of 100000000 frames",
+    );
     refused(&trial(&["--frames", "0"]), "at least 1 frame");
     refused(&trial(&["--burst", "0"]), "burst 0: give at least 1");
     refused(&trial(&["--src-ips", "0"]), "src-ips 0: give at least 1");
