@@ -100,8 +100,10 @@ impl Calibration {
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Writes it (creating the directory), atomically.
+    /// Writes it (creating the directory), atomically. A path that exists and is not a regular
+    /// file is refused ([`crate::files::check_output`]): the rename would replace it.
     pub fn save(&self, path: &Path) -> Result<(), String> {
+        crate::files::check_output(path).map_err(|e| format!("{}: {e}", path.display()))?;
         if let Some(d) = path.parent() {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
@@ -146,6 +148,20 @@ struct Tried {
     received: f64,
     exact: bool,
     backend: String,
+}
+
+/// Refuses frame sizes the lab's links cannot carry (MTU [`lab::LINK_MTU`], no jumbo
+/// frames), so that `calibrate --sizes 64,9018` fails before it measures anything instead of
+/// after the 64 B trials.
+pub fn check_sizes(sizes: &[u32]) -> Result<(), String> {
+    let largest = lab::LINK_MTU + 18;
+    match sizes.iter().find(|&&s| s > largest) {
+        Some(bad) => Err(format!(
+            "{bad} B does not fit the lab's links: their MTU {} carries frames of at most {largest} B (with FCS); the lab does not do jumbo frames",
+            lab::LINK_MTU
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Measures the ceiling on lab `lab` (which must use the `direct` topology): per IP version and
@@ -334,6 +350,31 @@ mod tests {
             c.is_tester_limited(IpVersion::V4, 1518, 79_000.0),
             Some(true)
         );
+    }
+
+    #[test]
+    fn sizes_the_lab_cannot_carry_are_refused_before_measuring() {
+        check_sizes(&[64, 82, 512, 1518]).unwrap();
+        let e = check_sizes(&[64, 9018]).unwrap_err();
+        assert!(
+            e.contains("9018 B does not fit") && e.contains("1518 B"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_or_device_is_never_replaced_by_save() {
+        // A FIFO stands in for /dev/null, which this test must never risk replacing.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("calibration.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = cal().save(&fifo).unwrap_err();
+        assert!(e.contains("a FIFO"), "{e}");
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(!dir.path().join("calibration.json.tmp").exists());
     }
 
     #[test]
