@@ -150,18 +150,34 @@ struct Tried {
     backend: String,
 }
 
-/// Refuses frame sizes the lab's links cannot carry (MTU [`lab::LINK_MTU`], no jumbo
-/// frames), so that `calibrate --sizes 64,9018` fails before it measures anything instead of
-/// after the 64 B trials.
-pub fn check_sizes(sizes: &[u32]) -> Result<(), String> {
+/// Refuses, before a lab is built or anything measured, what cannot give a calibration:
+/// frame sizes the lab's links cannot carry (MTU [`lab::LINK_MTU`], no jumbo frames:
+/// `calibrate --sizes 64,9018` measured 64 B first, then failed), and sizes of which none
+/// fits an IP version asked for (`--sizes 64 --ip 6`, `--sizes 0`: [`measure`] refuses them
+/// too, but only after building its lab).
+pub fn check_sizes(ips: &[IpVersion], sizes: &[u32]) -> Result<(), String> {
     let largest = lab::LINK_MTU + 18;
-    match sizes.iter().find(|&&s| s > largest) {
-        Some(bad) => Err(format!(
+    if let Some(bad) = sizes.iter().find(|&&s| s > largest) {
+        return Err(format!(
             "{bad} B does not fit the lab's links: their MTU {} carries frames of at most {largest} B (with FCS); the lab does not do jumbo frames",
             lab::LINK_MTU
-        )),
-        None => Ok(()),
+        ));
     }
+    let mut skipped = Vec::new();
+    for &ip in ips {
+        let min = wire::encap::EncapSpec::plain(ip).min_frame_size();
+        for &size in sizes {
+            if (size as usize) < min {
+                skipped.push(format!("{size} B over {ip} (the smallest is {min} B)"));
+            } else {
+                return Ok(());
+            }
+        }
+    }
+    Err(format!(
+        "no frame size fits the IP versions asked for: {}; nothing measured, nothing saved",
+        skipped.join(", ")
+    ))
 }
 
 /// Measures the ceiling on lab `lab` (which must use the `direct` topology): per IP version and
@@ -354,12 +370,20 @@ mod tests {
 
     #[test]
     fn sizes_the_lab_cannot_carry_are_refused_before_measuring() {
-        check_sizes(&[64, 82, 512, 1518]).unwrap();
-        let e = check_sizes(&[64, 9018]).unwrap_err();
+        let both = [IpVersion::V4, IpVersion::V6];
+        check_sizes(&both, &[64, 82, 512, 1518]).unwrap();
+        check_sizes(&[IpVersion::V6], &[64, 82]).unwrap();
+        let e = check_sizes(&both, &[64, 9018]).unwrap_err();
         assert!(
             e.contains("9018 B does not fit") && e.contains("1518 B"),
             "{e}"
         );
+        // Issue 19 row 8: nothing usable is an error, never an empty calibration saved.
+        let e = check_sizes(&[IpVersion::V6], &[64]).unwrap_err();
+        assert!(e.contains("64 B over ipv6 (the smallest is 82 B)"), "{e}");
+        let e = check_sizes(&both, &[0]).unwrap_err();
+        assert!(e.contains("nothing saved"), "{e}");
+        assert!(check_sizes(&both, &[]).is_err());
     }
 
     #[test]

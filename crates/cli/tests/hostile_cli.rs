@@ -131,6 +131,30 @@ fn fifo_or_device_outputs_are_refused_untouched() {
     assert!(namespaces_of("hos14").is_empty());
 }
 
+/// Row 8: calibrate with no usable size (`--sizes 64 --ip 6`, `--sizes 0`) is an error before
+/// a lab is built, and the stored calibration stays as it was (it "saved" an empty one over
+/// it, exit 0). Needs no root: nothing reaches the network.
+#[test]
+fn calibrate_with_no_usable_size_keeps_the_stored_calibration() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("cal.json");
+    std::fs::write(&out, "{\"kept\": true}\n").unwrap();
+    for sizes in [&["--sizes", "64", "--ip", "6"][..], &["--sizes", "0"]] {
+        let args = [
+            &["calibrate", "--lab", "hos8", "--out", out.to_str().unwrap()][..],
+            sizes,
+        ]
+        .concat();
+        refused(&wr(&args), "no frame size fits the IP versions asked for");
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "{\"kept\": true}\n",
+            "{sizes:?}"
+        );
+    }
+    assert!(namespaces_of("hos8").is_empty());
+}
+
 /// Rows 4 and 7: frames the lab cannot carry and durations past a day, in a plan.
 #[test]
 fn plan_bounds_are_refused_by_plan_check() {

@@ -53,9 +53,9 @@ pub fn run(args: CalibrateArgs) -> CliResult {
     }
     let sizes: Vec<u32> = args.sizes.clone();
     // Refused before the lab is built and anything measured: a size the lab's links cannot
-    // carry, or an output that is not a regular file (a FIFO, or /dev/null, which the atomic
-    // rename of the save would replace).
-    calibration::check_sizes(&sizes).map_err(|e| CliError::Usage(format!("--sizes: {e}")))?;
+    // carry, no size that fits the IP versions, or an output that is not a regular file (a
+    // FIFO, or /dev/null, which the atomic rename of the save would replace).
+    calibration::check_sizes(&ips, &sizes).map_err(|e| CliError::Usage(format!("--sizes: {e}")))?;
     let path = args.out.clone().unwrap_or_else(calibration::default_path);
     bench::files::check_output(&path)
         .map_err(|e| CliError::Usage(format!("--out {}: {e}", path.display())))?;
