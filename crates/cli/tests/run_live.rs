@@ -806,7 +806,7 @@ methodologies = ["rfc2544-throughput"]
     let ns = String::from_utf8_lossy(&ns.stdout);
     assert!(!ns.contains("wr-h8int-"), "lab left behind: {ns}");
     let before = trials(&out);
-    assert!(before.len() < 6, "the run was not stopped early");
+    assert!(searches_done(&out) < 6, "the run was not stopped early");
     let o = run(&[
         "run",
         plan.to_str().unwrap(),
@@ -816,7 +816,20 @@ methodologies = ["rfc2544-throughput"]
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let after = trials(&out);
     assert_eq!(&after[..before.len()], &before[..]);
-    assert_eq!(after.len(), 6, "one trial per repetition at 1 % load");
+    // One search per repetition. Each is one trial at 1 % load, or more on a loaded machine:
+    // a trial the tester stalled in is measured again (counts of trials are not asserted).
+    assert_eq!(searches_done(&out), 6);
+    assert!(after.len() >= 6, "{}", after.len());
+}
+
+/// The searches a run finished (its `done` records).
+fn searches_done(dir: &Path) -> usize {
+    read_records(&dir.join("trials.jsonl"))
+        .unwrap()
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::Done(_)))
+        .count()
 }
 
 /// Issue 19 row 2: `wirerate run … | head -2`. Standard output is closed before the run
@@ -874,8 +887,10 @@ methodologies = ["rfc2544-throughput"]
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(o.status.success(), "{:?}: {stderr}", o.status);
-    // One trial per repetition at 1 % load (the search starts at max-load and stops there).
-    assert_eq!(trials(&out).len(), 2, "{stderr}");
+    // Both repetitions' searches finished and recorded (one trial each at 1 % load, more if
+    // the tester stalled in one and it was measured again: the count is not asserted).
+    assert_eq!(searches_done(&out), 2, "{stderr}");
+    assert!(trials(&out).len() >= 2, "{stderr}");
     let hooks = std::fs::read_to_string(out.join("hooks.jsonl")).unwrap();
     assert!(
         hooks.contains("torn-down"),
