@@ -100,8 +100,10 @@ impl Calibration {
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Writes it (creating the directory), atomically.
+    /// Writes it (creating the directory), atomically. A path that exists and is not a regular
+    /// file is refused ([`crate::files::check_output`]): the rename would replace it.
     pub fn save(&self, path: &Path) -> Result<(), String> {
+        crate::files::check_output(path).map_err(|e| format!("{}: {e}", path.display()))?;
         if let Some(d) = path.parent() {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
@@ -146,6 +148,36 @@ struct Tried {
     received: f64,
     exact: bool,
     backend: String,
+}
+
+/// Refuses, before a lab is built or anything measured, what cannot give a calibration:
+/// frame sizes the lab's links cannot carry (MTU [`lab::LINK_MTU`], no jumbo frames:
+/// `calibrate --sizes 64,9018` measured 64 B first, then failed), and sizes of which none
+/// fits an IP version asked for (`--sizes 64 --ip 6`, `--sizes 0`: [`measure`] refuses them
+/// too, but only after building its lab).
+pub fn check_sizes(ips: &[IpVersion], sizes: &[u32]) -> Result<(), String> {
+    let largest = lab::LINK_MTU + 18;
+    if let Some(bad) = sizes.iter().find(|&&s| s > largest) {
+        return Err(format!(
+            "{bad} B does not fit the lab's links: their MTU {} carries frames of at most {largest} B (with FCS); the lab does not do jumbo frames",
+            lab::LINK_MTU
+        ));
+    }
+    let mut skipped = Vec::new();
+    for &ip in ips {
+        let min = wire::encap::EncapSpec::plain(ip).min_frame_size();
+        for &size in sizes {
+            if (size as usize) < min {
+                skipped.push(format!("{size} B over {ip} (the smallest is {min} B)"));
+            } else {
+                return Ok(());
+            }
+        }
+    }
+    Err(format!(
+        "no frame size fits the IP versions asked for: {}; nothing measured, nothing saved",
+        skipped.join(", ")
+    ))
 }
 
 /// Measures the ceiling on lab `lab` (which must use the `direct` topology): per IP version and
@@ -334,6 +366,39 @@ mod tests {
             c.is_tester_limited(IpVersion::V4, 1518, 79_000.0),
             Some(true)
         );
+    }
+
+    #[test]
+    fn sizes_the_lab_cannot_carry_are_refused_before_measuring() {
+        let both = [IpVersion::V4, IpVersion::V6];
+        check_sizes(&both, &[64, 82, 512, 1518]).unwrap();
+        check_sizes(&[IpVersion::V6], &[64, 82]).unwrap();
+        let e = check_sizes(&both, &[64, 9018]).unwrap_err();
+        assert!(
+            e.contains("9018 B does not fit") && e.contains("1518 B"),
+            "{e}"
+        );
+        // Issue 19 row 8: nothing usable is an error, never an empty calibration saved.
+        let e = check_sizes(&[IpVersion::V6], &[64]).unwrap_err();
+        assert!(e.contains("64 B over ipv6 (the smallest is 82 B)"), "{e}");
+        let e = check_sizes(&both, &[0]).unwrap_err();
+        assert!(e.contains("nothing saved"), "{e}");
+        assert!(check_sizes(&both, &[]).is_err());
+    }
+
+    #[test]
+    fn a_fifo_or_device_is_never_replaced_by_save() {
+        // A FIFO stands in for /dev/null, which this test must never risk replacing.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("calibration.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = cal().save(&fifo).unwrap_err();
+        assert!(e.contains("a FIFO"), "{e}");
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(!dir.path().join("calibration.json.tmp").exists());
     }
 
     #[test]

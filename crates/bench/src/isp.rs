@@ -207,6 +207,16 @@ fn run_server(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, S
         cp.step(&mut s, Duration::from_millis(20))
             .map_err(|e| e.to_string())?;
     }
+    // A CPE that did not answer the Terminate-Request still gets its PADT, and the session
+    // is counted as ended (it was left open and uncounted).
+    let keys: Vec<_> = s.sessions().collect();
+    if !keys.is_empty() {
+        for k in keys {
+            s.abort(control::now(), k);
+        }
+        cp.step(&mut s, Duration::from_millis(20))
+            .map_err(|e| e.to_string())?;
+    }
     for e in s.take_events() {
         if let ServerEvent::SessionDown { key, reason } = e {
             ch.line(json!({"event": "down", "session_id": key.session_id,

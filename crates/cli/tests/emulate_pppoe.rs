@@ -844,6 +844,20 @@ fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
     assert_eq!(st["ended"]["LocalClose"], 1, "{st}");
     assert_eq!(st["setup_count"], 2);
     assert!(st["setup_mean_ms"].as_f64().is_some());
+    // Every session that ended has its `down` line, the one closed at the stop too (issue 19
+    // row 17: sessions ending during the shutdown had none, so a subscriber whose
+    // authentication failed and who left without a word showed only in the totals).
+    let ended: u64 = st["ended"]
+        .as_object()
+        .expect("ended by reason")
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    let downs = s.iter().filter(|v| v["event"] == "down").count() as u64;
+    assert_eq!(downs, ended, "{s:#?}");
+    assert!(s
+        .iter()
+        .any(|v| v["event"] == "down" && v["reason"] == "LocalClose"));
     let out2 = wait_exit(c2);
     let l2 = lines(&out2.stdout);
     eprintln!("client 2 after its up line: {l2:#?}");

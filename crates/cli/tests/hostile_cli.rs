@@ -84,6 +84,77 @@ fn fifo_plan_and_streams_files_are_refused() {
     refused(&wr(&["plan", "check", "/dev/zero"]), "a device");
 }
 
+/// Row 14, for outputs: a FIFO or device given as `craft -o`, `calibrate --out` or
+/// `run --out` is refused before anything is built, measured or written. `craft -o FIFO`
+/// hung; `calibrate --out /dev/null` replaced the host's /dev/null with a regular file (its
+/// write-then-rename); `run --out FIFO` failed late with a bare "File exists". Devices are
+/// made in a temporary directory (as root), never the host's own.
+#[test]
+fn fifo_or_device_outputs_are_refused_untouched() {
+    use std::os::unix::fs::FileTypeExt;
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("out");
+    mkfifo(&fifo);
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plans/lab-demo.toml");
+    let mut outputs = vec![fifo.clone()];
+    if is_root() {
+        let null = d.path().join("null");
+        let st = Command::new("mknod")
+            .args([null.to_str().unwrap(), "c", "1", "3"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        outputs.push(null);
+    } else {
+        println!("SKIP (part): a device node needs root; the FIFO is checked");
+    }
+    for out in &outputs {
+        let o = out.to_str().unwrap();
+        let what = if out == &fifo { "a FIFO" } else { "a device" };
+        refused(&wr(&["craft", "-o", o]), what);
+        refused(
+            &wr(&["calibrate", "--lab", "hos14", "--out", o, "--sizes", "64"]),
+            what,
+        );
+        refused(
+            &wr(&["run", plan.to_str().unwrap(), "--out", o]),
+            &format!("is {what}, not a directory"),
+        );
+    }
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    if let Some(null) = outputs.get(1) {
+        assert!(std::fs::metadata(null)
+            .unwrap()
+            .file_type()
+            .is_char_device());
+    }
+    assert!(namespaces_of("hos14").is_empty());
+}
+
+/// Row 8: calibrate with no usable size (`--sizes 64 --ip 6`, `--sizes 0`) is an error before
+/// a lab is built, and the stored calibration stays as it was (it "saved" an empty one over
+/// it, exit 0). Needs no root: nothing reaches the network.
+#[test]
+fn calibrate_with_no_usable_size_keeps_the_stored_calibration() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("cal.json");
+    std::fs::write(&out, "{\"kept\": true}\n").unwrap();
+    for sizes in [&["--sizes", "64", "--ip", "6"][..], &["--sizes", "0"]] {
+        let args = [
+            &["calibrate", "--lab", "hos8", "--out", out.to_str().unwrap()][..],
+            sizes,
+        ]
+        .concat();
+        refused(&wr(&args), "no frame size fits the IP versions asked for");
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "{\"kept\": true}\n",
+            "{sizes:?}"
+        );
+    }
+    assert!(namespaces_of("hos8").is_empty());
+}
+
 /// Rows 4 and 7: frames the lab cannot carry and durations past a day, in a plan.
 #[test]
 fn plan_bounds_are_refused_by_plan_check() {
@@ -148,6 +219,16 @@ fn trial_bounds_and_oversize_frames_are_refused() {
         &trial(&["--rate", "1pps", "--frames", "100000000"]),
         "more than a day",
     );
+    // A paced rate no link carries never slipped, so the stream never ended; a huge burst
+    // sent for minutes in a 1 s trial.
+    refused(
+        &trial(&["--rate", "1e30pps", "--duration", "1"]),
+        "more than any Ethernet link carries",
+    );
+    refused(
+        &trial(&["--burst", "100000000", "--duration", "1"]),
+        "a burst of 100000000 frames",
+    );
     refused(&trial(&["--frames", "0"]), "at least 1 frame");
     refused(&trial(&["--burst", "0"]), "burst 0: give at least 1");
     refused(&trial(&["--src-ips", "0"]), "src-ips 0: give at least 1");
@@ -163,7 +244,7 @@ fn trial_bounds_and_oversize_frames_are_refused() {
     assert!(down.status.success());
 }
 
-/// Row 5: calibrate with a size the link cannot carry is an error, and SIGTERM in the middle
+/// Row 5: calibrate with a size the link cannot carry is an error before anything is measured, and SIGTERM in the middle
 /// of a calibration removes its lab (it died with its namespaces left behind).
 #[test]
 fn calibrate_refuses_and_cleans_up_after_sigterm() {
@@ -179,12 +260,17 @@ fn calibrate_refuses_and_cleans_up_after_sigterm() {
         "--lab",
         lab,
         "--sizes",
-        "9018",
+        "64,9018",
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("does not fit"), "{}", stderr(&o));
+    // Refused before the lab is built and the 64 B trials are measured (they were, first).
+    refused(&o, "9018 B does not fit the lab's links");
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     assert!(!out.exists(), "nothing is saved");
     assert!(namespaces_of(lab).is_empty(), "{:?}", namespaces_of(lab));
     let child = Command::new(BIN)

@@ -214,6 +214,8 @@ fn closed_stdout_is_not_a_panic() {
     for args in [
         vec!["plan", "check", shipped],
         vec!["linerate", "--speed", "1G", "--sizes", "rfc2544"],
+        vec!["completions", "bash"],
+        vec!["--help"],
     ] {
         let mut child = Command::new(WIRERATE)
             .args(&args)

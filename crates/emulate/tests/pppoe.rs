@@ -340,6 +340,54 @@ fn wrong_password_ends_as_auth_failed_whatever_the_peer_does_next() {
     }
 }
 
+/// Issue #19 row 17, at the stop: the owner stops (Ctrl-C, `--duration`) while a session whose
+/// login failed is still closing and its peer has gone silent. [`Server::abort`] ends it at
+/// once with a PADT under `AuthFailed` (`wirerate pppoe server` left it open and uncounted:
+/// no PADT, no `down` line, not in the totals); an ordinary open session ends `LocalClose`.
+#[test]
+fn abort_ends_a_session_at_once_with_a_padt_under_its_failure() {
+    for auth in [AuthMethod::Pap, AuthMethod::ChapMd5] {
+        let mut c = client_cfg(4, "alice", "wrong");
+        c.auth = vec![auth];
+        let mut net = Net::one(server_cfg(vec![auth]), c);
+        let (proto, code) = match auth {
+            AuthMethod::Pap => ([0xc0, 0x23], 3),
+            AuthMethod::ChapMd5 => ([0xc2, 0x23], 4),
+        };
+        let is_verdict = move |f: &Vec<u8>| f.len() > 22 && f[20..22] == proto && f[22] == code;
+        net.start_all();
+        assert!(net.run_until(30, |n| n.server_log.iter().any(is_verdict)));
+        net.cut_up = true;
+        let key = net.server.sessions().next().expect("session");
+        let now = net.now;
+        net.server.abort(now, key);
+        net.collect();
+        let st = &net.server.stats;
+        assert_eq!(net.server_down(), vec![DownReason::AuthFailed], "{auth:?}");
+        assert_eq!(st.ended.get(DownReason::AuthFailed), 1, "{auth:?}");
+        assert_eq!(st.padt_tx, 1, "{auth:?}");
+        assert_eq!(net.server.session_count(), 0, "{auth:?}");
+        let padt = net.server.take_transmit();
+        assert!(
+            padt.iter().any(|f| pppoe_code(f) == Some(PppoeCode::Padt)),
+            "{auth:?}: no PADT sent"
+        );
+    }
+    let mut net = Net::one(
+        server_cfg(vec![AuthMethod::Pap]),
+        client_cfg(1, "alice", "secret-a"),
+    );
+    net.start_all();
+    assert!(net.run_until(10, Net::all_up));
+    let key = net.server.sessions().next().unwrap();
+    let now = net.now;
+    net.server.abort(now, key);
+    net.collect();
+    assert_eq!(net.server_down(), vec![DownReason::LocalClose]);
+    assert_eq!(net.server.session_count(), 0);
+    assert_eq!(net.server.stats.sessions_up, 0);
+}
+
 #[test]
 fn no_common_auth_protocol_is_refused() {
     let mut c = client_cfg(6, "alice", "secret-a");

@@ -195,9 +195,9 @@ impl StreamConfig {
 
     /// Rejects settings that make no sense: a burst gap that is zero, longer than
     /// [`Self::MAX_BURST_GAP`], or given with bursts of one frame (that is only a lower
-    /// rate); a reorder interval below 2; bursts of 0 frames, no frame sizes; a rate of 0,
-    /// below a frame a day or not a number; 0 frames or 0 s; a stream that would send for
-    /// longer than [`Self::MAX_STREAM_TIME`].
+    /// rate); a reorder interval below 2; bursts of 0 frames or above [`Self::MAX_BURST`], no
+    /// frame sizes; a rate of 0, below a frame a day, above [`Self::MAX_PPS`] or not a number;
+    /// 0 frames or 0 s; a stream that would send for longer than [`Self::MAX_STREAM_TIME`].
     pub fn check(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::Config(format!("stream {}: {m}", self.id)));
         if let Some(gap) = self.burst_gap {
@@ -225,6 +225,13 @@ impl StreamConfig {
         if self.burst == 0 {
             return bad("a burst needs at least 1 frame".into());
         }
+        if self.burst > Self::MAX_BURST {
+            return bad(format!(
+                "a burst of {} frames is more than {} (the frames of a burst go back to back, whatever the trial's duration)",
+                self.burst,
+                Self::MAX_BURST
+            ));
+        }
         if self.flows.is_tuple_set() && self.flows.flow_set().is_none() {
             return bad(format!(
                 "the flow set (the product of the address and port counts) is larger than {} tuples",
@@ -240,6 +247,12 @@ impl StreamConfig {
         if pps.is_nan() || pps <= 0.0 {
             return bad(format!(
                 "the rate must be above 0 (it gives {pps} frames/s)"
+            ));
+        }
+        if pps.is_finite() && pps > Self::MAX_PPS {
+            return bad(format!(
+                "{pps:e} frames/s is more than any Ethernet link carries (400 Gb/s carries 595 M frames/s of 64 B); give at most {:e}, or an unlimited rate",
+                Self::MAX_PPS
             ));
         }
         let day = Self::MAX_STREAM_TIME.as_secs_f64();
@@ -268,6 +281,16 @@ impl StreamConfig {
         }
         Ok(())
     }
+
+    /// The highest paced rate: above any Ethernet link's 64-byte frame rate. A paced schedule
+    /// faster than this never slips (its catch-up cap, 10 ms worth of frames, overflows), so a
+    /// stream of `--rate 1e30pps --duration 1` had to send 2^64 frames: it never ended.
+    pub const MAX_PPS: f64 = 1e9;
+
+    /// The largest burst: a burst's frames are due together and go back to back, so
+    /// `--burst 100000000` made a 1 s trial send for minutes. 2^20 frames is 0.7 s of 64-byte
+    /// frames at 1 Gb/s.
+    pub const MAX_BURST: u32 = 1 << 20;
 
     /// The longest a stream may send: a day.
     pub const MAX_STREAM_TIME: std::time::Duration = std::time::Duration::from_secs(86_400);
@@ -845,6 +868,19 @@ mod tests {
         refused(&|c| c.limit = Limit::Frames(0), "at least 1 frame");
         refused(&|c| c.limit = Limit::DurationNs(0), "longer than 0");
         refused(&|c| c.burst = 0, "at least 1 frame");
+        refused(
+            &|c| c.rate = Rate::Pps(1e30),
+            "more than any Ethernet link carries",
+        );
+        refused(
+            &|c| c.rate = Rate::L1Bps(1e30),
+            "more than any Ethernet link carries",
+        );
+        refused(&|c| c.burst = 100_000_000, "a burst of 100000000 frames");
+        let mut top = ok.clone();
+        top.rate = Rate::Pps(StreamConfig::MAX_PPS);
+        top.burst = StreamConfig::MAX_BURST;
+        assert!(top.check().is_ok());
         refused(&|c| c.weights = vec![0], "non-zero weight");
         refused(
             &|c| {

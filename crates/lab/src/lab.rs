@@ -247,10 +247,13 @@ pub fn down(name: &str) -> Result<Vec<String>> {
     Ok(removed)
 }
 
+/// Namespaces kept by [`down_all`], each with the holder of its lab's lock.
+pub type KeptNamespaces = Vec<(String, String)>;
+
 /// Crash recovery: remove every `wr-` namespace on the host, whichever lab or probe made it.
 /// Namespaces of a lab that another process holds ([`crate::LabLock`]) are kept: the second
 /// list names them with their holder.
-pub fn down_all() -> Result<(Vec<String>, Vec<(String, String)>)> {
+pub fn down_all() -> Result<(Vec<String>, KeptNamespaces)> {
     preflight(false)?;
     let mut removed = Vec::new();
     let mut kept = Vec::new();

@@ -458,6 +458,8 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 impl RunDir {
     /// Creates a new run in `dir` (created if missing; refused if it already holds a run).
     pub fn create(dir: &Path, info: &RunInfo) -> io::Result<RunDir> {
+        crate::files::check_output_dir(dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
         std::fs::create_dir_all(dir)?;
         if dir.join(RUN_JSON).exists() || dir.join(TRIALS_JSONL).exists() {
             return Err(io::Error::new(

@@ -52,6 +52,13 @@ pub fn run(args: CalibrateArgs) -> CliResult {
         });
     }
     let sizes: Vec<u32> = args.sizes.clone();
+    // Refused before the lab is built and anything measured: a size the lab's links cannot
+    // carry, no size that fits the IP versions, or an output that is not a regular file (a
+    // FIFO, or /dev/null, which the atomic rename of the save would replace).
+    calibration::check_sizes(&ips, &sizes).map_err(|e| CliError::Usage(format!("--sizes: {e}")))?;
+    let path = args.out.clone().unwrap_or_else(calibration::default_path);
+    bench::files::check_output(&path)
+        .map_err(|e| CliError::Usage(format!("--out {}: {e}", path.display())))?;
     // Before the lab exists: Ctrl-C/SIGTERM then stop the trial in flight and the lab is
     // removed below, instead of the process dying with its namespaces left behind.
     let stop = super::stop_flag();
@@ -107,7 +114,6 @@ pub fn run(args: CalibrateArgs) -> CliResult {
         )));
     }
     let cal = res.map_err(CliError::Failed)?;
-    let path = args.out.unwrap_or_else(calibration::default_path);
     cal.save(&path).map_err(CliError::Failed)?;
     outln!("saved {}", path.display());
     Ok(())

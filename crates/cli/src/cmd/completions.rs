@@ -15,6 +15,13 @@ pub struct CompletionsArgs {
 
 pub fn run(args: CompletionsArgs) -> CliResult {
     let mut cmd = crate::Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "wirerate", &mut std::io::stdout());
+    // Generated into memory first: clap_complete panics when its writer fails, and
+    // `wirerate completions bash | head -1` closes standard output early (issue 19 row 1).
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "wirerate", &mut script);
+    {
+        use std::io::Write as _;
+        let _ = std::io::stdout().write_all(&script);
+    }
     Ok(())
 }

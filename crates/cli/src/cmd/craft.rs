@@ -243,7 +243,10 @@ pub fn run(args: CraftArgs) -> CliResult {
     if to_stdout {
         write_all(&mut std::io::BufWriter::new(std::io::stdout().lock())).map_err(write_err)?;
     } else {
-        let file = std::fs::File::create(&args.output)
+        // Only a regular file: a FIFO without a reader blocked here forever.
+        bench::files::check_output(&args.output)
+            .map_err(|e| CliError::Usage(format!("-o {name}: {e}")))?;
+        let file = bench::files::create_regular(&args.output)
             .map_err(|e| CliError::Failed(format!("cannot create {name}: {e}")))?;
         let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
         write_all(&mut w).map_err(write_err)?;

@@ -308,38 +308,7 @@ fn server(a: ServerArgs) -> CliResult {
             break;
         }
         step(&mut port, &mut srv)?;
-        for e in srv.take_events() {
-            match e {
-                ServerEvent::SessionUp {
-                    info, setup, user, ..
-                } => {
-                    let mut v = info_json(&info);
-                    v["event"] = "up".into();
-                    v["user"] = user.clone().into();
-                    v["setup_ms"] = (setup.0 as f64 / 1e6).into();
-                    emit(
-                        p.json,
-                        v,
-                        format!(
-                            "up    {}  user {}  setup {:.1} ms",
-                            info_text(&info),
-                            user.as_deref().unwrap_or("-"),
-                            setup.0 as f64 / 1e6
-                        ),
-                    );
-                }
-                ServerEvent::SessionDown { key, reason } => emit(
-                    p.json,
-                    serde_json::json!({"event": "down", "session_id": key.session_id,
-                        "client": key.client.to_string(), "reason": format!("{reason:?}")}),
-                    format!(
-                        "down  session {:#06x} {}  {reason:?}",
-                        key.session_id, key.client
-                    ),
-                ),
-                ServerEvent::Data { .. } => {}
-            }
-        }
+        print_server_events(&mut srv, p.json);
     }
     // Close what is still up (LCP Terminate, PADT), giving the peers a moment to answer.
     let keys: Vec<_> = srv.sessions().collect();
@@ -350,10 +319,59 @@ fn server(a: ServerArgs) -> CliResult {
     while Instant::now() < end && srv.session_count() > 0 {
         port.step(&mut srv, Duration::from_millis(20))
             .map_err(|e| CliError::Failed(e.to_string()))?;
+        // Sessions that end now still get their line: one whose authentication failed and
+        // whose peer left without answering ends here, at the Terminate-Request's timeout.
+        print_server_events(&mut srv, p.json);
     }
-    let _ = srv.take_events();
+    // Peers that did not answer (gone, or a failed login that left without a word) get their
+    // PADT now and are counted: they were left open and uncounted (issue 19 row 17).
+    let keys: Vec<_> = srv.sessions().collect();
+    if !keys.is_empty() {
+        for k in keys {
+            srv.abort(control::now(), k);
+        }
+        port.step(&mut srv, Duration::from_millis(20))
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+    }
+    print_server_events(&mut srv, p.json);
     print_server_stats(&srv, p.json, &port);
     Ok(())
+}
+
+/// Prints the server's session events (up, down with the reason) as they come.
+fn print_server_events(srv: &mut Server, json: bool) {
+    for e in srv.take_events() {
+        match e {
+            ServerEvent::SessionUp {
+                info, setup, user, ..
+            } => {
+                let mut v = info_json(&info);
+                v["event"] = "up".into();
+                v["user"] = user.clone().into();
+                v["setup_ms"] = (setup.0 as f64 / 1e6).into();
+                emit(
+                    json,
+                    v,
+                    format!(
+                        "up    {}  user {}  setup {:.1} ms",
+                        info_text(&info),
+                        user.as_deref().unwrap_or("-"),
+                        setup.0 as f64 / 1e6
+                    ),
+                );
+            }
+            ServerEvent::SessionDown { key, reason } => emit(
+                json,
+                serde_json::json!({"event": "down", "session_id": key.session_id,
+                    "client": key.client.to_string(), "reason": format!("{reason:?}")}),
+                format!(
+                    "down  session {:#06x} {}  {reason:?}",
+                    key.session_id, key.client
+                ),
+            ),
+            ServerEvent::Data { .. } => {}
+        }
+    }
 }
 
 fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {

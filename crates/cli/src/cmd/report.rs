@@ -99,6 +99,9 @@ pub fn render_to(dir: &Path, out: Option<&Path>) -> CliResult<Summary> {
     let mut files = Vec::new();
     for (name, bytes) in report::render_all(&analysis) {
         let path = out.join(name);
+        // The rename below would replace a FIFO or device standing where the file goes.
+        bench::files::check_output(&path)
+            .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
         let tmp = out.join(format!(".{name}.tmp"));
         std::fs::write(&tmp, &bytes)
             .and_then(|()| std::fs::rename(&tmp, &path))

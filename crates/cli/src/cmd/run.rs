@@ -60,6 +60,11 @@ pub fn run(args: RunArgs) -> CliResult {
             false,
         ),
     };
+    if !resume {
+        // Before anything is created or measured: `--out FIFO` failed late with "File exists".
+        bench::files::check_output_dir(&dir)
+            .map_err(|e| CliError::Usage(format!("--out {}: {e}", dir.display())))?;
+    }
     let est = plan
         .estimate()
         .map_err(|e| CliError::Usage(e.to_string()))?;

@@ -398,6 +398,17 @@ impl Server {
         self.drain(now, key);
     }
 
+    /// Ends session `key` at once with a PADT, without waiting for the peer's Terminate-Ack:
+    /// for an owner that is stopping after [`Server::close`] had its chance (a peer that left
+    /// without a word never answers, and the session was neither ended nor counted). It ends
+    /// under the failure it was closing for (wrong credentials, …), else `LocalClose`.
+    pub fn abort(&mut self, now: Nanos, key: SessionKey) {
+        if let Some(s) = self.sessions.get_mut(&key) {
+            s.link.kill(DownReason::LocalClose);
+        }
+        self.drain(now, key);
+    }
+
     /// Sends a datagram to a subscriber; false if there is no such session or its NCP is not
     /// open.
     pub fn send(

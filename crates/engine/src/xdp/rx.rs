@@ -14,8 +14,8 @@
 //! - percentiles come from a log-linear histogram with 128 sub-buckets per power of two
 //!   (exact below 128 ns, otherwise within 1/256 of the value, i.e. ±0.4 %);
 //! - invalid frames (`engine::validate`) are counted per stream by reason, per CPU; the program
-//!   checks everything [`crate::validate::check_headers`] does except the UDP checksum (see
-//!   docs/engine.md, "Receive-side validation");
+//!   checks everything [`crate::validate::check_headers`] does, the UDP checksum included
+//!   (since 8e9d469; see docs/engine.md, "Receive-side validation");
 //! - jitter (RFC 3550) is kept per CPU in the RFC's integer form (J×16): exact in arrival
 //!   order when one CPU receives the stream (one veth RX queue); with several, the mean of the
 //!   per-CPU values weighted by frames;
