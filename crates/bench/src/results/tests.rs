@@ -223,7 +223,7 @@ fn kill_then_resume_loses_nothing_and_repeats_nothing() {
             .iter()
             .filter_map(|r| match r {
                 Record::Trial(t) => Some(t.key.clone()),
-                Record::Done(_) => None,
+                _ => None,
             })
             .collect();
         assert_eq!(keys.len(), full.len(), "one record per trial");
