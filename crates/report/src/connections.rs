@@ -172,3 +172,83 @@ pub fn cells(r: &ConnRow) -> Vec<String> {
         opt(r.dut_refused),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A capacity trial record of N connections at 5,000/s: `learned` arrived and validated.
+    fn trial(index: u32, n: u64, learned: u64) -> ConnTrialRecord {
+        serde_json::from_value(serde_json::json!({
+            "case_id": "napt/udp4/64B", "repetition": 0, "methodology": "nat-table-capacity",
+            "index": index,
+            "request": {"connections": n, "rate": 5000.0, "validation_rate": 5000.0, "gap": 0.3},
+            "outcome": {"connections": n, "intended_rate": 5000.0, "offered_rate": 5000.0,
+                "preliminary_sent": n, "preliminary_received": learned,
+                "validation_sent": learned, "validation_received": learned},
+            "tester_limited": false,
+            "phases": {"preliminary_sent": n, "preliminary_pps": 5000.0,
+                "preliminary_max_late_ns": 0, "learned": learned, "translated": learned,
+                "learned_duplicates": 0, "validation_sent": learned, "validation_pps": 5000.0,
+                "validation_max_late_ns": 0, "validated": learned, "misdirected": 0,
+                "validated_duplicates": 0},
+            "dut": {
+                "preliminary": {"entries": learned, "insert": 0, "insert_failed": 0, "drop": 0,
+                    "early_drop": 0, "refused": n - learned},
+                "trial": {"entries": learned, "insert": 0, "insert_failed": 0, "drop": 0,
+                    "early_drop": 0, "refused": n - learned}},
+            "finished_unix_ms": 1
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_capacity_row_carries_the_dut_count_of_the_trial_at_the_figure() {
+        let trials = [
+            trial(0, 1000, 1000),
+            trial(1, 2000, 1500),
+            trial(2, 1500, 1500),
+        ];
+        let done: ConnDone = serde_json::from_value(serde_json::json!({
+            "case_id": "napt/udp4/64B", "repetition": 0, "methodology": "nat-table-capacity",
+            "result": {"status": {"state": "complete"},
+                "finding": {"kind": "table-capacity", "lower": 1500, "upper": 1501,
+                    "past": "new-dropped", "rate": 5000.0},
+                "trials": 3, "trial_seconds": 2.0}
+        }))
+        .unwrap();
+        let refs: Vec<&ConnTrialRecord> = trials.iter().collect();
+        let rows = rows(&refs, &[&done]);
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!((r.value, r.upper), (Some(1500.0), Some(1501.0)));
+        assert_eq!(
+            (r.dut_entries, r.dut_refused, r.learned),
+            (Some(1500), Some(0), Some(1500))
+        );
+        assert!(
+            r.summary.starts_with("table capacity 1500 connections"),
+            "{}",
+            r.summary
+        );
+        let c = cells(r);
+        assert_eq!(c.len(), COLUMNS.len());
+        assert_eq!(
+            c,
+            [
+                "napt/udp4/64B",
+                "nat-table-capacity",
+                "0",
+                "1500",
+                "connections",
+                "1501",
+                "5000 /s",
+                "new connections dropped",
+                "3",
+                "ok",
+                "1500",
+                "0"
+            ]
+        );
+    }
+}
