@@ -575,14 +575,22 @@ impl Testbed {
         // RFC 4814 pseudorandom tuples (RFC 9693 asks for them), the same order every trial.
         cfg.permutation_seed = Some(CONN_SEED);
         let start = lab.conn_stats().ok();
-        let mut mid = None;
-        let r = engine::nat::run(&cfg, stop, &mut || mid = lab.conn_stats().ok())
-            .map_err(|e| format!("connection trial: {e}"))?;
+        let ports_before = self.dut_sample();
+        let (mut mid, mut ports_mid) = (None, None);
+        let r = engine::nat::run(&cfg, stop, &mut || {
+            mid = lab.conn_stats().ok();
+            ports_mid = self.dut_sample();
+        })
+        .map_err(|e| format!("connection trial: {e}"))?;
         let end = lab.conn_stats().ok();
         let dut = match (start, mid, end) {
             (Some(s), Some(m), Some(e)) => Some(ConnDutCounters {
                 preliminary: m.since(&s),
                 trial: e.since(&s),
+                ports: match (ports_before, ports_mid) {
+                    (Some(b), Some(a)) => Some(dut_delta(&b, &a, false)),
+                    _ => None,
+                },
             }),
             _ => None,
         };

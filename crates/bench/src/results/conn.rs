@@ -37,6 +37,10 @@ pub struct ConnPhases {
 pub struct ConnDutCounters {
     pub preliminary: lab::conntrack::ConntrackStats,
     pub trial: lab::conntrack::ConntrackStats,
+    /// The DUT's interface and backlog counters over the preliminary phase (A→B): where the
+    /// frames of connections that were never created went (input queue drops, backlog drops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<super::DutCounters>,
 }
 
 /// One two-phase trial.
