@@ -563,7 +563,7 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
     // Every trial found in the run directory is kept (finished cases' and unfinished ones').
     ctx.summary.trials_replayed = records
         .iter()
-        .filter(|r| matches!(r, Record::Trial(_)))
+        .filter(|r| matches!(r, Record::Trial(_) | Record::ConnTrial(_)))
         .count() as u64;
     let result = run_cases(&mut ctx, &cases);
     let down = ctx.bed.down();
