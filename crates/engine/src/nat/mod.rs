@@ -62,6 +62,11 @@ pub const BASE_DESTINATION_PORT: u16 = 9;
 /// Most connections per trial: every source port × destination ports 9..=65535.
 pub const MAX_CONNECTIONS: u64 = SOURCE_PORTS * (65536 - BASE_DESTINATION_PORT as u64);
 
+/// Most connections one trial keeps state for: the responder's table and the initiator's
+/// count take about 90 bytes per connection, so 4 million is ~360 MB — a bound that keeps a
+/// plan's `max-connections` from exhausting the tester's memory instead of failing clearly.
+pub const MAX_TRIAL_CONNECTIONS: u64 = 4_000_000;
+
 /// One two-phase trial.
 #[derive(Debug, Clone)]
 pub struct ConnTrialConfig {
@@ -176,6 +181,12 @@ impl ConnTrialConfig {
                     "{what} {r}: give a positive number of frames/s"
                 )));
             }
+        }
+        if self.connections > MAX_TRIAL_CONNECTIONS {
+            return Err(Error::Config(format!(
+                "{} connections: one trial keeps state for at most {MAX_TRIAL_CONNECTIONS} (about 90 B each in the tester's memory)",
+                self.connections
+            )));
         }
         self.flows().map(|_| ())
     }
@@ -532,4 +543,41 @@ pub fn run(
             failed: validated.failed(),
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(n: u64) -> ConnTrialConfig {
+        let mut c = ConnTrialConfig::new(
+            PortSpec::new("a", "veth-a"),
+            PortSpec::new("b", "veth-b"),
+            IpVersion::V4,
+        );
+        c.connections = n;
+        c
+    }
+
+    #[test]
+    fn flow_sets_cover_n_with_source_ports_first() {
+        let f = cfg(1000).flows().unwrap();
+        assert_eq!((f.src_port_count, f.dst_port_count), (1000, 1));
+        let f = cfg(SOURCE_PORTS + 1).flows().unwrap();
+        assert_eq!(
+            (u64::from(f.src_port_count), f.dst_port_count),
+            (SOURCE_PORTS, 2)
+        );
+        assert!(cfg(0).flows().is_err());
+    }
+
+    #[test]
+    fn trials_beyond_the_memory_bound_or_without_a_rate_are_refused() {
+        assert!(cfg(MAX_TRIAL_CONNECTIONS).check().is_ok());
+        let e = cfg(MAX_TRIAL_CONNECTIONS + 1).check().unwrap_err();
+        assert!(e.to_string().contains("at most 4000000"), "{e}");
+        let mut c = cfg(10);
+        c.rate_pps = 0.0;
+        assert!(c.check().is_err());
+    }
 }
