@@ -35,8 +35,8 @@ use crate::hooks::{self, Exec, Hook, HookOutput, Sampler};
 use crate::iperf3::{self, ClientOptions};
 use crate::plan::{Case, DutKind, Methodology, Plan, Protocol};
 use crate::results::{
-    CeilingCheck, MethodologyDone, Record, Resume, RunDir, RunInfo, TcpFigures, TrialKey,
-    TrialRecord,
+    CeilingCheck, ConnDone, ConnTrialRecord, MethodologyDone, Record, Resume, RunDir, RunInfo,
+    TcpFigures, TrialKey, TrialRecord,
 };
 use crate::search::{LatencySearch, LineFraction, Outcome, Search, Status, TrialRequest};
 use crate::testbed::{Iperf3Ends, Testbed};
@@ -563,7 +563,7 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
     // Every trial found in the run directory is kept (finished cases' and unfinished ones').
     ctx.summary.trials_replayed = records
         .iter()
-        .filter(|r| matches!(r, Record::Trial(_)))
+        .filter(|r| matches!(r, Record::Trial(_) | Record::ConnTrial(_)))
         .count() as u64;
     let result = run_cases(&mut ctx, &cases);
     let down = ctx.bed.down();
@@ -642,6 +642,15 @@ fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
             ));
             lab.apply_profile(&lp)
                 .map_err(|e| failed(format!("profile {}: {e}", profile.name)))?;
+            // The connection table's cap and timeout belong to this profile (none: no cap).
+            lab.set_conn_table(profile.table_size, profile.udp_timeout)
+                .map_err(|e| failed(format!("profile {}: connection table: {e}", profile.name)))?;
+            if let Some(n) = profile.table_size {
+                ctx.note(format!(
+                    "profile {}: connection table capped at {n} (ct count over {n})",
+                    profile.name
+                ));
+            }
         }
         let env = vec![("WR_PROFILE".to_string(), profile.name.clone())];
         let setup = ctx.run_hooks(
@@ -780,6 +789,9 @@ fn run_methodology(
         return Ok(());
     }
     let plan = ctx.plan;
+    if m.is_connection() {
+        return run_conn(ctx, case, rep, m);
+    }
     let mut search: Box<dyn Search> = match m {
         Methodology::Iperf3 => return run_iperf3(ctx, case, rep, index, total),
         Methodology::Rfc2544Latency => {
@@ -940,6 +952,121 @@ fn run_methodology(
     ctx.append(&Record::Done(d.clone()))?;
     ctx.done_results.insert((case.id.clone(), rep, m), result);
     (ctx.opts.progress)(Event::Done(&d));
+    Ok(())
+}
+
+/// A connection methodology (RFC 9693) on the lab DUT: each trial empties the DUT's table,
+/// runs the two phases ([`Testbed::conn_trial`]) and is recorded before the search sees it;
+/// `--resume` replays the recorded trials into a fresh search.
+fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), RunError> {
+    let plan = ctx.plan;
+    let mut search = plan
+        .conn_search(m)
+        .ok_or_else(|| failed(format!("no search for {}", m.name())))?;
+    let table_size = plan
+        .dut
+        .profiles
+        .iter()
+        .find(|p| p.name == case.profile)
+        .and_then(|p| p.table_size);
+    let recorded = ctx.resume.recorded_conn(&case.id, rep, m);
+    let mut next = crate::search::replay_conn(search.as_mut(), &recorded).map_err(|e| {
+        failed(format!(
+            "{} rep {rep} {}: {e}; start a new run instead of --resume",
+            case.id,
+            m.name()
+        ))
+    })?;
+    let mut trial_index = recorded.len() as u32;
+    let mut stalls_retried = 0u32;
+    while let Some(trial) = next {
+        if ctx.stopped() {
+            return Err(RunError::Interrupted);
+        }
+        let res = ctx.bed.conn_trial(case, &trial, table_size, ctx.opts.stop);
+        if ctx.stopped() {
+            return Err(RunError::Interrupted);
+        }
+        let (outcome, phases, dut) = match res {
+            Ok(x) => x,
+            Err(e) => {
+                let msg = format!("{} rep {rep} {}: {e}", case.id, m.name());
+                ctx.note(format!(
+                    "FAILED {msg} (not marked done; --resume retries it)"
+                ));
+                ctx.summary.failures.push(msg);
+                return Ok(());
+            }
+        };
+        let tester_limited = outcome.is_tester_limited(plan.run.tester_tolerance);
+        // As for the load searches: a trial the tester could not pace is measured again, a
+        // few times per search, before the search is allowed to stop tester-limited.
+        let superseded = tester_limited && stalls_retried < MAX_STALL_RETRIES;
+        let rec = ConnTrialRecord {
+            key: TrialKey {
+                case_id: case.id.clone(),
+                repetition: rep,
+                methodology: m,
+                index: trial_index,
+            },
+            request: trial,
+            outcome,
+            tester_limited,
+            phases,
+            dut,
+            superseded,
+            finished_unix_ms: now_ms(),
+        };
+        ctx.append(&Record::ConnTrial(rec.clone()))?;
+        if superseded {
+            stalls_retried += 1;
+            ctx.note(format!(
+                "{} rep {rep} {} trial {trial_index}: the tester offered {:.0}/s of {:.0}/s; measuring it again",
+                case.id,
+                m.name(),
+                outcome.offered_rate.0,
+                trial.rate.0
+            ));
+            if !nap(plan.run.settle, ctx.opts.stop) {
+                return Err(RunError::Interrupted);
+            }
+            continue;
+        }
+        ctx.summary.trials_run += 1;
+        trial_index += 1;
+        ctx.note(format!(
+            "{} rep {rep} {} trial {}: {} connections at {:.0}/s (offered {:.0}/s): {} of {} arrived, {} of {} validated{}{}",
+            case.id,
+            m.name(),
+            rec.key.index,
+            trial.connections,
+            trial.rate.0,
+            outcome.offered_rate.0,
+            outcome.preliminary_received,
+            outcome.preliminary_sent,
+            outcome.validation_received,
+            outcome.validation_sent,
+            if outcome.passed() { ": pass" } else { ": FAIL" },
+            if rec.tester_limited { " (tester-limited)" } else { "" },
+        ));
+        next = search.next(Some(&outcome));
+        if next.is_some() && !nap(plan.run.settle, ctx.opts.stop) {
+            return Err(RunError::Interrupted);
+        }
+    }
+    let d = ConnDone {
+        case_id: case.id.clone(),
+        repetition: rep,
+        methodology: m,
+        result: search.result(),
+    };
+    ctx.append(&Record::ConnDone(d.clone()))?;
+    ctx.note(format!(
+        "{} rep {rep} {}: {}",
+        case.id,
+        m.name(),
+        crate::search::nat::describe(&d.result)
+    ));
     Ok(())
 }
 

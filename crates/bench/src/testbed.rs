@@ -26,14 +26,19 @@ use crate::iperf3::wire_count::Side;
 use crate::hooks::Exec;
 use crate::isp::{SessionPort, SoftwirePort};
 use crate::plan::{Case, Plan, Port, Topology};
-use crate::results::{DutCounters, EngineFacts};
-use crate::search::{LineFraction, Outcome, TrialRequest};
+use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts};
+use crate::search::{
+    ConnOutcome, ConnRate, ConnTrial, FailedSpan, LineFraction, Outcome, TrialRequest,
+};
 use crate::trial::UdpTrial;
 
 /// How long receivers keep counting after a UDP trial's last frame: far longer than any lab
 /// or home-gateway queue holds a frame (the lab DUT's backlog of 1,000 frames drains in a few
 /// ms); a frame later than this is lost, as RFC 2544 §26.1 asks.
 pub const UDP_DRAIN: Duration = Duration::from_millis(100);
+
+/// Seed of the RFC 4814 pseudorandom order in which connection trials open their tuples.
+pub const CONN_SEED: u64 = 4814;
 
 /// File in the run directory with the PPPoE session events and statistics, one JSON per line.
 pub const SESSIONS_JSONL: &str = "sessions.jsonl";
@@ -537,6 +542,88 @@ impl Testbed {
             o.offered = LineFraction(o.offered.0 * udp.max_pps().0 / max.0);
         }
         Ok((o, facts))
+    }
+
+    /// One two-phase connection trial of `case` (engine::nat): port A opens
+    /// `trial.connections` connections at `trial.rate`, port B learns their tuples and answers
+    /// each. The lab DUT's connection table is emptied first (`table_size`: the cap to restart,
+    /// lab::conntrack) and its counters are read at the start, after the preliminary phase
+    /// and at the end.
+    pub fn conn_trial(
+        &mut self,
+        case: &Case,
+        trial: &ConnTrial,
+        table_size: Option<u64>,
+        stop: &AtomicBool,
+    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
+        let lab = self
+            .lab
+            .as_ref()
+            .ok_or("connection trials need the lab's DUT (its table is emptied between trials)")?;
+        let b = self
+            .b
+            .as_ref()
+            .ok_or("connection trials need a responder port (the endpoint topology has none)")?;
+        lab.reset_conn_table(table_size)
+            .map_err(|e| format!("emptying the DUT's connection table: {e}"))?;
+        let mut cfg = engine::nat::ConnTrialConfig::new(self.a.clone(), b.clone(), case.ip);
+        cfg.frame_size = case.frame_size.unwrap_or(64) as usize;
+        cfg.connections = trial.connections;
+        cfg.rate_pps = trial.rate.0;
+        cfg.validation_rate_pps = trial.validation_rate.0;
+        cfg.gap = trial.gap;
+        cfg.drain = UDP_DRAIN;
+        // RFC 4814 pseudorandom tuples (RFC 9693 asks for them), the same order every trial.
+        cfg.permutation_seed = Some(CONN_SEED);
+        let start = lab.conn_stats().ok();
+        let ports_before = self.dut_sample();
+        let (mut mid, mut ports_mid) = (None, None);
+        let r = engine::nat::run(&cfg, stop, &mut || {
+            mid = lab.conn_stats().ok();
+            ports_mid = self.dut_sample();
+        })
+        .map_err(|e| format!("connection trial: {e}"))?;
+        let end = lab.conn_stats().ok();
+        let dut = match (start, mid, end) {
+            (Some(s), Some(m), Some(e)) => Some(ConnDutCounters {
+                preliminary: m.since(&s),
+                trial: e.since(&s),
+                ports: match (ports_before, ports_mid) {
+                    (Some(b), Some(a)) => Some(dut_delta(&b, &a, false)),
+                    _ => None,
+                },
+            }),
+            _ => None,
+        };
+        let outcome = ConnOutcome {
+            connections: trial.connections,
+            intended_rate: trial.rate,
+            offered_rate: ConnRate(r.preliminary.achieved_pps),
+            preliminary_sent: r.preliminary.sent,
+            preliminary_received: r.learned,
+            validation_sent: r.validation.sent,
+            validation_received: r.validated,
+            failed: r.failed.map(|f| FailedSpan {
+                count: f.count,
+                first: f.first,
+                last: f.last,
+            }),
+        };
+        let phases = ConnPhases {
+            preliminary_sent: r.preliminary.sent,
+            preliminary_pps: r.preliminary.achieved_pps,
+            preliminary_max_late_ns: r.preliminary.max_late_ns,
+            learned: r.learned,
+            translated: r.translated,
+            learned_duplicates: r.learned_duplicates,
+            validation_sent: r.validation.sent,
+            validation_pps: r.validation.achieved_pps,
+            validation_max_late_ns: r.validation.max_late_ns,
+            validated: r.validated,
+            misdirected: r.misdirected,
+            validated_duplicates: r.validated_duplicates,
+        };
+        Ok((outcome, phases, dut))
     }
 
     /// Runs `f` (an iperf3 run) and returns the lab DUT's counters over it, both ports both

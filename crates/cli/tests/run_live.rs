@@ -89,7 +89,7 @@ fn run_ground_truth(plan: &Path, dir: &Path, line_fps: f64) -> GroundTruthRun {
             .iter()
             .find_map(|r| match r {
                 Record::Done(d) => Some(d.clone()),
-                Record::Trial(_) => None,
+                _ => None,
             })
             .unwrap_or_else(|| panic!("no done record\n{stdout}"));
         let result = done.result.expect("a search result");

@@ -120,7 +120,15 @@ fn every_shipped_plan_checks_ok() {
         }
     }
     seen.sort();
-    assert_eq!(seen, ["cpe-dslite.toml", "cpe-pppoe.toml", "lab-demo.toml"]);
+    assert_eq!(
+        seen,
+        [
+            "cpe-dslite.toml",
+            "cpe-pppoe.toml",
+            "lab-demo.toml",
+            "lab-nat-capacity.toml"
+        ]
+    );
 }
 
 #[test]

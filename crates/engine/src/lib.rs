@@ -11,6 +11,7 @@
 //! | [`resolve`] | ARP/ND: answer for our addresses, resolve the next hop's MAC |
 //! | [`stream`] | stream configuration and the per-frame writer (flows, IMIX, signature stamping) |
 //! | [`flowset`] | flow sets of any size: N distinct tuples per cycle, counting or permuted (Feistel) order |
+//! | [`nat`] | the two-phase connection trial of a NAT or stateful firewall: a responder that learns translated tuples and answers on them |
 //! | [`pacing`] | the absolute send schedule with bounded catch-up |
 //! | [`tx`] | the transmit loop on a TX ring: exact "accepted by the kernel" counts |
 //! | [`rx`] | classification and per-stream receive accounting |
@@ -23,6 +24,7 @@
 pub mod bench;
 pub mod control;
 pub mod flowset;
+pub mod nat;
 pub mod pacing;
 pub mod port;
 pub mod resolve;

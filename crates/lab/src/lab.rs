@@ -658,6 +658,24 @@ impl Lab {
         Ok(())
     }
 
+    /// Caps the DUT's connection table at `limit` connections (drop-new; `None` removes the
+    /// cap) and sets its unreplied-UDP timeout (see [`crate::conntrack`]). Profile switches
+    /// leave it: the caller sets it again per profile.
+    pub fn set_conn_table(&self, limit: Option<u64>, udp_timeout: Option<Duration>) -> Result<()> {
+        crate::conntrack::configure(&self.netns(Node::Dut)?, limit, udp_timeout)
+    }
+
+    /// Empties the DUT's connection table between trials (RFC 9693 "Control of the Connection
+    /// Tracking Table Entries"), restarting the cap's count when there is one (`limit`).
+    pub fn reset_conn_table(&self, limit: Option<u64>) -> Result<()> {
+        crate::conntrack::reset(&self.netns(Node::Dut)?, limit)
+    }
+
+    /// The DUT's connection table counters now.
+    pub fn conn_stats(&self) -> Result<crate::conntrack::ConntrackStats> {
+        crate::conntrack::stats(&self.netns(Node::Dut)?)
+    }
+
     /// The active profile, as recorded when it was applied.
     pub fn profile(&self) -> Result<Option<Profile>> {
         if !self.topology.has(Node::Dut) {

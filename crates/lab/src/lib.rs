@@ -28,6 +28,7 @@
 //! See docs/lab.md for the topologies, the profiles, CPU isolation and its limits.
 
 pub mod cmd;
+pub mod conntrack;
 pub mod cpu;
 mod error;
 pub mod fastpath;

@@ -55,6 +55,10 @@ pub struct CompareRow {
     pub verdict: Verdict,
     /// Why it is not comparable.
     pub reason: Option<String>,
+    /// The unit of `a_pps`/`b_pps` when it is not frames/s: `connections` (table capacity) or
+    /// `connections/s` (connection rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
 }
 
 /// Compares every (case, methodology) present in either run. `threshold` is relative (0.05 = 5 %).
@@ -114,9 +118,98 @@ pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
             delta_percent: delta,
             verdict,
             reason,
+            unit: None,
         });
     }
+    out.extend(compare_connections(a, b, threshold));
     out
+}
+
+/// The connection methodologies' rows (first repetition of each): a larger table or a higher
+/// connection rate is an improvement. The searches give a bracket, not a noise figure, so the
+/// noise is taken as half the bracket's width (lower to first failing), which is how far the
+/// figure could move without a different trial failing.
+fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
+    use crate::connections::ConnRow;
+    let mut keys: Vec<(String, bench::plan::Methodology)> = Vec::new();
+    for r in a.connections.iter().chain(&b.connections) {
+        let k = (r.case_id.clone(), r.methodology);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let noise = |r: &ConnRow| match (r.value, r.upper) {
+        (Some(v), Some(u)) => (u - v).abs() / 2.0,
+        _ => 0.0,
+    };
+    keys.into_iter()
+        .map(|(case, m)| {
+            let find = |x: &Analysis| {
+                x.connections
+                    .iter()
+                    .filter(|r| r.case_id == case && r.methodology == m)
+                    .min_by_key(|r| r.repetition)
+                    .cloned()
+            };
+            let (ra, rb) = (find(a), find(b));
+            let reason = match (&ra, &rb) {
+                (None, _) => Some("missing in A".to_string()),
+                (_, None) => Some("missing in B".to_string()),
+                (Some(x), _) if x.tester_limited => Some("tester-limited in A".into()),
+                (_, Some(y)) if y.tester_limited => Some("tester-limited in B".into()),
+                (Some(x), Some(y)) if x.value.is_none() || y.value.is_none() => {
+                    Some("no figure".into())
+                }
+                (Some(x), Some(y)) if x.upper.is_none() || y.upper.is_none() => {
+                    Some("a lower bound only (the most tried passed)".into())
+                }
+                _ => None,
+            };
+            let (av, bv) = (
+                ra.as_ref().and_then(|r| r.value),
+                rb.as_ref().and_then(|r| r.value),
+            );
+            let (an, bn) = (
+                ra.as_ref().map_or(0.0, noise),
+                rb.as_ref().map_or(0.0, noise),
+            );
+            let (delta, verdict) = match (reason.is_none(), av, bv) {
+                (true, Some(x), Some(y)) if x > 0.0 => {
+                    let rel = (y - x) / x;
+                    let v = if rel.abs() > threshold && beyond_noise(y, bn, x, an) {
+                        if rel > 0.0 {
+                            Verdict::Improved
+                        } else {
+                            Verdict::Regressed
+                        }
+                    } else {
+                        Verdict::WithinNoise
+                    };
+                    (Some(rel * 100.0), v)
+                }
+                _ => (None, Verdict::NotComparable),
+            };
+            CompareRow {
+                case_id: case,
+                methodology: m.name().to_string(),
+                a_pps: av,
+                b_pps: bv,
+                a_noise: an,
+                b_noise: bn,
+                delta_percent: delta,
+                verdict,
+                reason,
+                unit: Some(
+                    if m == bench::plan::Methodology::NatTableCapacity {
+                        "connections"
+                    } else {
+                        "connections/s"
+                    }
+                    .into(),
+                ),
+            }
+        })
+        .collect()
 }
 
 /// What makes the two runs less than comparable as a whole, one sentence each: different
@@ -193,12 +286,20 @@ pub fn compare_text(a: &Analysis, b: &Analysis, rows: &[CompareRow], threshold: 
     let head = ["case", "A pps", "±", "B pps", "±", "Δ", "verdict"];
     let mut table: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
     for r in rows {
+        // Connection rows: whole connections (or connections/s), the unit named with the case.
+        let (fmt, case): (fn(f64) -> String, String) = match &r.unit {
+            None => (num::pps, format!("{} [{}]", r.case_id, r.methodology)),
+            Some(u) => (
+                |x| format!("{x:.0}"),
+                format!("{} [{}, {u}]", r.case_id, r.methodology),
+            ),
+        };
         table.push(vec![
-            format!("{} [{}]", r.case_id, r.methodology),
-            r.a_pps.map(num::pps).unwrap_or_else(|| "-".into()),
-            num::pps(r.a_noise),
-            r.b_pps.map(num::pps).unwrap_or_else(|| "-".into()),
-            num::pps(r.b_noise),
+            case,
+            r.a_pps.map(fmt).unwrap_or_else(|| "-".into()),
+            fmt(r.a_noise),
+            r.b_pps.map(fmt).unwrap_or_else(|| "-".into()),
+            fmt(r.b_noise),
             r.delta_percent
                 .map(signed_percent)
                 .unwrap_or_else(|| "-".into()),
@@ -234,4 +335,53 @@ pub fn compare_text(a: &Analysis, b: &Analysis, rows: &[CompareRow], threshold: 
         count(Verdict::NotComparable)
     ));
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An analysis with one table-capacity row: `value` passed, `upper` failed.
+    fn run(value: f64, upper: Option<f64>, tester_limited: bool) -> Analysis {
+        serde_json::from_value(serde_json::json!({
+            "plan_name": "lab-nat-capacity", "description": null, "version": "x",
+            "started_unix": 0, "host": {}, "speed_bps": 1e9, "repetitions": 1,
+            "profiles": ["napt"], "baseline": "napt", "rows": [], "loss_curves": [],
+            "latency": [], "findings": [], "notes": [],
+            "completeness": serde_json::to_value(crate::model::Completeness::default()).unwrap(),
+            "connections": [{
+                "case_id": "napt/udp4/64B", "methodology": "nat-table-capacity",
+                "repetition": 0, "value": value, "upper": upper, "at": 5000.0,
+                "past": "new connections dropped", "trials": 12,
+                "tester_limited": tester_limited, "dut_entries": null, "dut_refused": null,
+                "learned": null, "summary": ""
+            }]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn connection_rows_compare_with_their_unit() {
+        let a = run(3000.0, Some(3001.0), false);
+        let rows = compare(&a, &run(6000.0, Some(6001.0), false), 0.05);
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!(
+            (r.verdict, r.unit.as_deref()),
+            (Verdict::Improved, Some("connections"))
+        );
+        assert_eq!(r.delta_percent, Some(100.0));
+        let text = compare_text(&a, &a, &rows, 0.05);
+        assert!(
+            text.contains("napt/udp4/64B [nat-table-capacity, connections]"),
+            "{text}"
+        );
+        assert!(text.contains("3000"), "{text}");
+        // Same table: within noise; a lower bound only or a tester-limited run: no verdict.
+        assert_eq!(compare(&a, &a, 0.05)[0].verdict, Verdict::WithinNoise);
+        let open = compare(&a, &run(6000.0, None, false), 0.05);
+        assert_eq!(open[0].verdict, Verdict::NotComparable);
+        let tl = compare(&a, &run(6000.0, Some(6001.0), true), 0.05);
+        assert_eq!(tl[0].reason.as_deref(), Some("tester-limited in B"));
+    }
 }

@@ -612,6 +612,9 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         }
         o.push_str("</table>\n");
     }
+    if !a.connections.is_empty() {
+        connection_section(a, &mut o);
+    }
     if !a.notes.is_empty() {
         o.push_str("<h2>Notes</h2><ul>");
         for n in &a.notes {
@@ -752,4 +755,78 @@ fn switch_sections(a: &Analysis, o: &mut String) {
             o.push_str("</table>\n");
         }
     }
+}
+
+/// The connection methodologies (issue #15): one bar chart per methodology (a bar per case,
+/// the first repetition's figure; tester-limited bars hatched) and the table every format shows.
+fn connection_section(a: &Analysis, o: &mut String) {
+    use bench::plan::Methodology;
+    o.push_str("<h2>Connections (stateful NAT / firewall)</h2><p>RFC 9693's two-phase trials: N connections opened at a rate, each validated by a reply on the tuple the DUT translated it to. Table capacity: the largest N that passed at a fixed rate; connection rate: the highest rate at which all N were established and validated. The DUT's own table entries and refusals after the preliminary phase of the trial at the figure are beside the result.</p>\n");
+    for (m, title, unit) in [
+        (
+            Methodology::NatTableCapacity,
+            "Connection table capacity",
+            "connections",
+        ),
+        (
+            Methodology::NatConnectionRate,
+            "Connection establishment rate",
+            "connections/s",
+        ),
+    ] {
+        let rows: Vec<_> = a
+            .connections
+            .iter()
+            .filter(|r| r.methodology == m && r.repetition == 0)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let groups: Vec<String> = rows.iter().map(|r| r.case_id.clone()).collect();
+        let values: Vec<Vec<Option<Bar>>> = rows
+            .iter()
+            .map(|r| {
+                vec![r.value.map(|v| Bar {
+                    value: v,
+                    noise: 0.0,
+                    tester_limited: r.tester_limited,
+                })]
+            })
+            .collect();
+        let y_max = rows.iter().filter_map(|r| r.value).fold(1.0, f64::max);
+        fig(
+            o,
+            &bar_chart(
+                title,
+                "case",
+                unit,
+                &groups,
+                &[m.name().to_string()],
+                &values,
+                y_max,
+            ),
+        );
+    }
+    o.push_str("<table id=\"connections\"><tr>");
+    for t in crate::connections::TITLES {
+        o.push_str(&format!("<th>{}</th>", esc(t)));
+    }
+    o.push_str("</tr>\n");
+    for r in &a.connections {
+        o.push_str(&format!("<tr data-conn-case=\"{}\">", esc(&r.case_id)));
+        for (i, c) in crate::connections::cells(r).iter().enumerate() {
+            o.push_str(&format!(
+                "<td{} data-k=\"{}\">{}</td>",
+                if matches!(i, 3 | 5 | 8 | 10 | 11) {
+                    " class=\"n\""
+                } else {
+                    ""
+                },
+                crate::connections::COLUMNS[i],
+                esc(c)
+            ));
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n");
 }

@@ -6,6 +6,7 @@
 //! every format shows the same numbers.
 
 pub mod compare;
+pub mod connections;
 pub mod html;
 pub mod model;
 pub mod svg;
@@ -28,6 +29,9 @@ pub const LATENCY_CSV: &str = "latency.csv";
 /// See [`REPORT_HTML`]; written only when the run has back-to-back results.
 pub const B2B_CSV: &str = "back-to-back.csv";
 
+/// See [`REPORT_HTML`]; written only when the run has connection (NAT) results.
+pub const CONNECTIONS_CSV: &str = "connections.csv";
+
 /// Every exported file of one analysis: (file name, bytes).
 pub fn render_all(a: &Analysis) -> Vec<(&'static str, Vec<u8>)> {
     let mut files = vec![
@@ -41,6 +45,9 @@ pub fn render_all(a: &Analysis) -> Vec<(&'static str, Vec<u8>)> {
     }
     if !a.back_to_back.is_empty() {
         files.push((B2B_CSV, text::b2b_csv(a)));
+    }
+    if !a.connections.is_empty() {
+        files.push((CONNECTIONS_CSV, text::connections_csv(a)));
     }
     files
 }

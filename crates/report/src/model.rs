@@ -838,6 +838,9 @@ pub struct Analysis {
     /// Back-to-back (RFC 2544 §26.4 with RFC 9004's buffer times).
     #[serde(default)]
     pub back_to_back: Vec<BackToBackRow>,
+    /// Connection methodologies (NAT table capacity, connection rate); absent when none ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<crate::connections::ConnRow>,
     /// Findings: each profile against the baseline, per case.
     pub findings: Vec<Statement>,
     /// Findings summarised per dimension ([`Conclusion`]).
@@ -950,8 +953,13 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     // Results the runner found within 10 % of the tester's calibrated ceiling: (case, m) → pps.
     let mut ceiling: BTreeMap<(String, Methodology), f64> = BTreeMap::new();
     let mut superseded = 0usize;
+    let mut conn_trials = Vec::new();
+    let mut conn_done = Vec::new();
     for r in input.records {
         match r {
+            Record::ConnTrial(t) if t.superseded => superseded += 1,
+            Record::ConnTrial(t) => conn_trials.push(t),
+            Record::ConnDone(d) => conn_done.push(d),
             Record::Trial(t) if t.superseded => superseded += 1,
             Record::Trial(t) => trials
                 .entry((t.key.case_id.clone(), t.key.repetition, t.key.methodology))
@@ -976,6 +984,13 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             if superseded == 1 { "it" } else { "them" }
         ));
     }
+
+    // Connection searches count as finished searches like the others (they have no load
+    // result, so no throughput row is built from them).
+    for d in &conn_done {
+        done.insert((d.case_id.clone(), d.repetition, d.methodology), None);
+    }
+    let connections = crate::connections::rows(&conn_trials, &conn_done);
 
     // Completeness.
     completeness.finished = done.len();
@@ -1532,6 +1547,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         loss_curves,
         latency,
         back_to_back,
+        connections,
         findings,
         conclusions,
         switch_tables,

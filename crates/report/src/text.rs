@@ -254,6 +254,21 @@ pub fn b2b_csv(a: &Analysis) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// `connections.csv`: one line per finished connection search (crate::connections).
+pub fn connections_csv(a: &Analysis) -> Vec<u8> {
+    let mut out = crate::connections::COLUMNS.join(",");
+    out.push('\n');
+    for r in &a.connections {
+        let line: Vec<String> = crate::connections::cells(r)
+            .iter()
+            .map(|c| csv_field(c))
+            .collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
 /// A row's status word: `ok`, `tester-limited`, `partial` (fewer repetitions than planned).
 pub fn status(r: &Row) -> &'static str {
     if r.tester_limited {
@@ -571,6 +586,21 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
         ));
         for b in &a.back_to_back {
             let c: Vec<String> = b2b_cells(b).iter().map(|x| md_escape(x)).collect();
+            o.push_str(&format!("| {} |\n", c.join(" | ")));
+        }
+        o.push('\n');
+    }
+    if !a.connections.is_empty() {
+        o.push_str(&format!(
+            "## Connections (stateful NAT / firewall)\n\nRFC 9693's two-phase trials: N connections opened at a rate, each validated by a reply on the tuple the DUT translated it to. Table capacity: the largest N that passed at a fixed rate; connection rate: the highest rate at which all N were established and validated. The DUT's own table entries and refusals after the preliminary phase of the trial at the figure are beside the result.\n\n| {} |\n|{}\n",
+            crate::connections::TITLES.join(" | "),
+            "---|".repeat(crate::connections::COLUMNS.len())
+        ));
+        for r in &a.connections {
+            let c: Vec<String> = crate::connections::cells(r)
+                .iter()
+                .map(|x| md_escape(x))
+                .collect();
             o.push_str(&format!("| {} |\n", c.join(" | ")));
         }
         o.push('\n');

@@ -175,6 +175,19 @@ pub struct Profile {
     pub lab: Option<String>,
     /// Hook commands.
     pub hooks: ProfileHooks,
+    /// Lab DUTs with conntrack (`napt`, `filter-stateful-N`): the connection table holds this
+    /// many connections and drops new ones past it (`table-size`, lab::conntrack); the ground
+    /// truth of `nat-table-capacity`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_size: Option<u64>,
+    /// Lab DUTs with conntrack: the unreplied-UDP timeout in the DUT (`udp-timeout`); longer
+    /// than the longest connection trial, or its oldest connections expire mid-trial.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::secs_opt"
+    )]
+    pub udp_timeout: Option<Duration>,
 }
 
 /// The device under test.
@@ -291,16 +304,16 @@ impl Methodology {
     /// cannot run is refused by `plan check` and `run` with this reason — never run as a stub
     /// that reports a figure.
     pub fn executable(self) -> Result<(), &'static str> {
-        match self {
-            Methodology::NatTableCapacity | Methodology::NatConnectionRate => Err(
-                "the search and the flow sets exist, but the engine has no responder that learns \
-                 the DUT's translated 4-tuples and answers on them, and the runner has no \
-                 two-phase trial (preliminary phase, then validation on the learned tuples) nor a \
-                 way to empty the DUT's connection table between trials (issue #15 items 2 and 4; \
-                 docs/methodology.md, \"Stateful NAT\")",
-            ),
-            _ => Ok(()),
-        }
+        Ok(())
+    }
+
+    /// Whether it is one of the connection methodologies (RFC 9693), whose trials have two
+    /// phases and move N and the new-connection rate instead of a load.
+    pub fn is_connection(self) -> bool {
+        matches!(
+            self,
+            Methodology::NatTableCapacity | Methodology::NatConnectionRate
+        )
     }
 }
 
@@ -1074,6 +1087,19 @@ impl Plan {
                     out.push((
                         format!("matrix[{i}].methodologies[{j}]"),
                         format!("`{}` is not yet executable: {why}", m.name()),
+                    ));
+                }
+                // The runner empties the DUT's connection table between trials and reads its
+                // counters; it can do both only on the lab's own DUT so far.
+                let lab_dut = self.dut.kind == DutKind::Lab
+                    && matches!(&self.topology, Topology::Lab { topology, .. } if topology == "forward");
+                if m.is_connection() && !lab_dut {
+                    out.push((
+                        format!("matrix[{i}].methodologies[{j}]"),
+                        format!(
+                            "`{}` runs on the lab's DUT (topology lab = \"forward\", dut kind = \"lab\") only so far: emptying a real device's connection table between trials is not built yet (issue #15)",
+                            m.name()
+                        ),
                     ));
                 }
             }

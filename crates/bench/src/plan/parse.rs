@@ -363,6 +363,39 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// `table-size` and `udp-timeout` of a lab profile: only where the lab profile keeps a
+    /// connection table (`filter-stateful-N`, `napt…`), which is what they size.
+    fn conn_table(
+        &mut self,
+        p: &DeTable<'_>,
+        path: &str,
+        lab_profile: &str,
+    ) -> (Option<u64>, Option<Duration>) {
+        let stateful = matches!(
+            lab::Profile::parse(lab_profile),
+            Ok(lab::Profile::FilterStateful { .. } | lab::Profile::Napt { .. })
+        );
+        let mut out = (None, None);
+        for key in ["table-size", "udp-timeout"] {
+            let Some(v) = get(p, key) else { continue };
+            let at = join(path, key);
+            if !stateful {
+                self.err(
+                    v.span(),
+                    &at,
+                    format!("lab profile `{lab_profile}` keeps no connection table; `{key}` needs napt or filter-stateful-N"),
+                );
+                continue;
+            }
+            if key == "table-size" {
+                out.0 = self.int(v, &at, 1, 1 << 32).map(|n| n as u64);
+            } else {
+                out.1 = self.positive_duration(v, &at);
+            }
+        }
+        out
+    }
+
     fn hook(&mut self, v: &Value<'_>, path: &str) -> Option<Hook> {
         match v.get_ref() {
             DeValue::String(_) => Some(Hook {
@@ -793,6 +826,8 @@ impl<'s> Walker<'s> {
                         lab: Some(name.clone()),
                         name,
                         hooks: ProfileHooks::default(),
+                        table_size: None,
+                        udp_timeout: None,
                     });
                 }
             }
@@ -810,7 +845,7 @@ impl<'s> Walker<'s> {
                         "samplers",
                     ];
                     let lab = if kind == DutKind::Lab {
-                        let mut allowed = vec!["lab"];
+                        let mut allowed = vec!["lab", "table-size", "udp-timeout"];
                         allowed.extend(hook_keys);
                         self.keys(p, &path, &allowed);
                         Some(match get(p, "lab") {
@@ -831,10 +866,16 @@ impl<'s> Walker<'s> {
                         None
                     };
                     let hooks = self.hooks(p, &path);
+                    let (table_size, udp_timeout) = match &lab {
+                        Some(l) => self.conn_table(p, &path, l),
+                        None => (None, None),
+                    };
                     profiles.push(Profile {
                         name: name.to_string(),
                         lab,
                         hooks,
+                        table_size,
+                        udp_timeout,
                     });
                 }
             }

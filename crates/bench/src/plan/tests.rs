@@ -245,7 +245,7 @@ fn duplicate_cases_across_blocks_are_an_error() {
     assert_eq!(errs[0].file, "plan.toml");
 }
 
-const DEVICE_PLAN: &str = r#"
+pub(super) const DEVICE_PLAN: &str = r#"
 name = "cpe"
 [topology]
 kind = "interfaces"

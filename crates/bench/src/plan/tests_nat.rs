@@ -103,27 +103,54 @@ fn nat_cases_have_an_estimate() {
 }
 
 #[test]
-fn nat_methodologies_are_refused_with_what_is_missing() {
-    let text = nat_plan("");
-    let plan = Plan::parse(&text, "plan.toml").unwrap();
+fn nat_methodologies_run_on_the_lab_dut_and_are_refused_on_a_device() {
+    // The demo plan's lab DUT: executable, nothing pending.
+    let plan = Plan::parse(&nat_plan(""), "plan.toml").unwrap();
+    assert!(plan.not_yet_executable().is_empty());
+    // A real device: refused at the methodology's place, saying why.
+    let text = super::tests::DEVICE_PLAN.replace(
+        "methodologies = [\"multi-goal\", \"rfc2544-latency\", \"iperf3\"]",
+        "methodologies = [\"multi-goal\", \"nat-table-capacity\", \"iperf3\"]",
+    );
+    let plan = Plan::parse(&text, "cpe.toml").unwrap();
     let pending = plan.not_yet_executable();
-    assert_eq!(pending.len(), 2, "{pending:?}");
+    assert_eq!(pending.len(), 1, "{pending:?}");
     let (key, msg) = &pending[0];
-    assert_eq!(key, "matrix[0].methodologies[0]");
-    assert!(msg.starts_with("`nat-table-capacity` is not yet executable: "));
-    assert!(msg.contains("responder"), "{msg}");
-    assert_eq!(pending[1].0, "matrix[0].methodologies[1]");
-    // The key points into the file.
+    assert_eq!(key, "matrix[0].methodologies[1]");
+    assert!(msg.contains("lab's DUT"), "{msg}");
     let (line, _) = locate(&text, key).unwrap();
     assert_eq!(
         line,
-        line_of(&text, "methodologies = [\"nat-table-capacity\"")
+        line_of(&text, "methodologies = [\"multi-goal\", \"nat")
     );
-    // Plans without them have nothing pending.
-    assert!(Plan::parse(&demo(), "plan.toml")
-        .unwrap()
-        .not_yet_executable()
-        .is_empty());
+}
+
+#[test]
+fn table_size_and_udp_timeout_size_a_stateful_lab_profile() {
+    let text = nat_plan("").replace(
+        "[dut.profiles.napt]",
+        "[dut.profiles.napt]\ntable-size = 4096\nudp-timeout = \"90s\"",
+    );
+    let plan = Plan::parse(&text, "plan.toml").unwrap();
+    let p = plan.dut.profiles.iter().find(|p| p.name == "napt").unwrap();
+    assert_eq!(p.table_size, Some(4096));
+    assert_eq!(p.udp_timeout, Some(Duration::from_secs(90)));
+    // A profile without a connection table has nothing to size.
+    let bad = nat_plan("").replace(
+        "[dut.profiles.forward]",
+        "[dut.profiles.forward]\ntable-size = 10",
+    );
+    let errs = errors(&bad);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "dut.profiles.forward.table-size");
+    assert!(
+        errs[0].message.contains("keeps no connection table"),
+        "{}",
+        errs[0]
+    );
+    assert_eq!(errs[0].line, line_of(&bad, "table-size = 10"));
+    let zero = nat_plan("").replace("[dut.profiles.napt]", "[dut.profiles.napt]\ntable-size = 0");
+    assert_eq!(errors(&zero)[0].key, "dut.profiles.napt.table-size");
 }
 
 #[test]

@@ -18,9 +18,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Methodology;
-use crate::search::{Outcome, SearchResult, TrialRequest};
+use crate::search::{ConnOutcome, ConnTrial, Outcome, SearchResult, TrialRequest};
 /// Invalid frames by reason, as [`EngineFacts::invalid`] records them.
 pub use engine::validate::InvalidCounts;
+
+mod conn;
+pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord};
 
 /// File names inside a run directory.
 pub const RUN_JSON: &str = "run.json";
@@ -259,6 +262,10 @@ pub enum Record {
     Trial(TrialRecord),
     /// A methodology finished for a case and repetition.
     Done(MethodologyDone),
+    /// A two-phase trial of a connection methodology.
+    ConnTrial(ConnTrialRecord),
+    /// A connection methodology finished for a case and repetition.
+    ConnDone(ConnDone),
 }
 
 /// What [`read_records`] found.
@@ -310,6 +317,37 @@ impl Seen {
                             t.key
                         ));
                     }
+                }
+            }
+            Record::ConnTrial(t) => {
+                let o = &t.outcome;
+                if o.preliminary_received > o.preliminary_sent
+                    || o.validation_received > o.validation_sent
+                {
+                    return Err(format!(
+                        "trial {:?}: more frames received than sent in a phase; the record is corrupt",
+                        t.key
+                    ));
+                }
+                if t.superseded {
+                    return Ok(());
+                }
+                if let Some(first) = self.trials.insert(t.key.clone(), line) {
+                    return Err(format!(
+                        "trial {:?} is recorded twice (also on line {first}); the file was edited or two runs wrote to it",
+                        t.key
+                    ));
+                }
+            }
+            Record::ConnDone(d) => {
+                let key = (d.case_id.clone(), d.repetition, d.methodology);
+                if let Some(first) = self.done.insert(key, line) {
+                    return Err(format!(
+                        "{} repetition {} {} is recorded as finished twice (also on line {first})",
+                        d.case_id,
+                        d.repetition,
+                        d.methodology.name()
+                    ));
                 }
             }
             Record::Done(d) => {
@@ -393,6 +431,7 @@ pub struct Resume {
     /// Finished (case, repetition, methodology).
     pub finished: BTreeSet<SearchKey>,
     trials: BTreeMap<SearchKey, BTreeMap<u32, (TrialRequest, Outcome)>>,
+    conn_trials: BTreeMap<SearchKey, BTreeMap<u32, (ConnTrial, ConnOutcome)>>,
 }
 
 impl Resume {
@@ -411,6 +450,18 @@ impl Resume {
                         .insert(t.key.index, (t.request, t.outcome));
                 }
                 Record::Done(d) => {
+                    r.finished
+                        .insert((d.case_id.clone(), d.repetition, d.methodology));
+                }
+                Record::ConnTrial(t) if t.superseded => {}
+                Record::ConnTrial(t) => {
+                    r.finished_trials.insert(t.key.clone());
+                    r.conn_trials
+                        .entry((t.key.case_id.clone(), t.key.repetition, t.key.methodology))
+                        .or_default()
+                        .insert(t.key.index, (t.request, t.outcome));
+                }
+                Record::ConnDone(d) => {
                     r.finished
                         .insert((d.case_id.clone(), d.repetition, d.methodology));
                 }
@@ -434,6 +485,26 @@ impl Resume {
         m: Methodology,
     ) -> Vec<(TrialRequest, Outcome)> {
         let Some(map) = self.trials.get(&(case_id.to_string(), repetition, m)) else {
+            return Vec::new();
+        };
+        map.iter()
+            .enumerate()
+            .take_while(|(i, (idx, _))| *i as u32 == **idx)
+            .map(|(_, (_, t))| *t)
+            .collect()
+    }
+}
+
+impl Resume {
+    /// Recorded trials of an unfinished connection search, in index order, to replay into a
+    /// fresh search ([`crate::search::replay_conn`]); stops at the first gap.
+    pub fn recorded_conn(
+        &self,
+        case_id: &str,
+        repetition: u32,
+        m: Methodology,
+    ) -> Vec<(ConnTrial, ConnOutcome)> {
+        let Some(map) = self.conn_trials.get(&(case_id.to_string(), repetition, m)) else {
             return Vec::new();
         };
         map.iter()

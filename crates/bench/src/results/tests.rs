@@ -223,7 +223,7 @@ fn kill_then_resume_loses_nothing_and_repeats_nothing() {
             .iter()
             .filter_map(|r| match r {
                 Record::Trial(t) => Some(t.key.clone()),
-                Record::Done(_) => None,
+                _ => None,
             })
             .collect();
         assert_eq!(keys.len(), full.len(), "one record per trial");
@@ -269,4 +269,76 @@ fn resume_skips_trials_superseded_after_a_tester_stall() {
     let got = r.recorded("napt/udp4/64B", 0, Methodology::Rfc2544Throughput);
     assert_eq!(got.len(), 1, "only the trial measured again counts");
     assert_eq!(got[0].1.lost, 3);
+}
+
+/// A connection trial record of `n` connections of which `learned` arrived and validated.
+fn conn_trial(index: u32, n: u64, learned: u64, superseded: bool) -> Record {
+    use crate::search::{ConnOutcome, ConnRate, ConnTrial};
+    let request = ConnTrial {
+        connections: n,
+        rate: ConnRate(5000.0),
+        validation_rate: ConnRate(5000.0),
+        gap: Duration::from_millis(300),
+    };
+    Record::ConnTrial(ConnTrialRecord {
+        key: TrialKey {
+            case_id: "napt/udp4/64B".into(),
+            repetition: 0,
+            methodology: Methodology::NatTableCapacity,
+            index,
+        },
+        request,
+        outcome: ConnOutcome {
+            connections: n,
+            intended_rate: ConnRate(5000.0),
+            offered_rate: ConnRate(if superseded { 2000.0 } else { 5000.0 }),
+            preliminary_sent: n,
+            preliminary_received: learned,
+            validation_sent: learned,
+            validation_received: learned,
+            failed: None,
+        },
+        tester_limited: superseded,
+        phases: ConnPhases {
+            preliminary_sent: n,
+            preliminary_pps: 5000.0,
+            preliminary_max_late_ns: 0,
+            learned,
+            translated: learned,
+            learned_duplicates: 0,
+            validation_sent: learned,
+            validation_pps: 5000.0,
+            validation_max_late_ns: 0,
+            validated: learned,
+            misdirected: 0,
+            validated_duplicates: 0,
+        },
+        dut: None,
+        superseded,
+        finished_unix_ms: 1,
+    })
+}
+
+#[test]
+fn connection_trials_round_trip_and_resume_skips_superseded_ones() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("run");
+    let mut rd = RunDir::create(&dir, &info()).unwrap();
+    let records = vec![
+        conn_trial(0, 1000, 1000, false),
+        conn_trial(1, 2000, 2000, true),
+        conn_trial(1, 2000, 1500, false),
+    ];
+    for r in &records {
+        rd.append(r).unwrap();
+    }
+    let (_, _, resume) = RunDir::resume(&dir).unwrap();
+    let got = resume.recorded_conn("napt/udp4/64B", 0, Methodology::NatTableCapacity);
+    assert_eq!(got.len(), 2, "the superseded trial is not replayed");
+    assert_eq!(got[1].1.preliminary_received, 1500);
+    assert!(!resume.is_done("napt/udp4/64B", 0, Methodology::NatTableCapacity));
+    // The same key twice, neither superseded, is a corrupt file.
+    let mut rd = RunDir::resume(&dir).unwrap().0;
+    rd.append(&conn_trial(1, 2000, 1500, false)).unwrap();
+    assert!(RunDir::resume(&dir).is_err());
 }

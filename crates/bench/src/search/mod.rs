@@ -36,7 +36,7 @@ pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
 pub use nat::{
     drive_conn, replay_conn, ConnFinding, ConnOutcome, ConnRate, ConnReplayMismatch, ConnSearch,
     ConnSearchResult, ConnStatus, ConnTrial, ConnectionRateConfig, ConnectionRateSearch,
-    PastCapacity, TableCapacityConfig, TableCapacitySearch,
+    FailedSpan, PastCapacity, TableCapacityConfig, TableCapacitySearch,
 };
 
 /// Default tolerance for tester-limited detection: an achieved offered load more than 1 %

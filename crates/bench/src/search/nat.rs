@@ -673,3 +673,51 @@ impl ConnSearch for ConnectionRateSearch {
 
 #[cfg(test)]
 mod tests;
+
+/// One line for a finished connection search, as the run's progress and the report's
+/// conclusions say it: the bracket, what failed past it, and whether it is a DUT figure.
+pub fn describe(r: &ConnSearchResult) -> String {
+    let what = match r.finding {
+        ConnFinding::TableCapacity {
+            lower,
+            upper,
+            past,
+            rate,
+        } => match (lower, upper) {
+            (Some(l), Some(u)) => format!(
+                "table capacity {l} connections ({u} failed: {}), at {}",
+                past.unwrap_or(PastCapacity::Unknown),
+                rate
+            ),
+            (Some(l), None) => format!("table capacity at least {l} connections (the most tried)"),
+            (None, Some(u)) => format!("no table capacity: even {u} connections failed"),
+            (None, None) => "no trial finished".to_string(),
+        },
+        ConnFinding::ConnectionRate {
+            connections,
+            lower,
+            upper,
+        } => match (lower, upper) {
+            (Some(l), Some(u)) => format!(
+                "connection rate {:.0}/s at {connections} connections ({:.0}/s failed)",
+                l.0, u.0
+            ),
+            (Some(l), None) => format!(
+                "connection rate at least {:.0}/s at {connections} connections (the most tried)",
+                l.0
+            ),
+            (None, Some(u)) => format!(
+                "no connection rate passed at {connections} connections (down to {:.0}/s)",
+                u.0
+            ),
+            (None, None) => "no trial finished".to_string(),
+        },
+    };
+    match r.status {
+        ConnStatus::TesterLimited { intended, achieved } => {
+            format!("tester-limited (asked {intended}, sent {achieved}), not a DUT figure; {what}")
+        }
+        ConnStatus::Running => format!("unfinished; {what}"),
+        ConnStatus::Complete => what,
+    }
+}

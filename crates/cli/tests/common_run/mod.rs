@@ -49,7 +49,7 @@ pub fn trials(dir: &Path) -> Vec<TrialRecord> {
         .into_iter()
         .filter_map(|r| match r {
             Record::Trial(t) => Some(t),
-            Record::Done(_) => None,
+            _ => None,
         })
         .collect()
 }

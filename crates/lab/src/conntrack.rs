@@ -1,0 +1,197 @@
+//! The lab DUT's connection table as a test object (issue #15): a plan-settable capacity,
+//! UDP timeouts, emptying it between trials, and its own counters.
+//!
+//! **Capacity.** `nf_conntrack_max` is global and read-only inside a network namespace on this
+//! kernel (docs/methodology.md, "Ground truth in the lab"), so the lab caps its DUT with an
+//! nftables rule instead: `ct state new ct count over N drop` in a forward-hook chain of its
+//! own table `inet wirerate_ct`, which lets exactly N connections through and drops every new
+//! one after (a drop-new table of N entries). The table is separate from the profile's
+//! `inet wirerate` so that it composes with any conntrack profile.
+//!
+//! **Emptying it.** `conntrack -F` empties the kernel's table, but the rule's own count (kept
+//! by nf_conncount) forgets flushed connections only lazily, a few per new connection; so the
+//! limit table is created afresh as well, which starts its count at zero.
+//!
+//! **Timeouts.** `nf_conntrack_udp_timeout` (unreplied UDP) is per namespace and writable: a
+//! trial longer than it would see its oldest connections expire, which looks like eviction.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cmd;
+use crate::error::{LabError, Result};
+
+/// The lab's own table for the capacity rule.
+pub const TABLE: &str = "wirerate_ct";
+/// Its counter of connections refused because the table was full.
+pub const REFUSED: &str = "refused";
+
+/// The `nft -f` input that installs the capacity rule for `limit` connections afresh (its
+/// count at zero), or removes it (`None`). One transaction either way.
+pub fn limit_ruleset(limit: Option<u64>) -> String {
+    let mut s = String::new();
+    // Create-then-delete: works whether or not the table exists.
+    let _ = writeln!(s, "table inet {TABLE} {{\n}}");
+    let _ = writeln!(s, "delete table inet {TABLE}");
+    if let Some(n) = limit {
+        let _ = writeln!(s, "table inet {TABLE} {{");
+        let _ = writeln!(s, "  counter {REFUSED} {{\n  }}");
+        // Not `limit`: a keyword in nftables 1.0.6, as is `fwd`.
+        let _ = writeln!(s, "  chain conn_cap {{");
+        let _ = writeln!(
+            s,
+            "    type filter hook forward priority -10; policy accept;"
+        );
+        let _ = writeln!(
+            s,
+            "    ct state new ct count over {n} counter name \"{REFUSED}\" drop"
+        );
+        let _ = writeln!(s, "  }}");
+        let _ = writeln!(s, "}}");
+    }
+    s
+}
+
+/// The DUT's connection table counters at one moment (sums over CPUs from `conntrack -S`,
+/// entries from `conntrack -C`, and the capacity rule's refusals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ConntrackStats {
+    /// Entries in the table now.
+    pub entries: u64,
+    pub insert: u64,
+    pub insert_failed: u64,
+    pub drop: u64,
+    pub early_drop: u64,
+    /// New connections the capacity rule dropped (0 without a rule).
+    pub refused: u64,
+}
+
+impl ConntrackStats {
+    /// The counters' growth from `before` to `self` (entries as they are now).
+    pub fn since(&self, before: &ConntrackStats) -> ConntrackStats {
+        ConntrackStats {
+            entries: self.entries,
+            insert: self.insert.saturating_sub(before.insert),
+            insert_failed: self.insert_failed.saturating_sub(before.insert_failed),
+            drop: self.drop.saturating_sub(before.drop),
+            early_drop: self.early_drop.saturating_sub(before.early_drop),
+            refused: self.refused.saturating_sub(before.refused),
+        }
+    }
+}
+
+/// Sums `conntrack -S` lines (`cpu=0 found=0 invalid=0 insert=0 insert_failed=0 drop=0 …`).
+pub fn parse_stats(text: &str) -> ConntrackStats {
+    let mut s = ConntrackStats::default();
+    for (k, v) in text
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .filter_map(|(k, v)| v.parse::<u64>().ok().map(|v| (k, v)))
+    {
+        match k {
+            "insert" => s.insert += v,
+            "insert_failed" => s.insert_failed += v,
+            "drop" => s.drop += v,
+            "early_drop" => s.early_drop += v,
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Installs (or removes) the capacity rule in namespace `ns` and sets its unreplied-UDP
+/// timeout.
+pub fn configure(ns: &str, limit: Option<u64>, udp_timeout: Option<Duration>) -> Result<()> {
+    if let Some(t) = udp_timeout {
+        let secs = t.as_secs().max(1);
+        cmd::run(&[
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-q",
+            "-w",
+            &format!("net.netfilter.nf_conntrack_udp_timeout={secs}"),
+        ])?;
+    }
+    cmd::run_with(
+        &["ip", "netns", "exec", ns, "nft", "-f", "-"],
+        Some(limit_ruleset(limit).as_bytes()),
+        cmd::DEFAULT_TIMEOUT,
+    )
+    .map(|_| ())
+}
+
+/// Empties the connection table of `ns` and restarts the capacity rule's count (`limit` as
+/// configured). Needs conntrack-tools.
+pub fn reset(ns: &str, limit: Option<u64>) -> Result<()> {
+    cmd::tool("conntrack").map_err(|_| LabError::Unsupported {
+        profile: "a connection table test".into(),
+        feature: "the `conntrack` tool (conntrack-tools) to empty the table between trials".into(),
+    })?;
+    // conntrack -F prints a summary on stderr and exits 0 even on an empty table.
+    cmd::run(&["ip", "netns", "exec", ns, "conntrack", "-F"])?;
+    if limit.is_some() {
+        configure(ns, limit, None)?;
+    }
+    Ok(())
+}
+
+/// The counters of `ns` now.
+pub fn stats(ns: &str) -> Result<ConntrackStats> {
+    let mut s = parse_stats(&cmd::run(&["ip", "netns", "exec", ns, "conntrack", "-S"])?);
+    s.entries = cmd::run(&["ip", "netns", "exec", ns, "conntrack", "-C"])?
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    if let Ok(j) = cmd::run(&[
+        "ip", "netns", "exec", ns, "nft", "-j", "list", "counters", "table", "inet", TABLE,
+    ]) {
+        if let Ok(cs) = crate::stats::parse_nft_counters(&j) {
+            s.refused = cs
+                .iter()
+                .find(|c| c.name == REFUSED)
+                .map_or(0, |c| c.packets);
+        }
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_rule_and_its_removal() {
+        let on = limit_ruleset(Some(4096));
+        assert!(on.contains("ct state new ct count over 4096 counter name \"refused\" drop"));
+        assert!(on.contains("hook forward"));
+        assert!(on.starts_with("table inet wirerate_ct {\n}\ndelete table inet wirerate_ct\n"));
+        let off = limit_ruleset(None);
+        assert_eq!(
+            off,
+            "table inet wirerate_ct {\n}\ndelete table inet wirerate_ct\n"
+        );
+    }
+
+    #[test]
+    fn stats_sum_over_cpus() {
+        let t = "cpu=0   \tfound=0 invalid=3 insert=5 insert_failed=1 drop=2 early_drop=0 error=0 \n\
+                 cpu=1   \tfound=0 invalid=0 insert=7 insert_failed=0 drop=4 early_drop=9 error=0 \n";
+        let s = parse_stats(t);
+        assert_eq!(
+            (s.insert, s.insert_failed, s.drop, s.early_drop),
+            (12, 1, 6, 9)
+        );
+        let later = ConntrackStats {
+            insert: 20,
+            entries: 3,
+            ..s
+        };
+        assert_eq!(later.since(&s).insert, 8);
+        assert_eq!(later.since(&s).entries, 3);
+    }
+}
