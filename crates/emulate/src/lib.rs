@@ -21,6 +21,7 @@
 
 pub mod arp_nd;
 pub mod control_plane;
+pub mod dhcpv6;
 pub mod dslite;
 pub mod ipfrag;
 pub mod ppp;
