@@ -226,19 +226,8 @@ impl Provisioner {
             RaDestination::AllNodes => (ALL_NODES, icmpv6::multicast_mac(ALL_NODES)),
             RaDestination::Unicast(a, m) => (a, m),
         };
-        let mut msg = self.ra.message(self.mac);
-        let mut p = Icmpv6Packet::new_unchecked(&mut msg[..]);
-        p.fill_checksum(self.link_local, dst);
-        let f = ipv6_frame(
-            self.mac,
-            dst_mac,
-            self.link_local,
-            dst,
-            NEXT_HEADER_ICMPV6,
-            255,
-            &msg,
-        );
-        self.tx.push(f);
+        let packet = ra_packet(&self.ra, Some(self.mac), self.link_local, dst);
+        self.tx.push(ethernet(self.mac, dst_mac, &packet));
     }
 
     /// Claims Router Solicitations and DHCPv6 client messages; false for anything else.
@@ -252,105 +241,178 @@ impl Provisioner {
         if eth.ethertype != EtherType::IPV6 || eth.src.is_multicast() {
             return false;
         }
-        let Ok(ip) = Ipv6Packet::new_checked(eth_frame.payload()) else {
-            return false;
+        let inbound = match classify(self.link_local, eth_frame.payload(), &mut self.stats) {
+            None => return false,
+            Some(None) => return true,
+            Some(Some(i)) => i,
         };
-        let Ok(r) = Ipv6Repr::parse(&ip) else {
-            return false;
-        };
-        let for_us = r.dst == self.link_local;
-        match r.next_header {
-            NEXT_HEADER_ICMPV6 if for_us || r.dst == ALL_ROUTERS => {
-                self.router_solicit(now, &eth, &r, ip.payload())
+        match inbound {
+            Inbound::RouterSolicit { src, lladdr } => {
+                if let Some(to) = self.ra.solicited(now, src, lladdr.unwrap_or(eth.src)) {
+                    self.send_ra(to);
+                }
             }
-            NEXT_HEADER_UDP if for_us || r.dst == ALL_SERVERS => {
-                self.dhcp_message(now, &eth, &r, ip.payload())
+            Inbound::Dhcp {
+                src,
+                src_port,
+                payload,
+            } => {
+                let reply = self.dhcp.handle(now, payload);
+                self.collect_dhcp_events(eth.src);
+                if let Some(reply) = reply {
+                    let p = dhcp_reply_packet(self.link_local, src, src_port, &reply);
+                    self.tx.push(ethernet(self.mac, eth.src, &p));
+                    self.stats.dhcp_tx += 1;
+                }
             }
-            _ => false,
         }
-    }
-
-    fn router_solicit(
-        &mut self,
-        now: Nanos,
-        eth: &EthernetRepr,
-        r: &Ipv6Repr,
-        body: &[u8],
-    ) -> bool {
-        let Ok(icmp) = Icmpv6Packet::new_checked(body) else {
-            return false;
-        };
-        if icmp.msg_type() != TYPE_ROUTER_SOLICIT {
-            return false;
-        }
-        self.stats.rs_rx += 1;
-        if r.hop_limit != 255 {
-            self.stats.dropped.add(ProvisionDrop::HopLimit);
-            return true;
-        }
-        if !icmp.verify_checksum(r.src, r.dst) {
-            self.stats.dropped.add(ProvisionDrop::BadChecksum);
-            return true;
-        }
-        let Ok(rs) = RouterSolicitRepr::parse(&icmp) else {
-            self.stats.dropped.add(ProvisionDrop::Malformed);
-            return true;
-        };
-        let mac = rs.source_lladdr.unwrap_or(eth.src);
-        if let Some(to) = self.ra.solicited(now, r.src, mac) {
-            self.send_ra(to);
-        }
-        true
-    }
-
-    fn dhcp_message(&mut self, now: Nanos, eth: &EthernetRepr, r: &Ipv6Repr, body: &[u8]) -> bool {
-        let Ok(udp) = UdpPacket::new_checked(body) else {
-            return false;
-        };
-        let Ok(u) = UdpRepr::parse(&udp) else {
-            return false;
-        };
-        if u.dst_port != SERVER_PORT {
-            return false;
-        }
-        self.stats.dhcp_rx += 1;
-        if !udp.verify_checksum_v6(r.src, r.dst) {
-            self.stats.dropped.add(ProvisionDrop::BadChecksum);
-            return true;
-        }
-        let reply = self.dhcp.handle(now, udp.payload());
-        self.collect_dhcp_events(eth.src);
-        let Some(reply) = reply else {
-            return true;
-        };
-        let mut seg = vec![0u8; wire::udp::HEADER_LEN + reply.len()];
-        let hdr = UdpRepr {
-            src_port: SERVER_PORT,
-            dst_port: if u.src_port == 0 {
-                CLIENT_PORT
-            } else {
-                u.src_port
-            },
-        };
-        let mut p = UdpPacket::new_unchecked(&mut seg[..]);
-        let _ = hdr.emit(&mut p, reply.len());
-        p.payload_mut().copy_from_slice(&reply);
-        p.fill_checksum_v6(self.link_local, r.src);
-        let f = ipv6_frame(
-            self.mac,
-            eth.src,
-            self.link_local,
-            r.src,
-            NEXT_HEADER_UDP,
-            64,
-            &seg,
-        );
-        self.tx.push(f);
-        self.stats.dhcp_tx += 1;
         true
     }
 }
 
+/// A provisioning message that arrived: a Router Solicitation or a DHCPv6 client message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Inbound<'a> {
+    RouterSolicit {
+        src: Ipv6Addr,
+        lladdr: Option<MacAddr>,
+    },
+    Dhcp {
+        src: Ipv6Addr,
+        src_port: u16,
+        payload: &'a [u8],
+    },
+}
+
+/// Sorts an IPv6 packet: None if it is not for provisioning (not an RS to all-routers or
+/// `link_local`, not UDP to port 547 at All_DHCP_Relay_Agents_and_Servers or `link_local`);
+/// Some(None) if it is but was refused (counted in `stats` by reason); else the message.
+/// Shared by the Ethernet port and the PPPoE session paths.
+pub(crate) fn classify<'a>(
+    link_local: Ipv6Addr,
+    packet: &'a [u8],
+    stats: &mut ProvisionStats,
+) -> Option<Option<Inbound<'a>>> {
+    let ip = Ipv6Packet::new_checked(packet).ok()?;
+    let r = Ipv6Repr::parse(&ip).ok()?;
+    let for_us = r.dst == link_local;
+    let body = ip.payload();
+    match r.next_header {
+        NEXT_HEADER_ICMPV6 if for_us || r.dst == ALL_ROUTERS => {
+            let icmp = Icmpv6Packet::new_checked(body).ok()?;
+            if icmp.msg_type() != TYPE_ROUTER_SOLICIT {
+                return None;
+            }
+            stats.rs_rx += 1;
+            let drop = if r.hop_limit != 255 {
+                ProvisionDrop::HopLimit
+            } else if !icmp.verify_checksum(r.src, r.dst) {
+                ProvisionDrop::BadChecksum
+            } else {
+                match RouterSolicitRepr::parse(&icmp) {
+                    Ok(rs) => {
+                        return Some(Some(Inbound::RouterSolicit {
+                            src: r.src,
+                            lladdr: rs.source_lladdr,
+                        }))
+                    }
+                    Err(_) => ProvisionDrop::Malformed,
+                }
+            };
+            stats.dropped.add(drop);
+            Some(None)
+        }
+        NEXT_HEADER_UDP if for_us || r.dst == ALL_SERVERS => {
+            let udp = UdpPacket::new_checked(body).ok()?;
+            let u = UdpRepr::parse(&udp).ok()?;
+            if u.dst_port != SERVER_PORT {
+                return None;
+            }
+            stats.dhcp_rx += 1;
+            if !udp.verify_checksum_v6(r.src, r.dst) {
+                stats.dropped.add(ProvisionDrop::BadChecksum);
+                return Some(None);
+            }
+            Some(Some(Inbound::Dhcp {
+                src: r.src,
+                src_port: u.src_port,
+                payload: udp.payload(),
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// Our RA from `src` to `dst` as an IPv6 packet (hop limit 255, checksum filled).
+pub(crate) fn ra_packet(
+    ra: &Advertiser,
+    source_mac: Option<MacAddr>,
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+) -> Vec<u8> {
+    let mut msg = ra.message(source_mac);
+    Icmpv6Packet::new_unchecked(&mut msg[..]).fill_checksum(src, dst);
+    ipv6_packet(src, dst, NEXT_HEADER_ICMPV6, 255, &msg)
+}
+
+/// A DHCPv6 reply from our port 547 to the client's port (546 if it sent from port 0).
+pub(crate) fn dhcp_reply_packet(
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    dst_port: u16,
+    reply: &[u8],
+) -> Vec<u8> {
+    let mut seg = vec![0u8; wire::udp::HEADER_LEN + reply.len()];
+    let hdr = UdpRepr {
+        src_port: SERVER_PORT,
+        dst_port: if dst_port == 0 { CLIENT_PORT } else { dst_port },
+    };
+    let mut p = UdpPacket::new_unchecked(&mut seg[..]);
+    let _ = hdr.emit(&mut p, reply.len());
+    p.payload_mut().copy_from_slice(reply);
+    p.fill_checksum_v6(src, dst);
+    ipv6_packet(src, dst, NEXT_HEADER_UDP, 64, &seg)
+}
+
+/// An IPv6 header around an upper-layer `payload` whose checksum is already filled.
+pub(crate) fn ipv6_packet(
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    next_header: u8,
+    hop_limit: u8,
+    payload: &[u8],
+) -> Vec<u8> {
+    let l3 = wire::ipv6::HEADER_LEN;
+    let mut p = vec![0u8; l3 + payload.len()];
+    let ip = Ipv6Repr {
+        src,
+        dst,
+        next_header,
+        payload_len: payload.len(),
+        hop_limit,
+        traffic_class: 0,
+        flow_label: 0,
+    };
+    let _ = ip.emit(&mut Ipv6Packet::new_unchecked(&mut p[..]));
+    p[l3..].copy_from_slice(payload);
+    p
+}
+
+/// An Ethernet frame carrying an IPv6 packet.
+fn ethernet(src: MacAddr, dst: MacAddr, packet: &[u8]) -> Vec<u8> {
+    let l2 = wire::ethernet::HEADER_LEN;
+    let mut f = vec![0u8; l2 + packet.len()];
+    let eth = EthernetRepr {
+        src,
+        dst,
+        ethertype: EtherType::IPV6,
+    };
+    let _ = eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
+    f[l2..].copy_from_slice(packet);
+    f
+}
+
+#[cfg(test)]
 /// Ethernet + IPv6 around an upper-layer `payload` whose checksum is already filled.
 fn ipv6_frame(
     src_mac: MacAddr,
@@ -361,27 +423,11 @@ fn ipv6_frame(
     hop_limit: u8,
     payload: &[u8],
 ) -> Vec<u8> {
-    let l2 = wire::ethernet::HEADER_LEN;
-    let l3 = wire::ipv6::HEADER_LEN;
-    let mut f = vec![0u8; l2 + l3 + payload.len()];
-    let eth = EthernetRepr {
-        src: src_mac,
-        dst: dst_mac,
-        ethertype: EtherType::IPV6,
-    };
-    let _ = eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
-    let ip = Ipv6Repr {
-        src,
-        dst,
-        next_header,
-        payload_len: payload.len(),
-        hop_limit,
-        traffic_class: 0,
-        flow_label: 0,
-    };
-    let _ = ip.emit(&mut Ipv6Packet::new_unchecked(&mut f[l2..]));
-    f[l2 + l3..].copy_from_slice(payload);
-    f
+    ethernet(
+        src_mac,
+        dst_mac,
+        &ipv6_packet(src, dst, next_header, hop_limit, payload),
+    )
 }
 
 #[cfg(test)]

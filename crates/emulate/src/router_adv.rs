@@ -121,8 +121,9 @@ impl Advertiser {
         &self.cfg
     }
 
-    /// The ICMPv6 RA (checksum left 0: it depends on the addresses the caller picks).
-    pub fn message(&self, source_mac: MacAddr) -> Vec<u8> {
+    /// The ICMPv6 RA (checksum left 0: it depends on the addresses the caller picks). The
+    /// source link-layer address option is sent on Ethernet, not on a PPP link (None).
+    pub fn message(&self, source_mac: Option<MacAddr>) -> Vec<u8> {
         let c = &self.cfg;
         let r = RouterAdvertRepr {
             header: RouterAdvertHeader {
@@ -133,7 +134,7 @@ impl Advertiser {
                 reachable_time: 0,
                 retrans_timer: 0,
             },
-            source_lladdr: Some(source_mac),
+            source_lladdr: source_mac,
             mtu: c.mtu,
             prefixes: &c.prefixes,
             rdnss_lifetime: c.rdnss_lifetime,
@@ -225,7 +226,7 @@ mod tests {
     #[test]
     fn message_carries_flags_prefix_mtu_and_dns() {
         let a = Advertiser::new(cfg());
-        let m = a.message(MacAddr([2, 0, 0, 0, 0, 0x0a]));
+        let m = a.message(Some(MacAddr([2, 0, 0, 0, 0, 0x0a])));
         assert_eq!(m.len(), 88);
         let h = wire::routerdisc::RouterAdvertHeader::parse(&Icmpv6Packet::new_unchecked(&m[..]))
             .unwrap();
