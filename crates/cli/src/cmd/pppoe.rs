@@ -13,6 +13,8 @@ use emulate::ppp::AuthMethod;
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
 use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
 use emulate::pppoe::{ConfigError, SessionInfo};
+use emulate::pppoe_v6::PppoeProvisioning;
+use emulate::provision::ProvisionConfig;
 use emulate::util::Entropy;
 use engine::control::{self, ControlPort};
 use engine::port::PortSpec;
@@ -101,6 +103,11 @@ pub struct ServerArgs {
     /// Stop once this many sessions have come up and ended.
     #[arg(long)]
     pub sessions: Option<u64>,
+    /// IPv6 inside every session after IPv6CP: a Router Advertisement (M and O, DNS) from our
+    /// link-local address, and DHCPv6 with a delegated /56 from 2001:db8:200::/40, an address
+    /// from 2001:db8:e::100 and DNS 2001:db8:53::1 (one server for all sessions).
+    #[arg(long)]
+    pub provision: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -291,6 +298,9 @@ fn server(a: ServerArgs) -> CliResult {
     let (mut port, mac) = open(p)?;
     cfg.mac = mac;
     let mut srv = Server::new(cfg);
+    let mut prov = a
+        .provision
+        .then(|| PppoeProvisioning::new(ProvisionConfig::pppoe(mac)));
     let stop = Stop::new(duration);
     if !p.json {
         errln!(
@@ -308,7 +318,17 @@ fn server(a: ServerArgs) -> CliResult {
             break;
         }
         step(&mut port, &mut srv)?;
+        if let Some(pv) = &mut prov {
+            // The AC's control loop wakes at least every 50 ms: RA timing is that coarse.
+            pv.poll(control::now(), &mut srv);
+        }
         for e in srv.take_events() {
+            if let Some(pv) = &mut prov {
+                pv.handle_event(control::now(), &e, &mut srv);
+                for pe in pv.take_events() {
+                    super::provision::print_event(p.json, &pe);
+                }
+            }
             match e {
                 ServerEvent::SessionUp {
                     info, setup, user, ..
@@ -353,6 +373,9 @@ fn server(a: ServerArgs) -> CliResult {
     }
     let _ = srv.take_events();
     print_server_stats(&srv, p.json, &port);
+    if let Some(pv) = &prov {
+        super::provision::print_pppoe_stats(pv, p.json);
+    }
     Ok(())
 }
 

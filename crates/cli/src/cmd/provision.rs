@@ -5,6 +5,7 @@
 use std::net::Ipv6Addr;
 
 use emulate::dhcpv6::{AddressPool, Dhcpv6Event, Leased, PrefixPool};
+use emulate::pppoe_v6::PppoeProvisioning;
 use emulate::provision::{defaults, ProvisionConfig, ProvisionEvent, Provisioner};
 use wire::ethernet::MacAddr;
 use wire::routerdisc::PrefixInfo;
@@ -227,4 +228,35 @@ pub fn stats_text(p: &Provisioner) {
     for (k, v) in p.stats.dropped.iter() {
         outln!("provisioning dropped {k:?}: {v}");
     }
+}
+
+/// The statistics of the provisioning inside PPPoE sessions.
+pub fn print_pppoe_stats(p: &PppoeProvisioning, json: bool) {
+    let d = &p.dhcp().stats;
+    let v = serde_json::json!({
+        "event": "provision_stats", "ra_tx": p.ra_tx, "rs_rx": p.stats.rs_rx,
+        "dhcp_rx": by_type(&d.rx), "dhcp_tx": by_type(&d.tx),
+        "dhcp_dropped": counts_json(&d.dropped), "dropped": counts_json(&p.stats.dropped),
+        "bindings": d.bindings_now, "expired": d.expired,
+        "no_addrs_avail": d.no_addrs, "no_prefix_avail": d.no_prefix,
+    });
+    let list = |c: &emulate::util::Counter<u8>| {
+        c.iter()
+            .map(|(k, v)| format!("{} {v}", type_name(k)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    emit(
+        json,
+        v,
+        format!(
+            "IPv6 in sessions: RA {} (RS {}), bindings {} (expired {}); dhcpv6 in {}; out {}",
+            p.ra_tx,
+            p.stats.rs_rx,
+            d.bindings_now,
+            d.expired,
+            list(&d.rx),
+            list(&d.tx)
+        ),
+    );
 }
