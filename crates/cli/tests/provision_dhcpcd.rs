@@ -350,3 +350,33 @@ fn dhcpcd_gets_address_prefix_dns_and_aftr_name_then_a_b4_comes_up() {
     assert_eq!(p["bindings"], 2);
     assert_eq!(p["dhcp_dropped"], serde_json::json!({}));
 }
+
+/// Flags that cannot work are refused with exit 2 and one message, before a port is opened
+/// (no root needed: the device does not exist).
+#[test]
+fn cli_refuses_provisioning_flags_that_cannot_work() {
+    let bin = env!("CARGO_BIN_EXE_wirerate");
+    let cases: [(&[&str], &str); 5] = [
+        (&["--aftr-name", "x.example"], "--provision"),
+        (&["--provision", "--pd-len", "40"], "delegated /40"),
+        (
+            &["--provision", "--na-first", "2001:db9::1"],
+            "leaves 2001:db8::/32",
+        ),
+        (&["--provision", "--aftr-name", "a..b"], "empty label"),
+        (
+            &["--provision", "--pd-pool", "2001:db8:100::"],
+            "ADDRESS/LENGTH",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = Command::new(bin)
+            .args(["dslite", "aftr", "--dev", "wr-h14-none"])
+            .args(args)
+            .output()
+            .expect("wirerate");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

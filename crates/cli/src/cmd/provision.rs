@@ -18,7 +18,9 @@ pub struct ProvisionArgs {
     /// Provision the link like an ISP: Router Advertisements (M and O set, the --link-prefix
     /// with L and A, the MTU, RDNSS) and a stateful DHCPv6 server (an address from the
     /// --na-first pool, a prefix from the --pd-pool, DNS, and the AFTR's name, option 64),
-    /// from the port's link-local address. A stock DS-Lite gateway then comes up by itself.
+    /// from the port's link-local address. A stock DS-Lite gateway then configures its WAN by
+    /// itself; wirerate answers no DNS, so it must reach the AFTR by address or resolve the
+    /// name elsewhere.
     #[arg(long)]
     pub provision: bool,
     /// The AFTR name sent in DHCPv6 option 64 (RFC 6334) to clients that ask for it.
