@@ -29,6 +29,10 @@ declare -A PROBE=(
   [clang]=/usr/bin/clang
   [libbpf-dev]=/usr/include/bpf/bpf_helpers.h
   [linux-libc-dev]=/usr/include/linux/bpf.h
+  # Independent IPv6 provisioning clients the AFTR's RA/DHCPv6 server is checked against:
+  # dhcpcd (DHCPv6 IA_NA, IA_PD, DNS, AFTR-Name) and rdisc6 (Router Advertisements).
+  [dhcpcd-base]=/usr/sbin/dhcpcd
+  [ndisc6]=/usr/bin/rdisc6
 )
 
 missing=()

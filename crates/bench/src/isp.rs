@@ -15,11 +15,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use emulate::dhcpv6::{Dhcpv6Event, Leased};
 use emulate::ppp::link::Credential;
 use emulate::ppp::AuthMethod;
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
 use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
 use emulate::pppoe::SessionInfo;
+use emulate::provision::ProvisionEvent;
 use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
 use engine::control::{self, ControlPort};
 use engine::port::PortSpec;
@@ -28,6 +30,24 @@ use wire::ethernet::MacAddr;
 use wire::units::Nanos;
 
 use crate::plan::{DsliteRole, DsliteSettings, PppAuth, PppoeRole, PppoeSettings};
+
+/// A DHCPv6 binding change on the AFTR's link as a `sessions.jsonl` line: `lease`, `renew`,
+/// `release` or `expire`, with the client's MAC, IAID and address or prefix.
+fn provision_json(e: &ProvisionEvent) -> Value {
+    let ProvisionEvent::Dhcp { mac, event } = e;
+    let (what, iaid, leased) = match event {
+        Dhcpv6Event::Bound { iaid, leased, .. } => ("lease", iaid, leased),
+        Dhcpv6Event::Renewed { iaid, leased, .. } => ("renew", iaid, leased),
+        Dhcpv6Event::Released { iaid, leased, .. } => ("release", iaid, leased),
+        Dhcpv6Event::Expired { iaid, leased, .. } => ("expire", iaid, leased),
+    };
+    let mut v = json!({ "event": what, "mac": mac.to_string(), "iaid": iaid });
+    match leased {
+        Leased::Address(a) => v["address"] = a.to_string().into(),
+        Leased::Prefix(p, n) => v["prefix"] = format!("{p}/{n}").into(),
+    }
+    v
+}
 
 /// One line of `sessions.jsonl`: an event of a port's control plane, or its final statistics.
 pub type SessionLine = Value;
@@ -441,19 +461,33 @@ impl SoftwirePort {
             l2.lock().unwrap_or_else(|p| p.into_inner()).push(v);
         };
         let address = cfg.address;
+        let (provision, aftr_name) = (cfg.provision, cfg.aftr_name.clone());
         let machine = match cfg.role {
             DsliteRole::Aftr => {
                 let bg = control::Background::start_with(
                     port.clone(),
-                    move |mac| AftrPort::new(AftrConfig::new(address, MacAddr(mac))),
+                    move |mac| {
+                        let mut c = AftrConfig::new(address, MacAddr(mac));
+                        if provision {
+                            c = c.with_provisioning();
+                            if let (Some(p), Some(n)) = (&mut c.provision, &aftr_name) {
+                                p.dhcp.aftr_name = Some(n.clone());
+                            }
+                        }
+                        AftrPort::new(c)
+                    },
                     move |m: &mut AftrPort| {
                         for e in m.take_events() {
-                            // Test frames are the engine's to count; only new softwires
-                            // are events.
-                            if let AftrEvent::SoftwireUp { info, .. } = e {
-                                let mut v = softwire_json(&info);
-                                v["event"] = "up".into();
-                                push(v);
+                            // Test frames are the engine's to count; new softwires and
+                            // the CPE's DHCPv6 bindings are events.
+                            match e {
+                                AftrEvent::SoftwireUp { info, .. } => {
+                                    let mut v = softwire_json(&info);
+                                    v["event"] = "up".into();
+                                    push(v);
+                                }
+                                AftrEvent::Provision(p) => push(provision_json(&p)),
+                                AftrEvent::Packet { .. } => {}
                             }
                         }
                     },

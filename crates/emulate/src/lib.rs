@@ -14,6 +14,9 @@
 //!   ([`pppoe::client`]), and the per-session header for the engine's fast path.
 //! - [`dslite`]: the RFC 6333 AFTR and B4, with outer IPv6 fragmentation and reassembly.
 //! - [`ipfrag`]: IPv4 fragmentation and reassembly (1500-byte packets in a PPPoE session).
+//! - [`router_adv`], [`dhcpv6`], [`provision`]: IPv6 provisioning of an ISP port — Router
+//!   Advertisements and a stateful DHCPv6 server (IA_NA, IA_PD, DNS, AFTR-Name);
+//!   [`pppoe_v6`]: the same inside every PPPoE session after IPv6CP.
 //! - [`softwire`]: the AFTR and B4 on a port: ND for the tunnel endpoint, a tunnel probe,
 //!   and the data-path view of a softwire ([`softwire::SoftwireInfo`]).
 //!
@@ -21,10 +24,14 @@
 
 pub mod arp_nd;
 pub mod control_plane;
+pub mod dhcpv6;
 pub mod dslite;
 pub mod ipfrag;
 pub mod ppp;
 pub mod pppoe;
+pub mod pppoe_v6;
+pub mod provision;
+pub mod router_adv;
 pub mod softwire;
 pub mod util;
 

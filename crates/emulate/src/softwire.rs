@@ -26,6 +26,7 @@ use crate::arp_nd::{NeighborConfig, NeighborEvent, Neighbors};
 use crate::dslite::{
     Aftr, TunnelConfig, TunnelDrop, TunnelEvent, TunnelStats, AFTR_IPV4, B4, B4_IPV4,
 };
+use crate::provision::{ProvisionConfig, ProvisionEvent, Provisioner};
 use crate::util::{add, min_deadline, Counter};
 
 /// IP protocol number of ICMP.
@@ -143,6 +144,9 @@ pub struct AftrConfig {
     pub answer_echo: bool,
     /// Decapsulated packets kept as events; more are only counted.
     pub max_events: usize,
+    /// Router Advertisements and DHCPv6 (address, prefix, DNS, AFTR name) for the gateways
+    /// on this link, from the port's link-local address; None: the gateway's WAN is static.
+    pub provision: Option<ProvisionConfig>,
 }
 
 impl AftrConfig {
@@ -152,7 +156,17 @@ impl AftrConfig {
             ipv4: AFTR_IPV4,
             answer_echo: true,
             max_events: DEFAULT_MAX_EVENTS,
+            provision: None,
         }
+    }
+
+    /// Also provisions the link with [`ProvisionConfig::dslite`]'s defaults (its MTU the
+    /// tunnel's), so a stock DS-Lite gateway learns its WAN address, a delegated prefix and
+    /// the AFTR's name by itself.
+    pub fn with_provisioning(mut self) -> AftrConfig {
+        let mtu = u32::try_from(self.tunnel.mtu).unwrap_or(u32::MAX);
+        self.provision = Some(ProvisionConfig::dslite(self.tunnel.mac, mtu));
+        self
     }
 }
 
@@ -163,6 +177,8 @@ pub enum AftrEvent {
     SoftwireUp { b4: Ipv6Addr, info: SoftwireInfo },
     /// An IPv4 packet came out of a softwire (not an echo we answered).
     Packet { b4: Ipv6Addr, packet: Vec<u8> },
+    /// The link's provisioning (DHCPv6 bindings) changed.
+    Provision(ProvisionEvent),
 }
 
 /// Counters of an [`AftrPort`] besides the tunnel's own.
@@ -174,12 +190,14 @@ pub struct AftrPortStats {
     pub events_dropped: u64,
 }
 
-/// The AFTR plus ND for its tunnel endpoint address.
+/// The AFTR plus ND for its tunnel endpoint address (and its link-local one when it
+/// provisions the link), plus the link's RA/DHCPv6 when configured.
 #[derive(Debug)]
 pub struct AftrPort {
     cfg: AftrConfig,
     aftr: Aftr,
     nd: Neighbors,
+    provision: Option<Provisioner>,
     known: BTreeSet<Ipv6Addr>,
     events: Vec<AftrEvent>,
     pub stats: AftrPortStats,
@@ -189,9 +207,14 @@ impl AftrPort {
     pub fn new(cfg: AftrConfig) -> AftrPort {
         let mut nc = NeighborConfig::new(cfg.tunnel.mac);
         nc.ipv6.push(cfg.tunnel.local);
+        let provision = cfg.provision.clone().map(Provisioner::new);
+        if let Some(p) = &provision {
+            nc.ipv6.push(p.link_local());
+        }
         AftrPort {
             aftr: Aftr::new(cfg.tunnel.clone()),
             nd: Neighbors::new(nc),
+            provision,
             cfg,
             known: BTreeSet::new(),
             events: Vec::new(),
@@ -209,6 +232,11 @@ impl AftrPort {
 
     pub fn neighbors(&self) -> &Neighbors {
         &self.nd
+    }
+
+    /// The link's RA/DHCPv6 server, when this port provisions it.
+    pub fn provisioner(&self) -> Option<&Provisioner> {
+        self.provision.as_ref()
     }
 
     /// The softwire to `b4` as the data path sees it, once the B4 has been heard from.
@@ -240,24 +268,43 @@ impl AftrPort {
 
     pub fn take_transmit(&mut self) -> Vec<Vec<u8>> {
         let mut tx = self.nd.take_transmit();
+        if let Some(p) = &mut self.provision {
+            tx.extend(p.take_transmit());
+        }
         tx.extend(self.aftr.take_transmit());
         tx
     }
 
     pub fn next_deadline(&self) -> Option<Nanos> {
-        min_deadline(self.nd.next_deadline(), self.aftr.next_deadline())
+        let p = self.provision.as_ref().and_then(|p| p.next_deadline());
+        min_deadline(
+            min_deadline(self.nd.next_deadline(), self.aftr.next_deadline()),
+            p,
+        )
     }
 
     pub fn poll(&mut self, now: Nanos) {
         self.nd.poll(now);
         self.aftr.poll(now);
+        if let Some(p) = &mut self.provision {
+            p.poll(now);
+            self.events
+                .extend(p.take_events().into_iter().map(AftrEvent::Provision));
+        }
     }
 
-    /// ND for our address first, then the tunnel; false if it is neither.
+    /// ND for our addresses first, then RA/DHCPv6, then the tunnel; false if it is none.
     pub fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool {
         if self.nd.handle_frame(now, frame) {
             let _ = self.nd.take_events();
             return true;
+        }
+        if let Some(p) = &mut self.provision {
+            if p.handle_frame(now, frame) {
+                self.events
+                    .extend(p.take_events().into_iter().map(AftrEvent::Provision));
+                return true;
+            }
         }
         if !self.aftr.handle_frame(now, frame) {
             return false;

@@ -150,6 +150,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv6Packet<T> {
         self.buffer.as_mut()[field::TARGET].copy_from_slice(&a.octets());
     }
 
+    /// The whole message, for the other ICMPv6 formats built on this view
+    /// ([`crate::routerdisc`]).
+    pub fn buffer_mut(&mut self) -> &mut [u8] {
+        self.buffer.as_mut()
+    }
+
     pub fn options_mut(&mut self) -> &mut [u8] {
         &mut self.buffer.as_mut()[NDISC_LEN..]
     }

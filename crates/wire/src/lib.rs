@@ -26,9 +26,11 @@ pub mod ppp;
 pub mod pppoe;
 
 // Network and transport layers.
+pub mod dhcpv6;
 pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
+pub mod routerdisc;
 pub mod tcp;
 pub mod udp;
 

@@ -154,6 +154,15 @@ pub struct DsliteSettings {
     /// How long the run waits for the first softwire (the B4's first packet).
     #[serde(with = "crate::secs")]
     pub timeout: Duration,
+    /// AFTR role: also provision the link (RA + DHCPv6: an address, a delegated /56, DNS and
+    /// the AFTR name, `emulate::provision`), so a stock CPE comes up without static WAN
+    /// configuration.
+    #[serde(default)]
+    pub provision: bool,
+    /// The AFTR name given with DHCPv6 option 64 when provisioning (default
+    /// `aftr.example.net`).
+    #[serde(default)]
+    pub aftr_name: Option<String>,
 }
 
 /// Whether the DUT is a lab namespace or a real device.

@@ -601,7 +601,18 @@ impl<'s> Walker<'s> {
     /// `[ports.NAME.dslite]`.
     fn dslite(&mut self, v: &Value<'_>, path: &str) -> Option<DsliteSettings> {
         let t = self.table(v, path)?;
-        self.keys(t, path, &["role", "address", "peer", "timeout"]);
+        self.keys(
+            t,
+            path,
+            &[
+                "role",
+                "address",
+                "peer",
+                "timeout",
+                "provision",
+                "aftr-name",
+            ],
+        );
         let role = self.required(t, &v.span(), path, "role").and_then(|r| {
             self.choice(
                 r,
@@ -624,11 +635,42 @@ impl<'s> Walker<'s> {
             Some(x) => self.duration(x, &join(path, "timeout"))?,
             None => Duration::from_secs(30),
         };
+        let provision = match get(t, "provision") {
+            Some(x) => self.boolean(x, &join(path, "provision"))?,
+            None => false,
+        };
+        let aftr_name = match get(t, "aftr-name") {
+            Some(x) => {
+                let n = self.nonempty(x, &join(path, "aftr-name"))?;
+                let mut b = [0u8; wire::dhcpv6::MAX_NAME_LEN];
+                if let Err(e) = wire::dhcpv6::encode_name(&n, &mut b) {
+                    self.err(
+                        x.span(),
+                        &join(path, "aftr-name"),
+                        format!("not a DNS name: {e}"),
+                    );
+                    return None;
+                }
+                Some(n)
+            }
+            None => None,
+        };
+        for key in ["provision", "aftr-name"] {
+            if let (Some(x), Some(DsliteRole::B4)) = (get(t, key), role) {
+                self.err(
+                    x.span(),
+                    &join(path, key),
+                    "applies to the AFTR (it provisions the CPE's WAN link)",
+                );
+            }
+        }
         Some(DsliteSettings {
             role: role?,
             address: address?,
             peer,
             timeout,
+            provision,
+            aftr_name,
         })
     }
 

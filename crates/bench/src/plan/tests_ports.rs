@@ -254,6 +254,26 @@ fn dslite_sections_parse() {
         has(&errs, "ports.wan.dslite.peer", "AFTR's address"),
         "{errs:?}"
     );
+    assert!(!d.provision && d.aftr_name.is_none());
+    // The AFTR may provision the CPE's WAN link (RA + DHCPv6 with the AFTR name).
+    let prov = text.replace(
+        "address = \"2001:db8:d::1\"\n",
+        "address = \"2001:db8:d::1\"\nprovision = true\naftr-name = \"aftr.isp.example\"\n",
+    );
+    let plan = Plan::parse(&prov, "cpe.toml").unwrap();
+    let d = plan.ports[1].dslite.as_ref().unwrap();
+    assert!(d.provision);
+    assert_eq!(d.aftr_name.as_deref(), Some("aftr.isp.example"));
+    let errs = errors(&prov.replace("aftr.isp.example", "a..b"));
+    assert!(
+        has(&errs, "ports.wan.dslite.aftr-name", "not a DNS name"),
+        "{errs:?}"
+    );
+    let errs = errors(&prov.replace("role = \"aftr\"", "role = \"b4\"\npeer = \"2001:db8:d::2\""));
+    assert!(
+        has(&errs, "ports.wan.dslite.provision", "applies to the AFTR"),
+        "{errs:?}"
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ use engine::control::{self, ControlPort};
 use wire::ethernet::MacAddr;
 
 use super::pppoe::{counts_json, emit, open_port, secs, step, Stop};
+use super::provision::{self, ProvisionArgs};
 use crate::error::{CliError, CliResult};
 
 /// The AFTR's tunnel endpoint by default (the same as `wirerate craft`'s DS-Lite frames).
@@ -24,14 +25,17 @@ pub const DEFAULT_B4: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc, 0, 0, 0, 0, 2
 /// from any B4 (reassembling outer IPv6 fragments), learns each softwire from its first packet
 /// and answers ICMP echo to its own 192.0.0.1 through the softwire. The B4 resolves the AFTR
 /// with ND and probes the tunnel with an echo to 192.0.0.1 until it is answered (setup time,
-/// retries, failure by reason). Both stop after --duration (the B4 also --hold seconds after
+/// retries, failure by reason). With --provision the AFTR also provisions the link the way a
+/// stock DS-Lite gateway expects: Router Advertisements and a DHCPv6 server giving an address,
+/// a delegated prefix, DNS and the AFTR name (option 64). Both stop after --duration (the B4 also --hold seconds after
 /// it came up), on Ctrl-C (SIGINT/SIGTERM), or on Enter/Ctrl-D on a terminal, and then print
 /// their statistics; a stop by signal exits 0.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     wirerate dslite aftr --netns wr-wan --dev veth0\n  \
     wirerate dslite b4 --netns wr-cpe --dev veth1 --hold 10\n  \
-    wirerate dslite aftr --netns wr-wan --dev veth0 --addr 2001:db8:d::1 --json")]
+    wirerate dslite aftr --netns wr-wan --dev veth0 --addr 2001:db8:d::1 --json\n  \
+    wirerate dslite aftr --netns wr-wan --dev veth0 --provision --aftr-name aftr.example.net")]
 pub struct DsliteArgs {
     #[command(subcommand)]
     pub role: Role,
@@ -74,6 +78,8 @@ pub struct AftrArgs {
     /// Do not answer ICMP echo to 192.0.0.1 (B4 probes then time out).
     #[arg(long)]
     pub no_echo: bool,
+    #[command(flatten)]
+    pub provision: ProvisionArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -149,10 +155,13 @@ fn tunnel_text(t: &TunnelStats) {
 fn aftr(a: AftrArgs) -> CliResult {
     let c = &a.common;
     let duration = c.duration.map(|d| secs(d, "--duration")).transpose()?;
+    // Refuse bad provisioning flags before opening the port.
+    a.provision.config(MacAddr::ZERO, c.mtu)?;
     let (mut port, mac) = open(c)?;
     let mut cfg = AftrConfig::new(a.addr, mac);
     cfg.tunnel.mtu = c.mtu;
     cfg.answer_echo = !a.no_echo;
+    cfg.provision = a.provision.config(mac, c.mtu)?;
     let mut m = AftrPort::new(cfg);
     let stop = Stop::new(duration);
     if !c.json {
@@ -165,26 +174,33 @@ fn aftr(a: AftrArgs) -> CliResult {
     while !stop.now() {
         step(&mut port, &mut m)?;
         for e in m.take_events() {
-            if let AftrEvent::SoftwireUp { b4, info } = e {
-                let mut v = info_json(&info);
-                v["event"] = "softwire".into();
-                emit(
-                    c.json,
-                    v,
-                    format!("softwire  B4 {b4} ({})  MTU {}", info.peer_mac, info.mtu),
-                );
+            match e {
+                AftrEvent::SoftwireUp { b4, info } => {
+                    let mut v = info_json(&info);
+                    v["event"] = "softwire".into();
+                    emit(
+                        c.json,
+                        v,
+                        format!("softwire  B4 {b4} ({})  MTU {}", info.peer_mac, info.mtu),
+                    );
+                }
+                AftrEvent::Provision(p) => provision::print_event(c.json, &p),
+                AftrEvent::Packet { .. } => {}
             }
         }
     }
     let st = &m.stats;
     let nd = &m.neighbors().stats;
     if c.json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "event": "stats", "softwires": st.softwires_up, "echo_replies": st.echo_replies,
             "na_tx": nd.na_tx, "tunnel": tunnel_json(m.tunnel_stats()),
             "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
             "frames_unclaimed": port.stats.rx_unclaimed, "tx_failed": port.stats.tx_failed,
         });
+        if let Some(p) = m.provisioner() {
+            v["provision"] = provision::stats_json(p);
+        }
         outln!("{v}");
     } else {
         outln!(
@@ -201,6 +217,9 @@ fn aftr(a: AftrArgs) -> CliResult {
             port.stats.tx,
             port.stats.tx_failed
         );
+        if let Some(p) = m.provisioner() {
+            provision::stats_text(p);
+        }
     }
     Ok(())
 }

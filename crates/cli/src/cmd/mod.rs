@@ -10,6 +10,7 @@ pub mod lab;
 pub mod linerate;
 pub mod plan;
 pub mod pppoe;
+pub mod provision;
 pub mod report;
 pub mod run;
 pub mod trial;

@@ -13,6 +13,8 @@ use emulate::ppp::AuthMethod;
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
 use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
 use emulate::pppoe::{ConfigError, SessionInfo};
+use emulate::pppoe_v6::PppoeProvisioning;
+use emulate::provision::ProvisionConfig;
 use emulate::util::Entropy;
 use engine::control::{self, ControlPort};
 use engine::port::PortSpec;
@@ -101,6 +103,11 @@ pub struct ServerArgs {
     /// Stop once this many sessions have come up and ended.
     #[arg(long)]
     pub sessions: Option<u64>,
+    /// IPv6 inside every session after IPv6CP: a Router Advertisement (M and O, DNS) from our
+    /// link-local address, and DHCPv6 with a delegated /56 from 2001:db8:200::/40, an address
+    /// from 2001:db8:e::100 and DNS 2001:db8:53::1 (one server for all sessions).
+    #[arg(long)]
+    pub provision: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -291,6 +298,9 @@ fn server(a: ServerArgs) -> CliResult {
     let (mut port, mac) = open(p)?;
     cfg.mac = mac;
     let mut srv = Server::new(cfg);
+    let mut prov = a
+        .provision
+        .then(|| PppoeProvisioning::new(ProvisionConfig::pppoe(mac)));
     let stop = Stop::new(duration);
     if !p.json {
         errln!(
@@ -308,7 +318,11 @@ fn server(a: ServerArgs) -> CliResult {
             break;
         }
         step(&mut port, &mut srv)?;
-        print_server_events(&mut srv, p.json);
+        if let Some(pv) = &mut prov {
+            // The AC's control loop wakes at least every 50 ms: RA timing is that coarse.
+            pv.poll(control::now(), &mut srv);
+        }
+        print_server_events(&mut srv, p.json, prov.as_mut());
     }
     // Close what is still up (LCP Terminate, PADT), giving the peers a moment to answer.
     let keys: Vec<_> = srv.sessions().collect();
@@ -321,7 +335,7 @@ fn server(a: ServerArgs) -> CliResult {
             .map_err(|e| CliError::Failed(e.to_string()))?;
         // Sessions that end now still get their line: one whose authentication failed and
         // whose peer left without answering ends here, at the Terminate-Request's timeout.
-        print_server_events(&mut srv, p.json);
+        print_server_events(&mut srv, p.json, prov.as_mut());
     }
     // Peers that did not answer (gone, or a failed login that left without a word) get their
     // PADT now and are counted: they were left open and uncounted (issue 19 row 17).
@@ -333,14 +347,25 @@ fn server(a: ServerArgs) -> CliResult {
         port.step(&mut srv, Duration::from_millis(20))
             .map_err(|e| CliError::Failed(e.to_string()))?;
     }
-    print_server_events(&mut srv, p.json);
+    print_server_events(&mut srv, p.json, prov.as_mut());
     print_server_stats(&srv, p.json, &port);
+    if let Some(pv) = &prov {
+        super::provision::print_pppoe_stats(pv, p.json);
+    }
     Ok(())
 }
 
 /// Prints the server's session events (up, down with the reason) as they come.
-fn print_server_events(srv: &mut Server, json: bool) {
+/// Prints the server's events (session up and down lines), handing each to the session's
+/// IPv6 provisioning first when `--provision` is on (its lease lines follow).
+fn print_server_events(srv: &mut Server, json: bool, mut prov: Option<&mut PppoeProvisioning>) {
     for e in srv.take_events() {
+        if let Some(pv) = prov.as_deref_mut() {
+            pv.handle_event(control::now(), &e, srv);
+            for pe in pv.take_events() {
+                super::provision::print_event(json, &pe);
+            }
+        }
         match e {
             ServerEvent::SessionUp {
                 info, setup, user, ..

@@ -1,0 +1,991 @@
+//! A stateful DHCPv6 server (RFC 8415 §18.3) for the ISP side of a home-gateway test: it
+//! gives each client an address (IA_NA) and a delegated prefix (IA_PD) from pools in the
+//! documentation range, and on request the DNS servers (RFC 3646) and the AFTR's name (RFC
+//! 6334), which is what a stock DS-Lite gateway needs to bring its WAN up without static
+//! configuration.
+//!
+//! Sans-I/O at the message level: [`Dhcpv6Server::handle`] takes a client message (the UDP
+//! payload) and the time, and returns the reply to send, if any. The UDP/IPv6/Ethernet framing
+//! is [`crate::provision`]'s. Bindings expire `valid` seconds after they were last granted
+//! ([`Dhcpv6Server::poll`]). Nothing here is random: the server DUID comes from the MAC, and
+//! the lowest free address/prefix is given, so a run under a simulated clock is reproducible.
+//!
+//! Deliberate simplifications, each harmless for a test link with one server: no relay
+//! messages, no Reconfigure, no authentication; an Advertise does not reserve what it offers
+//! (the Request gets the lowest free one then); a Decline frees the address like a Release.
+
+use core::net::Ipv6Addr;
+use std::collections::{BTreeMap, BTreeSet};
+
+use wire::dhcpv6::{
+    self, msg, opt, parse_oro, status, Dhcpv6Packet, IaAddrRepr, IaRepr, OptionWriter,
+};
+use wire::ethernet::MacAddr;
+use wire::units::Nanos;
+
+use crate::util::{add, Counter};
+
+/// The documentation prefix (RFC 3849) every pool must lie in (DESIGN.md §6).
+pub const DOCUMENTATION_V6: (Ipv6Addr, u8) = (Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 32);
+
+/// Whether `a` lies in `net/len`.
+pub fn in_prefix(a: Ipv6Addr, net: Ipv6Addr, len: u8) -> bool {
+    let mask = if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(len.min(128)))
+    };
+    u128::from(a) & mask == u128::from(net) & mask
+}
+
+/// Addresses `first`, `first + 1`, … (`size` of them) for IA_NA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressPool {
+    pub first: Ipv6Addr,
+    pub size: u32,
+}
+
+impl AddressPool {
+    fn get(&self, i: u32) -> Ipv6Addr {
+        Ipv6Addr::from(u128::from(self.first).wrapping_add(u128::from(i)))
+    }
+
+    fn contains(&self, a: Ipv6Addr) -> bool {
+        let (f, a) = (u128::from(self.first), u128::from(a));
+        a >= f && a - f < u128::from(self.size)
+    }
+}
+
+/// Prefixes of length `delegated_len` carved out of `base/base_len`, in order, for IA_PD
+/// (at most `size`, and never more than the base holds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrefixPool {
+    pub base: Ipv6Addr,
+    pub base_len: u8,
+    pub delegated_len: u8,
+    pub size: u32,
+}
+
+impl PrefixPool {
+    /// How many prefixes the pool hands out.
+    pub fn capacity(&self) -> u32 {
+        let bits = u32::from(self.delegated_len.saturating_sub(self.base_len));
+        let fits = if bits >= 32 { u32::MAX } else { 1u32 << bits };
+        self.size.min(fits)
+    }
+
+    fn get(&self, i: u32) -> Ipv6Addr {
+        let shift = 128 - u32::from(self.delegated_len);
+        let off = if shift >= 128 {
+            0
+        } else {
+            u128::from(i) << shift
+        };
+        Ipv6Addr::from(u128::from(self.base) | off)
+    }
+}
+
+/// What the server hands out and says.
+#[derive(Debug, Clone)]
+pub struct Dhcpv6Config {
+    /// Our DUID (Server Identifier). [`Dhcpv6Config::new`] makes a DUID-LL from the MAC.
+    pub server_duid: Vec<u8>,
+    /// IA_NA addresses; `None` answers every IA_NA with NoAddrsAvail.
+    pub addresses: Option<AddressPool>,
+    /// IA_PD prefixes; `None` answers every IA_PD with NoPrefixAvail.
+    pub prefixes: Option<PrefixPool>,
+    /// DNS Recursive Name Servers (option 23), sent when the client asks in its ORO.
+    pub dns: Vec<Ipv6Addr>,
+    /// AFTR-Name (option 64), sent when the client asks in its ORO (RFC 6334 §3).
+    pub aftr_name: Option<String>,
+    /// Lifetimes of what is granted, seconds; T1/T2 tell the client when to Renew/Rebind.
+    pub preferred: u32,
+    pub valid: u32,
+    pub t1: u32,
+    pub t2: u32,
+    /// Answer a Solicit carrying Rapid Commit with a committed Reply (RFC 8415 §18.3.1).
+    pub rapid_commit: bool,
+    /// Preference option in Advertise (255: the client takes this server at once).
+    pub preference: u8,
+}
+
+impl Dhcpv6Config {
+    pub fn new(mac: MacAddr) -> Dhcpv6Config {
+        let mut duid = vec![0, 3, 0, 1];
+        duid.extend(mac.0);
+        Dhcpv6Config {
+            server_duid: duid,
+            addresses: None,
+            prefixes: None,
+            dns: Vec::new(),
+            aftr_name: None,
+            preferred: 3600,
+            valid: 7200,
+            t1: 1800,
+            t2: 2880,
+            rapid_commit: true,
+            preference: 255,
+        }
+    }
+
+    /// Refuses what cannot work or would leave the lab's address space: pools outside
+    /// 2001:db8::/32 or of size 0, a delegated length not longer than the base (or above 128),
+    /// an AFTR name that is not a valid DNS name, T1 > T2 or preferred > valid.
+    pub fn check(&self) -> Result<(), String> {
+        let (doc, doc_len) = DOCUMENTATION_V6;
+        if let Some(p) = &self.addresses {
+            let last = p.get(p.size.saturating_sub(1));
+            if p.size == 0 {
+                return Err("the address pool is empty".into());
+            }
+            if !in_prefix(p.first, doc, doc_len) || !in_prefix(last, doc, doc_len) {
+                return Err(format!(
+                    "the address pool {}..{last} leaves 2001:db8::/32",
+                    p.first
+                ));
+            }
+        }
+        if let Some(p) = &self.prefixes {
+            if p.base_len < doc_len || !in_prefix(p.base, doc, doc_len) {
+                return Err(format!(
+                    "the prefix pool {}/{} is not inside 2001:db8::/32",
+                    p.base, p.base_len
+                ));
+            }
+            if p.delegated_len <= p.base_len || p.delegated_len > 128 {
+                return Err(format!(
+                    "a delegated /{} does not fit in the pool /{} (it must be longer, at most /128)",
+                    p.delegated_len, p.base_len
+                ));
+            }
+            if u128::from(p.base) & !(u128::MAX << (128 - u32::from(p.base_len))) != 0 {
+                return Err(format!(
+                    "{}/{} has bits set past its length",
+                    p.base, p.base_len
+                ));
+            }
+            if p.capacity() == 0 {
+                return Err("the prefix pool is empty".into());
+            }
+        }
+        if let Some(n) = &self.aftr_name {
+            let mut b = [0u8; dhcpv6::MAX_NAME_LEN];
+            dhcpv6::encode_name(n, &mut b).map_err(|e| format!("AFTR name {n:?}: {e}"))?;
+        }
+        if self.t1 > self.t2 || self.preferred > self.valid {
+            return Err("lifetimes must satisfy T1 <= T2 and preferred <= valid".into());
+        }
+        Ok(())
+    }
+}
+
+/// IA_NA or IA_PD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IaKind {
+    Na,
+    Pd,
+}
+
+/// What a binding holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leased {
+    Address(Ipv6Addr),
+    Prefix(Ipv6Addr, u8),
+}
+
+/// What the server reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dhcpv6Event {
+    /// A binding was made (Request, or Solicit with Rapid Commit).
+    Bound {
+        client: Vec<u8>,
+        iaid: u32,
+        leased: Leased,
+    },
+    /// A Renew or Rebind extended it.
+    Renewed {
+        client: Vec<u8>,
+        iaid: u32,
+        leased: Leased,
+    },
+    /// Released or declined by the client.
+    Released {
+        client: Vec<u8>,
+        iaid: u32,
+        leased: Leased,
+    },
+    /// Its valid lifetime ran out.
+    Expired {
+        client: Vec<u8>,
+        iaid: u32,
+        leased: Leased,
+    },
+}
+
+/// Messages not answered, by reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dhcpv6Drop {
+    /// Shorter than the header or with broken option framing.
+    Malformed,
+    /// A message type a server does not take from a client (Advertise, Reply, relay, …).
+    UnexpectedType,
+    /// No Client Identifier where one is required.
+    NoClientId,
+    /// A Server Identifier in a Solicit/Confirm/Rebind, where it is forbidden.
+    UnexpectedServerId,
+    /// A Request/Renew/Release/Decline for another server (or without a Server Identifier).
+    NotForUs,
+}
+
+/// Counters of a [`Dhcpv6Server`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dhcpv6Stats {
+    /// Messages received by type.
+    pub rx: Counter<u8>,
+    /// Messages sent by type.
+    pub tx: Counter<u8>,
+    pub dropped: Counter<Dhcpv6Drop>,
+    /// IA_NA/IA_PD answered NoAddrsAvail/NoPrefixAvail (pool empty or exhausted).
+    pub no_addrs: u64,
+    pub no_prefix: u64,
+    pub bindings_now: u64,
+    pub expired: u64,
+}
+
+type Key = (Vec<u8>, IaKind, u32);
+
+#[derive(Debug, Clone, Copy)]
+struct Binding {
+    index: u32,
+    expires: Nanos,
+}
+
+/// One IA of a client message.
+struct IaReq {
+    kind: IaKind,
+    iaid: u32,
+    /// Addresses the client listed in an IA_NA (checked by Confirm).
+    addrs: Vec<Ipv6Addr>,
+}
+
+/// A client message, parsed.
+struct ClientMsg<'a> {
+    kind: u8,
+    xid: u32,
+    client_id: Option<&'a [u8]>,
+    server_id: Option<&'a [u8]>,
+    ias: Vec<IaReq>,
+    oro: BTreeSet<u16>,
+    rapid_commit: bool,
+}
+
+fn parse_client(b: &[u8]) -> Option<ClientMsg<'_>> {
+    let p = Dhcpv6Packet::new_checked(b).ok()?;
+    let mut m = ClientMsg {
+        kind: p.msg_type(),
+        xid: p.transaction_id(),
+        client_id: None,
+        server_id: None,
+        ias: Vec::new(),
+        oro: BTreeSet::new(),
+        rapid_commit: false,
+    };
+    for o in p.options() {
+        let (code, v) = o.ok()?;
+        match code {
+            opt::CLIENTID => m.client_id = m.client_id.or(Some(v)),
+            opt::SERVERID => m.server_id = m.server_id.or(Some(v)),
+            opt::IA_NA | opt::IA_PD => {
+                let ia = IaRepr::parse(v).ok()?;
+                let mut addrs = Vec::new();
+                for io in ia.options() {
+                    let (c, iv) = io.ok()?;
+                    if c == opt::IAADDR {
+                        addrs.push(IaAddrRepr::parse(iv).ok()?.addr);
+                    }
+                }
+                let kind = if code == opt::IA_NA {
+                    IaKind::Na
+                } else {
+                    IaKind::Pd
+                };
+                m.ias.push(IaReq {
+                    kind,
+                    iaid: ia.iaid,
+                    addrs,
+                });
+            }
+            opt::ORO => m.oro.extend(parse_oro(v)),
+            opt::RAPID_COMMIT => m.rapid_commit = true,
+            _ => {}
+        }
+    }
+    Some(m)
+}
+
+/// How an IA is answered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Grant {
+    /// Offer without committing (Advertise).
+    Offer,
+    /// Bind (Request, Solicit + Rapid Commit).
+    Bind,
+    /// Extend an existing binding only (Renew, Rebind).
+    Extend,
+}
+
+/// The stateful DHCPv6 server.
+#[derive(Debug)]
+pub struct Dhcpv6Server {
+    cfg: Dhcpv6Config,
+    bindings: BTreeMap<Key, Binding>,
+    used: BTreeMap<(IaKind, u32), Key>,
+    events: Vec<Dhcpv6Event>,
+    pub stats: Dhcpv6Stats,
+}
+
+fn secs(s: u32) -> Nanos {
+    Nanos(u64::from(s) * 1_000_000_000)
+}
+
+impl Dhcpv6Server {
+    pub fn new(cfg: Dhcpv6Config) -> Dhcpv6Server {
+        Dhcpv6Server {
+            cfg,
+            bindings: BTreeMap::new(),
+            used: BTreeMap::new(),
+            events: Vec::new(),
+            stats: Dhcpv6Stats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &Dhcpv6Config {
+        &self.cfg
+    }
+
+    pub fn take_events(&mut self) -> Vec<Dhcpv6Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// What `client`'s IA `iaid` of `kind` holds now.
+    pub fn binding(&self, client: &[u8], kind: IaKind, iaid: u32) -> Option<Leased> {
+        let b = self.bindings.get(&(client.to_vec(), kind, iaid))?;
+        self.leased(kind, b.index)
+    }
+
+    fn leased(&self, kind: IaKind, index: u32) -> Option<Leased> {
+        match kind {
+            IaKind::Na => self.cfg.addresses.map(|p| Leased::Address(p.get(index))),
+            IaKind::Pd => self
+                .cfg
+                .prefixes
+                .map(|p| Leased::Prefix(p.get(index), p.delegated_len)),
+        }
+    }
+
+    fn capacity(&self, kind: IaKind) -> u32 {
+        match kind {
+            IaKind::Na => self.cfg.addresses.map_or(0, |p| p.size),
+            IaKind::Pd => self.cfg.prefixes.map_or(0, |p| p.capacity()),
+        }
+    }
+
+    fn lowest_free(&self, kind: IaKind) -> Option<u32> {
+        let cap = self.capacity(kind);
+        // The used indices of this kind in order; the first gap is the lowest free one.
+        let mut want = 0u32;
+        for &(k, i) in self
+            .used
+            .range((kind, 0)..=(kind, u32::MAX))
+            .map(|(k, _)| k)
+        {
+            debug_assert_eq!(k, kind);
+            if i != want {
+                break;
+            }
+            want += 1;
+        }
+        (want < cap).then_some(want)
+    }
+
+    /// When the next binding expires.
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        self.bindings.values().map(|b| b.expires).min()
+    }
+
+    /// Ends bindings whose valid lifetime has run out.
+    pub fn poll(&mut self, now: Nanos) {
+        let due: Vec<Key> = self
+            .bindings
+            .iter()
+            .filter(|(_, b)| b.expires <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in due {
+            if let Some(leased) = self.unbind(&k) {
+                self.stats.expired += 1;
+                self.events.push(Dhcpv6Event::Expired {
+                    client: k.0,
+                    iaid: k.2,
+                    leased,
+                });
+            }
+        }
+    }
+
+    fn unbind(&mut self, k: &Key) -> Option<Leased> {
+        let b = self.bindings.remove(k)?;
+        self.used.remove(&(k.1, b.index));
+        self.stats.bindings_now = self.bindings.len() as u64;
+        self.leased(k.1, b.index)
+    }
+
+    /// What IA `k` gets: its binding (extended or made when `grant` says so), or None.
+    fn grant(&mut self, now: Nanos, k: &Key, grant: Grant) -> Option<Leased> {
+        let expires = add(now, secs(self.cfg.valid));
+        if let Some(b) = self.bindings.get_mut(k) {
+            let index = b.index;
+            if grant != Grant::Offer {
+                b.expires = expires;
+            }
+            let leased = self.leased(k.1, index)?;
+            if grant != Grant::Offer {
+                let e = (k.0.clone(), k.2, leased);
+                self.events.push(if grant == Grant::Extend {
+                    Dhcpv6Event::Renewed {
+                        client: e.0,
+                        iaid: e.1,
+                        leased: e.2,
+                    }
+                } else {
+                    Dhcpv6Event::Bound {
+                        client: e.0,
+                        iaid: e.1,
+                        leased: e.2,
+                    }
+                });
+            }
+            return Some(leased);
+        }
+        if grant == Grant::Extend {
+            return None;
+        }
+        let index = self.lowest_free(k.1)?;
+        let leased = self.leased(k.1, index)?;
+        if grant == Grant::Bind {
+            self.bindings.insert(k.clone(), Binding { index, expires });
+            self.used.insert((k.1, index), k.clone());
+            self.stats.bindings_now = self.bindings.len() as u64;
+            self.events.push(Dhcpv6Event::Bound {
+                client: k.0.clone(),
+                iaid: k.2,
+                leased,
+            });
+        }
+        Some(leased)
+    }
+
+    /// Handles one client message (a UDP payload to port 547); the reply to send back to the
+    /// client's port 546, if any.
+    pub fn handle(&mut self, now: Nanos, bytes: &[u8]) -> Option<Vec<u8>> {
+        let Some(m) = parse_client(bytes) else {
+            self.stats.dropped.add(Dhcpv6Drop::Malformed);
+            return None;
+        };
+        self.stats.rx.add(m.kind);
+        let ours = m.server_id == Some(&self.cfg.server_duid[..]);
+        let drop = match m.kind {
+            msg::SOLICIT | msg::CONFIRM | msg::REBIND if m.server_id.is_some() => {
+                Some(Dhcpv6Drop::UnexpectedServerId)
+            }
+            msg::SOLICIT | msg::CONFIRM | msg::REBIND => None,
+            msg::REQUEST | msg::RENEW | msg::RELEASE | msg::DECLINE if !ours => {
+                Some(Dhcpv6Drop::NotForUs)
+            }
+            msg::REQUEST | msg::RENEW | msg::RELEASE | msg::DECLINE => None,
+            msg::INFORMATION_REQUEST if m.server_id.is_some() && !ours => {
+                Some(Dhcpv6Drop::NotForUs)
+            }
+            msg::INFORMATION_REQUEST => None,
+            _ => Some(Dhcpv6Drop::UnexpectedType),
+        };
+        let drop = drop.or_else(|| {
+            (m.client_id.is_none() && m.kind != msg::INFORMATION_REQUEST)
+                .then_some(Dhcpv6Drop::NoClientId)
+        });
+        if let Some(d) = drop {
+            self.stats.dropped.add(d);
+            return None;
+        }
+        let reply = self.reply(now, &m);
+        self.stats.tx.add(reply.first().copied().unwrap_or(0));
+        Some(reply)
+    }
+
+    fn reply(&mut self, now: Nanos, m: &ClientMsg<'_>) -> Vec<u8> {
+        let mut buf = vec![0u8; 1400];
+        let rapid = m.kind == msg::SOLICIT && m.rapid_commit && self.cfg.rapid_commit;
+        let kind = if m.kind == msg::SOLICIT && !rapid {
+            msg::ADVERTISE
+        } else {
+            msg::REPLY
+        };
+        let mut p = Dhcpv6Packet::new_unchecked(&mut buf[..]);
+        p.set_msg_type(kind);
+        p.set_transaction_id(m.xid);
+        let mut w = OptionWriter::new(&mut buf, dhcpv6::HEADER_LEN);
+        // Every write below fits 1400 bytes except with absurd numbers of IAs; those are cut
+        // at the buffer's end (the writer refuses, the message stays well formed up to there).
+        let _ = self.write_reply(now, m, rapid, &mut w);
+        let n = w.len();
+        buf.truncate(n);
+        buf
+    }
+
+    fn write_reply(
+        &mut self,
+        now: Nanos,
+        m: &ClientMsg<'_>,
+        rapid: bool,
+        w: &mut OptionWriter<'_>,
+    ) -> wire::Result<()> {
+        w.put(opt::SERVERID, &self.cfg.server_duid.clone())?;
+        if let Some(c) = m.client_id {
+            w.put(opt::CLIENTID, c)?;
+        }
+        if rapid {
+            w.put(opt::RAPID_COMMIT, &[])?;
+        }
+        if m.kind == msg::SOLICIT && !rapid {
+            w.put(opt::PREFERENCE, &[self.cfg.preference])?;
+        }
+        let client = m.client_id.unwrap_or(&[]).to_vec();
+        match m.kind {
+            msg::SOLICIT | msg::REQUEST | msg::RENEW | msg::REBIND => {
+                let grant = match m.kind {
+                    msg::SOLICIT if !rapid => Grant::Offer,
+                    msg::SOLICIT | msg::REQUEST => Grant::Bind,
+                    _ => Grant::Extend,
+                };
+                for ia in &m.ias {
+                    let k = (client.clone(), ia.kind, ia.iaid);
+                    let got = self.grant(now, &k, grant);
+                    self.write_ia(w, ia, got, grant)?;
+                }
+            }
+            msg::RELEASE | msg::DECLINE => {
+                for ia in &m.ias {
+                    let k = (client.clone(), ia.kind, ia.iaid);
+                    if let Some(leased) = self.unbind(&k) {
+                        self.events.push(Dhcpv6Event::Released {
+                            client: client.clone(),
+                            iaid: ia.iaid,
+                            leased,
+                        });
+                    }
+                }
+                w.status(status::SUCCESS, "released")?;
+            }
+            msg::CONFIRM => {
+                let on_link = m
+                    .ias
+                    .iter()
+                    .flat_map(|ia| &ia.addrs)
+                    .all(|a| self.cfg.addresses.is_some_and(|p| p.contains(*a)));
+                if on_link {
+                    w.status(status::SUCCESS, "on link")?;
+                } else {
+                    w.status(status::NOT_ON_LINK, "not on this link")?;
+                }
+            }
+            _ => {}
+        }
+        if m.oro.contains(&opt::DNS_SERVERS) && !self.cfg.dns.is_empty() {
+            w.addresses(opt::DNS_SERVERS, &self.cfg.dns)?;
+        }
+        if m.oro.contains(&opt::AFTR_NAME) {
+            if let Some(n) = &self.cfg.aftr_name {
+                w.name(opt::AFTR_NAME, n)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_ia(
+        &mut self,
+        w: &mut OptionWriter<'_>,
+        ia: &IaReq,
+        got: Option<Leased>,
+        grant: Grant,
+    ) -> wire::Result<()> {
+        let code = match ia.kind {
+            IaKind::Na => opt::IA_NA,
+            IaKind::Pd => opt::IA_PD,
+        };
+        let c = &self.cfg;
+        let (t1, t2) = if got.is_some() { (c.t1, c.t2) } else { (0, 0) };
+        let open = w.begin_ia(code, ia.iaid, t1, t2)?;
+        match got {
+            Some(Leased::Address(a)) => w.ia_addr(a, c.preferred, c.valid)?,
+            Some(Leased::Prefix(p, l)) => w.ia_prefix(p, l, c.preferred, c.valid)?,
+            None if grant == Grant::Extend => w.status(status::NO_BINDING, "no binding")?,
+            None if ia.kind == IaKind::Na => {
+                self.stats.no_addrs += 1;
+                w.status(status::NO_ADDRS_AVAIL, "no addresses available")?
+            }
+            None => {
+                self.stats.no_prefix += 1;
+                w.status(status::NO_PREFIX_AVAIL, "no prefixes available")?
+            }
+        }
+        w.end(open)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> Ipv6Addr {
+        s.parse().unwrap()
+    }
+
+    const SERVER_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 0x0a]);
+    const CLIENT_DUID: [u8; 10] = [0, 3, 0, 1, 2, 0, 0, 0, 0, 0x0b];
+
+    fn config() -> Dhcpv6Config {
+        let mut c = Dhcpv6Config::new(SERVER_MAC);
+        c.addresses = Some(AddressPool {
+            first: a("2001:db8:c::100"),
+            size: 2,
+        });
+        c.prefixes = Some(PrefixPool {
+            base: a("2001:db8:100::"),
+            base_len: 48,
+            delegated_len: 56,
+            size: 2,
+        });
+        c.dns = vec![a("2001:db8:53::1")];
+        c.aftr_name = Some("aftr.example.net".into());
+        c
+    }
+
+    // Solicit (xid 0x0a0b0c) with Client ID, Rapid Commit, IA_NA iaid 1, IA_PD iaid 2,
+    // ORO (23, 64) and Elapsed Time 0, written out by hand from RFC 8415 §16.2.
+    static SOLICIT_RC: &[u8] = &[
+        0x01, 0x0a, 0x0b, 0x0c, // Solicit, xid
+        0x00, 0x01, 0x00, 0x0a, 0x00, 0x03, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00, 0x0b, 0x00,
+        0x0e, 0x00, 0x00, // Rapid Commit
+        0x00, 0x03, 0x00, 0x0c, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, // IA_NA
+        0x00, 0x19, 0x00, 0x0c, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, // IA_PD
+        0x00, 0x06, 0x00, 0x04, 0x00, 0x17, 0x00, 0x40, // ORO
+        0x00, 0x08, 0x00, 0x02, 0x00, 0x00, // Elapsed Time
+    ];
+
+    // The Reply it gets: Server ID (DUID-LL of 02:00:00:00:00:0a), Client ID, Rapid Commit,
+    // IA_NA with 2001:db8:c::100, IA_PD with 2001:db8:100::/56, DNS, AFTR-Name.
+    static REPLY_RC: &[u8] = &[
+        0x07, 0x0a, 0x0b, 0x0c, // Reply, xid
+        0x00, 0x02, 0x00, 0x0a, 0x00, 0x03, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x00,
+        0x01, 0x00, 0x0a, 0x00, 0x03, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x0e,
+        0x00, 0x00, // Rapid Commit
+        0x00, 0x03, 0x00, 0x28, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x07, 0x08, 0x00, 0x00, 0x0b,
+        0x40, 0x00, 0x05, 0x00, 0x18, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x0c, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x0e, 0x10, 0x00, 0x00, 0x1c, 0x20, 0x00,
+        0x19, 0x00, 0x29, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x07, 0x08, 0x00, 0x00, 0x0b, 0x40,
+        0x00, 0x1a, 0x00, 0x19, 0x00, 0x00, 0x0e, 0x10, 0x00, 0x00, 0x1c, 0x20, 0x38, 0x20, 0x01,
+        0x0d, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x17, 0x00, 0x10, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x53, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x01, // DNS
+        0x00, 0x40, 0x00, 0x12, 0x04, b'a', b'f', b't', b'r', 0x07, b'e', b'x', b'a', b'm', b'p',
+        b'l', b'e', 0x03, b'n', b'e', b't', 0x00,
+    ];
+
+    #[test]
+    fn rapid_commit_solicit_gets_the_exact_reply() {
+        let mut s = Dhcpv6Server::new(config());
+        let r = s.handle(Nanos(0), SOLICIT_RC).unwrap();
+        assert_eq!(&r[..], REPLY_RC);
+        assert_eq!(
+            s.binding(&CLIENT_DUID, IaKind::Pd, 2),
+            Some(Leased::Prefix(a("2001:db8:100::"), 56))
+        );
+        assert_eq!(s.take_events().len(), 2);
+        assert_eq!(s.stats.bindings_now, 2);
+    }
+
+    /// A client message of `kind` with Client ID `duid`, an optional Server ID, and IAs.
+    fn client_msg(
+        kind: u8,
+        duid: &[u8],
+        server: Option<&[u8]>,
+        ias: &[(u16, u32)],
+        oro: &[u16],
+    ) -> Vec<u8> {
+        let mut b = vec![0u8; 500];
+        b[0] = kind;
+        b[1..4].copy_from_slice(&[1, 2, 3]);
+        let mut w = OptionWriter::new(&mut b, 4);
+        w.put(opt::CLIENTID, duid).unwrap();
+        if let Some(s) = server {
+            w.put(opt::SERVERID, s).unwrap();
+        }
+        for &(code, iaid) in ias {
+            let o = w.begin_ia(code, iaid, 0, 0).unwrap();
+            w.end(o).unwrap();
+        }
+        let mut o = Vec::new();
+        for c in oro {
+            o.extend(c.to_be_bytes());
+        }
+        w.put(opt::ORO, &o).unwrap();
+        let n = w.len();
+        b.truncate(n);
+        b
+    }
+
+    /// (ia code, iaid, what it holds or its status code).
+    type IaSummary = (u16, u32, Result<Leased, u16>);
+
+    /// (type, its IAs, the option codes present) of a reply.
+    fn summary(r: &[u8]) -> (u8, Vec<IaSummary>, BTreeSet<u16>) {
+        let p = Dhcpv6Packet::new_checked(r).unwrap();
+        let mut ias = Vec::new();
+        let mut codes = BTreeSet::new();
+        for o in p.options() {
+            let (code, v) = o.unwrap();
+            codes.insert(code);
+            if code == opt::IA_NA || code == opt::IA_PD {
+                let ia = IaRepr::parse(v).unwrap();
+                let mut got = Err(u16::MAX);
+                for io in ia.options() {
+                    let (c, iv) = io.unwrap();
+                    got = match c {
+                        opt::IAADDR => Ok(Leased::Address(IaAddrRepr::parse(iv).unwrap().addr)),
+                        opt::IAPREFIX => {
+                            let x = wire::dhcpv6::IaPrefixRepr::parse(iv).unwrap();
+                            Ok(Leased::Prefix(x.prefix, x.prefix_len))
+                        }
+                        opt::STATUS_CODE => Err(dhcpv6::parse_status(iv).unwrap().0),
+                        _ => got,
+                    };
+                }
+                ias.push((code, ia.iaid, got));
+            }
+        }
+        (p.msg_type(), ias, codes)
+    }
+
+    #[test]
+    fn four_message_exchange_renew_rebind_release() {
+        let mut s = Dhcpv6Server::new(config());
+        let sid = s.config().server_duid.clone();
+        let ias = [(opt::IA_NA, 7), (opt::IA_PD, 8)];
+        let adv = s
+            .handle(
+                Nanos(0),
+                &client_msg(msg::SOLICIT, &CLIENT_DUID, None, &ias, &[23]),
+            )
+            .unwrap();
+        let (t, got, codes) = summary(&adv);
+        assert_eq!(t, msg::ADVERTISE);
+        assert!(codes.contains(&opt::PREFERENCE) && codes.contains(&opt::DNS_SERVERS));
+        assert!(!codes.contains(&opt::AFTR_NAME), "not asked for");
+        assert_eq!(got[0].2, Ok(Leased::Address(a("2001:db8:c::100"))));
+        assert_eq!(s.stats.bindings_now, 0, "an Advertise binds nothing");
+        let rep = s
+            .handle(
+                Nanos(1),
+                &client_msg(msg::REQUEST, &CLIENT_DUID, Some(&sid), &ias, &[64]),
+            )
+            .unwrap();
+        let (t, got, codes) = summary(&rep);
+        assert_eq!(t, msg::REPLY);
+        assert!(codes.contains(&opt::AFTR_NAME));
+        assert_eq!(got[1].2, Ok(Leased::Prefix(a("2001:db8:100::"), 56)));
+        assert_eq!(s.stats.bindings_now, 2);
+        // Renew at T1 extends; the deadline moves.
+        let renew_at = Nanos(1_800_000_000_000);
+        let rep = s
+            .handle(
+                renew_at,
+                &client_msg(msg::RENEW, &CLIENT_DUID, Some(&sid), &ias, &[]),
+            )
+            .unwrap();
+        assert_eq!(
+            summary(&rep).1[0].2,
+            Ok(Leased::Address(a("2001:db8:c::100")))
+        );
+        assert_eq!(s.next_deadline(), Some(add(renew_at, secs(7200))));
+        // Rebind (no Server ID) of an unknown IA: NoBinding.
+        let rep = s
+            .handle(
+                renew_at,
+                &client_msg(msg::REBIND, &CLIENT_DUID, None, &[(opt::IA_NA, 99)], &[]),
+            )
+            .unwrap();
+        assert_eq!(summary(&rep).1[0].2, Err(status::NO_BINDING));
+        // Release frees both.
+        let rep = s
+            .handle(
+                renew_at,
+                &client_msg(msg::RELEASE, &CLIENT_DUID, Some(&sid), &ias, &[]),
+            )
+            .unwrap();
+        assert!(summary(&rep).2.contains(&opt::STATUS_CODE));
+        assert_eq!(s.stats.bindings_now, 0);
+        let ev = s.take_events();
+        assert!(matches!(
+            ev.last(),
+            Some(Dhcpv6Event::Released { iaid: 8, .. })
+        ));
+        assert_eq!(ev.len(), 6, "2 bound, 2 renewed, 2 released: {ev:?}");
+    }
+
+    #[test]
+    fn exhausted_pools_say_no_addrs_and_no_prefix_avail() {
+        let mut s = Dhcpv6Server::new(config());
+        let ias = [(opt::IA_NA, 1), (opt::IA_PD, 1)];
+        for i in 0..3u8 {
+            let duid = [0, 3, 0, 1, 2, 0, 0, 0, 1, i];
+            let r = s
+                .handle(Nanos(0), &client_msg(msg::SOLICIT, &duid, None, &ias, &[]))
+                .unwrap();
+            // No Rapid Commit in these Solicits: Advertise, then Request.
+            assert_eq!(r[0], msg::ADVERTISE);
+            let sid = s.config().server_duid.clone();
+            let r = s
+                .handle(
+                    Nanos(0),
+                    &client_msg(msg::REQUEST, &duid, Some(&sid), &ias, &[]),
+                )
+                .unwrap();
+            let (_, got, _) = summary(&r);
+            if i < 2 {
+                assert_eq!(
+                    got[0].2,
+                    Ok(Leased::Address(a(&format!("2001:db8:c::10{i}"))))
+                );
+                assert_eq!(
+                    got[1].2,
+                    Ok(Leased::Prefix(a(&format!("2001:db8:100:{i}00::")), 56))
+                );
+            } else {
+                assert_eq!(got[0].2, Err(status::NO_ADDRS_AVAIL));
+                assert_eq!(got[1].2, Err(status::NO_PREFIX_AVAIL));
+            }
+        }
+        assert_eq!(
+            (s.stats.no_addrs, s.stats.no_prefix),
+            (2, 2),
+            "advertise + reply"
+        );
+        // Expiry frees them: a new client gets the lowest again.
+        s.poll(secs(7200));
+        assert_eq!(s.stats.expired, 4);
+        assert_eq!(s.stats.bindings_now, 0);
+    }
+
+    #[test]
+    fn messages_a_server_must_not_answer_are_counted() {
+        let mut s = Dhcpv6Server::new(config());
+        let other = [0, 3, 0, 1, 2, 0, 0, 0, 0, 0x99];
+        let sid = s.config().server_duid.clone();
+        let cases: [(Vec<u8>, Dhcpv6Drop); 5] = [
+            (
+                client_msg(
+                    msg::REQUEST,
+                    &CLIENT_DUID,
+                    Some(&other),
+                    &[(opt::IA_NA, 1)],
+                    &[],
+                ),
+                Dhcpv6Drop::NotForUs,
+            ),
+            (
+                client_msg(msg::REQUEST, &CLIENT_DUID, None, &[(opt::IA_NA, 1)], &[]),
+                Dhcpv6Drop::NotForUs,
+            ),
+            (
+                client_msg(msg::SOLICIT, &CLIENT_DUID, Some(&sid), &[], &[]),
+                Dhcpv6Drop::UnexpectedServerId,
+            ),
+            (
+                client_msg(msg::ADVERTISE, &CLIENT_DUID, Some(&sid), &[], &[]),
+                Dhcpv6Drop::UnexpectedType,
+            ),
+            (vec![1, 0, 0], Dhcpv6Drop::Malformed),
+        ];
+        for (m, why) in cases {
+            assert_eq!(s.handle(Nanos(0), &m), None);
+            assert!(s.stats.dropped.get(why) > 0, "{why:?}");
+        }
+        let mut no_cid = client_msg(msg::SOLICIT, &CLIENT_DUID, None, &[], &[]);
+        no_cid[5] = 0x63; // Client ID option code 1 → 0x63 (unknown)
+        assert_eq!(s.handle(Nanos(0), &no_cid), None);
+        assert_eq!(s.stats.dropped.get(Dhcpv6Drop::NoClientId), 1);
+        // Information-Request: no Client ID needed, DNS and AFTR-Name when asked.
+        let mut ir = vec![msg::INFORMATION_REQUEST, 0, 0, 1];
+        ir.extend([0, 6, 0, 4, 0, 23, 0, 64]);
+        let (t, _, codes) = summary(&s.handle(Nanos(0), &ir).unwrap());
+        assert_eq!(t, msg::REPLY);
+        assert!(codes.contains(&opt::DNS_SERVERS) && codes.contains(&opt::AFTR_NAME));
+    }
+
+    #[test]
+    fn config_check_refuses_what_cannot_work() {
+        assert_eq!(config().check(), Ok(()));
+        let mut c = config();
+        c.addresses = Some(AddressPool {
+            first: a("2001:db9::1"),
+            size: 1,
+        });
+        assert!(c.check().unwrap_err().contains("2001:db8::/32"));
+        let mut c = config();
+        c.prefixes = Some(PrefixPool {
+            base: a("2001:db8:100::"),
+            base_len: 48,
+            delegated_len: 48,
+            size: 1,
+        });
+        assert!(c.check().is_err());
+        let mut c = config();
+        c.prefixes = Some(PrefixPool {
+            base: a("2001:db8:100::1"),
+            base_len: 48,
+            delegated_len: 56,
+            size: 1,
+        });
+        assert!(c.check().is_err());
+        let mut c = config();
+        c.aftr_name = Some("a..b".into());
+        assert!(c.check().is_err());
+        let p = PrefixPool {
+            base: a("2001:db8:100::"),
+            base_len: 48,
+            delegated_len: 56,
+            size: 1000,
+        };
+        assert_eq!(p.capacity(), 256);
+    }
+
+    #[test]
+    fn random_and_truncated_input_never_panics() {
+        let mut s = Dhcpv6Server::new(config());
+        for n in 0..SOLICIT_RC.len() {
+            let _ = s.handle(Nanos(0), &SOLICIT_RC[..n]);
+        }
+        let mut x = 0x1234_5678u32;
+        for _ in 0..2000 {
+            let mut m = SOLICIT_RC.to_vec();
+            for _ in 0..4 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                let i = (x >> 8) as usize % m.len();
+                m[i] = (x >> 16) as u8;
+            }
+            let _ = s.handle(Nanos(0), &m);
+        }
+    }
+}
