@@ -19,26 +19,8 @@ use wire::template::{FrameTemplate, StreamSpec};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
-struct LabGuard(Option<Lab>);
-
-impl Drop for LabGuard {
-    fn drop(&mut self) {
-        if let Some(l) = self.0.take() {
-            let _ = l.down();
-        }
-    }
-}
+mod common_run;
+use common_run::{is_root, LabGuard};
 
 impl std::ops::Deref for LabGuard {
     type Target = Lab;

@@ -85,3 +85,14 @@ pub fn run_plan_ok(plan: &Path, out: &Path) -> String {
         out.to_str().unwrap(),
     ])
 }
+
+/// A lab that is taken down when the test ends, however it ends (a failed assertion too).
+pub struct LabGuard(pub Option<lab::Lab>);
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        if let Some(l) = self.0.take() {
+            let _ = l.down();
+        }
+    }
+}
