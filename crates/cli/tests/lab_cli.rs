@@ -485,6 +485,17 @@ fn one_lab_has_one_user_at_a_time() {
         "{}",
         stderr(&run)
     );
+    // Nothing was measured: no hint to resume it, and no empty run directory left behind.
+    assert!(
+        stderr(&run).contains("nothing was measured"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(!stderr(&run).contains("--resume"), "{}", stderr(&run));
+    assert!(
+        !out.path().join("r").exists(),
+        "the refused run left its directory"
+    );
     // (`lab down` without a name keeps held labs too, but would remove the labs of tests
     // running beside this one, so it is not called here.)
     assert_eq!(namespaces_of(name).len(), 3, "the held lab is intact");

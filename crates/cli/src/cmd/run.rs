@@ -60,6 +60,9 @@ pub fn run(args: RunArgs) -> CliResult {
             false,
         ),
     };
+    // A run refused before it measured anything (the lab in use by another command, say)
+    // leaves no empty run directory behind, when this run created it.
+    let dir_existed = dir.exists();
     if !resume {
         // Before anything is created or measured: `--out FIFO` failed late with "File exists".
         bench::files::check_output_dir(&dir)
@@ -136,11 +139,44 @@ pub fn run(args: RunArgs) -> CliResult {
             args.plan.display(),
             dir.display()
         ))),
+        Err(RunError::Failed(m)) if !resume && !dir_existed && !measured_any(&dir) => {
+            let removed = remove_unused_run_dir(&dir);
+            Err(CliError::Failed(format!(
+                "{m} (nothing was measured{})",
+                if removed {
+                    String::new()
+                } else {
+                    format!("; {} may be removed", dir.display())
+                }
+            )))
+        }
         Err(RunError::Failed(m)) => Err(CliError::Failed(format!(
             "{m} (results so far in {}; --resume continues)",
             dir.display()
         ))),
     }
+}
+
+/// Whether the run directory holds any trial record.
+fn measured_any(dir: &std::path::Path) -> bool {
+    std::fs::metadata(dir.join(bench::results::TRIALS_JSONL)).is_ok_and(|m| m.len() > 0)
+}
+
+/// Removes a run directory this run created and left without a measurement: the files and the
+/// (empty) iperf3 folder a run writes first, then the directory itself, only if nothing else is
+/// in it. True when it is gone.
+fn remove_unused_run_dir(dir: &std::path::Path) -> bool {
+    for f in [
+        bench::results::RUN_JSON,
+        bench::results::TRIALS_JSONL,
+        bench::runner::HOOKS_JSONL,
+        bench::testbed::SESSIONS_JSONL,
+    ] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    // Empty, or it stays (remove_dir never removes what is in it).
+    let _ = std::fs::remove_dir(dir.join(bench::runner::IPERF3_DIR));
+    std::fs::remove_dir(dir).is_ok() || !dir.exists()
 }
 
 fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
