@@ -166,8 +166,14 @@ fn connection_rate_is_confirmed_by_the_dut_table() {
     let lower = lower.expect("some rate passed (250/s at least)");
     println!("connection rate found: {:.0}/s", lower.0);
     for t in trials.iter().filter(|t| !t.superseded) {
-        let dut = t.dut.expect("DUT counters in every lab trial").preliminary;
-        assert_eq!(dut.entries, t.phases.learned, "{t:?}");
+        // The table read after the phase gap may still miss connections the DUT had queued
+        // (a loaded DUT drains its 1,000-frame backlog slower than the gap), so the tester's
+        // learned count is checked against the table at the trial's end: every connection
+        // that crossed the DUT is in its table, and no more (none is opened during validation).
+        let counters = t.dut.expect("DUT counters in every lab trial");
+        let dut = counters.preliminary;
+        assert!(dut.entries <= t.phases.learned, "{t:?}");
+        assert_eq!(counters.trial.entries, t.phases.learned, "{t:?}");
         assert_eq!(dut.refused, 0, "far below the table size");
         assert_eq!(
             t.phases.translated, 0,
@@ -180,5 +186,5 @@ fn connection_rate_is_confirmed_by_the_dut_table() {
         .find(|t| !t.superseded && t.request.rate.0 == lower.0)
         .expect("the trial at the rate found");
     assert!(at.outcome.passed());
-    assert_eq!(at.dut.unwrap().preliminary.entries, n);
+    assert_eq!(at.dut.unwrap().trial.entries, n);
 }
