@@ -140,13 +140,15 @@ pub fn run(args: RunArgs) -> CliResult {
             dir.display()
         ))),
         Err(RunError::Failed(m)) if !resume && !dir_existed && !measured_any(&dir) => {
-            let removed = remove_unused_run_dir(&dir);
+            // Nothing to resume. A directory that recorded nothing at all goes; one that holds
+            // what was tried (sessions.jsonl of a PPPoE bring-up, hook output) stays.
+            let removed = !recorded_any(&dir) && remove_unused_run_dir(&dir);
             Err(CliError::Failed(format!(
                 "{m} (nothing was measured{})",
                 if removed {
                     String::new()
                 } else {
-                    format!("; {} may be removed", dir.display())
+                    format!("; what was tried is in {}", dir.display())
                 }
             )))
         }
@@ -160,6 +162,13 @@ pub fn run(args: RunArgs) -> CliResult {
 /// Whether the run directory holds any trial record.
 fn measured_any(dir: &std::path::Path) -> bool {
     std::fs::metadata(dir.join(bench::results::TRIALS_JSONL)).is_ok_and(|m| m.len() > 0)
+}
+
+/// Whether the run directory holds any record besides run.json: hook output or session events.
+fn recorded_any(dir: &std::path::Path) -> bool {
+    [bench::runner::HOOKS_JSONL, bench::testbed::SESSIONS_JSONL]
+        .iter()
+        .any(|f| std::fs::metadata(dir.join(f)).is_ok_and(|m| m.len() > 0))
 }
 
 /// Removes a run directory this run created and left without a measurement: the files and the
