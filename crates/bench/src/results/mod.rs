@@ -484,15 +484,20 @@ impl Resume {
         repetition: u32,
         m: Methodology,
     ) -> Vec<(TrialRequest, Outcome)> {
-        let Some(map) = self.trials.get(&(case_id.to_string(), repetition, m)) else {
-            return Vec::new();
-        };
-        map.iter()
-            .enumerate()
-            .take_while(|(i, (idx, _))| *i as u32 == **idx)
-            .map(|(_, (_, t))| *t)
-            .collect()
+        up_to_first_gap(self.trials.get(&(case_id.to_string(), repetition, m)))
     }
+}
+
+/// A search's recorded trials by index, from index 0 up to the first missing one.
+fn up_to_first_gap<T: Copy>(map: Option<&BTreeMap<u32, T>>) -> Vec<T> {
+    let Some(map) = map else {
+        return Vec::new();
+    };
+    map.iter()
+        .enumerate()
+        .take_while(|(i, (idx, _))| *i as u32 == **idx)
+        .map(|(_, (_, t))| *t)
+        .collect()
 }
 
 impl Resume {
@@ -504,14 +509,7 @@ impl Resume {
         repetition: u32,
         m: Methodology,
     ) -> Vec<(ConnTrial, ConnOutcome)> {
-        let Some(map) = self.conn_trials.get(&(case_id.to_string(), repetition, m)) else {
-            return Vec::new();
-        };
-        map.iter()
-            .enumerate()
-            .take_while(|(i, (idx, _))| *i as u32 == **idx)
-            .map(|(_, (_, t))| *t)
-            .collect()
+        up_to_first_gap(self.conn_trials.get(&(case_id.to_string(), repetition, m)))
     }
 }
 
