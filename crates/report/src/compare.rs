@@ -93,19 +93,7 @@ pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
             _ => None,
         };
         let (delta, verdict) = match (reason.is_none(), ap, bp) {
-            (true, Some(x), Some(y)) => {
-                let rel = (y - x) / x;
-                let v = if rel.abs() > threshold && beyond_noise(y, bn, x, an) {
-                    if rel > 0.0 {
-                        Verdict::Improved
-                    } else {
-                        Verdict::Regressed
-                    }
-                } else {
-                    Verdict::WithinNoise
-                };
-                (Some(rel * 100.0), v)
-            }
+            (true, Some(x), Some(y)) => judge(x, an, y, bn, threshold),
             _ => (None, Verdict::NotComparable),
         };
         out.push(CompareRow {
@@ -174,19 +162,7 @@ fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<Compar
                 rb.as_ref().map_or(0.0, noise),
             );
             let (delta, verdict) = match (reason.is_none(), av, bv) {
-                (true, Some(x), Some(y)) if x > 0.0 => {
-                    let rel = (y - x) / x;
-                    let v = if rel.abs() > threshold && beyond_noise(y, bn, x, an) {
-                        if rel > 0.0 {
-                            Verdict::Improved
-                        } else {
-                            Verdict::Regressed
-                        }
-                    } else {
-                        Verdict::WithinNoise
-                    };
-                    (Some(rel * 100.0), v)
-                }
+                (true, Some(x), Some(y)) if x > 0.0 => judge(x, an, y, bn, threshold),
                 _ => (None, Verdict::NotComparable),
             };
             CompareRow {
@@ -335,6 +311,22 @@ pub fn compare_text(a: &Analysis, b: &Analysis, rows: &[CompareRow], threshold: 
         count(Verdict::NotComparable)
     ));
     o
+}
+
+/// B's figure `y` (noise `bn`) against A's `x` (noise `an`, `x` > 0): the change in percent,
+/// and an improvement or a regression only beyond both the threshold and the noise.
+fn judge(x: f64, an: f64, y: f64, bn: f64, threshold: f64) -> (Option<f64>, Verdict) {
+    let rel = (y - x) / x;
+    let v = if rel.abs() > threshold && beyond_noise(y, bn, x, an) {
+        if rel > 0.0 {
+            Verdict::Improved
+        } else {
+            Verdict::Regressed
+        }
+    } else {
+        Verdict::WithinNoise
+    };
+    (Some(rel * 100.0), v)
 }
 
 #[cfg(test)]
