@@ -38,7 +38,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bench::results::{read_records, MethodologyDone, Record, TrialRecord};
-use bench::search::Status;
+use bench::search::{Finding, Status};
 
 mod common_run;
 use common_run::{has_tool, is_root, plan_file, run, run_ok, run_plan_ok, trials, WIRERATE};
@@ -117,15 +117,13 @@ fn run_ground_truth(plan: &Path, dir: &Path, line_fps: f64) -> GroundTruthRun {
             );
             continue;
         }
-        let fraction = result
-            .throughput(0)
-            .unwrap_or_else(|| {
-                panic!(
-                    "the search found no throughput ({})\n{stdout}",
-                    result.status
-                )
-            })
-            .0;
+        // The figure: a throughput search's first goal, or a forwarding rate's mean.
+        let fraction = match (&result.status, &result.finding) {
+            (Status::Complete, Finding::ForwardingRate { mean: Some(m), .. }) => Some(*m),
+            _ => result.throughput(0),
+        }
+        .unwrap_or_else(|| panic!("the search found no figure ({})\n{stdout}", result.status))
+        .0;
         // A calibration file on this host may say the figure is within 10 % of the tester's own
         // ceiling: then it is not a DUT figure either (never the case at these rates).
         assert!(
@@ -455,6 +453,92 @@ methodologies = ["multi-goal"]
             trial_table(&run.trials, line_fps)
         );
     }
+}
+
+/// Ground truth for the forwarding rate at overload (`forwarding-rate`, RFC 2889 §5.1): the
+/// same nftables policer as [`policer_ground_truth`] (N = 50,000 frames/s, burst 1,000) under
+/// an offered load of 30 % of 1 Gb/s at 64 B (446,429 frames/s, nine times N). A DUT that
+/// forwards at most N × T + B frames per trial of T s must show a forwarding rate of N × (1 +
+/// B / (N × T)) = 50,500 frames/s for T = 2 s, whatever the tester's speed — the figure is the
+/// policer's, not the machine's: the test allows −2 % (a DUT stall longer than the bucket's
+/// 20 ms) to +2 % on top of the burst. Every trial ran at the plan's load, and the policer's
+/// counter equals the frames lost (less the DUT's ingress drops), as in the throughput test.
+#[test]
+fn forwarding_rate_ground_truth() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if skip() {
+        return;
+    }
+    if !has_tool("nft") {
+        println!("SKIP: nft not installed (scripts/install-deps.sh)");
+        return;
+    }
+    const N: f64 = 50_000.0;
+    const BURST: f64 = 1_000.0;
+    const T: f64 = 2.0;
+    let d = tempfile::tempdir().unwrap();
+    let plan = plan_file(
+        d.path(),
+        r#"name = "policer-fr"
+[topology]
+kind = "lab"
+lab = "forward"
+name = "h8pfr"
+speed = "1G"
+[dut]
+kind = "lab"
+[dut.profiles.policed]
+lab = "forward"
+setup = [
+  "nft add table inet wrpolice",
+  "nft 'add chain inet wrpolice fwpolice { type filter hook forward priority 0; }'",
+  "nft add rule inet wrpolice fwpolice meta l4proto udp limit rate over 50000/second burst 1000 packets counter drop",
+]
+teardown = ["nft delete table inet wrpolice"]
+stats-after = ["nft list table inet wrpolice"]
+[run]
+trial-duration = "2s"
+settle = "200ms"
+profile-settle = "0s"
+max-load = 0.3
+[methodology.forwarding-rate]
+trials = 2
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+frame-size = [64]
+methodologies = ["forwarding-rate"]
+"#,
+    );
+    let line_fps = 1e9 / ((64.0 + 20.0) * 8.0);
+    let run = run_ground_truth(&plan, d.path(), line_fps);
+    let stdout = &run.stdout;
+    assert_all_on_xdp(&run.trials, stdout);
+    assert!(
+        stdout.contains("forwarding-rate at 30.000 % offered"),
+        "the terminal line names the methodology and its load\n{stdout}"
+    );
+    let used: Vec<_> = run.trials.iter().filter(|t| !t.superseded).collect();
+    assert_eq!(used.len(), 2, "two trials\n{stdout}");
+    for t in &used {
+        assert!((t.request.load.0 - 0.3).abs() < 1e-9, "{:?}", t.request);
+    }
+    let expected = N * (1.0 + BURST / (N * T));
+    let found = run.fraction * line_fps;
+    let err = (found - expected) / expected;
+    println!("forwarding rate: {found:.0} fps, policer allows {expected:.0} fps: {:+.2} %", err * 100.0);
+    assert!(
+        (-0.02..=0.02).contains(&err),
+        "forwarding rate {found:.0} fps, want {expected:.0} ±2 %\n{}\n{stdout}",
+        trial_table(&run.trials, line_fps)
+    );
+    let table = stats_after(&run.out);
+    let counted = number_after(&table, "counter packets ");
+    let (lo, hi) = loss_the_dut_must_account_for(&run.trials);
+    assert!(
+        (lo..=hi).contains(&counted),
+        "policer counted {counted}, want {lo}..={hi}\n{table}\n{stdout}"
+    );
 }
 
 #[test]

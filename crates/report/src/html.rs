@@ -61,11 +61,42 @@ const NUMERIC: [&str; 13] = [
     "frame_size",
 ];
 
-/// Rows drawn together: protocol × IP version × encapsulation × directions.
-type FamilyKey = (String, u8, String, bool);
+/// Rows drawn together: protocol × IP version × encapsulation × directions × whether the
+/// rows are forwarding rates at overload (drawn apart from throughput: a case can have both,
+/// and they answer different questions).
+type FamilyKey = (String, u8, String, bool, bool);
 
-fn family_key(d: &Dims) -> FamilyKey {
-    (d.protocol.clone(), d.ip, d.encap.clone(), d.bidirectional)
+fn family_key(r: &Row) -> FamilyKey {
+    let d = &r.dims;
+    (
+        d.protocol.clone(),
+        d.ip,
+        d.encap.clone(),
+        d.bidirectional,
+        is_forwarding_rate(r),
+    )
+}
+
+fn is_forwarding_rate(r: &Row) -> bool {
+    r.methodology == bench::plan::Methodology::ForwardingRate.name()
+}
+
+/// A family's heading: its name, and what it measures when that is not throughput.
+fn heading(fam: &str, rows: &[&Row]) -> String {
+    if rows.first().is_some_and(|r| is_forwarding_rate(r)) {
+        format!("{fam}: {}", measure(rows))
+    } else {
+        fam.to_string()
+    }
+}
+
+/// What a family's bars measure, as chart titles say it.
+fn measure(rows: &[&Row]) -> &'static str {
+    if rows.first().is_some_and(|r| is_forwarding_rate(r)) {
+        "forwarding rate at the maximum offered load"
+    } else {
+        "throughput"
+    }
 }
 
 /// The non-profile dimensions of a row, as a bar's series name.
@@ -234,7 +265,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     // Families of rows (protocol × IP × encapsulation).
     let mut families: BTreeMap<FamilyKey, Vec<&Row>> = BTreeMap::new();
     for r in &a.rows {
-        families.entry(family_key(&r.dims)).or_default().push(r);
+        families.entry(family_key(r)).or_default().push(r);
     }
     // Shared y axes: every bar chart of one protocol uses the same maximum per unit.
     let mut max_mbps: BTreeMap<String, f64> = BTreeMap::new();
@@ -250,14 +281,18 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         *p = p.max(pps);
     }
     o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (with repetitions, half their spread plus half the search resolution; with one, the search's final bracket or the spread of iperf3's per-interval rates). Long profile names wrap; hover a label or bar for the full name. Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
-    for ((proto, _, _, _), rows) in &families {
+    for ((proto, ..), rows) in &families {
         let fam = rows[0].dims.family();
-        o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
+        let what = measure(rows);
+        o.push_str(&format!(
+            "<h3>{}</h3><div class=\"charts\">",
+            esc(&heading(&fam, rows))
+        ));
         let (g, s, v) = grouped(a, rows, true, |r| r.l2_bps.map(|b| b / 1e6));
         fig(
             &mut o,
             &bar_chart(
-                &format!("{fam}: throughput, Mb/s (L2)"),
+                &format!("{fam}: {what}, Mb/s (L2)"),
                 "profile",
                 "Mb/s (L2, frames with FCS)",
                 &g,
@@ -270,7 +305,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         fig(
             &mut o,
             &bar_chart(
-                &format!("{fam}: throughput, frames/s"),
+                &format!("{fam}: {what}, frames/s"),
                 "profile",
                 "frames per second",
                 &g,
@@ -307,6 +342,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     }
     for (_, rows) in &udp {
         let fam = rows[0].dims.family();
+        let what = measure(rows);
         let mut mbps = Vec::new();
         let mut pct = Vec::new();
         // One line per profile and switch setting (fast path off and on are two lines).
@@ -399,11 +435,14 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             dashed: true,
             color: None,
         });
-        o.push_str(&format!("<h3>{}</h3><div class=\"charts\">", esc(&fam)));
+        o.push_str(&format!(
+            "<h3>{}</h3><div class=\"charts\">",
+            esc(&heading(&fam, rows))
+        ));
         fig(
             &mut o,
             &line_chart(
-                &format!("{fam}: throughput vs frame size"),
+                &format!("{fam}: {what} vs frame size"),
                 "frame size, bytes",
                 "Mb/s (L2)",
                 &mbps,

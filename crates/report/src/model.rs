@@ -429,6 +429,9 @@ pub enum NoiseBasis {
     /// (`intervals[].sum.bits_per_second`, the first interval left out as TCP's ramp-up when
     /// there are three or more), relative to their mean, applied to the figure.
     Iperf3Intervals,
+    /// A forwarding rate's trials at the offered load (every repetition's): half their
+    /// spread.
+    Trials,
     /// Nothing to measure noise with (no bracket, no intervals, older records).
     #[default]
     None,
@@ -441,6 +444,7 @@ impl NoiseBasis {
             NoiseBasis::Repetitions => "spread over repetitions",
             NoiseBasis::SearchBracket => "the search's final bracket",
             NoiseBasis::Iperf3Intervals => "iperf3's per-interval spread",
+            NoiseBasis::Trials => "spread over the trials at the offered load",
             NoiseBasis::None => "no noise measured",
         }
     }
@@ -904,8 +908,13 @@ fn half_spread(v: &[f64]) -> f64 {
     }
 }
 
+/// Methodologies whose result is one rate per case: a row of the results table (throughput
+/// searches, and the forwarding rate at the maximum offered load).
 fn is_throughput(m: Methodology) -> bool {
-    matches!(m, Methodology::Rfc2544Throughput | Methodology::MultiGoal)
+    matches!(
+        m,
+        Methodology::Rfc2544Throughput | Methodology::MultiGoal | Methodology::ForwardingRate
+    )
 }
 
 /// Analyses a run. Never fails: what cannot be read is reported in [`Analysis::completeness`].
@@ -1085,6 +1094,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             let mut irregular = 0;
             let mut rep_cpu = Vec::new();
             let mut single_bracket = None;
+            // Forwarding rate: every trial's rate (all repetitions), for its noise.
+            let mut trial_pps = Vec::new();
             // Each repetition's result load and its trials, for the per-direction figures.
             let (mut result_trials, mut result_loads) = (Vec::new(), Vec::new());
             for ((c, rep, mm), res) in &done {
@@ -1145,6 +1156,23 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                             }
                         }
                     }
+                    (
+                        Status::Complete,
+                        Finding::ForwardingRate {
+                            load,
+                            rates,
+                            mean: Some(m_rate),
+                        },
+                    ) => {
+                        rep_pps.push(m_rate.0 * max_pps);
+                        trial_pps.extend(rates.iter().map(|r| r.0 * max_pps));
+                        let these = trials.get(&(c.clone(), *rep, *m));
+                        result_trials.push(these);
+                        result_loads.push(load.0);
+                        if let Some(c) = cpu_at_load(these, load.0) {
+                            rep_cpu.push(c);
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -1156,6 +1184,14 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             }
             let pps = mean(&rep_pps);
             let (noise_pps, noise_basis) = match (rep_pps.len(), single_bracket) {
+                // A forwarding rate has no bracket: its trials at the one load are the noise.
+                _ if *m == Methodology::ForwardingRate => {
+                    if trial_pps.len() >= 2 {
+                        (half_spread(&trial_pps), NoiseBasis::Trials)
+                    } else {
+                        (0.0, NoiseBasis::None)
+                    }
+                }
                 (n, _) if n >= 2 => (
                     half_spread(&rep_pps) + mean(&widths).unwrap_or(0.0) / 2.0,
                     NoiseBasis::Repetitions,
@@ -1755,6 +1791,16 @@ fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
     out
 }
 
+/// What a conclusion adds when its figures are not throughput: a forwarding rate at overload
+/// and a zero-loss throughput can disagree (docs/methodology.md), so the sentence says which.
+fn methodology_qualifier(methodology: &str) -> &'static str {
+    if methodology == Methodology::ForwardingRate.name() {
+        ", in forwarding rate at the maximum offered load"
+    } else {
+        ""
+    }
+}
+
 /// A percentage as conclusions print it: whole percent from 10 up, one decimal below.
 fn pct_word(x: f64) -> String {
     let x = x.abs();
@@ -1925,7 +1971,12 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
                 ],
                 delta_percent: c.delta,
                 noise_percent: c.noise,
-                text: format!("{text} (noise ±{:.1} %: {})", c.noise, c.basis),
+                text: format!(
+                    "{text}{} (noise ±{:.1} %: {})",
+                    methodology_qualifier(&s.methodology),
+                    c.noise,
+                    c.basis
+                ),
                 noise: c.basis,
             });
         }

@@ -1115,6 +1115,7 @@ fn findings_match_the_table(a: &Analysis) -> Result<usize, String> {
         let line = a
             .switch_tables
             .iter()
+            .filter(|t| t.methodology == c.cites[0].1)
             .flat_map(|t| &t.rows)
             .find(|r| {
                 r.on.as_ref().is_some_and(|x| x.case_id == c.cites[0].0)
@@ -1528,4 +1529,94 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
         .next()
         .unwrap()
         .contains("per_direction"));
+}
+
+/// Issue 13: the forwarding rate at the maximum offered load (`forwarding-rate`) is a row of
+/// its own beside the throughput searches, judged against the spread of its trials; the
+/// fast-path table and conclusion compare it, say which measure they speak of, and agree with
+/// the table; the charts draw it apart from throughput.
+#[test]
+fn forwarding_rate_rows_switch_table_and_conclusion() {
+    use bench::plan::Methodology;
+    use bench::results::{MethodologyDone, Record};
+    use bench::search::{Finding, LineFraction, SearchResult, Status};
+    let d = fixture("run-matrix");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let fr = |case: &str, rates: &[f64]| {
+        let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+        Record::Done(MethodologyDone {
+            case_id: case.into(),
+            repetition: 0,
+            methodology: Methodology::ForwardingRate,
+            result: Some(SearchResult {
+                status: Status::Complete,
+                finding: Finding::ForwardingRate {
+                    load: LineFraction::FULL,
+                    rates: rates.iter().map(|r| LineFraction(*r)).collect(),
+                    mean: Some(LineFraction(mean)),
+                },
+                trials: rates.len() as u32,
+                trial_seconds: rates.len() as f64,
+            }),
+            ceiling: None,
+        })
+    };
+    // Off: 0.70–0.76 of line rate; on: 0.90–1.00 (a clear gain beyond either spread).
+    records.push(fr("napt/udp4/64B/fastpath=off", &[0.70, 0.73, 0.76]));
+    records.push(fr("napt/udp4/64B/fastpath=on", &[0.90, 0.95, 1.00]));
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    let row = |case: &str| {
+        a.rows
+            .iter()
+            .find(|r| r.case_id == case && r.methodology == "forwarding-rate")
+            .unwrap_or_else(|| panic!("no forwarding-rate row for {case}"))
+    };
+    let (off, on) = (
+        row("napt/udp4/64B/fastpath=off"),
+        row("napt/udp4/64B/fastpath=on"),
+    );
+    let line = 1e9 / (84.0 * 8.0);
+    assert!((off.pps.unwrap() - 0.73 * line).abs() < 1.0, "{off:?}");
+    assert!((on.percent.unwrap() - 95.0).abs() < 1e-6);
+    // Noise: half the spread of the trials.
+    assert!((off.noise_pps - 0.03 * line).abs() < 1.0);
+    assert_eq!(off.noise_basis, report::model::NoiseBasis::Trials);
+    // The throughput rows of the same cases are still there, unchanged in kind.
+    assert!(a
+        .rows
+        .iter()
+        .any(|r| r.case_id == "napt/udp4/64B/fastpath=on" && r.methodology == "multi-goal"));
+    let t = a
+        .switch_tables
+        .iter()
+        .find(|t| t.switch == "fastpath" && t.methodology == "forwarding-rate")
+        .expect("a fast-path table of forwarding rates");
+    let r = &t.rows[0];
+    assert!(r.significant);
+    assert!((r.delta_percent.unwrap() - (0.95 / 0.73 - 1.0) * 100.0).abs() < 1e-6);
+    let c = a
+        .conclusions
+        .iter()
+        .find(|c| c.cites[0] == ("napt/udp4/64B/fastpath=on".into(), "forwarding-rate".into()))
+        .expect("a conclusion on the forwarding rate");
+    assert!(
+        c.text.starts_with(
+            "fastpath on: +30 % for napt at 64 B, IPv4 UDP, in forwarding rate at the maximum offered load (noise ±"
+        ),
+        "{}",
+        c.text
+    );
+    assert!(c.text.ends_with("spread over the trials at the offered load)"), "{}", c.text);
+    findings_match_the_table(&a).unwrap_or_else(|e| panic!("{e}"));
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    assert!(html.contains("IPv4 UDP: forwarding rate at the maximum offered load, frames/s"));
+    let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+    assert!(md.contains("| forwarding-rate |"), "markdown rows name the methodology");
 }

@@ -19,7 +19,8 @@ use wire::units::BitsPerSec;
 
 use crate::hooks::{Exec, ProfileHooks};
 use crate::search::{
-    self, BackToBack, BackToBackConfig, BinaryConfig, BinarySearch, LineFraction, LossCurve,
+    self, BackToBack, BackToBackConfig, BinaryConfig, BinarySearch, ForwardingRate,
+    ForwardingRateConfig, LineFraction, LossCurve,
     LossCurveConfig, MultiGoalConfig, MultiGoalSearch, Search,
 };
 use crate::search::{
@@ -273,6 +274,8 @@ pub enum Methodology {
     Rfc2544LossCurve,
     /// RFC 2544 §26.4 back-to-back frames.
     Rfc2544BackToBack,
+    /// RFC 2889 §5.1 forwarding rate at the maximum offered load ([`search::ForwardingRate`]).
+    ForwardingRate,
     /// One iperf3 run per repetition (TCP, or UDP at a fixed bit rate).
     Iperf3,
     /// RFC 9693 connection tracking table capacity: the largest number of connections the
@@ -285,12 +288,13 @@ pub enum Methodology {
 
 impl Methodology {
     /// Every methodology with its plan name.
-    pub const ALL: [(&'static str, Methodology); 8] = [
+    pub const ALL: [(&'static str, Methodology); 9] = [
         ("rfc2544-throughput", Methodology::Rfc2544Throughput),
         ("multi-goal", Methodology::MultiGoal),
         ("rfc2544-latency", Methodology::Rfc2544Latency),
         ("rfc2544-loss-curve", Methodology::Rfc2544LossCurve),
         ("rfc2544-back-to-back", Methodology::Rfc2544BackToBack),
+        ("forwarding-rate", Methodology::ForwardingRate),
         ("iperf3", Methodology::Iperf3),
         ("nat-table-capacity", Methodology::NatTableCapacity),
         ("nat-connection-rate", Methodology::NatConnectionRate),
@@ -471,6 +475,10 @@ pub struct MethodologySettings {
     pub latency_duration: Duration,
     /// Loss curve: step.
     pub loss_curve_step: f64,
+    /// Forwarding rate: trials at the maximum offered load (absent in run files written
+    /// before it existed).
+    #[serde(default = "default_forwarding_rate_trials")]
+    pub forwarding_rate_trials: u32,
     /// Back-to-back: repetitions of the burst search.
     pub b2b_repetitions: u32,
     /// Back-to-back: resolution in frames.
@@ -514,6 +522,7 @@ impl Default for MethodologySettings {
             latency_trials: 20,
             latency_duration: Duration::from_secs(120),
             loss_curve_step: 0.1,
+            forwarding_rate_trials: default_forwarding_rate_trials(),
             b2b_repetitions: 50,
             b2b_resolution_frames: 1,
             b2b_duration: Duration::from_secs(2),
@@ -661,6 +670,12 @@ pub const DEFAULT_IPERF3_OMIT: Duration = Duration::from_secs(1);
 /// varied by tens of percent between repetitions on the lab.
 fn default_iperf3_duration() -> Duration {
     Duration::from_secs(10)
+}
+
+/// Three trials at the maximum offered load: enough for a spread that findings can judge
+/// differences against.
+fn default_forwarding_rate_trials() -> u32 {
+    3
 }
 
 /// L4 protocol of a case.
@@ -1045,6 +1060,13 @@ impl Plan {
             Methodology::Rfc2544LossCurve => LossCurve::new(LossCurveConfig {
                 max_load: r.max_load,
                 step: m.loss_curve_step,
+                duration: r.trial_duration,
+                tester_tolerance: r.tester_tolerance,
+            })
+            .map(|s| Box::new(s) as Box<dyn Search>),
+            Methodology::ForwardingRate => ForwardingRate::new(ForwardingRateConfig {
+                load: r.max_load,
+                trials: m.forwarding_rate_trials,
                 duration: r.trial_duration,
                 tester_tolerance: r.tester_tolerance,
             })

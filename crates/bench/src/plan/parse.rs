@@ -1147,6 +1147,13 @@ impl<'s> Walker<'s> {
                 m.loss_curve_step = x;
             }
         }
+        if let Some(st) = self.sub(t, "forwarding-rate", &["trials"]) {
+            if let Some(x) = get(st, "trials")
+                .and_then(|x| self.int(x, "methodology.forwarding-rate.trials", 1, 10_000))
+            {
+                m.forwarding_rate_trials = x as u32;
+            }
+        }
         if let Some(st) = self.sub(
             t,
             "rfc2544-back-to-back",

@@ -634,3 +634,46 @@ fn offload_and_fastpath_are_switch_dimensions() {
     let both = DEVICE_PLAN.replace("[matrix.vars]", "fastpath = [\"on\"]\n[matrix.vars]");
     assert!(errors(&both)[0].message.contains("a dimension of its own"));
 }
+
+/// `forwarding-rate` (RFC 2889 §5.1) is a methodology of UDP cases: its trial count is a plan
+/// key checked with file:line, and the search it builds runs every trial at the plan's
+/// maximum load for the trial duration.
+#[test]
+fn forwarding_rate_is_planned_at_the_maximum_load() {
+    let text = demo()
+        .replacen(
+            "methodologies = [\"rfc2544-throughput\"]",
+            "methodologies = [\"rfc2544-throughput\", \"forwarding-rate\"]",
+            1,
+        )
+        .replacen(
+            "[methodology.iperf3]",
+            "[methodology.forwarding-rate]\ntrials = 4\n[methodology.iperf3]",
+            1,
+        );
+    let plan = Plan::parse(&text, "lab-demo.toml").unwrap();
+    assert_eq!(plan.methodology.forwarding_rate_trials, 4);
+    let case = plan
+        .cases()
+        .unwrap()
+        .into_iter()
+        .find(|c| c.methodologies.contains(&Methodology::ForwardingRate))
+        .expect("a case with forwarding-rate");
+    let mut s = plan.search(&case, Methodology::ForwardingRate).unwrap();
+    let mut dut = crate::search::sim::SimDut::sharp(crate::search::LineFraction(0.4));
+    let r = crate::search::drive(s.as_mut(), |t| {
+        assert_eq!(t.load, plan.run.max_load);
+        assert_eq!(t.duration, plan.run.trial_duration);
+        dut.trial(t)
+    });
+    assert_eq!(r.trials, 4);
+    // Zero trials: refused where it is written.
+    let bad = text.replacen("trials = 4", "trials = 0", 1);
+    let e = &errors(&bad)[0];
+    assert_eq!(e.key, "methodology.forwarding-rate.trials");
+    assert_eq!(e.line, line_of(&bad, "trials = 0"));
+    let bad = text.replacen("trials = 4", "trails = 4", 1);
+    let e = &errors(&bad)[0];
+    assert_eq!(e.key, "methodology.forwarding-rate.trails");
+    assert!(e.to_string().contains("did you mean `trials`"), "{e}");
+}

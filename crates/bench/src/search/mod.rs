@@ -22,6 +22,7 @@ use wire::units::{Nanos, Pps};
 
 mod back_to_back;
 mod binary;
+mod forwarding_rate;
 mod latency;
 mod loss_curve;
 mod mlr;
@@ -30,6 +31,7 @@ pub mod sim;
 
 pub use back_to_back::{buffer_time, BackToBack, BackToBackConfig, BufferTime};
 pub use binary::{BinaryConfig, BinarySearch};
+pub use forwarding_rate::{ForwardingRate, ForwardingRateConfig};
 pub use latency::{LatencyConfig, LatencySearch};
 pub use loss_curve::{LossCurve, LossCurveConfig};
 pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
@@ -360,6 +362,16 @@ pub enum Finding {
     LossCurve {
         /// Points from the highest load down.
         points: Vec<LossPoint>,
+    },
+    /// Forwarding rate at one offered load (RFC 2285 §3.6.1, RFC 2889 §5.1: at the maximum
+    /// offered load), per trial and their mean, as fractions of line rate per direction.
+    ForwardingRate {
+        /// The offered load of every trial.
+        load: LineFraction,
+        /// Each trial's forwarding rate, in the order measured.
+        rates: Vec<LineFraction>,
+        /// Their mean; `None` before the first trial.
+        mean: Option<LineFraction>,
     },
     /// Longest loss-free back-to-back burst (RFC 2544 §26.4).
     BackToBack {

@@ -263,6 +263,23 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
                         );
                     }
                 }
+                (
+                    Status::Complete,
+                    Finding::ForwardingRate {
+                        load,
+                        mean: Some(mean),
+                        rates,
+                    },
+                ) => {
+                    let pps = max.map(|m| mean.0 * m);
+                    outln!(
+                        "  => {} at {load} offered: {mean} of line rate{} (mean of {} trial{})",
+                        d.methodology.name(),
+                        pps.map_or(String::new(), |p| format!(", {}pps", si(p))),
+                        rates.len(),
+                        if rates.len() == 1 { "" } else { "s" }
+                    );
+                }
                 (Status::Complete, f) if d.methodology != Methodology::Iperf3 => {
                     outln!("  => {}: {:?}", d.methodology.name(), f);
                 }
