@@ -315,12 +315,9 @@ fn load_only(ns: &str, ifname: &str, program: Program) -> Result<()> {
 /// and drop it. With the offload off the sender finishes every checksum, as a frame on a
 /// cable always has it. Frames of wirerate's own senders are complete either way.
 ///
-/// The program runs in the receive NAPI poll of the DUT's veth, which the kernel schedules on
-/// the CPU that transmitted into the veth: the tester's. RPS, which steers the stack's work to
-/// the DUT's CPU (docs/lab.md, "CPU isolation"), acts only after XDP. So the DUT's interfaces
-/// get threaded NAPI (`/sys/class/net/IF/threaded`), and the NAPI threads of every lab DUT
-/// interface (`napi/wr-dut-*`) are pinned to the DUT's CPU and run SCHED_FIFO, like the
-/// softirq that does the stack's forwarding there (which preempts ordinary processes too).
+/// The program runs in the receive NAPI poll of the DUT's veth, which the lab runs on the
+/// DUT's CPU in a threaded NAPI ([`crate::napi`]) with or without the fast path, so switching
+/// it changes only the path, never the CPU that pays for it.
 pub(crate) fn attach(ns: &str, testers: &[(String, &str)], program: Program) -> Result<()> {
     let result = (|| {
         set_tx_csum(testers, false)?;
@@ -328,8 +325,9 @@ pub(crate) fn attach(ns: &str, testers: &[(String, &str)], program: Program) -> 
         for ifname in DUT_IFACES {
             load(ns, ifname, program)?;
         }
-        set_threaded(ns, true)?;
-        pin_napi_threads()
+        // The lab keeps them threaded on the DUT's CPU from `lab up` (crate::napi); again
+        // here for a lab brought up by an older wirerate.
+        crate::napi::receive_on_dut_cpu(ns, &DUT_IFACES)
     })();
     if result.is_err() {
         let _ = detach(ns, testers);
@@ -346,54 +344,8 @@ pub(crate) fn detach(ns: &str, testers: &[(String, &str)]) -> Result<()> {
             cmd::run(&["ip", "-n", ns, "link", "set", "dev", ifname, "xdp", "off"])?;
         }
     }
-    set_threaded(ns, false)?;
     set_liberal(ns, false)?;
     set_tx_csum(testers, true)
-}
-
-/// Threaded NAPI on the DUT's interfaces (on only while the fast path is on, so the stack's
-/// own path is exactly as without it).
-fn set_threaded(ns: &str, on: bool) -> Result<()> {
-    let v = if on { 1 } else { 0 };
-    let script: Vec<String> = DUT_IFACES
-        .iter()
-        .map(|i| format!("echo {v} > /sys/class/net/{i}/threaded"))
-        .collect();
-    crate::netns::sh(ns, &script.join("; ")).map(drop)
-}
-
-/// Real-time priority of the DUT's NAPI threads: above every ordinary process, as a softirq.
-const NAPI_PRIORITY: i32 = 50;
-
-/// Pin every lab DUT interface's NAPI thread to the DUT's CPU, SCHED_FIFO. Threads of other
-/// labs' DUTs are included: the DUT's CPU is the same for every lab. Nothing to do on one CPU.
-fn pin_napi_threads() -> Result<()> {
-    let Some(cpu) = crate::cpu::dut_cpu() else {
-        return Ok(());
-    };
-    let procs = std::fs::read_dir("/proc").map_err(|e| LabError::io("reading /proc", e))?;
-    for entry in procs.filter_map(|e| e.ok()) {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<libc::pid_t>() else {
-            continue;
-        };
-        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
-        if !comm.starts_with("napi/wr-dut-") {
-            continue;
-        }
-        let what = format!("pinning the NAPI thread {} (pid {pid})", comm.trim());
-        // A thread that ended meanwhile (another lab switched its fast path off) is fine.
-        let gone = |e: &std::io::Error| e.raw_os_error() == Some(libc::ESRCH);
-        for r in [
-            crate::cpu::set_affinity_of(pid, &[cpu]),
-            crate::cpu::set_fifo(pid, NAPI_PRIORITY),
-        ] {
-            match r {
-                Err(e) if !gone(&e) => return Err(LabError::io(&what, e)),
-                _ => {}
-            }
-        }
-    }
-    Ok(())
 }
 
 fn set_tx_csum(testers: &[(String, &str)], on: bool) -> Result<()> {

@@ -17,6 +17,7 @@ use crate::cmd;
 use crate::cpu;
 use crate::error::{LabError, Result};
 use crate::fastpath::{self, FastpathStats};
+use crate::napi;
 use crate::netns;
 use crate::probe::{self, Feature};
 use crate::profile::{self, MssBackend, Profile};
@@ -438,7 +439,8 @@ impl Lab {
     }
 
     /// Steer receive processing with RPS: the DUT's ingress veths to the DUT's CPU, the tester
-    /// ports' to the tester CPUs. Skipped (nothing to isolate) on a one-CPU machine.
+    /// ports' to the tester CPUs; and run the DUT's receive polls on the DUT's CPU
+    /// ([`napi`]). Skipped (nothing to isolate) on a one-CPU machine.
     fn isolate_cpus(&self) -> Result<()> {
         let Some(dut) = cpu::dut_cpu() else {
             return Ok(());
@@ -462,6 +464,14 @@ impl Lab {
                 })
                 .collect();
             netns::sh(&self.netns(node)?, &script.join("; "))?;
+        }
+        if self.topology.has(Node::Dut) {
+            let dut_ifaces: Vec<&str> = topology::ifaces(self.topology)
+                .iter()
+                .filter(|i| i.node == Node::Dut)
+                .map(|i| i.ifname)
+                .collect();
+            napi::receive_on_dut_cpu(&self.netns(Node::Dut)?, &dut_ifaces)?;
         }
         Ok(())
     }

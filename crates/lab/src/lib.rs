@@ -34,6 +34,7 @@ mod error;
 pub mod fastpath;
 mod lab;
 pub mod links;
+mod napi;
 pub mod lock;
 pub mod netns;
 pub mod probe;

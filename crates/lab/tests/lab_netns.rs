@@ -710,6 +710,41 @@ fn rps_steers_dut_ingress_to_the_dut_cpu() {
             &["grep", "Cpus_allowed_list", "/proc/self/status"],
         );
         assert!(!on_a.contains(&dut.to_string()), "{on_a}");
+        // The DUT's receive polls run in NAPI threads on the DUT's CPU, real-time, with or
+        // without the fast path (lab::napi): the tester's CPU does none of the DUT's work.
+        for ifname in ["wr-dut-a", "wr-dut-b"] {
+            let threaded = ok(
+                &lab,
+                Node::Dut,
+                &["cat", &format!("/sys/class/net/{ifname}/threaded")],
+            );
+            assert_eq!(threaded.trim(), "1", "{ifname}");
+        }
+        let mut napi = 0;
+        for entry in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+            let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            if !comm.starts_with("napi/wr-dut-") {
+                continue;
+            }
+            let (Ok(status), Ok(stat)) = (
+                std::fs::read_to_string(entry.path().join("status")),
+                std::fs::read_to_string(entry.path().join("stat")),
+            ) else {
+                continue; // ended meanwhile (another lab went down)
+            };
+            let cpus = status
+                .lines()
+                .find(|l| l.starts_with("Cpus_allowed_list"))
+                .unwrap();
+            assert!(cpus.trim().ends_with(&format!("\t{dut}")), "{comm}: {cpus}");
+            // Field 41 of /proc/PID/stat is the policy (1 = SCHED_FIFO), counted after the
+            // parenthesised name.
+            let after = &stat[stat.rfind(')').unwrap() + 2..];
+            let policy = after.split(' ').nth(41 - 3).unwrap();
+            assert_eq!(policy, "1", "{comm}: policy {policy}");
+            napi += 1;
+        }
+        assert!(napi >= 2, "no NAPI threads of the DUT's interfaces found");
     });
 }
 
