@@ -1,10 +1,30 @@
 #!/usr/bin/env bash
 # The whole test suite: installs missing system packages, then runs every test of every crate.
 # Run as root: the lab and engine tests build network namespaces (without root they print
-# "SKIP: <reason>" instead of passing silently).
+# "SKIP: <reason>" instead of passing silently, and this script lists those reasons at the end).
+# With WIRERATE_REQUIRE_ROOT=1 (set by .ci/run) any skipped test fails the suite: CI runs as
+# root with every dependency installed, so a skip there means a test that did not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+mkdir -p target
+log=target/test-suite.log
 # Release mode: the engine's rate tests measure a real sender, not a debug build.
-cargo test --workspace --release --no-fail-fast 2>&1
+# --show-output prints what passing tests printed, so their SKIP lines reach the log.
+set +e
+cargo test --workspace --release --no-fail-fast -- --show-output 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+skips=$(grep -E '^[[:space:]]*SKIP' "$log" | sed 's/^[[:space:]]*//' | sort | uniq -c || true)
+if [ -n "$skips" ]; then
+    echo
+    echo "Tests that did not run (reason, how many):"
+    echo "$skips"
+    if [ "${WIRERATE_REQUIRE_ROOT:-}" = 1 ]; then
+        echo "WIRERATE_REQUIRE_ROOT=1: every test must run here; failing the suite for the skips above" >&2
+        rc=1
+    fi
+fi
+echo "full output: $log"
+exit "$rc"
