@@ -11,6 +11,8 @@
 //! skips, but fails under `CI`). Namespaces `wr-t14<pid>…`, removed on drop.
 
 mod common_isp;
+#[path = "common_run/mod.rs"]
+mod common_run;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -401,4 +403,150 @@ fn iperf3_tcp_through_our_pppoe_uplink_with_the_gateways_mss_clamp_seen_at_the_i
         .map(|l| l.trim().parse().expect("an MSS"))
         .collect();
     assert_eq!(tshark, expected, "tshark's SYN MSS on the ISP-side veth");
+}
+
+/// The same uplink in a plan: `wirerate run` plays the ISP (`[ports.wan.pppoe]` with
+/// `internet`), iperf3 runs from the LAN port to the Internet namespace the run creates, with
+/// an MSS sweep; each trial record carries the SYN MSS captured on the AC's TUN device.
+#[test]
+fn plan_runs_iperf3_with_an_mss_sweep_through_an_emulated_pppoe_port() {
+    if !can_run() {
+        return;
+    }
+    let u = Uplink::new("r");
+    let d = tempfile::tempdir().unwrap();
+    // `internet` inside the pool's /24 is refused at its key.
+    let bad = common_run::plan_file(d.path(), &plan_text(&u, "198.51.100.200"));
+    let check = common_run::run(&["plan", "check", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&check.stderr);
+    assert!(!check.status.success(), "{err}");
+    assert!(
+        err.contains("ports.wan.pppoe.internet") && err.contains("pool's /24"),
+        "{err}"
+    );
+    // Without `internet` TCP through the port is refused, with the key to add as the hint.
+    let no_inet = common_run::plan_file(
+        d.path(),
+        &plan_text(&u, "203.0.113.1").replace("internet = \"203.0.113.1\"\n", ""),
+    );
+    let check = common_run::run(&["plan", "check", no_inet.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&check.stderr);
+    assert!(!check.status.success(), "{err}");
+    assert!(
+        err.contains("TCP cannot cross port `wan`") && err.contains("internet = "),
+        "{err}"
+    );
+
+    let plan = common_run::plan_file(d.path(), &plan_text(&u, "203.0.113.1"));
+    let check = common_run::run(&["plan", "check", plan.to_str().unwrap()]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let out = d.path().join("run");
+    let mut run = Command::new(common_run::WIRERATE)
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wirerate run");
+    // The gateway dials once the run's AC is listening (its PADI backoff covers the gap).
+    std::thread::sleep(Duration::from_millis(500));
+    let client = Wirerate::spawn(&[
+        "pppoe",
+        "client",
+        "--netns",
+        &u.gw,
+        "--dev",
+        "t14w0",
+        "--tun",
+        "t14ppp0",
+        "--duration",
+        "120",
+    ]);
+    let status = run.wait().expect("wirerate run");
+    let mut so = String::new();
+    let mut se = String::new();
+    use std::io::Read;
+    let _ = run.stdout.take().unwrap().read_to_string(&mut so);
+    let _ = run.stderr.take().unwrap().read_to_string(&mut se);
+    eprintln!("{so}\n{se}");
+    let _ = client.stop();
+    assert!(status.success(), "wirerate run failed: {se}");
+    let ts = common_run::trials(&out);
+    let mut by_mss = std::collections::BTreeMap::new();
+    for t in &ts {
+        let tcp = t.tcp.as_ref().expect("TCP trials only");
+        assert!(tcp.l4_bps > 0.0, "{tcp:?}");
+        let asked = t.key.case_id.clone();
+        by_mss.insert(asked, tcp.syn_mss.clone());
+    }
+    eprintln!("{by_mss:?}");
+    // Control connection clamped to 1414; the data connection's SYN as asked, or the clamp.
+    let want = [("1460", 1414), ("1200", 1200), ("400", 400)];
+    assert_eq!(by_mss.len(), want.len(), "{by_mss:?}");
+    for (m, data) in want {
+        let seen = by_mss
+            .iter()
+            .find(|(id, _)| id.contains(&format!("mss{m}")))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no case for MSS {m}: {by_mss:?}"));
+        assert_eq!(seen, vec![1414, data], "MSS {m}");
+    }
+    // The run removed its Internet namespace.
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let pid_ns = String::from_utf8_lossy(&list.stdout).to_string();
+    assert!(!pid_ns.contains("wr-inet"), "{pid_ns}");
+    let sessions = std::fs::read_to_string(out.join("sessions.jsonl")).unwrap();
+    assert!(sessions.contains("\"event\":\"syn\""), "{sessions}");
+}
+
+fn plan_text(u: &Uplink, internet: &str) -> String {
+    format!(
+        r#"name = "tun-uplink"
+[topology]
+kind = "interfaces"
+[ports.lan]
+interface = "t14l0"
+namespace = "{lan}"
+ipv4 = "192.0.2.2"
+gateway-v4 = "192.0.2.1"
+speed = "1G"
+[ports.wan]
+interface = "t14w1"
+namespace = "{isp}"
+speed = "1G"
+[ports.wan.pppoe]
+role = "server"
+users = [{{ user = "wirerate", password = "wirerate" }}]
+internet = "{internet}"
+timeout = "20s"
+[dut]
+kind = "device"
+netns = "{gw}"
+[dut.profiles.napt-clamp]
+stats-after = ["nft list table ip t14"]
+[run]
+settle = "100ms"
+profile-settle = "0s"
+[methodology.iperf3]
+duration = "1s"
+omit = "0s"
+[[matrix]]
+protocol = ["tcp"]
+ip = [4]
+mss = [1460, 1200, 400]
+methodologies = ["iperf3"]
+"#,
+        lan = u.lan,
+        isp = u.isp,
+        gw = u.gw,
+    )
 }
