@@ -1,10 +1,10 @@
-//! Issue 14 item 2: TCP through the emulated uplink. Our PPPoE client plays the gateway's WAN
-//! and our access concentrator the ISP, each handing its session's IP packets to a TUN device
-//! (`--tun`), with real kernels everywhere else:
+//! Issue 14 item 2: TCP through the emulated uplink. Our PPPoE client (or B4) plays the
+//! gateway's WAN and our access concentrator (or AFTR) the ISP, each handing its session's
+//! (softwire's) IP packets to a TUN device (`--tun`), with real kernels everywhere else:
 //!
 //! ```text
 //! lan (iperf3 -c) ─veth─ gw (forwarding, nft NAPT + MSS clamp, WAN = our client's TUN)
-//!                         ─veth (PPPoE)─ isp (our AC) ─TUN─ inet (iperf3 -s on 203.0.113.1)
+//!          ─veth (PPPoE or IPv4-in-IPv6)─ isp (our AC/AFTR) ─TUN─ inet (iperf3 -s, 203.0.113.1)
 //! ```
 //!
 //! Root is needed (else `SKIP: …`); iperf3, nft and tshark must be installed (a missing one
@@ -91,7 +91,7 @@ impl Uplink {
         );
         // The gateway: LAN side addressed, WAN veth carries only PPPoE (no IP, no IPv6
         // chatter); forwarding, NAPT out of the session's TUN, and the MSS clamp to the
-        // route's MTU (the TUN's MTU is the AC's MRU, 1454: MSS 1414).
+        // route's MTU (the WAN TUN's MTU: the AC's MRU 1454 → MSS 1414; DS-Lite 1460 → 1420).
         sh(
             &u.gw,
             "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv4.ip_forward=1; \
@@ -107,7 +107,7 @@ impl Uplink {
                }\n\
                chain napt {\n\
                  type nat hook postrouting priority 100;\n\
-                 oifname \"t14ppp0\" masquerade\n\
+                 oifname \"t14wan\" masquerade\n\
                }\n\
              }\n\
              EOF",
@@ -255,98 +255,143 @@ fn iperf3(u: &Uplink, mss: Option<u32>) -> (u64, u64) {
     (sent, received)
 }
 
+/// One encapsulation of the uplink: how to start both ends and what the ISP side must see.
+struct Wan {
+    name: &'static str,
+    server: &'static [&'static str],
+    client: &'static [&'static str],
+    /// The gateway's WAN address line `ip -4 addr` shows once up.
+    wan_addr: &'static str,
+    /// The WAN TUN's MTU and the MSS the clamp derives from it (MTU − 40).
+    mtu: u32,
+    /// tcpdump's capture filter for client SYNs on the ISP-side veth, and tshark's display
+    /// filter for the same.
+    capture: &'static str,
+    display: &'static str,
+}
+
+const PPPOE: Wan = Wan {
+    name: "PPPoE",
+    server: &["pppoe", "server"],
+    client: &["pppoe", "client"],
+    wan_addr: "198.51.100.10 peer 198.51.100.1",
+    // The AC's MRU (1454 by default) is the session's MTU towards the ISP.
+    mtu: 1454,
+    capture: "pppoes and tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn",
+    display: "pppoes && tcp.flags.syn == 1 && tcp.flags.ack == 0",
+};
+
+const DSLITE: Wan = Wan {
+    name: "DS-Lite",
+    server: &["dslite", "aftr"],
+    client: &["dslite", "b4"],
+    wan_addr: "192.0.0.2 peer 192.0.0.1",
+    // The largest IPv4 packet a 1500-byte IPv6 link carries whole: 1500 − 40.
+    mtu: 1460,
+    // IPv4-in-IPv6 (next header 4), inner TCP (IPv4 protocol 6 at ip6[49]) with SYN and
+    // not ACK (the inner TCP flags at ip6[40 + 20 + 13]).
+    capture: "ip6 and ip6[6] == 4 and ip6[49] == 6 and ip6[73] & 0x12 == 0x02",
+    display: "ipv6.nxt == 4 && tcp.flags.syn == 1 && tcp.flags.ack == 0",
+};
+
 #[test]
 fn iperf3_tcp_through_our_pppoe_uplink_with_the_gateways_mss_clamp_seen_at_the_isp() {
     if !can_run() {
         return;
     }
-    let u = Uplink::new("p");
-    let server = Wirerate::spawn(&[
-        "pppoe",
-        "server",
-        "--netns",
-        &u.isp,
-        "--dev",
-        "t14w1",
-        "--tun",
-        "t14inet",
-        "--tun-netns",
-        &u.inet,
-        "--duration",
-        "120",
-    ]);
-    wait_until("the AC's TUN", Duration::from_secs(10), || {
+    tcp_through_the_uplink(&Uplink::new("p"), &PPPOE);
+}
+
+#[test]
+fn iperf3_tcp_through_our_dslite_uplink_with_the_gateways_mss_clamp_seen_at_the_aftr() {
+    if !can_run() {
+        return;
+    }
+    tcp_through_the_uplink(&Uplink::new("d"), &DSLITE);
+}
+
+fn tcp_through_the_uplink(u: &Uplink, wan: &Wan) {
+    let clamp = u64::from(wan.mtu - 40);
+    let mut args = wan.server.to_vec();
+    args.extend(["--netns", &u.isp, "--dev", "t14w1", "--tun", "t14inet"]);
+    args.extend(["--tun-netns", &u.inet, "--duration", "120"]);
+    let server = Wirerate::spawn(&args);
+    wait_until("the ISP side's TUN", Duration::from_secs(10), || {
         sh(&u.inet, "ip -4 addr show").contains(INTERNET)
     });
-    let client = Wirerate::spawn(&[
-        "pppoe",
-        "client",
-        "--netns",
-        &u.gw,
-        "--dev",
-        "t14w0",
-        "--tun",
-        "t14ppp0",
-        "--duration",
-        "120",
-    ]);
+    let mut args = wan.client.to_vec();
+    args.extend(["--netns", &u.gw, "--dev", "t14w0", "--tun", "t14wan"]);
+    args.extend(["--duration", "120"]);
+    let client = Wirerate::spawn(&args);
     wait_until("the gateway's WAN address", Duration::from_secs(10), || {
-        sh(&u.gw, "ip -4 addr show").contains("198.51.100.10 peer 198.51.100.1")
+        sh(&u.gw, "ip -4 addr show").contains(wan.wan_addr)
     });
-    let mtu = sh(&u.gw, "cat /sys/class/net/t14ppp0/mtu");
-    assert_eq!(mtu.trim(), "1454", "the TUN's MTU is the AC's MRU");
+    let mtu = sh(&u.gw, "cat /sys/class/net/t14wan/mtu");
+    assert_eq!(
+        mtu.trim(),
+        wan.mtu.to_string(),
+        "{}: the WAN TUN's MTU",
+        wan.name
+    );
     let ping = sh(&u.lan, "ping -c 2 -W 2 203.0.113.1");
     assert!(ping.contains("2 received"), "{ping}");
 
-    // PPPoE session frames carrying client SYNs, on the ISP-side veth, for tshark.
-    let pcap = std::env::temp_dir().join(format!("wr-t14-{}.pcap", std::process::id()));
+    // Frames carrying client SYNs on the ISP-side veth, for tshark.
+    let pcap =
+        std::env::temp_dir().join(format!("wr-t14-{}-{}.pcap", std::process::id(), wan.name));
     let mut dump = Command::new("ip")
         .args([
             "netns", "exec", &u.isp, "tcpdump", "-i", "t14w1", "-U", "-w",
         ])
         .arg(&pcap)
-        .arg("pppoes and tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn")
+        .arg(wan.capture)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("tcpdump");
     std::thread::sleep(Duration::from_millis(500));
 
-    // Without -M the LAN host offers 1460; the clamp makes it 1414 (the TUN's 1454 − 40).
-    // A smaller -M passes the clamp unchanged. The control connection keeps 1414 each time.
+    // Without -M the LAN host offers 1460; the clamp makes it the WAN MTU − 40. A smaller -M
+    // passes the clamp unchanged. The control connection keeps the clamp's value each time.
     let mut expected = Vec::new();
     let mut received_total = 0;
-    for (mss, want) in [(None, 1414), (Some(1200), 1200), (Some(800), 800)] {
+    for (mss, want) in [(None, clamp), (Some(1200), 1200), (Some(800), 800)] {
         let before = server.syn_mss().len();
-        let (sent, received) = iperf3(&u, mss);
+        let (sent, received) = iperf3(u, mss);
         assert!(
             sent > 0 && received > 0,
             "no TCP data crossed: {sent} {received}"
         );
         assert!(received <= sent, "received {received} > sent {sent}");
         received_total += received;
-        wait_until("the AC's syn lines", Duration::from_secs(3), || {
+        wait_until("the ISP side's syn lines", Duration::from_secs(3), || {
             server.syn_mss().len() >= before + 2
         });
         let seen = server.syn_mss()[before..].to_vec();
-        assert_eq!(seen, vec![1414, want], "SYN MSS at the AC for -M {mss:?}");
+        assert_eq!(
+            seen,
+            vec![clamp, want],
+            "{}: SYN MSS at the ISP side for -M {mss:?}",
+            wan.name
+        );
         expected.extend(seen);
     }
 
     // Without the clamp the LAN host's own 1460 reaches the ISP: what we saw was the clamp.
     sh(&u.gw, "nft flush chain ip t14 clamp");
     let before = server.syn_mss().len();
-    let (sent, received) = iperf3(&u, None);
+    let (sent, received) = iperf3(u, None);
     assert!(sent > 0 && received > 0);
     received_total += received;
-    wait_until("the AC's syn lines", Duration::from_secs(3), || {
+    wait_until("the ISP side's syn lines", Duration::from_secs(3), || {
         server.syn_mss().len() >= before + 2
     });
     let seen = server.syn_mss()[before..].to_vec();
     assert_eq!(
         seen,
         vec![1460, 1460],
-        "SYN MSS at the AC without the clamp"
+        "{}: SYN MSS without the clamp",
+        wan.name
     );
     expected.extend(seen);
 
@@ -359,10 +404,13 @@ fn iperf3_tcp_through_our_pppoe_uplink_with_the_gateways_mss_clamp_seen_at_the_i
     let (cok, c) = client.stop();
     let (sok, s) = server.stop();
     assert!(cok && sok, "clean exits: client {cok}, server {sok}");
-    let stats = s.iter().find(|v| v["event"] == "stats").expect("AC stats");
+    let stats = s
+        .iter()
+        .find(|v| v["event"] == "stats")
+        .expect("ISP-side stats");
     let tun = &stats["tun"];
-    eprintln!("AC tun: {tun}");
-    // Every byte iperf3 counted as received crossed the AC's TUN (plus IP/TCP headers).
+    eprintln!("{} ISP-side tun: {tun}", wan.name);
+    // Every byte iperf3 counted as received crossed the ISP side's TUN (plus IP/TCP headers).
     assert!(
         tun["up_bytes"].as_u64().unwrap() > received_total,
         "{tun} vs {received_total}"
@@ -372,24 +420,24 @@ fn iperf3_tcp_through_our_pppoe_uplink_with_the_gateways_mss_clamp_seen_at_the_i
         .iter()
         .find(|v| v["event"] == "stats")
         .expect("client stats");
-    // What the AC handed up came from the gateway's kernel through our client (a frame lost
-    // on the veth under load would make it fewer, never more).
+    // What the ISP side handed up came from the gateway's kernel through our client (a
+    // frame lost on the veth under load would make it fewer, never more).
     let (up, down) = (
         tun["up_packets"].as_u64().unwrap(),
         cstats["tun"]["down_packets"].as_u64().unwrap(),
     );
-    assert!(up > 0 && up <= down, "AC up {up}, client down {down}");
+    assert!(up > 0 && up <= down, "ISP up {up}, client down {down}");
     // The TUN devices went with the processes.
     assert!(!sh(&u.inet, "ip link").contains("t14inet"));
-    assert!(!sh(&u.gw, "ip link").contains("t14ppp0"));
+    assert!(!sh(&u.gw, "ip link").contains("t14wan"));
 
-    // tshark (Wireshark's dissectors) decodes the same SYNs inside PPPoE session frames.
+    // tshark (Wireshark's dissectors) decodes the same SYNs inside the encapsulation.
     let out = Command::new("tshark")
         .args(["-r"])
         .arg(&pcap)
         .args([
             "-Y",
-            "pppoes && tcp.flags.syn == 1 && tcp.flags.ack == 0",
+            wan.display,
             "-T",
             "fields",
             "-e",
@@ -402,7 +450,11 @@ fn iperf3_tcp_through_our_pppoe_uplink_with_the_gateways_mss_clamp_seen_at_the_i
         .lines()
         .map(|l| l.trim().parse().expect("an MSS"))
         .collect();
-    assert_eq!(tshark, expected, "tshark's SYN MSS on the ISP-side veth");
+    assert_eq!(
+        tshark, expected,
+        "{}: tshark's SYN MSS on the ISP-side veth",
+        wan.name
+    );
 }
 
 /// The same uplink in a plan: `wirerate run` plays the ISP (`[ports.wan.pppoe]` with
@@ -467,7 +519,7 @@ fn plan_runs_iperf3_with_an_mss_sweep_through_an_emulated_pppoe_port() {
         "--dev",
         "t14w0",
         "--tun",
-        "t14ppp0",
+        "t14wan",
         "--duration",
         "120",
     ]);

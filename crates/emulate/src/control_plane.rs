@@ -48,4 +48,9 @@ macro_rules! ip_relay {
     )*};
 }
 
-ip_relay!(crate::pppoe::server::Server, crate::pppoe::client::Client);
+ip_relay!(
+    crate::pppoe::server::Server,
+    crate::pppoe::client::Client,
+    crate::softwire::AftrPort,
+    crate::softwire::B4Port
+);

@@ -229,7 +229,7 @@ pub(crate) fn step<C: control::ControlPlane>(port: &mut ControlPort, m: &mut C) 
 
 /// Creates the TUN device `name` in `netns` for `--tun` (a usage error for a name the kernel
 /// cannot take).
-fn create_tun(name: &str, netns: Option<&str>) -> CliResult<Tun> {
+pub(crate) fn create_tun(name: &str, netns: Option<&str>) -> CliResult<Tun> {
     if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', '\0']) {
         return Err(CliError::Usage(format!(
             "--tun {name:?}: an interface name of 1 to 15 characters"
@@ -239,7 +239,11 @@ fn create_tun(name: &str, netns: Option<&str>) -> CliResult<Tun> {
 }
 
 /// One turn of the loop, through the TUN hand-off when there is one.
-fn step_relay<C: IpRelay>(port: &mut ControlPort, m: &mut C, tun: Option<&mut Tun>) -> CliResult {
+pub(crate) fn step_relay<C: IpRelay>(
+    port: &mut ControlPort,
+    m: &mut C,
+    tun: Option<&mut Tun>,
+) -> CliResult {
     match tun {
         Some(t) => port
             .step_relay(m, t, Duration::from_millis(50))
@@ -249,7 +253,7 @@ fn step_relay<C: IpRelay>(port: &mut ControlPort, m: &mut C, tun: Option<&mut Tu
 }
 
 /// Prints the client SYNs the TUN hand-off saw (`syn` lines).
-fn print_syns(tun: Option<&mut Tun>, json: bool) {
+pub(crate) fn print_syns(tun: Option<&mut Tun>, json: bool) {
     let Some(t) = tun else { return };
     for s in t.take_syns() {
         let dir = match s.direction {
@@ -271,7 +275,7 @@ fn print_syns(tun: Option<&mut Tun>, json: bool) {
 }
 
 /// The TUN hand-off's counts as JSON.
-fn tun_json(t: &Tun) -> serde_json::Value {
+pub(crate) fn tun_json(t: &Tun) -> serde_json::Value {
     let st = &t.stats;
     let dropped: serde_json::Map<String, serde_json::Value> = st
         .down_dropped
@@ -286,7 +290,7 @@ fn tun_json(t: &Tun) -> serde_json::Value {
     })
 }
 
-fn print_tun_stats(t: &Tun) {
+pub(crate) fn print_tun_stats(t: &Tun) {
     let st = &t.stats;
     outln!(
         "tun {}: to the kernel {} packets ({} B, dropped {}), from the kernel {} packets ({} B), \
