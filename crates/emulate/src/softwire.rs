@@ -817,6 +817,10 @@ mod tests {
         assert_eq!(a.send_ip(Nanos(5_000), &other), Err(RelayDrop::NoRoute));
         assert_eq!(
             a.send_ip(Nanos(5_000), &[0x60; 40]),
+            Err(RelayDrop::NoRoute)
+        );
+        assert_eq!(
+            a.send_ip(Nanos(5_000), &[0x45; 19]),
             Err(RelayDrop::Malformed)
         );
         assert_eq!(
