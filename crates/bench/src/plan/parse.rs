@@ -1928,7 +1928,13 @@ impl Walker<'_> {
         }
         if let Some(b) = b {
             let tcp = any(&|m| m.methodologies.contains(&Methodology::Iperf3));
-            if tcp && a.namespace == b.namespace {
+            // An AC with `internet` runs iperf3's server in the namespace the run creates for
+            // its TUN, never in port b's.
+            let internet = b
+                .pppoe
+                .as_ref()
+                .is_some_and(|p| p.role == PppoeRole::Server && p.internet.is_some());
+            if tcp && a.namespace == b.namespace && !internet {
                 self.src.error(
                     span(&b.name),
                     &join(&join("ports", &b.name), "namespace"),
