@@ -38,7 +38,9 @@ pub const DEFAULT_B4: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc, 0, 0, 0, 0, 2
     wirerate dslite aftr --netns wr-wan --dev veth0\n  \
     wirerate dslite b4 --netns wr-cpe --dev veth1 --hold 10\n  \
     wirerate dslite aftr --netns wr-wan --dev veth0 --addr 2001:db8:d::1 --json\n  \
-    wirerate dslite aftr --netns wr-wan --dev veth0 --provision --aftr-name aftr.example.net")]
+    wirerate dslite aftr --netns wr-wan --dev veth0 --provision --aftr-name aftr.example.net\n  \
+    wirerate dslite aftr --netns wr-isp --dev veth1 --tun wr-inet0 --tun-netns wr-inet\n  \
+    wirerate dslite b4 --netns wr-gw --dev veth0 --tun wr-wan0")]
 pub struct DsliteArgs {
     #[command(subcommand)]
     pub role: Role,

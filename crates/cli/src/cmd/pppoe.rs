@@ -34,7 +34,9 @@ use crate::error::{CliError, CliResult};
 #[command(after_help = "Examples:\n  \
     wirerate pppoe server --netns wr-wan --dev veth0 --user alice --password secret\n  \
     wirerate pppoe client --netns wr-cpe --dev veth1 --user alice --password secret --duration 30\n  \
-    wirerate pppoe server --netns wr-wan --dev veth0 --auth chap --mru 1492 --json")]
+    wirerate pppoe server --netns wr-wan --dev veth0 --auth chap --mru 1492 --json\n  \
+    wirerate pppoe server --netns wr-isp --dev veth1 --tun wr-inet0 --tun-netns wr-inet\n  \
+    wirerate pppoe client --netns wr-gw --dev veth0 --tun wr-ppp0")]
 pub struct PppoeArgs {
     #[command(subcommand)]
     pub role: Role,
