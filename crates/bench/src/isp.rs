@@ -25,6 +25,7 @@ use emulate::provision::ProvisionEvent;
 use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
 use engine::control::{self, ControlPort};
 use engine::port::PortSpec;
+use engine::tun::{Direction, SynSeen, Tun};
 use serde_json::{json, Value};
 use wire::ethernet::MacAddr;
 use wire::units::Nanos;
@@ -52,10 +53,98 @@ fn provision_json(e: &ProvisionEvent) -> Value {
 /// One line of `sessions.jsonl`: an event of a port's control plane, or its final statistics.
 pub type SessionLine = Value;
 
+/// Where an access concentrator with `internet` hands its sessions' IP packets: a TUN
+/// device in a namespace the run created, holding the Internet host's address and a route to
+/// the subscribers' /24. iperf3's server runs there; the namespace goes when the port finishes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Internet {
+    pub netns: String,
+    pub tun: String,
+    pub addr: std::net::Ipv4Addr,
+}
+
+/// The TUN device's name in the Internet namespace.
+pub const INTERNET_TUN: &str = "wr-inet0";
+
+impl Internet {
+    /// Creates the namespace `wr-inet<pid>-<port>` and the TUN device in it, configured.
+    fn create(
+        port: &str,
+        addr: std::net::Ipv4Addr,
+        cfg: &PppoeSettings,
+    ) -> Result<(Internet, Tun), String> {
+        let netns = format!("wr-inet{}-{port}", std::process::id());
+        let _ = lab::netns::delete(&netns);
+        lab::netns::add(&netns).map_err(|e| format!("creating namespace {netns}: {e}"))?;
+        let inet = Internet {
+            netns,
+            tun: INTERNET_TUN.into(),
+            addr,
+        };
+        let made = (|| {
+            lab::tun::configure(
+                Some(&inet.netns),
+                "lo",
+                &lab::tun::TunSetup {
+                    mtu: 65536,
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            let tun = Tun::create(&inet.tun, Some(&inet.netns)).map_err(|e| e.to_string())?;
+            let net = emulate::pppoe::documentation_net(cfg.pool);
+            lab::tun::configure(
+                Some(&inet.netns),
+                &inet.tun,
+                &lab::tun::TunSetup {
+                    mtu: 1492,
+                    addrs: vec![vec![format!("{addr}/32")]],
+                    routes: net.map(|n| format!("{n}/24")).into_iter().collect(),
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            Ok::<Tun, String>(tun)
+        })();
+        match made {
+            Ok(tun) => Ok((inet, tun)),
+            Err(e) => {
+                inet.remove();
+                Err(format!("the Internet side of port {port}: {e}"))
+            }
+        }
+    }
+
+    fn remove(&self) {
+        let _ = lab::netns::delete(&self.netns);
+    }
+}
+
+fn syn_json(s: &SynSeen) -> Value {
+    json!({"event": "syn", "direction": match s.direction {
+            Direction::Up => "up",
+            Direction::Down => "down",
+        }, "src": s.src.to_string(), "dst": s.dst.to_string(),
+        "src_port": s.src_port, "dst_port": s.dst_port, "mss": s.mss})
+}
+
+fn tun_json(t: &Tun) -> Value {
+    let st = &t.stats;
+    json!({
+        "device": t.name(),
+        "up_packets": st.up_packets, "up_bytes": st.up_bytes, "up_dropped": st.up_dropped,
+        "down_packets": st.down_packets, "down_bytes": st.down_bytes,
+        "down_dropped": st.down_dropped.iter()
+            .map(|(k, v)| (format!("{k:?}"), Value::from(*v))).collect::<serde_json::Map<_, _>>(),
+        "syns": st.syns,
+    })
+}
+
 /// A PPPoE control plane running on one port.
 pub struct SessionPort {
     /// The port's name in the plan.
     pub port: String,
+    /// The access concentrator's Internet side (`internet` in the plan).
+    pub internet: Option<Internet>,
     role: PppoeRole,
     stop: Arc<AtomicBool>,
     up: Arc<AtomicBool>,
@@ -161,7 +250,12 @@ impl Chans {
     }
 }
 
-fn run_server(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, String> {
+fn run_server(
+    port: PortSpec,
+    cfg: &PppoeSettings,
+    ch: Chans,
+    mut tun: Option<Tun>,
+) -> Result<Value, String> {
     let mut cp = ControlPort::open(&port).map_err(|e| e.to_string())?;
     let mac = MacAddr(cp.mac().map_err(|e| e.to_string())?);
     let mut s = Server::try_new(ServerConfig {
@@ -190,10 +284,23 @@ fn run_server(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, S
         ..ServerConfig::default()
     })
     .map_err(|e| format!("the access concentrator's settings: {e}"))?;
+    if tun.is_some() {
+        s.enable_ip_relay();
+    }
     let _ = ch.ready.send(());
     while !ch.stop.load(Ordering::SeqCst) {
-        cp.step(&mut s, Duration::from_millis(20))
-            .map_err(|e| e.to_string())?;
+        match tun.as_mut() {
+            Some(t) => {
+                cp.step_relay(&mut s, t, Duration::from_millis(20))
+                    .map_err(|e| e.to_string())?;
+                for syn in t.take_syns() {
+                    ch.line(syn_json(&syn));
+                }
+            }
+            None => cp
+                .step(&mut s, Duration::from_millis(20))
+                .map_err(|e| e.to_string())?,
+        }
         for e in s.take_events() {
             match e {
                 ServerEvent::SessionUp {
@@ -243,7 +350,11 @@ fn run_server(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, S
                 "peer_mac": key.client.to_string(), "reason": format!("{reason:?}")}));
         }
     }
-    Ok(server_stats(&s, &cp))
+    let mut v = server_stats(&s, &cp);
+    if let Some(t) = &tun {
+        v["tun"] = tun_json(t);
+    }
+    Ok(v)
 }
 
 fn run_client(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, String> {
@@ -312,15 +423,31 @@ impl SessionPort {
             ready: ready_tx,
         };
         let (port2, cfg2, role) = (port.clone(), cfg.clone(), cfg.role);
-        let handle = std::thread::Builder::new()
+        let (internet, tun) = match (role, cfg.internet) {
+            (PppoeRole::Server, Some(addr)) => {
+                let (i, t) = Internet::create(name, addr, cfg)?;
+                (Some(i), Some(t))
+            }
+            _ => (None, None),
+        };
+        let spawned = std::thread::Builder::new()
             .name(format!("pppoe-{name}"))
             .spawn(move || match role {
-                PppoeRole::Server => run_server(port2, &cfg2, ch),
+                PppoeRole::Server => run_server(port2, &cfg2, ch, tun),
                 PppoeRole::Client => run_client(port2, &cfg2, ch),
-            })
-            .map_err(|e| format!("starting the PPPoE thread: {e}"))?;
+            });
+        let handle = match spawned {
+            Ok(h) => h,
+            Err(e) => {
+                if let Some(i) = &internet {
+                    i.remove();
+                }
+                return Err(format!("starting the PPPoE thread: {e}"));
+            }
+        };
         let mut sp = SessionPort {
             port: name.to_string(),
+            internet,
             role,
             stop,
             up,
@@ -395,9 +522,12 @@ impl SessionPort {
         let Some(h) = self.handle.take() else {
             return Err("already finished".into());
         };
-        let mut v = h
-            .join()
-            .map_err(|_| "the PPPoE thread panicked".to_string())??;
+        let joined = h.join();
+        // The thread (and the TUN device it held) is gone: the namespace can go.
+        if let Some(i) = &self.internet {
+            i.remove();
+        }
+        let mut v = joined.map_err(|_| "the PPPoE thread panicked".to_string())??;
         v["event"] = "stats".into();
         v["port"] = self.port.clone().into();
         v["unix_ms"] = now_ms().into();
@@ -410,6 +540,9 @@ impl Drop for SessionPort {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
+        }
+        if let Some(i) = &self.internet {
+            i.remove();
         }
     }
 }

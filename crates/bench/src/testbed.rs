@@ -370,7 +370,30 @@ impl Testbed {
         }
         tb.a = a;
         tb.b = b.clone();
+        // An access concentrator with an Internet side: iperf3's server sits behind it, in
+        // the namespace of its TUN device, and the SYNs are captured on that device — the
+        // MSS the ISP sees, after the DUT's clamp.
+        let internet = pb.and_then(|p| {
+            tb.sessions
+                .iter()
+                .find(|s| s.port == p.name)
+                .and_then(|s| s.internet.clone())
+        });
         tb.iperf3 = match (pb, b) {
+            (Some(_), Some(_)) if internet.is_some() => {
+                let i = internet.expect("checked");
+                let at = Exec::Netns {
+                    name: i.netns.clone(),
+                };
+                Iperf3Ends {
+                    client: ns_exec(&pa.namespace),
+                    server: at.clone(),
+                    capture: Some((at, i.tun.clone())),
+                    wire_port: None,
+                    target_v4: Some(IpAddr::V4(i.addr)),
+                    target_v6: None,
+                }
+            }
             (Some(p), Some(spec)) => Iperf3Ends {
                 client: ns_exec(&pa.namespace),
                 server: ns_exec(&p.namespace),

@@ -34,3 +34,23 @@ control_plane!(
     crate::softwire::AftrPort,
     crate::softwire::B4Port
 );
+
+macro_rules! ip_relay {
+    ($($t:ty),*) => {$(
+        impl engine::tun::IpRelay for $t {
+            fn take_ip(&mut self, out: &mut Vec<Vec<u8>>) {
+                <$t>::take_ip(self, out)
+            }
+            fn send_ip(&mut self, now: Nanos, packet: &[u8]) -> Result<(), engine::tun::RelayDrop> {
+                <$t>::send_ip(self, now, packet)
+            }
+        }
+    )*};
+}
+
+ip_relay!(
+    crate::pppoe::server::Server,
+    crate::pppoe::client::Client,
+    crate::softwire::AftrPort,
+    crate::softwire::B4Port
+);

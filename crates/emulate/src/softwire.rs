@@ -200,6 +200,10 @@ pub struct AftrPort {
     provision: Option<Provisioner>,
     known: BTreeSet<Ipv6Addr>,
     events: Vec<AftrEvent>,
+    /// IPv4 packets from softwires for a TUN hand-off (`Some` once enabled).
+    ip_up: Option<Vec<Vec<u8>>>,
+    /// IPv4 source address → the B4 it last came from (the hand-off's return route).
+    routes: std::collections::BTreeMap<Ipv4Addr, Ipv6Addr>,
     pub stats: AftrPortStats,
 }
 
@@ -218,6 +222,8 @@ impl AftrPort {
             cfg,
             known: BTreeSet::new(),
             events: Vec::new(),
+            ip_up: None,
+            routes: std::collections::BTreeMap::new(),
             stats: AftrPortStats::default(),
         }
     }
@@ -327,6 +333,13 @@ impl AftrPort {
                     }
                 }
             }
+            if let Some(up) = &mut self.ip_up {
+                if let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) {
+                    self.routes.insert(ip.src_addr(), peer);
+                }
+                up.push(packet);
+                continue;
+            }
             if self.events.len() < self.cfg.max_events {
                 self.events.push(AftrEvent::Packet { b4: peer, packet });
             } else {
@@ -334,6 +347,42 @@ impl AftrPort {
             }
         }
         true
+    }
+
+    /// Hands the IPv4 packets out of every softwire to [`take_ip`](Self::take_ip) instead of
+    /// [`AftrEvent::Packet`], and routes packets back with [`send_ip`](Self::send_ip): the
+    /// ISP side of a TUN hand-off (`engine::tun`). With no NAT44 in this AFTR, the way back
+    /// is learned: an IPv4 destination goes down the softwire its address last came from as a
+    /// source (a B4's 192.0.0.2, or what a gateway behind it NATs to).
+    pub fn enable_ip_relay(&mut self) {
+        self.ip_up.get_or_insert_with(Vec::new);
+    }
+
+    /// Moves the IPv4 packets softwires delivered since the last call into `out`.
+    pub fn take_ip(&mut self, out: &mut Vec<Vec<u8>>) {
+        if let Some(up) = &mut self.ip_up {
+            out.append(up);
+        }
+    }
+
+    /// Sends an IPv4 packet down the softwire its destination was learned from (the outer
+    /// IPv6 fragmented above the tunnel MTU); IPv6 packets and unknown destinations are
+    /// refused as `NoRoute`.
+    pub fn send_ip(&mut self, _now: Nanos, packet: &[u8]) -> Result<(), engine::tun::RelayDrop> {
+        use engine::tun::RelayDrop;
+        if packet.first().is_some_and(|b| b >> 4 == 6) {
+            return Err(RelayDrop::NoRoute); // DS-Lite carries IPv4 only
+        }
+        let ip = Ipv4Packet::new_checked(packet).map_err(|_| RelayDrop::Malformed)?;
+        let b4 = *self.routes.get(&ip.dst_addr()).ok_or(RelayDrop::NoRoute)?;
+        self.aftr
+            .encapsulate(b4, packet)
+            .map(drop)
+            .map_err(|e| match e {
+                TunnelDrop::TooBig => RelayDrop::TooBig,
+                TunnelDrop::NoSoftwire => RelayDrop::NoRoute,
+                _ => RelayDrop::NotUp,
+            })
     }
 }
 
@@ -426,6 +475,8 @@ pub struct B4Port {
     state: B4State,
     started: Nanos,
     events: Vec<B4Event>,
+    /// IPv4 packets from the softwire for a TUN hand-off (`Some` once enabled).
+    ip_up: Option<Vec<Vec<u8>>>,
     pub stats: B4PortStats,
 }
 
@@ -442,6 +493,7 @@ impl B4Port {
             state: B4State::Idle,
             started: Nanos(0),
             events: Vec::new(),
+            ip_up: None,
             stats: B4PortStats::default(),
         }
     }
@@ -618,6 +670,10 @@ impl B4Port {
                     continue;
                 }
             }
+            if let Some(up) = &mut self.ip_up {
+                up.push(packet);
+                continue;
+            }
             if self.events.len() < self.cfg.max_events {
                 self.events.push(B4Event::Packet(packet));
             } else {
@@ -625,6 +681,34 @@ impl B4Port {
             }
         }
         true
+    }
+
+    /// Hands the IPv4 packets out of the softwire to [`take_ip`](Self::take_ip) instead of
+    /// [`B4Event::Packet`] (our probe's answers stay ours); [`send_ip`](Self::send_ip) sends
+    /// packets up the softwire: the subscriber side of a TUN hand-off (`engine::tun`).
+    pub fn enable_ip_relay(&mut self) {
+        self.ip_up.get_or_insert_with(Vec::new);
+    }
+
+    /// Moves the IPv4 packets the softwire delivered since the last call into `out`.
+    pub fn take_ip(&mut self, out: &mut Vec<Vec<u8>>) {
+        if let Some(up) = &mut self.ip_up {
+            out.append(up);
+        }
+    }
+
+    /// Sends an IPv4 packet up the softwire once it is up; IPv6 is refused (DS-Lite carries
+    /// IPv4).
+    pub fn send_ip(&mut self, _now: Nanos, packet: &[u8]) -> Result<(), engine::tun::RelayDrop> {
+        use engine::tun::RelayDrop;
+        Ipv4Packet::new_checked(packet).map_err(|_| RelayDrop::Malformed)?;
+        if !self.is_up() {
+            return Err(RelayDrop::NotUp);
+        }
+        self.encapsulate(packet).map(drop).map_err(|e| match e {
+            TunnelDrop::TooBig => RelayDrop::TooBig,
+            _ => RelayDrop::NotUp,
+        })
     }
 }
 
@@ -693,6 +777,56 @@ mod tests {
         assert!(matches!(&b.take_events()[..], [B4Event::Packet(p)] if *p == pkt));
         assert_eq!(a.tunnel_stats().reassembled, 1);
         assert_eq!(b.tunnel_stats().unwrap().reassembled, 1);
+    }
+
+    #[test]
+    fn ip_relay_routes_back_by_the_learned_source_and_refuses_what_it_cannot() {
+        use engine::tun::RelayDrop;
+        let mut a = AftrPort::new(AftrConfig::new(AFTR, AM));
+        let mut b = B4Port::new(B4Config::new(B4A, BM, AFTR));
+        a.enable_ip_relay();
+        b.enable_ip_relay();
+        let far = Ipv4Addr::new(203, 0, 113, 1);
+        let up = echo_request(B4_IPV4, far, 7, 1);
+        assert_eq!(b.send_ip(Nanos(0), &up), Err(RelayDrop::NotUp));
+        // Nothing learned yet: the AFTR has no way back to 192.0.0.2.
+        let down = echo_request(far, B4_IPV4, 7, 1);
+        assert_eq!(a.send_ip(Nanos(0), &down), Err(RelayDrop::NoRoute));
+        b.start(Nanos(1_000));
+        exchange(&mut a, &mut b, Nanos(2_000), false);
+        assert!(b.is_up());
+        // The probe and its answer stayed the machines' own.
+        let mut got = Vec::new();
+        a.take_ip(&mut got);
+        b.take_ip(&mut got);
+        assert!(got.is_empty(), "{got:?}");
+        assert_eq!(b.send_ip(Nanos(3_000), &up), Ok(()));
+        exchange(&mut a, &mut b, Nanos(3_000), false);
+        a.take_ip(&mut got);
+        assert_eq!(got, vec![up.clone()]);
+        assert!(a
+            .take_events()
+            .iter()
+            .all(|e| !matches!(e, AftrEvent::Packet { .. })));
+        assert_eq!(a.send_ip(Nanos(4_000), &down), Ok(()));
+        exchange(&mut a, &mut b, Nanos(4_000), false);
+        got.clear();
+        b.take_ip(&mut got);
+        assert_eq!(got, vec![down]);
+        let other = echo_request(far, Ipv4Addr::new(192, 0, 0, 3), 7, 1);
+        assert_eq!(a.send_ip(Nanos(5_000), &other), Err(RelayDrop::NoRoute));
+        assert_eq!(
+            a.send_ip(Nanos(5_000), &[0x60; 40]),
+            Err(RelayDrop::NoRoute)
+        );
+        assert_eq!(
+            a.send_ip(Nanos(5_000), &[0x45; 19]),
+            Err(RelayDrop::Malformed)
+        );
+        assert_eq!(
+            b.send_ip(Nanos(5_000), &[0x45; 3]),
+            Err(RelayDrop::Malformed)
+        );
     }
 
     #[test]

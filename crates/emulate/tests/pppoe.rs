@@ -108,6 +108,89 @@ fn loopback_pap_session_up_carries_data_and_ends_on_padt() {
     );
 }
 
+/// The TUN hand-off's machine half: with `enable_ip_relay` IP packets leave by `take_ip`
+/// instead of `Data` events, and `send_ip` routes back by the subscriber's address (IPv4) or
+/// IPv6CP interface identifier (IPv6); what cannot go is refused by reason.
+#[test]
+fn ip_relay_hands_packets_over_and_routes_them_back_by_address() {
+    use engine::tun::RelayDrop;
+    let mut net = Net::one(
+        server_cfg(vec![AuthMethod::Pap]),
+        client_cfg(1, "alice", "secret-a"),
+    );
+    net.server.enable_ip_relay();
+    net.clients[0].enable_ip_relay();
+    let to = |dst: [u8; 4], len: usize| {
+        let mut p = vec![0u8; len];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        p[12..16].copy_from_slice(&[203, 0, 113, 1]);
+        p[16..20].copy_from_slice(&dst);
+        p
+    };
+    let down = to([198, 51, 100, 10], 100);
+    assert_eq!(net.server.send_ip(net.now, &down), Err(RelayDrop::NoRoute));
+    assert_eq!(
+        net.clients[0].send_ip(net.now, &to([203, 0, 113, 1], 60)),
+        Err(RelayDrop::NotUp)
+    );
+    net.start_all();
+    assert!(net.run_until(10, Net::all_up), "session did not come up");
+    let n = net.clients[0].session_info().unwrap().negotiated;
+
+    let up = to([203, 0, 113, 1], 60);
+    assert_eq!(net.clients[0].send_ip(net.now, &up), Ok(()));
+    // IPv6 to a global address goes up; to a link-local one it stays a Data event.
+    let mut v6 = vec![0x60; 40];
+    v6[24..26].copy_from_slice(&[0x20, 0x01]);
+    assert_eq!(net.clients[0].send_ip(net.now, &v6), Ok(()));
+    let mut ll = vec![0x60; 40];
+    ll[24..26].copy_from_slice(&[0xfe, 0x80]);
+    assert!(net.clients[0].send(net.now, Protocol::IPV6, &ll));
+    let now = net.now;
+    assert_eq!(net.server.send_ip(now, &down), Ok(()));
+    // IPv6 down the session whose IPv6CP identifier the destination carries.
+    let mut v6down = vec![0x60; 40];
+    v6down[32..40].copy_from_slice(&n.local_interface_id.unwrap());
+    assert_eq!(net.server.send_ip(now, &v6down), Ok(()));
+    while net.exchange() {}
+    let mut got = Vec::new();
+    net.server.take_ip(&mut got);
+    assert_eq!(got, vec![up, v6]);
+    assert!(net.server_events.iter().any(|e| matches!(e,
+        ServerEvent::Data { protocol: Protocol::IPV6, payload, .. } if *payload == ll)));
+    assert!(!net.server_events.iter().any(|e| matches!(
+        e,
+        ServerEvent::Data {
+            protocol: Protocol::IPV4,
+            ..
+        }
+    )));
+    got.clear();
+    net.clients[0].take_ip(&mut got);
+    assert_eq!(got, vec![down, v6down]);
+
+    // Refused by reason: nobody has the address; above the client's MRU (1492); not IP.
+    assert_eq!(
+        net.server.send_ip(now, &to([198, 51, 100, 11], 100)),
+        Err(RelayDrop::NoRoute)
+    );
+    assert_eq!(
+        net.server.send_ip(now, &to([198, 51, 100, 10], 1493)),
+        Err(RelayDrop::TooBig)
+    );
+    assert_eq!(
+        net.clients[0].send_ip(now, &to([203, 0, 113, 1], 1455)),
+        Err(RelayDrop::TooBig),
+        "above the AC's MRU 1454"
+    );
+    assert_eq!(
+        net.server.send_ip(now, &[0x45; 10]),
+        Err(RelayDrop::Malformed)
+    );
+    assert_eq!(net.clients[0].send_ip(now, &[]), Err(RelayDrop::Malformed));
+}
+
 #[test]
 fn loopback_chap_and_server_side_padt() {
     let mut net = Net::one(

@@ -18,6 +18,11 @@ use wire::units::Nanos;
 
 use crate::port::PortSpec;
 use crate::sys::{self, PacketSocket};
+use crate::tun::{IpRelay, Tun};
+
+/// How many packets one side of a TUN hand-off is served per turn of
+/// [`ControlPort::step_relay`] before the other side and the timers get theirs.
+pub const RELAY_BATCH: usize = 64;
 use crate::{Error, Result};
 
 /// What a port needs from a control-plane state machine (see `docs/emulate.md`). The
@@ -128,6 +133,53 @@ impl ControlPort {
             cp.poll(t);
         }
         self.flush(cp);
+        Ok(())
+    }
+
+    /// [`step`](Self::step) with a TUN hand-off: waits on the port *and* the TUN device, feeds
+    /// frames (writing what the machine decapsulated into the TUN after each) and encapsulates
+    /// what the kernel routed into the TUN. Each side is served at most [`RELAY_BATCH`]
+    /// packets per turn before the other gets its turn, so neither direction starves the
+    /// other; a turn that left packets waiting does not sleep.
+    pub fn step_relay<C: IpRelay + ?Sized>(
+        &mut self,
+        cp: &mut C,
+        tun: &mut Tun,
+        max_wait: Duration,
+    ) -> Result<()> {
+        self.flush(cp);
+        tun.hand_up(cp);
+        let t = now();
+        let mut wait = max_wait;
+        if let Some(d) = cp.next_deadline() {
+            wait = wait.min(Duration::from_nanos(d.0.saturating_sub(t.0)));
+        }
+        let ms = wait.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+        // What is left after a batch keeps its descriptor readable: the next turn's poll
+        // returns at once, after the other side and the timers had their turn.
+        sys::tun::poll_readable(&[self.sock.raw_fd(), tun.fd.raw_fd()], ms)
+            .map_err(|e| Error::io("waiting for control frames and the TUN", e))?;
+        for _ in 0..RELAY_BATCH {
+            let n = match self.sock.recv_frame(&mut self.buf) {
+                Ok(Some(n)) => n,
+                Ok(None) => break,
+                Err(e) => return Err(Error::io("receiving control frames", e)),
+            };
+            self.stats.rx += 1;
+            if !cp.handle_frame(now(), &self.buf[..n]) {
+                self.stats.rx_unclaimed += 1;
+            }
+            self.flush(cp);
+            tun.hand_up(cp);
+        }
+        tun.hand_down(cp, RELAY_BATCH)?;
+        self.flush(cp);
+        let t = now();
+        if cp.next_deadline().is_some_and(|d| d <= t) {
+            cp.poll(t);
+        }
+        self.flush(cp);
+        tun.hand_up(cp);
         Ok(())
     }
 

@@ -32,6 +32,7 @@ pub mod rx;
 pub mod stream;
 pub mod sys;
 pub mod trial;
+pub mod tun;
 pub mod tx;
 pub mod validate;
 pub mod xdp;

@@ -41,6 +41,7 @@ pub mod probe;
 pub mod profile;
 pub mod stats;
 pub mod topology;
+pub mod tun;
 
 pub use cmd::install_interrupt_handler;
 pub use cpu::{dut_cpu, tester_cpus};

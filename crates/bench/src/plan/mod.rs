@@ -131,6 +131,12 @@ pub struct PppoeSettings {
     /// How long the run waits for the session before giving up (no traffic is sent).
     #[serde(with = "crate::secs")]
     pub timeout: Duration,
+    /// Server: the Internet host's address. The access concentrator then hands the sessions'
+    /// IP packets to a TUN device (`wr-inet0`) in a namespace the run creates
+    /// (`wr-inet<pid>`), where this address lives and iperf3's server runs: TCP cases cross
+    /// the session (`crate::isp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internet: Option<Ipv4Addr>,
 }
 
 /// Which end of a DS-Lite softwire a port plays.

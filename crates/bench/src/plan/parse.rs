@@ -483,6 +483,7 @@ impl<'s> Walker<'s> {
                 "pool-size",
                 "echo-interval",
                 "timeout",
+                "internet",
             ],
         );
         let role = self.required(t, &v.span(), path, "role").and_then(|r| {
@@ -504,6 +505,7 @@ impl<'s> Walker<'s> {
             pool_size: 240,
             echo_interval: Duration::from_secs(10),
             timeout: Duration::from_secs(30),
+            internet: None,
         };
         if let Some(x) = get(t, "mru").and_then(|x| self.int(x, &join(path, "mru"), 64, 1500)) {
             out.mru = x as u16;
@@ -584,8 +586,29 @@ impl<'s> Walker<'s> {
         if let Some(x) = get(t, "timeout").and_then(|x| self.duration(x, &join(path, "timeout"))) {
             out.timeout = x.max(Duration::from_millis(100));
         }
+        if let Some(x) = get(t, "internet") {
+            let q = join(path, "internet");
+            if let Some(a) = self.addr::<Ipv4Addr>(x, &q) {
+                let net = emulate::pppoe::documentation_net(a);
+                if net.is_none() {
+                    self.err(
+                        x.span(),
+                        &q,
+                        format!("{a}: use a documentation address (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24), e.g. 203.0.113.1"),
+                    );
+                } else if net == emulate::pppoe::documentation_net(out.pool) {
+                    self.err(
+                        x.span(),
+                        &q,
+                        format!("{a} is in the pool's /24 ({}): the Internet host needs an address the subscribers are not in, e.g. 203.0.113.1", out.pool),
+                    );
+                } else {
+                    out.internet = Some(a);
+                }
+            }
+        }
         if role == Some(PppoeRole::Client) {
-            for key in ["gateway", "pool", "pool-size"] {
+            for key in ["gateway", "pool", "pool-size", "internet"] {
                 if let Some(x) = get(t, key) {
                     self.err(
                         x.span(),
@@ -1723,18 +1746,36 @@ impl Walker<'_> {
                 Some("use `iperf3` (its server runs on the DUT), or add a second port".into()),
             );
         }
-        for port in ports {
+        for (i, port) in ports.iter().enumerate() {
             let what = match (&port.pppoe, &port.dslite) {
                 (Some(_), _) => "PPPoE session",
                 (None, Some(_)) => "DS-Lite softwire",
                 (None, None) => continue,
             };
-            if m.protocol.contains(&Protocol::Tcp) {
+            // An access concentrator with `internet` hands its sessions to a TUN device, where
+            // a kernel (iperf3's server) sits behind it: TCP crosses, from the first port.
+            let tun = port
+                .pppoe
+                .as_ref()
+                .is_some_and(|p| p.role == PppoeRole::Server && p.internet.is_some());
+            if m.protocol.contains(&Protocol::Tcp) && !(tun && i == 1) {
+                let hint = if tun {
+                    "the iperf3 client runs at the first port: make this port the second"
+                        .to_string()
+                } else if port
+                    .pppoe
+                    .as_ref()
+                    .is_some_and(|p| p.role == PppoeRole::Server)
+                {
+                    format!("add `internet = \"203.0.113.1\"` under [ports.{}.pppoe]: the sessions then reach a kernel through a TUN device, where iperf3's server runs", port.name)
+                } else {
+                    "run UDP through it, TCP on plain ports".to_string()
+                };
                 self.err(
                     span_of("protocol"),
                     &join(path, "protocol"),
                     format!(
-                        "TCP cannot cross port `{}`: its {what} lives in wirerate, not in the kernel, so iperf3 cannot use it; run UDP through it, TCP on plain ports",
+                        "TCP cannot cross port `{}`: its {what} lives in wirerate, not in the kernel, so iperf3 cannot use it; {hint}",
                         port.name
                     ),
                 );
@@ -1894,7 +1935,13 @@ impl Walker<'_> {
         }
         if let Some(b) = b {
             let tcp = any(&|m| m.methodologies.contains(&Methodology::Iperf3));
-            if tcp && a.namespace == b.namespace {
+            // An AC with `internet` runs iperf3's server in the namespace the run creates for
+            // its TUN, never in port b's.
+            let internet = b
+                .pppoe
+                .as_ref()
+                .is_some_and(|p| p.role == PppoeRole::Server && p.internet.is_some());
+            if tcp && a.namespace == b.namespace && !internet {
                 self.src.error(
                     span(&b.name),
                     &join(&join("ports", &b.name), "namespace"),

@@ -139,6 +139,60 @@ fn a_pppoe_port_refuses_tcp_ipv6_and_frames_above_its_mru() {
         has(&errs, "matrix[0].protocol", "TCP cannot cross port `wan`"),
         "{errs:?}"
     );
+    assert!(
+        has(
+            &errs,
+            "matrix[0].protocol",
+            "add `internet = \"203.0.113.1\"`"
+        ),
+        "{errs:?}"
+    );
+}
+
+/// `internet` gives the AC a TUN with a kernel behind it: TCP then crosses the port (MSS
+/// sweep included), even with both tester ports in one namespace (iperf3's server runs in the
+/// run's own Internet namespace). Bad addresses are refused at the key.
+#[test]
+fn a_pppoe_server_with_an_internet_side_accepts_tcp() {
+    let tcp = CPE.replace("timeout = \"20s\"", "timeout = \"20s\"\ninternet = \"203.0.113.1\"")
+        + "[[matrix]]\nprotocol = [\"tcp\"]\nip = [4]\nmss = [1414, 1200, 800, 400]\nmethodologies = [\"iperf3\"]\n";
+    let plan = Plan::parse(&tcp, "cpe.toml").unwrap();
+    let pp = plan.ports[1].pppoe.as_ref().unwrap();
+    assert_eq!(pp.internet, Some(Ipv4Addr::new(203, 0, 113, 1)));
+    let one_ns = tcp.replace("namespace = \"wr-wan\"", "namespace = \"wr-lan\"");
+    assert!(Plan::parse(&one_ns, "cpe.toml").is_ok());
+    // Still no IPv6 through it.
+    let errs = errors(&tcp.replace("ip = [4]\nmss", "ip = [4, 6]\nmss"));
+    assert!(has(&errs, "matrix[1].ip", "carries IPv4 only"), "{errs:?}");
+    let errs = errors(&tcp.replace(
+        "internet = \"203.0.113.1\"",
+        "internet = \"198.51.100.200\"",
+    ));
+    assert!(
+        has(&errs, "ports.wan.pppoe.internet", "pool's /24"),
+        "{errs:?}"
+    );
+    let errs = errors(&tcp.replace("internet = \"203.0.113.1\"", "internet = \"10.0.0.1\""));
+    assert!(
+        has(&errs, "ports.wan.pppoe.internet", "documentation address"),
+        "{errs:?}"
+    );
+    // The iperf3 client runs at the first port: an AC with `internet` there cannot serve it.
+    let (head, rest) = tcp.split_once("[ports.lan]").unwrap();
+    let (lan, rest) = rest.split_once("[ports.wan]").unwrap();
+    let (wan, tail) = rest.split_once("[dut]").unwrap();
+    let swapped = format!("{head}[ports.wan]{wan}[ports.lan]{lan}[dut]{tail}");
+    let errs = errors(&swapped);
+    assert!(
+        has(&errs, "matrix[1].protocol", "make this port the second"),
+        "{errs:?}"
+    );
+    // A client has no Internet side.
+    let errs = errors(&tcp.replace("role = \"server\"", "role = \"client\""));
+    assert!(
+        has(&errs, "ports.wan.pppoe.internet", "applies to the server"),
+        "{errs:?}"
+    );
 }
 
 #[test]

@@ -10,7 +10,10 @@ use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Po
 use engine::control::{self, ControlPort};
 use wire::ethernet::MacAddr;
 
-use super::pppoe::{counts_json, emit, open_port, secs, step, Stop};
+use super::pppoe::{
+    counts_json, create_tun, emit, open_port, print_syns, print_tun_stats, secs, step_relay,
+    tun_json, Stop,
+};
 use super::provision::{self, ProvisionArgs};
 use crate::error::{CliError, CliResult};
 
@@ -35,7 +38,9 @@ pub const DEFAULT_B4: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc, 0, 0, 0, 0, 2
     wirerate dslite aftr --netns wr-wan --dev veth0\n  \
     wirerate dslite b4 --netns wr-cpe --dev veth1 --hold 10\n  \
     wirerate dslite aftr --netns wr-wan --dev veth0 --addr 2001:db8:d::1 --json\n  \
-    wirerate dslite aftr --netns wr-wan --dev veth0 --provision --aftr-name aftr.example.net")]
+    wirerate dslite aftr --netns wr-wan --dev veth0 --provision --aftr-name aftr.example.net\n  \
+    wirerate dslite aftr --netns wr-isp --dev veth1 --tun wr-inet0 --tun-netns wr-inet\n  \
+    wirerate dslite b4 --netns wr-gw --dev veth0 --tun wr-wan0")]
 pub struct DsliteArgs {
     #[command(subcommand)]
     pub role: Role,
@@ -80,6 +85,18 @@ pub struct AftrArgs {
     pub no_echo: bool,
     #[command(flatten)]
     pub provision: ProvisionArgs,
+    /// Hand the IPv4 packets out of the softwires to a TUN device of this name ("the
+    /// Internet") and send what the kernel routes into it down the softwire the destination
+    /// last came from as a source (there is no NAT44 here). The device gets --tun-addr/32 and
+    /// a route to 192.0.0.0/29 (the B4s' addresses); client SYNs crossing it are printed.
+    #[arg(long, value_name = "NAME")]
+    pub tun: Option<String>,
+    /// Namespace of the TUN device (default: --netns).
+    #[arg(long, value_name = "NS")]
+    pub tun_netns: Option<String>,
+    /// The Internet host's address, put on the TUN device as a /32.
+    #[arg(long, value_name = "ADDR", default_value = "203.0.113.1")]
+    pub tun_addr: std::net::Ipv4Addr,
 }
 
 #[derive(Debug, clap::Args)]
@@ -99,6 +116,12 @@ pub struct B4Args {
     /// Stop this many seconds after the softwire came up.
     #[arg(long)]
     pub hold: Option<f64>,
+    /// Expose the softwire as a TUN device of this name in --netns: once up it gets
+    /// 192.0.0.2 (peer 192.0.0.1), the largest IPv4 packet the tunnel carries whole as MTU
+    /// (1460 at --mtu 1500) and the default route, so a router in that namespace (nft NAPT,
+    /// MSS clamp) can use it as its WAN. Client SYNs crossing it are printed.
+    #[arg(long, value_name = "NAME")]
+    pub tun: Option<String>,
 }
 
 pub fn run(a: DsliteArgs) -> CliResult {
@@ -157,12 +180,36 @@ fn aftr(a: AftrArgs) -> CliResult {
     let duration = c.duration.map(|d| secs(d, "--duration")).transpose()?;
     // Refuse bad provisioning flags before opening the port.
     a.provision.config(MacAddr::ZERO, c.mtu)?;
+    if a.tun.is_some() && a.tun_addr.octets()[..3] == [192, 0, 0] {
+        return Err(CliError::Usage(format!(
+            "--tun-addr {}: inside 192.0.0.0/24, where the B4s are; use e.g. 203.0.113.1",
+            a.tun_addr
+        )));
+    }
+    let tun_ns = a.tun_netns.as_deref().or(c.netns.as_deref());
+    let mut tun = match &a.tun {
+        Some(name) => {
+            let t = create_tun(name, tun_ns)?;
+            let setup = lab::tun::TunSetup {
+                mtu: 1500,
+                addrs: vec![vec![format!("{}/32", a.tun_addr)]],
+                routes: vec!["192.0.0.0/29".into()],
+            };
+            lab::tun::configure(tun_ns, name, &setup)
+                .map_err(|e| CliError::Failed(format!("configuring --tun {name}: {e}")))?;
+            Some(t)
+        }
+        None => None,
+    };
     let (mut port, mac) = open(c)?;
     let mut cfg = AftrConfig::new(a.addr, mac);
     cfg.tunnel.mtu = c.mtu;
     cfg.answer_echo = !a.no_echo;
     cfg.provision = a.provision.config(mac, c.mtu)?;
     let mut m = AftrPort::new(cfg);
+    if tun.is_some() {
+        m.enable_ip_relay();
+    }
     let stop = Stop::new(duration);
     if !c.json {
         errln!(
@@ -172,7 +219,8 @@ fn aftr(a: AftrArgs) -> CliResult {
         );
     }
     while !stop.now() {
-        step(&mut port, &mut m)?;
+        step_relay(&mut port, &mut m, tun.as_mut())?;
+        print_syns(tun.as_mut(), c.json);
         for e in m.take_events() {
             match e {
                 AftrEvent::SoftwireUp { b4, info } => {
@@ -197,12 +245,16 @@ fn aftr(a: AftrArgs) -> CliResult {
             "na_tx": nd.na_tx, "tunnel": tunnel_json(m.tunnel_stats()),
             "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
             "frames_unclaimed": port.stats.rx_unclaimed, "tx_failed": port.stats.tx_failed,
+            "tun": tun.as_ref().map(tun_json),
         });
         if let Some(p) = m.provisioner() {
             v["provision"] = provision::stats_json(p);
         }
         outln!("{v}");
     } else {
+        if let Some(t) = &tun {
+            print_tun_stats(t);
+        }
         outln!(
             "softwires: {}, echo replies {}, neighbor advertisements {}",
             st.softwires_up,
@@ -228,11 +280,20 @@ fn b4(a: B4Args) -> CliResult {
     let c = &a.common;
     let duration = c.duration.map(|d| secs(d, "--duration")).transpose()?;
     let hold = a.hold.map(|d| secs(d, "--hold")).transpose()?;
+    let mut tun = a
+        .tun
+        .as_deref()
+        .map(|name| create_tun(name, c.netns.as_deref()))
+        .transpose()?;
     let (mut port, mac) = open(c)?;
     let mut cfg = B4Config::new(a.addr, mac, a.aftr);
     cfg.tunnel.mtu = c.mtu;
     cfg.probe_attempts = a.probes;
+    let (b4_ip, aftr_ip) = (cfg.ipv4, cfg.aftr_ipv4);
     let mut m = B4Port::new(cfg);
+    if tun.is_some() {
+        m.enable_ip_relay();
+    }
     let stop = Stop::new(duration);
     if !c.json {
         errln!(
@@ -249,11 +310,28 @@ fn b4(a: B4Args) -> CliResult {
         && !stop.now()
         && hold.is_none_or(|h| up_at.is_none_or(|t| t.elapsed() < h))
     {
-        step(&mut port, &mut m)?;
+        step_relay(&mut port, &mut m, tun.as_mut())?;
+        print_syns(tun.as_mut(), c.json);
         for e in m.take_events() {
             match e {
                 B4Event::Up(info) => {
                     up_at = Some(Instant::now());
+                    if let Some(t) = &tun {
+                        // Like a ppp0 for the softwire: the B4's address with the AFTR's as
+                        // peer, the largest IPv4 packet carried whole as MTU, default route.
+                        let setup = lab::tun::TunSetup {
+                            mtu: info.max_datagram() as u32,
+                            addrs: vec![vec![
+                                b4_ip.to_string(),
+                                "peer".into(),
+                                aftr_ip.to_string(),
+                            ]],
+                            routes: vec!["default".into()],
+                        };
+                        lab::tun::configure(c.netns.as_deref(), t.name(), &setup).map_err(|e| {
+                            CliError::Failed(format!("configuring --tun {}: {e}", t.name()))
+                        })?;
+                    }
                     let setup = m.stats.setup.map_or(0.0, |s| s.0 as f64 / 1e6);
                     let mut v = info_json(&info);
                     v["event"] = "up".into();
@@ -292,9 +370,13 @@ fn b4(a: B4Args) -> CliResult {
             "probe_replies": st.probe_replies, "retries": st.retries, "failed": failures,
             "tunnel": tunnel_json(&tunnel),
             "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
+            "tun": tun.as_ref().map(tun_json),
         });
         outln!("{v}");
     } else {
+        if let Some(t) = &tun {
+            print_tun_stats(t);
+        }
         outln!(
             "probes: sent {}, answered {}, retries {}{}",
             st.probes_tx,

@@ -18,6 +18,7 @@ use emulate::provision::ProvisionConfig;
 use emulate::util::Entropy;
 use engine::control::{self, ControlPort};
 use engine::port::PortSpec;
+use engine::tun::{Direction, IpRelay, Tun};
 use wire::ethernet::MacAddr;
 
 use crate::error::{CliError, CliResult};
@@ -33,7 +34,9 @@ use crate::error::{CliError, CliResult};
 #[command(after_help = "Examples:\n  \
     wirerate pppoe server --netns wr-wan --dev veth0 --user alice --password secret\n  \
     wirerate pppoe client --netns wr-cpe --dev veth1 --user alice --password secret --duration 30\n  \
-    wirerate pppoe server --netns wr-wan --dev veth0 --auth chap --mru 1492 --json")]
+    wirerate pppoe server --netns wr-wan --dev veth0 --auth chap --mru 1492 --json\n  \
+    wirerate pppoe server --netns wr-isp --dev veth1 --tun wr-inet0 --tun-netns wr-inet\n  \
+    wirerate pppoe client --netns wr-gw --dev veth0 --tun wr-ppp0")]
 pub struct PppoeArgs {
     #[command(subcommand)]
     pub role: Role,
@@ -108,6 +111,19 @@ pub struct ServerArgs {
     /// from 2001:db8:e::100 and DNS 2001:db8:53::1 (one server for all sessions).
     #[arg(long)]
     pub provision: bool,
+    /// Hand the sessions' IP packets to a TUN device of this name ("the Internet") and send
+    /// what the kernel routes into it down the session that owns the destination address
+    /// (IPCP address; IPv6 by the IPv6CP interface identifier). The device gets --tun-addr/32
+    /// and a route to the pool's /24, so an iperf3 server or ping in --tun-netns reaches the
+    /// subscribers. Client SYNs crossing it are printed with their MSS option.
+    #[arg(long, value_name = "NAME")]
+    pub tun: Option<String>,
+    /// Namespace of the TUN device (default: --netns).
+    #[arg(long, value_name = "NS")]
+    pub tun_netns: Option<String>,
+    /// The Internet host's address, put on the TUN device as a /32 (outside the pool's /24).
+    #[arg(long, value_name = "ADDR", default_value = "203.0.113.1")]
+    pub tun_addr: Ipv4Addr,
 }
 
 #[derive(Debug, clap::Args)]
@@ -120,6 +136,12 @@ pub struct ClientArgs {
     /// Close the session this many seconds after it came up, then exit.
     #[arg(long)]
     pub hold: Option<f64>,
+    /// Expose the session as a TUN device of this name in --netns, like a ppp0: once the
+    /// session is up it gets the IPCP address (peer: the AC's), the AC's MRU as MTU and the
+    /// default route, so a router in that namespace (nft NAPT, MSS clamp) can use it as its
+    /// WAN. Client SYNs crossing it are printed with their MSS option.
+    #[arg(long, value_name = "NAME")]
+    pub tun: Option<String>,
 }
 
 pub fn run(a: PppoeArgs) -> CliResult {
@@ -205,6 +227,87 @@ impl Stop {
 pub(crate) fn step<C: control::ControlPlane>(port: &mut ControlPort, m: &mut C) -> CliResult {
     port.step(m, Duration::from_millis(50))
         .map_err(|e| CliError::Failed(e.to_string()))
+}
+
+/// Creates the TUN device `name` in `netns` for `--tun` (a usage error for a name the kernel
+/// cannot take).
+pub(crate) fn create_tun(name: &str, netns: Option<&str>) -> CliResult<Tun> {
+    if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', '\0']) {
+        return Err(CliError::Usage(format!(
+            "--tun {name:?}: an interface name of 1 to 15 characters"
+        )));
+    }
+    Tun::create(name, netns).map_err(|e| CliError::Failed(e.to_string()))
+}
+
+/// One turn of the loop, through the TUN hand-off when there is one.
+pub(crate) fn step_relay<C: IpRelay>(
+    port: &mut ControlPort,
+    m: &mut C,
+    tun: Option<&mut Tun>,
+) -> CliResult {
+    match tun {
+        Some(t) => port
+            .step_relay(m, t, Duration::from_millis(50))
+            .map_err(|e| CliError::Failed(e.to_string())),
+        None => step(port, m),
+    }
+}
+
+/// Prints the client SYNs the TUN hand-off saw (`syn` lines).
+pub(crate) fn print_syns(tun: Option<&mut Tun>, json: bool) {
+    let Some(t) = tun else { return };
+    for s in t.take_syns() {
+        let dir = match s.direction {
+            Direction::Up => "up",
+            Direction::Down => "down",
+        };
+        let mss = s.mss.map_or("-".to_string(), |m| m.to_string());
+        emit(
+            json,
+            serde_json::json!({"event": "syn", "direction": dir,
+                "src": s.src.to_string(), "dst": s.dst.to_string(),
+                "src_port": s.src_port, "dst_port": s.dst_port, "mss": s.mss}),
+            format!(
+                "syn   {dir:<4} {}:{} -> {}:{}  mss {mss}",
+                s.src, s.src_port, s.dst, s.dst_port
+            ),
+        );
+    }
+}
+
+/// The TUN hand-off's counts as JSON.
+pub(crate) fn tun_json(t: &Tun) -> serde_json::Value {
+    let st = &t.stats;
+    let dropped: serde_json::Map<String, serde_json::Value> = st
+        .down_dropped
+        .iter()
+        .map(|(k, v)| (format!("{k:?}"), (*v).into()))
+        .collect();
+    serde_json::json!({
+        "device": t.name(),
+        "up_packets": st.up_packets, "up_bytes": st.up_bytes, "up_dropped": st.up_dropped,
+        "down_packets": st.down_packets, "down_bytes": st.down_bytes,
+        "down_dropped": dropped, "syns": st.syns,
+    })
+}
+
+pub(crate) fn print_tun_stats(t: &Tun) {
+    let st = &t.stats;
+    outln!(
+        "tun {}: to the kernel {} packets ({} B, dropped {}), from the kernel {} packets ({} B), \
+         client SYNs {}",
+        t.name(),
+        st.up_packets,
+        st.up_bytes,
+        st.up_dropped,
+        st.down_packets,
+        st.down_bytes,
+        st.syns
+    );
+    for (k, v) in &st.down_dropped {
+        outln!("tun not sent {k:?}: {v}");
+    }
 }
 
 /// A counter by reason as a JSON object (`{"Reason": n, …}`).
@@ -294,10 +397,37 @@ fn server(a: ServerArgs) -> CliResult {
         };
         CliError::Usage(format!("{flags}: {e}"))
     })?;
+    let pool_net = emulate::pppoe::documentation_net(a.pool);
+    if a.tun.is_some() && pool_net == emulate::pppoe::documentation_net(a.tun_addr) {
+        return Err(CliError::Usage(format!(
+            "--tun-addr {}: inside the pool's /24 ({}/24); the Internet host needs an address \
+             the subscribers are not in",
+            a.tun_addr,
+            pool_net.map_or("-".into(), |n| n.to_string())
+        )));
+    }
     Entropy::check_os().map_err(CliError::Failed)?;
+    let tun_ns = a.tun_netns.as_deref().or(p.netns.as_deref());
+    let mut tun = match &a.tun {
+        Some(name) => {
+            let t = create_tun(name, tun_ns)?;
+            let setup = lab::tun::TunSetup {
+                mtu: u32::from(cfg.max_payload.max(1492)),
+                addrs: vec![vec![format!("{}/32", a.tun_addr)]],
+                routes: pool_net.map(|n| format!("{n}/24")).into_iter().collect(),
+            };
+            lab::tun::configure(tun_ns, name, &setup)
+                .map_err(|e| CliError::Failed(format!("configuring --tun {name}: {e}")))?;
+            Some(t)
+        }
+        None => None,
+    };
     let (mut port, mac) = open(p)?;
     cfg.mac = mac;
     let mut srv = Server::new(cfg);
+    if tun.is_some() {
+        srv.enable_ip_relay();
+    }
     let mut prov = a
         .provision
         .then(|| PppoeProvisioning::new(ProvisionConfig::pppoe(mac)));
@@ -317,7 +447,8 @@ fn server(a: ServerArgs) -> CliResult {
         {
             break;
         }
-        step(&mut port, &mut srv)?;
+        step_relay(&mut port, &mut srv, tun.as_mut())?;
+        print_syns(tun.as_mut(), p.json);
         if let Some(pv) = &mut prov {
             // The AC's control loop wakes at least every 50 ms: RA timing is that coarse.
             pv.poll(control::now(), &mut srv);
@@ -348,7 +479,7 @@ fn server(a: ServerArgs) -> CliResult {
             .map_err(|e| CliError::Failed(e.to_string()))?;
     }
     print_server_events(&mut srv, p.json, prov.as_mut());
-    print_server_stats(&srv, p.json, &port);
+    print_server_stats(&srv, p.json, &port, tun.as_ref());
     if let Some(pv) = &prov {
         super::provision::print_pppoe_stats(pv, p.json);
     }
@@ -399,7 +530,7 @@ fn print_server_events(srv: &mut Server, json: bool, mut prov: Option<&mut Pppoe
     }
 }
 
-fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {
+fn print_server_stats(srv: &Server, json: bool, port: &ControlPort, tun: Option<&Tun>) {
     let st = &srv.stats;
     let ended = counts_json(&st.ended);
     let hostile = counts_json(&st.hostile);
@@ -419,10 +550,14 @@ fn print_server_stats(srv: &Server, json: bool, port: &ControlPort) {
         "hostile": hostile,
         "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
         "frames_unclaimed": port.stats.rx_unclaimed, "tx_failed": port.stats.tx_failed,
+        "tun": tun.map(tun_json),
     });
     if json {
         outln!("{v}");
         return;
+    }
+    if let Some(t) = tun {
+        print_tun_stats(t);
     }
     outln!(
         "discovery: PADI {} (unserved {}), PADO {}, PADR {} (repeated {}), PADS {} (refused {}), \
@@ -492,9 +627,17 @@ fn client(a: ClientArgs) -> CliResult {
     cfg.check()
         .map_err(|e| CliError::Usage(format!("--mru {}: {e}", cfg.mru)))?;
     Entropy::check_os().map_err(CliError::Failed)?;
+    let mut tun = a
+        .tun
+        .as_deref()
+        .map(|name| create_tun(name, p.netns.as_deref()))
+        .transpose()?;
     let (mut port, mac) = open(p)?;
     cfg.mac = mac;
     let mut c = Client::new(cfg);
+    if tun.is_some() {
+        c.enable_ip_relay();
+    }
     let stop = Stop::new(duration);
     c.start(control::now());
     let mut up_at: Option<Instant> = None;
@@ -509,11 +652,26 @@ fn client(a: ClientArgs) -> CliResult {
         if stop.now() || hold.is_some_and(|h| up_at.is_some_and(|t| t.elapsed() >= h)) {
             break;
         }
-        step(&mut port, &mut c)?;
+        step_relay(&mut port, &mut c, tun.as_mut())?;
+        print_syns(tun.as_mut(), p.json);
         for e in c.take_events() {
             match e {
                 ClientEvent::Up(info) => {
                     up_at = Some(Instant::now());
+                    if let (Some(t), Some(local), Some(peer)) =
+                        (&tun, info.negotiated.local_ipv4, info.negotiated.peer_ipv4)
+                    {
+                        // Like pppd's ppp0: the IPCP address with the AC as peer, the AC's
+                        // MRU as MTU, the default route.
+                        let setup = lab::tun::TunSetup {
+                            mtu: u32::from(info.negotiated.peer_mru),
+                            addrs: vec![vec![local.to_string(), "peer".into(), peer.to_string()]],
+                            routes: vec!["default".into()],
+                        };
+                        lab::tun::configure(p.netns.as_deref(), t.name(), &setup).map_err(|e| {
+                            CliError::Failed(format!("configuring --tun {}: {e}", t.name()))
+                        })?;
+                    }
                     let setup = c.stats.setup.map_or(0.0, |s| s.0 as f64 / 1e6);
                     let mut v = info_json(&info);
                     v["event"] = "up".into();
@@ -559,10 +717,14 @@ fn client(a: ClientArgs) -> CliResult {
         "after_end": st.after_end,
         "hostile": counts_json(&st.hostile),
         "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
+        "tun": tun.as_ref().map(tun_json),
     });
     if p.json {
         outln!("{v}");
     } else {
+        if let Some(t) = &tun {
+            print_tun_stats(t);
+        }
         outln!(
             "discovery: PADI {}, PADO {}, PADR {}, PADS {}, PADT rx {} tx {}; retransmissions {}",
             st.padi_tx,

@@ -159,6 +159,8 @@ pub struct Client {
     rng: Rng,
     tx: Vec<Vec<u8>>,
     events: Vec<ClientEvent>,
+    /// IP packets from the session for a TUN hand-off (`Some` once enabled).
+    ip_up: Option<Vec<Vec<u8>>>,
     pub stats: ClientStats,
 }
 
@@ -181,6 +183,7 @@ impl Client {
             rng,
             tx: Vec::new(),
             events: Vec::new(),
+            ip_up: None,
             stats: ClientStats::default(),
         }
     }
@@ -248,6 +251,39 @@ impl Client {
             .is_some_and(|l| l.send(protocol, payload));
         self.drain(now);
         sent
+    }
+
+    /// Hands the session's IP packets to [`take_ip`](Self::take_ip) instead of
+    /// [`ClientEvent::Data`] (IPv6 to link-local and multicast addresses stays an event);
+    /// [`send_ip`](Self::send_ip) sends packets up the session. This is the subscriber side of
+    /// a TUN hand-off (`engine::tun`): the session as a kernel interface, like a `ppp0`.
+    pub fn enable_ip_relay(&mut self) {
+        self.ip_up.get_or_insert_with(Vec::new);
+    }
+
+    /// Moves the IP packets the session delivered since the last call into `out`.
+    pub fn take_ip(&mut self, out: &mut Vec<Vec<u8>>) {
+        if let Some(up) = &mut self.ip_up {
+            out.append(up);
+        }
+    }
+
+    /// Sends an IP packet (IPv4, or IPv6 once IPv6CP is open) up the session; refused when
+    /// the session is not up or the packet exceeds the AC's MRU.
+    pub fn send_ip(&mut self, now: Nanos, packet: &[u8]) -> Result<(), engine::tun::RelayDrop> {
+        use engine::tun::RelayDrop;
+        let (protocol, _) = super::ip_destination(packet)?;
+        let Some(link) = self.link.as_ref().filter(|_| self.up) else {
+            return Err(RelayDrop::NotUp);
+        };
+        if packet.len() > usize::from(link.negotiated().peer_mru) {
+            return Err(RelayDrop::TooBig);
+        }
+        if self.send(now, protocol, packet) {
+            Ok(())
+        } else {
+            Err(RelayDrop::NotUp)
+        }
     }
 
     pub fn next_deadline(&self) -> Option<Nanos> {
@@ -555,9 +591,10 @@ impl Client {
                     }
                 }
                 LinkEvent::Down(r) => ended = Some(r),
-                LinkEvent::Data { protocol, payload } => {
-                    self.events.push(ClientEvent::Data { protocol, payload })
-                }
+                LinkEvent::Data { protocol, payload } => match &mut self.ip_up {
+                    Some(up) if super::relayed(protocol, &payload) => up.push(payload),
+                    _ => self.events.push(ClientEvent::Data { protocol, payload }),
+                },
                 LinkEvent::Authenticated { .. } => {}
                 LinkEvent::Anomaly(a) => self.stats.hostile.add(HostileReason::Ppp(a)),
             }

@@ -458,3 +458,79 @@ mod tests {
         );
     }
 }
+
+/// Whether a datagram a session delivered goes to a TUN hand-off (`enable_ip_relay`): IPv4,
+/// and IPv6 except to link-local and multicast destinations (Router Solicitations, DHCPv6:
+/// the session's own IPv6 provisioning answers those, so they stay events).
+pub(crate) fn relayed(protocol: Protocol, payload: &[u8]) -> bool {
+    match protocol {
+        Protocol::IPV4 => true,
+        Protocol::IPV6 => payload
+            .get(24)
+            .is_some_and(|&b| b != 0xff && !(b == 0xfe && payload[25] & 0xc0 == 0x80)),
+        _ => false,
+    }
+}
+
+/// Where an IP packet handed down from a TUN is going: its PPP protocol and destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IpDestination {
+    V4(Ipv4Addr),
+    /// The interface identifier (low 64 bits) of an IPv6 destination.
+    V6 {
+        iid: [u8; 8],
+    },
+}
+
+pub(crate) fn ip_destination(
+    packet: &[u8],
+) -> Result<(Protocol, IpDestination), engine::tun::RelayDrop> {
+    use engine::tun::RelayDrop;
+    match packet.first().map(|b| b >> 4) {
+        Some(4) if packet.len() >= 20 => {
+            let d = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
+            Ok((Protocol::IPV4, IpDestination::V4(d)))
+        }
+        Some(6) if packet.len() >= 40 => {
+            let mut iid = [0u8; 8];
+            iid.copy_from_slice(&packet[32..40]);
+            Ok((Protocol::IPV6, IpDestination::V6 { iid }))
+        }
+        _ => Err(RelayDrop::Malformed),
+    }
+}
+
+#[cfg(test)]
+mod relay_tests {
+    use super::*;
+
+    #[test]
+    fn link_local_and_multicast_ipv6_stay_with_the_session() {
+        let mut v6 = vec![0x60; 40];
+        v6[24] = 0x20;
+        v6[25] = 0x01;
+        assert!(relayed(Protocol::IPV6, &v6), "2001:…");
+        v6[24] = 0xfe;
+        v6[25] = 0x80;
+        assert!(!relayed(Protocol::IPV6, &v6), "fe80::");
+        v6[24] = 0xff;
+        v6[25] = 0x02;
+        assert!(!relayed(Protocol::IPV6, &v6), "ff02::");
+        assert!(!relayed(Protocol::IPV6, &v6[..20]), "truncated");
+        assert!(relayed(Protocol::IPV4, &[0x45]));
+        assert!(!relayed(Protocol(0xc021), &[0x45]));
+        assert_eq!(
+            ip_destination(&[0x45; 19]),
+            Err(engine::tun::RelayDrop::Malformed)
+        );
+        let mut v4 = vec![0x45; 20];
+        v4[16..20].copy_from_slice(&[198, 51, 100, 10]);
+        assert_eq!(
+            ip_destination(&v4),
+            Ok((
+                Protocol::IPV4,
+                IpDestination::V4(Ipv4Addr::new(198, 51, 100, 10))
+            ))
+        );
+    }
+}

@@ -294,6 +294,8 @@ pub struct Server {
     refilled: Nanos,
     tx: Vec<Vec<u8>>,
     events: Vec<ServerEvent>,
+    /// IP packets from sessions for a TUN hand-off (`Some` once enabled).
+    ip_up: Option<Vec<Vec<u8>>>,
     pub stats: ServerStats,
 }
 
@@ -325,6 +327,7 @@ impl Server {
             ids: BTreeSet::new(),
             tx: Vec::new(),
             events: Vec::new(),
+            ip_up: None,
             stats: ServerStats::default(),
             cfg,
         }
@@ -424,6 +427,54 @@ impl Server {
             .is_some_and(|s| s.link.send(protocol, payload));
         self.drain(now, key);
         sent
+    }
+
+    /// Hands the IP packets of every session to [`take_ip`](Self::take_ip) instead of
+    /// [`ServerEvent::Data`] (IPv6 to link-local and multicast addresses stays an event, for
+    /// the session's IPv6 provisioning); [`send_ip`](Self::send_ip) routes packets back. This
+    /// is the ISP side of a TUN hand-off (`engine::tun`).
+    pub fn enable_ip_relay(&mut self) {
+        self.ip_up.get_or_insert_with(Vec::new);
+    }
+
+    /// Moves the IP packets sessions delivered since the last call into `out`.
+    pub fn take_ip(&mut self, out: &mut Vec<Vec<u8>>) {
+        if let Some(up) = &mut self.ip_up {
+            out.append(up);
+        }
+    }
+
+    /// Sends an IP packet down the session its destination belongs to: IPv4 by the address
+    /// IPCP gave the subscriber, IPv6 by the subscriber's IPv6CP interface identifier (the low
+    /// 64 bits of the destination). Refused when no session owns the address, the session's
+    /// NCP is not open, or the packet exceeds the subscriber's MRU.
+    pub fn send_ip(&mut self, now: Nanos, packet: &[u8]) -> Result<(), engine::tun::RelayDrop> {
+        use engine::tun::RelayDrop;
+        let (protocol, dst) = super::ip_destination(packet)?;
+        let key = self
+            .sessions
+            .iter()
+            .find(|(_, s)| match dst {
+                super::IpDestination::V4(a) => s.ipv4 == Some(a),
+                super::IpDestination::V6 { iid } => {
+                    s.up && s.link.negotiated().peer_interface_id == Some(iid)
+                }
+            })
+            .map(|(k, s)| (*k, s.up, s.link.negotiated().peer_mru));
+        let Some((key, up, mru)) = key else {
+            return Err(RelayDrop::NoRoute);
+        };
+        if !up {
+            return Err(RelayDrop::NotUp);
+        }
+        if packet.len() > usize::from(mru) {
+            return Err(RelayDrop::TooBig);
+        }
+        if self.send(now, key, protocol, packet) {
+            Ok(())
+        } else {
+            Err(RelayDrop::NotUp)
+        }
     }
 
     /// Handles one received Ethernet frame (without FCS). Returns false if it is not PPPoE
@@ -761,11 +812,14 @@ impl Server {
                     }
                 }
                 LinkEvent::Down(reason) => ended = Some(reason),
-                LinkEvent::Data { protocol, payload } => self.events.push(ServerEvent::Data {
-                    key,
-                    protocol,
-                    payload,
-                }),
+                LinkEvent::Data { protocol, payload } => match &mut self.ip_up {
+                    Some(up) if super::relayed(protocol, &payload) => up.push(payload),
+                    _ => self.events.push(ServerEvent::Data {
+                        key,
+                        protocol,
+                        payload,
+                    }),
+                },
                 LinkEvent::Authenticated { .. } => {}
                 LinkEvent::Anomaly(a) => self.stats.hostile.add(HostileReason::Ppp(a)),
             }

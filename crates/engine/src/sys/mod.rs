@@ -10,6 +10,8 @@
 //!
 //! Every `unsafe` block carries a `// SAFETY:` line.
 
+pub mod tun;
+
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
