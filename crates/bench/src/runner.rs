@@ -961,14 +961,9 @@ fn run_methodology(
 fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), RunError> {
     let plan = ctx.plan;
     let mut search = plan
-        .conn_search(m)
-        .ok_or_else(|| failed(format!("no search for {}", m.name())))?;
-    let table_size = plan
-        .dut
-        .profiles
-        .iter()
-        .find(|p| p.name == case.profile)
-        .and_then(|p| p.table_size);
+        .conn_search(case, m)
+        .ok_or_else(|| failed(format!("no search for {} in case {}", m.name(), case.id)))?;
+    let table_size = plan.table_size(case);
     let recorded = ctx.resume.recorded_conn(&case.id, rep, m);
     let mut next = crate::search::replay_conn(search.as_mut(), &recorded).map_err(|e| {
         failed(format!(
@@ -1049,6 +1044,29 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
             if outcome.passed() { ": pass" } else { ": FAIL" },
             if rec.tester_limited { " (tester-limited)" } else { "" },
         ));
+        if let Some(d) = outcome.teardown {
+            ctx.note(format!(
+                "  tear-down: the DUT's table held {} entries, {} after deleting them in {:.2} ms ({:.2} ms on the empty table)",
+                d.entries_before,
+                d.entries_after,
+                d.delete_ns as f64 / 1e6,
+                d.empty_ns as f64 / 1e6
+            ));
+        }
+        if let Some(l) = outcome.load {
+            ctx.note(format!(
+                "  load {:.0} frames/s each way: A→B {} of {}, B→A {} of {}{}{}",
+                l.intended_pps,
+                l.forward_received,
+                l.forward_sent,
+                l.reverse_received,
+                l.reverse_sent,
+                l.dut_entries
+                    .map(|e| format!("; DUT table {e} entries after"))
+                    .unwrap_or_default(),
+                if l.lossless() { ": pass" } else { ": loss" },
+            ));
+        }
         next = search.next(Some(&outcome));
         if next.is_some() && !nap(plan.run.settle, ctx.opts.stop) {
             return Err(RunError::Interrupted);

@@ -140,6 +140,56 @@ pub fn reset(ns: &str, limit: Option<u64>) -> Result<()> {
     Ok(())
 }
 
+/// What one timed deletion of the whole table measured (RFC 9693 "connection tear-down
+/// rate"), all from inside the DUT's namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Teardown {
+    /// `nf_conntrack_count` just before the deletion and just after it.
+    pub entries_before: u64,
+    pub entries_after: u64,
+    /// `conntrack -F` on the full table, ns (between two clock readings taken in the same
+    /// shell, so the command's own start-up is inside).
+    pub delete_ns: u64,
+    /// The same on the empty table right after: the command's fixed cost.
+    pub empty_ns: u64,
+}
+
+/// The script [`teardown`] runs in the DUT's namespace: count, timed flush, count, timed
+/// flush of the empty table. One shell, so every interval has the same overheads.
+pub const TEARDOWN_SCRIPT: &str = "c=/proc/sys/net/netfilter/nf_conntrack_count; \
+read b < $c; t0=$(date +%s%N); conntrack -F 2>/dev/null; t1=$(date +%s%N); read a < $c; \
+t2=$(date +%s%N); conntrack -F 2>/dev/null; t3=$(date +%s%N); echo $b $a $((t1-t0)) $((t3-t2))";
+
+/// Parses the script's one line (`before after delete_ns empty_ns`).
+pub fn parse_teardown(out: &str) -> Option<Teardown> {
+    let v: Vec<u64> = out
+        .split_whitespace()
+        .map(|w| w.parse().ok())
+        .collect::<Option<_>>()?;
+    match v[..] {
+        [entries_before, entries_after, delete_ns, empty_ns] => Some(Teardown {
+            entries_before,
+            entries_after,
+            delete_ns,
+            empty_ns,
+        }),
+        _ => None,
+    }
+}
+
+/// Deletes every connection of `ns` and times it ([`TEARDOWN_SCRIPT`]). Needs conntrack-tools.
+pub fn teardown(ns: &str) -> Result<Teardown> {
+    cmd::tool("conntrack").map_err(|_| LabError::Unsupported {
+        profile: "a connection tear-down test".into(),
+        feature: "the `conntrack` tool (conntrack-tools) to delete the table".into(),
+    })?;
+    let out = cmd::run(&["ip", "netns", "exec", ns, "sh", "-c", TEARDOWN_SCRIPT])?;
+    parse_teardown(&out).ok_or_else(|| LabError::Parse {
+        context: "conntrack tear-down timing".into(),
+        detail: format!("expected `before after delete_ns empty_ns`, got {out:?}"),
+    })
+}
+
 /// The counters of `ns` now.
 pub fn stats(ns: &str) -> Result<ConntrackStats> {
     let mut s = parse_stats(&cmd::run(&["ip", "netns", "exec", ns, "conntrack", "-S"])?);
@@ -175,6 +225,22 @@ mod tests {
             off,
             "table inet wirerate_ct {\n}\ndelete table inet wirerate_ct\n"
         );
+    }
+
+    #[test]
+    fn teardown_line_parses_and_garbage_does_not() {
+        assert_eq!(
+            parse_teardown("6000 0 4100000 1900000\n"),
+            Some(Teardown {
+                entries_before: 6000,
+                entries_after: 0,
+                delete_ns: 4_100_000,
+                empty_ns: 1_900_000
+            })
+        );
+        for bad in ["", "1 2 3", "1 2 3 4 5", "a b c d", "-1 0 0 0"] {
+            assert_eq!(parse_teardown(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -63,9 +63,9 @@ fn nat_methodologies_parse_with_their_settings() {
             Methodology::NatConnectionRate
         ]
     );
-    assert!(plan.conn_search(Methodology::NatTableCapacity).is_some());
-    assert!(plan.conn_search(Methodology::NatConnectionRate).is_some());
-    assert!(plan.conn_search(Methodology::Rfc2544Throughput).is_none());
+    assert!(plan.conn_search(nat, Methodology::NatTableCapacity).is_some());
+    assert!(plan.conn_search(nat, Methodology::NatConnectionRate).is_some());
+    assert!(plan.conn_search(nat, Methodology::Rfc2544Throughput).is_none());
     assert!(plan.search(nat, Methodology::NatTableCapacity).is_none());
     // Run files written before these settings existed still load, with the defaults.
     let mut v = serde_json::to_value(&plan.methodology).unwrap();
@@ -83,7 +83,8 @@ fn defaults_without_tables() {
     let c = plan.methodology.nat_table_capacity.config(0.01);
     assert_eq!((c.start, c.max, c.resolution), (1000, 1_000_000, 1));
     assert_eq!(c.validation_rate, c.rate);
-    assert!(plan.conn_search(Methodology::NatConnectionRate).is_some());
+    let cases = plan.cases().unwrap();
+    assert!(plan.conn_search(&cases[0], Methodology::NatConnectionRate).is_some());
 }
 
 /// The case list's estimate counts the NAT searches' trials and seconds (driven against the
