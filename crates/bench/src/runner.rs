@@ -1015,12 +1015,20 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
         ctx.append(&Record::ConnTrial(rec.clone()))?;
         if superseded {
             stalls_retried += 1;
+            let why = match outcome.load {
+                Some(l) if l.is_tester_limited(plan.run.tester_tolerance) => format!(
+                    "the tester offered {:.0} and {:.0} frames/s of {:.0} each way, its receive rings dropped {}",
+                    l.forward_pps, l.reverse_pps, l.intended_pps, l.tester_drops
+                ),
+                _ => format!(
+                    "the tester offered {:.0}/s of {:.0}/s",
+                    outcome.offered_rate.0, trial.rate.0
+                ),
+            };
             ctx.note(format!(
-                "{} rep {rep} {} trial {trial_index}: the tester offered {:.0}/s of {:.0}/s; measuring it again",
+                "{} rep {rep} {} trial {trial_index}: {why}; measuring it again",
                 case.id,
                 m.name(),
-                outcome.offered_rate.0,
-                trial.rate.0
             ));
             if !nap(plan.run.settle, ctx.opts.stop) {
                 return Err(RunError::Interrupted);

@@ -155,9 +155,11 @@ pub struct Teardown {
 }
 
 /// The script [`teardown`] runs in the DUT's namespace: count, timed flush, count, timed
-/// flush of the empty table. One shell, so every interval has the same overheads.
+/// flush of the empty table. One shell, so every interval has the same overheads. (`cat`, not
+/// the shell's `read`: dash reads a byte at a time, and an integer sysctl file answers a read
+/// at a non-zero offset with end-of-file, so `read` would see only the first digit.)
 pub const TEARDOWN_SCRIPT: &str = "c=/proc/sys/net/netfilter/nf_conntrack_count; \
-read b < $c; t0=$(date +%s%N); conntrack -F 2>/dev/null; t1=$(date +%s%N); read a < $c; \
+b=$(cat $c); t0=$(date +%s%N); conntrack -F 2>/dev/null; t1=$(date +%s%N); a=$(cat $c); \
 t2=$(date +%s%N); conntrack -F 2>/dev/null; t3=$(date +%s%N); echo $b $a $((t1-t0)) $((t3-t2))";
 
 /// Parses the script's one line (`before after delete_ns empty_ns`).

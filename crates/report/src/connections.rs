@@ -157,14 +157,20 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                                     })
                             })
                     });
-                    out.push(row(
+                    let mut r = row(
                         p.lower,
                         p.upper,
                         p.connections as f64,
                         (!p.established).then(|| "not all connections established".to_string()),
                         p.upper.is_none(),
                         at_figure,
-                    ));
+                    );
+                    // The trials at this N (the search's total covers every N).
+                    r.trials = ts
+                        .iter()
+                        .filter(|t| t.request.connections == p.connections && !t.superseded)
+                        .count() as u32;
+                    out.push(r);
                 }
             }
         }

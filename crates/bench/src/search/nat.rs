@@ -834,6 +834,8 @@ impl ConnSearch for ConnectionRateSearch {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_real;
 
 mod real;
 pub use real::{
