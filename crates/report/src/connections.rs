@@ -338,4 +338,46 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn teardown_and_throughput_rows_say_at_least_for_lower_bounds() {
+        let done = |finding: serde_json::Value, m: &str| -> ConnDone {
+            serde_json::from_value(serde_json::json!({
+                "case_id": "napt/udp4/64B", "repetition": 0, "methodology": m,
+                "result": {"status": {"state": "complete"}, "finding": finding,
+                    "trials": 4, "trial_seconds": 2.0}
+            }))
+            .unwrap()
+        };
+        let td = done(
+            serde_json::json!({"kind": "teardown-rate", "connections": 5000,
+                "rate": 900000.0, "at_least": 400000.0, "valid": 5, "repetitions": 5}),
+            "nat-teardown-rate",
+        );
+        let td_bound = done(
+            serde_json::json!({"kind": "teardown-rate", "connections": 5000,
+                "rate": null, "at_least": 400000.0, "valid": 5, "repetitions": 5}),
+            "nat-teardown-rate",
+        );
+        let tp = done(
+            serde_json::json!({"kind": "throughput", "points": [
+                {"connections": 1, "lower": 40000.0, "upper": null, "established": true},
+                {"connections": 6000, "lower": 30000.0, "upper": 32000.0, "established": true},
+                {"connections": 9000, "lower": null, "upper": null, "established": false}]}),
+            "nat-throughput",
+        );
+        let rows = rows(&[], &[&td, &td_bound, &tp]);
+        assert_eq!(rows.len(), 5, "a row per N for throughput");
+        let value = |r: &ConnRow| cells(r)[3].clone();
+        assert_eq!(value(&rows[0]), "900000");
+        assert_eq!(cells(&rows[0])[4], "connections/s");
+        assert_eq!(value(&rows[1]), "at least 400000");
+        assert_eq!(value(&rows[2]), "at least 40000");
+        assert_eq!(cells(&rows[2])[4], "frames/s each way");
+        assert_eq!(cells(&rows[2])[6], "N = 1");
+        assert_eq!(value(&rows[3]), "30000");
+        assert_eq!(cells(&rows[3])[5], "32000");
+        assert_eq!(value(&rows[4]), "");
+        assert_eq!(cells(&rows[4])[7], "not all connections established");
+    }
 }

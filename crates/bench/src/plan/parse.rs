@@ -1396,6 +1396,7 @@ impl<'s> Walker<'s> {
             if s.duration.is_zero() {
                 let span = get(st, "duration").map_or(0..0, |v| v.span());
                 self.err(span, &join(p, "duration"), "must be above 0");
+                return;
             }
             // The search's own checks with a placeholder table (the table size is per case;
             // `plan check` resolves `"table"` against the profiles).

@@ -36,16 +36,18 @@ pub struct TeardownRateConfig {
 ///
 /// Rules: `repetitions` trials, each the same request; a repetition counts when all N were
 /// established and validated and the table was empty after the deletion (removed ≥ N). The
-/// figure is the median rate of the counted repetitions; when a counted repetition's deletion
-/// was not measurably slower than the empty one, the figure is only the lower bound
-/// removed / delete (median), reported as "at least".
+/// figure is N / (median delete time − median empty time) over the counted repetitions —
+/// medians, so that one repetition in which the machine stalled the empty deletion does not
+/// decide it. When the median deletion is not slower than the median empty one, the figure is
+/// only the lower bound N / median delete time, reported as "at least".
 #[derive(Debug, Clone)]
 pub struct TeardownRateSearch {
     cfg: TeardownRateConfig,
     ledger: ConnLedger,
-    rates: Vec<f64>,
-    at_least: Vec<f64>,
-    unmeasurable: u32,
+    /// Of the counted repetitions: connections removed, deletion and empty-deletion times.
+    removed: Vec<f64>,
+    delete_ns: Vec<f64>,
+    empty_ns: Vec<f64>,
     done: u32,
 }
 
@@ -72,9 +74,9 @@ impl TeardownRateSearch {
         Ok(TeardownRateSearch {
             cfg,
             ledger: ConnLedger::new(cfg.tester_tolerance),
-            rates: Vec::new(),
-            at_least: Vec::new(),
-            unmeasurable: 0,
+            removed: Vec::new(),
+            delete_ns: Vec::new(),
+            empty_ns: Vec::new(),
             done: 0,
         })
     }
@@ -116,13 +118,9 @@ impl ConnSearch for TeardownRateSearch {
                         d.entries_after == 0 && d.removed() >= t.connections
                     });
                 if let (true, Some(d)) = (counted, o.teardown) {
-                    if let Some(l) = d.rate_at_least() {
-                        self.at_least.push(l.0);
-                    }
-                    match d.rate() {
-                        Some(r) => self.rates.push(r.0),
-                        None => self.unmeasurable += 1,
-                    }
+                    self.removed.push(d.removed() as f64);
+                    self.delete_ns.push(d.delete_ns as f64);
+                    self.empty_ns.push(d.empty_ns as f64);
                 }
             }
             Ok(None) => {}
@@ -136,18 +134,24 @@ impl ConnSearch for TeardownRateSearch {
     }
 
     fn result(&self) -> ConnSearchResult {
-        let valid = self.at_least.len() as u32;
-        // One unmeasurable repetition makes the median of the rest optimistic about the
-        // spread: then only the lower bound is a figure.
-        let rate = if self.unmeasurable == 0 {
-            median(&self.rates).map(ConnRate)
-        } else {
-            None
+        let valid = self.removed.len() as u32;
+        let (removed, delete, empty) = (
+            median(&self.removed),
+            median(&self.delete_ns),
+            median(&self.empty_ns),
+        );
+        let rate = match (removed, delete, empty) {
+            (Some(n), Some(d), Some(e)) if d > e && n > 0.0 => Some(ConnRate(n * 1e9 / (d - e))),
+            _ => None,
+        };
+        let at_least = match (removed, delete) {
+            (Some(n), Some(d)) if d > 0.0 && n > 0.0 => Some(ConnRate(n * 1e9 / d)),
+            _ => None,
         };
         self.ledger.result(ConnFinding::TeardownRate {
             connections: self.cfg.connections,
             rate,
-            at_least: median(&self.at_least).map(ConnRate),
+            at_least,
             valid,
             repetitions: self.done,
         })
@@ -182,8 +186,9 @@ pub struct NatThroughputConfig {
 /// frames/s per direction for `duration`; it passes when not one frame of either direction was
 /// lost. Per N the rate is bisected exactly like `rfc2544-throughput` and
 /// `nat-connection-rate` (`max_pps` first, midpoints, the floor measured once before "nothing
-/// passed"). A trial whose N connections were not all established ends that N as "not
-/// established" and the search goes on with the next N.
+/// passed"). A trial whose N connections were not all established is measured once more; a
+/// second such trial at the same N ends that N as "not established" and the search goes on
+/// with the next N.
 #[derive(Debug, Clone)]
 pub struct NatThroughputSearch {
     cfg: NatThroughputConfig,
@@ -193,6 +198,11 @@ pub struct NatThroughputSearch {
     lower: Option<f64>,
     upper: Option<f64>,
     points: Vec<ThroughputPoint>,
+    /// A trial of the current N whose connections were not all established was measured
+    /// again once already.
+    retried: bool,
+    /// The trial to measure again.
+    again: Option<ConnTrial>,
 }
 
 impl NatThroughputSearch {
@@ -233,6 +243,8 @@ impl NatThroughputSearch {
             lower: None,
             upper: None,
             points: Vec::new(),
+            retried: false,
+            again: None,
         })
     }
 
@@ -246,6 +258,7 @@ impl NatThroughputSearch {
         self.at += 1;
         self.lower = None;
         self.upper = None;
+        self.retried = false;
     }
 }
 
@@ -258,7 +271,12 @@ impl ConnSearch for NatThroughputSearch {
                     Some(RealTest::Load { pps, .. }) => pps,
                     _ => 0.0,
                 };
-                if !o.passed() {
+                if !o.passed() && !self.retried {
+                    // One missed connection on a loaded machine should not end the N: the
+                    // same trial once more; a second miss says the table does not hold N.
+                    self.retried = true;
+                    self.again = Some(t);
+                } else if !o.passed() {
                     self.close_point(false);
                 } else if o.load.is_some_and(|l| l.lossless()) {
                     self.lower = Some(pps);
@@ -267,6 +285,9 @@ impl ConnSearch for NatThroughputSearch {
                 }
             }
             Ok(None) => {}
+        }
+        if let Some(t) = self.again.take() {
+            return self.ledger.issue(t);
         }
         while self.at < self.cfg.connections.len() {
             match super::super::binary::bisect(
