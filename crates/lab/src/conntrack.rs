@@ -147,48 +147,19 @@ pub struct Teardown {
     /// `nf_conntrack_count` just before the deletion and just after it.
     pub entries_before: u64,
     pub entries_after: u64,
-    /// `conntrack -F` on the full table, ns (between two clock readings taken in the same
-    /// shell, so the command's own start-up is inside).
+    /// The flush request on the full table, ns, from sending it to the kernel's
+    /// acknowledgement (sent once every entry is deleted).
     pub delete_ns: u64,
-    /// The same on the empty table right after: the command's fixed cost.
+    /// The same request on the empty table right after: the round trip's own cost.
     pub empty_ns: u64,
 }
 
-/// The script [`teardown`] runs in the DUT's namespace: count, timed flush, count, timed
-/// flush of the empty table. One shell, so every interval has the same overheads. (`cat`, not
-/// the shell's `read`: dash reads a byte at a time, and an integer sysctl file answers a read
-/// at a non-zero offset with end-of-file, so `read` would see only the first digit.)
-pub const TEARDOWN_SCRIPT: &str = "c=/proc/sys/net/netfilter/nf_conntrack_count; \
-b=$(cat $c); t0=$(date +%s%N); conntrack -F 2>/dev/null; t1=$(date +%s%N); a=$(cat $c); \
-t2=$(date +%s%N); conntrack -F 2>/dev/null; t3=$(date +%s%N); echo $b $a $((t1-t0)) $((t3-t2))";
-
-/// Parses the script's one line (`before after delete_ns empty_ns`).
-pub fn parse_teardown(out: &str) -> Option<Teardown> {
-    let v: Vec<u64> = out
-        .split_whitespace()
-        .map(|w| w.parse().ok())
-        .collect::<Option<_>>()?;
-    match v[..] {
-        [entries_before, entries_after, delete_ns, empty_ns] => Some(Teardown {
-            entries_before,
-            entries_after,
-            delete_ns,
-            empty_ns,
-        }),
-        _ => None,
-    }
-}
-
-/// Deletes every connection of `ns` and times it ([`TEARDOWN_SCRIPT`]). Needs conntrack-tools.
+/// Deletes every connection of `ns` and times it, over ctnetlink from inside this process
+/// ([`crate::ctnetlink`]: no process start inside the timed interval).
 pub fn teardown(ns: &str) -> Result<Teardown> {
-    cmd::tool("conntrack").map_err(|_| LabError::Unsupported {
-        profile: "a connection tear-down test".into(),
-        feature: "the `conntrack` tool (conntrack-tools) to delete the table".into(),
-    })?;
-    let out = cmd::run(&["ip", "netns", "exec", ns, "sh", "-c", TEARDOWN_SCRIPT])?;
-    parse_teardown(&out).ok_or_else(|| LabError::Parse {
-        context: "conntrack tear-down timing".into(),
-        detail: format!("expected `before after delete_ns empty_ns`, got {out:?}"),
+    crate::ctnetlink::teardown(ns).map_err(|e| LabError::Io {
+        context: format!("deleting the connection table of {ns} over ctnetlink"),
+        source: e,
     })
 }
 
@@ -227,22 +198,6 @@ mod tests {
             off,
             "table inet wirerate_ct {\n}\ndelete table inet wirerate_ct\n"
         );
-    }
-
-    #[test]
-    fn teardown_line_parses_and_garbage_does_not() {
-        assert_eq!(
-            parse_teardown("6000 0 4100000 1900000\n"),
-            Some(Teardown {
-                entries_before: 6000,
-                entries_after: 0,
-                delete_ns: 4_100_000,
-                empty_ns: 1_900_000
-            })
-        );
-        for bad in ["", "1 2 3", "1 2 3 4 5", "a b c d", "-1 0 0 0"] {
-            assert_eq!(parse_teardown(bad), None, "{bad:?}");
-        }
     }
 
     #[test]
