@@ -1054,11 +1054,11 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
         ));
         if let Some(d) = outcome.teardown {
             ctx.note(format!(
-                "  tear-down: the DUT's table held {} entries, {} after deleting them in {:.2} ms ({:.2} ms on the empty table)",
+                "  tear-down: the DUT's table held {} entries, {} after deleting them in {:.0} µs ({:.0} µs on the empty table)",
                 d.entries_before,
                 d.entries_after,
-                d.delete_ns as f64 / 1e6,
-                d.empty_ns as f64 / 1e6
+                d.delete_ns as f64 / 1e3,
+                d.empty_ns as f64 / 1e3
             ));
         }
         if let Some(l) = outcome.load {
