@@ -456,15 +456,15 @@ impl std::error::Error for ConnReplayMismatch {}
 pub fn replay_conn(
     search: &mut dyn ConnSearch,
     recorded: &[(ConnTrial, ConnOutcome)],
-) -> Result<Option<ConnTrial>, ConnReplayMismatch> {
+) -> Result<Option<ConnTrial>, Box<ConnReplayMismatch>> {
     let mut next = search.next(None);
     for (index, (trial, outcome)) in recorded.iter().enumerate() {
         if !next.as_ref().is_some_and(|n| n.same_as(trial)) {
-            return Err(ConnReplayMismatch {
+            return Err(Box::new(ConnReplayMismatch {
                 index,
                 expected: next,
                 recorded: *trial,
-            });
+            }));
         }
         next = search.next(Some(outcome));
     }
