@@ -126,6 +126,7 @@ fn grouped(
                             value: scaled(r, reached, &value),
                             noise: 0.0,
                             tester_limited: true,
+                            lower_bound: false,
                         });
                     }
                     let v = value(r)?;
@@ -139,6 +140,7 @@ fn grouped(
                         value: v,
                         noise,
                         tester_limited: false,
+                        lower_bound: false,
                     })
                 })
                 .collect()
@@ -761,7 +763,7 @@ fn switch_sections(a: &Analysis, o: &mut String) {
 /// the first repetition's figure; tester-limited bars hatched) and the table every format shows.
 fn connection_section(a: &Analysis, o: &mut String) {
     use bench::plan::Methodology;
-    o.push_str("<h2>Connections (stateful NAT / firewall)</h2><p>RFC 9693's two-phase trials: N connections opened at a rate, each validated by a reply on the tuple the DUT translated it to. Table capacity: the largest N that passed at a fixed rate; connection rate: the highest rate at which all N were established and validated; tear-down rate: N deleted connections over the time the DUT took to delete them (less the same deletion on an empty table), median of the repetitions; throughput: the highest rate per direction at which every frame of both directions crossed on the N established connections. The DUT's own table entries (after the preliminary phase; for throughput after the load) and refusals of the trial at the figure are beside the result. Hatched bars and \"at least\" are lower bounds: the most tried passed, or the tester set the limit.</p>\n");
+    o.push_str("<h2>Connections (stateful NAT / firewall)</h2><p>RFC 9693's two-phase trials: N connections opened at a rate, each validated by a reply on the tuple the DUT translated it to. Table capacity: the largest N that passed at a fixed rate; connection rate: the highest rate at which all N were established and validated; tear-down rate: N deleted connections over the time the DUT took to delete them (less the same deletion on an empty table), median of the repetitions; throughput: the highest rate per direction at which every frame of both directions crossed on the N established connections. The DUT's own table entries (after the preliminary phase; for throughput after the load) and refusals of the trial at the figure are beside the result. Bars marked ≥ and results reading \"at least\" are lower bounds (the most tried passed); TL marks a tester-limited search.</p>\n");
     for (m, title) in [
         (Methodology::NatTableCapacity, "Connection table capacity"),
         (Methodology::NatConnectionRate, "Connection establishment rate"),
@@ -810,8 +812,10 @@ fn connection_section(a: &Analysis, o: &mut String) {
                                 r.value.map(|v| Bar {
                                     value: v,
                                     noise: 0.0,
-                                    // Hatched: not a DUT figure, or only a lower bound.
-                                    tester_limited: r.tester_limited || r.lower_bound,
+                                    // Hatched: not a DUT figure ("TL"), or only a lower
+                                    // bound ("≥").
+                                    tester_limited: r.tester_limited,
+                                    lower_bound: r.lower_bound && !r.tester_limited,
                                 })
                             })
                     })
