@@ -961,14 +961,9 @@ fn run_methodology(
 fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), RunError> {
     let plan = ctx.plan;
     let mut search = plan
-        .conn_search(m)
-        .ok_or_else(|| failed(format!("no search for {}", m.name())))?;
-    let table_size = plan
-        .dut
-        .profiles
-        .iter()
-        .find(|p| p.name == case.profile)
-        .and_then(|p| p.table_size);
+        .conn_search(case, m)
+        .ok_or_else(|| failed(format!("no search for {} in case {}", m.name(), case.id)))?;
+    let table_size = plan.table_size(case);
     let recorded = ctx.resume.recorded_conn(&case.id, rep, m);
     let mut next = crate::search::replay_conn(search.as_mut(), &recorded).map_err(|e| {
         failed(format!(
@@ -1020,12 +1015,20 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
         ctx.append(&Record::ConnTrial(rec.clone()))?;
         if superseded {
             stalls_retried += 1;
+            let why = match outcome.load {
+                Some(l) if l.is_tester_limited(plan.run.tester_tolerance) => format!(
+                    "the tester offered {:.0} and {:.0} frames/s of {:.0} each way, its receive rings dropped {}",
+                    l.forward_pps, l.reverse_pps, l.intended_pps, l.tester_drops
+                ),
+                _ => format!(
+                    "the tester offered {:.0}/s of {:.0}/s",
+                    outcome.offered_rate.0, trial.rate.0
+                ),
+            };
             ctx.note(format!(
-                "{} rep {rep} {} trial {trial_index}: the tester offered {:.0}/s of {:.0}/s; measuring it again",
+                "{} rep {rep} {} trial {trial_index}: {why}; measuring it again",
                 case.id,
                 m.name(),
-                outcome.offered_rate.0,
-                trial.rate.0
             ));
             if !nap(plan.run.settle, ctx.opts.stop) {
                 return Err(RunError::Interrupted);
@@ -1049,6 +1052,29 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
             if outcome.passed() { ": pass" } else { ": FAIL" },
             if rec.tester_limited { " (tester-limited)" } else { "" },
         ));
+        if let Some(d) = outcome.teardown {
+            ctx.note(format!(
+                "  tear-down: the DUT's table held {} entries, {} after deleting them in {:.0} µs ({:.0} µs on the empty table)",
+                d.entries_before,
+                d.entries_after,
+                d.delete_ns as f64 / 1e3,
+                d.empty_ns as f64 / 1e3
+            ));
+        }
+        if let Some(l) = outcome.load {
+            ctx.note(format!(
+                "  load {:.0} frames/s each way: A→B {} of {}, B→A {} of {}{}{}",
+                l.intended_pps,
+                l.forward_received,
+                l.forward_sent,
+                l.reverse_received,
+                l.reverse_sent,
+                l.dut_entries
+                    .map(|e| format!("; DUT table {e} entries after"))
+                    .unwrap_or_default(),
+                if l.lossless() { ": pass" } else { ": loss" },
+            ));
+        }
         next = search.next(Some(&outcome));
         if next.is_some() && !nap(plan.run.settle, ctx.opts.stop) {
             return Err(RunError::Interrupted);

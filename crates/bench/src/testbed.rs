@@ -28,7 +28,8 @@ use crate::isp::{SessionPort, SoftwirePort};
 use crate::plan::{Case, Plan, Port, Topology};
 use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts};
 use crate::search::{
-    ConnOutcome, ConnRate, ConnTrial, FailedSpan, LineFraction, Outcome, TrialRequest,
+    ConnOutcome, ConnRate, ConnTrial, FailedSpan, LineFraction, LoadOutcome, Outcome, RealTest,
+    TeardownOutcome, TrialRequest,
 };
 use crate::trial::UdpTrial;
 
@@ -598,6 +599,12 @@ impl Testbed {
         cfg.drain = UDP_DRAIN;
         // RFC 4814 pseudorandom tuples (RFC 9693 asks for them), the same order every trial.
         cfg.permutation_seed = Some(CONN_SEED);
+        cfg.load = match trial.real {
+            Some(RealTest::Load { pps, duration }) => {
+                Some(engine::nat::LoadPhase { pps, duration })
+            }
+            _ => None,
+        };
         let start = lab.conn_stats().ok();
         let ports_before = self.dut_sample();
         let (mut mid, mut ports_mid) = (None, None);
@@ -607,6 +614,34 @@ impl Testbed {
         })
         .map_err(|e| format!("connection trial: {e}"))?;
         let end = lab.conn_stats().ok();
+        // RFC 9693's tear-down: right after the validation (and the counters), delete the
+        // whole table and time it from inside the DUT's namespace.
+        let teardown = match trial.real {
+            Some(RealTest::Teardown) => {
+                let t = lab
+                    .teardown_conn_table()
+                    .map_err(|e| format!("tearing down the DUT's connections: {e}"))?;
+                Some(TeardownOutcome {
+                    entries_before: t.entries_before,
+                    entries_after: t.entries_after,
+                    delete_ns: t.delete_ns,
+                    empty_ns: t.empty_ns,
+                })
+            }
+            _ => None,
+        };
+        let load = r.load.map(|l| LoadOutcome {
+            intended_pps: l.forward.intended_pps,
+            forward_sent: l.forward.sent,
+            forward_received: l.forward_received,
+            forward_pps: l.forward.achieved_pps,
+            reverse_sent: l.reverse.sent,
+            reverse_received: l.reverse_received,
+            reverse_pps: l.reverse.achieved_pps,
+            dut_entries: end.map(|e| e.entries),
+            misdirected: l.forward_misdirected + l.reverse_misdirected,
+            tester_drops: l.rx_ring_drops,
+        });
         let dut = match (start, mid, end) {
             (Some(s), Some(m), Some(e)) => Some(ConnDutCounters {
                 preliminary: m.since(&s),
@@ -631,6 +666,8 @@ impl Testbed {
                 first: f.first,
                 last: f.last,
             }),
+            teardown,
+            load,
         };
         let phases = ConnPhases {
             preliminary_sent: r.preliminary.sent,

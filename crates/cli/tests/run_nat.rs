@@ -188,3 +188,80 @@ fn connection_rate_is_confirmed_by_the_dut_table() {
     assert!(at.outcome.passed());
     assert_eq!(at.dut.unwrap().trial.entries, n);
 }
+
+/// `nat-teardown-rate` and `nat-throughput` through `wirerate run` on napt with a table of 800:
+/// every tear-down found the DUT's table holding exactly N and left it empty; every throughput
+/// trial's load ran on a table holding exactly its N (1 and `"table"` = 800) afterwards, with
+/// not one frame misdirected; the report has a row per N. The figures are not asserted.
+#[test]
+fn teardown_and_throughput_run_on_a_table_holding_n() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if skip() {
+        return;
+    }
+    let table = 800u64;
+    let mut text = plan(
+        "n15r1",
+        "napt",
+        table,
+        "nat-teardown-rate",
+        "[methodology.nat-teardown-rate]\nconnections = 800\nrepetitions = 3\npreliminary-rate = 4000\nphase-gap = \"200ms\"\n[methodology.nat-throughput]\nconnections = [1, \"table\"]\nmin-rate = 1000\nmax-rate = 8000\nresolution = 0.2\nduration = \"500ms\"\npreliminary-rate = 4000\nphase-gap = \"200ms\"\n",
+    );
+    text = text.replace(
+        "methodologies = [\"nat-teardown-rate\"]",
+        "methodologies = [\"nat-teardown-rate\", \"nat-throughput\"]",
+    );
+    for attempt in 1..=3 {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan_file(dir.path(), &text);
+        let out = dir.path().join("run");
+        let stdout = run_plan_ok(&plan, &out);
+        println!("attempt {attempt}:\n{stdout}");
+        let (trials, done) = records(&out);
+        assert_eq!(done.len(), 2, "two searches: {stdout}");
+        if done.iter().any(|d| d.result.status != ConnStatus::Complete) {
+            continue; // tester-limited: no figure to check on this machine now
+        }
+        let td: Vec<_> = trials
+            .iter()
+            .filter(|t| !t.superseded && t.outcome.teardown.is_some())
+            .collect();
+        assert_eq!(td.len(), 3);
+        for t in &td {
+            let d = t.outcome.teardown.unwrap();
+            assert!(t.outcome.passed(), "{t:?}");
+            assert_eq!((d.entries_before, d.entries_after), (table, 0), "{t:?}");
+        }
+        let ConnFinding::TeardownRate { valid, at_least, .. } = done[0].result.finding.clone()
+        else {
+            panic!("{:?}", done[0].result)
+        };
+        assert_eq!(valid, 3);
+        assert!(at_least.is_some());
+        let loads: Vec<_> = trials
+            .iter()
+            .filter(|t| !t.superseded && t.outcome.load.is_some())
+            .collect();
+        assert!(loads.len() >= 2);
+        for t in &loads {
+            let l = t.outcome.load.unwrap();
+            assert_eq!(l.dut_entries, Some(t.request.connections), "{t:?}");
+            assert_eq!(l.misdirected, 0, "{t:?}");
+            assert!(l.forward_received <= l.forward_sent, "{t:?}");
+        }
+        let ConnFinding::Throughput { points } = done[1].result.finding.clone() else {
+            panic!("{:?}", done[1].result)
+        };
+        assert_eq!(
+            points.iter().map(|p| p.connections).collect::<Vec<_>>(),
+            [1, table]
+        );
+        assert!(points.iter().all(|p| p.established && p.lower.is_some()));
+        let csv = std::fs::read_to_string(out.join("connections.csv")).unwrap();
+        assert!(csv.contains(",nat-teardown-rate,0,"), "{csv}");
+        assert!(csv.contains("frames/s each way"), "{csv}");
+        assert!(csv.contains("N = 800"), "{csv}");
+        return;
+    }
+    panic!("the searches ended tester-limited in 3 runs: no DUT figure on this machine now");
+}

@@ -681,6 +681,11 @@ impl Lab {
         crate::conntrack::reset(&self.netns(Node::Dut)?, limit)
     }
 
+    /// Deletes every connection of the DUT's table and times it (`nat-teardown-rate`).
+    pub fn teardown_conn_table(&self) -> Result<crate::conntrack::Teardown> {
+        crate::conntrack::teardown(&self.netns(Node::Dut)?)
+    }
+
     /// The DUT's connection table counters now.
     pub fn conn_stats(&self) -> Result<crate::conntrack::ConntrackStats> {
         crate::conntrack::stats(&self.netns(Node::Dut)?)

@@ -29,6 +29,7 @@
 
 pub mod cmd;
 pub mod conntrack;
+pub mod ctnetlink;
 pub mod cpu;
 mod error;
 pub mod fastpath;

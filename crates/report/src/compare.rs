@@ -119,9 +119,10 @@ pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
 /// figure could move without a different trial failing.
 fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
     use crate::connections::ConnRow;
-    let mut keys: Vec<(String, bench::plan::Methodology)> = Vec::new();
+    // Throughput has a row per N: N is part of the key (its bits, to keep the key `Eq`).
+    let mut keys: Vec<(String, bench::plan::Methodology, u64)> = Vec::new();
     for r in a.connections.iter().chain(&b.connections) {
-        let k = (r.case_id.clone(), r.methodology);
+        let k = (r.case_id.clone(), r.methodology, at_key(r));
         if !keys.contains(&k) {
             keys.push(k);
         }
@@ -131,11 +132,11 @@ fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<Compar
         _ => 0.0,
     };
     keys.into_iter()
-        .map(|(case, m)| {
+        .map(|(case, m, at)| {
             let find = |x: &Analysis| {
                 x.connections
                     .iter()
-                    .filter(|r| r.case_id == case && r.methodology == m)
+                    .filter(|r| r.case_id == case && r.methodology == m && at_key(r) == at)
                     .min_by_key(|r| r.repetition)
                     .cloned()
             };
@@ -148,8 +149,8 @@ fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<Compar
                 (Some(x), Some(y)) if x.value.is_none() || y.value.is_none() => {
                     Some("no figure".into())
                 }
-                (Some(x), Some(y)) if x.upper.is_none() || y.upper.is_none() => {
-                    Some("a lower bound only (the most tried passed)".into())
+                (Some(x), Some(y)) if lower_bound(x) || lower_bound(y) => {
+                    Some("a lower bound only (\"at least\")".into())
                 }
                 _ => None,
             };
@@ -166,7 +167,11 @@ fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<Compar
                 _ => (None, Verdict::NotComparable),
             };
             CompareRow {
-                case_id: case,
+                case_id: if m == bench::plan::Methodology::NatThroughput {
+                    format!("{case} N={}", f64::from_bits(at))
+                } else {
+                    case
+                },
                 methodology: m.name().to_string(),
                 a_pps: av,
                 b_pps: bv,
@@ -175,17 +180,26 @@ fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<Compar
                 delta_percent: delta,
                 verdict,
                 reason,
-                unit: Some(
-                    if m == bench::plan::Methodology::NatTableCapacity {
-                        "connections"
-                    } else {
-                        "connections/s"
-                    }
-                    .into(),
-                ),
+                unit: Some(crate::connections::unit(m).into()),
             }
         })
         .collect()
+}
+
+/// Whether a connection row's figure is only "at least" (rows recorded before `lower_bound`
+/// existed: a bracket without an upper end).
+fn lower_bound(r: &crate::connections::ConnRow) -> bool {
+    r.lower_bound
+        || (r.methodology != bench::plan::Methodology::NatTeardownRate && r.upper.is_none())
+}
+
+/// The part of a connection row's key beyond case and methodology: N for throughput rows.
+fn at_key(r: &crate::connections::ConnRow) -> u64 {
+    if r.methodology == bench::plan::Methodology::NatThroughput {
+        r.at.to_bits()
+    } else {
+        0
+    }
 }
 
 /// What makes the two runs less than comparable as a whole, one sentence each: different

@@ -1,5 +1,6 @@
-//! The connection methodologies' rows (`nat-table-capacity`, `nat-connection-rate`, issue
-//! #15): one row per (case, methodology, repetition) with the search's bracket, what failed past
+//! The connection methodologies' rows (`nat-table-capacity`, `nat-connection-rate`,
+//! `nat-teardown-rate`, `nat-throughput`, issue #15): one row per (case, methodology,
+//! repetition) — per N for `nat-throughput` — with the search's bracket, what failed past
 //! the capacity, and the DUT's own connection counters from the trial the figure rests on, so a
 //! reader can check the tester's count against the DUT's. Pure: records in, rows and bytes out.
 
@@ -16,11 +17,18 @@ pub struct ConnRow {
     pub case_id: String,
     pub methodology: Methodology,
     pub repetition: u32,
-    /// The figure: connections (capacity) or connections/s (rate); `None` when nothing passed.
+    /// The figure: connections (capacity), connections/s (connection and tear-down rate) or
+    /// frames/s each way (throughput); `None` when nothing passed.
     pub value: Option<f64>,
+    /// The figure is only a lower bound ("at least"): the most tried passed, the search was
+    /// stopped by the tester, or the tear-down was too fast to separate from the deleting
+    /// command's own cost.
+    #[serde(default)]
+    pub lower_bound: bool,
     /// The smallest failing N or rate (`None`: the most tried passed).
     pub upper: Option<f64>,
-    /// N of every trial (connection rate) or the preliminary rate of every trial (capacity).
+    /// N of every trial (connection rate, tear-down, throughput) or the preliminary rate of
+    /// every trial (capacity).
     pub at: f64,
     /// What the failing trial at the upper bound showed (capacity only).
     pub past: Option<String>,
@@ -46,61 +54,137 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
             .or_default()
             .push(t);
     }
-    done.iter()
-        .map(|d| {
-            let ts = by_search
-                .get(&(d.case_id.as_str(), d.repetition, d.methodology))
-                .cloned()
-                .unwrap_or_default();
-            let r = &d.result;
-            let (value, upper, at, past) = match r.finding {
-                ConnFinding::TableCapacity {
-                    lower,
-                    upper,
-                    past,
-                    rate,
-                } => (
-                    lower.map(|x| x as f64),
+    let mut out = Vec::new();
+    for d in done {
+        let ts = by_search
+            .get(&(d.case_id.as_str(), d.repetition, d.methodology))
+            .cloned()
+            .unwrap_or_default();
+        let r = &d.result;
+        let tester_limited = matches!(r.status, ConnStatus::TesterLimited { .. });
+        let summary = bench::search::nat::describe(r);
+        let row = |value: Option<f64>,
+                   upper: Option<f64>,
+                   at: f64,
+                   past: Option<String>,
+                   lower_bound: bool,
+                   at_figure: Option<&&ConnTrialRecord>| ConnRow {
+            case_id: d.case_id.clone(),
+            methodology: d.methodology,
+            repetition: d.repetition,
+            value,
+            lower_bound: value.is_some() && (lower_bound || tester_limited),
+            upper,
+            at,
+            past,
+            trials: r.trials,
+            tester_limited,
+            dut_entries: at_figure.and_then(|t| match t.outcome.load {
+                // Throughput: the table after the load, which must still hold N.
+                Some(l) => l.dut_entries,
+                None => t.dut.map(|c| c.preliminary.entries),
+            }),
+            dut_refused: at_figure.and_then(|t| t.dut.map(|c| c.preliminary.refused)),
+            learned: at_figure.map(|t| t.phases.learned),
+            summary: summary.clone(),
+        };
+        match &r.finding {
+            ConnFinding::TableCapacity {
+                lower,
+                upper,
+                past,
+                rate,
+            } => {
+                let value = lower.map(|x| x as f64);
+                let at_figure = ts.iter().rev().find(|t| {
+                    t.outcome.passed() && value == Some(t.request.connections as f64)
+                });
+                out.push(row(
+                    value,
                     upper.map(|x| x as f64),
                     rate.0,
                     past.map(|p| p.to_string()),
-                ),
-                ConnFinding::ConnectionRate {
-                    connections,
-                    lower,
-                    upper,
-                } => (
-                    lower.map(|x| x.0),
-                    upper.map(|x| x.0),
-                    connections as f64,
-                    None,
-                ),
-            };
-            // The trial the figure rests on: the passing one at the figure.
-            let at_figure = ts.iter().rev().find(|t| {
-                t.outcome.passed()
-                    && value.is_some_and(|v| match d.methodology {
-                        Methodology::NatTableCapacity => t.request.connections as f64 == v,
-                        _ => (t.request.rate.0 - v).abs() <= 1e-9 * v.max(1.0),
-                    })
-            });
-            ConnRow {
-                case_id: d.case_id.clone(),
-                methodology: d.methodology,
-                repetition: d.repetition,
-                value,
-                upper,
-                at,
-                past,
-                trials: r.trials,
-                tester_limited: matches!(r.status, ConnStatus::TesterLimited { .. }),
-                dut_entries: at_figure.and_then(|t| t.dut.map(|c| c.preliminary.entries)),
-                dut_refused: at_figure.and_then(|t| t.dut.map(|c| c.preliminary.refused)),
-                learned: at_figure.map(|t| t.phases.learned),
-                summary: bench::search::nat::describe(r),
+                    upper.is_none(),
+                    at_figure,
+                ));
             }
-        })
-        .collect()
+            ConnFinding::ConnectionRate {
+                connections,
+                lower,
+                upper,
+            } => {
+                let value = lower.map(|x| x.0);
+                let at_figure = ts.iter().rev().find(|t| {
+                    t.outcome.passed()
+                        && value.is_some_and(|v| (t.request.rate.0 - v).abs() <= 1e-9 * v.max(1.0))
+                });
+                out.push(row(
+                    value,
+                    upper.map(|x| x.0),
+                    *connections as f64,
+                    None,
+                    upper.is_none(),
+                    at_figure,
+                ));
+            }
+            ConnFinding::TeardownRate {
+                connections,
+                rate,
+                at_least,
+                ..
+            } => {
+                let value = rate.or(*at_least).map(|x| x.0);
+                let at_figure = ts.iter().rev().find(|t| {
+                    t.outcome.passed() && t.outcome.teardown.is_some_and(|d| d.entries_after == 0)
+                });
+                out.push(row(
+                    value,
+                    None,
+                    *connections as f64,
+                    None,
+                    rate.is_none(),
+                    at_figure,
+                ));
+            }
+            ConnFinding::Throughput { points } => {
+                for p in points {
+                    let at_figure = ts.iter().rev().find(|t| {
+                        t.request.connections == p.connections
+                            && t.outcome.load.is_some_and(|l| {
+                                l.lossless()
+                                    && p.lower.is_some_and(|v| {
+                                        (l.intended_pps - v).abs() <= 1e-9 * v.max(1.0)
+                                    })
+                            })
+                    });
+                    let mut r = row(
+                        p.lower,
+                        p.upper,
+                        p.connections as f64,
+                        (!p.established).then(|| "not all connections established".to_string()),
+                        p.upper.is_none(),
+                        at_figure,
+                    );
+                    // The trials at this N (the search's total covers every N).
+                    r.trials = ts
+                        .iter()
+                        .filter(|t| t.request.connections == p.connections && !t.superseded)
+                        .count() as u32;
+                    out.push(r);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The unit of a methodology's figure.
+pub fn unit(m: Methodology) -> &'static str {
+    match m {
+        Methodology::NatTableCapacity => "connections",
+        Methodology::NatThroughput => "frames/s each way",
+        _ => "connections/s",
+    }
 }
 
 /// Columns shared by CSV, Markdown and HTML.
@@ -139,7 +223,7 @@ fn opt(x: Option<impl ToString>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// One row's cells.
+/// One row's cells. A lower bound reads "at least X".
 pub fn cells(r: &ConnRow) -> Vec<String> {
     let capacity = r.methodology == Methodology::NatTableCapacity;
     let num = |x: f64| format!("{x:.0}");
@@ -147,13 +231,16 @@ pub fn cells(r: &ConnRow) -> Vec<String> {
         r.case_id.clone(),
         r.methodology.name().to_string(),
         r.repetition.to_string(),
-        r.value.map(num).unwrap_or_default(),
-        if capacity {
-            "connections"
-        } else {
-            "connections/s"
-        }
-        .to_string(),
+        r.value
+            .map(|v| {
+                if r.lower_bound {
+                    format!("at least {}", num(v))
+                } else {
+                    num(v)
+                }
+            })
+            .unwrap_or_default(),
+        unit(r.methodology).to_string(),
         r.upper.map(num).unwrap_or_default(),
         if capacity {
             format!("{} /s", num(r.at))
@@ -250,5 +337,47 @@ mod tests {
                 "0"
             ]
         );
+    }
+
+    #[test]
+    fn teardown_and_throughput_rows_say_at_least_for_lower_bounds() {
+        let done = |finding: serde_json::Value, m: &str| -> ConnDone {
+            serde_json::from_value(serde_json::json!({
+                "case_id": "napt/udp4/64B", "repetition": 0, "methodology": m,
+                "result": {"status": {"state": "complete"}, "finding": finding,
+                    "trials": 4, "trial_seconds": 2.0}
+            }))
+            .unwrap()
+        };
+        let td = done(
+            serde_json::json!({"kind": "teardown-rate", "connections": 5000,
+                "rate": 900000.0, "at_least": 400000.0, "valid": 5, "repetitions": 5}),
+            "nat-teardown-rate",
+        );
+        let td_bound = done(
+            serde_json::json!({"kind": "teardown-rate", "connections": 5000,
+                "rate": null, "at_least": 400000.0, "valid": 5, "repetitions": 5}),
+            "nat-teardown-rate",
+        );
+        let tp = done(
+            serde_json::json!({"kind": "throughput", "points": [
+                {"connections": 1, "lower": 40000.0, "upper": null, "established": true},
+                {"connections": 6000, "lower": 30000.0, "upper": 32000.0, "established": true},
+                {"connections": 9000, "lower": null, "upper": null, "established": false}]}),
+            "nat-throughput",
+        );
+        let rows = rows(&[], &[&td, &td_bound, &tp]);
+        assert_eq!(rows.len(), 5, "a row per N for throughput");
+        let value = |r: &ConnRow| cells(r)[3].clone();
+        assert_eq!(value(&rows[0]), "900000");
+        assert_eq!(cells(&rows[0])[4], "connections/s");
+        assert_eq!(value(&rows[1]), "at least 400000");
+        assert_eq!(value(&rows[2]), "at least 40000");
+        assert_eq!(cells(&rows[2])[4], "frames/s each way");
+        assert_eq!(cells(&rows[2])[6], "N = 1");
+        assert_eq!(value(&rows[3]), "30000");
+        assert_eq!(cells(&rows[3])[5], "32000");
+        assert_eq!(value(&rows[4]), "");
+        assert_eq!(cells(&rows[4])[7], "not all connections established");
     }
 }

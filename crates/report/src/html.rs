@@ -157,6 +157,7 @@ fn grouped(
                             value: scaled(r, reached, &value),
                             noise: 0.0,
                             tester_limited: true,
+                            lower_bound: false,
                         });
                     }
                     let v = value(r)?;
@@ -170,6 +171,7 @@ fn grouped(
                         value: v,
                         noise,
                         tester_limited: false,
+                        lower_bound: false,
                     })
                 })
                 .collect()
@@ -800,17 +802,14 @@ fn switch_sections(a: &Analysis, o: &mut String) {
 /// the first repetition's figure; tester-limited bars hatched) and the table every format shows.
 fn connection_section(a: &Analysis, o: &mut String) {
     use bench::plan::Methodology;
-    o.push_str("<h2>Connections (stateful NAT / firewall)</h2><p>RFC 9693's two-phase trials: N connections opened at a rate, each validated by a reply on the tuple the DUT translated it to. Table capacity: the largest N that passed at a fixed rate; connection rate: the highest rate at which all N were established and validated. The DUT's own table entries and refusals after the preliminary phase of the trial at the figure are beside the result.</p>\n");
-    for (m, title, unit) in [
+    o.push_str("<h2>Connections (stateful NAT / firewall)</h2><p>RFC 9693's two-phase trials: N connections opened at a rate, each validated by a reply on the tuple the DUT translated it to. Table capacity: the largest N that passed at a fixed rate; connection rate: the highest rate at which all N were established and validated; tear-down rate: N deleted connections over the time the DUT took to delete them (less the same deletion on an empty table), median of the repetitions; throughput: the highest rate per direction at which every frame of both directions crossed on the N established connections. The DUT's own table entries (after the preliminary phase; for throughput after the load) and refusals of the trial at the figure are beside the result. Bars marked ≥ and results reading \"at least\" are lower bounds (the most tried passed); TL marks a tester-limited search.</p>\n");
+    for (m, title) in [
+        (Methodology::NatTableCapacity, "Connection table capacity"),
+        (Methodology::NatConnectionRate, "Connection establishment rate"),
+        (Methodology::NatTeardownRate, "Connection tear-down rate"),
         (
-            Methodology::NatTableCapacity,
-            "Connection table capacity",
-            "connections",
-        ),
-        (
-            Methodology::NatConnectionRate,
-            "Connection establishment rate",
-            "connections/s",
+            Methodology::NatThroughput,
+            "Throughput with N connections (each direction)",
         ),
     ] {
         let rows: Vec<_> = a
@@ -821,15 +820,45 @@ fn connection_section(a: &Analysis, o: &mut String) {
         if rows.is_empty() {
             continue;
         }
-        let groups: Vec<String> = rows.iter().map(|r| r.case_id.clone()).collect();
-        let values: Vec<Vec<Option<Bar>>> = rows
+        // A bar per case; for throughput a bar per N within each case.
+        let mut groups: Vec<String> = Vec::new();
+        let mut series: Vec<String> = Vec::new();
+        let series_of = |r: &crate::connections::ConnRow| {
+            if m == Methodology::NatThroughput {
+                format!("N = {:.0}", r.at)
+            } else {
+                m.name().to_string()
+            }
+        };
+        for r in &rows {
+            if !groups.contains(&r.case_id) {
+                groups.push(r.case_id.clone());
+            }
+            let s = series_of(r);
+            if !series.contains(&s) {
+                series.push(s);
+            }
+        }
+        let values: Vec<Vec<Option<Bar>>> = groups
             .iter()
-            .map(|r| {
-                vec![r.value.map(|v| Bar {
-                    value: v,
-                    noise: 0.0,
-                    tester_limited: r.tester_limited,
-                })]
+            .map(|g| {
+                series
+                    .iter()
+                    .map(|s| {
+                        rows.iter()
+                            .find(|r| &r.case_id == g && &series_of(r) == s)
+                            .and_then(|r| {
+                                r.value.map(|v| Bar {
+                                    value: v,
+                                    noise: 0.0,
+                                    // Hatched: not a DUT figure ("TL"), or only a lower
+                                    // bound ("≥").
+                                    tester_limited: r.tester_limited,
+                                    lower_bound: r.lower_bound && !r.tester_limited,
+                                })
+                            })
+                    })
+                    .collect()
             })
             .collect();
         let y_max = rows.iter().filter_map(|r| r.value).fold(1.0, f64::max);
@@ -838,9 +867,9 @@ fn connection_section(a: &Analysis, o: &mut String) {
             &bar_chart(
                 title,
                 "case",
-                unit,
+                crate::connections::unit(m),
                 &groups,
-                &[m.name().to_string()],
+                &series,
                 &values,
                 y_max,
             ),

@@ -54,6 +54,8 @@ pub struct Bar {
     pub noise: f64,
     /// Tester-limited: drawn hatched, labelled "TL", no DUT figure.
     pub tester_limited: bool,
+    /// Only a lower bound ("at least"): drawn hatched, labelled "≥".
+    pub lower_bound: bool,
 }
 
 const W: f64 = 600.0;
@@ -298,7 +300,7 @@ pub fn bar_chart(
             let x = x0 + si as f64 * bw;
             let h = (b.value / y_max * ph).clamp(0.0, ph);
             let y = T + ph - h;
-            let fill = if b.tester_limited {
+            let fill = if b.tester_limited || b.lower_bound {
                 "url(#tl)".to_string()
             } else {
                 PALETTE[si % PALETTE.len()].to_string()
@@ -310,11 +312,12 @@ pub fn bar_chart(
                 esc(s),
                 tick(b.value)
             ));
-            if b.tester_limited {
+            if b.tester_limited || b.lower_bound {
                 o.push_str(&format!(
-                    r#"<text class="tl" x="{:.1}" y="{:.1}" text-anchor="middle">TL</text>"#,
+                    r#"<text class="tl" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
                     x + bw / 2.0 - 1.0,
-                    y - 3.0
+                    y - 3.0,
+                    if b.tester_limited { "TL" } else { "≥" }
                 ));
             } else if b.noise > 0.0 {
                 let cx = x + bw / 2.0 - 1.0;
@@ -520,7 +523,8 @@ mod tests {
             vec![Some(Bar {
                 value: 1.0,
                 noise: 0.0,
-                tester_limited: false
+                tester_limited: false,
+                lower_bound: false,
             })];
             6
         ];

@@ -592,7 +592,7 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     }
     if !a.connections.is_empty() {
         o.push_str(&format!(
-            "## Connections (stateful NAT / firewall)\n\nRFC 9693's two-phase trials: N connections opened at a rate, each validated by a reply on the tuple the DUT translated it to. Table capacity: the largest N that passed at a fixed rate; connection rate: the highest rate at which all N were established and validated. The DUT's own table entries and refusals after the preliminary phase of the trial at the figure are beside the result.\n\n| {} |\n|{}\n",
+            "## Connections (stateful NAT / firewall)\n\nRFC 9693's two-phase trials: N connections opened at a rate, each validated by a reply on the tuple the DUT translated it to. Table capacity: the largest N that passed at a fixed rate; connection rate: the highest rate at which all N were established and validated; tear-down rate: N deleted connections over the time the DUT took to delete them (less the same deletion on an empty table), median of the repetitions; throughput: the highest rate per direction at which every frame of both directions crossed on the N established connections. The DUT's own table entries (after the preliminary phase; for throughput after the load) and refusals of the trial at the figure are beside the result. \"At least\" marks a lower bound: the most tried passed, or the tester set the limit.\n\n| {} |\n|{}\n",
             crate::connections::TITLES.join(" | "),
             "---|".repeat(crate::connections::COLUMNS.len())
         ));

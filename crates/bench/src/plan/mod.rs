@@ -290,11 +290,17 @@ pub enum Methodology {
     /// RFC 9693 maximum connection establishment rate at a fixed number of connections
     /// ([`search::ConnectionRateSearch`]).
     NatConnectionRate,
+    /// RFC 9693 connection tear-down rate: N connections established, then the DUT's table
+    /// deleted and timed ([`search::TeardownRateSearch`]).
+    NatTeardownRate,
+    /// RFC 2544 throughput on N established connections, both directions, for a list of N
+    /// ([`search::NatThroughputSearch`]).
+    NatThroughput,
 }
 
 impl Methodology {
     /// Every methodology with its plan name.
-    pub const ALL: [(&'static str, Methodology); 9] = [
+    pub const ALL: [(&'static str, Methodology); 11] = [
         ("rfc2544-throughput", Methodology::Rfc2544Throughput),
         ("multi-goal", Methodology::MultiGoal),
         ("rfc2544-latency", Methodology::Rfc2544Latency),
@@ -304,6 +310,8 @@ impl Methodology {
         ("iperf3", Methodology::Iperf3),
         ("nat-table-capacity", Methodology::NatTableCapacity),
         ("nat-connection-rate", Methodology::NatConnectionRate),
+        ("nat-teardown-rate", Methodology::NatTeardownRate),
+        ("nat-throughput", Methodology::NatThroughput),
     ];
 
     /// The plan name.
@@ -331,8 +339,141 @@ impl Methodology {
     pub fn is_connection(self) -> bool {
         matches!(
             self,
-            Methodology::NatTableCapacity | Methodology::NatConnectionRate
+            Methodology::NatTableCapacity
+                | Methodology::NatConnectionRate
+                | Methodology::NatTeardownRate
+                | Methodology::NatThroughput
         )
+    }
+}
+
+/// `[methodology.nat-teardown-rate]`: see [`search::TeardownRateSearch`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TeardownRateSettings {
+    /// Connections established, then deleted, in every repetition.
+    pub connections: u64,
+    /// Repetitions; the figure is their median.
+    pub repetitions: u32,
+    /// New connections per second in the preliminary phase.
+    pub preliminary_rate: f64,
+    /// Validation frames per second; `None` = the preliminary rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_rate: Option<f64>,
+    #[serde(with = "crate::secs")]
+    pub phase_gap: Duration,
+}
+
+impl Default for TeardownRateSettings {
+    fn default() -> Self {
+        TeardownRateSettings {
+            connections: 1000,
+            repetitions: 5,
+            preliminary_rate: 1000.0,
+            validation_rate: None,
+            phase_gap: Duration::from_secs(1),
+        }
+    }
+}
+
+impl TeardownRateSettings {
+    /// The search configuration these settings give.
+    pub fn config(&self, tester_tolerance: f64) -> search::TeardownRateConfig {
+        let rate = ConnRate(self.preliminary_rate);
+        search::TeardownRateConfig {
+            connections: self.connections,
+            repetitions: self.repetitions,
+            rate,
+            validation_rate: self.validation_rate.map_or(rate, ConnRate),
+            gap: self.phase_gap,
+            tester_tolerance,
+        }
+    }
+}
+
+/// One N of `[methodology.nat-throughput] connections`: a number, or `"table"` — the case's
+/// configured table size (`table-size` of its lab profile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ConnCount {
+    N(u64),
+    Table(TableWord),
+}
+
+/// The word `table`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TableWord {
+    Table,
+}
+
+/// `[methodology.nat-throughput]`: see [`search::NatThroughputSearch`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NatThroughputSettings {
+    /// The N to measure at.
+    pub connections: Vec<ConnCount>,
+    /// Frames/s each direction: the floor and the first rate tried.
+    pub min_rate: f64,
+    pub max_rate: f64,
+    /// Relative width at which each N's bisection stops.
+    pub resolution: f64,
+    /// How long each load runs.
+    #[serde(with = "crate::secs")]
+    pub duration: Duration,
+    /// New connections per second in the preliminary phase.
+    pub preliminary_rate: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_rate: Option<f64>,
+    #[serde(with = "crate::secs")]
+    pub phase_gap: Duration,
+}
+
+impl Default for NatThroughputSettings {
+    fn default() -> Self {
+        NatThroughputSettings {
+            connections: vec![ConnCount::N(1), ConnCount::N(1000)],
+            min_rate: 1000.0,
+            max_rate: 100_000.0,
+            resolution: 0.05,
+            duration: Duration::from_secs(1),
+            preliminary_rate: 1000.0,
+            validation_rate: None,
+            phase_gap: Duration::from_secs(1),
+        }
+    }
+}
+
+impl NatThroughputSettings {
+    /// The search configuration for a case whose table holds `table_size` connections
+    /// (`None`: not known; then `"table"` cannot be resolved and this is `Err` naming it).
+    pub fn config(
+        &self,
+        tester_tolerance: f64,
+        table_size: Option<u64>,
+    ) -> Result<search::NatThroughputConfig, String> {
+        let connections = self
+            .connections
+            .iter()
+            .map(|c| match c {
+                ConnCount::N(n) => Ok(*n),
+                ConnCount::Table(_) => table_size.ok_or_else(|| {
+                    "`\"table\"` needs the case's profile to set `table-size`".to_string()
+                }),
+            })
+            .collect::<Result<Vec<u64>, String>>()?;
+        let rate = ConnRate(self.preliminary_rate);
+        Ok(search::NatThroughputConfig {
+            connections,
+            min_pps: self.min_rate,
+            max_pps: self.max_rate,
+            resolution: self.resolution,
+            duration: self.duration,
+            rate,
+            validation_rate: self.validation_rate.map_or(rate, ConnRate),
+            gap: self.phase_gap,
+            tester_tolerance,
+        })
     }
 }
 
@@ -511,6 +652,12 @@ pub struct MethodologySettings {
     /// `nat-connection-rate` (absent in run files written before it existed).
     #[serde(default)]
     pub nat_connection_rate: ConnectionRateSettings,
+    /// `[methodology.nat-teardown-rate]`.
+    #[serde(default)]
+    pub nat_teardown_rate: TeardownRateSettings,
+    /// `[methodology.nat-throughput]`.
+    #[serde(default)]
+    pub nat_throughput: NatThroughputSettings,
 }
 
 impl Default for MethodologySettings {
@@ -539,6 +686,8 @@ impl Default for MethodologySettings {
             iperf3_udp_bitrate: None,
             nat_table_capacity: TableCapacitySettings::default(),
             nat_connection_rate: ConnectionRateSettings::default(),
+            nat_teardown_rate: TeardownRateSettings::default(),
+            nat_throughput: NatThroughputSettings::default(),
         }
     }
 }
@@ -1088,18 +1237,41 @@ impl Plan {
             Methodology::Rfc2544Latency
             | Methodology::Iperf3
             | Methodology::NatTableCapacity
-            | Methodology::NatConnectionRate => return None,
+            | Methodology::NatConnectionRate
+            | Methodology::NatTeardownRate
+            | Methodology::NatThroughput => return None,
         };
         // Settings were range-checked by the parser, so this only fails on a bug.
         built.ok()
     }
 
-    /// The connection search for `methodology` (`nat-table-capacity`, `nat-connection-rate`),
-    /// or `None` for the others. Settings were checked by the parser.
-    pub fn conn_search(&self, methodology: Methodology) -> Option<Box<dyn ConnSearch>> {
+    /// The connection table size the lab profile of `case` sets (`table-size`), if any.
+    pub fn table_size(&self, case: &Case) -> Option<u64> {
+        self.dut
+            .profiles
+            .iter()
+            .find(|p| p.name == case.profile)
+            .and_then(|p| p.table_size)
+    }
+
+    /// The connection search for `methodology` (`nat-table-capacity`, `nat-connection-rate`,
+    /// `nat-teardown-rate`, `nat-throughput`) on `case`, or `None` for the others. Settings
+    /// were checked by the parser (and `"table"` against the profiles by `plan check`).
+    pub fn conn_search(&self, case: &Case, methodology: Methodology) -> Option<Box<dyn ConnSearch>> {
         let tol = self.run.tester_tolerance;
         let m = &self.methodology;
         match methodology {
+            Methodology::NatTeardownRate => {
+                search::TeardownRateSearch::new(m.nat_teardown_rate.config(tol))
+                    .ok()
+                    .map(|s| Box::new(s) as Box<dyn ConnSearch>)
+            }
+            Methodology::NatThroughput => m
+                .nat_throughput
+                .config(tol, self.table_size(case))
+                .ok()
+                .and_then(|c| search::NatThroughputSearch::new(c).ok())
+                .map(|s| Box::new(s) as Box<dyn ConnSearch>),
             Methodology::NatTableCapacity => {
                 TableCapacitySearch::new(m.nat_table_capacity.config(tol))
                     .ok()
@@ -1134,10 +1306,41 @@ impl Plan {
                     out.push((
                         format!("matrix[{i}].methodologies[{j}]"),
                         format!(
-                            "`{}` runs on the lab's DUT (topology lab = \"forward\", dut kind = \"lab\") only so far: emptying a real device's connection table between trials is not built yet (issue #15)",
-                            m.name()
+                            "`{}` is unsupported for this DUT kind: it runs on the lab's DUT (topology lab = \"forward\", dut kind = \"lab\") only so far, because emptying a real device's connection table between trials{} is not built yet (issue #15)",
+                            m.name(),
+                            if *m == Methodology::NatTeardownRate {
+                                ", deleting it on command and reading its entry count"
+                            } else {
+                                ""
+                            }
                         ),
                     ));
+                }
+                // `"table"` means the case's configured table: every profile of the block
+                // must set one.
+                if *m == Methodology::NatThroughput
+                    && self
+                        .methodology
+                        .nat_throughput
+                        .connections
+                        .iter()
+                        .any(|c| matches!(c, ConnCount::Table(_)))
+                {
+                    let profiles: Vec<&Profile> = self
+                        .dut
+                        .profiles
+                        .iter()
+                        .filter(|p| mx.profile.is_empty() || mx.profile.contains(&p.name))
+                        .collect();
+                    for p in profiles.iter().filter(|p| p.table_size.is_none()) {
+                        out.push((
+                            "methodology.nat-throughput.connections".to_string(),
+                            format!(
+                                "`\"table\"` means the configured table size, but profile `{}` (matrix[{i}]) sets no `table-size`",
+                                p.name
+                            ),
+                        ));
+                    }
                 }
             }
         }
@@ -1227,11 +1430,50 @@ impl Plan {
                         f64::from(n) * self.methodology.latency_duration.as_secs_f64(),
                     )
                 }
-                Methodology::NatTableCapacity | Methodology::NatConnectionRate => {
-                    match self.conn_search(m) {
+                Methodology::NatTableCapacity
+                | Methodology::NatConnectionRate
+                | Methodology::NatTeardownRate
+                | Methodology::NatThroughput => {
+                    match self.conn_search(case, m) {
                         Some(mut s) => {
                             let dut = self.estimate_stateful_dut();
-                            let r = search::drive_conn(s.as_mut(), |t| dut.estimate_trial(t));
+                            let r = search::drive_conn(s.as_mut(), |t| {
+                                let mut o = dut.estimate_trial(t);
+                                // The real test in closed form: a tear-down that empties
+                                // the table, a load that passes up to the DUT's forwarding.
+                                match t.real {
+                                    Some(search::RealTest::Teardown) => {
+                                        o.teardown = Some(search::TeardownOutcome {
+                                            entries_before: o.validation_received,
+                                            entries_after: 0,
+                                            delete_ns: 2_000_000,
+                                            empty_ns: 1_000_000,
+                                        })
+                                    }
+                                    Some(search::RealTest::Load { pps, duration }) => {
+                                        let sent = (pps * duration.as_secs_f64()) as u64;
+                                        let got = if pps <= ESTIMATE_CAPACITY.0
+                                            * self.line_pps(case).0
+                                        {
+                                            sent
+                                        } else {
+                                            sent / 2
+                                        };
+                                        o.load = Some(search::LoadOutcome {
+                                            intended_pps: pps,
+                                            forward_sent: sent,
+                                            forward_received: got,
+                                            forward_pps: pps,
+                                            reverse_sent: sent,
+                                            reverse_received: got,
+                                            reverse_pps: pps,
+                                            ..Default::default()
+                                        })
+                                    }
+                                    None => {}
+                                }
+                                o
+                            });
                             (u64::from(r.trials), r.trial_seconds)
                         }
                         None => (0, 0.0),

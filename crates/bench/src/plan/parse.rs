@@ -108,6 +108,27 @@ const CONNECTION_RATE_KEYS: [&str; 6] = [
     "phase-gap",
 ];
 
+/// Keys of `[methodology.nat-teardown-rate]`.
+const TEARDOWN_RATE_KEYS: [&str; 5] = [
+    "connections",
+    "repetitions",
+    "preliminary-rate",
+    "validation-rate",
+    "phase-gap",
+];
+
+/// Keys of `[methodology.nat-throughput]`.
+const NAT_THROUGHPUT_KEYS: [&str; 8] = [
+    "connections",
+    "min-rate",
+    "max-rate",
+    "resolution",
+    "duration",
+    "preliminary-rate",
+    "validation-rate",
+    "phase-gap",
+];
+
 /// Parses `500ms`, `2s`, `1.5s`, `2m`, `1h`.
 fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
@@ -1325,6 +1346,102 @@ impl<'s> Walker<'s> {
                 };
                 let span = get(st, key)
                     .or_else(|| get(t, "nat-connection-rate"))
+                    .map_or(0..0, |v| v.span());
+                self.err(span, &join(p, key), e.0);
+            }
+        }
+        if let Some(st) = self.sub(t, "nat-teardown-rate", &TEARDOWN_RATE_KEYS) {
+            let p = "methodology.nat-teardown-rate";
+            let s = &mut m.nat_teardown_rate;
+            if let Some(x) =
+                get(st, "connections").and_then(|x| self.int(x, &join(p, "connections"), 1, MAX_N))
+            {
+                s.connections = x as u64;
+            }
+            if let Some(x) =
+                get(st, "repetitions").and_then(|x| self.int(x, &join(p, "repetitions"), 1, 1000))
+            {
+                s.repetitions = x as u32;
+            }
+            if let Some(x) = get(st, "preliminary-rate")
+                .and_then(|x| self.float(x, &join(p, "preliminary-rate"), 1.0, MAX_RATE))
+            {
+                s.preliminary_rate = x;
+            }
+            if let Some(x) = get(st, "validation-rate")
+                .and_then(|x| self.float(x, &join(p, "validation-rate"), 1.0, MAX_RATE))
+            {
+                s.validation_rate = Some(x);
+            }
+            if let Some(x) =
+                get(st, "phase-gap").and_then(|x| self.duration(x, &join(p, "phase-gap")))
+            {
+                s.phase_gap = x;
+            }
+        }
+        if let Some(st) = self.sub(t, "nat-throughput", &NAT_THROUGHPUT_KEYS) {
+            let p = "methodology.nat-throughput";
+            if let Some(v) = get(st, "connections") {
+                let key = join(p, "connections");
+                let parsed = self.list(v, &key, |w, item, path| match item.get_ref() {
+                    DeValue::String(_) => w
+                        .choice(item, path, &[("table", ())])
+                        .map(|()| super::ConnCount::Table(super::TableWord::Table)),
+                    _ => w
+                        .int(item, path, 1, search::nat::MAX_CONNECTIONS as i64)
+                        .map(|n| super::ConnCount::N(n as u64)),
+                });
+                if let Some(c) = parsed {
+                    m.nat_throughput.connections = c;
+                }
+            }
+            let s = &mut m.nat_throughput;
+            // Frames/s each direction: up to 100 million (above any link the engine drives).
+            for (key, slot) in [
+                ("min-rate", &mut s.min_rate),
+                ("max-rate", &mut s.max_rate),
+                ("preliminary-rate", &mut s.preliminary_rate),
+            ] {
+                if let Some(x) =
+                    get(st, key).and_then(|x| self.float(x, &join(p, key), 1.0, MAX_RATE))
+                {
+                    *slot = x;
+                }
+            }
+            if let Some(x) = get(st, "validation-rate")
+                .and_then(|x| self.float(x, &join(p, "validation-rate"), 1.0, MAX_RATE))
+            {
+                s.validation_rate = Some(x);
+            }
+            if let Some(x) =
+                get(st, "resolution").and_then(|x| self.float(x, &join(p, "resolution"), 1e-6, 0.5))
+            {
+                s.resolution = x;
+            }
+            for (key, slot) in [("duration", &mut s.duration), ("phase-gap", &mut s.phase_gap)] {
+                if let Some(x) = get(st, key).and_then(|x| self.duration(x, &join(p, key))) {
+                    *slot = x;
+                }
+            }
+            if s.duration.is_zero() {
+                let span = get(st, "duration").map_or(0..0, |v| v.span());
+                self.err(span, &join(p, "duration"), "must be above 0");
+                return;
+            }
+            // The search's own checks with a placeholder table (the table size is per case;
+            // `plan check` resolves `"table"` against the profiles).
+            if let Err(e) = s
+                .config(run.tester_tolerance, Some(1))
+                .map_err(search::InvalidConfig)
+                .and_then(search::NatThroughputSearch::new)
+            {
+                let key = if get(st, "min-rate").is_some() {
+                    "min-rate"
+                } else {
+                    "max-rate"
+                };
+                let span = get(st, key)
+                    .or_else(|| get(t, "nat-throughput"))
                     .map_or(0..0, |v| v.span());
                 self.err(span, &join(p, key), e.0);
             }

@@ -279,6 +279,7 @@ fn conn_trial(index: u32, n: u64, learned: u64, superseded: bool) -> Record {
         rate: ConnRate(5000.0),
         validation_rate: ConnRate(5000.0),
         gap: Duration::from_millis(300),
+        real: None,
     };
     Record::ConnTrial(ConnTrialRecord {
         key: TrialKey {
@@ -297,6 +298,8 @@ fn conn_trial(index: u32, n: u64, learned: u64, superseded: bool) -> Record {
             validation_sent: learned,
             validation_received: learned,
             failed: None,
+            teardown: None,
+            load: None,
         },
         tester_limited: superseded,
         phases: ConnPhases {

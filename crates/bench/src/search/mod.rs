@@ -38,7 +38,9 @@ pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
 pub use nat::{
     drive_conn, replay_conn, ConnFinding, ConnOutcome, ConnRate, ConnReplayMismatch, ConnSearch,
     ConnSearchResult, ConnStatus, ConnTrial, ConnectionRateConfig, ConnectionRateSearch,
-    FailedSpan, PastCapacity, TableCapacityConfig, TableCapacitySearch,
+    FailedSpan, LoadOutcome, NatThroughputConfig, NatThroughputSearch, PastCapacity, RealTest,
+    TableCapacityConfig, TableCapacitySearch, TeardownOutcome, TeardownRateConfig,
+    TeardownRateSearch, ThroughputPoint,
 };
 
 /// Default tolerance for tester-limited detection: an achieved offered load more than 1 %

@@ -72,6 +72,28 @@ pub struct ConnTrial {
     /// still in flight (or queued in the DUT) reach the responder first.
     #[serde(with = "crate::secs")]
     pub gap: Duration,
+    /// What follows the validation (RFC 9693's real test): nothing for the capacity and rate
+    /// searches, a tear-down (`nat-teardown-rate`) or a load on the N connections
+    /// (`nat-throughput`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real: Option<RealTest>,
+}
+
+/// RFC 9693's real test after the connections were established and validated.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RealTest {
+    /// Delete every connection of the DUT's table and time it ("connection tear-down rate").
+    Teardown,
+    /// Frames on the N established connections, both directions at once, for `duration`:
+    /// the initiator cycles through the N tuples it opened, the responder through the N
+    /// tuples it learned (the return traffic on the translated tuples). `pps` is the rate of
+    /// each direction.
+    Load {
+        pps: f64,
+        #[serde(with = "crate::secs")]
+        duration: Duration,
+    },
 }
 
 impl ConnTrial {
@@ -82,9 +104,14 @@ impl ConnTrial {
         let n = self.connections as f64;
         let secs = n / self.rate.0 + n / self.validation_rate.0;
         // Rates were checked positive and N is bounded, so this is finite; saturate anyway.
+        let load = match self.real {
+            Some(RealTest::Load { duration, .. }) => duration,
+            _ => Duration::ZERO,
+        };
         Duration::try_from_secs_f64(secs)
             .unwrap_or(Duration::MAX)
             .saturating_add(self.gap)
+            .saturating_add(load)
     }
 
     /// Whether `other` asks for the same trial (rates compared with a relative tolerance of
@@ -96,6 +123,17 @@ impl ConnTrial {
             && self.gap == other.gap
             && close(self.rate.0, other.rate.0)
             && close(self.validation_rate.0, other.validation_rate.0)
+            && match (self.real, other.real) {
+                (None, None) | (Some(RealTest::Teardown), Some(RealTest::Teardown)) => true,
+                (
+                    Some(RealTest::Load { pps, duration }),
+                    Some(RealTest::Load {
+                        pps: p2,
+                        duration: d2,
+                    }),
+                ) => close(pps, p2) && duration == d2,
+                _ => false,
+            }
     }
 }
 
@@ -132,6 +170,89 @@ pub struct ConnOutcome {
     /// The connections that did not validate, when the runner can tell which.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<FailedSpan>,
+    /// The tear-down, when the trial asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<TeardownOutcome>,
+    /// The load on the established connections, when the trial asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadOutcome>,
+}
+
+/// What deleting the DUT's connections measured (RFC 9693 "connection tear-down rate").
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TeardownOutcome {
+    /// Entries in the DUT's table just before the deletion (the DUT's own count).
+    pub entries_before: u64,
+    /// Entries just after it: 0 when every connection was removed.
+    pub entries_after: u64,
+    /// How long the deletion took, ns, from the DUT's side (the deleting command's own
+    /// start-up included).
+    pub delete_ns: u64,
+    /// How long the same deletion takes on the then empty table, ns: the fixed cost of the
+    /// command, subtracted from `delete_ns`.
+    pub empty_ns: u64,
+}
+
+impl TeardownOutcome {
+    /// Connections the deletion removed.
+    pub fn removed(&self) -> u64 {
+        self.entries_before.saturating_sub(self.entries_after)
+    }
+
+    /// removed / (delete − empty): the tear-down rate, `None` when the deletion was not
+    /// measurably slower than the empty one (then only [`Self::rate_at_least`] holds).
+    pub fn rate(&self) -> Option<ConnRate> {
+        let d = self.delete_ns.checked_sub(self.empty_ns).filter(|&d| d > 0)?;
+        (self.removed() > 0).then(|| ConnRate(self.removed() as f64 * 1e9 / d as f64))
+    }
+
+    /// removed / delete: a lower bound of the rate (the command's fixed cost left in).
+    pub fn rate_at_least(&self) -> Option<ConnRate> {
+        (self.removed() > 0 && self.delete_ns > 0)
+            .then(|| ConnRate(self.removed() as f64 * 1e9 / self.delete_ns as f64))
+    }
+}
+
+/// What the load on the established connections measured, per direction.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LoadOutcome {
+    /// The rate asked for, each direction (frames/s).
+    pub intended_pps: f64,
+    /// Initiator → responder, on the opened tuples.
+    pub forward_sent: u64,
+    pub forward_received: u64,
+    pub forward_pps: f64,
+    /// Responder → initiator, on the learned (translated) tuples.
+    pub reverse_sent: u64,
+    pub reverse_received: u64,
+    pub reverse_pps: f64,
+    /// The DUT's table entries right after the load (the lab DUT's own count), when known:
+    /// the N connections must still be there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_entries: Option<u64>,
+    /// Frames that arrived for a connection on another tuple than its own (never counted as
+    /// received), both directions.
+    #[serde(default)]
+    pub misdirected: u64,
+    /// Frames the tester's own receive rings dropped: the tester's loss, not the DUT's.
+    #[serde(default)]
+    pub tester_drops: u64,
+}
+
+impl LoadOutcome {
+    /// Every frame of both directions arrived (RFC 2544 throughput: zero loss).
+    pub fn lossless(&self) -> bool {
+        self.forward_sent > 0
+            && self.reverse_sent > 0
+            && self.forward_received >= self.forward_sent
+            && self.reverse_received >= self.reverse_sent
+    }
+
+    /// The tester offered less than asked in either direction.
+    pub fn is_tester_limited(&self, tolerance: f64) -> bool {
+        let floor = self.intended_pps * (1.0 - tolerance);
+        self.forward_pps < floor || self.reverse_pps < floor || self.tester_drops > 0
+    }
 }
 
 impl ConnOutcome {
@@ -148,6 +269,7 @@ impl ConnOutcome {
     pub fn is_tester_limited(&self, tolerance: f64) -> bool {
         self.preliminary_sent < self.connections
             || self.offered_rate.0 < self.intended_rate.0 * (1.0 - tolerance)
+            || self.load.is_some_and(|l| l.is_tester_limited(tolerance))
     }
 
     /// What a failed trial says about the table (see [`PastCapacity`]).
@@ -218,7 +340,7 @@ pub enum ConnStatus {
 }
 
 /// What a connection search found.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ConnFinding {
     /// `nat-table-capacity`: the largest N that passed and the smallest that failed.
@@ -238,10 +360,41 @@ pub enum ConnFinding {
         lower: Option<ConnRate>,
         upper: Option<ConnRate>,
     },
+    /// `nat-teardown-rate`: how fast the DUT deleted N established connections, the median
+    /// over the repetitions that removed all of them.
+    TeardownRate {
+        connections: u64,
+        /// Median of removed / (delete − empty) (`None`: no repetition measured one).
+        rate: Option<ConnRate>,
+        /// Median of removed / delete: what holds even if the command's fixed cost was
+        /// mismeasured. The figure when `rate` is `None`.
+        at_least: Option<ConnRate>,
+        /// Repetitions that counted (all N established and validated, the table empty after).
+        valid: u32,
+        /// Repetitions run.
+        repetitions: u32,
+    },
+    /// `nat-throughput`: the RFC 2544 throughput on N established connections, per N.
+    Throughput {
+        points: Vec<ThroughputPoint>,
+    },
+}
+
+/// `nat-throughput` at one N: the highest per-direction rate at which every frame of both
+/// directions crossed, and the lowest that lost one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ThroughputPoint {
+    pub connections: u64,
+    /// Frames/s each direction (`None`: not even the minimum passed, or not established).
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+    /// False when a trial could not establish all N connections: no throughput at this N
+    /// (the table does not hold them at the preliminary rate).
+    pub established: bool,
 }
 
 /// Status, finding and cost of a connection search.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConnSearchResult {
     pub status: ConnStatus,
     pub finding: ConnFinding,
@@ -303,15 +456,15 @@ impl std::error::Error for ConnReplayMismatch {}
 pub fn replay_conn(
     search: &mut dyn ConnSearch,
     recorded: &[(ConnTrial, ConnOutcome)],
-) -> Result<Option<ConnTrial>, ConnReplayMismatch> {
+) -> Result<Option<ConnTrial>, Box<ConnReplayMismatch>> {
     let mut next = search.next(None);
     for (index, (trial, outcome)) in recorded.iter().enumerate() {
         if !next.as_ref().is_some_and(|n| n.same_as(trial)) {
-            return Err(ConnReplayMismatch {
+            return Err(Box::new(ConnReplayMismatch {
                 index,
                 expected: next,
                 recorded: *trial,
-            });
+            }));
         }
         next = search.next(Some(outcome));
     }
@@ -353,7 +506,13 @@ impl ConnLedger {
         }
         match (self.pending.take(), last) {
             (Some(_), Some(o)) if o.is_tester_limited(self.tolerance) => {
-                self.limited = Some((o.intended_rate, o.offered_rate));
+                self.limited = Some(match o.load {
+                    Some(l) if l.is_tester_limited(self.tolerance) => (
+                        ConnRate(l.intended_pps),
+                        ConnRate(l.forward_pps.min(l.reverse_pps)),
+                    ),
+                    _ => (o.intended_rate, o.offered_rate),
+                });
                 Err(())
             }
             (Some(t), Some(o)) => Ok(Some((t, o))),
@@ -504,6 +663,7 @@ impl TableCapacitySearch {
             rate: self.cfg.rate,
             validation_rate: self.cfg.validation_rate,
             gap: self.cfg.gap,
+            real: None,
         }
     }
 }
@@ -652,6 +812,7 @@ impl ConnSearch for ConnectionRateSearch {
                     rate: ConnRate(r),
                     validation_rate: self.cfg.validation_rate,
                     gap: self.cfg.gap,
+                    real: None,
                 };
                 self.ledger.issue(t)
             }
@@ -673,11 +834,18 @@ impl ConnSearch for ConnectionRateSearch {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_real;
+
+mod real;
+pub use real::{
+    NatThroughputConfig, NatThroughputSearch, TeardownRateConfig, TeardownRateSearch,
+};
 
 /// One line for a finished connection search, as the run's progress and the report's
 /// conclusions say it: the bracket, what failed past it, and whether it is a DUT figure.
 pub fn describe(r: &ConnSearchResult) -> String {
-    let what = match r.finding {
+    let what = match &r.finding {
         ConnFinding::TableCapacity {
             lower,
             upper,
@@ -712,11 +880,52 @@ pub fn describe(r: &ConnSearchResult) -> String {
             ),
             (None, None) => "no trial finished".to_string(),
         },
+        ConnFinding::TeardownRate {
+            connections,
+            rate,
+            at_least,
+            valid,
+            repetitions,
+        } => match (rate, at_least) {
+            (Some(r), _) => format!(
+                "tear-down rate {:.0}/s for {connections} connections (median of {valid} of {repetitions} repetitions)",
+                r.0
+            ),
+            (None, Some(l)) => format!(
+                "tear-down rate at least {:.0}/s for {connections} connections (the deletion was not measurably slower than on an empty table; median of {valid} of {repetitions})",
+                l.0
+            ),
+            (None, None) => format!(
+                "no tear-down measured for {connections} connections ({valid} of {repetitions} repetitions established them all and emptied the table)"
+            ),
+        },
+        ConnFinding::Throughput { points } if points.is_empty() => "no trial finished".to_string(),
+        ConnFinding::Throughput { points } => points
+            .iter()
+            .map(|p| match (p.established, p.lower, p.upper) {
+                (false, _, _) => format!("{} connections: not all established", p.connections),
+                (true, Some(l), Some(u)) => format!(
+                    "{} connections: {l:.0} frames/s each way ({u:.0} lost frames)",
+                    p.connections
+                ),
+                (true, Some(l), None) => format!(
+                    "{} connections: at least {l:.0} frames/s each way (the most tried)",
+                    p.connections
+                ),
+                (true, None, Some(u)) => format!(
+                    "{} connections: no rate passed (down to {u:.0} frames/s)",
+                    p.connections
+                ),
+                (true, None, None) => format!("{} connections: unfinished", p.connections),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
     };
     match r.status {
-        ConnStatus::TesterLimited { intended, achieved } => {
-            format!("tester-limited (asked {intended}, sent {achieved}), not a DUT figure; {what}")
-        }
+        ConnStatus::TesterLimited { intended, achieved } => format!(
+            "tester-limited (asked {:.0}/s, sent {:.0}/s), not a DUT figure; {what}",
+            intended.0, achieved.0
+        ),
         ConnStatus::Running => format!("unfinished; {what}"),
         ConnStatus::Complete => what,
     }

@@ -234,6 +234,16 @@ pub struct SimStatefulDut {
     pub timeout: Option<core::time::Duration>,
     /// The highest preliminary rate the tester reaches.
     pub tester_ceiling: Option<f64>,
+    /// Entries the DUT deletes per second when its table is flushed (`nat-teardown-rate`).
+    pub delete_rate: f64,
+    /// The fixed cost of a flush, also on an empty table (the deleting command's start-up).
+    pub delete_overhead: core::time::Duration,
+    /// Frames/s per direction forwarded without loss with one connection
+    /// (`nat-throughput`)…
+    pub forward_pps: f64,
+    /// …and the share of it lost with a full table: the limit falls linearly with N, to
+    /// forward_pps × (1 − slowdown) at N = capacity.
+    pub forward_slowdown: f64,
 }
 
 impl SimStatefulDut {
@@ -247,7 +257,68 @@ impl SimStatefulDut {
             policy,
             timeout: None,
             tester_ceiling: None,
+            delete_rate: 1e6,
+            delete_overhead: core::time::Duration::from_millis(2),
+            forward_pps: 1e6,
+            forward_slowdown: 0.0,
         }
+    }
+
+    /// The per-direction rate forwarded without loss with `n` connections in the table.
+    pub fn forward_limit(&self, n: u64) -> f64 {
+        let full = (n as f64 / self.capacity.max(1) as f64).min(1.0);
+        self.forward_pps * (1.0 - self.forward_slowdown * full)
+    }
+
+    /// [`Self::trial`] followed by the trial's real test: the flush of the table (what is in it
+    /// is deleted at `delete_rate` after `delete_overhead`, which an empty flush costs too), or
+    /// the load (every frame crosses at or below [`Self::forward_limit`] of the connections
+    /// present, a share of them is lost above it; frames of connections no longer in the table
+    /// are lost).
+    pub fn trial_real(&self, t: &super::nat::ConnTrial) -> super::nat::ConnOutcome {
+        use super::nat::{LoadOutcome, RealTest, TeardownOutcome};
+        let mut o = self.trial(t);
+        let present = o.validation_received;
+        match t.real {
+            None => {}
+            Some(RealTest::Teardown) => {
+                let overhead = self.delete_overhead.as_nanos() as u64;
+                o.teardown = Some(TeardownOutcome {
+                    entries_before: present,
+                    entries_after: 0,
+                    delete_ns: overhead + (present as f64 / self.delete_rate * 1e9) as u64,
+                    empty_ns: overhead,
+                });
+            }
+            Some(RealTest::Load { pps, duration }) => {
+                let sent = (pps * duration.as_secs_f64()).round() as u64;
+                let limit = self.forward_limit(present);
+                let n = t.connections.max(1);
+                // Frames of connections that are gone: sent on them, never forwarded.
+                let alive = |sent: u64| sent * present / n;
+                let received = |sent: u64| {
+                    let a = alive(sent);
+                    if pps <= limit * (1.0 + 1e-9) {
+                        a
+                    } else {
+                        (a as f64 * limit / pps) as u64
+                    }
+                };
+                o.load = Some(LoadOutcome {
+                    intended_pps: pps,
+                    forward_sent: sent,
+                    forward_received: received(sent),
+                    forward_pps: pps,
+                    reverse_sent: sent,
+                    reverse_received: received(sent),
+                    reverse_pps: pps,
+                    dut_entries: Some(present),
+                    misdirected: 0,
+                    tester_drops: 0,
+                });
+            }
+        }
+        o
     }
 
     /// The highest preliminary rate at which all of `n` connections are inserted: with a bucket
@@ -346,6 +417,8 @@ impl SimStatefulDut {
             validation_sent: learned,
             validation_received: validated,
             failed,
+            teardown: None,
+            load: None,
         }
     }
 
@@ -444,6 +517,8 @@ impl SimStatefulDut {
             validation_sent: learned.len() as u64,
             validation_received: received,
             failed,
+            teardown: None,
+            load: None,
         }
     }
 }

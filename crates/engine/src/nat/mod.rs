@@ -26,6 +26,7 @@
 
 pub mod check;
 pub mod learn;
+pub mod load;
 pub mod reply;
 
 use std::net::IpAddr;
@@ -45,6 +46,7 @@ use crate::{Error, Result};
 
 pub use check::{Failed, Opened, Validated};
 pub use learn::{Learned, Tuple};
+pub use load::{LoadPhase, LoadReport};
 pub use reply::ReplyWriter;
 
 /// Stream id of the preliminary frames (initiator → responder).
@@ -91,6 +93,9 @@ pub struct ConnTrialConfig {
     pub permutation_seed: Option<u64>,
     /// How long each port waits for the DUT to answer ARP/ND.
     pub resolve_timeout: Duration,
+    /// RFC 9693's real test for throughput: after a validation in which every connection came
+    /// back, load the N connections both ways ([`load`]). `None`: no load.
+    pub load: Option<LoadPhase>,
 }
 
 impl ConnTrialConfig {
@@ -108,6 +113,7 @@ impl ConnTrialConfig {
             drain: Duration::from_millis(100),
             permutation_seed: None,
             resolve_timeout: Duration::from_secs(3),
+            load: None,
         }
     }
 
@@ -228,6 +234,10 @@ pub struct ConnTrialReport {
     pub misdirected: u64,
     /// The connections that did not validate (never learned, or their reply lost).
     pub failed: Option<Failed>,
+    /// The load on the established connections, when asked for and every connection
+    /// validated (`None` otherwise: a load on a table that lacks connections measures nothing
+    /// RFC 9693 asks for).
+    pub load: Option<LoadReport>,
 }
 
 /// Paces `count` frames at `pps` from `start_ns` on `sock`, each written by `write(index,
@@ -530,6 +540,13 @@ pub fn run(
             Ok(Err(e)) => return Err(e),
             Err(_) => return Err(Error::Thread("initiator receiver panicked".into())),
         };
+        let load = match cfg.load {
+            Some(l) if validated.count() == n && !stop.load(Ordering::Relaxed) => {
+                let order: Vec<(u64, Tuple)> = learned.iter().collect();
+                Some(load::run(cfg, l, &prelim, opened, &order, stop)?)
+            }
+            _ => None,
+        };
         Ok(ConnTrialReport {
             connections: n,
             preliminary,
@@ -541,6 +558,7 @@ pub fn run(
             validated_duplicates: validated.duplicates() + validated.out_of_range(),
             misdirected: validated.misdirected(),
             failed: validated.failed(),
+            load,
         })
     })
 }

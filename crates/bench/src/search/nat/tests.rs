@@ -29,7 +29,7 @@ fn rate_cfg(n: u64, min: f64, max: f64) -> ConnectionRateConfig {
 }
 
 fn capacity_bracket(r: &ConnSearchResult) -> (Option<u64>, Option<u64>, Option<PastCapacity>) {
-    match r.finding {
+    match r.finding.clone() {
         ConnFinding::TableCapacity {
             lower, upper, past, ..
         } => (lower, upper, past),
@@ -38,7 +38,7 @@ fn capacity_bracket(r: &ConnSearchResult) -> (Option<u64>, Option<u64>, Option<P
 }
 
 fn rate_bracket(r: &ConnSearchResult) -> (Option<f64>, Option<f64>) {
-    match r.finding {
+    match r.finding.clone() {
         ConnFinding::ConnectionRate { lower, upper, .. } => {
             (lower.map(|x| x.0), upper.map(|x| x.0))
         }
@@ -131,6 +131,7 @@ fn a_short_timeout_caps_what_the_search_can_see() {
         rate: cfg.rate,
         validation_rate: cfg.validation_rate,
         gap: cfg.gap,
+        real: None,
     });
     // (2 s − 0.1 s) × 10,000/s + 1, give or take float rounding at the boundary.
     assert!((18_999..=19_001).contains(&truth), "{truth}");
@@ -222,6 +223,8 @@ fn short_preliminary_phase_is_tester_limited() {
         validation_sent: 9,
         validation_received: 9,
         failed: None,
+        teardown: None,
+        load: None,
     };
     assert!(o.is_tester_limited(0.01));
     assert!(!o.passed());
@@ -238,6 +241,8 @@ fn verdicts_from_failure_spans() {
         validation_sent: 100,
         validation_received: 100,
         failed: None,
+        teardown: None,
+        load: None,
     };
     assert!(base.passed());
     let span = |count, first, last| Some(FailedSpan { count, first, last });
@@ -355,6 +360,8 @@ fn garbage_outcomes_still_end_the_rate_search() {
             validation_sent: 7,
             validation_received: 7,
             failed: None,
+            teardown: None,
+            load: None,
         };
         t = s.next(Some(&o));
         i += 1;
@@ -384,6 +391,8 @@ fn foreign_outcomes_do_not_break_the_bracket() {
             validation_sent: n,
             validation_received: n,
             failed: None,
+            teardown: None,
+            load: None,
         };
         t = s.next(Some(&o));
         i += 1;
@@ -401,6 +410,7 @@ fn trial_json_round_trips() {
         rate: ConnRate(123_456.5),
         validation_rate: ConnRate(1e5),
         gap: Duration::from_millis(250),
+        real: None,
     };
     let j = serde_json::to_string(&t).unwrap();
     let back: ConnTrial = serde_json::from_str(&j).unwrap();
@@ -471,6 +481,7 @@ proptest! {
             rate: cfg.rate,
             validation_rate: cfg.validation_rate,
             gap: cfg.gap,
+            real: None,
         });
         let mut s = TableCapacitySearch::new(cfg).unwrap();
         let r = drive_conn(&mut s, |t| dut.trial(t));

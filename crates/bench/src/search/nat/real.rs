@@ -1,0 +1,334 @@
+//! The two connection methodologies whose trials add RFC 9693's real test after the
+//! validation: `nat-teardown-rate` (delete the N connections and time it) and `nat-throughput`
+//! (RFC 2544 throughput on N established connections, both directions).
+//!
+//! Every trial still starts with an empty table and establishes its N connections first (the
+//! preliminary phase and the validation of [`super::ConnTrial`]); the real test runs only on a
+//! table that holds all N — a trial whose validation failed says nothing about tear-down or
+//! throughput, and the searches treat it so.
+
+use core::time::Duration;
+
+use super::{
+    check, positive_rate, ConnFinding, ConnLedger, ConnOutcome, ConnRate, ConnSearch,
+    ConnSearchResult, ConnTrial, InvalidConfig, RealTest, ThroughputPoint, MAX_CONNECTIONS,
+};
+
+/// Parameters of [`TeardownRateSearch`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TeardownRateConfig {
+    /// N: connections established, then deleted, in every repetition.
+    pub connections: u64,
+    /// Repetitions (the figure is their median).
+    pub repetitions: u32,
+    /// Preliminary rate (one the DUT sustains, so that all N are established).
+    pub rate: ConnRate,
+    pub validation_rate: ConnRate,
+    pub gap: Duration,
+    /// See [`ConnOutcome::is_tester_limited`].
+    pub tester_tolerance: f64,
+}
+
+/// `nat-teardown-rate`: RFC 9693's connection tear-down rate. Every trial establishes N
+/// connections (all must validate), then the runner deletes the DUT's whole table and times
+/// it, and times the same deletion on the then empty table (the command's fixed cost); the
+/// trial's rate is removed / (delete − empty).
+///
+/// Rules: `repetitions` trials, each the same request; a repetition counts when all N were
+/// established and validated and the table was empty after the deletion (removed ≥ N). The
+/// figure is N / (median delete time − median empty time) over the counted repetitions —
+/// medians, so that one repetition in which the machine stalled the empty deletion does not
+/// decide it. When the median deletion is not slower than the median empty one, the figure is
+/// only the lower bound N / median delete time, reported as "at least".
+#[derive(Debug, Clone)]
+pub struct TeardownRateSearch {
+    cfg: TeardownRateConfig,
+    ledger: ConnLedger,
+    /// Of the counted repetitions: connections removed, deletion and empty-deletion times.
+    removed: Vec<f64>,
+    delete_ns: Vec<f64>,
+    empty_ns: Vec<f64>,
+    done: u32,
+}
+
+impl TeardownRateSearch {
+    /// Checks `cfg` and builds the search.
+    pub fn new(cfg: TeardownRateConfig) -> Result<TeardownRateSearch, InvalidConfig> {
+        check(
+            cfg.connections >= 1 && cfg.connections <= MAX_CONNECTIONS,
+            || {
+                format!(
+                    "connections {} is not in 1..={MAX_CONNECTIONS}",
+                    cfg.connections
+                )
+            },
+        )?;
+        check((1..=1000).contains(&cfg.repetitions), || {
+            format!("repetitions {} is not in 1..=1000", cfg.repetitions)
+        })?;
+        positive_rate(cfg.rate, "preliminary rate")?;
+        positive_rate(cfg.validation_rate, "validation rate")?;
+        check((0.0..1.0).contains(&cfg.tester_tolerance), || {
+            format!("tester tolerance {} is not in [0, 1)", cfg.tester_tolerance)
+        })?;
+        Ok(TeardownRateSearch {
+            cfg,
+            ledger: ConnLedger::new(cfg.tester_tolerance),
+            removed: Vec::new(),
+            delete_ns: Vec::new(),
+            empty_ns: Vec::new(),
+            done: 0,
+        })
+    }
+
+    fn trial(&self) -> ConnTrial {
+        ConnTrial {
+            connections: self.cfg.connections,
+            rate: self.cfg.rate,
+            validation_rate: self.cfg.validation_rate,
+            gap: self.cfg.gap,
+            real: Some(RealTest::Teardown),
+        }
+    }
+}
+
+/// The median of `v` (the mean of the middle two for an even count); `None` when empty.
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
+}
+
+impl ConnSearch for TeardownRateSearch {
+    fn next(&mut self, last: Option<&ConnOutcome>) -> Option<ConnTrial> {
+        match self.ledger.take(last) {
+            Err(()) => return None,
+            Ok(Some((t, o))) => {
+                self.done += 1;
+                let counted = o.passed()
+                    && o.teardown.is_some_and(|d| {
+                        d.entries_after == 0 && d.removed() >= t.connections
+                    });
+                if let (true, Some(d)) = (counted, o.teardown) {
+                    self.removed.push(d.removed() as f64);
+                    self.delete_ns.push(d.delete_ns as f64);
+                    self.empty_ns.push(d.empty_ns as f64);
+                }
+            }
+            Ok(None) => {}
+        }
+        if self.done >= self.cfg.repetitions {
+            self.ledger.finished = true;
+            return None;
+        }
+        let t = self.trial();
+        self.ledger.issue(t)
+    }
+
+    fn result(&self) -> ConnSearchResult {
+        let valid = self.removed.len() as u32;
+        let (removed, delete, empty) = (
+            median(&self.removed),
+            median(&self.delete_ns),
+            median(&self.empty_ns),
+        );
+        let rate = match (removed, delete, empty) {
+            (Some(n), Some(d), Some(e)) if d > e && n > 0.0 => Some(ConnRate(n * 1e9 / (d - e))),
+            _ => None,
+        };
+        let at_least = match (removed, delete) {
+            (Some(n), Some(d)) if d > 0.0 && n > 0.0 => Some(ConnRate(n * 1e9 / d)),
+            _ => None,
+        };
+        self.ledger.result(ConnFinding::TeardownRate {
+            connections: self.cfg.connections,
+            rate,
+            at_least,
+            valid,
+            repetitions: self.done,
+        })
+    }
+}
+
+/// Parameters of [`NatThroughputSearch`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct NatThroughputConfig {
+    /// The N to measure at, in order (e.g. 1, 1,000 and the full table).
+    pub connections: Vec<u64>,
+    /// Frames/s each direction: the floor and the first (highest) rate tried.
+    pub min_pps: f64,
+    pub max_pps: f64,
+    /// Stop when (upper − lower) / upper ≤ this (as `rfc2544-throughput`).
+    pub resolution: f64,
+    /// How long each load runs.
+    pub duration: Duration,
+    /// Preliminary rate of the connections (one the DUT sustains).
+    pub rate: ConnRate,
+    pub validation_rate: ConnRate,
+    pub gap: Duration,
+    /// See [`ConnOutcome::is_tester_limited`].
+    pub tester_tolerance: f64,
+}
+
+/// `nat-throughput`: RFC 2544 throughput with N connections in the DUT's table (RFC 9693's
+/// "throughput" with the state table filled in the preliminary phase), for each N of a list.
+///
+/// Every trial establishes its N connections (all must validate: RFC 9693 requires that every
+/// real-test frame belongs to an existing connection), then loads them both ways at `pps`
+/// frames/s per direction for `duration`; it passes when not one frame of either direction was
+/// lost. Per N the rate is bisected exactly like `rfc2544-throughput` and
+/// `nat-connection-rate` (`max_pps` first, midpoints, the floor measured once before "nothing
+/// passed"). A trial whose N connections were not all established is measured once more; a
+/// second such trial at the same N ends that N as "not established" and the search goes on
+/// with the next N.
+#[derive(Debug, Clone)]
+pub struct NatThroughputSearch {
+    cfg: NatThroughputConfig,
+    ledger: ConnLedger,
+    /// Index into `cfg.connections` of the N being measured.
+    at: usize,
+    lower: Option<f64>,
+    upper: Option<f64>,
+    points: Vec<ThroughputPoint>,
+    /// A trial of the current N whose connections were not all established was measured
+    /// again once already.
+    retried: bool,
+    /// The trial to measure again.
+    again: Option<ConnTrial>,
+}
+
+impl NatThroughputSearch {
+    /// Checks `cfg` and builds the search.
+    pub fn new(cfg: NatThroughputConfig) -> Result<NatThroughputSearch, InvalidConfig> {
+        check(!cfg.connections.is_empty(), || {
+            "give at least one number of connections".into()
+        })?;
+        for &n in &cfg.connections {
+            check((1..=MAX_CONNECTIONS).contains(&n), || {
+                format!("connections {n} is not in 1..={MAX_CONNECTIONS}")
+            })?;
+        }
+        check(
+            cfg.min_pps.is_finite() && cfg.min_pps > 0.0 && cfg.min_pps < cfg.max_pps,
+            || {
+                format!(
+                    "minimum rate {} frames/s must be above 0 and below the maximum {}",
+                    cfg.min_pps, cfg.max_pps
+                )
+            },
+        )?;
+        check(cfg.max_pps.is_finite(), || "maximum rate is not finite".into())?;
+        check(cfg.resolution > 0.0 && cfg.resolution < 1.0, || {
+            format!("resolution {} is not in (0, 1)", cfg.resolution)
+        })?;
+        check(!cfg.duration.is_zero(), || "duration must be above 0".into())?;
+        positive_rate(cfg.rate, "preliminary rate")?;
+        positive_rate(cfg.validation_rate, "validation rate")?;
+        check((0.0..1.0).contains(&cfg.tester_tolerance), || {
+            format!("tester tolerance {} is not in [0, 1)", cfg.tester_tolerance)
+        })?;
+        let tol = cfg.tester_tolerance;
+        Ok(NatThroughputSearch {
+            cfg,
+            ledger: ConnLedger::new(tol),
+            at: 0,
+            lower: None,
+            upper: None,
+            points: Vec::new(),
+            retried: false,
+            again: None,
+        })
+    }
+
+    fn close_point(&mut self, established: bool) {
+        self.points.push(ThroughputPoint {
+            connections: self.cfg.connections[self.at],
+            lower: self.lower.filter(|_| established),
+            upper: self.upper.filter(|_| established),
+            established,
+        });
+        self.at += 1;
+        self.lower = None;
+        self.upper = None;
+        self.retried = false;
+    }
+}
+
+impl ConnSearch for NatThroughputSearch {
+    fn next(&mut self, last: Option<&ConnOutcome>) -> Option<ConnTrial> {
+        match self.ledger.take(last) {
+            Err(()) => return None,
+            Ok(Some((t, o))) => {
+                let pps = match t.real {
+                    Some(RealTest::Load { pps, .. }) => pps,
+                    _ => 0.0,
+                };
+                if !o.passed() && !self.retried {
+                    // One missed connection on a loaded machine should not end the N: the
+                    // same trial once more; a second miss says the table does not hold N.
+                    self.retried = true;
+                    self.again = Some(t);
+                } else if !o.passed() {
+                    self.close_point(false);
+                } else if o.load.is_some_and(|l| l.lossless()) {
+                    self.lower = Some(pps);
+                } else {
+                    self.upper = Some(pps);
+                }
+            }
+            Ok(None) => {}
+        }
+        if let Some(t) = self.again.take() {
+            return self.ledger.issue(t);
+        }
+        while self.at < self.cfg.connections.len() {
+            match super::super::binary::bisect(
+                self.lower,
+                self.upper,
+                self.cfg.min_pps,
+                self.cfg.max_pps,
+                self.cfg.resolution,
+            ) {
+                Some(pps) => {
+                    let t = ConnTrial {
+                        connections: self.cfg.connections[self.at],
+                        rate: self.cfg.rate,
+                        validation_rate: self.cfg.validation_rate,
+                        gap: self.cfg.gap,
+                        real: Some(RealTest::Load {
+                            pps,
+                            duration: self.cfg.duration,
+                        }),
+                    };
+                    return self.ledger.issue(t);
+                }
+                None => self.close_point(true),
+            }
+        }
+        self.ledger.finished = true;
+        None
+    }
+
+    fn result(&self) -> ConnSearchResult {
+        let mut points = self.points.clone();
+        // The N being measured when the search stopped (tester-limited, or not finished).
+        if self.at < self.cfg.connections.len() && (self.lower.is_some() || self.upper.is_some())
+        {
+            points.push(ThroughputPoint {
+                connections: self.cfg.connections[self.at],
+                lower: self.lower,
+                upper: self.upper,
+                established: true,
+            });
+        }
+        self.ledger.result(ConnFinding::Throughput { points })
+    }
+}

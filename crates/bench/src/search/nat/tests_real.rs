@@ -1,0 +1,300 @@
+//! `nat-teardown-rate` and `nat-throughput` against [`SimStatefulDut`]: the tear-down rate of a
+//! table that deletes at a known speed, the "at least" bound when the deletion cannot be told
+//! from the command's own cost, throughput per N against a forwarding limit that falls with N,
+//! N beyond the table, tester-limited stops, replay, and a property test that the throughput
+//! search ends with brackets holding the truth.
+
+use core::time::Duration;
+
+use proptest::prelude::*;
+
+use super::super::sim::{SimStatefulDut, TablePolicy};
+use super::*;
+
+fn teardown_cfg(n: u64, reps: u32) -> TeardownRateConfig {
+    TeardownRateConfig {
+        connections: n,
+        repetitions: reps,
+        rate: ConnRate(5000.0),
+        validation_rate: ConnRate(5000.0),
+        gap: Duration::from_millis(100),
+        tester_tolerance: DEFAULT_TESTER_TOLERANCE,
+    }
+}
+
+fn throughput_cfg(ns: &[u64], min: f64, max: f64, resolution: f64) -> NatThroughputConfig {
+    NatThroughputConfig {
+        connections: ns.to_vec(),
+        min_pps: min,
+        max_pps: max,
+        resolution,
+        duration: Duration::from_secs(1),
+        rate: ConnRate(5000.0),
+        validation_rate: ConnRate(5000.0),
+        gap: Duration::from_millis(100),
+        tester_tolerance: DEFAULT_TESTER_TOLERANCE,
+    }
+}
+
+fn teardown(r: &ConnSearchResult) -> (Option<f64>, Option<f64>, u32, u32) {
+    match r.finding.clone() {
+        ConnFinding::TeardownRate {
+            rate,
+            at_least,
+            valid,
+            repetitions,
+            ..
+        } => (rate.map(|x| x.0), at_least.map(|x| x.0), valid, repetitions),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn points(r: &ConnSearchResult) -> Vec<ThroughputPoint> {
+    match r.finding.clone() {
+        ConnFinding::Throughput { points } => points,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn teardown_rate_is_the_simulated_deletion_speed() {
+    for delete_rate in [10_000.0, 250_000.0, 3e6] {
+        let mut dut = SimStatefulDut::new(100_000, 1e6, TablePolicy::DropNew);
+        dut.delete_rate = delete_rate;
+        let mut s = TeardownRateSearch::new(teardown_cfg(5000, 5)).unwrap();
+        let r = drive_conn(&mut s, |t| dut.trial_real(t));
+        assert_eq!(r.status, ConnStatus::Complete);
+        assert_eq!(r.trials, 5);
+        let (rate, at_least, valid, reps) = teardown(&r);
+        assert_eq!((valid, reps), (5, 5));
+        let rate = rate.unwrap();
+        // Nanosecond rounding of the simulated times only.
+        assert!(
+            (rate - delete_rate).abs() <= 1e-3 * delete_rate,
+            "{rate} vs {delete_rate}"
+        );
+        // The bound with the command's cost left in is below the rate, never above.
+        assert!(at_least.unwrap() < rate);
+        assert!(describe(&r).starts_with("tear-down rate "), "{}", describe(&r));
+    }
+}
+
+#[test]
+fn a_deletion_no_slower_than_the_empty_one_gives_only_a_lower_bound() {
+    let mut dut = SimStatefulDut::new(100_000, 1e6, TablePolicy::DropNew);
+    dut.delete_rate = f64::INFINITY; // deletes in no time: only the command's cost remains
+    let mut s = TeardownRateSearch::new(teardown_cfg(1000, 3)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial_real(t));
+    let (rate, at_least, valid, _) = teardown(&r);
+    assert_eq!(rate, None);
+    assert_eq!(valid, 3);
+    // 1,000 connections over the 2 ms the command costs.
+    assert!((at_least.unwrap() - 500_000.0).abs() < 1.0, "{at_least:?}");
+    assert!(describe(&r).contains("at least 500000/s"), "{}", describe(&r));
+}
+
+#[test]
+fn teardown_repetitions_that_did_not_establish_all_connections_do_not_count() {
+    // A table of 3,000: 5,000 connections are never all established.
+    let dut = SimStatefulDut::new(3000, 1e6, TablePolicy::DropNew);
+    let mut s = TeardownRateSearch::new(teardown_cfg(5000, 4)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial_real(t));
+    assert_eq!(r.status, ConnStatus::Complete);
+    let (rate, at_least, valid, reps) = teardown(&r);
+    assert_eq!((rate, at_least, valid, reps), (None, None, 0, 4));
+    assert!(describe(&r).starts_with("no tear-down measured"));
+    // Nor does one that left entries behind.
+    let dut = SimStatefulDut::new(100_000, 1e6, TablePolicy::DropNew);
+    let mut s = TeardownRateSearch::new(teardown_cfg(100, 2)).unwrap();
+    let r = drive_conn(&mut s, |t| {
+        let mut o = dut.trial_real(t);
+        if let Some(d) = o.teardown.as_mut() {
+            d.entries_after = 7;
+        }
+        o
+    });
+    assert_eq!(teardown(&r).2, 0);
+}
+
+#[test]
+fn throughput_per_n_brackets_a_limit_that_falls_with_n() {
+    let mut dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 200_000.0;
+    dut.forward_slowdown = 0.5; // 100,000/s each way with the table full
+    let ns = [1, 1000, 10_000];
+    let mut s = NatThroughputSearch::new(throughput_cfg(&ns, 1000.0, 400_000.0, 0.01)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial_real(t));
+    assert_eq!(r.status, ConnStatus::Complete);
+    let p = points(&r);
+    assert_eq!(p.len(), 3);
+    for (pt, n) in p.iter().zip(ns) {
+        assert_eq!(pt.connections, n);
+        assert!(pt.established);
+        let truth = dut.forward_limit(n);
+        let (lo, hi) = (pt.lower.unwrap(), pt.upper.unwrap());
+        assert!(lo <= truth && truth < hi, "N = {n}: {lo}..{hi} vs {truth}");
+        assert!((hi - lo) <= 0.01 * hi, "N = {n}: {lo}..{hi} too wide");
+    }
+    assert!(p[0].lower > p[2].lower);
+    // Every trial asked for the load on its own N, and the trials' loads were all RFC 2544
+    // loads of 1 s.
+    assert!(describe(&r).contains("10000 connections: "), "{}", describe(&r));
+}
+
+#[test]
+fn throughput_beyond_the_table_is_not_established_and_the_search_goes_on() {
+    let mut dut = SimStatefulDut::new(5000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 50_000.0;
+    let mut s =
+        NatThroughputSearch::new(throughput_cfg(&[8000, 100], 1000.0, 100_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial_real(t));
+    let p = points(&r);
+    assert_eq!(p.len(), 2);
+    assert_eq!(
+        (p[0].connections, p[0].established, p[0].lower),
+        (8000, false, None)
+    );
+    assert!(p[1].established && p[1].lower.unwrap() <= 50_000.0);
+    assert!(describe(&r).starts_with("8000 connections: not all established"));
+}
+
+#[test]
+fn throughput_when_the_maximum_passes_is_a_lower_bound_after_one_trial_per_n() {
+    let dut = SimStatefulDut::new(5000, 1e6, TablePolicy::DropNew);
+    let mut s = NatThroughputSearch::new(throughput_cfg(&[1, 10], 1000.0, 64_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial_real(t));
+    assert_eq!(r.trials, 2);
+    let p = points(&r);
+    assert!(p.iter().all(|p| p.lower == Some(64_000.0) && p.upper.is_none()));
+    assert!(describe(&r).contains("at least 64000 frames/s"));
+}
+
+#[test]
+fn a_tester_short_of_the_load_stops_the_throughput_search() {
+    let dut = SimStatefulDut::new(5000, 1e6, TablePolicy::DropNew);
+    let mut s = NatThroughputSearch::new(throughput_cfg(&[1, 10], 1000.0, 64_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| {
+        let mut o = dut.trial_real(t);
+        if let Some(l) = o.load.as_mut() {
+            l.reverse_pps = l.intended_pps * 0.5;
+        }
+        o
+    });
+    assert_eq!(r.trials, 1);
+    assert!(matches!(r.status, ConnStatus::TesterLimited { .. }));
+    assert!(describe(&r).starts_with("tester-limited"));
+    // So does a drop in the tester's own receive ring.
+    let mut s = NatThroughputSearch::new(throughput_cfg(&[1], 1000.0, 64_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| {
+        let mut o = dut.trial_real(t);
+        if let Some(l) = o.load.as_mut() {
+            l.tester_drops = 1;
+            l.forward_received -= 1;
+        }
+        o
+    });
+    assert!(matches!(r.status, ConnStatus::TesterLimited { .. }));
+}
+
+#[test]
+fn new_searches_reject_bad_configs() {
+    assert!(TeardownRateSearch::new(teardown_cfg(0, 1)).is_err());
+    assert!(TeardownRateSearch::new(teardown_cfg(10, 0)).is_err());
+    assert!(NatThroughputSearch::new(throughput_cfg(&[], 1.0, 2.0, 0.1)).is_err());
+    assert!(NatThroughputSearch::new(throughput_cfg(&[0], 1.0, 2.0, 0.1)).is_err());
+    assert!(NatThroughputSearch::new(throughput_cfg(&[1], 2.0, 2.0, 0.1)).is_err());
+    assert!(NatThroughputSearch::new(throughput_cfg(&[1], 1.0, 2.0, 1.0)).is_err());
+    let mut c = throughput_cfg(&[1], 1.0, 2.0, 0.1);
+    c.duration = Duration::ZERO;
+    assert!(NatThroughputSearch::new(c).is_err());
+}
+
+#[test]
+fn real_test_trials_round_trip_and_replay() {
+    let mut dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 30_000.0;
+    let cfg = throughput_cfg(&[1, 500], 1000.0, 100_000.0, 0.05);
+    let mut s = NatThroughputSearch::new(cfg.clone()).unwrap();
+    let mut rec = Vec::new();
+    let full = drive_conn(&mut s, |t| {
+        let o = dut.trial_real(t);
+        // Through JSON, as trials.jsonl keeps them.
+        let t2: ConnTrial = serde_json::from_str(&serde_json::to_string(t).unwrap()).unwrap();
+        let o2: ConnOutcome = serde_json::from_str(&serde_json::to_string(&o).unwrap()).unwrap();
+        assert!(t2.same_as(t));
+        assert_eq!(o2, o);
+        rec.push((t2, o2));
+        o
+    });
+    // Killed after 3 trials, resumed: the same next trial, the same end.
+    let mut s2 = NatThroughputSearch::new(cfg).unwrap();
+    let next = replay_conn(&mut s2, &rec[..3]).unwrap();
+    assert!(next.unwrap().same_as(&rec[3].0));
+    let mut last = Some(rec[3].1);
+    for (t, o) in &rec[4..] {
+        let n = s2.next(last.as_ref()).unwrap();
+        assert!(n.same_as(t));
+        last = Some(*o);
+    }
+    assert_eq!(s2.next(last.as_ref()), None);
+    assert_eq!(s2.result(), full);
+    // A tear-down request is not a load request.
+    let t = rec[0].0;
+    let mut td = t;
+    td.real = Some(RealTest::Teardown);
+    assert!(!td.same_as(&t));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 64,
+        failure_persistence: None,
+        rng_algorithm: proptest::test_runner::RngAlgorithm::ChaCha,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x5752_0015_0002),
+        ..ProptestConfig::default()
+    })]
+
+    /// For any table, forwarding limit, slowdown, list of N and range, the throughput search
+    /// ends within a bounded number of trials; every N the table holds gets a bracket holding
+    /// the truth, as narrow as the resolution unless an end of the range was reached; every N
+    /// beyond it is "not established".
+    #[test]
+    fn throughput_brackets_hold_the_truth(
+        capacity in 1u64..20_000,
+        forward in 1_000.0f64..2e6,
+        slowdown in 0.0f64..0.9,
+        ns in proptest::collection::vec(1u64..30_000, 1..4),
+        min in 100.0f64..10_000.0,
+        span in 2.0f64..1000.0,
+        resolution in 0.001f64..0.3,
+    ) {
+        let mut dut = SimStatefulDut::new(capacity, 1e9, TablePolicy::DropNew);
+        dut.forward_pps = forward;
+        dut.forward_slowdown = slowdown;
+        let max = min * span;
+        let mut s = NatThroughputSearch::new(throughput_cfg(&ns, min, max, resolution)).unwrap();
+        let r = drive_conn(&mut s, |t| dut.trial_real(t));
+        prop_assert_eq!(r.status, ConnStatus::Complete);
+        let bound = ns.len() as u32 * (2 + (max / min / resolution).log2().ceil() as u32 + 2);
+        prop_assert!(r.trials <= bound, "{} trials > {}", r.trials, bound);
+        let p = points(&r);
+        prop_assert_eq!(p.len(), ns.len());
+        for (pt, &n) in p.iter().zip(&ns) {
+            prop_assert_eq!(pt.connections, n);
+            prop_assert_eq!(pt.established, n <= capacity);
+            if !pt.established {
+                continue;
+            }
+            let truth = dut.forward_limit(n);
+            if let Some(lo) = pt.lower {
+                prop_assert!(lo <= truth * (1.0 + 1e-9), "lower {} above {}", lo, truth);
+            }
+            if let Some(hi) = pt.upper {
+                prop_assert!(hi > truth, "upper {} at or below {}", hi, truth);
+            }
+            if let (Some(lo), Some(hi)) = (pt.lower, pt.upper) {
+                prop_assert!(hi - lo <= resolution * hi * (1.0 + 1e-9));
+            }
+        }
+    }
+}
