@@ -202,6 +202,21 @@ pub fn run(args: BenchArgs) -> CliResult {
                     "  ratio (wirerate / xdp-trafficgen) {:.2}x (target ≥ 1.0)",
                     r.ratio
                 );
+                if let Some(c) = &r.cpu {
+                    outln!(
+                        "  per CPU-second of each sender's own threads (schedstat; they ran {:.0} % and {:.0} % of the window): wirerate {:.0}, xdp-trafficgen {:.0} frames/CPU-s, ratio {:.2}x",
+                        100.0 * c.wirerate_share,
+                        100.0 * c.tool_share,
+                        c.wirerate_pps_per_cpu,
+                        c.tool_pps_per_cpu,
+                        c.ratio
+                    );
+                }
+                if let Some(ns) = r.wirerate_prog_ns {
+                    outln!(
+                        "  wr_tx ran {ns:.1} ns per frame (kernel BPF statistics are on: every program run, both senders' and the peer's, pays two clock reads, so these rates are lower than with them off)"
+                    );
+                }
                 return Ok(());
             }
             let r = engine::bench::tx(&cfg, &tag)
