@@ -430,9 +430,9 @@ fn measure_ours_window(
     backend: TxBenchBackend,
     frame: &FrameTemplate,
 ) -> Result<(Window, crate::tx::TxPortReport)> {
-    let limit = Limit::DurationNs(
-        (cfg.warmup + cfg.duration + Duration::from_millis(300)).as_nanos() as u64,
-    );
+    // Long enough for any start-up delay: `stop` ends the sender right after the window.
+    let limit =
+        Limit::DurationNs((cfg.warmup + cfg.duration + Duration::from_secs(15)).as_nanos() as u64);
     let stream = StreamConfig {
         rewrite_macs: false,
         ..StreamConfig::single(1, frame.clone(), Rate::Unlimited, limit)
@@ -518,6 +518,13 @@ fn counter_window(
     window: Duration,
     cpu: &dyn Fn() -> Option<u64>,
 ) -> Result<Window> {
+    // The warm-up starts when the sender does: loading and verifying a sender's programs takes
+    // a varying part of a second on a loaded machine, and must not fall into the window.
+    let start = net.counter(&net.tx_if, "tx_packets")?;
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while net.counter(&net.tx_if, "tx_packets")? < start + 1000 && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     std::thread::sleep(warmup);
     let b0 = net.counter(&net.tx_if, "tx_bytes")?;
     let p0 = net.counter(&net.tx_if, "tx_packets")?;
