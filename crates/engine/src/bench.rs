@@ -75,6 +75,17 @@ impl BenchNet {
     /// ingress chain on `wrb1` drops everything. `rps_cpu` steers `wrb1`'s receive processing
     /// to that CPU (RPS), so it does not run on the sender's core.
     pub fn new(tag: &str, drop_at_peer: bool, rps_cpu: Option<usize>) -> Result<Self> {
+        Self::with_queues(tag, drop_at_peer, rps_cpu, 1)
+    }
+
+    /// [`BenchNet::new`] with `queues` TX and RX queues on each end of the veth (a veth's XDP
+    /// frames go to the peer's queue of the sending CPU: one per sender thread).
+    pub fn with_queues(
+        tag: &str,
+        drop_at_peer: bool,
+        rps_cpu: Option<usize>,
+        queues: usize,
+    ) -> Result<Self> {
         let netns = format!("wr-bench-{tag}");
         let _ = run_cmd(&["ip", "netns", "del", &netns], None);
         run_cmd(&["ip", "netns", "add", &netns], None)?;
@@ -84,9 +95,28 @@ impl BenchNet {
             rx_if: "wrb1".into(),
         };
         let ns = net.netns.as_str();
+        let q = queues.max(1).to_string();
         run_cmd(
             &[
-                "ip", "-n", ns, "link", "add", "wrb0", "type", "veth", "peer", "name", "wrb1",
+                "ip",
+                "-n",
+                ns,
+                "link",
+                "add",
+                "wrb0",
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "wrb1",
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
             ],
             None,
         )?;
@@ -354,6 +384,9 @@ pub struct TxBenchConfig {
     pub both_backends: bool,
     /// Alternating windows per sender; medians are reported.
     pub rounds: u32,
+    /// XDP against xdp-trafficgen: sender threads, on CPUs `cpu`, `cpu + 1`, …, each with its
+    /// own stream (ours) or `-t` threads (xdp-trafficgen), into a veth with as many queues.
+    pub tx_threads: usize,
 }
 
 impl Default for TxBenchConfig {
@@ -367,6 +400,7 @@ impl Default for TxBenchConfig {
             backend: TxBenchBackend::default(),
             both_backends: false,
             rounds: 3,
+            tx_threads: 1,
         }
     }
 }
@@ -440,7 +474,38 @@ fn measure_ours_window(
     let port = net.port(&net.tx_if, Some(cfg.cpu));
     let stop = AtomicBool::new(false);
     let tid = std::sync::atomic::AtomicU32::new(0);
+    // More XDP sender threads: each its own stream (ids 2, 3, …) on the next CPU.
+    let extra = if backend == TxBenchBackend::Xdp {
+        cfg.tx_threads.max(1) - 1
+    } else {
+        0
+    };
+    let extra_streams = (0..extra)
+        .map(|i| {
+            let id = 2 + i as u16;
+            Ok(StreamConfig {
+                rewrite_macs: false,
+                ..StreamConfig::single(id, bench_frame(cfg.frame_len, id)?, Rate::Unlimited, limit)
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let extra_tids: Vec<std::sync::atomic::AtomicU32> = (0..extra)
+        .map(|_| std::sync::atomic::AtomicU32::new(0))
+        .collect();
     std::thread::scope(|sc| -> Result<_> {
+        let more: Vec<_> = extra_streams
+            .iter()
+            .zip(&extra_tids)
+            .enumerate()
+            .map(|(i, (st, t))| {
+                let port = net.port(&net.tx_if, Some(cfg.cpu + 1 + i));
+                let stop = &stop;
+                sc.spawn(move || -> Result<_> {
+                    t.store(crate::xdp::sys::gettid(), Ordering::Relaxed);
+                    xdp_run_with_stats(&port, st, stop)
+                })
+            })
+            .collect();
         let h = sc.spawn(|| -> Result<_> {
             tid.store(crate::xdp::sys::gettid(), Ordering::Relaxed);
             let Some(backend) = backend.af_packet() else {
@@ -463,16 +528,31 @@ fn measure_ours_window(
             )
         });
         let cpu = || {
-            let t = tid.load(Ordering::Relaxed);
-            (t != 0)
-                .then(|| task_cpu_ns(&format!("/proc/self/task/{t}/schedstat")))
-                .flatten()
+            let mut sum = 0;
+            for t in std::iter::once(&tid).chain(&extra_tids) {
+                let t = t.load(Ordering::Relaxed);
+                if t == 0 {
+                    return None;
+                }
+                sum += task_cpu_ns(&format!("/proc/self/task/{t}/schedstat"))?;
+            }
+            Some(sum)
         };
         let rate = counter_window(net, cfg.warmup, cfg.duration, &cpu);
         stop.store(true, Ordering::Relaxed);
-        let rep = h
+        let mut rep = h
             .join()
             .map_err(|_| Error::Thread("sender panicked".into()))??;
+        for m in more {
+            let r = m
+                .join()
+                .map_err(|_| Error::Thread("sender panicked".into()))??;
+            rep.streams.extend(r.streams);
+            rep.prog_ns_per_frame = match (rep.prog_ns_per_frame, r.prog_ns_per_frame) {
+                (Some(a), Some(b)) => Some((a + b) / 2.0),
+                (a, b) => a.or(b),
+            };
+        }
         Ok((rate?, rep))
     })
 }
@@ -762,7 +842,11 @@ fn measure_xdp_trafficgen(
     // IPv6/UDP is xdp-trafficgen's only UDP mode, and its `-s` counts the FCS: 66 bytes is
     // its smallest frame (62 on the veth).
     let len = (cfg.frame_len + 4).max(66).to_string();
-    let cpu = cfg.cpu.to_string();
+    let threads = cfg.tx_threads.max(1);
+    let cpu = (cfg.cpu..cfg.cpu + threads)
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
     let mut c = Command::new("ip");
     c.args([
         "netns", "exec", &net.netns, "nice", "-n", "-10", "taskset", "-c", &cpu,
@@ -778,6 +862,8 @@ fn measure_xdp_trafficgen(
         "2001:db8::1",
         "-s",
         &len,
+        "-t",
+        &threads.to_string(),
     ])
     .arg(&net.tx_if)
     .stdout(Stdio::null())
@@ -812,7 +898,7 @@ pub fn tx_against_xdp_trafficgen(
     tool: &std::path::Path,
 ) -> Result<VsXdpTrafficgenReport> {
     let load_before = loadavg();
-    let net = BenchNet::new(tag, true, cfg.rps_cpu)?;
+    let net = BenchNet::with_queues(tag, true, cfg.rps_cpu, cfg.tx_threads.max(1))?;
     let drop_port = net.port(&net.rx_if, None);
     let _drop = crate::xdp::tx::XdpDrop::attach(&drop_port)?;
     let mac = run_cmd(

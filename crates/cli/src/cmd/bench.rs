@@ -59,6 +59,10 @@ struct TxArgs {
         value_name = "trafgen|xdp-trafficgen[=PATH]|PATH"
     )]
     against: String,
+    /// With --against xdp-trafficgen: sender threads on CPUs --cpu, --cpu + 1, … (ours: one
+    /// stream each; xdp-trafficgen: -t N), into a veth with N queues.
+    #[arg(long, default_value_t = 1)]
+    tx_threads: usize,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -199,8 +203,17 @@ pub fn run(args: BenchArgs) -> CliResult {
                 backend: a.backend,
                 both_backends: a.both_backends || a.sendmmsg,
                 rounds: a.rounds.clamp(1, 20),
+                tx_threads: a.tx_threads,
                 ..Default::default()
             };
+            if a.tx_threads == 0
+                || (a.tx_threads > 1
+                    && (a.against == "trafgen" || a.backend != engine::bench::TxBenchBackend::Xdp))
+            {
+                return Err(CliError::Usage(
+                    "--tx-threads: give N ≥ 1; more than one only with --backend xdp --against xdp-trafficgen".into(),
+                ));
+            }
             if let Some(tool) = xdp_trafficgen(&a.against)? {
                 let r = engine::bench::tx_against_xdp_trafficgen(&cfg, &tag, &tool)
                     .map_err(|e| CliError::Failed(format!("bench tx: {e}")))?;
@@ -213,6 +226,14 @@ pub fn run(args: BenchArgs) -> CliResult {
                         .collect::<Vec<_>>()
                         .join(" ")
                 };
+                if a.tx_threads > 1 {
+                    outln!(
+                        "{} sender threads each, on CPUs {}..={}",
+                        a.tx_threads,
+                        a.cpu,
+                        a.cpu + a.tx_threads - 1
+                    );
+                }
                 outln!(
                     "bench tx against {}: CPU {}, {} alternating rounds of {:.1} s per sender; the peer drops every frame with XDP for both; both rates from one counter, the sending veth's tx_packets (= frames the peer's XDP program received), medians; load {} → {}",
                     r.tool, a.cpu, cfg.rounds, a.duration, r.load_before, r.load_after
