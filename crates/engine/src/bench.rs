@@ -1309,3 +1309,42 @@ fn xdp_source(net: &BenchNet, frame: &FrameTemplate, cfg: &RxBenchConfig) -> Res
         .ok_or_else(|| Error::Config("the XDP sender reported no stream".into()))?;
     Ok((s.sent, s.achieved_pps))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_gives_this_threads_cpu_time_and_it_grows_while_it_runs() {
+        let me = format!("/proc/self/task/{}/schedstat", crate::xdp::sys::gettid());
+        let a = task_cpu_ns(&me).expect("schedstat of this thread");
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let b = task_cpu_ns(&me).unwrap();
+        assert!(b > a, "run time {a} → {b} after 30 ms of spinning");
+        assert!(process_cpu_ns(std::process::id()).unwrap() >= b);
+        assert_eq!(task_cpu_ns("/proc/self/no-such-file"), None);
+    }
+
+    #[test]
+    fn frames_per_cpu_second_and_share_of_a_window() {
+        let w = Window {
+            pps: 3e6,
+            len: 60.0,
+            frames: 6_000_000,
+            secs: 2.0,
+            cpu_secs: Some(1.5),
+        };
+        let c = CpuShare::of(&w).unwrap();
+        assert!((c.share - 0.75).abs() < 1e-12);
+        assert!((c.pps_per_cpu - 4e6).abs() < 1e-6);
+        let none = Window {
+            cpu_secs: None,
+            ..w
+        };
+        assert!(CpuShare::of(&none).is_none());
+    }
+}
