@@ -3,7 +3,8 @@
 // wirerate's XDP transmitter (engine::xdp::tx). User space runs `wr_tx` with BPF_PROG_RUN and
 // BPF_F_TEST_XDP_LIVE_FRAMES over one base frame ("recipe": one stream, one frame size), with
 // `repeat` = the frames due. For each frame the program takes the stream's next frame index
-// from a map, writes the signature's sequence number and CLOCK_MONOTONIC send time, the IPv4
+// from a map, writes the signature's sequence number and CLOCK_MONOTONIC send time (when not
+// paced by the program, one reading per group of CLOCK_GROUP frames), the IPv4
 // identification and the varying flow fields, patches the UDP and IPv4 header checksums
 // incrementally from bases user space computed (RFC 1624) and returns XDP_TX, which live mode
 // turns into a redirect out of the ingress interface (net/bpf/test_run.c).
@@ -29,6 +30,14 @@
 #define MAX_STREAMS 256
 #define MAX_OFF 4096
 #define HDR_MAX 256       /* header bytes restored per frame (see `headers`) */
+/* Unpaced, the clock is read once per group of this many consecutive frames of a stream in one
+ * BPF_PROG_RUN call, and every frame of the group carries that reading. 16 is the devmap's bulk
+ * (DEV_MAP_BULK_SIZE): the kernel hands a run's frames to the device 16 at a time, after the
+ * 16th is processed, so a frame's own reading was already up to 15 frames' processing time
+ * earlier than its hand-over; with the group's reading every frame of a bulk is stamped at the
+ * bulk's first frame: the same largest error, a frame's stamp never later than its hand-over,
+ * and one clock read (in this VM 10 % of a frame's cost, perf) instead of 16. */
+#define CLOCK_GROUP 16
 
 /* Keep in sync with engine::xdp::sys::Recipe. */
 struct recipe {
@@ -61,6 +70,9 @@ struct stream_state {
 	__u64 next;            /* frames processed = the next frame index */
 	__u64 first_ns;
 	__u64 last_ns;
+	__u64 group_ns;        /* the clock reading of the current group (CLOCK_GROUP) */
+	__u32 group_token;     /* the call it was read in (the metadata's second word) */
+	__u32 group_left;      /* frames of the group still to carry it */
 };
 
 /* Keep in sync with engine::xdp::sys::Schedule. The stream's absolute schedule, kept by the
@@ -253,9 +265,11 @@ int wr_tx(struct xdp_md *ctx)
 	/* The recipe index travels in the frame's metadata (BPF_PROG_RUN's ctx_in.data). A frame
 	 * without it is not one of our runs (the program is also attached to a private loopback
 	 * to stay in the XDP dispatcher, see engine::xdp::tx): leave it alone. */
-	if (meta + sizeof(__u32) > data)
+	if (meta + 2 * sizeof(__u32) > data)
 		return XDP_PASS;
 	__u32 ri = *(__u32 *)meta;
+	/* A new value in every call (engine::xdp::tx::XdpSender::run_recipe). */
+	__u32 token = *(__u32 *)(meta + sizeof(__u32));
 	struct recipe *r = bpf_map_lookup_elem(&recipes, &ri);
 	struct recipe_state *rs = bpf_map_lookup_elem(&recipe_states, &ri);
 	if (!r || !rs) {
@@ -275,8 +289,8 @@ int wr_tx(struct xdp_md *ctx)
 		return XDP_DROP;
 	}
 	/* Paced: the clock decides whether this iteration sends (not due yet, or the schedule is
-	 * over: an idle iteration, nothing sent or counted). Unpaced: the clock is read once, below,
-	 * for the timestamp. */
+	 * over: an idle iteration, nothing sent or counted), and every frame carries its own reading.
+	 * Otherwise the clock is read below, once per CLOCK_GROUP frames. */
 	__u64 now = 0;
 	if (p->on) {
 		now = bpf_ktime_get_ns();
@@ -321,8 +335,17 @@ int wr_tx(struct xdp_md *ctx)
 		else if (rem == k - 1)
 			seq = index - 1;
 	}
-	if (!p->on)
-		now = bpf_ktime_get_ns();
+	if (!p->on) {
+		if (s->group_left == 0 || s->group_token != token) {
+			now = bpf_ktime_get_ns();
+			s->group_ns = now;
+			s->group_token = token;
+			s->group_left = CLOCK_GROUP - 1;
+		} else {
+			now = s->group_ns;
+			s->group_left--;
+		}
+	}
 	if (index == 0)
 		s->first_ns = now;
 	s->last_ns = now;

@@ -75,6 +75,17 @@ impl BenchNet {
     /// ingress chain on `wrb1` drops everything. `rps_cpu` steers `wrb1`'s receive processing
     /// to that CPU (RPS), so it does not run on the sender's core.
     pub fn new(tag: &str, drop_at_peer: bool, rps_cpu: Option<usize>) -> Result<Self> {
+        Self::with_queues(tag, drop_at_peer, rps_cpu, 1)
+    }
+
+    /// [`BenchNet::new`] with `queues` TX and RX queues on each end of the veth (a veth's XDP
+    /// frames go to the peer's queue of the sending CPU: one per sender thread).
+    pub fn with_queues(
+        tag: &str,
+        drop_at_peer: bool,
+        rps_cpu: Option<usize>,
+        queues: usize,
+    ) -> Result<Self> {
         let netns = format!("wr-bench-{tag}");
         let _ = run_cmd(&["ip", "netns", "del", &netns], None);
         run_cmd(&["ip", "netns", "add", &netns], None)?;
@@ -84,9 +95,28 @@ impl BenchNet {
             rx_if: "wrb1".into(),
         };
         let ns = net.netns.as_str();
+        let q = queues.max(1).to_string();
         run_cmd(
             &[
-                "ip", "-n", ns, "link", "add", "wrb0", "type", "veth", "peer", "name", "wrb1",
+                "ip",
+                "-n",
+                ns,
+                "link",
+                "add",
+                "wrb0",
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "wrb1",
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
             ],
             None,
         )?;
@@ -354,6 +384,9 @@ pub struct TxBenchConfig {
     pub both_backends: bool,
     /// Alternating windows per sender; medians are reported.
     pub rounds: u32,
+    /// XDP against xdp-trafficgen: sender threads, on CPUs `cpu`, `cpu + 1`, …, each with its
+    /// own stream (ours) or `-t` threads (xdp-trafficgen), into a veth with as many queues.
+    pub tx_threads: usize,
 }
 
 impl Default for TxBenchConfig {
@@ -367,6 +400,7 @@ impl Default for TxBenchConfig {
             backend: TxBenchBackend::default(),
             both_backends: false,
             rounds: 3,
+            tx_threads: 1,
         }
     }
 }
@@ -397,7 +431,7 @@ pub struct TxBenchReport {
 }
 
 fn counter_rate(net: &BenchNet, warmup: Duration, window: Duration) -> Result<f64> {
-    counter_rate_and_len(net, warmup, window).map(|(pps, _)| pps)
+    counter_window(net, warmup, window, &|| None).map(|w| w.pps)
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -419,19 +453,63 @@ fn measure_ours(
     backend: TxBenchBackend,
     frame: &FrameTemplate,
 ) -> Result<(f64, crate::tx::TxPortReport)> {
-    let limit = Limit::DurationNs(
-        (cfg.warmup + cfg.duration + Duration::from_millis(300)).as_nanos() as u64,
-    );
+    measure_ours_window(net, cfg, backend, frame).map(|(w, rep)| (w.pps, rep))
+}
+
+/// One window of our sender on `backend`, with the CPU time of its sending thread over the
+/// window: (window, our report).
+fn measure_ours_window(
+    net: &BenchNet,
+    cfg: &TxBenchConfig,
+    backend: TxBenchBackend,
+    frame: &FrameTemplate,
+) -> Result<(Window, crate::tx::TxPortReport)> {
+    // Long enough for any start-up delay: `stop` ends the sender right after the window.
+    let limit =
+        Limit::DurationNs((cfg.warmup + cfg.duration + Duration::from_secs(15)).as_nanos() as u64);
     let stream = StreamConfig {
         rewrite_macs: false,
         ..StreamConfig::single(1, frame.clone(), Rate::Unlimited, limit)
     };
     let port = net.port(&net.tx_if, Some(cfg.cpu));
     let stop = AtomicBool::new(false);
+    let tid = std::sync::atomic::AtomicU32::new(0);
+    // More XDP sender threads: each its own stream (ids 2, 3, …) on the next CPU.
+    let extra = if backend == TxBenchBackend::Xdp {
+        cfg.tx_threads.max(1) - 1
+    } else {
+        0
+    };
+    let extra_streams = (0..extra)
+        .map(|i| {
+            let id = 2 + i as u16;
+            Ok(StreamConfig {
+                rewrite_macs: false,
+                ..StreamConfig::single(id, bench_frame(cfg.frame_len, id)?, Rate::Unlimited, limit)
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let extra_tids: Vec<std::sync::atomic::AtomicU32> = (0..extra)
+        .map(|_| std::sync::atomic::AtomicU32::new(0))
+        .collect();
     std::thread::scope(|sc| -> Result<_> {
+        let more: Vec<_> = extra_streams
+            .iter()
+            .zip(&extra_tids)
+            .enumerate()
+            .map(|(i, (st, t))| {
+                let port = net.port(&net.tx_if, Some(cfg.cpu + 1 + i));
+                let stop = &stop;
+                sc.spawn(move || -> Result<_> {
+                    t.store(crate::xdp::sys::gettid(), Ordering::Relaxed);
+                    xdp_run_with_stats(&port, st, stop)
+                })
+            })
+            .collect();
         let h = sc.spawn(|| -> Result<_> {
+            tid.store(crate::xdp::sys::gettid(), Ordering::Relaxed);
             let Some(backend) = backend.af_packet() else {
-                return crate::xdp::tx::run_port(&port, std::slice::from_ref(&stream), 0, &stop);
+                return xdp_run_with_stats(&port, &stream, &stop);
             };
             let ifindex = port.enter(0)?;
             let mut sender = crate::tx::open(
@@ -449,13 +527,130 @@ fn measure_ours(
                 &stop,
             )
         });
-        let rate = counter_rate(net, cfg.warmup, cfg.duration);
+        let cpu = || {
+            let mut sum = 0;
+            for t in std::iter::once(&tid).chain(&extra_tids) {
+                let t = t.load(Ordering::Relaxed);
+                if t == 0 {
+                    return None;
+                }
+                sum += task_cpu_ns(&format!("/proc/self/task/{t}/schedstat"))?;
+            }
+            Some(sum)
+        };
+        let rate = counter_window(net, cfg.warmup, cfg.duration, &cpu);
         stop.store(true, Ordering::Relaxed);
-        let rep = h
+        let mut rep = h
             .join()
             .map_err(|_| Error::Thread("sender panicked".into()))??;
+        for m in more {
+            let r = m
+                .join()
+                .map_err(|_| Error::Thread("sender panicked".into()))??;
+            rep.streams.extend(r.streams);
+            rep.prog_ns_per_frame = match (rep.prog_ns_per_frame, r.prog_ns_per_frame) {
+                (Some(a), Some(b)) => Some((a + b) / 2.0),
+                (a, b) => a.or(b),
+            };
+        }
         Ok((rate?, rep))
     })
+}
+
+/// One measurement window: frames/s and bytes/frame from the veth's `tx_packets`/`tx_bytes`,
+/// and the CPU time the sender's own threads got during it (`schedstat`'s run time; with no
+/// separate IRQ time accounting in the kernel, the softirq work that runs in the sender's
+/// context, the dropping peer's NAPI included, is charged to it).
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    pps: f64,
+    len: f64,
+    frames: u64,
+    secs: f64,
+    cpu_secs: Option<f64>,
+}
+
+/// The first field of a `schedstat` file: nanoseconds on a CPU.
+fn task_cpu_ns(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The CPU time of every thread of process `pid` (ns).
+fn process_cpu_ns(pid: u32) -> Option<u64> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut sum = 0;
+    for e in dir.flatten() {
+        sum += task_cpu_ns(&format!("{}/schedstat", e.path().display()))?;
+    }
+    Some(sum)
+}
+
+/// `tx_packets`, `tx_bytes` and the sender's CPU time (`cpu`) over one window after the
+/// warm-up.
+fn counter_window(
+    net: &BenchNet,
+    warmup: Duration,
+    window: Duration,
+    cpu: &dyn Fn() -> Option<u64>,
+) -> Result<Window> {
+    // The warm-up starts when the sender does: loading and verifying a sender's programs takes
+    // a varying part of a second on a loaded machine, and must not fall into the window.
+    let start = net.counter(&net.tx_if, "tx_packets")?;
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while net.counter(&net.tx_if, "tx_packets")? < start + 1000 && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(warmup);
+    let b0 = net.counter(&net.tx_if, "tx_bytes")?;
+    let p0 = net.counter(&net.tx_if, "tx_packets")?;
+    let c0 = cpu();
+    let t0 = Instant::now();
+    std::thread::sleep(window);
+    let c1 = cpu();
+    let dt = t0.elapsed().as_secs_f64();
+    let p1 = net.counter(&net.tx_if, "tx_packets")?;
+    let b1 = net.counter(&net.tx_if, "tx_bytes")?;
+    let frames = p1.saturating_sub(p0);
+    let len = if frames > 0 {
+        b1.saturating_sub(b0) as f64 / frames as f64
+    } else {
+        0.0
+    };
+    Ok(Window {
+        pps: frames as f64 / dt,
+        len,
+        frames,
+        secs: dt,
+        cpu_secs: match (c0, c1) {
+            (Some(a), Some(b)) if b > a => Some((b - a) as f64 / 1e9),
+            _ => None,
+        },
+    })
+}
+
+/// The XDP sender on `port` (as [`crate::xdp::tx::run_port`]), with the nanoseconds `wr_tx`
+/// ran per frame put into the report's `prog_ns_per_frame` when BPF statistics are on.
+fn xdp_run_with_stats(
+    port: &PortSpec,
+    stream: &StreamConfig,
+    stop: &AtomicBool,
+) -> Result<crate::tx::TxPortReport> {
+    let ifindex = port.enter(0)?;
+    let gens = vec![(FrameGen::new(stream)?, stream)];
+    let mut sender = crate::xdp::tx::open(port, ifindex, &gens)?;
+    let before = sender.run_stats();
+    let mut rep = crate::xdp::tx::run(&mut sender, gens, sys::monotonic_ns(), stop)?;
+    if let (Some((c0, t0)), Some((c1, t1))) = (before, sender.run_stats()) {
+        if c1 > c0 {
+            rep.prog_ns_per_frame = Some((t1 - t0) as f64 / (c1 - c0) as f64);
+        }
+    }
+    Ok(rep)
 }
 
 /// One window of trafgen: its counter rate, or why it gave none.
@@ -581,11 +776,53 @@ pub struct VsXdpTrafficgenReport {
     pub tool_frame_len: f64,
     pub tool_rounds: Vec<f64>,
     pub tool_pps: f64,
+    /// Median nanoseconds our `wr_tx` ran per frame, when the kernel's BPF statistics are on
+    /// (`sysctl kernel.bpf_stats_enabled=1`: they add two clock reads to every program run,
+    /// xdp-trafficgen's and the dropping peer's too, so rates measured with them on are lower).
+    pub wirerate_prog_ns: Option<f64>,
+    /// The same windows per second of CPU time each sender's threads got (see [`CpuNormalised`]),
+    /// when the kernel's `schedstat` could be read for every window.
+    pub cpu: Option<CpuNormalised>,
     /// Ours over theirs (medians).
     pub ratio: f64,
     /// `/proc/loadavg` before and after.
     pub load_before: String,
     pub load_after: String,
+}
+
+/// Frames per second of the sender's own CPU time: on a machine shared with other work, each
+/// sender gets a varying share of its CPU, and frames per CPU-second compare the senders' cost
+/// per frame without that share. The CPU time is the scheduler's run time of the sender's
+/// threads (`/proc/…/schedstat`: ours is the sending thread, xdp-trafficgen's all of its
+/// threads), which includes the softirq work done in their context (the veth peer's NAPI and
+/// its XDP drop) but not work deferred to `ksoftirqd`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuNormalised {
+    /// Median share of the window each sender ran (1.0 = the whole CPU).
+    pub wirerate_share: f64,
+    pub tool_share: f64,
+    /// Medians of frames per CPU-second, and their ratio (ours over theirs).
+    pub wirerate_pps_per_cpu: f64,
+    pub tool_pps_per_cpu: f64,
+    pub ratio: f64,
+    pub wirerate_rounds: Vec<f64>,
+    pub tool_rounds: Vec<f64>,
+}
+
+/// One window's CPU share and frames per CPU-second.
+struct CpuShare {
+    share: f64,
+    pps_per_cpu: f64,
+}
+
+impl CpuShare {
+    fn of(w: &Window) -> Option<CpuShare> {
+        let c = w.cpu_secs?;
+        Some(CpuShare {
+            share: c / w.secs,
+            pps_per_cpu: w.frames as f64 / c,
+        })
+    }
 }
 
 fn loadavg() -> String {
@@ -594,41 +831,22 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
-/// `tx_packets` and `tx_bytes` over one window after the warm-up: (frames/s, bytes/frame).
-fn counter_rate_and_len(net: &BenchNet, warmup: Duration, window: Duration) -> Result<(f64, f64)> {
-    std::thread::sleep(warmup);
-    let (p0, b0) = (
-        net.counter(&net.tx_if, "tx_packets")?,
-        net.counter(&net.tx_if, "tx_bytes")?,
-    );
-    let t0 = Instant::now();
-    std::thread::sleep(window);
-    let (p1, b1) = (
-        net.counter(&net.tx_if, "tx_packets")?,
-        net.counter(&net.tx_if, "tx_bytes")?,
-    );
-    let dt = t0.elapsed().as_secs_f64();
-    let frames = p1.saturating_sub(p0);
-    let len = if frames > 0 {
-        b1.saturating_sub(b0) as f64 / frames as f64
-    } else {
-        0.0
-    };
-    Ok((frames as f64 / dt, len))
-}
-
-/// One window of xdp-trafficgen in UDP mode on `net.tx_if`, pinned like our sender: (frames/s,
-/// bytes/frame), or why it gave no figure.
+/// One window of xdp-trafficgen in UDP mode on `net.tx_if`, pinned like our sender, or why it
+/// gave no figure.
 fn measure_xdp_trafficgen(
     net: &BenchNet,
     cfg: &TxBenchConfig,
     tool: &std::path::Path,
     peer_mac: &str,
-) -> Result<std::result::Result<(f64, f64), String>> {
+) -> Result<std::result::Result<Window, String>> {
     // IPv6/UDP is xdp-trafficgen's only UDP mode, and its `-s` counts the FCS: 66 bytes is
     // its smallest frame (62 on the veth).
     let len = (cfg.frame_len + 4).max(66).to_string();
-    let cpu = cfg.cpu.to_string();
+    let threads = cfg.tx_threads.max(1);
+    let cpu = (cfg.cpu..cfg.cpu + threads)
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
     let mut c = Command::new("ip");
     c.args([
         "netns", "exec", &net.netns, "nice", "-n", "-10", "taskset", "-c", &cpu,
@@ -644,6 +862,8 @@ fn measure_xdp_trafficgen(
         "2001:db8::1",
         "-s",
         &len,
+        "-t",
+        &threads.to_string(),
     ])
     .arg(&net.tx_if)
     .stdout(Stdio::null())
@@ -654,7 +874,8 @@ fn measure_xdp_trafficgen(
         .map_err(|e| Error::io(format!("starting {}", tool.display()), e))?;
     // Its own process group, killed like trafgen's; it has no configuration file.
     let mut tg = Trafgen { child, _cfg: None };
-    let rate = counter_rate_and_len(net, cfg.warmup, cfg.duration);
+    let pid = tg.child.id();
+    let rate = counter_window(net, cfg.warmup, cfg.duration, &|| process_cpu_ns(pid));
     if let Ok(Some(st)) = tg.child.try_wait() {
         let mut err = String::new();
         if let Some(mut e) = tg.child.stderr.take() {
@@ -677,7 +898,7 @@ pub fn tx_against_xdp_trafficgen(
     tool: &std::path::Path,
 ) -> Result<VsXdpTrafficgenReport> {
     let load_before = loadavg();
-    let net = BenchNet::new(tag, true, cfg.rps_cpu)?;
+    let net = BenchNet::with_queues(tag, true, cfg.rps_cpu, cfg.tx_threads.max(1))?;
     let drop_port = net.port(&net.rx_if, None);
     let _drop = crate::xdp::tx::XdpDrop::attach(&drop_port)?;
     let mac = run_cmd(
@@ -696,20 +917,39 @@ pub fn tx_against_xdp_trafficgen(
     let frame = bench_frame(cfg.frame_len, 1)?;
     let (mut ours, mut our_len, mut theirs, mut their_len) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut prog_ns = Vec::new();
+    let (mut our_cpu, mut their_cpu) = (Vec::new(), Vec::new());
     for _ in 0..cfg.rounds.max(1) {
-        let (pps, _) = measure_ours(&net, cfg, cfg.backend, &frame)?;
-        ours.push(pps);
+        let (w, rep) = measure_ours_window(&net, cfg, cfg.backend, &frame)?;
+        ours.push(w.pps);
+        our_cpu.extend(CpuShare::of(&w));
+        prog_ns.extend(rep.prog_ns_per_frame);
         // Our frame length is the template's (the counter window is of our own frames).
         our_len.push(frame.len() as f64);
         match measure_xdp_trafficgen(&net, cfg, tool, &mac)? {
-            Ok((p, l)) => {
-                theirs.push(p);
-                their_len.push(l);
+            Ok(w) => {
+                theirs.push(w.pps);
+                their_len.push(w.len);
+                their_cpu.extend(CpuShare::of(&w));
             }
             Err(e) => return Err(Error::Config(e)),
         }
     }
     let (wirerate_pps, tool_pps) = (median(&ours), median(&theirs));
+    let per_cpu = |v: &[CpuShare]| median(&v.iter().map(|c| c.pps_per_cpu).collect::<Vec<_>>());
+    let share = |v: &[CpuShare]| median(&v.iter().map(|c| c.share).collect::<Vec<_>>());
+    let cpu = (our_cpu.len() == theirs.len() && their_cpu.len() == theirs.len()).then(|| {
+        let (o, t) = (per_cpu(&our_cpu), per_cpu(&their_cpu));
+        CpuNormalised {
+            wirerate_share: share(&our_cpu),
+            tool_share: share(&their_cpu),
+            wirerate_pps_per_cpu: o,
+            tool_pps_per_cpu: t,
+            ratio: if t > 0.0 { o / t } else { 0.0 },
+            wirerate_rounds: our_cpu.iter().map(|c| c.pps_per_cpu).collect(),
+            tool_rounds: their_cpu.iter().map(|c| c.pps_per_cpu).collect(),
+        }
+    });
     Ok(VsXdpTrafficgenReport {
         config: *cfg,
         tool: tool.display().to_string(),
@@ -719,6 +959,8 @@ pub fn tx_against_xdp_trafficgen(
         tool_frame_len: median(&their_len),
         tool_pps,
         tool_rounds: theirs,
+        wirerate_prog_ns: (!prog_ns.is_empty()).then(|| median(&prog_ns)),
+        cpu,
         ratio: if tool_pps > 0.0 {
             wirerate_pps / tool_pps
         } else {
@@ -1066,4 +1308,43 @@ fn xdp_source(net: &BenchNet, frame: &FrameTemplate, cfg: &RxBenchConfig) -> Res
         .first()
         .ok_or_else(|| Error::Config("the XDP sender reported no stream".into()))?;
     Ok((s.sent, s.achieved_pps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_gives_this_threads_cpu_time_and_it_grows_while_it_runs() {
+        let me = format!("/proc/self/task/{}/schedstat", crate::xdp::sys::gettid());
+        let a = task_cpu_ns(&me).expect("schedstat of this thread");
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let b = task_cpu_ns(&me).unwrap();
+        assert!(b > a, "run time {a} → {b} after 30 ms of spinning");
+        assert!(process_cpu_ns(std::process::id()).unwrap() >= b);
+        assert_eq!(task_cpu_ns("/proc/self/no-such-file"), None);
+    }
+
+    #[test]
+    fn frames_per_cpu_second_and_share_of_a_window() {
+        let w = Window {
+            pps: 3e6,
+            len: 60.0,
+            frames: 6_000_000,
+            secs: 2.0,
+            cpu_secs: Some(1.5),
+        };
+        let c = CpuShare::of(&w).unwrap();
+        assert!((c.share - 0.75).abs() < 1e-12);
+        assert!((c.pps_per_cpu - 4e6).abs() < 1e-6);
+        let none = Window {
+            cpu_secs: None,
+            ..w
+        };
+        assert!(CpuShare::of(&none).is_none());
+    }
 }

@@ -889,6 +889,7 @@ fn merge_tx(parts: Vec<TxPortReport>) -> TxPortReport {
         backpressure_flushes: 0,
         abandoned: 0,
         wrong_format: 0,
+        prog_ns_per_frame: None,
     };
     let mut accepted = 0.0;
     for r in parts {
@@ -1036,6 +1037,7 @@ mod tests {
             backpressure_flushes: 1,
             abandoned: 2,
             wrong_format: 0,
+            prog_ns_per_frame: None,
         };
         let m = merge_tx(vec![part(10, 4.0, 8), part(30, 2.0, 5)]);
         assert_eq!((m.flushes, m.max_batch), (40, 8));

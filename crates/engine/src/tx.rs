@@ -74,6 +74,10 @@ pub struct TxPortReport {
     pub abandoned: u64,
     /// Frames the kernel rejected as malformed.
     pub wrong_format: u64,
+    /// XDP backend: mean nanoseconds the sending program ran per frame, when the kernel's BPF
+    /// statistics are on and the caller asked for them (`bench tx`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prog_ns_per_frame: Option<f64>,
 }
 
 /// How a port hands frames to the kernel.
@@ -228,6 +232,7 @@ pub fn run(
         backpressure_flushes: 0,
         abandoned: 0,
         wrong_format: 0,
+        prog_ns_per_frame: None,
     };
     let _ = sys::set_timer_slack_ns(1);
     let accepted_total = match sender {

@@ -48,27 +48,57 @@ struct TxArgs {
     /// Old spelling of `--both-backends` (the sendmmsg sender is now a backend).
     #[arg(long, hide = true)]
     sendmmsg: bool,
-    /// The peer to compare with: trafgen (the default), or xdp-trafficgen (xdp-tools; found
-    /// on PATH, or give its path, e.g. ../shared/tools/xdp-tools/xdp-trafficgen). Against
-    /// xdp-trafficgen the veth's peer drops with XDP for both senders.
+    /// The sender to compare with: trafgen (the default), or xdp-trafficgen (xdp-tools ≥ 1.6:
+    /// the first on PATH, else shared/tools/xdp-tools/xdp-trafficgen in a folder above the
+    /// working directory or this binary; or give it: xdp-trafficgen=PATH, or a path with a
+    /// `/`). Against xdp-trafficgen the veth's peer drops with XDP for both senders and both
+    /// rates come from the same counter, the sending veth's tx_packets.
     #[arg(
         long,
         default_value = "trafgen",
-        value_name = "trafgen|xdp-trafficgen|PATH"
+        value_name = "trafgen|xdp-trafficgen[=PATH]|PATH"
     )]
     against: String,
+    /// With --against xdp-trafficgen: sender threads on CPUs --cpu, --cpu + 1, … (ours: one
+    /// stream each; xdp-trafficgen: -t N), into a veth with N queues.
+    #[arg(long, default_value_t = 1)]
+    tx_threads: usize,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
 }
 
-/// Where `--against` names xdp-trafficgen: an explicit path, or the first on PATH.
+/// Where xdp-tools' binaries sit beside a checkout (the shared tools folder next to the repo).
+const SHARED_XDP_TOOLS: &str = "shared/tools/xdp-tools";
+
+/// Where `--against` names xdp-trafficgen: `xdp-trafficgen=PATH` or a path (with a `/`) is
+/// taken as given; plain `xdp-trafficgen` is the first on PATH, else the first
+/// `shared/tools/xdp-tools/xdp-trafficgen` in a folder above the working directory or above
+/// this executable (`../shared/tools/xdp-tools` seen from a checkout).
 fn xdp_trafficgen(against: &str) -> CliResult<Option<std::path::PathBuf>> {
+    let path_var = std::env::var_os("PATH");
+    let roots: Vec<std::path::PathBuf> =
+        [std::env::current_dir().ok(), std::env::current_exe().ok()]
+            .into_iter()
+            .flatten()
+            .collect();
+    resolve_against(against, path_var.as_deref(), &roots)
+}
+
+/// [`xdp_trafficgen`] with PATH and the folders to search above given.
+fn resolve_against(
+    against: &str,
+    path_var: Option<&std::ffi::OsStr>,
+    roots: &[std::path::PathBuf],
+) -> CliResult<Option<std::path::PathBuf>> {
     if against == "trafgen" {
         return Ok(None);
     }
-    if against.contains('/') {
-        let p = std::path::PathBuf::from(against);
+    let given = against
+        .strip_prefix("xdp-trafficgen=")
+        .or_else(|| against.contains('/').then_some(against));
+    if let Some(g) = given {
+        let p = std::path::PathBuf::from(g);
         return if p.is_file() {
             Ok(Some(p))
         } else {
@@ -79,19 +109,25 @@ fn xdp_trafficgen(against: &str) -> CliResult<Option<std::path::PathBuf>> {
     }
     if against != "xdp-trafficgen" {
         return Err(CliError::Usage(format!(
-            "--against {against}: give trafgen, xdp-trafficgen or the path of an xdp-trafficgen binary"
+            "--against {against}: give trafgen, xdp-trafficgen, xdp-trafficgen=PATH or the path of an xdp-trafficgen binary"
         )));
     }
-    std::env::var_os("PATH")
-        .iter()
+    let on_path = path_var
+        .into_iter()
         .flat_map(std::env::split_paths)
-        .map(|d| d.join("xdp-trafficgen"))
+        .map(|d| d.join("xdp-trafficgen"));
+    let shared = roots
+        .iter()
+        .flat_map(|r| r.ancestors())
+        .map(|d| d.join(SHARED_XDP_TOOLS).join("xdp-trafficgen"));
+    on_path
+        .chain(shared)
         .find(|p| p.is_file())
         .map(Some)
         .ok_or_else(|| {
-            CliError::Usage(
-                "--against xdp-trafficgen: not found on PATH; give its path (xdp-tools ≥ 1.6: Debian's 1.3.1 cannot load its programs on new kernels)".into(),
-            )
+            CliError::Usage(format!(
+                "--against xdp-trafficgen: not on PATH nor in {SHARED_XDP_TOOLS} above the working directory; give --against xdp-trafficgen=PATH (xdp-tools ≥ 1.6: Debian's 1.3.1 cannot load its programs on new kernels)"
+            ))
         })
 }
 
@@ -167,8 +203,17 @@ pub fn run(args: BenchArgs) -> CliResult {
                 backend: a.backend,
                 both_backends: a.both_backends || a.sendmmsg,
                 rounds: a.rounds.clamp(1, 20),
+                tx_threads: a.tx_threads,
                 ..Default::default()
             };
+            if a.tx_threads == 0
+                || (a.tx_threads > 1
+                    && (a.against == "trafgen" || a.backend != engine::bench::TxBenchBackend::Xdp))
+            {
+                return Err(CliError::Usage(
+                    "--tx-threads: give N ≥ 1; more than one only with --backend xdp --against xdp-trafficgen".into(),
+                ));
+            }
             if let Some(tool) = xdp_trafficgen(&a.against)? {
                 let r = engine::bench::tx_against_xdp_trafficgen(&cfg, &tag, &tool)
                     .map_err(|e| CliError::Failed(format!("bench tx: {e}")))?;
@@ -181,8 +226,16 @@ pub fn run(args: BenchArgs) -> CliResult {
                         .collect::<Vec<_>>()
                         .join(" ")
                 };
+                if a.tx_threads > 1 {
+                    outln!(
+                        "{} sender threads each, on CPUs {}..={}",
+                        a.tx_threads,
+                        a.cpu,
+                        a.cpu + a.tx_threads - 1
+                    );
+                }
                 outln!(
-                    "bench tx against {}: CPU {}, {} alternating rounds of {:.1} s per sender, peer drops with XDP (veth tx_packets; medians); load {} → {}",
+                    "bench tx against {}: CPU {}, {} alternating rounds of {:.1} s per sender; the peer drops every frame with XDP for both; both rates from one counter, the sending veth's tx_packets (= frames the peer's XDP program received), medians; load {} → {}",
                     r.tool, a.cpu, cfg.rounds, a.duration, r.load_before, r.load_after
                 );
                 outln!(
@@ -202,6 +255,21 @@ pub fn run(args: BenchArgs) -> CliResult {
                     "  ratio (wirerate / xdp-trafficgen) {:.2}x (target ≥ 1.0)",
                     r.ratio
                 );
+                if let Some(c) = &r.cpu {
+                    outln!(
+                        "  per CPU-second of each sender's own threads (schedstat; they ran {:.0} % and {:.0} % of the window): wirerate {:.0}, xdp-trafficgen {:.0} frames/CPU-s, ratio {:.2}x",
+                        100.0 * c.wirerate_share,
+                        100.0 * c.tool_share,
+                        c.wirerate_pps_per_cpu,
+                        c.tool_pps_per_cpu,
+                        c.ratio
+                    );
+                }
+                if let Some(ns) = r.wirerate_prog_ns {
+                    outln!(
+                        "  wr_tx ran {ns:.1} ns per frame (kernel BPF statistics are on: every program run, both senders' and the peer's, pays two clock reads, so these rates are lower than with them off)"
+                    );
+                }
                 return Ok(());
             }
             let r = engine::bench::tx(&cfg, &tag)
@@ -352,5 +420,85 @@ pub fn run(args: BenchArgs) -> CliResult {
                 )))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// A scratch folder `<tmp>/wr-against-<pid>-<name>` holding `files` (made executable-looking
+    /// plain files), removed on drop.
+    struct Scratch(PathBuf);
+    impl Scratch {
+        fn new(name: &str, files: &[&str]) -> Scratch {
+            let d = std::env::temp_dir().join(format!("wr-against-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            for f in files {
+                let p = d.join(f);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(&p, b"").unwrap();
+            }
+            Scratch(d)
+        }
+    }
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn usage(r: CliResult<Option<PathBuf>>) -> String {
+        match r {
+            Err(CliError::Usage(m)) => m,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn against_finds_xdp_trafficgen_on_path_then_in_shared_tools_above() {
+        let s = Scratch::new(
+            "find",
+            &[
+                "bin/xdp-trafficgen",
+                "shared/tools/xdp-tools/xdp-trafficgen",
+                "wt/crate/x",
+            ],
+        );
+        let bin = s.0.join("bin");
+        let shared = s.0.join("shared/tools/xdp-tools/xdp-trafficgen");
+        let below = s.0.join("wt/crate");
+        // PATH first.
+        let got = resolve_against("xdp-trafficgen", Some(bin.as_os_str()), &[below.clone()]);
+        assert_eq!(got.unwrap(), Some(bin.join("xdp-trafficgen")));
+        // Not on PATH: the shared tools folder above the working directory.
+        let empty = s.0.join("nothing");
+        let got = resolve_against("xdp-trafficgen", Some(empty.as_os_str()), &[below]);
+        assert_eq!(got.unwrap(), Some(shared));
+        // Neither: a usage error that says how to give it.
+        let m = usage(resolve_against(
+            "xdp-trafficgen",
+            Some(empty.as_os_str()),
+            &[],
+        ));
+        assert!(m.contains("xdp-trafficgen=PATH"), "{m}");
+    }
+
+    #[test]
+    fn against_takes_a_given_path_and_refuses_what_is_not_there() {
+        let s = Scratch::new("given", &["tools/xdp-trafficgen"]);
+        let tool = s.0.join("tools/xdp-trafficgen");
+        let arg = format!("xdp-trafficgen={}", tool.display());
+        assert_eq!(
+            resolve_against(&arg, None, &[]).unwrap(),
+            Some(tool.clone())
+        );
+        let plain = tool.display().to_string();
+        assert_eq!(resolve_against(&plain, None, &[]).unwrap(), Some(tool));
+        let missing = format!("xdp-trafficgen={}", s.0.join("no/such").display());
+        assert!(usage(resolve_against(&missing, None, &[])).contains("no such file"));
+        assert!(usage(resolve_against("pktgen", None, &[])).contains("give trafgen"));
+        assert_eq!(resolve_against("trafgen", None, &[]).unwrap(), None);
     }
 }

@@ -148,6 +148,11 @@ pub struct StreamState {
     pub next: u64,
     pub first_ns: u64,
     pub last_ns: u64,
+    /// The clock reading the current group of frames carries, its call's token and how
+    /// many more frames of the group may carry it (`CLOCK_GROUP` of bpf/tx.bpf.c).
+    pub group_ns: u64,
+    pub group_token: u32,
+    pub group_left: u32,
 }
 
 /// `struct schedule` of `bpf/tx.bpf.c`: a stream's absolute schedule, kept by the program
@@ -231,7 +236,7 @@ mod tests {
     fn map_values_have_the_c_layout_without_padding() {
         // Sums of the field sizes: any padding would make the sizes differ.
         assert_eq!(std::mem::size_of::<Recipe>(), 8 * 2 + 4 * 8 + 2 * 12);
-        assert_eq!(std::mem::size_of::<StreamState>(), 24);
+        assert_eq!(std::mem::size_of::<StreamState>(), 40);
         assert_eq!(std::mem::size_of::<RecipeState>(), 32);
         assert_eq!(std::mem::size_of::<Ctl>(), 16);
         assert_eq!(std::mem::size_of::<Schedule>(), 8 * 8 + 4 * 2);

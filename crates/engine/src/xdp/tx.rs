@@ -75,8 +75,9 @@ const LIVE_BATCH: u32 = 64;
 /// --backend xdp --against xdp-trafficgen`: 0.72× → 0.85× of xdp-trafficgen (docs/engine.md).
 const LIVE_BATCH_UNPACED: u32 = sys::MAX_LIVE_BATCH;
 const _: () = assert!(LIVE_BATCH <= sys::MAX_LIVE_BATCH);
-/// Bytes of metadata in front of the frame: the recipe index.
-const META_LEN: usize = 4;
+/// Bytes of metadata in front of the frame: the recipe index, then the call's token (see
+/// [`XdpSender::run_recipe`]).
+const META_LEN: usize = 8;
 /// The recipe slot of the probe frame (the last of the map's 256).
 const PROBE_SLOT: u32 = 255;
 const RECIPE_PROBE: u32 = 1;
@@ -105,6 +106,8 @@ pub struct XdpSender {
     idle_ns: Option<f64>,
     /// The port's peer is the DUT's port ([`PortSpec::faces_dut`]).
     faces_dut: bool,
+    /// The token of the last `BPF_PROG_RUN` call ([`Self::run_recipe`]).
+    call_token: u32,
 }
 
 impl std::fmt::Debug for XdpSender {
@@ -187,6 +190,7 @@ fn recipe(cfg: &StreamConfig, slot: usize, frame: &[u8], sig_off: usize) -> Resu
 fn with_meta(index: u32, frame: &[u8]) -> Vec<u8> {
     let mut data = Vec::with_capacity(META_LEN + frame.len());
     data.extend_from_slice(&index.to_ne_bytes());
+    data.extend_from_slice(&0u32.to_ne_bytes());
     data.extend_from_slice(frame);
     data
 }
@@ -336,6 +340,7 @@ pub fn open(
         stream_runs,
         idle_ns: None,
         faces_dut: spec.faces_dut,
+        call_token: 0,
     };
     sender.set_thread()?;
     sender.probe(spec, own_mac.unwrap_or([2, 0, 0, 0, 0, 0]))?;
@@ -388,6 +393,17 @@ impl XdpSender {
         self.prog_run_batched(data, repeat, LIVE_BATCH)
     }
 
+    /// Runs recipe `r` for `repeat` frames, `batch` per flush, under a new call token in the
+    /// frame's metadata: every page of a call is initialised from this data (live mode makes a
+    /// page pool per call), so the program can tell a call's first frame of a stream from the
+    /// rest, and never reuses a clock reading taken in an earlier call (bpf/tx.bpf.c,
+    /// `CLOCK_GROUP`).
+    fn run_recipe(&mut self, r: usize, repeat: u32, batch: u32) -> std::io::Result<()> {
+        self.call_token = self.call_token.wrapping_add(1);
+        self.runs[r].data[4..META_LEN].copy_from_slice(&self.call_token.to_ne_bytes());
+        self.prog_run_batched(&self.runs[r].data, repeat, batch)
+    }
+
     /// [`Self::prog_run`] with `batch` frames per flush inside the run.
     fn prog_run_batched(&self, data: &[u8], repeat: u32, batch: u32) -> std::io::Result<()> {
         let prog: &Xdp = self
@@ -438,7 +454,7 @@ impl XdpSender {
         let mut best = f64::MAX;
         for _ in 0..3 {
             let t0 = crate::sys::monotonic_ns();
-            self.prog_run(&self.runs[run].data, PROBE)
+            self.run_recipe(run, PROBE, LIVE_BATCH)
                 .map_err(|e| Error::io(format!("XDP TX: BPF_PROG_RUN on {}", self.ifname), e))?;
             best = best.min((crate::sys::monotonic_ns() - t0) as f64 / f64::from(PROBE));
         }
@@ -446,6 +462,29 @@ impl XdpSender {
         // find the program sending every frame it is given.
         self.set_schedule(0, &Schedule::default())?;
         Ok(best.max(1.0))
+    }
+
+    /// The kernel's run statistics of `wr_tx` so far, (runs, ns), when BPF statistics are on
+    /// (`sysctl kernel.bpf_stats_enabled=1`; they cost two clock reads per run, so they are
+    /// off for rate measurements). A run is one frame (or one idle iteration when paced).
+    pub fn run_stats(&self) -> Option<(u64, u64)> {
+        use std::os::fd::AsRawFd;
+        if std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
+            .ok()?
+            .trim()
+            != "1"
+        {
+            return None;
+        }
+        let prog: &Xdp = self.bpf.program("wr_tx")?.try_into().ok()?;
+        let fd = prog.fd().ok()?.as_fd().as_raw_fd();
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+        let field = |k: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        Some((field("run_cnt:")?, field("run_time_ns:")?))
     }
 
     fn recipe_state(&self, i: u32) -> Result<RecipeState> {
@@ -635,7 +674,8 @@ pub fn run(
                     per_recipe[r] += 1;
                 }
             }
-            for &r in mine {
+            for k in 0..sender.stream_runs[si].len() {
+                let r = sender.stream_runs[si][k];
                 let n = std::mem::take(&mut per_recipe[r]);
                 if n == 0 {
                     continue;
@@ -645,7 +685,7 @@ pub fn run(
                 } else {
                     LIVE_BATCH
                 };
-                let done = match sender.prog_run_batched(&sender.runs[r].data, n as u32, batch) {
+                let done = match sender.run_recipe(r, n as u32, batch) {
                     Ok(()) => n,
                     Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
                         // A signal cut the run short: the program's count says how far it got.
@@ -756,7 +796,7 @@ fn run_kernel_paced(
             crate::sys::sleep_until((due - KERNEL_PACED_SLEEP_NS / 2).min(now + 10_000_000));
             continue;
         }
-        match sender.prog_run(&sender.runs[run].data, repeat) {
+        match sender.run_recipe(run, repeat, LIVE_BATCH) {
             Ok(()) => {}
             // A signal cut the call short: the program's state says how far it got.
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
@@ -862,6 +902,7 @@ fn report(
         backpressure_flushes: refused_runs,
         abandoned,
         wrong_format: 0,
+        prog_ns_per_frame: None,
     })
 }
 
