@@ -17,6 +17,14 @@ cargo test --workspace --release --no-fail-fast -- --show-output 2>&1 | tee "$lo
 rc=${PIPESTATUS[0]}
 set -e
 skips=$(grep -E '^[[:space:]]*SKIP' "$log" | sed 's/^[[:space:]]*//' | sort | uniq -c || true)
+# N/A: a test whose subject does not exist here (e.g. a refusal a full-featured kernel never
+# gives); listed, never a failure.
+na=$(grep -E '^[[:space:]]*N/A:' "$log" | sed 's/^[[:space:]]*//' | sort | uniq -c || true)
+if [ -n "$na" ]; then
+    echo
+    echo "Tests not applicable on this machine (reason, how many):"
+    echo "$na"
+fi
 if [ -n "$skips" ]; then
     echo
     echo "Tests that did not run (reason, how many):"

@@ -315,9 +315,10 @@ fn load_only(ns: &str, ifname: &str, program: Program) -> Result<()> {
 /// and drop it. With the offload off the sender finishes every checksum, as a frame on a
 /// cable always has it. Frames of wirerate's own senders are complete either way.
 ///
-/// The program runs in the receive NAPI poll of the DUT's veth, which the lab runs on the
-/// DUT's CPU in a threaded NAPI ([`crate::napi`]) with or without the fast path, so switching
-/// it changes only the path, never the CPU that pays for it.
+/// The program runs in the receive NAPI poll of the DUT's veth, which the kernel schedules on
+/// the CPU that transmitted into the veth: the tester's. So the poll moves to the DUT's CPU
+/// ([`crate::napi`]) while the fast path is on — and stays there when a plan switches it off
+/// explicitly ([`crate::Lab::set_fastpath`]), so that on and off differ only in the path.
 pub(crate) fn attach(ns: &str, testers: &[(String, &str)], program: Program) -> Result<()> {
     let result = (|| {
         set_tx_csum(testers, false)?;
@@ -325,8 +326,6 @@ pub(crate) fn attach(ns: &str, testers: &[(String, &str)], program: Program) -> 
         for ifname in DUT_IFACES {
             load(ns, ifname, program)?;
         }
-        // The lab keeps them threaded on the DUT's CPU from `lab up` (crate::napi); again
-        // here for a lab brought up by an older wirerate.
         crate::napi::receive_on_dut_cpu(ns, &DUT_IFACES)
     })();
     if result.is_err() {
@@ -336,14 +335,15 @@ pub(crate) fn attach(ns: &str, testers: &[(String, &str)], program: Program) -> 
 }
 
 /// Remove the fast path from both DUT interfaces in `ns` (fine if none is attached), put
-/// conntrack's TCP window tracking back to strict and the tester ports' checksum offload
-/// back on (the lab's default).
+/// the receive polls back on the sending CPU, conntrack's TCP window tracking back to strict
+/// and the tester ports' checksum offload back on (the lab's default).
 pub(crate) fn detach(ns: &str, testers: &[(String, &str)]) -> Result<()> {
     for ifname in DUT_IFACES {
         if xdp_prog(ns, ifname)?.is_some() {
             cmd::run(&["ip", "-n", ns, "link", "set", "dev", ifname, "xdp", "off"])?;
         }
     }
+    crate::napi::receive_on_sender_cpu(ns, &DUT_IFACES)?;
     set_liberal(ns, false)?;
     set_tx_csum(testers, true)
 }

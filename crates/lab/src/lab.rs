@@ -439,8 +439,7 @@ impl Lab {
     }
 
     /// Steer receive processing with RPS: the DUT's ingress veths to the DUT's CPU, the tester
-    /// ports' to the tester CPUs; and run the DUT's receive polls on the DUT's CPU
-    /// ([`napi`]). Skipped (nothing to isolate) on a one-CPU machine.
+    /// ports' to the tester CPUs. Skipped (nothing to isolate) on a one-CPU machine.
     fn isolate_cpus(&self) -> Result<()> {
         let Some(dut) = cpu::dut_cpu() else {
             return Ok(());
@@ -464,14 +463,6 @@ impl Lab {
                 })
                 .collect();
             netns::sh(&self.netns(node)?, &script.join("; "))?;
-        }
-        if self.topology.has(Node::Dut) {
-            let dut_ifaces: Vec<&str> = topology::ifaces(self.topology)
-                .iter()
-                .filter(|i| i.node == Node::Dut)
-                .map(|i| i.ifname)
-                .collect();
-            napi::receive_on_dut_cpu(&self.netns(Node::Dut)?, &dut_ifaces)?;
         }
         Ok(())
     }
@@ -589,13 +580,19 @@ impl Lab {
     /// combination in which packets would skip rules they must walk
     /// ([`LabError::FastpathRefused`], e.g. `filter-stateless-N`) or a kernel without the
     /// XDP support it needs; picks the program that fits the profile (plain forwarding, or
-    /// conntrack-established flows only). Idempotent. Off: removes it (fine when it is off).
-    /// [`Lab::apply_profile`] switches it off.
+    /// conntrack-established flows only). Idempotent. Off: removes it (fine when it is off)
+    /// and keeps the DUT's receive polls on the DUT's CPU, as they are with it on
+    /// ([`crate::napi`]). [`Lab::apply_profile`] switches it off and puts the polls back on
+    /// the sending CPU (the kernel's default).
     pub fn set_fastpath(&self, on: bool) -> Result<()> {
         let ns = self.netns(Node::Dut)?;
         if !on {
             if self.topology == Topology::Forward {
                 fastpath::detach(&ns, &self.fastpath_testers()?)?;
+                // Switched off on purpose (a plan's `fastpath = "off"`, `lab fastpath off`):
+                // the receive polls stay on the DUT's CPU as with it on, so the two settings
+                // differ only in the path (crate::napi). A profile switch resets them.
+                napi::receive_on_dut_cpu(&ns, &fastpath::DUT_IFACES)?;
             }
             return Ok(());
         }

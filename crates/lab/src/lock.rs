@@ -85,6 +85,9 @@ impl LabLock {
     /// [`LabError::Busy`] naming the holder.
     pub fn acquire(name: &str, purpose: &str, wait: Duration) -> Result<LabLock> {
         crate::topology::validate_name(name)?;
+        // Everything a lock guards needs root; without it the lock file cannot be written
+        // either, and "Permission denied" on it would hide what is really missing.
+        crate::cmd::require_root()?;
         let mut file = open(name)?;
         let deadline = Instant::now() + wait;
         loop {

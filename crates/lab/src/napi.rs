@@ -1,20 +1,34 @@
-//! The DUT's receive work on the DUT's CPU.
+//! The DUT's receive work on the DUT's CPU, when a comparison needs it.
 //!
 //! A veth's receive NAPI poll — turning the frames its peer sent into packets (for frames an
 //! XDP sender redirected: building every skb), GRO, and any XDP program on it — runs by
 //! default on the CPU that *transmitted* into the veth: for the DUT's ingress ports, the
 //! tester's CPU. RPS steers the stack's forwarding to the DUT's CPU only after that
-//! (docs/lab.md, "CPU isolation"). So the tester's CPU did part of the DUT's work: the DUT's
-//! CPU load read low, a DUT figure borrowed a second CPU, and the tester's sender lost time to
-//! a receive poll that is not its job (trials at line rate went tester-limited for that
-//! reason). `lab up` therefore gives the DUT's interfaces threaded NAPI
-//! (`/sys/class/net/IF/threaded`) and pins every lab DUT's NAPI thread (`napi/wr-dut-*`) to
-//! the DUT's CPU, SCHED_FIFO, like the softirq that does the stack's forwarding there (which
-//! preempts ordinary processes too; a NAPI thread without real-time priority lost the CPU to
-//! other engineers' compilers). The fast path's XDP program (crate::fastpath) runs in the same
-//! poll, so it switches the forwarding path and nothing else.
+//! (docs/lab.md, "CPU isolation"). The fast path's XDP program runs in that poll, so while it
+//! is on the DUT's interfaces get threaded NAPI (`/sys/class/net/IF/threaded`) and every lab
+//! DUT's NAPI thread (`napi/wr-dut-*`) is pinned to the DUT's CPU, SCHED_FIFO, like the softirq
+//! that does the stack's forwarding there (a NAPI thread without real-time priority lost the
+//! CPU to other engineers' compilers). A plan's explicit `fastpath = "off"` keeps the threads
+//! ([`crate::Lab::set_fastpath`]), so the two settings differ only in the path.
+//!
+//! Why not always: with the poll on the DUT's CPU, the DUT drains its 256-frame veth ring at
+//! its own pace, and this kernel's veth back-pressures a full ring (the sender's queue stops).
+//! An AF_PACKET sender then waits instead of losing frames at the DUT — the connection
+//! methodologies' sender became tester-limited at the DUT's rate. The XDP sender is not
+//! back-pressured (a refused redirect is counted as the DUT's loss), so the fast-path
+//! comparison, which runs on it, is not affected.
 
 use crate::error::{LabError, Result};
+
+/// Threaded NAPI off on `ifaces` (in `ns`): the receive polls run on the sending CPU again,
+/// the kernel's default.
+pub(crate) fn receive_on_sender_cpu(ns: &str, ifaces: &[&str]) -> Result<()> {
+    let script: Vec<String> = ifaces
+        .iter()
+        .map(|i| format!("echo 0 > /sys/class/net/{i}/threaded"))
+        .collect();
+    crate::netns::sh(ns, &script.join("; ")).map(drop)
+}
 
 /// Threaded NAPI on `ifaces` (in `ns`) with their threads pinned to the DUT's CPU at
 /// real-time priority. Idempotent. Nothing to pin on a one-CPU machine (the threads exist but

@@ -710,8 +710,70 @@ fn rps_steers_dut_ingress_to_the_dut_cpu() {
             &["grep", "Cpus_allowed_list", "/proc/self/status"],
         );
         assert!(!on_a.contains(&dut.to_string()), "{on_a}");
-        // The DUT's receive polls run in NAPI threads on the DUT's CPU, real-time, with or
-        // without the fast path (lab::napi): the tester's CPU does none of the DUT's work.
+    });
+}
+
+// ---- The XDP fast path (lab::fastpath) ----
+
+/// Sends `n` identical UDP frames with scapy from `iface` (argv: iface, destination MAC,
+/// source, destination, source port, destination port, n, payload in hex). IPv4 frames carry
+/// TTL 64 and IP id 7, IPv6 frames hop limit 64.
+const SCAPY_SEND: &str = "import sys
+from scapy.all import Ether, IP, IPv6, UDP, Raw, sendp, conf
+conf.verb = 0
+iface, dmac, src, dst, sport, dport, n, payload = sys.argv[1:9]
+ip = IPv6(src=src, dst=dst, hlim=64) if ':' in src else IP(src=src, dst=dst, ttl=64, id=7)
+f = Ether(dst=dmac) / ip / UDP(sport=int(sport), dport=int(dport)) / Raw(bytes.fromhex(payload))
+sendp([f] * int(n), iface=iface)
+";
+
+/// Payload of the fast path's test frames (18 bytes, as in a 64 B IPv4 frame).
+const FP_PAYLOAD: &str = "5752000100000001a5a5a5a5a5a5a5a5c0de";
+
+fn fastpath_skip_reason() -> Option<String> {
+    let scapy = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import scapy.all"])
+        .output();
+    if !scapy.is_ok_and(|o| o.status.success()) {
+        return Some("scapy not importable from /usr/bin/python3 (Debian python3-scapy)".into());
+    }
+    match lab::features() {
+        Ok(f) if f.xdp_fastpath && f.xdp_conntrack => None,
+        Ok(f) => Some(format!("no XDP fast path on this kernel: {f:?}")),
+        Err(e) => Some(format!("cannot probe: {e}")),
+    }
+}
+
+/// An explicit "fast path off" keeps the DUT's receive polls in NAPI threads on the DUT's CPU,
+/// real-time, as with it on (lab::napi), so the two settings differ only in the path; a
+/// profile switch puts them back on the sending CPU.
+#[test]
+fn fastpath_off_keeps_the_receive_polls_on_the_dut_cpu() {
+    require!();
+    let Some(dut) = lab::dut_cpu() else {
+        println!("SKIP: one CPU, no isolation");
+        return;
+    };
+    if let Some(r) = fastpath_skip_reason() {
+        println!("SKIP: {r}");
+        return;
+    }
+    with_deadline("it-fpoff", 60, move || {
+        let (lab, _g) = up("it-fpoff", Topology::Forward, None);
+        let threaded = |lab: &Lab| -> Vec<String> {
+            ["wr-dut-a", "wr-dut-b"]
+                .iter()
+                .map(|i| {
+                    ok(lab, Node::Dut, &["cat", &format!("/sys/class/net/{i}/threaded")])
+                        .trim()
+                        .to_string()
+                })
+                .collect()
+        };
+        assert_eq!(threaded(&lab), ["0", "0"], "the kernel's default after lab up");
+        lab.set_fastpath(true).unwrap();
+        lab.set_fastpath(false).unwrap();
+        assert_eq!(threaded(&lab), ["1", "1"], "kept after an explicit off");
         for ifname in ["wr-dut-a", "wr-dut-b"] {
             let threaded = ok(
                 &lab,
@@ -745,38 +807,9 @@ fn rps_steers_dut_ingress_to_the_dut_cpu() {
             napi += 1;
         }
         assert!(napi >= 2, "no NAPI threads of the DUT's interfaces found");
+        lab.apply_profile(&Profile::Forward).unwrap();
+        assert_eq!(threaded(&lab), ["0", "0"], "a profile switch resets them");
     });
-}
-
-// ---- The XDP fast path (lab::fastpath) ----
-
-/// Sends `n` identical UDP frames with scapy from `iface` (argv: iface, destination MAC,
-/// source, destination, source port, destination port, n, payload in hex). IPv4 frames carry
-/// TTL 64 and IP id 7, IPv6 frames hop limit 64.
-const SCAPY_SEND: &str = "import sys
-from scapy.all import Ether, IP, IPv6, UDP, Raw, sendp, conf
-conf.verb = 0
-iface, dmac, src, dst, sport, dport, n, payload = sys.argv[1:9]
-ip = IPv6(src=src, dst=dst, hlim=64) if ':' in src else IP(src=src, dst=dst, ttl=64, id=7)
-f = Ether(dst=dmac) / ip / UDP(sport=int(sport), dport=int(dport)) / Raw(bytes.fromhex(payload))
-sendp([f] * int(n), iface=iface)
-";
-
-/// Payload of the fast path's test frames (18 bytes, as in a 64 B IPv4 frame).
-const FP_PAYLOAD: &str = "5752000100000001a5a5a5a5a5a5a5a5c0de";
-
-fn fastpath_skip_reason() -> Option<String> {
-    let scapy = std::process::Command::new("/usr/bin/python3")
-        .args(["-c", "import scapy.all"])
-        .output();
-    if !scapy.is_ok_and(|o| o.status.success()) {
-        return Some("scapy not importable from /usr/bin/python3 (Debian python3-scapy)".into());
-    }
-    match lab::features() {
-        Ok(f) if f.xdp_fastpath && f.xdp_conntrack => None,
-        Ok(f) => Some(format!("no XDP fast path on this kernel: {f:?}")),
-        Err(e) => Some(format!("cannot probe: {e}")),
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
