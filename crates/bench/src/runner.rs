@@ -406,6 +406,11 @@ struct Ctx<'p, 'o> {
     /// The lab DUT's offload switch as last set by this run (`None`: not yet set), so it is
     /// switched only when a case asks for another setting.
     lab_offload: Option<bool>,
+    /// The lab profile last applied, and whether a case switched its fast path since: a
+    /// case without the dimension then gets the profile re-applied (the fast path and the
+    /// DUT's receive polls as the profile sets them), not the previous case's setting.
+    lab_profile: Option<lab::Profile>,
+    fastpath_switched: bool,
 }
 
 impl Ctx<'_, '_> {
@@ -559,6 +564,8 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
         est_total,
         est_done: 0.0,
         lab_offload: None,
+        lab_profile: None,
+        fastpath_switched: false,
     };
     // Every trial found in the run directory is kept (finished cases' and unfinished ones').
     ctx.summary.trials_replayed = records
@@ -642,6 +649,8 @@ fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
             ));
             lab.apply_profile(&lp)
                 .map_err(|e| failed(format!("profile {}: {e}", profile.name)))?;
+            ctx.lab_profile = Some(lp.clone());
+            ctx.fastpath_switched = false;
             // The connection table's cap and timeout belong to this profile (none: no cap).
             lab.set_conn_table(profile.table_size, profile.udp_timeout)
                 .map_err(|e| failed(format!("profile {}: connection table: {e}", profile.name)))?;
@@ -704,11 +713,23 @@ fn apply_lab_switches(ctx: &mut Ctx, case: &Case) -> Result<(), RunError> {
             .map_err(|e| failed(format!("{}: DUT offload: {e}", case.id)))?;
         ctx.lab_offload = Some(offload);
     }
-    // A case without the dimension leaves the fast path as its profile set it (the lab
-    // profile `fastpath` turns it on; every other profile switch turns it off).
-    if let Some(on) = case.fastpath {
-        lab.set_fastpath(on)
-            .map_err(|e| failed(format!("{}: fast path: {e}", case.id)))?;
+    // A case without the dimension gets the fast path as its profile sets it (the lab
+    // profile `fastpath` turns it on; every other profile turns it off): after a case that
+    // switched it, the profile is applied again.
+    match case.fastpath {
+        Some(on) => {
+            lab.set_fastpath(on)
+                .map_err(|e| failed(format!("{}: fast path: {e}", case.id)))?;
+            ctx.fastpath_switched = true;
+        }
+        None if ctx.fastpath_switched => {
+            if let Some(lp) = ctx.lab_profile.clone() {
+                lab.apply_profile(&lp)
+                    .map_err(|e| failed(format!("{}: re-applying profile {lp}: {e}", case.id)))?;
+            }
+            ctx.fastpath_switched = false;
+        }
+        None => {}
     }
     Ok(())
 }
