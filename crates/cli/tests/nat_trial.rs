@@ -19,7 +19,9 @@ use wire::encap::IpVersion;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+mod common_nat;
 mod common_run;
+use common_nat::{conntrack_count, counter, sh};
 use common_run::{is_root, LabGuard};
 
 fn napt_lab(name: &str) -> Option<LabGuard> {
@@ -38,39 +40,6 @@ fn napt_lab(name: &str) -> Option<LabGuard> {
 
 fn ports(lab: &Lab) -> (PortSpec, PortSpec) {
     bench::trial::lab_ports(lab).expect("lab ports")
-}
-
-fn sh(lab: &Lab, argv: &[&str]) -> String {
-    let out = lab.exec(Node::Dut, argv).expect("exec in the DUT");
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        argv.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Entries in the DUT namespace's connection table.
-fn conntrack_count(lab: &Lab) -> u64 {
-    sh(lab, &["conntrack", "-C"])
-        .trim()
-        .parse()
-        .expect("conntrack -C")
-}
-
-/// Packets of the named nftables counter `name` in the DUT's `inet` table `table`.
-fn counter(lab: &Lab, table: &str, name: &str) -> u64 {
-    let j = sh(
-        lab,
-        &["nft", "-j", "list", "counters", "table", "inet", table],
-    );
-    lab::stats::parse_nft_counters(&j)
-        .expect("counters")
-        .into_iter()
-        .find(|c| c.name == name)
-        .map(|c| c.packets)
-        .unwrap_or_else(|| panic!("no counter {name} in {j}"))
 }
 
 fn trial(lab: &Lab, n: u64, pps: f64) -> ConnTrialConfig {

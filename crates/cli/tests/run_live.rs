@@ -335,6 +335,38 @@ methodologies = ["rfc2544-throughput"]
     );
 }
 
+/// A plan of the lab DUT with an nftables policer in its forward hook (50,000 UDP frames/s,
+/// burst 1,000, counted) under a load of at most 30 % of 1 Gb/s, with `rest` (methodology
+/// and matrix) appended: the ground truth of [`policer_ground_truth`] and
+/// [`forwarding_rate_ground_truth`].
+fn policer_plan(name: &str, lab: &str, rest: &str) -> String {
+    format!(
+        r#"name = "{name}"
+[topology]
+kind = "lab"
+lab = "forward"
+name = "{lab}"
+speed = "1G"
+[dut]
+kind = "lab"
+[dut.profiles.policed]
+lab = "forward"
+setup = [
+  "nft add table inet wrpolice",
+  "nft 'add chain inet wrpolice fwpolice {{ type filter hook forward priority 0; }}'",
+  "nft add rule inet wrpolice fwpolice meta l4proto udp limit rate over 50000/second burst 1000 packets counter drop",
+]
+teardown = ["nft delete table inet wrpolice"]
+stats-after = ["nft list table inet wrpolice"]
+[run]
+trial-duration = "2s"
+settle = "200ms"
+profile-settle = "0s"
+max-load = 0.3
+{rest}"#
+    )
+}
+
 /// Ground truth for a frame-rate limit: an nftables policer in the DUT's forward hook drops UDP
 /// above N = 50,000 frames/s (`limit rate over 50000/second burst 1000 packets counter drop`);
 /// the multi-goal search (goal 0 % loss, width 0.5 %), from line rate down, must find N within
@@ -375,29 +407,10 @@ fn policer_ground_truth() {
     let d = tempfile::tempdir().unwrap();
     let plan = plan_file(
         d.path(),
-        r#"name = "policer"
-[topology]
-kind = "lab"
-lab = "forward"
-name = "h8pol"
-speed = "1G"
-[dut]
-kind = "lab"
-[dut.profiles.policed]
-lab = "forward"
-setup = [
-  "nft add table inet wrpolice",
-  "nft 'add chain inet wrpolice fwpolice { type filter hook forward priority 0; }'",
-  "nft add rule inet wrpolice fwpolice meta l4proto udp limit rate over 50000/second burst 1000 packets counter drop",
-]
-teardown = ["nft delete table inet wrpolice"]
-stats-after = ["nft list table inet wrpolice"]
-[run]
-trial-duration = "2s"
-settle = "200ms"
-profile-settle = "0s"
-max-load = 0.3
-[methodology.multi-goal]
+        &policer_plan(
+            "policer",
+            "h8pol",
+            r#"[methodology.multi-goal]
 goals = [0.0]
 width = 0.005
 initial-duration = "500ms"
@@ -407,6 +420,7 @@ ip = [4]
 frame-size = [64]
 methodologies = ["multi-goal"]
 "#,
+        ),
     );
     let line_fps = 1e9 / ((64.0 + 20.0) * 8.0);
     let run = run_ground_truth(&plan, d.path(), line_fps);
@@ -479,29 +493,10 @@ fn forwarding_rate_ground_truth() {
     let d = tempfile::tempdir().unwrap();
     let plan = plan_file(
         d.path(),
-        r#"name = "policer-fr"
-[topology]
-kind = "lab"
-lab = "forward"
-name = "h8pfr"
-speed = "1G"
-[dut]
-kind = "lab"
-[dut.profiles.policed]
-lab = "forward"
-setup = [
-  "nft add table inet wrpolice",
-  "nft 'add chain inet wrpolice fwpolice { type filter hook forward priority 0; }'",
-  "nft add rule inet wrpolice fwpolice meta l4proto udp limit rate over 50000/second burst 1000 packets counter drop",
-]
-teardown = ["nft delete table inet wrpolice"]
-stats-after = ["nft list table inet wrpolice"]
-[run]
-trial-duration = "2s"
-settle = "200ms"
-profile-settle = "0s"
-max-load = 0.3
-[methodology.forwarding-rate]
+        &policer_plan(
+            "policer-fr",
+            "h8pfr",
+            r#"[methodology.forwarding-rate]
 trials = 2
 [[matrix]]
 protocol = ["udp"]
@@ -509,6 +504,7 @@ ip = [4]
 frame-size = [64]
 methodologies = ["forwarding-rate"]
 "#,
+        ),
     );
     let line_fps = 1e9 / ((64.0 + 20.0) * 8.0);
     let run = run_ground_truth(&plan, d.path(), line_fps);
