@@ -649,7 +649,7 @@ fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
             ));
             lab.apply_profile(&lp)
                 .map_err(|e| failed(format!("profile {}: {e}", profile.name)))?;
-            ctx.lab_profile = Some(lp.clone());
+            ctx.lab_profile = Some(lp);
             ctx.fastpath_switched = false;
             // The connection table's cap and timeout belong to this profile (none: no cap).
             lab.set_conn_table(profile.table_size, profile.udp_timeout)
@@ -723,7 +723,7 @@ fn apply_lab_switches(ctx: &mut Ctx, case: &Case) -> Result<(), RunError> {
             ctx.fastpath_switched = true;
         }
         None if ctx.fastpath_switched => {
-            if let Some(lp) = ctx.lab_profile.clone() {
+            if let Some(lp) = ctx.lab_profile {
                 lab.apply_profile(&lp)
                     .map_err(|e| failed(format!("{}: re-applying profile {lp}: {e}", case.id)))?;
             }
