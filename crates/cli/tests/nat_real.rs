@@ -23,7 +23,9 @@ use common_run::{is_root, LabGuard};
 
 fn napt_lab(name: &str) -> Option<LabGuard> {
     if !is_root() {
-        println!("SKIP: the NAT real-test tests need root (network namespaces, AF_PACKET, nftables)");
+        println!(
+            "SKIP: the NAT real-test tests need root (network namespaces, AF_PACKET, nftables)"
+        );
         return None;
     }
     let _ = lab::down(name);

@@ -522,7 +522,10 @@ methodologies = ["forwarding-rate"]
     let expected = N * (1.0 + BURST / (N * T));
     let found = run.fraction * line_fps;
     let err = (found - expected) / expected;
-    println!("forwarding rate: {found:.0} fps, policer allows {expected:.0} fps: {:+.2} %", err * 100.0);
+    println!(
+        "forwarding rate: {found:.0} fps, policer allows {expected:.0} fps: {:+.2} %",
+        err * 100.0
+    );
     assert!(
         (-0.02..=0.02).contains(&err),
         "forwarding rate {found:.0} fps, want {expected:.0} ±2 %\n{}\n{stdout}",

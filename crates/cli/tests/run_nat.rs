@@ -232,7 +232,9 @@ fn teardown_and_throughput_run_on_a_table_holding_n() {
             assert!(t.outcome.passed(), "{t:?}");
             assert_eq!((d.entries_before, d.entries_after), (table, 0), "{t:?}");
         }
-        let ConnFinding::TeardownRate { valid, at_least, .. } = done[0].result.finding.clone()
+        let ConnFinding::TeardownRate {
+            valid, at_least, ..
+        } = done[0].result.finding.clone()
         else {
             panic!("{:?}", done[0].result)
         };

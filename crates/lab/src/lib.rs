@@ -29,14 +29,14 @@
 
 pub mod cmd;
 pub mod conntrack;
-pub mod ctnetlink;
 pub mod cpu;
+pub mod ctnetlink;
 mod error;
 pub mod fastpath;
 mod lab;
 pub mod links;
-mod napi;
 pub mod lock;
+mod napi;
 pub mod netns;
 pub mod probe;
 pub mod profile;

@@ -764,13 +764,21 @@ fn fastpath_off_keeps_the_receive_polls_on_the_dut_cpu() {
             ["wr-dut-a", "wr-dut-b"]
                 .iter()
                 .map(|i| {
-                    ok(lab, Node::Dut, &["cat", &format!("/sys/class/net/{i}/threaded")])
-                        .trim()
-                        .to_string()
+                    ok(
+                        lab,
+                        Node::Dut,
+                        &["cat", &format!("/sys/class/net/{i}/threaded")],
+                    )
+                    .trim()
+                    .to_string()
                 })
                 .collect()
         };
-        assert_eq!(threaded(&lab), ["0", "0"], "the kernel's default after lab up");
+        assert_eq!(
+            threaded(&lab),
+            ["0", "0"],
+            "the kernel's default after lab up"
+        );
         lab.set_fastpath(true).unwrap();
         lab.set_fastpath(false).unwrap();
         assert_eq!(threaded(&lab), ["1", "1"], "kept after an explicit off");

@@ -96,9 +96,10 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                 rate,
             } => {
                 let value = lower.map(|x| x as f64);
-                let at_figure = ts.iter().rev().find(|t| {
-                    t.outcome.passed() && value == Some(t.request.connections as f64)
-                });
+                let at_figure = ts
+                    .iter()
+                    .rev()
+                    .find(|t| t.outcome.passed() && value == Some(t.request.connections as f64));
                 out.push(row(
                     value,
                     upper.map(|x| x as f64),

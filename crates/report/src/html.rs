@@ -805,7 +805,10 @@ fn connection_section(a: &Analysis, o: &mut String) {
     o.push_str("<h2>Connections (stateful NAT / firewall)</h2><p>RFC 9693's two-phase trials: N connections opened at a rate, each validated by a reply on the tuple the DUT translated it to. Table capacity: the largest N that passed at a fixed rate; connection rate: the highest rate at which all N were established and validated; tear-down rate: N deleted connections over the time the DUT took to delete them (less the same deletion on an empty table), median of the repetitions; throughput: the highest rate per direction at which every frame of both directions crossed on the N established connections. The DUT's own table entries (after the preliminary phase; for throughput after the load) and refusals of the trial at the figure are beside the result. Bars marked ≥ and results reading \"at least\" are lower bounds (the most tried passed); TL marks a tester-limited search.</p>\n");
     for (m, title) in [
         (Methodology::NatTableCapacity, "Connection table capacity"),
-        (Methodology::NatConnectionRate, "Connection establishment rate"),
+        (
+            Methodology::NatConnectionRate,
+            "Connection establishment rate",
+        ),
         (Methodology::NatTeardownRate, "Connection tear-down rate"),
         (
             Methodology::NatThroughput,

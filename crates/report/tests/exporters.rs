@@ -1613,10 +1613,18 @@ fn forwarding_rate_rows_switch_table_and_conclusion() {
         "{}",
         c.text
     );
-    assert!(c.text.ends_with("spread over the trials at the offered load)"), "{}", c.text);
+    assert!(
+        c.text
+            .ends_with("spread over the trials at the offered load)"),
+        "{}",
+        c.text
+    );
     findings_match_the_table(&a).unwrap_or_else(|e| panic!("{e}"));
     let html = String::from_utf8(report::html::html(&a)).unwrap();
     assert!(html.contains("IPv4 UDP: forwarding rate at the maximum offered load, frames/s"));
     let md = String::from_utf8(report::text::markdown(&a)).unwrap();
-    assert!(md.contains("| forwarding-rate |"), "markdown rows name the methodology");
+    assert!(
+        md.contains("| forwarding-rate |"),
+        "markdown rows name the methodology"
+    );
 }

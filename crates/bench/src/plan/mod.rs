@@ -20,8 +20,8 @@ use wire::units::BitsPerSec;
 use crate::hooks::{Exec, ProfileHooks};
 use crate::search::{
     self, BackToBack, BackToBackConfig, BinaryConfig, BinarySearch, ForwardingRate,
-    ForwardingRateConfig, LineFraction, LossCurve,
-    LossCurveConfig, MultiGoalConfig, MultiGoalSearch, Search,
+    ForwardingRateConfig, LineFraction, LossCurve, LossCurveConfig, MultiGoalConfig,
+    MultiGoalSearch, Search,
 };
 use crate::search::{
     ConnRate, ConnSearch, ConnectionRateConfig, ConnectionRateSearch, TableCapacityConfig,
@@ -1257,7 +1257,11 @@ impl Plan {
     /// The connection search for `methodology` (`nat-table-capacity`, `nat-connection-rate`,
     /// `nat-teardown-rate`, `nat-throughput`) on `case`, or `None` for the others. Settings
     /// were checked by the parser (and `"table"` against the profiles by `plan check`).
-    pub fn conn_search(&self, case: &Case, methodology: Methodology) -> Option<Box<dyn ConnSearch>> {
+    pub fn conn_search(
+        &self,
+        case: &Case,
+        methodology: Methodology,
+    ) -> Option<Box<dyn ConnSearch>> {
         let tol = self.run.tester_tolerance;
         let m = &self.methodology;
         match methodology {
@@ -1452,13 +1456,12 @@ impl Plan {
                                     }
                                     Some(search::RealTest::Load { pps, duration }) => {
                                         let sent = (pps * duration.as_secs_f64()) as u64;
-                                        let got = if pps <= ESTIMATE_CAPACITY.0
-                                            * self.line_pps(case).0
-                                        {
-                                            sent
-                                        } else {
-                                            sent / 2
-                                        };
+                                        let got =
+                                            if pps <= ESTIMATE_CAPACITY.0 * self.line_pps(case).0 {
+                                                sent
+                                            } else {
+                                                sent / 2
+                                            };
                                         o.load = Some(search::LoadOutcome {
                                             intended_pps: pps,
                                             forward_sent: sent,

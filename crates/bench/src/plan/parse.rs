@@ -1418,7 +1418,10 @@ impl<'s> Walker<'s> {
             {
                 s.resolution = x;
             }
-            for (key, slot) in [("duration", &mut s.duration), ("phase-gap", &mut s.phase_gap)] {
+            for (key, slot) in [
+                ("duration", &mut s.duration),
+                ("phase-gap", &mut s.phase_gap),
+            ] {
                 if let Some(x) = get(st, key).and_then(|x| self.duration(x, &join(p, key))) {
                     *slot = x;
                 }

@@ -63,9 +63,15 @@ fn nat_methodologies_parse_with_their_settings() {
             Methodology::NatConnectionRate
         ]
     );
-    assert!(plan.conn_search(nat, Methodology::NatTableCapacity).is_some());
-    assert!(plan.conn_search(nat, Methodology::NatConnectionRate).is_some());
-    assert!(plan.conn_search(nat, Methodology::Rfc2544Throughput).is_none());
+    assert!(plan
+        .conn_search(nat, Methodology::NatTableCapacity)
+        .is_some());
+    assert!(plan
+        .conn_search(nat, Methodology::NatConnectionRate)
+        .is_some());
+    assert!(plan
+        .conn_search(nat, Methodology::Rfc2544Throughput)
+        .is_none());
     assert!(plan.search(nat, Methodology::NatTableCapacity).is_none());
     // Run files written before these settings existed still load, with the defaults.
     let mut v = serde_json::to_value(&plan.methodology).unwrap();
@@ -84,7 +90,9 @@ fn defaults_without_tables() {
     assert_eq!((c.start, c.max, c.resolution), (1000, 1_000_000, 1));
     assert_eq!(c.validation_rate, c.rate);
     let cases = plan.cases().unwrap();
-    assert!(plan.conn_search(&cases[0], Methodology::NatConnectionRate).is_some());
+    assert!(plan
+        .conn_search(&cases[0], Methodology::NatConnectionRate)
+        .is_some());
 }
 
 /// The case list's estimate counts the NAT searches' trials and seconds (driven against the
@@ -280,7 +288,10 @@ fn teardown_and_throughput_parse_and_resolve_table_per_case() {
     let plan = Plan::parse(&text, "plan.toml").unwrap();
     let t = &plan.methodology.nat_teardown_rate;
     assert_eq!((t.connections, t.repetitions), (5000, 7));
-    assert_eq!((t.preliminary_rate, t.validation_rate), (4000.0, Some(8000.0)));
+    assert_eq!(
+        (t.preliminary_rate, t.validation_rate),
+        (4000.0, Some(8000.0))
+    );
     assert_eq!(t.phase_gap, Duration::from_millis(300));
     let p = &plan.methodology.nat_throughput;
     assert_eq!(
@@ -291,15 +302,26 @@ fn teardown_and_throughput_parse_and_resolve_table_per_case() {
             ConnCount::Table(TableWord::Table)
         ]
     );
-    assert_eq!((p.min_rate, p.max_rate, p.resolution), (2000.0, 300_000.0, 0.02));
+    assert_eq!(
+        (p.min_rate, p.max_rate, p.resolution),
+        (2000.0, 300_000.0, 0.02)
+    );
     assert_eq!(p.duration, Duration::from_secs(2));
     // "table" is the case's profile's table-size; without one it cannot be resolved.
-    assert_eq!(p.config(0.01, Some(6000)).unwrap().connections, [1, 1000, 6000]);
+    assert_eq!(
+        p.config(0.01, Some(6000)).unwrap().connections,
+        [1, 1000, 6000]
+    );
     assert!(p.config(0.01, None).unwrap_err().contains("table-size"));
     let cases = plan.cases().unwrap();
-    let napt = cases.iter().find(|c| c.profile == "napt" && c.methodologies.contains(&Methodology::NatThroughput)).unwrap();
+    let napt = cases
+        .iter()
+        .find(|c| c.profile == "napt" && c.methodologies.contains(&Methodology::NatThroughput))
+        .unwrap();
     assert!(plan.conn_search(napt, Methodology::NatThroughput).is_some());
-    assert!(plan.conn_search(napt, Methodology::NatTeardownRate).is_some());
+    assert!(plan
+        .conn_search(napt, Methodology::NatTeardownRate)
+        .is_some());
     // Estimates count their trials.
     let (trials, seconds) = plan.case_estimate(napt);
     assert!(trials >= 7 + 3, "{trials}");
@@ -323,8 +345,13 @@ fn table_without_a_table_size_is_refused_at_the_key() {
     let plan = Plan::parse(&real_plan(REAL_SETTINGS), "plan.toml").unwrap();
     let pending = plan.not_yet_executable();
     assert!(!pending.is_empty());
-    assert!(pending.iter().all(|(k, m)| k == "methodology.nat-throughput.connections"
-        && m.contains("sets no `table-size`")), "{pending:?}");
+    assert!(
+        pending
+            .iter()
+            .all(|(k, m)| k == "methodology.nat-throughput.connections"
+                && m.contains("sets no `table-size`")),
+        "{pending:?}"
+    );
     // Without "table" nothing is pending.
     let plan = Plan::parse(
         &real_plan(&REAL_SETTINGS.replace(", \"table\"]", "]")),
@@ -337,22 +364,71 @@ fn table_without_a_table_size_is_refused_at_the_key() {
 #[test]
 fn bad_teardown_and_throughput_settings_name_file_line_and_key() {
     for (table, bad, key, needle) in [
-        ("nat-teardown-rate", "repetitions = 0", "methodology.nat-teardown-rate.repetitions", "between 1 and 1000"),
-        ("nat-teardown-rate", "connections = -1", "methodology.nat-teardown-rate.connections", "between 1 and"),
-        ("nat-teardown-rate", "phase-gap = \"later\"", "methodology.nat-teardown-rate.phase-gap", "not a duration"),
-        ("nat-throughput", "connections = [1, \"tabel\"]", "methodology.nat-throughput.connections[1]", "unknown value `tabel`"),
-        ("nat-throughput", "connections = [0]", "methodology.nat-throughput.connections[0]", "between 1 and"),
-        ("nat-throughput", "connections = []", "methodology.nat-throughput.connections", "must not be empty"),
-        ("nat-throughput", "duration = \"0s\"", "methodology.nat-throughput.duration", "above 0"),
-        ("nat-throughput", "min-rate = 500000", "methodology.nat-throughput.min-rate", "below the maximum"),
-        ("nat-throughput", "resolution = 2", "methodology.nat-throughput.resolution", "between"),
+        (
+            "nat-teardown-rate",
+            "repetitions = 0",
+            "methodology.nat-teardown-rate.repetitions",
+            "between 1 and 1000",
+        ),
+        (
+            "nat-teardown-rate",
+            "connections = -1",
+            "methodology.nat-teardown-rate.connections",
+            "between 1 and",
+        ),
+        (
+            "nat-teardown-rate",
+            "phase-gap = \"later\"",
+            "methodology.nat-teardown-rate.phase-gap",
+            "not a duration",
+        ),
+        (
+            "nat-throughput",
+            "connections = [1, \"tabel\"]",
+            "methodology.nat-throughput.connections[1]",
+            "unknown value `tabel`",
+        ),
+        (
+            "nat-throughput",
+            "connections = [0]",
+            "methodology.nat-throughput.connections[0]",
+            "between 1 and",
+        ),
+        (
+            "nat-throughput",
+            "connections = []",
+            "methodology.nat-throughput.connections",
+            "must not be empty",
+        ),
+        (
+            "nat-throughput",
+            "duration = \"0s\"",
+            "methodology.nat-throughput.duration",
+            "above 0",
+        ),
+        (
+            "nat-throughput",
+            "min-rate = 500000",
+            "methodology.nat-throughput.min-rate",
+            "below the maximum",
+        ),
+        (
+            "nat-throughput",
+            "resolution = 2",
+            "methodology.nat-throughput.resolution",
+            "between",
+        ),
     ] {
         let text = real_plan(&format!("[methodology.{table}]\n{bad}\n"));
         let errs = errors(&text);
         assert_eq!(errs.len(), 1, "{bad}: {errs:?}");
         assert_eq!(errs[0].key, key, "{bad}");
         assert_eq!(errs[0].line, line_of(&text, bad), "{bad}");
-        assert!(errs[0].message.contains(needle), "{bad}: {}", errs[0].message);
+        assert!(
+            errs[0].message.contains(needle),
+            "{bad}: {}",
+            errs[0].message
+        );
     }
     let errs = errors(&real_plan("[methodology.nat-throughput]\nmax-rates = 5\n"));
     assert_eq!(errs[0].key, "methodology.nat-throughput.max-rates");
@@ -373,7 +449,11 @@ fn teardown_on_a_device_is_unsupported_for_its_kind() {
         .map(|(_, m)| m.as_str())
         .collect();
     assert_eq!(msgs.len(), 2, "{pending:?}");
-    assert!(msgs[0].contains("`nat-teardown-rate` is unsupported for this DUT kind"), "{}", msgs[0]);
+    assert!(
+        msgs[0].contains("`nat-teardown-rate` is unsupported for this DUT kind"),
+        "{}",
+        msgs[0]
+    );
     assert!(msgs[0].contains("deleting it on command and reading its entry count"));
     assert!(msgs[1].contains("`nat-throughput` is unsupported for this DUT kind"));
 }

@@ -133,7 +133,11 @@ mod tests {
         let mut dut = SimDut::sharp(LineFraction(0.62));
         let mut s = ForwardingRate::new(short(3)).unwrap();
         let r = drive(&mut s, |t| {
-            assert_eq!(t.load, LineFraction::FULL, "every trial at the offered load");
+            assert_eq!(
+                t.load,
+                LineFraction::FULL,
+                "every trial at the offered load"
+            );
             dut.trial(t)
         });
         assert_eq!(r.status, Status::Complete);

@@ -202,7 +202,10 @@ impl TeardownOutcome {
     /// removed / (delete − empty): the tear-down rate, `None` when the deletion was not
     /// measurably slower than the empty one (then only [`Self::rate_at_least`] holds).
     pub fn rate(&self) -> Option<ConnRate> {
-        let d = self.delete_ns.checked_sub(self.empty_ns).filter(|&d| d > 0)?;
+        let d = self
+            .delete_ns
+            .checked_sub(self.empty_ns)
+            .filter(|&d| d > 0)?;
         (self.removed() > 0).then(|| ConnRate(self.removed() as f64 * 1e9 / d as f64))
     }
 
@@ -375,9 +378,7 @@ pub enum ConnFinding {
         repetitions: u32,
     },
     /// `nat-throughput`: the RFC 2544 throughput on N established connections, per N.
-    Throughput {
-        points: Vec<ThroughputPoint>,
-    },
+    Throughput { points: Vec<ThroughputPoint> },
 }
 
 /// `nat-throughput` at one N: the highest per-direction rate at which every frame of both
@@ -838,9 +839,7 @@ mod tests;
 mod tests_real;
 
 mod real;
-pub use real::{
-    NatThroughputConfig, NatThroughputSearch, TeardownRateConfig, TeardownRateSearch,
-};
+pub use real::{NatThroughputConfig, NatThroughputSearch, TeardownRateConfig, TeardownRateSearch};
 
 /// One line for a finished connection search, as the run's progress and the report's
 /// conclusions say it: the bracket, what failed past it, and whether it is a DUT figure.

@@ -470,7 +470,11 @@ mod tests {
         let shared = s.0.join("shared/tools/xdp-tools/xdp-trafficgen");
         let below = s.0.join("wt/crate");
         // PATH first.
-        let got = resolve_against("xdp-trafficgen", Some(bin.as_os_str()), std::slice::from_ref(&below));
+        let got = resolve_against(
+            "xdp-trafficgen",
+            Some(bin.as_os_str()),
+            std::slice::from_ref(&below),
+        );
         assert_eq!(got.unwrap(), Some(bin.join("xdp-trafficgen")));
         // Not on PATH: the shared tools folder above the working directory.
         let empty = s.0.join("nothing");

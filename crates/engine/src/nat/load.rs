@@ -124,9 +124,7 @@ pub(super) fn run(
             cfg.responder.clone(),
             PRELIMINARY_STREAM,
             Box::new(move |k: u64, t: &Tuple| {
-                by_index
-                    .get(k as usize)
-                    .map(|l| l.is_some_and(|l| l == *t))
+                by_index.get(k as usize).map(|l| l.is_some_and(|l| l == *t))
             }),
             ready_tx.clone(),
             &rx_stop,
@@ -160,9 +158,15 @@ pub(super) fn run(
                     return Ok(PhaseTx::default());
                 }
                 let mut batch = MmsgBatch::new(BATCH, gen.max_len().max(128));
-                send_paced(&sock, &mut batch, frames, load.pps, start, stop, |i, ts, buf| {
-                    Ok(gen.write(i % n, ts, buf))
-                })
+                send_paced(
+                    &sock,
+                    &mut batch,
+                    frames,
+                    load.pps,
+                    start,
+                    stop,
+                    |i, ts, buf| Ok(gen.write(i % n, ts, buf)),
+                )
             })
         };
         let b_tx = {
@@ -191,10 +195,18 @@ pub(super) fn run(
                 }
                 let mut batch = MmsgBatch::new(BATCH, frame_len.max(128));
                 let len = learned.len() as u64;
-                send_paced(&sock, &mut batch, frames, load.pps, start, stop, |i, ts, buf| {
-                    let (index, t) = &learned[(i % len) as usize];
-                    writer.write(*index, t, ts, buf)
-                })
+                send_paced(
+                    &sock,
+                    &mut batch,
+                    frames,
+                    load.pps,
+                    start,
+                    stop,
+                    |i, ts, buf| {
+                        let (index, t) = &learned[(i % len) as usize];
+                        writer.write(*index, t, ts, buf)
+                    },
+                )
             })
         };
         drop(ready_tx);
@@ -211,12 +223,11 @@ pub(super) fn run(
             }
         }
         start_ns.store(sys::monotonic_ns() + 20_000_000, Ordering::Release);
-        let join = |h: std::thread::ScopedJoinHandle<'_, Result<PhaseTx>>, what: &str| match h
-            .join()
-        {
-            Ok(r) => r,
-            Err(_) => Err(Error::Thread(format!("{what} panicked"))),
-        };
+        let join =
+            |h: std::thread::ScopedJoinHandle<'_, Result<PhaseTx>>, what: &str| match h.join() {
+                Ok(r) => r,
+                Err(_) => Err(Error::Thread(format!("{what} panicked"))),
+            };
         let forward = join(a_tx, "load sender A");
         let reverse = join(b_tx, "load sender B");
         std::thread::sleep(cfg.drain);

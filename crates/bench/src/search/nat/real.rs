@@ -114,9 +114,8 @@ impl ConnSearch for TeardownRateSearch {
             Ok(Some((t, o))) => {
                 self.done += 1;
                 let counted = o.passed()
-                    && o.teardown.is_some_and(|d| {
-                        d.entries_after == 0 && d.removed() >= t.connections
-                    });
+                    && o.teardown
+                        .is_some_and(|d| d.entries_after == 0 && d.removed() >= t.connections);
                 if let (true, Some(d)) = (counted, o.teardown) {
                     self.removed.push(d.removed() as f64);
                     self.delete_ns.push(d.delete_ns as f64);
@@ -225,11 +224,15 @@ impl NatThroughputSearch {
                 )
             },
         )?;
-        check(cfg.max_pps.is_finite(), || "maximum rate is not finite".into())?;
+        check(cfg.max_pps.is_finite(), || {
+            "maximum rate is not finite".into()
+        })?;
         check(cfg.resolution > 0.0 && cfg.resolution < 1.0, || {
             format!("resolution {} is not in (0, 1)", cfg.resolution)
         })?;
-        check(!cfg.duration.is_zero(), || "duration must be above 0".into())?;
+        check(!cfg.duration.is_zero(), || {
+            "duration must be above 0".into()
+        })?;
         positive_rate(cfg.rate, "preliminary rate")?;
         positive_rate(cfg.validation_rate, "validation rate")?;
         check((0.0..1.0).contains(&cfg.tester_tolerance), || {
@@ -320,8 +323,7 @@ impl ConnSearch for NatThroughputSearch {
     fn result(&self) -> ConnSearchResult {
         let mut points = self.points.clone();
         // The N being measured when the search stopped (tester-limited, or not finished).
-        if self.at < self.cfg.connections.len() && (self.lower.is_some() || self.upper.is_some())
-        {
+        if self.at < self.cfg.connections.len() && (self.lower.is_some() || self.upper.is_some()) {
             points.push(ThroughputPoint {
                 connections: self.cfg.connections[self.at],
                 lower: self.lower,

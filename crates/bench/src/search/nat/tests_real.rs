@@ -75,7 +75,11 @@ fn teardown_rate_is_the_simulated_deletion_speed() {
         );
         // The bound with the command's cost left in is below the rate, never above.
         assert!(at_least.unwrap() < rate);
-        assert!(describe(&r).starts_with("tear-down rate "), "{}", describe(&r));
+        assert!(
+            describe(&r).starts_with("tear-down rate "),
+            "{}",
+            describe(&r)
+        );
     }
 }
 
@@ -90,7 +94,11 @@ fn a_deletion_no_slower_than_the_empty_one_gives_only_a_lower_bound() {
     assert_eq!(valid, 3);
     // 1,000 connections over the 2 ms the command costs.
     assert!((at_least.unwrap() - 500_000.0).abs() < 1.0, "{at_least:?}");
-    assert!(describe(&r).contains("at least 500000/s"), "{}", describe(&r));
+    assert!(
+        describe(&r).contains("at least 500000/s"),
+        "{}",
+        describe(&r)
+    );
 }
 
 #[test]
@@ -138,7 +146,11 @@ fn throughput_per_n_brackets_a_limit_that_falls_with_n() {
     assert!(p[0].lower > p[2].lower);
     // Every trial asked for the load on its own N, and the trials' loads were all RFC 2544
     // loads of 1 s.
-    assert!(describe(&r).contains("10000 connections: "), "{}", describe(&r));
+    assert!(
+        describe(&r).contains("10000 connections: "),
+        "{}",
+        describe(&r)
+    );
 }
 
 #[test]
@@ -165,7 +177,9 @@ fn throughput_when_the_maximum_passes_is_a_lower_bound_after_one_trial_per_n() {
     let r = drive_conn(&mut s, |t| dut.trial_real(t));
     assert_eq!(r.trials, 2);
     let p = points(&r);
-    assert!(p.iter().all(|p| p.lower == Some(64_000.0) && p.upper.is_none()));
+    assert!(p
+        .iter()
+        .all(|p| p.lower == Some(64_000.0) && p.upper.is_none()));
     assert!(describe(&r).contains("at least 64000 frames/s"));
 }
 
