@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::announce;
 use super::{
     open_sender, send_paced, ConnTrialConfig, Opened, PhaseTx, ReplyWriter, Tuple, BATCH,
     PRELIMINARY_STREAM, VALIDATION_STREAM,
@@ -143,16 +144,7 @@ pub(super) fn run(
                     gen.set_macs(dut, me.mac);
                     Ok((sock, gen))
                 })();
-                let (sock, gen) = match setup {
-                    Ok(x) => {
-                        let _ = ready.send(Ok(()));
-                        x
-                    }
-                    Err(e) => {
-                        let _ = ready.send(Err(Error::Thread(format!("load sender A: {e}"))));
-                        return Err(e);
-                    }
-                };
+                let (sock, gen) = announce(&ready, "load sender A", setup)?;
                 let start = wait_start(start_ns);
                 if start == u64::MAX {
                     return Ok(PhaseTx::default());
@@ -178,16 +170,7 @@ pub(super) fn run(
                     let ifindex = spec.enter(0)?;
                     open_sender(spec, ifindex, b_hop, timeout)
                 })();
-                let (sock, me, dut) = match setup {
-                    Ok(x) => {
-                        let _ = ready.send(Ok(()));
-                        x
-                    }
-                    Err(e) => {
-                        let _ = ready.send(Err(Error::Thread(format!("load sender B: {e}"))));
-                        return Err(e);
-                    }
-                };
+                let (sock, me, dut) = announce(&ready, "load sender B", setup)?;
                 let mut writer = ReplyWriter::new(VALIDATION_STREAM, frame_size, dut, me.mac);
                 let start = wait_start(start_ns);
                 if start == u64::MAX {
@@ -288,16 +271,7 @@ fn spawn_receiver<'scope, 'env>(
             let _ = ring.socket().take_stats();
             Ok((ring, me))
         })();
-        let (mut ring, me) = match setup {
-            Ok(x) => {
-                let _ = ready.send(Ok(()));
-                x
-            }
-            Err(e) => {
-                let _ = ready.send(Err(Error::Thread(format!("load receiver: {e}"))));
-                return Err(e);
-            }
-        };
+        let (mut ring, me) = announce(&ready, "load receiver", setup)?;
         let mut c = Count {
             stream,
             received: 0,

@@ -240,6 +240,26 @@ pub struct ConnTrialReport {
     pub load: Option<LoadReport>,
 }
 
+/// Tells the trial's start barrier how a thread's set-up went (`who` names the thread in the
+/// error) and hands the set-up's value on: every thread of a trial reports, success or not,
+/// so the trial never waits for one that failed.
+pub(crate) fn announce<T>(
+    ready: &mpsc::Sender<Result<()>>,
+    who: &str,
+    setup: Result<T>,
+) -> Result<T> {
+    match setup {
+        Ok(x) => {
+            let _ = ready.send(Ok(()));
+            Ok(x)
+        }
+        Err(e) => {
+            let _ = ready.send(Err(Error::Thread(format!("{who}: {e}"))));
+            Err(e)
+        }
+    }
+}
+
 /// Paces `count` frames at `pps` from `start_ns` on `sock`, each written by `write(index,
 /// timestamp, buffer)`. Frames due together go in one `sendmmsg`; a frame the port would not
 /// take now is retried (the tester waits, it never skips a connection).
@@ -384,16 +404,7 @@ pub fn run(
                     };
                     Ok((ring, me))
                 })();
-                let (mut ring, me) = match setup {
-                    Ok(x) => {
-                        let _ = ready.send(Ok(()));
-                        x
-                    }
-                    Err(e) => {
-                        let _ = ready.send(Err(Error::Thread(format!("initiator receiver: {e}"))));
-                        return Err(e);
-                    }
-                };
+                let (mut ring, me) = announce(&ready, "initiator receiver", setup)?;
                 let mut v = Validated::new(VALIDATION_STREAM, n, opened);
                 while !rx_stop.load(Ordering::Relaxed) {
                     ring.drain(5, |sock, p| {
@@ -421,16 +432,7 @@ pub fn run(
                     let (sock, me, dut) = open_sender(spec, ifindex, b_hop, timeout)?;
                     Ok((ring, sock, me, dut))
                 })();
-                let (mut ring, sock, me, dut) = match setup {
-                    Ok(x) => {
-                        let _ = ready.send(Ok(()));
-                        x
-                    }
-                    Err(e) => {
-                        let _ = ready.send(Err(Error::Thread(format!("responder: {e}"))));
-                        return Err(e);
-                    }
-                };
+                let (mut ring, sock, me, dut) = announce(&ready, "responder", setup)?;
                 let mut learned = Learned::new(PRELIMINARY_STREAM, n);
                 let mut on_frame = |sock: &PacketSocket, data: &[u8]| {
                     if !learned.observe(data) {
@@ -485,16 +487,7 @@ pub fn run(
                     gen.set_macs(dut, me.mac);
                     Ok((sock, gen))
                 })();
-                let (sock, gen) = match setup {
-                    Ok(x) => {
-                        let _ = ready.send(Ok(()));
-                        x
-                    }
-                    Err(e) => {
-                        let _ = ready.send(Err(Error::Thread(format!("initiator sender: {e}"))));
-                        return Err(e);
-                    }
-                };
+                let (sock, gen) = announce(&ready, "initiator sender", setup)?;
                 let start = loop {
                     let s = start_ns.load(Ordering::Acquire);
                     if s != 0 {
