@@ -1,10 +1,49 @@
-//! Lets the engine drive these machines on real ports: each implements the engine's
-//! [`ControlPlane`] by forwarding to its own sans-I/O methods. The impls live here, not in the
-//! engine, so that crates depend only downward (DESIGN.md §3): emulate knows the engine's
-//! interface, the engine knows nothing of PPPoE or DS-Lite.
+//! The interface a port runner drives a control plane through, and its impls for every
+//! machine here.
+//!
+//! [`ControlPlane`] is what a socket loop (the engine's `control::ControlPort`) needs from a
+//! sans-I/O machine; [`IpRelay`] is what a TUN hand-off (`engine::tun`) needs from a machine
+//! that terminates IP. The traits live here, beside the machines and with no I/O of their
+//! own, so that this crate depends on `wire` alone and builds without the engine's BPF
+//! toolchain (issue 18): the engine depends on these traits, not the other way round, and
+//! still knows nothing of PPPoE or DS-Lite.
 
-use engine::control::ControlPlane;
 use wire::units::Nanos;
+
+/// What a port needs from a control-plane state machine (see `docs/emulate.md`).
+pub trait ControlPlane {
+    /// Feeds one received Ethernet frame; `false` when it is not this machine's protocol.
+    fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool;
+    /// Runs the timers that are due.
+    fn poll(&mut self, now: Nanos);
+    /// When [`poll`](Self::poll) should run next.
+    fn next_deadline(&self) -> Option<Nanos>;
+    /// Frames to send, in order.
+    fn take_transmit(&mut self) -> Vec<Vec<u8>>;
+}
+
+/// Why a packet from the TUN was not encapsulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RelayDrop {
+    /// Not an IPv4 or IPv6 packet, or truncated.
+    Malformed,
+    /// No session or softwire owns the destination address.
+    NoRoute,
+    /// Larger than the session or softwire carries (its MRU / tunnel MTU).
+    TooBig,
+    /// The session or softwire is not up (yet, or any more).
+    NotUp,
+}
+
+/// What a control plane that terminates IP must offer a TUN hand-off (implemented below for
+/// the PPPoE server and client, the AFTR and the B4).
+pub trait IpRelay: ControlPlane {
+    /// Moves the IP packets decapsulated since the last call (no link header) into `out`.
+    fn take_ip(&mut self, out: &mut Vec<Vec<u8>>);
+    /// Encapsulates one IP packet from the kernel towards the session or softwire its
+    /// destination address belongs to.
+    fn send_ip(&mut self, now: Nanos, packet: &[u8]) -> Result<(), RelayDrop>;
+}
 
 macro_rules! control_plane {
     ($($t:ty),*) => {$(
@@ -37,11 +76,11 @@ control_plane!(
 
 macro_rules! ip_relay {
     ($($t:ty),*) => {$(
-        impl engine::tun::IpRelay for $t {
+        impl IpRelay for $t {
             fn take_ip(&mut self, out: &mut Vec<Vec<u8>>) {
                 <$t>::take_ip(self, out)
             }
-            fn send_ip(&mut self, now: Nanos, packet: &[u8]) -> Result<(), engine::tun::RelayDrop> {
+            fn send_ip(&mut self, now: Nanos, packet: &[u8]) -> Result<(), RelayDrop> {
                 <$t>::send_ip(self, now, packet)
             }
         }

@@ -113,7 +113,7 @@ fn loopback_pap_session_up_carries_data_and_ends_on_padt() {
 /// IPv6CP interface identifier (IPv6); what cannot go is refused by reason.
 #[test]
 fn ip_relay_hands_packets_over_and_routes_them_back_by_address() {
-    use engine::tun::RelayDrop;
+    use emulate::control_plane::RelayDrop;
     let mut net = Net::one(
         server_cfg(vec![AuthMethod::Pap]),
         client_cfg(1, "alice", "secret-a"),

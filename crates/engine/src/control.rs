@@ -25,18 +25,9 @@ use crate::tun::{IpRelay, Tun};
 pub const RELAY_BATCH: usize = 64;
 use crate::{Error, Result};
 
-/// What a port needs from a control-plane state machine (see `docs/emulate.md`). The
-/// `emulate` crate implements it for its machines; the engine does not depend on `emulate`.
-pub trait ControlPlane {
-    /// Feeds one received Ethernet frame; `false` when it is not this machine's protocol.
-    fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool;
-    /// Runs the timers that are due.
-    fn poll(&mut self, now: Nanos);
-    /// When [`poll`](Self::poll) should run next.
-    fn next_deadline(&self) -> Option<Nanos>;
-    /// Frames to send, in order.
-    fn take_transmit(&mut self) -> Vec<Vec<u8>>;
-}
+/// The machines' side of the interface lives with the machines (`emulate`, which has no I/O);
+/// this module is the socket side.
+pub use emulate::control_plane::ControlPlane;
 
 /// Frame counts of a control port.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

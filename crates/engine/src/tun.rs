@@ -19,28 +19,10 @@ use wire::tcp::{TcpOption, TcpPacket};
 use crate::sys::tun::TunFd;
 use crate::{Error, Result};
 
-/// Why a packet from the TUN was not encapsulated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RelayDrop {
-    /// Not an IPv4 or IPv6 packet, or truncated.
-    Malformed,
-    /// No session or softwire owns the destination address.
-    NoRoute,
-    /// Larger than the session or softwire carries (its MRU / tunnel MTU).
-    TooBig,
-    /// The session or softwire is not up (yet, or any more).
-    NotUp,
-}
-
-/// What a control plane that terminates IP must offer a TUN hand-off (implemented in
-/// `emulate` for the PPPoE server and client, the AFTR and the B4).
-pub trait IpRelay: crate::control::ControlPlane {
-    /// Moves the IP packets decapsulated since the last call (no link header) into `out`.
-    fn take_ip(&mut self, out: &mut Vec<Vec<u8>>);
-    /// Encapsulates one IP packet from the kernel towards the session or softwire its
-    /// destination address belongs to.
-    fn send_ip(&mut self, now: wire::units::Nanos, packet: &[u8]) -> Result<(), RelayDrop>;
-}
+/// What a machine that terminates IP offers a hand-off, and why it refuses a packet: defined
+/// beside the machines (`emulate`), implemented there for the PPPoE server and client, the
+/// AFTR and the B4.
+pub use emulate::control_plane::{IpRelay, RelayDrop};
 
 /// Which way a packet crossed the relay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -484,8 +484,8 @@ pub(crate) enum IpDestination {
 
 pub(crate) fn ip_destination(
     packet: &[u8],
-) -> Result<(Protocol, IpDestination), engine::tun::RelayDrop> {
-    use engine::tun::RelayDrop;
+) -> Result<(Protocol, IpDestination), crate::control_plane::RelayDrop> {
+    use crate::control_plane::RelayDrop;
     match packet.first().map(|b| b >> 4) {
         Some(4) if packet.len() >= 20 => {
             let d = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
@@ -521,7 +521,7 @@ mod relay_tests {
         assert!(!relayed(Protocol(0xc021), &[0x45]));
         assert_eq!(
             ip_destination(&[0x45; 19]),
-            Err(engine::tun::RelayDrop::Malformed)
+            Err(crate::control_plane::RelayDrop::Malformed)
         );
         let mut v4 = vec![0x45; 20];
         v4[16..20].copy_from_slice(&[198, 51, 100, 10]);
