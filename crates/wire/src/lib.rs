@@ -37,6 +37,7 @@ pub mod udp;
 // Test frames.
 pub mod dissect;
 pub mod encap;
+pub mod invalid;
 pub mod linerate;
 pub mod pcap;
 pub mod signature;
