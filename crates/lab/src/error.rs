@@ -67,6 +67,8 @@ pub enum LabError {
     /// The DUT's XDP programs are not what the lab put there (a foreign program, or the fast
     /// path on one interface only after a crash).
     FastpathState { detail: String },
+    /// This build has no fast path objects (the `fastpath` feature was off: built without clang).
+    FastpathNotBuilt,
 }
 
 impl LabError {
@@ -90,6 +92,7 @@ impl LabError {
                 | LabError::Busy { .. }
                 | LabError::InvalidSpeed { .. }
                 | LabError::FastpathRefused { .. }
+                | LabError::FastpathNotBuilt
         )
     }
 
@@ -212,6 +215,12 @@ impl fmt::Display for LabError {
                 "the DUT's fast path is in an unexpected state ({detail}); \
                  `wirerate lab fastpath --name NAME off` removes every XDP program from the \
                  DUT's interfaces"
+            ),
+            LabError::FastpathNotBuilt => f.write_str(
+                "this build has no XDP fast path: it was built without the lab crate's `fastpath` \
+                 feature, which compiles the BPF program with clang (the wirerate binary enables \
+                 it); install clang and libbpf-dev with `sudo ./scripts/install-deps.sh` and build \
+                 wirerate with `cargo build --release`",
             ),
             LabError::Interrupted => f.write_str(
                 "interrupted; the partly built lab was removed (`wirerate lab down` cleans up \

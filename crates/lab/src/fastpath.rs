@@ -30,8 +30,16 @@ use crate::topology::Topology;
 pub const DUT_IFACES: [&str; 2] = ["wr-dut-a", "wr-dut-b"];
 
 /// The object files, as clang built them (iproute2 reads them from a file, so no alignment).
-const OBJ_FWD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fastpath_fwd.bpf.o"));
-const OBJ_CT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fastpath_ct.bpf.o"));
+/// Only with the `fastpath` feature (the binary enables it): without it the crate builds
+/// without clang, for the pure crates that need only the lab's vocabulary (issue 18), and
+/// loading refuses with [`LabError::FastpathNotBuilt`].
+#[cfg(feature = "fastpath")]
+const OBJECTS: Option<(&[u8], &[u8])> = Some((
+    include_bytes!(concat!(env!("OUT_DIR"), "/fastpath_fwd.bpf.o")),
+    include_bytes!(concat!(env!("OUT_DIR"), "/fastpath_ct.bpf.o")),
+));
+#[cfg(not(feature = "fastpath"))]
+const OBJECTS: Option<(&[u8], &[u8])> = None;
 
 /// Where object files are written for `ip` to load (removed after each load).
 const RUN_DIR: &str = "/run/wirerate";
@@ -56,11 +64,12 @@ impl Program {
         }
     }
 
-    fn object(self) -> &'static [u8] {
-        match self {
-            Program::Forward => OBJ_FWD,
-            Program::Conntrack => OBJ_CT,
-        }
+    fn object(self) -> Result<&'static [u8]> {
+        let (fwd, ct) = OBJECTS.ok_or(LabError::FastpathNotBuilt)?;
+        Ok(match self {
+            Program::Forward => fwd,
+            Program::Conntrack => ct,
+        })
     }
 
     fn from_kernel_name(name: &str) -> Option<Program> {
@@ -251,7 +260,7 @@ impl ObjectFile {
             program.kernel_name(),
             std::process::id()
         ));
-        std::fs::write(&path, program.object())
+        std::fs::write(&path, program.object()?)
             .map_err(|e| LabError::io(format!("writing {}", path.display()), e))?;
         Ok(ObjectFile(path))
     }
@@ -489,9 +498,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "fastpath")]
     fn objects_are_embedded_elf() {
         for p in [Program::Forward, Program::Conntrack] {
-            assert_eq!(&p.object()[..4], b"\x7fELF");
+            assert_eq!(&p.object().unwrap()[..4], b"\x7fELF");
             assert_eq!(Program::from_kernel_name(p.kernel_name()), Some(p));
         }
     }

@@ -731,6 +731,13 @@ sendp([f] * int(n), iface=iface)
 const FP_PAYLOAD: &str = "5752000100000001a5a5a5a5a5a5a5a5c0de";
 
 fn fastpath_skip_reason() -> Option<String> {
+    if !cfg!(feature = "fastpath") {
+        return Some(
+            "this test build has no fast path: run `cargo test -p lab --features fastpath` \
+             (the workspace's tests enable it through the binary)"
+                .into(),
+        );
+    }
     let scapy = std::process::Command::new("/usr/bin/python3")
         .args(["-c", "import scapy.all"])
         .output();
