@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs FD.io's MLRsearch (PyPI `mlrsearch` 1.2.1) on a port of wirerate's simulated DUTs
-(`crates/bench/src/search/sim.rs`) and prints trials and trial-seconds per DUT, for the table
-that `cargo test -p bench --release multi_goal_spends -- --nocapture` prints for wirerate.
+(`crates/bench-model/src/search/sim.rs`) and prints trials and trial-seconds per DUT, for the table
+that `cargo test -p bench-model --release multi_goal_spends -- --nocapture` prints for wirerate.
 
 A development tool, not a dependency:
 

@@ -2,8 +2,8 @@
 //! (tests/fixtures/iperf3/*.json): every figure must equal the number in the file, read here
 //! independently with serde_json. Plus one live run when iperf3 is installed.
 
-use bench::hooks::{Exec, Hook, Sampler};
-use bench::iperf3::{self, report::L4, ClientOptions};
+use bench_model::hooks::{Exec, Hook, Sampler};
+use bench_model::iperf3::{self, report::L4, ClientOptions};
 use serde_json::Value;
 use wire::encap::IpVersion;
 
@@ -28,7 +28,7 @@ fn num(v: &Value, path: &str) -> f64 {
 }
 
 /// The common checks: sums, retransmits, CPU, stream count.
-fn check_common(name: &str) -> (bench::iperf3::Report, Value) {
+fn check_common(name: &str) -> (bench_model::iperf3::Report, Value) {
     let (text, v) = fixture(name);
     let r = iperf3::parse(&text).unwrap();
     assert_eq!(r.version, "iperf 3.12");

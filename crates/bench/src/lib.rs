@@ -1,62 +1,19 @@
-//! `bench`: what turns a packet tester into an unattended benchmark.
+//! `bench`: executes a plan — the runner that walks its cases and searches, the testbed that
+//! brings up the lab and the ISP side and runs each trial on the packet engine or iperf3, and
+//! the tester's own ceiling (calibration).
 //!
-//! The crate is split so that everything a user's result depends on can be tested without a
-//! network:
+//! What a plan, a search and a result *are* lives in `bench-model` (pure, tested without a
+//! network); its modules are re-exported here so an executor's caller needs one crate.
 //!
-//! - [`search`]: RFC 2544 and MLRsearch-style methodologies as pure state machines that pick the
-//!   next trial from earlier outcomes, plus simulated DUTs to drive them in tests.
-//! - [`plan`]: the TOML plan file, validated with errors that name file, line and key, and its
-//!   expansion into [`plan::Case`]s with stable ids.
-//! - [`iperf3`]: parsing `iperf3 -J` output, L4→L2/L1 conversion and command-line building.
-//! - [`results`]: the run directory (`run.json`, `trials.jsonl`) that survives `kill -9`.
-//! - [`hooks`]: DUT hook commands as data, and parsers for the statistics they print.
-//!
-//! - [`trial`], [`runner`], [`calibration`]: the executor that runs a plan on the lab with the
-//!   packet engine and iperf3, and the tester's own ceiling.
+//! - [`runner`]: the unattended loop over cases, repetitions and searches, resume, ceilings.
+//! - [`testbed`], [`trial`]: one trial on the lab with the packet engine.
+//! - [`isp`]: the emulated ISP side of a port (PPPoE access concentrator, DS-Lite AFTR).
+//! - [`calibration`]: the tester's own ceiling per frame size.
+
+pub use bench_model::{files, hooks, iperf3, plan, results, search};
 
 pub mod calibration;
-pub mod files;
-pub mod hooks;
-pub mod iperf3;
 pub mod isp;
-pub mod plan;
-pub mod results;
 pub mod runner;
-pub mod search;
 pub mod testbed;
 pub mod trial;
-
-/// Serialises a [`core::time::Duration`] as fractional seconds, which is what a person reading
-/// `trials.jsonl` expects, instead of serde's `{secs, nanos}` pair.
-pub(crate) mod secs {
-    use core::time::Duration;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let v = f64::deserialize(d)?;
-        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
-    }
-}
-
-/// [`secs`] for `Option<Duration>` (absent = `None`).
-pub(crate) mod secs_opt {
-    use core::time::Duration;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.serialize_some(&d.as_secs_f64()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        Option::<f64>::deserialize(d)?
-            .map(|v| Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom))
-            .transpose()
-    }
-}

@@ -61,7 +61,7 @@ fn fixture_and_shipped_plan_check_ok() {
             "gateway/tcp4/s1/mss400/offload=on",
         ),
         (
-            root.join("crates/bench/tests/fixtures/lab-demo.toml"),
+            root.join("crates/bench-model/tests/fixtures/lab-demo.toml"),
             "72 cases",
             "napt/tcp6/s4",
         ),

@@ -120,7 +120,7 @@ pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
 fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
     use crate::connections::ConnRow;
     // Throughput has a row per N: N is part of the key (its bits, to keep the key `Eq`).
-    let mut keys: Vec<(String, bench::plan::Methodology, u64)> = Vec::new();
+    let mut keys: Vec<(String, bench_model::plan::Methodology, u64)> = Vec::new();
     for r in a.connections.iter().chain(&b.connections) {
         let k = (r.case_id.clone(), r.methodology, at_key(r));
         if !keys.contains(&k) {
@@ -167,7 +167,7 @@ fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<Compar
                 _ => (None, Verdict::NotComparable),
             };
             CompareRow {
-                case_id: if m == bench::plan::Methodology::NatThroughput {
+                case_id: if m == bench_model::plan::Methodology::NatThroughput {
                     format!("{case} N={}", f64::from_bits(at))
                 } else {
                     case
@@ -190,12 +190,12 @@ fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<Compar
 /// existed: a bracket without an upper end).
 fn lower_bound(r: &crate::connections::ConnRow) -> bool {
     r.lower_bound
-        || (r.methodology != bench::plan::Methodology::NatTeardownRate && r.upper.is_none())
+        || (r.methodology != bench_model::plan::Methodology::NatTeardownRate && r.upper.is_none())
 }
 
 /// The part of a connection row's key beyond case and methodology: N for throughput rows.
 fn at_key(r: &crate::connections::ConnRow) -> u64 {
-    if r.methodology == bench::plan::Methodology::NatThroughput {
+    if r.methodology == bench_model::plan::Methodology::NatThroughput {
         r.at.to_bits()
     } else {
         0

@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use bench::plan::Methodology;
-use bench::results::{ConnDone, ConnTrialRecord};
-use bench::search::{ConnFinding, ConnStatus};
+use bench_model::plan::Methodology;
+use bench_model::results::{ConnDone, ConnTrialRecord};
+use bench_model::search::{ConnFinding, ConnStatus};
 use serde::{Deserialize, Serialize};
 
 /// One finished connection search.
@@ -41,7 +41,7 @@ pub struct ConnRow {
     pub dut_refused: Option<u64>,
     /// The tester's count in that trial: connections learned by the responder.
     pub learned: Option<u64>,
-    /// The same sentence the run printed (bench::search::nat::describe).
+    /// The same sentence the run printed (bench_model::search::nat::describe).
     pub summary: String,
 }
 
@@ -62,7 +62,7 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
             .unwrap_or_default();
         let r = &d.result;
         let tester_limited = matches!(r.status, ConnStatus::TesterLimited { .. });
-        let summary = bench::search::nat::describe(r);
+        let summary = bench_model::search::nat::describe(r);
         let row = |value: Option<f64>,
                    upper: Option<f64>,
                    at: f64,

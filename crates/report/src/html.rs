@@ -78,7 +78,7 @@ fn family_key(r: &Row) -> FamilyKey {
 }
 
 fn is_forwarding_rate(r: &Row) -> bool {
-    r.methodology == bench::plan::Methodology::ForwardingRate.name()
+    r.methodology == bench_model::plan::Methodology::ForwardingRate.name()
 }
 
 /// A family's heading: its name, and what it measures when that is not throughput.
@@ -801,7 +801,7 @@ fn switch_sections(a: &Analysis, o: &mut String) {
 /// The connection methodologies (issue #15): one bar chart per methodology (a bar per case,
 /// the first repetition's figure; tester-limited bars hatched) and the table every format shows.
 fn connection_section(a: &Analysis, o: &mut String) {
-    use bench::plan::Methodology;
+    use bench_model::plan::Methodology;
     o.push_str("<h2>Connections (stateful NAT / firewall)</h2><p>RFC 9693's two-phase trials: N connections opened at a rate, each validated by a reply on the tuple the DUT translated it to. Table capacity: the largest N that passed at a fixed rate; connection rate: the highest rate at which all N were established and validated; tear-down rate: N deleted connections over the time the DUT took to delete them (less the same deletion on an empty table), median of the repetitions; throughput: the highest rate per direction at which every frame of both directions crossed on the N established connections. The DUT's own table entries (after the preliminary phase; for throughput after the load) and refusals of the trial at the figure are beside the result. Bars marked ≥ and results reading \"at least\" are lower bounds (the most tried passed); TL marks a tester-limited search.</p>\n");
     for (m, title) in [
         (Methodology::NatTableCapacity, "Connection table capacity"),

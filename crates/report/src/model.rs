@@ -6,10 +6,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bench::iperf3;
-use bench::plan::{Case, Methodology, Plan};
-use bench::results::{InvalidCounts, Record, RunInfo, TrialRecord};
-use bench::search::{Finding, Status};
+use bench_model::iperf3;
+use bench_model::plan::{Case, Methodology, Plan};
+use bench_model::results::{InvalidCounts, Record, RunInfo, TrialRecord};
+use bench_model::search::{Finding, Status};
 use serde::{Deserialize, Serialize};
 use wire::encap::{EncapSpec, IpVersion};
 use wire::linerate::{FrameSize, Path};
@@ -35,7 +35,7 @@ pub struct CaseStats {
     pub dut_power_watts: Option<f64>,
 }
 
-/// One line of `hooks.jsonl` as the runner writes it (`bench::runner`): a DUT hook's output,
+/// One line of `hooks.jsonl` as the runner writes it (`bench_model::runner`): a DUT hook's output,
 /// with its case when it ran for one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HookRecord {
@@ -47,16 +47,16 @@ pub struct HookRecord {
     /// `setup`, `teardown`, `stats-before`, `stats-after` or `sampler`.
     pub stage: String,
     /// What the hook printed, raw and parsed.
-    pub output: bench::hooks::HookOutput,
+    pub output: bench_model::hooks::HookOutput,
 }
 
 /// DUT CPU and power per case from hook outputs: a `vmstat` sampler's mean, or a `/proc/stat`
 /// `stats-before`/`stats-after` pair of the same case, for CPU; a `power` sampler's mean for
 /// power. The n-th CPU (power) figure of a case is repetition n.
 pub fn dut_stats_from_hooks(lines: &[HookRecord]) -> Vec<CaseStats> {
-    use bench::hooks::parse::{cpu_busy_percent, Parsed};
+    use bench_model::hooks::parse::{cpu_busy_percent, Parsed};
     let mut out: Vec<CaseStats> = Vec::new();
-    let mut before: BTreeMap<&str, &Vec<bench::hooks::parse::CpuTimes>> = BTreeMap::new();
+    let mut before: BTreeMap<&str, &Vec<bench_model::hooks::parse::CpuTimes>> = BTreeMap::new();
     let push = |case: &str, cpu: Option<f64>, power: Option<f64>, out: &mut Vec<CaseStats>| {
         let repetition = out
             .iter()
@@ -302,10 +302,10 @@ impl Dims {
     pub fn switches(&self) -> Vec<String> {
         let mut v = Vec::new();
         if let Some(o) = self.offload {
-            v.push(format!("offload {}", bench::plan::on_off(o)));
+            v.push(format!("offload {}", bench_model::plan::on_off(o)));
         }
         if let Some(f) = self.fastpath {
-            v.push(format!("fastpath {}", bench::plan::on_off(f)));
+            v.push(format!("fastpath {}", bench_model::plan::on_off(f)));
         }
         v
     }
@@ -957,7 +957,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
 
     // Index the records.
     let mut trials: BTreeMap<(String, u32, Methodology), Vec<&TrialRecord>> = BTreeMap::new();
-    let mut done: BTreeMap<(String, u32, Methodology), Option<&bench::search::SearchResult>> =
+    let mut done: BTreeMap<(String, u32, Methodology), Option<&bench_model::search::SearchResult>> =
         BTreeMap::new();
     // Results the runner found within 10 % of the tester's calibrated ceiling: (case, m) → pps.
     let mut ceiling: BTreeMap<(String, Methodology), f64> = BTreeMap::new();
@@ -1111,7 +1111,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                         let brackets: Vec<String> = goals
                             .iter()
                             .map(|g| {
-                                let b = |x: Option<bench::search::LineFraction>| {
+                                let b = |x: Option<bench_model::search::LineFraction>| {
                                     x.map_or("–".into(), |x| format!("{:.3} %", x.percent()))
                                 };
                                 format!(
@@ -1320,7 +1320,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 let rates = iperf3::tcp_rates(l4, mss, ip_of(&dims), true);
                 frame_len = f64::from(rates.frame_len);
                 // What a tester port's counters saw, where the runner read them: iperf3's own
-                // figure can exceed what the link carried (bench::iperf3::wire_count).
+                // figure can exceed what the link carried (bench_model::iperf3::wire_count).
                 let wire = t
                     .tcp
                     .as_ref()
@@ -1404,7 +1404,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let mut loss_curves = Vec::new();
     let mut latency = Vec::new();
     let mut curve_acc: BTreeMap<String, BTreeMap<i64, Vec<f64>>> = BTreeMap::new();
-    let mut lat_acc: BTreeMap<String, Vec<(f64, bench::search::LatencySummary)>> = BTreeMap::new();
+    let mut lat_acc: BTreeMap<String, Vec<(f64, bench_model::search::LatencySummary)>> = BTreeMap::new();
     let mut b2b_acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for ((case, _, _), res) in &done {
         let Some(res) = res else { continue };
@@ -1490,7 +1490,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 .and_then(|r| r.pps.map(|p| p / f64::from(r.directions)))
         });
         let mean_frames = mean(&means).unwrap_or(0.0);
-        let bt = bench::search::buffer_time(mean_frames, max_pps, throughput_pps);
+        let bt = bench_model::search::buffer_time(mean_frames, max_pps, throughput_pps);
         back_to_back.push(BackToBackRow {
             case_id: case,
             dims,
@@ -1593,7 +1593,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
 }
 
 /// The trials' percentiles combined (see [`LatencyRow::percentiles_us`]), microseconds.
-fn pooled_percentiles(acc: &[(f64, bench::search::LatencySummary)]) -> Option<[f64; 4]> {
+fn pooled_percentiles(acc: &[(f64, bench_model::search::LatencySummary)]) -> Option<[f64; 4]> {
     let mut sum = [0.0; 4];
     let mut weight = 0.0;
     for (_, t) in acc {
@@ -1610,8 +1610,8 @@ fn pooled_percentiles(acc: &[(f64, bench::search::LatencySummary)]) -> Option<[f
 /// The median over the trials of one RFC 8219 figure, µs (RFC 8219 reports the median of the
 /// trials' values); `None` when any trial lacks percentiles.
 fn rfc8219_median(
-    acc: &[(f64, bench::search::LatencySummary)],
-    figure: impl Fn(&bench::search::Rfc8219) -> wire::units::Nanos,
+    acc: &[(f64, bench_model::search::LatencySummary)],
+    figure: impl Fn(&bench_model::search::Rfc8219) -> wire::units::Nanos,
 ) -> Option<f64> {
     let v: Vec<f64> = acc
         .iter()
@@ -1622,9 +1622,9 @@ fn rfc8219_median(
 
 /// RFC 8219 §7.3.2: each trial's IPDV Dmin, Dmed and Dmax, each the median over the trials,
 /// µs; `None` when any trial lacks IPDV.
-fn ipdv_medians(acc: &[(f64, bench::search::LatencySummary)]) -> Option<IpdvUs> {
-    let all: Vec<bench::search::Ipdv> = acc.iter().map(|(_, t)| t.ipdv).collect::<Option<_>>()?;
-    let of = |f: fn(&bench::search::Ipdv) -> i64| {
+fn ipdv_medians(acc: &[(f64, bench_model::search::LatencySummary)]) -> Option<IpdvUs> {
+    let all: Vec<bench_model::search::Ipdv> = acc.iter().map(|(_, t)| t.ipdv).collect::<Option<_>>()?;
+    let of = |f: fn(&bench_model::search::Ipdv) -> i64| {
         median(all.iter().map(|i| f(i) as f64 / 1e3).collect())
     };
     Some(IpdvUs {
@@ -2104,8 +2104,8 @@ fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTable> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bench::results::{DutCounters, EngineFacts, TrialKey};
-    use bench::search::{LineFraction, Outcome, TrialRequest};
+    use bench_model::results::{DutCounters, EngineFacts, TrialKey};
+    use bench_model::search::{LineFraction, Outcome, TrialRequest};
 
     fn udp_trial(lost: u64, engine: Option<EngineFacts>) -> TrialRecord {
         let load = LineFraction(0.5);
@@ -2196,7 +2196,7 @@ mod tests {
     /// RFC 8219 figures of a case are the median over its trials of each trial's figure.
     #[test]
     fn rfc8219_figures_are_medians_over_trials() {
-        use bench::search::{LatencySummary, Percentiles};
+        use bench_model::search::{LatencySummary, Percentiles};
         use wire::units::Nanos;
         let t = |min: u64, p50: u64, p999: u64| {
             (

@@ -288,7 +288,7 @@ fn opt<T: ToString>(x: Option<T>) -> String {
 /// column is unknown.
 pub fn cell(r: &Row, column: &str) -> String {
     let d = &r.dims;
-    let switch = |x: Option<bool>| x.map(|x| bench::plan::on_off(x).to_string());
+    let switch = |x: Option<bool>| x.map(|x| bench_model::plan::on_off(x).to_string());
     match column {
         "case" => r.case_id.clone(),
         "profile" => d.profile.clone(),

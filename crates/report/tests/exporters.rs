@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use bench::results::{read_records, RunInfo};
+use bench_model::results::{read_records, RunInfo};
 use report::model::Analysis;
 use report::{analyse, compare, dut_stats_from_hooks, HookRecord, RunInput, Verdict};
 
@@ -28,7 +28,7 @@ fn load_dir(d: &Path) -> Analysis {
 /// A run directory's files as the CLI reads them, to analyse as they are or edited.
 struct RunFiles {
     info: RunInfo,
-    loaded: bench::results::Loaded,
+    loaded: bench_model::results::Loaded,
     hooks: Vec<HookRecord>,
 }
 
@@ -650,7 +650,7 @@ fn runs_recorded_before_percentiles_and_directions_still_render() {
 /// in the row, and a run without any renders as before.
 #[test]
 fn invalid_frames_are_named_in_a_note_and_the_row() {
-    use bench::results::{EngineFacts, InvalidCounts, Record};
+    use bench_model::results::{EngineFacts, InvalidCounts, Record};
     let d = fixture("run-demo");
     let info: RunInfo =
         serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
@@ -714,9 +714,9 @@ fn invalid_frames_are_named_in_a_note_and_the_row() {
 /// throughput search completed, a refusal with the reason where it did not.
 #[test]
 fn back_to_back_buffer_times_in_every_format() {
-    use bench::plan::Methodology;
-    use bench::results::{MethodologyDone, Record};
-    use bench::search::{Finding, SearchResult, Status};
+    use bench_model::plan::Methodology;
+    use bench_model::results::{MethodologyDone, Record};
+    use bench_model::search::{Finding, SearchResult, Status};
     let d = fixture("run-demo");
     let info: RunInfo =
         serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
@@ -787,9 +787,9 @@ fn back_to_back_buffer_times_in_every_format() {
 /// the brackets it had.
 #[test]
 fn a_time_capped_search_is_a_note_not_a_figure() {
-    use bench::plan::Methodology;
-    use bench::results::{MethodologyDone, Record};
-    use bench::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
+    use bench_model::plan::Methodology;
+    use bench_model::results::{MethodologyDone, Record};
+    use bench_model::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
     let d = fixture("run-demo");
     let info: RunInfo =
         serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
@@ -841,9 +841,9 @@ fn a_time_capped_search_is_a_note_not_a_figure() {
 /// A multi-goal result's RFC 9971 conditional throughput and irregular flag reach the report.
 #[test]
 fn multi_goal_conditional_throughput_and_irregular_results() {
-    use bench::plan::Methodology;
-    use bench::results::{MethodologyDone, Record};
-    use bench::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
+    use bench_model::plan::Methodology;
+    use bench_model::results::{MethodologyDone, Record};
+    use bench_model::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
     let d = fixture("run-demo");
     let info: RunInfo =
         serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
@@ -898,8 +898,8 @@ fn multi_goal_conditional_throughput_and_irregular_results() {
 /// median of each over the trials, the same in every format (negative values keep their sign).
 #[test]
 fn ipdv_min_median_max_are_medians_over_trials_in_every_format() {
-    use bench::results::Record;
-    use bench::search::Ipdv;
+    use bench_model::results::Record;
+    use bench_model::search::Ipdv;
     let d = fixture("run-demo");
     let info: RunInfo =
         serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
@@ -911,8 +911,8 @@ fn ipdv_min_median_max_are_medians_over_trials_in_every_format() {
         if d.case_id != case {
             continue;
         }
-        if let Some(bench::search::SearchResult {
-            finding: bench::search::Finding::Latency { trials, .. },
+        if let Some(bench_model::search::SearchResult {
+            finding: bench_model::search::Finding::Latency { trials, .. },
             ..
         }) = d.result.as_mut()
         {
@@ -1267,7 +1267,7 @@ fn switch_columns_dut_cpu_and_switch_tables() {
 /// cannot have (CPU, noise measure) and every exporter still renders.
 #[test]
 fn odd_records_lose_figures_not_the_report() {
-    use bench::results::Record;
+    use bench_model::results::Record;
     let d = fixture("run-matrix");
     let info: RunInfo =
         serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
@@ -1343,12 +1343,12 @@ fn load_with_power(run: &str, cases: &[(&str, &str)]) -> Analysis {
             case_id: Some(case.to_string()),
             profile: case.split('/').next().unwrap().to_string(),
             stage: "sampler".into(),
-            output: bench::hooks::HookOutput {
+            output: bench_model::hooks::HookOutput {
                 argv: vec!["sh".into(), "-c".into(), "meter --watts".into()],
                 status: None,
                 stdout: readings.to_string(),
                 stderr: String::new(),
-                parsed: bench::hooks::Parser::Power.parse(readings),
+                parsed: bench_model::hooks::Parser::Power.parse(readings),
             },
         })
         .collect();
@@ -1435,14 +1435,14 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
     let one_way = 1e9 / ((64.0 + 20.0) * 8.0);
     // The DUT forwards A→B at the whole load and B→A at 60 % of it.
     for r in files.loaded.records.iter_mut() {
-        let bench::results::Record::Trial(t) = r else {
+        let bench_model::results::Record::Trial(t) = r else {
             continue;
         };
         if !t.key.case_id.ends_with("/bidir") {
             continue;
         }
         let load = t.request.load.0;
-        let dir = |tx: &str, rx: &str, share: f64| bench::results::DirectionFacts {
+        let dir = |tx: &str, rx: &str, share: f64| bench_model::results::DirectionFacts {
             tx_port: tx.into(),
             rx_port: rx.into(),
             sent: 1000,
@@ -1451,7 +1451,7 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
             offered: load,
             rx_pps: load * one_way * share,
         };
-        t.engine = Some(bench::results::EngineFacts {
+        t.engine = Some(bench_model::results::EngineFacts {
             backend: "xdp".into(),
             note: String::new(),
             sent: 2000,
@@ -1537,9 +1537,9 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
 /// the table; the charts draw it apart from throughput.
 #[test]
 fn forwarding_rate_rows_switch_table_and_conclusion() {
-    use bench::plan::Methodology;
-    use bench::results::{MethodologyDone, Record};
-    use bench::search::{Finding, LineFraction, SearchResult, Status};
+    use bench_model::plan::Methodology;
+    use bench_model::results::{MethodologyDone, Record};
+    use bench_model::search::{Finding, LineFraction, SearchResult, Status};
     let d = fixture("run-matrix");
     let info: RunInfo =
         serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();

@@ -18,15 +18,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bench::hooks::parse::{CpuSamples, Parsed};
-use bench::hooks::HookOutput;
-use bench::plan::{Methodology, Plan};
-use bench::results::{
+use bench_model::hooks::parse::{CpuSamples, Parsed};
+use bench_model::hooks::HookOutput;
+use bench_model::plan::{Methodology, Plan};
+use bench_model::results::{
     read_records, DutCounters, EngineFacts, MethodologyDone, Record, RunInfo, TcpFigures, TrialKey,
     TrialRecord,
 };
-use bench::search::sim::{SimDut, XorShift};
-use bench::search::{
+use bench_model::search::sim::{SimDut, XorShift};
+use bench_model::search::{
     drive, LatencySearch, LatencySummary, LineFraction, Outcome, Percentiles, TrialRequest,
 };
 use report::HookRecord;
@@ -93,7 +93,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
     let plan = Plan::parse(&plan_text, "run-demo.plan.toml").unwrap();
     let template: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/tests/fixtures/iperf3/tcp-1.json"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-model/tests/fixtures/iperf3/tcp-1.json"),
         )
         .unwrap(),
     )
@@ -447,7 +447,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
     let plan = Plan::parse(&plan_text, "run-matrix.plan.toml").unwrap();
     let template: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/tests/fixtures/iperf3/tcp-1.json"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-model/tests/fixtures/iperf3/tcp-1.json"),
         )
         .unwrap(),
     )
@@ -502,7 +502,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                 let mss = case.mss.unwrap_or(if ip == 6 { 1440 } else { 1460 });
                 let sessions = case.sessions.unwrap_or(1);
                 let rates =
-                    bench::iperf3::tcp_rates(wire::units::BitsPerSec(1.0), mss, case.ip, true);
+                    bench_model::iperf3::tcp_rates(wire::units::BitsPerSec(1.0), mss, case.ip, true);
                 let frame = rates.frame_len;
                 let cap = capacity
                     * 0.35

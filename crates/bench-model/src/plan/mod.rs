@@ -134,7 +134,7 @@ pub struct PppoeSettings {
     /// Server: the Internet host's address. The access concentrator then hands the sessions'
     /// IP packets to a TUN device (`wr-inet0`) in a namespace the run creates
     /// (`wr-inet<pid>`), where this address lives and iperf3's server runs: TCP cases cross
-    /// the session (`crate::isp`).
+    /// the session (`bench::isp`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub internet: Option<Ipv4Addr>,
 }

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::plan::Methodology;
 use crate::search::{ConnOutcome, ConnTrial, Outcome, SearchResult, TrialRequest};
 /// Invalid frames by reason, as [`EngineFacts::invalid`] records them.
-pub use engine::validate::InvalidCounts;
+pub use wire::invalid::InvalidCounts;
 
 mod conn;
 pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord};
