@@ -6,6 +6,7 @@
 //! network); its modules are re-exported here so an executor's caller needs one crate.
 //!
 //! - [`runner`]: the unattended loop over cases, repetitions and searches, resume, ceilings.
+//! - [`executor`]: the seam between the runner and what it measures on (tests simulate it).
 //! - [`testbed`], [`trial`]: one trial on the lab with the packet engine.
 //! - [`isp`]: the emulated ISP side of a port (PPPoE access concentrator, DS-Lite AFTR).
 //! - [`calibration`]: the tester's own ceiling per frame size.
@@ -13,6 +14,7 @@
 pub use bench_model::{files, hooks, iperf3, plan, results, search};
 
 pub mod calibration;
+pub mod executor;
 pub mod isp;
 pub mod runner;
 pub mod testbed;

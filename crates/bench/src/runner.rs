@@ -31,6 +31,7 @@ use wire::encap::IpVersion;
 use wire::units::BitsPerSec;
 
 use crate::calibration::Calibration;
+use crate::executor::TrialExecutor;
 use crate::hooks::{self, Exec, Hook, HookOutput, Sampler};
 use crate::iperf3::{self, ClientOptions};
 use crate::plan::{Case, DutKind, Methodology, Plan, Protocol};
@@ -393,7 +394,7 @@ struct HookLine<'a> {
 
 struct Ctx<'p, 'o> {
     plan: &'p Plan,
-    bed: Testbed,
+    bed: Box<dyn TrialExecutor>,
     run: RunDir,
     hooks_file: File,
     resume: Resume,
@@ -486,12 +487,37 @@ impl Ctx<'_, '_> {
 }
 
 /// Runs `plan` (its text is `plan_text`) as `opts` says.
-pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSummary, RunError> {
+pub fn run(plan: &Plan, plan_text: &str, mut opts: RunOptions<'_>) -> Result<RunSummary, RunError> {
     preflight(plan, plan_text)?;
     let cases = plan
         .cases()
         .map_err(|e| RunError::Preflight(vec![e.to_string()]))?;
-    let (run_dir, resume, records) = if opts.resume {
+    let opened = open_run_dir(plan, plan_text, &mut opts)?;
+    // The lab (rebuilt, so nothing a killed run left survives), or the real interfaces with
+    // their PPPoE sessions up; nothing has been sent when this fails.
+    let bed = match Testbed::up(plan, &opts.dir, opts.stop) {
+        Ok(b) => b,
+        Err(_) if opts.stop.load(Ordering::SeqCst) => return Err(RunError::Interrupted),
+        Err(e) => return Err(failed(e)),
+    };
+    run_on(Box::new(bed), plan, &cases, opened, opts)
+}
+
+/// The run directory as the run starts: new, or resumed with the records already in it.
+struct Opened {
+    dir: RunDir,
+    resume: Resume,
+    records: Vec<Record>,
+}
+
+/// Creates the run directory, or opens it for `--resume` after checking that the plan is the
+/// one the run started with.
+fn open_run_dir(
+    plan: &Plan,
+    plan_text: &str,
+    opts: &mut RunOptions<'_>,
+) -> Result<Opened, RunError> {
+    let opened = if opts.resume {
         let (rd, info, resume) = RunDir::resume(&opts.dir)
             .map_err(|e| failed(format!("--resume {}: {e}", opts.dir.display())))?;
         if info.plan_text != plan_text {
@@ -513,7 +539,11 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
             ));
         }
         let records = rd.records().map_err(failed)?;
-        (rd, resume, records)
+        Opened {
+            dir: rd,
+            resume,
+            records,
+        }
     } else {
         let info = RunInfo {
             plan_name: plan.name.clone(),
@@ -523,8 +553,30 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
             host: host_facts(),
         };
         let rd = RunDir::create(&opts.dir, &info).map_err(failed)?;
-        (rd, Resume::default(), Vec::new())
+        Opened {
+            dir: rd,
+            resume: Resume::default(),
+            records: Vec::new(),
+        }
     };
+    std::fs::create_dir_all(opts.dir.join(IPERF3_DIR)).map_err(failed)?;
+    Ok(opened)
+}
+
+/// Runs `cases` of `plan` on `bed` into the run directory (created or resumed, with its
+/// records), and takes `bed` down at the end whatever happened.
+fn run_on(
+    bed: Box<dyn TrialExecutor>,
+    plan: &Plan,
+    cases: &[Case],
+    opened: Opened,
+    opts: RunOptions<'_>,
+) -> Result<RunSummary, RunError> {
+    let Opened {
+        dir: run_dir,
+        resume,
+        records,
+    } = opened;
     let mut done_results = BTreeMap::new();
     for r in &records {
         if let Record::Done(d) = r {
@@ -541,15 +593,6 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
         .append(true)
         .open(opts.dir.join(HOOKS_JSONL))
         .map_err(|e| failed(format!("{HOOKS_JSONL}: {e}")))?;
-    std::fs::create_dir_all(opts.dir.join(IPERF3_DIR)).map_err(failed)?;
-
-    // The lab (rebuilt, so nothing a killed run left survives), or the real interfaces with
-    // their PPPoE sessions up; nothing has been sent when this fails.
-    let bed = match Testbed::up(plan, &opts.dir, opts.stop) {
-        Ok(b) => b,
-        Err(_) if opts.stop.load(Ordering::SeqCst) => return Err(RunError::Interrupted),
-        Err(e) => return Err(failed(e)),
-    };
     let est_total = cases.iter().map(|c| plan.case_estimate(c).1).sum();
     let mut ctx = Ctx {
         plan,
@@ -572,7 +615,7 @@ pub fn run(plan: &Plan, plan_text: &str, opts: RunOptions<'_>) -> Result<RunSumm
         .iter()
         .filter(|r| matches!(r, Record::Trial(_) | Record::ConnTrial(_)))
         .count() as u64;
-    let result = run_cases(&mut ctx, &cases);
+    let result = run_cases(&mut ctx, cases);
     let down = ctx.bed.down();
     let mut summary = ctx.summary;
     summary.elapsed = ctx.started.elapsed();
@@ -640,7 +683,7 @@ fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
             .find(|p| p.name == profile_name)
             .cloned()
             .ok_or_else(|| failed(format!("profile {profile_name} is not in the plan")))?;
-        if let (DutKind::Lab, Some(lab)) = (ctx.plan.dut.kind, ctx.bed.lab().cloned()) {
+        if let (DutKind::Lab, Some(lab)) = (ctx.plan.dut.kind, ctx.bed.dut_switches()) {
             let lp = lab::Profile::parse(profile.lab.as_deref().unwrap_or(&profile.name))
                 .map_err(failed)?;
             ctx.note(format!(
@@ -701,15 +744,15 @@ fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
 /// switch turns it off. A real DUT gets them as `WR_OFFLOAD` / `WR_FASTPATH` in its hooks'
 /// environment instead.
 fn apply_lab_switches(ctx: &mut Ctx, case: &Case) -> Result<(), RunError> {
-    let Some(lab) = ctx.bed.lab().cloned() else {
+    let Some(lab) = ctx.bed.dut_switches() else {
         return Ok(());
     };
-    if ctx.plan.dut.kind != DutKind::Lab || !lab.topology().has(lab::Node::Dut) {
+    if ctx.plan.dut.kind != DutKind::Lab || !lab.has_dut() {
         return Ok(());
     }
     let offload = case.offload.unwrap_or(false);
     if ctx.lab_offload != Some(offload) {
-        lab.set_dut_offload(offload)
+        lab.set_offload(offload)
             .map_err(|e| failed(format!("{}: DUT offload: {e}", case.id)))?;
         ctx.lab_offload = Some(offload);
     }
@@ -1401,9 +1444,7 @@ fn run_iperf3(
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
-        let (res, dut) = ctx
-            .bed
-            .with_dut_counters(|| iperf3_trial(&ctx.bed.iperf3, case, ctx.plan, ctx.opts.stop));
+        let (res, dut) = ctx.bed.tcp_trial(case, ctx.plan, ctx.opts.stop);
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
@@ -1559,3 +1600,7 @@ mod tests {
         assert_eq!(s.len(), "runs/lab-demo-20261122-074500".len());
     }
 }
+
+#[cfg(test)]
+#[path = "runner_sim_tests.rs"]
+mod sim_tests;

@@ -777,3 +777,47 @@ fn dut_delta(before: &lab::DutSample, after: &lab::DutSample, both_ways: bool) -
         cpu_total_ticks,
     }
 }
+
+impl crate::executor::TrialExecutor for Testbed {
+    fn dut_switches(&self) -> Option<Box<dyn crate::executor::DutSwitches>> {
+        self.lab()
+            .cloned()
+            .map(|l| Box::new(crate::executor::LabSwitches(l)) as Box<_>)
+    }
+
+    fn udp_trial(
+        &mut self,
+        plan: &Plan,
+        case: &Case,
+        request: &TrialRequest,
+        stop: &AtomicBool,
+    ) -> Result<(Outcome, EngineFacts), String> {
+        Testbed::udp_trial(self, plan, case, request, stop)
+    }
+
+    fn conn_trial(
+        &mut self,
+        case: &Case,
+        trial: &ConnTrial,
+        table_size: Option<u64>,
+        stop: &AtomicBool,
+    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
+        Testbed::conn_trial(self, case, trial, table_size, stop)
+    }
+
+    fn tcp_trial(
+        &mut self,
+        case: &Case,
+        plan: &Plan,
+        stop: &AtomicBool,
+    ) -> (
+        Result<crate::executor::TcpRun, String>,
+        Option<crate::results::DutCounters>,
+    ) {
+        self.with_dut_counters(|| crate::runner::iperf3_trial(&self.iperf3, case, plan, stop))
+    }
+
+    fn down(self: Box<Self>) -> Result<(), String> {
+        Testbed::down(*self)
+    }
+}

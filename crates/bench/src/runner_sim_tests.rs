@@ -1,0 +1,353 @@
+//! The runner driven by a simulated executor (issue 18 item 6): its switch, resume and
+//! tester-limited logic, without a network. The simulated DUT forwards up to a capacity
+//! (a fraction of line rate) and loses the excess; the simulated tester offers at most its
+//! own ceiling. Every call the runner makes is logged, so a test checks the order of
+//! switches and trials.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::*;
+use crate::executor::{DutSwitches, TcpRun, TrialExecutor};
+use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts, InvalidCounts};
+use crate::search::{ConnOutcome, ConnTrial};
+
+type Log = Rc<RefCell<Vec<String>>>;
+
+struct SimBed {
+    log: Log,
+    /// What the DUT forwards without loss, as a fraction of line rate.
+    capacity: f64,
+    /// The most the tester offers, as a fraction of line rate.
+    tester_ceiling: f64,
+    /// Raise `stop` during the n-th UDP trial (1-based), as a Ctrl-C would.
+    stop_during: Option<(usize, &'static AtomicBool)>,
+    udp_trials: usize,
+}
+
+impl SimBed {
+    fn new(log: &Log, capacity: f64) -> SimBed {
+        SimBed {
+            log: log.clone(),
+            capacity,
+            tester_ceiling: 1.0,
+            stop_during: None,
+            udp_trials: 0,
+        }
+    }
+}
+
+struct SimSwitches(Log);
+
+impl DutSwitches for SimSwitches {
+    fn has_dut(&self) -> bool {
+        true
+    }
+    fn apply_profile(&self, profile: &lab::Profile) -> Result<(), String> {
+        self.0.borrow_mut().push(format!("profile {profile}"));
+        Ok(())
+    }
+    fn set_conn_table(&self, limit: Option<u64>, _: Option<Duration>) -> Result<(), String> {
+        self.0.borrow_mut().push(format!("conn-table {limit:?}"));
+        Ok(())
+    }
+    fn set_offload(&self, on: bool) -> Result<(), String> {
+        self.0.borrow_mut().push(format!("offload {on}"));
+        Ok(())
+    }
+    fn set_fastpath(&self, on: bool) -> Result<(), String> {
+        self.0.borrow_mut().push(format!("fastpath {on}"));
+        Ok(())
+    }
+}
+
+impl TrialExecutor for SimBed {
+    fn dut_switches(&self) -> Option<Box<dyn DutSwitches>> {
+        Some(Box::new(SimSwitches(self.log.clone())))
+    }
+
+    fn udp_trial(
+        &mut self,
+        plan: &Plan,
+        case: &Case,
+        request: &TrialRequest,
+        _stop: &AtomicBool,
+    ) -> Result<(Outcome, EngineFacts), String> {
+        self.udp_trials += 1;
+        if let Some((n, stop)) = self.stop_during {
+            if n == self.udp_trials {
+                stop.store(true, Ordering::SeqCst);
+            }
+        }
+        self.log
+            .borrow_mut()
+            .push(format!("udp {} {:.4}", case.id, request.load.0));
+        let offered = request.load.0.min(self.tester_ceiling);
+        let sent =
+            (plan.line_pps(case).0 * offered * request.duration.as_secs_f64()).round() as u64;
+        let delivered = if offered > self.capacity {
+            self.capacity / offered
+        } else {
+            1.0
+        };
+        let received = (sent as f64 * delivered).floor() as u64;
+        let outcome = Outcome {
+            intended: request.load,
+            offered: LineFraction(offered),
+            received,
+            lost: sent - received,
+            directions: 1,
+            duration: request.duration,
+            latency: None,
+        };
+        let facts = EngineFacts {
+            backend: "sim".into(),
+            note: String::new(),
+            sent,
+            slipped: 0,
+            refused_by_dut: 0,
+            dut: None,
+            invalid: InvalidCounts::default(),
+            per_direction: Vec::new(),
+        };
+        Ok((outcome, facts))
+    }
+
+    fn conn_trial(
+        &mut self,
+        _: &Case,
+        _: &ConnTrial,
+        _: Option<u64>,
+        _: &AtomicBool,
+    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
+        Err("no connection trials in the simulation".into())
+    }
+
+    fn tcp_trial(
+        &mut self,
+        _: &Case,
+        _: &Plan,
+        _: &AtomicBool,
+    ) -> (Result<TcpRun, String>, Option<DutCounters>) {
+        (Err("no iperf3 in the simulation".into()), None)
+    }
+
+    fn down(self: Box<Self>) -> Result<(), String> {
+        self.log.borrow_mut().push("down".into());
+        Ok(())
+    }
+}
+
+/// A lab plan with one profile and the matrices given.
+fn plan_text(matrices: &str) -> String {
+    format!(
+        r#"
+name = "sim"
+[topology]
+kind = "lab"
+lab = "forward"
+name = "sim"
+speed = "1G"
+[dut]
+kind = "lab"
+[dut.profiles.forward]
+[run]
+repetitions = 1
+trial-duration = "0.5s"
+settle = "0s"
+profile-settle = "0s"
+[methodology.rfc2544-throughput]
+loss-tolerance = 0.0
+resolution = 0.02
+{matrices}
+"#
+    )
+}
+
+const UDP_64: &str = r#"
+[[matrix]]
+name = "plain"
+profile = ["forward"]
+protocol = ["udp"]
+ip = [4]
+frame-size = [64]
+methodologies = ["rfc2544-throughput"]
+"#;
+
+/// Runs `text` on `bed` into `dir` as `wirerate run` would after its preflight.
+fn run_sim(
+    text: &str,
+    dir: &Path,
+    resume: bool,
+    bed: SimBed,
+    stop: &AtomicBool,
+) -> Result<RunSummary, RunError> {
+    let plan = Plan::parse(text, "sim.toml").expect("the test plan parses");
+    let cases = plan.cases().expect("cases");
+    let mut progress = |_: Event<'_>| {};
+    let mut opts = RunOptions {
+        dir: dir.to_path_buf(),
+        resume,
+        calibration: None,
+        stop,
+        progress: &mut progress,
+    };
+    let opened = open_run_dir(&plan, text, &mut opts)?;
+    run_on(Box::new(bed), &plan, &cases, opened, opts)
+}
+
+fn records(dir: &Path) -> Vec<Record> {
+    RunDir::resume(dir).unwrap().0.records().unwrap()
+}
+
+fn done_results(dir: &Path) -> Vec<crate::search::SearchResult> {
+    records(dir)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Done(d) => d.result,
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_case_without_the_fastpath_dimension_after_one_that_switched_it_gets_its_profile_again() {
+    let fastpath = UDP_64
+        .replace("name = \"plain\"", "name = \"fp\"")
+        .replace("methodologies", "fastpath = [\"on\"]\nmethodologies");
+    let text = plan_text(&format!("{fastpath}{UDP_64}"));
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let stop = AtomicBool::new(false);
+    run_sim(&text, dir.path(), false, SimBed::new(&log, 0.5), &stop).unwrap();
+    let log = log.borrow();
+    let first = |p: &str| log.iter().position(|l| l.starts_with(p)).unwrap();
+    let last = |p: &str| log.iter().rposition(|l| l.starts_with(p)).unwrap();
+    // The profile first, then the fast-path case's switch before its first trial.
+    assert_eq!(log[0], "profile forward", "{log:#?}");
+    let fp_on = first("fastpath true");
+    assert!(
+        fp_on < first("udp forward/udp4/64B/fastpath=on "),
+        "{log:#?}"
+    );
+    // The plain case: the profile applied again after the fast-path case's last trial and
+    // before its own first trial; nothing switched the fast path since.
+    let plain = first("udp forward/udp4/64B ");
+    let reapplied = last("profile forward");
+    assert!(
+        last("udp forward/udp4/64B/fastpath=on ") < reapplied && reapplied < plain,
+        "{log:#?}"
+    );
+    assert!(
+        !log[reapplied..].iter().any(|l| l.starts_with("fastpath")),
+        "{log:#?}"
+    );
+    assert_eq!(log.last().unwrap(), "down");
+}
+
+#[test]
+fn a_stopped_run_resumes_without_repeating_or_losing_a_trial() {
+    let text = plan_text(UDP_64);
+    // The whole run, uninterrupted.
+    let whole = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let stop = AtomicBool::new(false);
+    let summary = run_sim(&text, whole.path(), false, SimBed::new(&log, 0.37), &stop).unwrap();
+    let all_trials = summary.trials_run as usize;
+    assert!(all_trials >= 4, "a search of several trials: {all_trials}");
+    // Stopped during the third trial (that trial is not recorded), then resumed.
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let dir = tempfile::tempdir().unwrap();
+    let first_log = Log::default();
+    let mut bed = SimBed::new(&first_log, 0.37);
+    bed.stop_during = Some((3, &STOP));
+    let stopped = run_sim(&text, dir.path(), false, bed, &STOP);
+    assert!(matches!(stopped, Err(RunError::Interrupted)), "{stopped:?}");
+    assert_eq!(
+        first_log.borrow().last().unwrap(),
+        "down",
+        "taken down after Ctrl-C"
+    );
+    let kept = records(dir.path())
+        .iter()
+        .filter(|r| matches!(r, Record::Trial(_)))
+        .count();
+    assert_eq!(kept, 2, "the two finished trials are kept");
+    STOP.store(false, Ordering::SeqCst);
+    let second_log = Log::default();
+    let resumed = run_sim(
+        &text,
+        dir.path(),
+        true,
+        SimBed::new(&second_log, 0.37),
+        &STOP,
+    )
+    .unwrap();
+    assert_eq!(resumed.trials_replayed, 2);
+    assert_eq!(
+        resumed.trials_run as usize,
+        all_trials - 2,
+        "{:#?}",
+        second_log.borrow()
+    );
+    // The resumed search asked for exactly the trials the whole run asked for after the
+    // first two, and found the same figure.
+    let udp = |l: &Log| -> Vec<String> {
+        l.borrow()
+            .iter()
+            .filter(|x| x.starts_with("udp"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(udp(&second_log), udp(&log)[2..].to_vec());
+    assert_eq!(done_results(dir.path()), done_results(whole.path()));
+}
+
+#[test]
+fn a_tester_that_cannot_offer_the_load_ends_the_search_tester_limited_after_retries() {
+    let text = plan_text(UDP_64);
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let mut bed = SimBed::new(&log, 0.9);
+    bed.tester_ceiling = 0.6;
+    let stop = AtomicBool::new(false);
+    run_sim(&text, dir.path(), false, bed, &stop).unwrap();
+    let trials: Vec<TrialRecord> = records(dir.path())
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Trial(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    // The first request (line rate) is measured again MAX_STALL_RETRIES times, each kept as
+    // superseded, then recorded tester-limited, and the search stops there.
+    let superseded = trials.iter().filter(|t| t.superseded).count() as u32;
+    assert_eq!(superseded, MAX_STALL_RETRIES, "{trials:#?}");
+    let counted: Vec<_> = trials.iter().filter(|t| !t.superseded).collect();
+    assert_eq!(counted.len(), 1);
+    assert!(counted[0].tester_limited);
+    let results = done_results(dir.path());
+    assert_eq!(results.len(), 1);
+    match results[0].status {
+        Status::TesterLimited { intended, achieved } => {
+            assert!((intended.0 - 1.0).abs() < 1e-9 && (achieved.0 - 0.6).abs() < 1e-9);
+        }
+        other => panic!("expected tester-limited, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_dut_figure_is_the_simulated_capacity() {
+    // The other side of the tester-limited test: a DUT slower than the tester is measured.
+    let text = plan_text(UDP_64);
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let stop = AtomicBool::new(false);
+    run_sim(&text, dir.path(), false, SimBed::new(&log, 0.37), &stop).unwrap();
+    let results = done_results(dir.path());
+    assert_eq!(results[0].status, Status::Complete);
+    let t = results[0].throughput(0).expect("a throughput").0;
+    assert!(t <= 0.37 + 1e-9 && t > 0.37 - 0.02 - 1e-9, "throughput {t}");
+}
