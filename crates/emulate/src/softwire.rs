@@ -368,7 +368,11 @@ impl AftrPort {
     /// Sends an IPv4 packet down the softwire its destination was learned from (the outer
     /// IPv6 fragmented above the tunnel MTU); IPv6 packets and unknown destinations are
     /// refused as `NoRoute`.
-    pub fn send_ip(&mut self, _now: Nanos, packet: &[u8]) -> Result<(), crate::control_plane::RelayDrop> {
+    pub fn send_ip(
+        &mut self,
+        _now: Nanos,
+        packet: &[u8],
+    ) -> Result<(), crate::control_plane::RelayDrop> {
         use crate::control_plane::RelayDrop;
         if packet.first().is_some_and(|b| b >> 4 == 6) {
             return Err(RelayDrop::NoRoute); // DS-Lite carries IPv4 only
@@ -699,7 +703,11 @@ impl B4Port {
 
     /// Sends an IPv4 packet up the softwire once it is up; IPv6 is refused (DS-Lite carries
     /// IPv4).
-    pub fn send_ip(&mut self, _now: Nanos, packet: &[u8]) -> Result<(), crate::control_plane::RelayDrop> {
+    pub fn send_ip(
+        &mut self,
+        _now: Nanos,
+        packet: &[u8],
+    ) -> Result<(), crate::control_plane::RelayDrop> {
         use crate::control_plane::RelayDrop;
         Ipv4Packet::new_checked(packet).map_err(|_| RelayDrop::Malformed)?;
         if !self.is_up() {

@@ -1404,7 +1404,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let mut loss_curves = Vec::new();
     let mut latency = Vec::new();
     let mut curve_acc: BTreeMap<String, BTreeMap<i64, Vec<f64>>> = BTreeMap::new();
-    let mut lat_acc: BTreeMap<String, Vec<(f64, bench_model::search::LatencySummary)>> = BTreeMap::new();
+    let mut lat_acc: BTreeMap<String, Vec<(f64, bench_model::search::LatencySummary)>> =
+        BTreeMap::new();
     let mut b2b_acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for ((case, _, _), res) in &done {
         let Some(res) = res else { continue };
@@ -1623,7 +1624,8 @@ fn rfc8219_median(
 /// RFC 8219 §7.3.2: each trial's IPDV Dmin, Dmed and Dmax, each the median over the trials,
 /// µs; `None` when any trial lacks IPDV.
 fn ipdv_medians(acc: &[(f64, bench_model::search::LatencySummary)]) -> Option<IpdvUs> {
-    let all: Vec<bench_model::search::Ipdv> = acc.iter().map(|(_, t)| t.ipdv).collect::<Option<_>>()?;
+    let all: Vec<bench_model::search::Ipdv> =
+        acc.iter().map(|(_, t)| t.ipdv).collect::<Option<_>>()?;
     let of = |f: fn(&bench_model::search::Ipdv) -> i64| {
         median(all.iter().map(|i| f(i) as f64 / 1e3).collect())
     };

@@ -93,7 +93,8 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
     let plan = Plan::parse(&plan_text, "run-demo.plan.toml").unwrap();
     let template: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-model/tests/fixtures/iperf3/tcp-1.json"),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../bench-model/tests/fixtures/iperf3/tcp-1.json"),
         )
         .unwrap(),
     )
@@ -447,7 +448,8 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
     let plan = Plan::parse(&plan_text, "run-matrix.plan.toml").unwrap();
     let template: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-model/tests/fixtures/iperf3/tcp-1.json"),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../bench-model/tests/fixtures/iperf3/tcp-1.json"),
         )
         .unwrap(),
     )
@@ -501,8 +503,12 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
             let result = if m == Methodology::Iperf3 {
                 let mss = case.mss.unwrap_or(if ip == 6 { 1440 } else { 1460 });
                 let sessions = case.sessions.unwrap_or(1);
-                let rates =
-                    bench_model::iperf3::tcp_rates(wire::units::BitsPerSec(1.0), mss, case.ip, true);
+                let rates = bench_model::iperf3::tcp_rates(
+                    wire::units::BitsPerSec(1.0),
+                    mss,
+                    case.ip,
+                    true,
+                );
                 let frame = rates.frame_len;
                 let cap = capacity
                     * 0.35

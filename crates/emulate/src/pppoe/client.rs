@@ -270,7 +270,11 @@ impl Client {
 
     /// Sends an IP packet (IPv4, or IPv6 once IPv6CP is open) up the session; refused when
     /// the session is not up or the packet exceeds the AC's MRU.
-    pub fn send_ip(&mut self, now: Nanos, packet: &[u8]) -> Result<(), crate::control_plane::RelayDrop> {
+    pub fn send_ip(
+        &mut self,
+        now: Nanos,
+        packet: &[u8],
+    ) -> Result<(), crate::control_plane::RelayDrop> {
         use crate::control_plane::RelayDrop;
         let (protocol, _) = super::ip_destination(packet)?;
         let Some(link) = self.link.as_ref().filter(|_| self.up) else {

@@ -448,7 +448,11 @@ impl Server {
     /// IPCP gave the subscriber, IPv6 by the subscriber's IPv6CP interface identifier (the low
     /// 64 bits of the destination). Refused when no session owns the address, the session's
     /// NCP is not open, or the packet exceeds the subscriber's MRU.
-    pub fn send_ip(&mut self, now: Nanos, packet: &[u8]) -> Result<(), crate::control_plane::RelayDrop> {
+    pub fn send_ip(
+        &mut self,
+        now: Nanos,
+        packet: &[u8],
+    ) -> Result<(), crate::control_plane::RelayDrop> {
         use crate::control_plane::RelayDrop;
         let (protocol, dst) = super::ip_destination(packet)?;
         let key = self
