@@ -515,11 +515,13 @@ impl Mapping {
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(off), len) }
     }
 
-    #[allow(clippy::mut_from_ref)]
-    fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
+    /// `&mut self`: the returned slice borrows the mapping mutably, so no other slice of it
+    /// (from [`slice`](Self::slice) or this) can alias it while it lives (issue 18: with
+    /// `&self` this was a safe function whose soundness depended on its callers).
+    fn slice_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
         assert!(off.checked_add(len).is_some_and(|e| e <= self.len));
         // SAFETY: in bounds; the ring protocol gives user space exclusive use of this slot
-        // (status AVAILABLE) and the caller holds `&mut` on the ring, so no other slice aliases.
+        // (status AVAILABLE), and `&mut self` makes this the only slice of the mapping alive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(off), len) }
     }
 }
