@@ -673,6 +673,7 @@ impl Testbed {
             preliminary_sent: r.preliminary.sent,
             preliminary_pps: r.preliminary.achieved_pps,
             preliminary_max_late_ns: r.preliminary.max_late_ns,
+            preliminary_refused_by_dut: r.preliminary.refused_by_peer,
             learned: r.learned,
             translated: r.translated,
             learned_duplicates: r.learned_duplicates,

@@ -1036,6 +1036,103 @@ fn both_tx_backends_count_exactly() {
     }
 }
 
+/// A frame the DUT's full port refuses is the DUT's loss, counted exactly (DESIGN.md §7,
+/// docs/engine.md "When the DUT's port refuses a frame"), on both AF_PACKET senders.
+///
+/// The lab is set up as a run sets it (tester ports shaped to 1 Gb/s: a tbf qdisc, TSO off, so
+/// a full DUT ring stops the tester port's queue). The DUT is slowed on purpose: 3,000
+/// non-matching rules in a netdev ingress chain on `wr-dut-a`, with RPS off there so that they
+/// run inside the DUT port's receive poll (on the DUT's CPU, lab::napi) — it drains its
+/// 256-frame ring far slower than the 100,000 frames/s offered, so the ring overflows for sure.
+/// The chain's first rule counts the test frames the DUT's port took. Then, for each sender:
+///
+/// - sent = taken by the DUT's port + refused by it, exactly: a refused frame is neither
+///   retried (it would be taken later and counted twice) nor dropped uncounted;
+/// - refusals happened (else the test proves nothing), and no frame arrived twice;
+/// - what the DUT took and did not forward is covered by the kernel's drop counters, and the
+///   receiver's count is the kernel's at port B.
+#[test]
+fn frames_the_duts_full_port_refuses_are_its_loss_counted_exactly() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = lab_or_skip("et20", Topology::Forward, None) else {
+        return;
+    };
+    lab.set_wire_speed(Some(1_000_000_000)).expect("shaping");
+    let (a, ai) = port(&lab, PortId::A, "a");
+    let (b, bi) = port(&lab, PortId::B, "b");
+    let rules: String = (0..3000)
+        .map(|i| {
+            format!(
+                "  ip saddr 192.0.2.{} udp dport {} accept\n",
+                i % 250 + 1,
+                i + 1
+            )
+        })
+        .collect();
+    nft(
+        &lab,
+        Node::Dut,
+        &format!(
+            "table netdev wr_slow {{\n counter took {{}}\n chain in {{\n  type filter hook ingress device \"wr-dut-a\" priority 0; policy accept;\n  udp dport 9 counter name \"took\"\n{rules} }}\n}}\n"
+        ),
+    );
+    let rps = lab
+        .command(
+            Node::Dut,
+            &[
+                "sh",
+                "-c",
+                "echo 0 > /sys/class/net/wr-dut-a/queues/rx-0/rps_cpus",
+            ],
+        )
+        .unwrap()
+        .status()
+        .unwrap();
+    assert!(rps.success(), "RPS off on wr-dut-a");
+    let wb = Arrivals::watch(&lab, Backend::AfPacket, Node::B, &bi.ifname, "b");
+    for (id, backend) in [(40u16, TxBackend::Ring), (41, TxBackend::Sendmmsg)] {
+        let n = 20_000;
+        let s = stream(
+            id,
+            ai.ipv4.into(),
+            bi.ipv4.into(),
+            64,
+            100_000.0,
+            Limit::Frames(n),
+        );
+        let took0 = counters(&lab, Node::Dut, "netdev", "wr_slow")["took"];
+        let arrived0 = wb.all(&lab);
+        let before = lab.snapshot().unwrap();
+        let r = run_on(backend, vec![a.clone(), b.clone()], vec![a_to_b(s)]);
+        let after = lab.snapshot().unwrap();
+        let took = counters(&lab, Node::Dut, "netdev", "wr_slow")["took"] - took0;
+        let arrived = wb.all(&lab) - arrived0;
+        let s = &r.streams[0];
+        let what = format!("{} backend", backend.name());
+        println!(
+            "{what}: sent {}, refused by the DUT's port {}, taken by it {took}, received {}, \
+             lost {:?}, slipped {}",
+            s.tx.sent, s.tx.refused_by_peer, s.rx.received, s.rx.lost, s.tx.slipped
+        );
+        assert!(
+            s.tx.refused_by_peer > 0,
+            "{what}: the slowed DUT's ring never overflowed; the test proves nothing"
+        );
+        assert_eq!(
+            s.tx.sent,
+            took + s.tx.refused_by_peer,
+            "{what}: every frame handed over was taken by the DUT's port or refused by it"
+        );
+        assert_eq!(s.rx.duplicates, 0, "{what}: a refused frame was sent again");
+        assert_eq!(
+            s.rx.received, arrived,
+            "{what}: received = kernel count at B"
+        );
+        assert_eq!(s.rx.lost, Some(s.tx.sent - s.rx.received), "{what}: lost");
+        path_loss(&what, took, arrived, &before, &after);
+    }
+}
+
 #[test]
 fn napt_keeps_streams_identified() {
     napt_identifies(Backend::AfPacket, "et5");

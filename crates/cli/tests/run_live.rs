@@ -31,6 +31,9 @@
 //!   2): every trial recorded, teardown done, lab removed, exit 0.
 //! - `bidirectional_records_keep_each_direction`: a policer on one direction only; each trial's
 //!   record splits sent/received/lost by direction, and the policer's counter is the B→A loss.
+//! - `a_case_without_the_fastpath_dimension_gets_its_profile_again`: after a case with the fast
+//!   path on, a case without the dimension runs with it off (its profile re-applied), and the
+//!   DUT's receive polls are threaded on its CPU in both.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -1097,4 +1100,94 @@ methodologies = ["rfc2544-throughput"]
         .filter(|l| l.starts_with("  a→b ") || l.starts_with("  b→a "))
         .count();
     assert_eq!(terminal, 2, "{stdout}");
+}
+
+/// A case without the `fastpath` dimension after one that switched the fast path on gets its
+/// profile applied again (runner, `apply_lab_switches`): it runs as its profile sets the DUT —
+/// fast path off for `forward` — not with the previous case's switch. And the DUT's receive
+/// polls are on its CPU (threaded NAPI) in both cases (lab::napi). Seen from inside the DUT by
+/// a stats-before hook, which runs after the case's switches are applied.
+#[test]
+fn a_case_without_the_fastpath_dimension_gets_its_profile_again() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if skip() {
+        return;
+    }
+    match lab::features() {
+        Ok(f) if f.xdp_fastpath => {}
+        other => {
+            println!("SKIP: no XDP fast path on this kernel ({other:?})");
+            return;
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    let plan = plan_file(
+        d.path(),
+        r#"name = "fastpath-then-plain"
+[topology]
+kind = "lab"
+lab = "forward"
+name = "h9lfp"
+speed = "1G"
+[dut]
+kind = "lab"
+[dut.profiles.forward]
+stats-before = ["ip link show wr-dut-a; echo threaded=$(cat /sys/class/net/wr-dut-a/threaded)"]
+[run]
+trial-duration = "0.2s"
+settle = "100ms"
+profile-settle = "0s"
+max-load = 0.02
+[methodology.forwarding-rate]
+trials = 1
+[[matrix]]
+name = "on"
+protocol = ["udp"]
+ip = [4]
+frame-size = [64]
+fastpath = ["on"]
+methodologies = ["forwarding-rate"]
+[[matrix]]
+name = "plain"
+protocol = ["udp"]
+ip = [4]
+frame-size = [64]
+methodologies = ["forwarding-rate"]
+"#,
+    );
+    let out = d.path().join("run");
+    let stdout = run_plan_ok(&plan, &out);
+    let hooks = std::fs::read_to_string(out.join("hooks.jsonl")).unwrap();
+    let before: Vec<(String, String)> = hooks
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|h| h["stage"] == "stats-before")
+        .map(|h| {
+            (
+                h["case_id"].as_str().unwrap_or_default().to_string(),
+                h["output"]["stdout"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    let ids: Vec<&str> = before.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["forward/udp4/64B/fastpath=on", "forward/udp4/64B"],
+        "cases in plan order\n{hooks}\n{stdout}"
+    );
+    let (on, plain) = (&before[0].1, &before[1].1);
+    assert!(on.contains("prog/xdp"), "the fast path is on:\n{on}");
+    assert!(
+        !plain.contains("prog/xdp"),
+        "the plain case inherited the fast path:\n{plain}"
+    );
+    for (id, text) in &before {
+        assert!(
+            text.contains("threaded=1"),
+            "{id}: receive polls threaded\n{text}"
+        );
+    }
 }

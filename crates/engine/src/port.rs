@@ -88,7 +88,9 @@ impl PortSpec {
         })
     }
 
-    /// A TX ring with qdisc bypass and a large send buffer.
+    /// A TX ring with qdisc bypass and a large send buffer; on a port that faces the DUT, one
+    /// whose refused frames can be withdrawn ([`TxRing::withdraw`]: they are the DUT's loss,
+    /// never retried).
     pub fn open_tx(&self, ifindex: u32, cfg: &TxRingConfig) -> Result<TxRing> {
         // Protocol 0: a send-only socket that receives nothing.
         let sock = PacketSocket::open(ifindex, 0).map_err(|e| {
@@ -103,7 +105,8 @@ impl PortSpec {
             sock.set_sndbuf_force(cfg.sndbuf)
                 .map_err(|e| Error::io("SO_SNDBUFFORCE", e))?;
         }
-        TxRing::new(sock, cfg.frame_size, cfg.frames).map_err(|e| Error::io("PACKET_TX_RING", e))
+        TxRing::new(sock, cfg.frame_size, cfg.frames, self.faces_dut)
+            .map_err(|e| Error::io("PACKET_TX_RING", e))
     }
 
     /// A TPACKET_V3 RX ring that ignores our own outgoing frames.

@@ -16,8 +16,16 @@
 //!
 //! Under back-pressure (send buffer full, device busy or dropping) the loop never blocks
 //! silently: nothing new is stamped while earlier frames wait, the pacer's debt grows, is
-//! capped and slips, and the report says so (`slipped`, `backpressure_flushes`). A frame the
-//! device dropped on hand-over (`ENOBUFS`) is retried like one that would have blocked.
+//! capped and slips, and the report says so (`slipped`, `backpressure_flushes`).
+//!
+//! A frame the device refused on hand-over (`ENOBUFS`: on a veth, its peer's receive ring was
+//! full — [`sys::Handover`]) depends on who the peer is. Where the port faces the DUT
+//! ([`PortSpec::faces_dut`]) the peer *is* the DUT's port, so the frame was offered and the DUT
+//! lost it (DESIGN.md §7): it counts as sent and in `refused_by_peer`, and is never retried —
+//! its sequence number is spent, so the receiver sees it missing and received + lost = sent
+//! holds frame by frame. Elsewhere (a real NIC's own queue, a veth to the tester's other port)
+//! a refusal is the tester's shortfall: the frame is retried like one that would have blocked,
+//! and the schedule slips.
 
 use crate::pacing::{Pacer, StreamPacing};
 use crate::port::{PortSpec, TxRingConfig};
@@ -33,7 +41,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TxStreamReport {
     pub stream_id: u16,
-    /// Frames the kernel accepted.
+    /// Frames handed to the port: those the kernel accepted, and, where the port faces the
+    /// DUT, those the DUT's port refused (`refused_by_peer`).
     pub sent: u64,
     /// Their bytes, without FCS.
     pub bytes: u64,
@@ -53,7 +62,7 @@ pub struct TxStreamReport {
     pub swapped_pairs: u64,
     /// Frames the port's peer refused although they were handed to it: counted in `sent` when
     /// the peer is the DUT's port ([`crate::port::PortSpec::faces_dut`]): the DUT lost them at
-    /// its ingress. 0 where the backend cannot tell (AF_PACKET on veth).
+    /// its ingress. 0 on other ports (their refusals are retried: the tester's shortfall).
     #[serde(default)]
     pub refused_by_peer: u64,
 }
@@ -114,7 +123,14 @@ impl std::str::FromStr for TxBackend {
 
 /// An open sender on one interface.
 #[derive(Debug)]
-pub enum Sender {
+pub struct Sender {
+    io: SenderIo,
+    /// The port's peer is the DUT's port: a frame it refuses is the DUT's loss, not retried.
+    faces_dut: bool,
+}
+
+#[derive(Debug)]
+enum SenderIo {
     Ring(TxRing),
     Mmsg {
         sock: PacketSocket,
@@ -135,11 +151,11 @@ pub fn open(
     backend: TxBackend,
     max_len: usize,
 ) -> Result<Sender> {
-    match backend {
+    let io = match backend {
         TxBackend::Ring => {
             // Room for the ring's virtio_net_hdr in front of each frame (`sys::TxRing::new`).
             let cfg = cfg.sized_for(max_len + 16);
-            Ok(Sender::Ring(spec.open_tx(ifindex, &cfg)?))
+            SenderIo::Ring(spec.open_tx(ifindex, &cfg)?)
         }
         TxBackend::Sendmmsg => {
             // Protocol 0: a send-only socket that receives nothing.
@@ -155,19 +171,23 @@ pub fn open(
                 sock.set_sndbuf_force(cfg.sndbuf)
                     .map_err(|e| Error::io("SO_SNDBUFFORCE", e))?;
             }
-            Ok(Sender::Mmsg {
+            SenderIo::Mmsg {
                 sock,
                 batch: MmsgBatch::new(MMSG_SLOTS, max_len),
-            })
+            }
         }
-    }
+    };
+    Ok(Sender {
+        io,
+        faces_dut: spec.faces_dut,
+    })
 }
 
 impl Sender {
     pub fn backend(&self) -> TxBackend {
-        match self {
-            Sender::Ring(_) => TxBackend::Ring,
-            Sender::Mmsg { .. } => TxBackend::Sendmmsg,
+        match self.io {
+            SenderIo::Ring(_) => TxBackend::Ring,
+            SenderIo::Mmsg { .. } => TxBackend::Sendmmsg,
         }
     }
 }
@@ -179,6 +199,8 @@ struct StreamState {
     /// Next frame index to write.
     next: u64,
     sent: u64,
+    /// Of `sent`: refused by the DUT's port.
+    refused: u64,
     bytes: u64,
     first_ns: u64,
     last_ns: u64,
@@ -192,6 +214,16 @@ impl StreamState {
     fn done(&self, now: u64) -> bool {
         !self.finishing_pair && (self.pacer.done() || self.end_ns.is_some_and(|e| now >= e))
     }
+
+    /// Counts the frame of `slot` as handed to the port.
+    fn count_sent(&mut self, slot: &Slot) {
+        if self.sent == 0 {
+            self.first_ns = slot.ts;
+        }
+        self.sent += 1;
+        self.bytes += u64::from(slot.len);
+        self.last_ns = slot.ts;
+    }
 }
 
 /// Per-slot bookkeeping.
@@ -200,6 +232,16 @@ struct Slot {
     stream: u16,
     len: u32,
     ts: u64,
+    /// Refused by the DUT's port and withdrawn from the TX ring: already counted, the slot
+    /// comes back `AVAILABLE` without having been sent.
+    withdrawn: bool,
+}
+
+/// Counts the frame of `slot`, which the DUT's port refused, as sent and lost there.
+fn count_refused(streams: &mut [StreamState], slot: &Slot) {
+    let s = &mut streams[usize::from(slot.stream)];
+    s.count_sent(slot);
+    s.refused += 1;
 }
 
 /// Runs `gens` on `sender` from `start_ns` until every stream is done or `stop` is set.
@@ -209,9 +251,9 @@ pub fn run(
     start_ns: u64,
     stop: &AtomicBool,
 ) -> Result<TxPortReport> {
-    let max_len = match sender {
-        Sender::Ring(ring) => ring.max_frame_len(),
-        Sender::Mmsg { batch, .. } => batch.frame_mut(0).len(),
+    let max_len = match &mut sender.io {
+        SenderIo::Ring(ring) => ring.max_frame_len(),
+        SenderIo::Mmsg { batch, .. } => batch.frame_mut(0).len(),
     };
     for (g, _) in &gens {
         if g.max_len() > max_len {
@@ -235,9 +277,12 @@ pub fn run(
         prog_ns_per_frame: None,
     };
     let _ = sys::set_timer_slack_ns(1);
-    let accepted_total = match sender {
-        Sender::Ring(ring) => run_ring(ring, &mut streams, stop, &mut rep)?,
-        Sender::Mmsg { sock, batch } => run_mmsg(sock, batch, &mut streams, stop, &mut rep)?,
+    let faces_dut = sender.faces_dut;
+    let accepted_total = match &mut sender.io {
+        SenderIo::Ring(ring) => run_ring(ring, faces_dut, &mut streams, stop, &mut rep)?,
+        SenderIo::Mmsg { sock, batch } => {
+            run_mmsg(sock, batch, faces_dut, &mut streams, stop, &mut rep)?
+        }
     };
     rep.mean_batch = if rep.flushes > 0 {
         accepted_total as f64 / rep.flushes as f64
@@ -259,6 +304,7 @@ fn stream_states(gens: Vec<(FrameGen, &StreamConfig)>, start_ns: u64) -> Vec<Str
                 end_ns: p.end_ns,
                 next: 0,
                 sent: 0,
+                refused: 0,
                 bytes: 0,
                 first_ns: 0,
                 last_ns: 0,
@@ -269,9 +315,11 @@ fn stream_states(gens: Vec<(FrameGen, &StreamConfig)>, start_ns: u64) -> Vec<Str
         .collect()
 }
 
-/// The send loop on a TX ring; returns the frames accepted.
+/// The send loop on a TX ring; returns the frames accepted. `faces_dut`: refused frames are
+/// withdrawn and counted as the DUT's loss (module doc), else retried.
 fn run_ring(
     ring: &mut TxRing,
+    faces_dut: bool,
     streams: &mut [StreamState],
     stop: &AtomicBool,
     rep: &mut TxPortReport,
@@ -299,14 +347,8 @@ fn run_ring(
             if st & TP_STATUS_WRONG_FORMAT != 0 {
                 rep.wrong_format += 1;
                 ring.reset(*tail);
-            } else {
-                let ss = &mut streams[usize::from(s.stream)];
-                if ss.sent == 0 {
-                    ss.first_ns = s.ts;
-                }
-                ss.sent += 1;
-                ss.bytes += u64::from(s.len);
-                ss.last_ns = s.ts;
+            } else if !s.withdrawn {
+                streams[usize::from(s.stream)].count_sent(&s);
                 n += 1;
             }
             *tail = (*tail + 1) % n_slots;
@@ -315,12 +357,26 @@ fn run_ring(
         n
     };
 
-    // Hands the requested slots to the kernel, counts what it took and records the batch.
-    // A macro rather than a closure: it needs the loop's mutable state, which `confirm` borrows.
+    // Hands the requested slots to the kernel, counts what it took and records the batch. A
+    // frame the DUT's port refused is withdrawn (the kernel stopped at it: it is the first
+    // unconfirmed slot) and the rest handed over again at once. A macro rather than a closure:
+    // it needs the loop's mutable state, which `confirm` borrows.
     macro_rules! flush_and_confirm {
         () => {{
-            ring.flush().map_err(|e| Error::io("TX ring flush", e))?;
-            let n = confirm(ring, streams, &slots, &mut tail, &mut unconfirmed, rep);
+            let mut n = 0;
+            loop {
+                let h = ring.flush().map_err(|e| Error::io("TX ring flush", e))?;
+                n += confirm(ring, streams, &slots, &mut tail, &mut unconfirmed, rep);
+                let at_refused = unconfirmed > 0
+                    && !slots[tail].withdrawn
+                    && ring.status(tail) & TP_STATUS_SEND_REQUEST != 0;
+                if !(faces_dut && h.refused && at_refused) {
+                    break;
+                }
+                slots[tail].withdrawn = true;
+                ring.withdraw(tail);
+                count_refused(streams, &slots[tail]);
+            }
             if n > 0 {
                 rep.flushes += 1;
                 rep.max_batch = rep.max_batch.max(n);
@@ -369,6 +425,7 @@ fn run_ring(
                     stream: si as u16,
                     len: len as u32,
                     ts,
+                    withdrawn: false,
                 };
                 head = (head + 1) % n_slots;
                 unconfirmed += 1;
@@ -401,9 +458,11 @@ fn run_ring(
     while unconfirmed > 0 {
         // Only this thread calls send(), so the kernel is not looking at these slots now.
         ring.reset(tail);
+        if !slots[tail].withdrawn {
+            rep.abandoned += 1; // a withdrawn frame is already counted, as the DUT's loss
+        }
         tail = (tail + 1) % n_slots;
         unconfirmed -= 1;
-        rep.abandoned += 1;
     }
     Ok(accepted_total)
 }
@@ -411,11 +470,14 @@ fn run_ring(
 /// The send loop with `sendmmsg` from a reused buffer pool; returns the frames accepted.
 ///
 /// Slots `from..to` of the pool hold stamped frames the kernel has not accepted yet. New
-/// frames are stamped only once the whole batch is accepted, so a frame is retried with the
-/// same sequence number and timestamp until the kernel takes it or the port stops.
+/// frames are stamped only once the whole batch is handed over, so a frame is retried with the
+/// same sequence number and timestamp until the kernel takes it or the port stops — or, where
+/// the port faces the DUT (`faces_dut`), until the DUT's port refuses it: then it is counted
+/// as the DUT's loss and the rest of the batch handed over at once (module doc).
 fn run_mmsg(
     sock: &PacketSocket,
     batch: &mut MmsgBatch,
+    faces_dut: bool,
     streams: &mut [StreamState],
     stop: &AtomicBool,
     rep: &mut TxPortReport,
@@ -425,7 +487,8 @@ fn run_mmsg(
     let (mut from, mut to) = (0usize, 0usize);
     let mut accepted_total = 0u64;
 
-    // Sends `from..to` once and counts what the kernel accepted.
+    // Sends `from..to` and counts what the kernel accepted; past a frame the DUT's port
+    // refused, sends the rest again.
     let mut send = |batch: &mut MmsgBatch,
                     streams: &mut [StreamState],
                     meta: &[Slot],
@@ -433,19 +496,26 @@ fn run_mmsg(
                     to: usize,
                     rep: &mut TxPortReport|
      -> Result<u64> {
-        let n = batch
-            .send(sock, *from, to)
-            .map_err(|e| Error::io("sendmmsg", e))?;
-        for m in &meta[*from..*from + n] {
-            let ss = &mut streams[usize::from(m.stream)];
-            if ss.sent == 0 {
-                ss.first_ns = m.ts;
+        let mut n = 0;
+        loop {
+            let h = batch
+                .send(sock, *from, to)
+                .map_err(|e| Error::io("sendmmsg", e))?;
+            for m in &meta[*from..*from + h.accepted] {
+                streams[usize::from(m.stream)].count_sent(m);
             }
-            ss.sent += 1;
-            ss.bytes += u64::from(m.len);
-            ss.last_ns = m.ts;
+            *from += h.accepted;
+            n += h.accepted;
+            if *from == to || !faces_dut {
+                break;
+            }
+            if h.refused {
+                count_refused(streams, &meta[*from]);
+                *from += 1;
+            } else if h.accepted == 0 {
+                break; // would block: the tester's own back-pressure
+            }
         }
-        *from += n;
         let n = n as u64;
         if n > 0 {
             rep.flushes += 1;
@@ -491,6 +561,7 @@ fn run_mmsg(
                     stream: si as u16,
                     len: len as u32,
                     ts,
+                    withdrawn: false,
                 };
                 s.next += 1;
             }
@@ -546,7 +617,7 @@ impl StreamState {
                 self.pacer.max_seen_debt()
             },
             swapped_pairs: self.gen.swapped_pairs(self.sent),
-            refused_by_peer: 0,
+            refused_by_peer: self.refused,
         }
     }
 }

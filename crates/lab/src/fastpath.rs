@@ -325,9 +325,8 @@ fn load_only(ns: &str, ifname: &str, program: Program) -> Result<()> {
 /// cable always has it. Frames of wirerate's own senders are complete either way.
 ///
 /// The program runs in the receive NAPI poll of the DUT's veth, which the kernel schedules on
-/// the CPU that transmitted into the veth: the tester's. So the poll moves to the DUT's CPU
-/// ([`crate::napi`]) while the fast path is on — and stays there when a plan switches it off
-/// explicitly ([`crate::Lab::set_fastpath`]), so that on and off differ only in the path.
+/// the CPU that transmitted into the veth: the tester's. The lab runs that poll on the DUT's
+/// CPU with the fast path on or off ([`crate::napi`]); attaching makes sure of it.
 pub(crate) fn attach(ns: &str, testers: &[(String, &str)], program: Program) -> Result<()> {
     let result = (|| {
         set_tx_csum(testers, false)?;
@@ -344,15 +343,14 @@ pub(crate) fn attach(ns: &str, testers: &[(String, &str)], program: Program) -> 
 }
 
 /// Remove the fast path from both DUT interfaces in `ns` (fine if none is attached), put
-/// the receive polls back on the sending CPU, conntrack's TCP window tracking back to strict
-/// and the tester ports' checksum offload back on (the lab's default).
+/// conntrack's TCP window tracking back to strict and the tester ports' checksum offload back
+/// on (the lab's default). The receive polls stay on the DUT's CPU ([`crate::napi`]).
 pub(crate) fn detach(ns: &str, testers: &[(String, &str)]) -> Result<()> {
     for ifname in DUT_IFACES {
         if xdp_prog(ns, ifname)?.is_some() {
             cmd::run(&["ip", "-n", ns, "link", "set", "dev", ifname, "xdp", "off"])?;
         }
     }
-    crate::napi::receive_on_sender_cpu(ns, &DUT_IFACES)?;
     set_liberal(ns, false)?;
     set_tx_csum(testers, true)
 }

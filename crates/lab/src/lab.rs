@@ -439,7 +439,8 @@ impl Lab {
     }
 
     /// Steer receive processing with RPS: the DUT's ingress veths to the DUT's CPU, the tester
-    /// ports' to the tester CPUs. Skipped (nothing to isolate) on a one-CPU machine.
+    /// ports' to the tester CPUs; and run the DUT's receive polls on the DUT's CPU
+    /// ([`Lab::receive_on_dut_cpu`]). Skipped (nothing to isolate) on a one-CPU machine.
     fn isolate_cpus(&self) -> Result<()> {
         let Some(dut) = cpu::dut_cpu() else {
             return Ok(());
@@ -464,7 +465,21 @@ impl Lab {
                 .collect();
             netns::sh(&self.netns(node)?, &script.join("; "))?;
         }
-        Ok(())
+        self.receive_on_dut_cpu()
+    }
+
+    /// The DUT's receive polls in NAPI threads on the DUT's CPU ([`crate::napi`]), in every
+    /// profile; idempotent. Nothing to do without a DUT or on a one-CPU machine.
+    fn receive_on_dut_cpu(&self) -> Result<()> {
+        if !self.topology.has(Node::Dut) || cpu::dut_cpu().is_none() {
+            return Ok(());
+        }
+        let ifaces: Vec<&str> = topology::ifaces(self.topology)
+            .into_iter()
+            .filter(|i| i.node == Node::Dut)
+            .map(|i| i.ifname)
+            .collect();
+        napi::receive_on_dut_cpu(&self.netns(Node::Dut)?, &ifaces)
     }
 
     /// Poll until every interface is operationally up and no IPv6 address is tentative.
@@ -569,6 +584,8 @@ impl Lab {
                 profile
             }),
         ])?;
+        // A lab built before the polls were threaded in every profile gets them here.
+        self.receive_on_dut_cpu()?;
         if *profile == Profile::Fastpath {
             self.set_fastpath(true)?;
         }
@@ -580,19 +597,14 @@ impl Lab {
     /// combination in which packets would skip rules they must walk
     /// ([`LabError::FastpathRefused`], e.g. `filter-stateless-N`) or a kernel without the
     /// XDP support it needs; picks the program that fits the profile (plain forwarding, or
-    /// conntrack-established flows only). Idempotent. Off: removes it (fine when it is off)
-    /// and keeps the DUT's receive polls on the DUT's CPU, as they are with it on
-    /// ([`crate::napi`]). [`Lab::apply_profile`] switches it off and puts the polls back on
-    /// the sending CPU (the kernel's default).
+    /// conntrack-established flows only). Idempotent. Off: removes it (fine when it is off).
+    /// Either way the DUT's receive polls stay on the DUT's CPU, as in every profile
+    /// ([`crate::napi`]).
     pub fn set_fastpath(&self, on: bool) -> Result<()> {
         let ns = self.netns(Node::Dut)?;
         if !on {
             if self.topology == Topology::Forward {
                 fastpath::detach(&ns, &self.fastpath_testers()?)?;
-                // Switched off on purpose (a plan's `fastpath = "off"`, `lab fastpath off`):
-                // the receive polls stay on the DUT's CPU as with it on, so the two settings
-                // differ only in the path (crate::napi). A profile switch resets them.
-                napi::receive_on_dut_cpu(&ns, &fastpath::DUT_IFACES)?;
             }
             return Ok(());
         }

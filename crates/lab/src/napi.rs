@@ -1,34 +1,24 @@
-//! The DUT's receive work on the DUT's CPU, when a comparison needs it.
+//! The DUT's receive work on the DUT's CPU, in every lab.
 //!
 //! A veth's receive NAPI poll — turning the frames its peer sent into packets (for frames an
 //! XDP sender redirected: building every skb), GRO, and any XDP program on it — runs by
 //! default on the CPU that *transmitted* into the veth: for the DUT's ingress ports, the
 //! tester's CPU. RPS steers the stack's forwarding to the DUT's CPU only after that
-//! (docs/lab.md, "CPU isolation"). The fast path's XDP program runs in that poll, so while it
-//! is on the DUT's interfaces get threaded NAPI (`/sys/class/net/IF/threaded`) and every lab
-//! DUT's NAPI thread (`napi/wr-dut-*`) is pinned to the DUT's CPU, SCHED_FIFO, like the softirq
-//! that does the stack's forwarding there (a NAPI thread without real-time priority lost the
-//! CPU to other engineers' compilers). A plan's explicit `fastpath = "off"` keeps the threads
-//! ([`crate::Lab::set_fastpath`]), so the two settings differ only in the path.
+//! (docs/lab.md, "CPU isolation"). So every lab DUT's interfaces get threaded NAPI
+//! (`/sys/class/net/IF/threaded`) on `lab up` and on every profile switch, and every lab DUT's
+//! NAPI thread (`napi/wr-dut-*`) is pinned to the DUT's CPU, SCHED_FIFO, like the softirq that
+//! does the stack's forwarding there (a NAPI thread without real-time priority lost the CPU to
+//! other engineers' compilers). The fast path's XDP program runs in that poll, so with it on
+//! and off the DUT pays the same CPU for its receive work.
 //!
-//! Why not always: with the poll on the DUT's CPU, the DUT drains its 256-frame veth ring at
-//! its own pace, and this kernel's veth back-pressures a full ring (the sender's queue stops).
-//! An AF_PACKET sender then waits instead of losing frames at the DUT — the connection
-//! methodologies' sender became tester-limited at the DUT's rate. The XDP sender is not
-//! back-pressured (a refused redirect is counted as the DUT's loss), so the fast-path
-//! comparison, which runs on it, is not affected.
+//! What it changes for the tester: the DUT drains its 256-frame veth ring at its own pace, so
+//! an overloaded DUT's ring fills, and this kernel's veth refuses frames then (its queue stops,
+//! or it drops them: docs/engine.md, "When the DUT's port refuses a frame"). Every sender
+//! counts such a frame as offered and lost at the DUT's port (`refused_by_dut`, DESIGN.md §7)
+//! instead of waiting for room — before session 9 the AF_PACKET senders waited, and this was
+//! only done while the fast path was on.
 
 use crate::error::{LabError, Result};
-
-/// Threaded NAPI off on `ifaces` (in `ns`): the receive polls run on the sending CPU again,
-/// the kernel's default.
-pub(crate) fn receive_on_sender_cpu(ns: &str, ifaces: &[&str]) -> Result<()> {
-    let script: Vec<String> = ifaces
-        .iter()
-        .map(|i| format!("echo 0 > /sys/class/net/{i}/threaded"))
-        .collect();
-    crate::netns::sh(ns, &script.join("; ")).map(drop)
-}
 
 /// Threaded NAPI on `ifaces` (in `ns`) with their threads pinned to the DUT's CPU at
 /// real-time priority. Idempotent. Nothing to pin on a one-CPU machine (the threads exist but

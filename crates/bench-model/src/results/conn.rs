@@ -16,6 +16,10 @@ pub struct ConnPhases {
     pub preliminary_sent: u64,
     pub preliminary_pps: f64,
     pub preliminary_max_late_ns: u64,
+    /// Of `preliminary_sent`: frames the DUT's port refused (its receive ring full), each a
+    /// connection the DUT lost at its ingress (engine::nat::PhaseTx::refused_by_peer).
+    #[serde(default)]
+    pub preliminary_refused_by_dut: u64,
     /// Connections the responder learned, and how many of them a NAT had translated.
     pub learned: u64,
     pub translated: u64,

@@ -306,6 +306,7 @@ fn conn_trial(index: u32, n: u64, learned: u64, superseded: bool) -> Record {
             preliminary_sent: n,
             preliminary_pps: 5000.0,
             preliminary_max_late_ns: 0,
+            preliminary_refused_by_dut: 0,
             learned,
             translated: learned,
             learned_duplicates: 0,

@@ -152,6 +152,7 @@ pub(super) fn run(
                 let mut batch = MmsgBatch::new(BATCH, gen.max_len().max(128));
                 send_paced(
                     &sock,
+                    spec.faces_dut,
                     &mut batch,
                     frames,
                     load.pps,
@@ -180,6 +181,7 @@ pub(super) fn run(
                 let len = learned.len() as u64;
                 send_paced(
                     &sock,
+                    spec.faces_dut,
                     &mut batch,
                     frames,
                     load.pps,

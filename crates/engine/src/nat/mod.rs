@@ -201,8 +201,13 @@ impl ConnTrialConfig {
 /// What one phase's sender did.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct PhaseTx {
-    /// Frames handed to the port.
+    /// Frames handed to the port: accepted, or refused by the DUT's port (`refused_by_peer`).
     pub sent: u64,
+    /// Of `sent`: frames the DUT's port refused (its receive ring full) where the port faces
+    /// the DUT ([`PortSpec::faces_dut`]): offered and lost at the DUT (DESIGN.md §7), never
+    /// retried — a connection the DUT could not take is not opened again later.
+    #[serde(default)]
+    pub refused_by_peer: u64,
     pub intended_pps: f64,
     /// From the first to the last frame's send time (the intended rate for one frame).
     pub achieved_pps: f64,
@@ -262,9 +267,13 @@ pub(crate) fn announce<T>(
 
 /// Paces `count` frames at `pps` from `start_ns` on `sock`, each written by `write(index,
 /// timestamp, buffer)`. Frames due together go in one `sendmmsg`; a frame the port would not
-/// take now is retried (the tester waits, it never skips a connection).
+/// take now is retried (the tester waits, it never skips a connection) — except, where the
+/// port faces the DUT (`faces_dut`), a frame the DUT's port refused: that one was offered and
+/// lost by the DUT (`refused_by_peer`; crate::tx has why).
+#[allow(clippy::too_many_arguments)]
 fn send_paced(
     sock: &PacketSocket,
+    faces_dut: bool,
     batch: &mut MmsgBatch,
     count: u64,
     pps: f64,
@@ -301,13 +310,16 @@ fn send_paced(
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            let n = batch
+            let h = batch
                 .send(sock, done, k)
                 .map_err(|e| Error::io("sendmmsg", e))?;
-            if n == 0 {
+            done += h.accepted;
+            if h.refused && faces_dut {
+                tx.refused_by_peer += 1;
+                done += 1;
+            } else if h.accepted == 0 {
                 std::hint::spin_loop();
             }
-            done += n;
         }
         let t = sys::monotonic_ns();
         if tx.sent == 0 {
@@ -460,6 +472,7 @@ pub fn run(
                 let mut batch = MmsgBatch::new(BATCH, frame_len.max(128));
                 let tx = send_paced(
                     &sock,
+                    spec.faces_dut,
                     &mut batch,
                     order.len() as u64,
                     vpps,
@@ -499,9 +512,16 @@ pub fn run(
                     return Ok(PhaseTx::default());
                 }
                 let mut batch = MmsgBatch::new(BATCH, gen.max_len().max(128));
-                send_paced(&sock, &mut batch, n, pps, start, stop, |i, ts, buf| {
-                    Ok(gen.write(i, ts, buf))
-                })
+                send_paced(
+                    &sock,
+                    spec.faces_dut,
+                    &mut batch,
+                    n,
+                    pps,
+                    start,
+                    stop,
+                    |i, ts, buf| Ok(gen.write(i, ts, buf)),
+                )
             })
         };
         drop(ready_tx);

@@ -27,6 +27,7 @@ const PACKET_STATISTICS: libc::c_int = 6;
 const PACKET_VERSION: libc::c_int = 10;
 const PACKET_TX_RING: libc::c_int = 13;
 const PACKET_QDISC_BYPASS: libc::c_int = 20;
+const PACKET_LOSS: libc::c_int = 14;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const PACKET_VNET_HDR: libc::c_int = 15;
 const PACKET_FANOUT: libc::c_int = 18;
@@ -541,7 +542,8 @@ impl Drop for Mapping {
 /// then set `SEND_REQUEST` (release). [`TxRing::flush`] asks the kernel to send every requested
 /// slot in ring order without blocking; a slot the kernel took leaves `SEND_REQUEST`
 /// (`SENDING`, then `AVAILABLE` once the skb is freed). A slot the kernel could not take (send
-/// buffer full) stays `SEND_REQUEST` and goes out on a later flush.
+/// buffer full, or refused by the device: [`Handover`]) stays `SEND_REQUEST` and goes out on a
+/// later flush, unless it is [withdrawn](TxRing::withdraw).
 #[derive(Debug)]
 pub struct TxRing {
     sock: PacketSocket,
@@ -550,6 +552,23 @@ pub struct TxRing {
     frame_nr: usize,
     /// Bytes of `virtio_net_hdr` in front of each frame (0 or 10), see [`TxRing::new`].
     vnet: usize,
+    /// `PACKET_LOSS` is on: a slot can be [withdrawn](TxRing::withdraw).
+    withdrawable: bool,
+}
+
+/// How one hand-over to the kernel (`send` on a TX ring, `sendmmsg`) ended.
+///
+/// `refused`: the device refused the frame after the ones taken (`ENOBUFS`). On a veth that
+/// means its peer's receive ring was full: the veth dropped the frame (counted in the sending
+/// veth's `tx_dropped`) or, with a qdisc on the sending veth, its queue was stopped and the
+/// frame never reached the device (counted nowhere). docs/engine.md, "When the DUT's port
+/// refuses a frame", has the experiment. The frame was not sent; on a TX ring its slot is back
+/// at `SEND_REQUEST` and the kernel will retry it unless it is [withdrawn](TxRing::withdraw).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Handover {
+    /// Frames taken (`sendmmsg`; a TX ring's slots say it themselves, so 0 there).
+    pub accepted: usize,
+    pub refused: bool,
 }
 
 impl TxRing {
@@ -562,7 +581,20 @@ impl TxRing {
     /// reference per frame and, on veth, a copy into a fresh page (`skb_copy_ubufs`), which
     /// is more than copying a small frame. If the option is refused, frames go out as
     /// fragments as before.
-    pub fn new(sock: PacketSocket, frame_size: usize, frames: usize) -> io::Result<Self> {
+    ///
+    /// `withdrawable` turns `PACKET_LOSS` on (it must be set before the ring exists), so that a
+    /// refused frame can be [withdrawn](Self::withdraw) instead of retried. It also makes the
+    /// kernel skip a malformed slot (status `AVAILABLE`) instead of marking it
+    /// `WRONG_FORMAT`.
+    pub fn new(
+        sock: PacketSocket,
+        frame_size: usize,
+        frames: usize,
+        withdrawable: bool,
+    ) -> io::Result<Self> {
+        if withdrawable {
+            setsockopt(sock.raw_fd(), SOL_PACKET, PACKET_LOSS, &1i32)?;
+        }
         let vnet = match setsockopt(sock.raw_fd(), SOL_PACKET, PACKET_VNET_HDR, &1i32) {
             Ok(()) => VNET_HDR_LEN,
             Err(_) => 0,
@@ -586,6 +618,7 @@ impl TxRing {
             frame_size,
             frame_nr: block_nr * per_block,
             vnet,
+            withdrawable,
         })
     }
 
@@ -646,21 +679,35 @@ impl TxRing {
             .store(TP_STATUS_AVAILABLE, Ordering::Release);
     }
 
-    /// Asks the kernel to send all requested slots, without blocking. Returns the bytes the
-    /// kernel reports sent (0 under back-pressure).
-    pub fn flush(&self) -> io::Result<usize> {
+    /// Takes back slot `i`, requested but refused by the device (a [`Handover`] with
+    /// `refused`; the kernel stopped there and left it at `SEND_REQUEST`), without sending it:
+    /// its length becomes 0, which the kernel's next pass drops as malformed — silently, with
+    /// `PACKET_LOSS` on — setting it `AVAILABLE` and moving on to the next slot. Clearing the
+    /// status instead would leave the kernel waiting at this slot for good (it only walks
+    /// slots that are `SEND_REQUEST`). Only for a ring made `withdrawable`.
+    pub fn withdraw(&mut self, i: usize) {
+        assert!(self.withdrawable, "TX ring without PACKET_LOSS");
+        self.map.write_u32(i * self.frame_size + v2::LEN, 0);
+        fence(Ordering::Release);
+    }
+
+    /// Asks the kernel to send all requested slots, without blocking. Would-block (send buffer
+    /// full) is not an error: the slots stay requested.
+    pub fn flush(&self) -> io::Result<Handover> {
         // SAFETY: a zero-length send on a TX-ring socket; no user buffer is read.
         let r = unsafe { libc::send(self.sock.raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
         if r < 0 {
             let e = io::Error::last_os_error();
             return match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
-                // ENOBUFS: a frame was dropped by the device; it stays requested and is retried.
-                _ if e.raw_os_error() == Some(libc::ENOBUFS) => Ok(0),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(Handover::default()),
+                _ if e.raw_os_error() == Some(libc::ENOBUFS) => Ok(Handover {
+                    accepted: 0,
+                    refused: true,
+                }),
                 _ => Err(e),
             };
         }
-        Ok(r as usize)
+        Ok(Handover::default())
     }
 }
 
@@ -991,13 +1038,15 @@ impl MmsgBatch {
         self.iovs[i].iov_len = len.min(self.stride);
     }
 
-    /// Sends slots `from..to` with one `sendmmsg(MSG_DONTWAIT)` on `sock` and returns how many
-    /// of them (from `from` on) the kernel accepted. Would-block and a device drop of the
-    /// first frame (`ENOBUFS`) return 0: the caller retries those frames later.
-    pub fn send(&mut self, sock: &PacketSocket, from: usize, to: usize) -> io::Result<usize> {
+    /// Sends slots `from..to` with one `sendmmsg(MSG_DONTWAIT)` on `sock`: how many of them
+    /// (from `from` on) the kernel accepted, and whether the device refused the next one
+    /// ([`Handover`]; the kernel reports that only for the first frame of a call, so `refused`
+    /// comes with `accepted` 0). Would-block is 0 accepted, not refused. The caller retries
+    /// or gives up the frames not accepted.
+    pub fn send(&mut self, sock: &PacketSocket, from: usize, to: usize) -> io::Result<Handover> {
         assert!(from <= to && to <= self.msgs.len(), "slot range");
         if from == to {
-            return Ok(0);
+            return Ok(Handover::default());
         }
         // SAFETY: `msgs[from..to]` are valid headers, each pointing at one iovec of `iovs`,
         // which in turn points at `iov_len ≤ stride` bytes of `buf`; all are owned by `self`,
@@ -1013,11 +1062,17 @@ impl MmsgBatch {
         if r < 0 {
             let e = io::Error::last_os_error();
             return match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
-                _ if e.raw_os_error() == Some(libc::ENOBUFS) => Ok(0),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(Handover::default()),
+                _ if e.raw_os_error() == Some(libc::ENOBUFS) => Ok(Handover {
+                    accepted: 0,
+                    refused: true,
+                }),
                 _ => Err(e),
             };
         }
-        Ok(r as usize)
+        Ok(Handover {
+            accepted: r as usize,
+            refused: false,
+        })
     }
 }
