@@ -465,6 +465,10 @@ fn check_directions(u: &Uplink, plan: &Plan, out: &Path, stdout: &str, backend: 
             text.contains("lan→wan") && text.contains("wan→lan"),
             "{file} lacks the directions"
         );
+        assert!(
+            text.contains("\"lost\": 0") || text.contains("lost 0"),
+            "{file} lacks each direction's counts"
+        );
     }
     let terminal = stdout
         .lines()
