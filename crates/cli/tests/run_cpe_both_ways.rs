@@ -20,6 +20,9 @@
 //! DS-Lite), both directions, the inner tuples mirrored (the reverse stream is the reply to
 //! the NAPT's mapping) and frame lengths of the encapsulated sizes.
 //!
+//! `udp_both_ways_between_our_own_subscriber_and_isp_ends` runs the same plans with both ends
+//! ours over one veth, so that both receivers classify inside the session or softwire.
+//!
 //! Root is needed (else `SKIP: …`); nft, tcpdump and tshark must be installed (a missing one
 //! skips, but fails under `CI`). Namespaces `wr-h9c<pid><tag>…`, removed on drop.
 
@@ -545,7 +548,7 @@ fn wire_pppoe(out: &Path, pcap: &Path) {
     }
     let sent: Vec<u64> = (0..2)
         .map(|i| {
-            trials(&out)
+            trials(out)
                 .iter()
                 .filter_map(|t| t.engine.as_ref())
                 .map(|e| e.per_direction[i].sent)
@@ -619,4 +622,60 @@ fn wire_dslite(out: &Path, pcap: &Path) {
         .find(|l| l["event"] == "up" && l["port"] == "wan")
         .expect("the AFTR learned the B4's softwire");
     assert_eq!(aftr["remote"], "2001:db8:c::2", "{aftr}");
+}
+
+/// The same plans with both ends ours over one veth (no gateway): port `lan` plays our PPPoE
+/// client (B4), port `wan` our access concentrator (AFTR). Here both ports send and receive
+/// inside the session or softwire, so each receiver classifies inside PPPoE /
+/// IPv4-in-IPv6 — the forward stream rides port lan's session, the reverse port wan's.
+#[test]
+fn udp_both_ways_between_our_own_subscriber_and_isp_ends() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let id = std::process::id() % 100_000;
+    let (lan, isp) = (format!("wr-h9c{id}olan"), format!("wr-h9c{id}oisp"));
+    let pair = Cpe {
+        lan: lan.clone(),
+        gw: format!("wr-h9c{id}ogw"),
+        isp: isp.clone(),
+    };
+    pair.remove();
+    for ns in [&lan, &isp] {
+        ip(&["netns", "add", ns]);
+        sh(ns, "sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
+    }
+    ip(&[
+        "link", "add", "h9cl0", "netns", &lan, "type", "veth", "peer", "name", "h9cw1", "netns",
+        &isp,
+    ]);
+    sh(&lan, "ip link set h9cl0 up");
+    sh(&isp, "ip link set h9cw1 up");
+    let subscriber = [
+        (
+            &PPPOE,
+            "[ports.lan.pppoe]\nrole = \"client\"\nuser = \"wirerate\"\npassword = \"wirerate\"\ntimeout = \"15s\"\n",
+        ),
+        (
+            &DSLITE,
+            "[ports.lan.dslite]\nrole = \"b4\"\naddress = \"2001:db8:c::2\"\npeer = \"2001:db8:d::1\"\ntimeout = \"10s\"\n",
+        ),
+    ];
+    for (u, lan_section) in subscriber {
+        for backend in BACKENDS {
+            println!("--- {} loopback, backend {backend}", u.name);
+            let text = plan_text(&pair, u, backend).replace(
+                "ipv4 = \"192.0.2.2\"\ngateway-v4 = \"192.0.2.1\"\nspeed = \"1G\"\n",
+                &format!("speed = \"1G\"\n{lan_section}"),
+            );
+            let d = tempfile::tempdir().unwrap();
+            let plan_path = plan_file(d.path(), &text);
+            let out = d.path().join("run");
+            let stdout = common_run::run_plan_ok(&plan_path, &out);
+            println!("{stdout}");
+            let plan = Plan::parse(&text, "plan.toml").unwrap();
+            check_directions(u, &plan, &out, &stdout, backend);
+        }
+    }
 }
