@@ -369,6 +369,15 @@ fn bidirectional_udp_through_pppoe_and_dslite_ports() {
     let c64 = cases.iter().find(|c| c.frame_size == Some(64)).unwrap();
     let expect = 1e9 / ((64.0 + 8.0 + 20.0) * 8.0);
     assert!((plan.line_pps(c64).0 - expect).abs() < 1e-6);
+    // Each trial is preceded by learning frames: a second engine start in the estimate.
+    let one_way = Plan::parse(CPE, "cpe.toml").unwrap();
+    let c1 = one_way.cases().unwrap()[0].clone();
+    assert!(
+        (plan.case_startup(c64) - 2.0 * one_way.case_startup(&c1)).abs() < 1e-9,
+        "{} vs {}",
+        plan.case_startup(c64),
+        one_way.case_startup(&c1)
+    );
     let dslite = both
         .replace(
             "[ports.wan.pppoe]\nrole = \"server\"\nmru = 1454\nauth = [\"pap\"]\nusers = [{ user = \"cpe\", password = \"secret\" }]\ntimeout = \"20s\"\n",
