@@ -529,10 +529,10 @@ impl Testbed {
             let forward = cfg.streams.first().ok_or("no forward stream")?;
             let reverse = match &far_end {
                 FarEnd::Plain => udp.reverse_of(forward, &self.a, b)?,
-                FarEnd::Session(info) => {
+                FarEnd::Session(info, isp_side) => {
                     // A home gateway's NAPT turns the reply tuple back into the LAN host's.
-                    reverse_dst_rewritten = true;
-                    reverse_in_session(&udp, forward, &self.a, b, info)?
+                    reverse_dst_rewritten = *isp_side;
+                    reverse_in_session(&udp, forward, &self.a, b, info, *isp_side)?
                 }
                 FarEnd::Softwire(port) => {
                     // The AFTR learns the CPE's softwire from its tunnelled packets: forward
@@ -624,8 +624,8 @@ impl Testbed {
         let Some(pb) = plan.ports.get(1) else {
             return FarEnd::Plain;
         };
-        if let Some(info) = self.b_session.filter(|_| pb.pppoe.is_some()) {
-            return FarEnd::Session(info);
+        if let (Some(info), Some(cfg)) = (self.b_session, &pb.pppoe) {
+            return FarEnd::Session(info, cfg.role == crate::plan::PppoeRole::Server);
         }
         if pb.dslite.is_some() {
             return FarEnd::Softwire(pb.name.clone());
@@ -828,8 +828,8 @@ impl Testbed {
 enum FarEnd {
     /// A plain port: the reverse stream is plain and resolves its next hop.
     Plain,
-    /// A PPPoE session (B is the access concentrator, or our client).
-    Session(SessionInfo),
+    /// A PPPoE session: B is the access concentrator (`true`) or a subscriber.
+    Session(SessionInfo, bool),
     /// A DS-Lite AFTR or B4 (the plan's name of port B).
     Softwire(String),
 }
@@ -863,20 +863,23 @@ fn learn(cfg: &engine::trial::TrialConfig, stop: &AtomicBool) -> Result<(), Stri
 }
 
 /// The reverse stream of a bidirectional trial inside port B's PPPoE session: the mirror of
-/// the forward stream's tuple (from B's session address and the forward destination port to
-/// the subscriber's IPCP address and the forward source port) — the reply a CPE's NAPT maps
-/// back to the LAN host that sent the forward stream. Without an IPCP address, to port A's.
+/// the forward stream's tuple. From an access concentrator (`isp_side`): from B's session
+/// address and the forward destination port to the subscriber's IPCP address (the CPE's WAN
+/// address) and the forward source port — the reply a CPE's NAPT maps back to the LAN host
+/// that sent the forward stream (to port A's address when IPCP gave the peer none). From a
+/// subscriber: to port A's address, behind the access concentrator.
 fn reverse_in_session(
     udp: &UdpTrial,
     forward: &TrialStream,
     a: &PortSpec,
     b: &PortSpec,
     info: &SessionInfo,
+    isp_side: bool,
 ) -> Result<TrialStream, String> {
     let mut encap = EncapSpec::plain(udp.ip);
     encap.pppoe = true;
     let mut spec = mirrored(encap, forward, a, b)?;
-    if let (Some(peer), IpVersion::V4) = (info.negotiated.peer_ipv4, udp.ip) {
+    if let (true, Some(peer), IpVersion::V4) = (isp_side, info.negotiated.peer_ipv4, udp.ip) {
         spec.dst_ip = peer.into();
     }
     info.apply_to(&mut spec);
@@ -1064,7 +1067,7 @@ mod tests {
                 peer_interface_id: None,
             },
         };
-        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &info).unwrap();
+        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &info, true).unwrap();
         assert_eq!((r.tx_port, r.rx_port, r.config.id), (1, 0, 2));
         assert!(!r.config.rewrite_macs, "the session's MACs are the frame's");
         assert_eq!(r.config.rate, fwd.config.rate);
@@ -1082,11 +1085,17 @@ mod tests {
         // Without an IPCP address for the peer: to port A's own.
         let mut bare = info;
         bare.negotiated.peer_ipv4 = None;
-        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &bare).unwrap();
+        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &bare, true).unwrap();
         let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
         assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
+        // Port B as a subscriber sends to port A behind the access concentrator, not to the
+        // concentrator's own IPCP address.
+        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &info, false).unwrap();
+        let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
+        assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
+        assert_eq!(d.pppoe_session, Some(0x4b9e));
         // A size the session cannot carry as a template is an error naming it.
-        let e = reverse_in_session(&udp(20), &fwd, &a, &b, &info).unwrap_err();
+        let e = reverse_in_session(&udp(20), &fwd, &a, &b, &info, true).unwrap_err();
         assert!(e.contains("frame size 20 in PPPoE"), "{e}");
     }
 
