@@ -690,6 +690,24 @@ impl SoftwirePort {
         }
     }
 
+    /// The softwire this port's test frames ride towards the other side: a B4's own once it
+    /// is up; an AFTR's to the first B4 it has heard from (by address), learned from that
+    /// B4's tunnelled packets — its probe, or the test frames of the forward direction.
+    pub fn softwire(&self) -> Option<SoftwireInfo> {
+        match &self.machine {
+            SoftwireMachine::Aftr(bg) => bg.with(|m| {
+                let b4 = m.softwires().next()?;
+                m.softwire_info(b4)
+            }),
+            SoftwireMachine::B4(bg) => bg.with(|m| m.softwire_info().filter(|_| m.is_up())),
+        }
+    }
+
+    /// Whether this port plays the AFTR (the ISP side of the softwire).
+    pub fn is_aftr(&self) -> bool {
+        matches!(self.machine, SoftwireMachine::Aftr(_))
+    }
+
     /// Whether the softwire can carry test frames (an AFTR always can).
     pub fn is_up(&self) -> bool {
         match &self.machine {

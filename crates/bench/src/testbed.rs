@@ -17,6 +17,7 @@ use emulate::pppoe::SessionInfo;
 use emulate::softwire::SoftwireInfo;
 use engine::port::PortSpec;
 use engine::stream::Rate;
+use engine::trial::TrialStream;
 use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
 use wire::units::BitsPerSec;
@@ -88,6 +89,9 @@ pub struct Testbed {
     a_session: Option<SessionInfo>,
     /// The DS-Lite softwire port A's frames ride, if A plays a B4.
     a_softwire: Option<SoftwireInfo>,
+    /// The PPPoE session port B plays (the access concentrator's, or our client's), into
+    /// which the reverse stream of a bidirectional trial goes.
+    b_session: Option<SessionInfo>,
     log: Option<File>,
     /// The lab's lock, held from before the lab is built until after it is removed (declared
     /// last: dropped after everything else).
@@ -249,6 +253,7 @@ impl Testbed {
                 softwires: Vec::new(),
                 a_session: None,
                 a_softwire: None,
+                b_session: None,
                 log: None,
                 lock: None,
             })
@@ -291,6 +296,7 @@ impl Testbed {
             softwires: Vec::new(),
             a_session: None,
             a_softwire: None,
+            b_session: None,
             log: Some(log),
             lock: None,
         };
@@ -358,6 +364,7 @@ impl Testbed {
                             a.ipv4 = local;
                         }
                     } else if let Some(b) = b.as_mut() {
+                        tb.b_session = Some(info);
                         if b.ipv4.is_none() {
                             b.ipv4 = local;
                         }
@@ -514,10 +521,50 @@ impl Testbed {
                 stream.config.rewrite_macs = false;
             }
         }
-        // RFC 2544 §14 bidirectional: the B→A copy of the (rate-adjusted) forward stream.
+        // RFC 2544 §14 bidirectional: the B→A copy of the (rate-adjusted) forward stream,
+        // inside port B's PPPoE session or softwire when it plays one.
+        let far_end = self.far_end(plan);
+        let mut reverse_dst_rewritten = false;
         if case.bidirectional {
             let forward = cfg.streams.first().ok_or("no forward stream")?;
-            let reverse = udp.reverse_of(forward, &self.a, b)?;
+            let reverse = match &far_end {
+                FarEnd::Plain => udp.reverse_of(forward, &self.a, b)?,
+                FarEnd::Session(info, isp_side) => {
+                    // A home gateway's NAPT turns the reply tuple back into the LAN host's.
+                    reverse_dst_rewritten = *isp_side;
+                    reverse_in_session(&udp, forward, &self.a, b, info, *isp_side)?
+                }
+                FarEnd::Softwire(port) => {
+                    // The AFTR learns the CPE's softwire from its tunnelled packets: forward
+                    // frames first (RFC 2544 §11 learning), repeated until the CPE's B4 is
+                    // heard from or the port's `timeout` (the CPE may still be coming up).
+                    let timeout = plan
+                        .ports
+                        .get(1)
+                        .and_then(|p| p.dslite.as_ref())
+                        .map_or(Duration::from_secs(10), |d| d.timeout);
+                    let end = std::time::Instant::now() + timeout;
+                    while self.softwire_of(port).is_none()
+                        && std::time::Instant::now() < end
+                        && !stop.load(std::sync::atomic::Ordering::SeqCst)
+                    {
+                        learn(&cfg, stop)?;
+                        if self.softwire_of(port).is_none() {
+                            std::thread::sleep(Duration::from_millis(200));
+                        }
+                    }
+                    let info = self.softwire_of(port).ok_or_else(|| {
+                        format!("DS-Lite on port {port}: no B4 sent anything through its softwire within {:.0} s of learning frames, so the reverse stream has no tunnel to enter; nothing was measured (is the DUT's B4 up, and its AFTR address this port's?)", timeout.as_secs_f64())
+                    })?;
+                    let b4_side = !self.softwire_is_aftr(port);
+                    reverse_in_softwire(&udp, forward, &self.a, b, &info, b4_side)?
+                }
+            };
+            // The reverse direction through a NAPT needs the mapping the forward direction
+            // creates: learning frames, as RFC 2544 §11 asks, so its first frames are not lost.
+            if reverse_dst_rewritten {
+                learn(&cfg, stop)?;
+            }
             cfg.streams.push(reverse);
         }
         // A PPPoE session or DS-Lite softwire on either port means the DUT encapsulates or
@@ -531,9 +578,13 @@ impl Testbed {
             .any(|p| p.pppoe.is_some() || p.dslite.is_some())
         {
             for s in &cfg.streams {
+                let base = cfg.expect_of(&s.config);
                 let e = engine::validate::Expect {
                     shape: None,
-                    ..cfg.expect_of(&s.config)
+                    dst: base
+                        .dst
+                        .filter(|_| !(reverse_dst_rewritten && s.tx_port == 1)),
+                    ..base
                 };
                 cfg.expect.push((s.config.id, e));
             }
@@ -566,6 +617,32 @@ impl Testbed {
             o.offered = LineFraction(o.offered.0 * udp.max_pps().0 / max.0);
         }
         Ok((o, facts))
+    }
+
+    /// What port B plays: where the reverse stream of a bidirectional trial starts.
+    fn far_end(&self, plan: &Plan) -> FarEnd {
+        let Some(pb) = plan.ports.get(1) else {
+            return FarEnd::Plain;
+        };
+        if let (Some(info), Some(cfg)) = (self.b_session, &pb.pppoe) {
+            return FarEnd::Session(info, cfg.role == crate::plan::PppoeRole::Server);
+        }
+        if pb.dslite.is_some() {
+            return FarEnd::Softwire(pb.name.clone());
+        }
+        FarEnd::Plain
+    }
+
+    /// The softwire the DS-Lite machine of port `port` sends into, once it knows one.
+    fn softwire_of(&self, port: &str) -> Option<SoftwireInfo> {
+        self.softwires
+            .iter()
+            .find(|s| s.port == port)
+            .and_then(|s| s.softwire())
+    }
+
+    fn softwire_is_aftr(&self, port: &str) -> bool {
+        self.softwires.iter().any(|s| s.port == port && s.is_aftr())
     }
 
     /// One two-phase connection trial of `case` (engine::nat): port A opens
@@ -748,6 +825,143 @@ impl Testbed {
     }
 }
 
+/// What port B plays, for the reverse stream of a bidirectional trial.
+enum FarEnd {
+    /// A plain port: the reverse stream is plain and resolves its next hop.
+    Plain,
+    /// A PPPoE session: B is the access concentrator (`true`) or a subscriber.
+    Session(SessionInfo, bool),
+    /// A DS-Lite AFTR or B4 (the plan's name of port B).
+    Softwire(String),
+}
+
+/// How many forward frames [`learn`] sends, and how fast.
+const LEARNING_FRAMES: u64 = 20;
+const LEARNING_PPS: f64 = 1000.0;
+
+/// RFC 2544 §11 learning before a bidirectional trial through an emulated port: a few frames
+/// of the forward stream only, so a CPE's NAPT holds the mapping the reverse stream's frames
+/// are the reply to, and an AFTR has heard from the CPE's B4 (its softwire). Sent on
+/// AF_PACKET, whose receiver leaves the frames to the port's control plane too (an XDP
+/// receiver would take them from under the AFTR). What arrives is not counted anywhere.
+fn learn(cfg: &engine::trial::TrialConfig, stop: &AtomicBool) -> Result<(), String> {
+    let mut l = cfg.clone();
+    l.streams.truncate(1);
+    if let Some(s) = l.streams.first_mut() {
+        s.config.rate = Rate::Pps(LEARNING_PPS);
+        s.config.limit = engine::stream::Limit::Frames(LEARNING_FRAMES);
+    }
+    l.backend = engine::trial::Backend::AfPacket;
+    l.drain = Duration::from_millis(50);
+    // The forward frames arrive re-encapsulated; the learning counts nothing, so accept any.
+    l.expect = l
+        .streams
+        .iter()
+        .map(|s| (s.config.id, engine::validate::Expect::default()))
+        .collect();
+    engine::trial::run(&l, stop).map_err(|e| format!("learning frames before the trial: {e}"))?;
+    Ok(())
+}
+
+/// The reverse stream of a bidirectional trial inside port B's PPPoE session: the mirror of
+/// the forward stream's tuple. From an access concentrator (`isp_side`): from B's session
+/// address and the forward destination port to the subscriber's IPCP address (the CPE's WAN
+/// address) and the forward source port — the reply a CPE's NAPT maps back to the LAN host
+/// that sent the forward stream (to port A's address when IPCP gave the peer none). From a
+/// subscriber: to port A's address, behind the access concentrator.
+fn reverse_in_session(
+    udp: &UdpTrial,
+    forward: &TrialStream,
+    a: &PortSpec,
+    b: &PortSpec,
+    info: &SessionInfo,
+    isp_side: bool,
+) -> Result<TrialStream, String> {
+    let mut encap = EncapSpec::plain(udp.ip);
+    encap.pppoe = true;
+    let mut spec = mirrored(encap, forward, a, b)?;
+    if let (true, Some(peer), IpVersion::V4) = (isp_side, info.negotiated.peer_ipv4, udp.ip) {
+        spec.dst_ip = peer.into();
+    }
+    info.apply_to(&mut spec);
+    reverse_stream(forward, &spec, udp.frame_size, "PPPoE")
+}
+
+/// The reverse stream inside port B's DS-Lite softwire: inner IPv4 from B (or the B4's
+/// 192.0.0.2 when B plays the B4) to port A's address, in IPv6 between the tunnel's ends.
+fn reverse_in_softwire(
+    udp: &UdpTrial,
+    forward: &TrialStream,
+    a: &PortSpec,
+    b: &PortSpec,
+    info: &SoftwireInfo,
+    b4_side: bool,
+) -> Result<TrialStream, String> {
+    let mut encap = EncapSpec::plain(udp.ip);
+    encap.dslite = true;
+    let mut spec = mirrored(encap, forward, a, b)?;
+    info.apply_to(&mut spec, b4_side);
+    reverse_stream(forward, &spec, udp.frame_size, "DS-Lite")
+}
+
+/// A B→A stream spec: B's address to A's, the forward stream's UDP ports swapped.
+fn mirrored(
+    encap: EncapSpec,
+    forward: &TrialStream,
+    a: &PortSpec,
+    b: &PortSpec,
+) -> Result<StreamSpec, String> {
+    let ip = encap.ip;
+    let pick = |p: &PortSpec| -> Option<IpAddr> {
+        match ip {
+            IpVersion::V4 => p.ipv4.map(IpAddr::V4),
+            IpVersion::V6 => p.ipv6.map(IpAddr::V6),
+        }
+    };
+    let mut spec = StreamSpec::new(encap);
+    spec.stream_id = 2;
+    if let Some(src) = pick(b) {
+        spec.src_ip = src;
+    }
+    spec.dst_ip = pick(a).ok_or_else(|| format!("port {} has no {ip} address", a.name))?;
+    let (src_port, dst_port) = forward_ports(forward).unwrap_or((1024, 9));
+    spec.src_port = dst_port;
+    spec.dst_port = src_port;
+    Ok(spec)
+}
+
+/// The UDP source and destination ports of the forward stream's first frame.
+fn forward_ports(forward: &TrialStream) -> Option<(u16, u16)> {
+    let bytes = forward.config.frames.first()?.bytes();
+    let d = wire::dissect::dissect(bytes).ok()?;
+    let udp = bytes.get(d.udp_offset?..)?;
+    Some((
+        u16::from_be_bytes([*udp.first()?, *udp.get(1)?]),
+        u16::from_be_bytes([*udp.get(2)?, *udp.get(3)?]),
+    ))
+}
+
+/// The reverse stream from `spec`: the forward stream's rate and length, stream id 2, sent by
+/// port B (index 1) to port A, with the session's or tunnel's MACs as they are.
+fn reverse_stream(
+    forward: &TrialStream,
+    spec: &StreamSpec,
+    frame_size: u32,
+    inside: &str,
+) -> Result<TrialStream, String> {
+    let t = FrameTemplate::new(spec, frame_size as usize)
+        .map_err(|e| format!("frame size {frame_size} in {inside}: {e}"))?;
+    let mut config = forward.config.clone();
+    config.id = 2;
+    config.frames = vec![t];
+    config.rewrite_macs = false;
+    Ok(TrialStream {
+        config,
+        tx_port: 1,
+        rx_port: 0,
+    })
+}
+
 /// The DUT's counters over a trial: ingress is the port facing A (both ports when the trial
 /// runs both ways), egress the port facing B (likewise).
 fn dut_delta(before: &lab::DutSample, after: &lab::DutSample, both_ways: bool) -> DutCounters {
@@ -820,5 +1034,144 @@ impl crate::executor::TrialExecutor for Testbed {
 
     fn down(self: Box<Self>) -> Result<(), String> {
         Testbed::down(*self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use emulate::ppp::link::Negotiated;
+    use engine::stream::{Limit, StreamConfig};
+    use std::net::{Ipv4Addr, Ipv6Addr};
+    use wire::ethernet::MacAddr;
+
+    const AC_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xac]);
+    const CPE_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xce]);
+
+    fn ports() -> (PortSpec, PortSpec) {
+        let mut a = PortSpec::new("lan", "eth1");
+        a.ipv4 = Some(Ipv4Addr::new(192, 0, 2, 2));
+        let mut b = PortSpec::new("wan", "eth2");
+        b.ipv4 = Some(Ipv4Addr::new(198, 51, 100, 1));
+        (a, b)
+    }
+
+    fn udp(frame_size: u32) -> UdpTrial {
+        UdpTrial {
+            ip: IpVersion::V4,
+            frame_size,
+            speed: BitsPerSec(1e9),
+            drain: UDP_DRAIN,
+            backend: engine::trial::Backend::Auto,
+        }
+    }
+
+    /// The plain forward stream A→B a UDP trial sends (1024 → 9).
+    fn forward(a: &PortSpec, b: &PortSpec, size: u32) -> TrialStream {
+        let mut spec = StreamSpec::new(EncapSpec::plain(IpVersion::V4));
+        spec.stream_id = 1;
+        spec.src_ip = a.ipv4.unwrap().into();
+        spec.dst_ip = b.ipv4.unwrap().into();
+        spec.dst_port = 9;
+        let t = FrameTemplate::new(&spec, size as usize).unwrap();
+        TrialStream {
+            config: StreamConfig::single(1, t, Rate::Pps(1234.0), Limit::DurationNs(1_000_000)),
+            tx_port: 0,
+            rx_port: 1,
+        }
+    }
+
+    fn udp_ports(bytes: &[u8]) -> (u16, u16) {
+        let d = wire::dissect::dissect(bytes).unwrap();
+        let u = &bytes[d.udp_offset.unwrap()..];
+        (
+            u16::from_be_bytes([u[0], u[1]]),
+            u16::from_be_bytes([u[2], u[3]]),
+        )
+    }
+
+    #[test]
+    fn the_reverse_stream_of_an_access_concentrator_is_the_napt_reply_inside_its_session() {
+        let (a, b) = ports();
+        let fwd = forward(&a, &b, 64);
+        // The AC's view of the CPE's session: the CPE got 198.51.100.10 by IPCP.
+        let info = SessionInfo {
+            local_mac: AC_MAC,
+            peer_mac: CPE_MAC,
+            session_id: 0x4b9e,
+            negotiated: Negotiated {
+                our_mru: 1454,
+                peer_mru: 1492,
+                our_magic: 1,
+                peer_magic: 2,
+                auth: None,
+                local_ipv4: Some(Ipv4Addr::new(198, 51, 100, 1)),
+                peer_ipv4: Some(Ipv4Addr::new(198, 51, 100, 10)),
+                dns: [None, None],
+                local_interface_id: None,
+                peer_interface_id: None,
+            },
+        };
+        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &info, true).unwrap();
+        assert_eq!((r.tx_port, r.rx_port, r.config.id), (1, 0, 2));
+        assert!(!r.config.rewrite_macs, "the session's MACs are the frame's");
+        assert_eq!(r.config.rate, fwd.config.rate);
+        assert_eq!(r.config.limit, fwd.config.limit);
+        let bytes = r.config.frames[0].bytes();
+        // The reference 64-byte frame plus 8 bytes of PPPoE and PPP, without the FCS.
+        assert_eq!(bytes.len(), 64 + 8 - 4);
+        assert_eq!(&bytes[0..6], &CPE_MAC.0);
+        assert_eq!(&bytes[6..12], &AC_MAC.0);
+        let d = wire::dissect::dissect(bytes).unwrap();
+        assert_eq!(d.pppoe_session, Some(0x4b9e));
+        assert_eq!(d.src, IpAddr::V4(Ipv4Addr::new(198, 51, 100, 1)));
+        assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(198, 51, 100, 10)));
+        assert_eq!(udp_ports(bytes), (9, 1024), "the forward tuple mirrored");
+        // Without an IPCP address for the peer: to port A's own.
+        let mut bare = info;
+        bare.negotiated.peer_ipv4 = None;
+        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &bare, true).unwrap();
+        let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
+        assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
+        // Port B as a subscriber sends to port A behind the access concentrator, not to the
+        // concentrator's own IPCP address.
+        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &info, false).unwrap();
+        let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
+        assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
+        assert_eq!(d.pppoe_session, Some(0x4b9e));
+        // A size the session cannot carry as a template is an error naming it.
+        let e = reverse_in_session(&udp(20), &fwd, &a, &b, &info, true).unwrap_err();
+        assert!(e.contains("frame size 20 in PPPoE"), "{e}");
+    }
+
+    #[test]
+    fn the_reverse_stream_of_an_aftr_or_b4_rides_the_softwire() {
+        let (a, mut b) = ports();
+        b.ipv4 = Some(Ipv4Addr::new(203, 0, 113, 2));
+        let fwd = forward(&a, &b, 1478);
+        let aftr: Ipv6Addr = "2001:db8:d::1".parse().unwrap();
+        let b4: Ipv6Addr = "2001:db8:c::2".parse().unwrap();
+        let info = SoftwireInfo {
+            local_mac: AC_MAC,
+            peer_mac: CPE_MAC,
+            local: aftr,
+            remote: b4,
+            mtu: 1500,
+            encap_limit: false,
+        };
+        let r = reverse_in_softwire(&udp(1478), &fwd, &a, &b, &info, false).unwrap();
+        let bytes = r.config.frames[0].bytes();
+        // 1478 B is the largest reference frame whose tunnelled packet is 1500 bytes.
+        assert_eq!(bytes.len(), 1478 + 40 - 4);
+        let d = wire::dissect::dissect(bytes).unwrap();
+        assert_eq!(d.tunnel, Some((aftr, b4)));
+        assert_eq!(d.src, IpAddr::V4(Ipv4Addr::new(203, 0, 113, 2)));
+        assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
+        assert_eq!(udp_ports(bytes), (9, 1024));
+        assert_eq!((r.tx_port, r.rx_port, r.config.rewrite_macs), (1, 0, false));
+        // Port B playing the B4 sends from its 192.0.0.2 (RFC 6333 §5.7).
+        let r = reverse_in_softwire(&udp(64), &fwd, &a, &b, &info, true).unwrap();
+        let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
+        assert_eq!(d.src, IpAddr::V4(emulate::dslite::B4_IPV4));
     }
 }

@@ -143,10 +143,11 @@ impl UdpTrial {
     /// stream of [`UdpTrial::config`], after any rate adjustment, so both directions run at
     /// the same load and length) with stream id 2, plain frames addressed from `b` to `a`.
     /// Push it onto the config's streams; [`UdpTrial::outcome`] then sums both directions.
-    /// Port B then needs a next hop (it resolves the DUT's MAC like port A). Plain only: an
-    /// encapsulated far link would need B to resolve and send inside its VLAN, MPLS, PPPoE
-    /// session or softwire, which the engine does not do yet, so plan check refuses
-    /// `bidirectional` with a non-plain `encap`.
+    /// Port B then needs a next hop (it resolves the DUT's MAC like port A). Plain only: a
+    /// port B that plays a PPPoE session or DS-Lite softwire sends its reverse stream inside
+    /// it instead (`crate::testbed`); VLAN and MPLS would need B to resolve and send inside
+    /// the tags, which the engine does not do yet, so plan check refuses `bidirectional`
+    /// with them.
     pub fn reverse_of(
         &self,
         forward: &TrialStream,

@@ -692,6 +692,18 @@ pub struct DirectionFigure {
     pub l2_bps: f64,
     /// Percent of one direction's line rate on the case's path.
     pub percent: f64,
+    /// The load this direction's sender offered, percent of the same line rate (mean over
+    /// repetitions): beside `percent`, what was asked of the DUT this way.
+    #[serde(default)]
+    pub offered_percent: f64,
+    /// Frames sent, received and lost this way, summed over the trials at the result (every
+    /// repetition): received + lost = sent.
+    #[serde(default)]
+    pub sent: u64,
+    #[serde(default)]
+    pub received: u64,
+    #[serde(default)]
+    pub lost: u64,
 }
 
 /// Each direction of a bidirectional case at its result: for each repetition's result load
@@ -704,23 +716,39 @@ fn direction_figures(
     one_way: f64,
     frame_len: f64,
 ) -> Vec<DirectionFigure> {
-    let mut seen: Vec<(String, Vec<f64>)> = Vec::new();
+    /// One direction's figures over the result trials.
+    #[derive(Default)]
+    struct Seen {
+        rx_pps: Vec<f64>,
+        offered: Vec<f64>,
+        counts: [u64; 3],
+    }
+    let mut seen: Vec<(String, Seen)> = Vec::new();
     for (ts, &load) in trials.iter().zip(loads) {
         let Some(ts) = ts else { continue };
         for t in ts.iter().filter(|t| at_load(t, load)) {
             let Some(e) = &t.engine else { continue };
             for d in &e.per_direction {
                 let name = format!("{}→{}", d.tx_port, d.rx_port);
-                match seen.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, v)) => v.push(d.rx_pps),
-                    None => seen.push((name, vec![d.rx_pps])),
-                }
+                let at = match seen.iter().position(|(n, _)| *n == name) {
+                    Some(i) => i,
+                    None => {
+                        seen.push((name, Seen::default()));
+                        seen.len() - 1
+                    }
+                };
+                let s = &mut seen[at].1;
+                s.rx_pps.push(d.rx_pps);
+                s.offered.push(d.offered);
+                s.counts[0] += d.sent;
+                s.counts[1] += d.received;
+                s.counts[2] += d.lost;
             }
         }
     }
     seen.into_iter()
-        .filter_map(|(direction, v)| {
-            let pps = mean(&v)?;
+        .filter_map(|(direction, s)| {
+            let pps = mean(&s.rx_pps)?;
             Some(DirectionFigure {
                 direction,
                 pps,
@@ -730,6 +758,10 @@ fn direction_figures(
                 } else {
                     0.0
                 },
+                offered_percent: 100.0 * mean(&s.offered).unwrap_or(0.0),
+                sent: s.counts[0],
+                received: s.counts[1],
+                lost: s.counts[2],
             })
         })
         .collect()

@@ -99,20 +99,34 @@ pub fn columns(a: &Analysis) -> Vec<&'static str> {
 /// direction against its own line rate), present only when some row has directions.
 pub const DIRECTIONS_COLUMN: &str = "per_direction";
 
-/// A bidirectional row's directions as one cell: `a→b 595238 pps (40.00 %); b→a …`.
+/// A bidirectional row's directions as one cell: `a→b 595238 pps (40.00 %; offered 40.00 %,
+/// sent 1000, received 1000, lost 0); b→a …`.
 pub fn directions_cell(r: &Row) -> String {
     r.per_direction
         .iter()
         .map(|d| {
             format!(
-                "{} {} pps ({} %)",
+                "{} {} pps ({} %; {})",
                 d.direction,
                 num::pps(d.pps),
-                num::pct(d.percent)
+                num::pct(d.percent),
+                direction_counts(d)
             )
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// One direction's offered load and frame counts: `offered 40.00 %, sent 1000, received
+/// 1000, lost 0`.
+pub fn direction_counts(d: &crate::model::DirectionFigure) -> String {
+    format!(
+        "offered {} %, sent {}, received {}, lost {}",
+        num::pct(d.offered_percent),
+        d.sent,
+        d.received,
+        d.lost
+    )
 }
 
 /// The DUT power column (watts, mean over the case), present only when a sampler hook with
@@ -649,7 +663,7 @@ pub fn terminal(a: &Analysis) -> String {
                 num::pps(d.pps),
                 num::mbps(d.l2_bps),
                 num::pct(d.percent),
-                String::new(),
+                direction_counts(d),
             ]);
         }
     }

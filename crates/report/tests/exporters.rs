@@ -1496,11 +1496,20 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
         .expect("column");
     assert_eq!(head[at - 1], "percent_line_rate");
     let cell = &rows.iter().find(|r| r[0] == "cpe/udp4/64B/bidir").unwrap()[at];
+    // Each direction's own counts over the result trials: received + lost = sent.
+    let trials_at_result = (ab.sent / 1000) as f64;
+    assert!(trials_at_result >= 1.0, "{ab:?}");
+    assert_eq!((ab.received, ab.lost), (ab.sent, 0), "{ab:?}");
+    assert_eq!(ba.sent, ab.sent);
+    assert_eq!(ba.received, 600 * ba.sent / 1000, "{ba:?}");
+    assert_eq!(ba.received + ba.lost, ba.sent);
+    assert!((ab.offered_percent - 100.0 * result).abs() < 1e-6, "{ab:?}");
     assert_eq!(
         cell,
         &format!(
-            "a→b {:.0} pps ({:.2} %); b→a {:.0} pps ({:.2} %)",
-            ab.pps, ab.percent, ba.pps, ba.percent
+            "a→b {:.0} pps ({:.2} %; offered {:.2} %, sent {}, received {}, lost 0); b→a {:.0} pps ({:.2} %; offered {:.2} %, sent {}, received {}, lost {})",
+            ab.pps, ab.percent, ab.offered_percent, ab.sent, ab.received,
+            ba.pps, ba.percent, ba.offered_percent, ba.sent, ba.received, ba.lost
         )
     );
     let md = String::from_utf8(report::text::markdown(&a)).unwrap();
@@ -1515,10 +1524,21 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
         .find(|r| r["case_id"] == "cpe/udp4/64B/bidir")
         .unwrap();
     assert_eq!(j["per_direction"][1]["direction"], "b→a");
+    assert_eq!(j["per_direction"][1]["lost"], ba.lost);
+    assert_eq!(j["per_direction"][1]["sent"], ba.sent);
+    assert!(
+        html.contains(&format!("lost {}", ba.lost)),
+        "the HTML cell has the counts"
+    );
+    assert!(
+        md.contains(&format!("lost {}", ba.lost)),
+        "the Markdown cell has the counts"
+    );
     let term = report::text::terminal(&a);
     assert!(
-        term.lines().any(|l| l.starts_with("  b→a ")),
-        "the terminal summary lists each direction: {term}"
+        term.lines()
+            .any(|l| l.starts_with("  b→a ") && l.contains(&format!("lost {}", ba.lost))),
+        "the terminal summary lists each direction with its counts: {term}"
     );
 
     // The same run without per-direction facts keeps its layout (the snapshots hold it).

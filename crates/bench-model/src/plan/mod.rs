@@ -1499,7 +1499,8 @@ impl Plan {
     }
 
     /// Start-up seconds of one case's trials (all repetitions), on top of
-    /// [`case_estimate`](Self::case_estimate): [`STARTUP`] per engine and per iperf3 trial.
+    /// [`case_estimate`](Self::case_estimate): [`STARTUP`] per engine and per iperf3 trial
+    /// (twice per engine trial for a bidirectional case through an emulated port).
     pub fn case_startup(&self, case: &Case) -> f64 {
         let (trials, _) = self.case_estimate(case);
         let iperf3 = if case.methodologies.contains(&Methodology::Iperf3) {
@@ -1507,8 +1508,16 @@ impl Plan {
         } else {
             0
         };
-        iperf3 as f64 * STARTUP.iperf3_trial
-            + trials.saturating_sub(iperf3) as f64 * STARTUP.engine_trial
+        // Both ways through an emulated port, each trial is preceded by one of learning
+        // frames (crate::testbed): another engine start.
+        let learning = case.bidirectional
+            && self
+                .ports
+                .iter()
+                .take(2)
+                .any(|p| p.pppoe.is_some() || p.dslite.is_some());
+        let per_trial = STARTUP.engine_trial * if learning { 2.0 } else { 1.0 };
+        iperf3 as f64 * STARTUP.iperf3_trial + trials.saturating_sub(iperf3) as f64 * per_trial
     }
 
     /// Predicted run time: every search driven against a simulated DUT forwarding

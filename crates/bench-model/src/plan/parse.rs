@@ -2033,7 +2033,8 @@ impl Walker<'_> {
                         need(a, gw, format!("IPv{n} test frames go to this next hop (the DUT's address on this link; its MAC is resolved)"));
                     }
                     let bidir = any(&|m| has(m, Protocol::Udp, ip) && engine(m) && m.bidirectional);
-                    if bidir && !has_gw(b) {
+                    // An AFTR sends the reverse stream into the softwire: no next hop.
+                    if bidir && !has_gw(b) && b.dslite.is_none() {
                         need(b, gw, format!("bidirectional IPv{n} trials also send from this port, to this next hop"));
                     }
                     if (udp || tcp) && !has_addr(b) {
@@ -2147,17 +2148,20 @@ impl Walker<'_> {
         }
         if m.bidirectional {
             let key = join(path, "bidirectional");
-            if let Some(p) = pppoe_port.or(dslite_port) {
+            // PPPoE and DS-Lite are the emulated port's: port B sends the reverse stream into
+            // its own session or softwire (crate::testbed). Tags and labels are not: the
+            // reverse stream would have to resolve and send inside them.
+            let tagged = |e: &&EncapSpec| {
+                let mut rest = **e;
+                rest.pppoe = false;
+                rest.dslite = false;
+                !rest.is_plain()
+            };
+            if let Some(e) = m.encap.iter().find(tagged) {
                 self.err(
                     span_of("bidirectional"),
                     &key,
-                    format!("port `{}` plays a PPPoE session or DS-Lite softwire; the reverse stream would have to enter it, which is not built yet, so bidirectional trials cannot run through it", p.name),
-                );
-            } else if let Some(e) = m.encap.iter().find(|e| !e.is_plain()) {
-                self.err(
-                    span_of("bidirectional"),
-                    &key,
-                    format!("bidirectional trials send plain frames from the second port; with encap `{}` it would have to resolve and send inside that encapsulation, which the engine does not do yet", spell_encap(e)),
+                    format!("bidirectional trials send the reverse stream from the second port without tags or labels; with encap `{}` it would have to resolve and send inside that encapsulation, which the engine does not do yet", spell_encap(e)),
                 );
             }
         }

@@ -352,3 +352,56 @@ fn iperf3_duration_and_omit() {
     assert_eq!(d.iperf3_duration, Duration::from_secs(10));
     assert_eq!(d.iperf3_omit, Duration::from_secs(1));
 }
+
+/// Both directions at once through an emulated port: port B sends the reverse stream into
+/// its PPPoE session or DS-Lite softwire (an AFTR needs no next hop for it), so `plan check`
+/// accepts it; each direction's 100 % is the encapsulated frame's line rate. Tags on the WAN
+/// link are still refused for the reverse stream.
+#[test]
+fn bidirectional_udp_through_pppoe_and_dslite_ports() {
+    let both = CPE.replace(
+        "encap = [\"pppoe\"]",
+        "encap = [\"pppoe\"]\nbidirectional = true",
+    );
+    let plan = Plan::parse(&both, "cpe.toml").unwrap();
+    let cases = plan.cases().unwrap();
+    assert!(cases.iter().all(|c| c.bidirectional), "{cases:?}");
+    let c64 = cases.iter().find(|c| c.frame_size == Some(64)).unwrap();
+    let expect = 1e9 / ((64.0 + 8.0 + 20.0) * 8.0);
+    assert!((plan.line_pps(c64).0 - expect).abs() < 1e-6);
+    // Each trial is preceded by learning frames: a second engine start in the estimate.
+    let one_way = Plan::parse(CPE, "cpe.toml").unwrap();
+    let c1 = one_way.cases().unwrap()[0].clone();
+    assert!(
+        (plan.case_startup(c64) - 2.0 * one_way.case_startup(&c1)).abs() < 1e-9,
+        "{} vs {}",
+        plan.case_startup(c64),
+        one_way.case_startup(&c1)
+    );
+    let dslite = both
+        .replace(
+            "[ports.wan.pppoe]\nrole = \"server\"\nmru = 1454\nauth = [\"pap\"]\nusers = [{ user = \"cpe\", password = \"secret\" }]\ntimeout = \"20s\"\n",
+            "ipv4 = \"203.0.113.2\"\n[ports.wan.dslite]\nrole = \"aftr\"\naddress = \"2001:db8:d::1\"\n",
+        )
+        .replace("[64, 1472]", "[64, 1478]")
+        .replace("encap = [\"pppoe\"]", "encap = [\"dslite\"]");
+    let plan = Plan::parse(&dslite, "cpe.toml").unwrap();
+    let c64 = plan
+        .cases()
+        .unwrap()
+        .into_iter()
+        .find(|c| c.frame_size == Some(64))
+        .unwrap();
+    assert!(c64.bidirectional);
+    let expect = 1e9 / ((64.0 + 40.0 + 20.0) * 8.0);
+    assert!((plan.line_pps(&c64).0 - expect).abs() < 1e-6);
+    let errs = errors(&both.replace("encap = [\"pppoe\"]", "encap = [\"pppoe+vlan\"]"));
+    assert!(
+        has(
+            &errs,
+            "matrix[0].bidirectional",
+            "encap `vlan+pppoe` it would have to resolve"
+        ),
+        "{errs:?}"
+    );
+}

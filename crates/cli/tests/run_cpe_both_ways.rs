@@ -1,0 +1,681 @@
+//! Issue 14 item 1: UDP both ways at once through an emulated uplink, played by `wirerate
+//! run` on its WAN port, with a real gateway in between. Our PPPoE client (or B4) plays the
+//! gateway's WAN, handing its session's packets to a TUN device; a Linux router namespace
+//! forwards between the LAN and that TUN (with nft NAPT for PPPoE, as a home gateway does;
+//! DS-Lite's B4 does no NAT):
+//!
+//! ```text
+//! lan (port "lan", plain)  ─veth─  gw (forwarding, nft masquerade out of the WAN TUN,
+//!   WAN = `wirerate pppoe client --tun` / `dslite b4 --tun`)  ─veth (PPPoE or IPv4-in-IPv6)─
+//!   isp (port "wan": the run's access concentrator / AFTR)
+//! ```
+//!
+//! The plan asks for `bidirectional = true` with `encap = ["pppoe"]` (or `dslite`) at 0.5 %
+//! of the line rate: every kept trial records both directions (lan→wan, wan→lan) with
+//! received + lost = sent in each, nothing lost at the result, each direction's offered load
+//! against the line rate of the encapsulated frame (+8 B, +40 B), the sum equal to the
+//! trial's totals; the four report formats and the terminal summary show both directions.
+//! tcpdump on the gateway's end of the ISP-side veth and tshark check the frames on the wire: PPPoE session frames
+//! with the session id of `sessions.jsonl` (IPv6 next header 4 between the tunnel's ends for
+//! DS-Lite), both directions, the inner tuples mirrored (the reverse stream is the reply to
+//! the NAPT's mapping) and frame lengths of the encapsulated sizes.
+//!
+//! `udp_both_ways_between_our_own_subscriber_and_isp_ends` runs the same plans with both ends
+//! ours over one veth, so that both receivers classify inside the session or softwire.
+//!
+//! Root is needed (else `SKIP: …`); nft, tcpdump and tshark must be installed (a missing one
+//! skips, but fails under `CI`). Namespaces `wr-h9c<pid><tag>…`, removed on drop.
+
+mod common_isp;
+#[path = "common_run/mod.rs"]
+mod common_run;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use bench::plan::Plan;
+use common_isp::{ip, is_root};
+use common_run::{plan_file, trials, WIRERATE};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Each test runs its plan on both packet engines (plan `run.backend`).
+const BACKENDS: [&str; 2] = ["af_packet", "xdp"];
+
+fn can_run() -> bool {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, AF_PACKET, TUN)");
+        return false;
+    }
+    for tool in ["nft", "tshark", "tcpdump"] {
+        if lab::cmd::tool(tool).is_err() {
+            if std::env::var_os("CI").is_some() {
+                panic!("{tool} is missing in CI: scripts/install-deps.sh must install it");
+            }
+            println!("SKIP: {tool} is missing");
+            return false;
+        }
+    }
+    true
+}
+
+fn sh(ns: &str, script: &str) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "sh", "-ec", script])
+        .output()
+        .expect("ip netns exec");
+    assert!(
+        out.status.success(),
+        "{ns}: {script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// LAN host, gateway and ISP namespaces; removed (with what runs inside) on drop.
+struct Cpe {
+    lan: String,
+    gw: String,
+    isp: String,
+}
+
+impl Cpe {
+    fn new(tag: &str, napt: bool) -> Cpe {
+        let id = std::process::id() % 100_000;
+        let n = |s: &str| format!("wr-h9c{id}{tag}{s}");
+        let c = Cpe {
+            lan: n("lan"),
+            gw: n("gw"),
+            isp: n("isp"),
+        };
+        c.remove();
+        for ns in c.all() {
+            ip(&["netns", "add", ns]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+            // Only the engine, our control planes and the gateway's IPv4 speak.
+            sh(ns, "sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
+        }
+        ip(&[
+            "link", "add", "h9cl0", "netns", &c.lan, "type", "veth", "peer", "name", "h9cl1",
+            "netns", &c.gw,
+        ]);
+        ip(&[
+            "link", "add", "h9cw0", "netns", &c.gw, "type", "veth", "peer", "name", "h9cw1",
+            "netns", &c.isp,
+        ]);
+        // The LAN port is the engine's (it answers ARP for 192.0.2.2 itself).
+        sh(&c.lan, "ip link set h9cl0 up");
+        sh(
+            &c.gw,
+            "sysctl -qw net.ipv4.ip_forward=1; \
+             ip addr add 192.0.2.1/24 dev h9cl1; ip link set h9cl1 up; ip link set h9cw0 up; \
+             ethtool -K h9cl1 gro on; ethtool -K h9cw0 gro on",
+        );
+        if napt {
+            sh(
+                &c.gw,
+                "nft -f - <<'EOF'\n\
+                 table ip h9c {\n\
+                   chain napt {\n\
+                     type nat hook postrouting priority 100;\n\
+                     oifname \"h9cwan\" masquerade\n\
+                   }\n\
+                 }\n\
+                 EOF",
+            );
+        }
+        sh(&c.isp, "ip link set h9cw1 up");
+        c
+    }
+
+    fn all(&self) -> [&String; 3] {
+        [&self.lan, &self.gw, &self.isp]
+    }
+
+    fn remove(&self) {
+        for ns in self.all() {
+            let _ = lab::netns::delete(ns);
+        }
+    }
+}
+
+impl Drop for Cpe {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// A child process killed (and reaped) on drop, also when the test fails.
+struct Proc(Child);
+
+impl Proc {
+    fn spawn(cmd: &mut Command) -> Proc {
+        Proc(cmd.spawn().expect("spawning a child"))
+    }
+
+    /// SIGTERM or SIGINT, then wait.
+    fn signal(mut self, sig: &str) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args([sig, &self.0.id().to_string()])
+            .status();
+        self.0.wait().expect("wait")
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One encapsulation of the uplink.
+struct Uplink {
+    name: &'static str,
+    /// The gateway's WAN: `wirerate` arguments (before --netns/--dev/--tun).
+    gateway: &'static [&'static str],
+    /// The plan's port `wan` section (and its address lines).
+    wan_port: &'static str,
+    encap: &'static str,
+    /// Frame sizes of the matrix: the smallest and the largest that crosses whole.
+    sizes: [u32; 2],
+    /// Bytes the encapsulation adds on the WAN link.
+    overhead: u32,
+    napt: bool,
+    /// tcpdump's capture filter for test frames on the ISP-side veth.
+    capture: &'static str,
+}
+
+const PPPOE: Uplink = Uplink {
+    name: "pppoe",
+    gateway: &["pppoe", "client"],
+    wan_port: r#"[ports.wan.pppoe]
+role = "server"
+mru = 1454
+auth = ["pap"]
+users = [{ user = "wirerate", password = "wirerate" }]
+timeout = "30s"
+"#,
+    encap: "pppoe",
+    // 1472 B carries a 1454-byte IPv4 packet: the AC's MRU.
+    sizes: [64, 1472],
+    overhead: 8,
+    napt: true,
+    capture: "pppoes and udp",
+};
+
+const DSLITE: Uplink = Uplink {
+    name: "dslite",
+    gateway: &["dslite", "b4"],
+    wan_port: r#"ipv4 = "203.0.113.2"
+[ports.wan.dslite]
+role = "aftr"
+address = "2001:db8:d::1"
+timeout = "30s"
+"#,
+    encap: "dslite",
+    // 1478 B carries a 1460-byte IPv4 packet: 1500 with the tunnel's IPv6 header.
+    sizes: [64, 1478],
+    overhead: 40,
+    napt: false,
+    // IPv4-in-IPv6 (next header 4) carrying UDP (IPv4 protocol 17 at ip6[49]).
+    capture: "ip6 and ip6[6] == 4 and ip6[49] == 17",
+};
+
+fn plan_text(c: &Cpe, u: &Uplink, backend: &str) -> String {
+    format!(
+        r#"name = "cpe-both-ways-{name}"
+[topology]
+kind = "interfaces"
+[ports.lan]
+interface = "h9cl0"
+namespace = "{lan}"
+ipv4 = "192.0.2.2"
+gateway-v4 = "192.0.2.1"
+speed = "1G"
+[ports.wan]
+interface = "h9cw1"
+namespace = "{isp}"
+speed = "1G"
+{wan}[dut]
+kind = "device"
+[dut.profiles.gateway]
+[run]
+trial-duration = "1s"
+settle = "100ms"
+profile-settle = "0s"
+max-load = 0.005
+backend = "{backend}"
+tester-tolerance = 0.05
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+encap = ["{encap}"]
+bidirectional = true
+frame-size = [{s0}, {s1}]
+methodologies = ["rfc2544-throughput"]
+"#,
+        name = u.name,
+        lan = c.lan,
+        isp = c.isp,
+        wan = u.wan_port,
+        backend = backend,
+        encap = u.encap,
+        s0 = u.sizes[0],
+        s1 = u.sizes[1],
+    )
+}
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// tshark's fields of every frame of `pcap` that `display` selects, one Vec per frame.
+fn tshark(pcap: &Path, display: &str, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut args = vec![
+        "-n".to_string(),
+        "-r".into(),
+        pcap.to_string_lossy().into_owned(),
+        "-Y".into(),
+        display.into(),
+        "-T".into(),
+        "fields".into(),
+        "-E".into(),
+        "separator=,".into(),
+    ];
+    for f in fields {
+        args.extend(["-e".to_string(), f.to_string()]);
+    }
+    let out = Command::new("tshark").args(&args).output().expect("tshark");
+    assert!(
+        out.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+/// Runs the plan against the gateway of `u`; returns (run directory, stdout, pcap).
+fn run_through(c: &Cpe, u: &Uplink, backend: &str, dir: &Path) -> (PathBuf, String, PathBuf) {
+    let text = plan_text(c, u, backend);
+    let plan = plan_file(dir, &text);
+    let check = Command::new(WIRERATE)
+        .args(["plan", "check", plan.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "plan check refused bidirectional UDP through {}: {}",
+        u.name,
+        String::from_utf8_lossy(&check.stderr)
+    );
+    // On the gateway's end of the ISP-side link: the run's port may send with XDP, which a
+    // capture on the sending interface does not see.
+    let pcap = dir.join(format!("{}.pcap", u.name));
+    let dump = Proc::spawn(
+        Command::new("ip")
+            .args([
+                "netns", "exec", &c.gw, "tcpdump", "-i", "h9cw0", "-U", "-s", "128", "-w",
+            ])
+            .arg(&pcap)
+            .arg(u.capture)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let out = dir.join("run");
+    let mut run = Command::new(WIRERATE)
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wirerate run");
+    // The ISP side first (the run creates sessions.jsonl, then starts its AC/AFTR), then the
+    // gateway dials (a B4 probes the AFTR only a few times).
+    wait_until("the run's sessions.jsonl", Duration::from_secs(20), || {
+        out.join("sessions.jsonl").exists()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let mut args: Vec<&str> = u.gateway.to_vec();
+    args.extend(["--netns", &c.gw, "--dev", "h9cw0", "--tun", "h9cwan"]);
+    args.extend(["--duration", "300"]);
+    let gateway = Proc::spawn(
+        Command::new(WIRERATE)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let end = Instant::now() + Duration::from_secs(240);
+    while run.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = run.kill();
+            panic!("the run took more than 240 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let output = run.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    gateway.signal("-TERM");
+    std::thread::sleep(Duration::from_millis(300));
+    dump.signal("-INT");
+    (out, stdout, pcap)
+}
+
+/// What every kept trial and the report say about the two directions.
+fn check_directions(u: &Uplink, plan: &Plan, out: &Path, stdout: &str, backend: &str) {
+    let ts: Vec<_> = trials(out).into_iter().filter(|t| !t.superseded).collect();
+    assert!(ts.len() >= 2, "a trial per frame size at least: {stdout}");
+    let cases = plan.cases().unwrap();
+    for t in &ts {
+        let case = cases.iter().find(|c| c.id == t.key.case_id).unwrap();
+        let size = case.frame_size.unwrap();
+        let e = t.engine.as_ref().expect("engine facts");
+        println!("{}: {}{}", case.id, e.backend, e.note);
+        // The plan asked for this backend: it ran, or the run failed.
+        assert_eq!(e.backend, backend, "{}", case.id);
+        let dirs: Vec<(&str, &str)> = e
+            .per_direction
+            .iter()
+            .map(|d| (d.tx_port.as_str(), d.rx_port.as_str()))
+            .collect();
+        assert_eq!(dirs, [("lan", "wan"), ("wan", "lan")], "{}", case.id);
+        assert_eq!(t.outcome.directions, 2, "{}", case.id);
+        // 100 % is one direction's line rate of the encapsulated frame on the WAN link.
+        let line = plan.line_pps(case).0;
+        let expect = 1e9 / (f64::from(size + u.overhead + 20) * 8.0);
+        assert!((line - expect).abs() < 1e-6, "{line} vs {expect}");
+        for d in &e.per_direction {
+            assert_eq!(
+                d.received + d.lost,
+                d.sent,
+                "{} {}→{}: received + lost = sent",
+                case.id,
+                d.tx_port,
+                d.rx_port
+            );
+            assert!(
+                d.received > 0,
+                "{} {}→{}: {d:?}",
+                case.id,
+                d.tx_port,
+                d.rx_port
+            );
+            let asked = t.request.load.0;
+            println!(
+                "{} [{}] load {:.3} %: {}→{} sent {} received {} lost {}; offered {:.3} % of {line:.0} pps ({} B frames on the WAN link), received {:.0} pps",
+                case.id,
+                e.backend,
+                asked * 100.0,
+                d.tx_port,
+                d.rx_port,
+                d.sent,
+                d.received,
+                d.lost,
+                d.offered * 100.0,
+                size + u.overhead,
+                d.rx_pps
+            );
+            // Too fast would mean the plain frame's line rate; too slow is a stalled sender,
+            // which the run flags as tester-limited.
+            assert!(d.offered < asked * 1.05, "{d:?}");
+            assert!(t.tester_limited || d.offered > asked * 0.95, "{d:?}");
+        }
+        let sum = |f: fn(&bench::results::DirectionFacts) -> u64| -> u64 {
+            e.per_direction.iter().map(f).sum()
+        };
+        assert_eq!(sum(|d| d.sent), e.sent);
+        assert_eq!(sum(|d| d.received), t.outcome.received);
+        assert_eq!(sum(|d| d.lost), t.outcome.lost);
+    }
+    // At the result (the highest load each search passed), nothing lost either way.
+    for c in &cases {
+        let best = ts
+            .iter()
+            .filter(|t| t.key.case_id == c.id && t.outcome.lost == 0)
+            .count();
+        assert!(best > 0, "{}: no loss-free trial", c.id);
+    }
+    // The report: per direction in CSV, Markdown, HTML, JSON and the terminal summary.
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    if csv.contains(",tester-limited,") {
+        println!("report side not checked: a search ended tester-limited on this machine\n{csv}");
+        return;
+    }
+    for file in ["results.csv", "summary.md", "report.html", "summary.json"] {
+        let text = std::fs::read_to_string(out.join(file)).unwrap();
+        assert!(
+            text.contains("lan→wan") && text.contains("wan→lan"),
+            "{file} lacks the directions"
+        );
+        assert!(
+            text.contains("\"lost\": 0") || text.contains("lost 0"),
+            "{file} lacks each direction's counts"
+        );
+    }
+    let terminal = stdout
+        .lines()
+        .filter(|l| l.starts_with("  lan→wan ") || l.starts_with("  wan→lan "))
+        .count();
+    assert_eq!(terminal, 2 * cases.len(), "{stdout}");
+}
+
+fn jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn udp_both_ways_through_a_napt_gateway_on_our_pppoe_uplink() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let c = Cpe::new("p", PPPOE.napt);
+    for backend in BACKENDS {
+        println!("--- backend {backend}");
+        let d = tempfile::tempdir().unwrap();
+        let (out, stdout, pcap) = run_through(&c, &PPPOE, backend, d.path());
+        println!("{stdout}");
+        let plan = Plan::parse(&plan_text(&c, &PPPOE, backend), "plan.toml").unwrap();
+        check_directions(&PPPOE, &plan, &out, &stdout, backend);
+        wire_pppoe(&out, &pcap);
+    }
+}
+
+fn wire_pppoe(out: &Path, pcap: &Path) {
+    // The wire: PPPoE session frames of the session the AC brought up, both directions, the
+    // reverse tuple the mirror of the NAPT's (198.51.100.10:1024 ↔ 198.51.100.1:9).
+    let lines = jsonl(&out.join("sessions.jsonl"));
+    let up = lines
+        .iter()
+        .find(|l| l["event"] == "up")
+        .expect("a session up line");
+    let sid = up["session_id"].as_u64().unwrap();
+    let frames = tshark(
+        pcap,
+        "pppoes && udp",
+        &[
+            "pppoe.session_id",
+            "ip.src",
+            "ip.dst",
+            "udp.srcport",
+            "udp.dstport",
+            "frame.len",
+        ],
+    );
+    let lens: Vec<String> = PPPOE
+        .sizes
+        .iter()
+        .map(|s| (s + PPPOE.overhead - 4).to_string())
+        .collect();
+    let (mut up_n, mut down_n) = (0, 0);
+    for f in &frames {
+        assert_eq!(
+            u64::from_str_radix(f[0].trim_start_matches("0x"), 16).unwrap(),
+            sid,
+            "{f:?}"
+        );
+        assert!(lens.contains(&f[5]), "{f:?} not of {lens:?}");
+        match (f[1].as_str(), f[2].as_str(), f[3].as_str(), f[4].as_str()) {
+            ("198.51.100.10", "198.51.100.1", "1024", "9") => up_n += 1,
+            ("198.51.100.1", "198.51.100.10", "9", "1024") => down_n += 1,
+            _ => panic!("unexpected frame {f:?}"),
+        }
+    }
+    let sent: Vec<u64> = (0..2)
+        .map(|i| {
+            trials(out)
+                .iter()
+                .filter_map(|t| t.engine.as_ref())
+                .map(|e| e.per_direction[i].sent)
+                .sum()
+        })
+        .collect();
+    println!(
+        "tshark: session 0x{sid:04x}: {up_n} frames lan→wan (NAPT'd), {down_n} wan→lan; the engine sent {} and {}",
+        sent[0], sent[1]
+    );
+    assert!(up_n > 0 && down_n > 0);
+    assert!(down_n as u64 <= sent[1]);
+}
+
+#[test]
+fn udp_both_ways_through_a_gateway_on_our_dslite_uplink() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let c = Cpe::new("d", DSLITE.napt);
+    for backend in BACKENDS {
+        println!("--- backend {backend}");
+        let d = tempfile::tempdir().unwrap();
+        let (out, stdout, pcap) = run_through(&c, &DSLITE, backend, d.path());
+        println!("{stdout}");
+        let plan = Plan::parse(&plan_text(&c, &DSLITE, backend), "plan.toml").unwrap();
+        check_directions(&DSLITE, &plan, &out, &stdout, backend);
+        wire_dslite(&out, &pcap);
+    }
+}
+
+fn wire_dslite(out: &Path, pcap: &Path) {
+    // The wire: IPv4-in-IPv6 between the B4 (2001:db8:c::2) and our AFTR both ways.
+    let frames = tshark(
+        pcap,
+        "ipv6.nxt == 4 && udp",
+        &[
+            "ipv6.src",
+            "ipv6.dst",
+            "ip.src",
+            "ip.dst",
+            "udp.srcport",
+            "udp.dstport",
+            "frame.len",
+        ],
+    );
+    let lens: Vec<String> = DSLITE
+        .sizes
+        .iter()
+        .map(|s| (s + DSLITE.overhead - 4).to_string())
+        .collect();
+    let (mut up_n, mut down_n) = (0, 0);
+    for f in &frames {
+        assert!(lens.contains(&f[6]), "{f:?} not of {lens:?}");
+        let t: Vec<&str> = f[..6].iter().map(String::as_str).collect();
+        match t.as_slice() {
+            ["2001:db8:c::2", "2001:db8:d::1", "192.0.2.2", "203.0.113.2", "1024", "9"] => {
+                up_n += 1
+            }
+            ["2001:db8:d::1", "2001:db8:c::2", "203.0.113.2", "192.0.2.2", "9", "1024"] => {
+                down_n += 1
+            }
+            _ => panic!("unexpected frame {f:?}"),
+        }
+    }
+    println!("tshark: IPv4-in-IPv6: {up_n} frames lan→wan, {down_n} wan→lan");
+    assert!(up_n > 0 && down_n > 0);
+    let aftr = jsonl(&out.join("sessions.jsonl"))
+        .into_iter()
+        .find(|l| l["event"] == "up" && l["port"] == "wan")
+        .expect("the AFTR learned the B4's softwire");
+    assert_eq!(aftr["remote"], "2001:db8:c::2", "{aftr}");
+}
+
+/// The same plans with both ends ours over one veth (no gateway): port `lan` plays our PPPoE
+/// client (B4), port `wan` our access concentrator (AFTR). Here both ports send and receive
+/// inside the session or softwire, so each receiver classifies inside PPPoE /
+/// IPv4-in-IPv6 — the forward stream rides port lan's session, the reverse port wan's.
+#[test]
+fn udp_both_ways_between_our_own_subscriber_and_isp_ends() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let id = std::process::id() % 100_000;
+    let (lan, isp) = (format!("wr-h9c{id}olan"), format!("wr-h9c{id}oisp"));
+    let pair = Cpe {
+        lan: lan.clone(),
+        gw: format!("wr-h9c{id}ogw"),
+        isp: isp.clone(),
+    };
+    pair.remove();
+    for ns in [&lan, &isp] {
+        ip(&["netns", "add", ns]);
+        sh(ns, "sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
+    }
+    ip(&[
+        "link", "add", "h9cl0", "netns", &lan, "type", "veth", "peer", "name", "h9cw1", "netns",
+        &isp,
+    ]);
+    sh(&lan, "ip link set h9cl0 up");
+    sh(&isp, "ip link set h9cw1 up");
+    let subscriber = [
+        (
+            &PPPOE,
+            "[ports.lan.pppoe]\nrole = \"client\"\nuser = \"wirerate\"\npassword = \"wirerate\"\ntimeout = \"15s\"\n",
+        ),
+        (
+            &DSLITE,
+            "[ports.lan.dslite]\nrole = \"b4\"\naddress = \"2001:db8:c::2\"\npeer = \"2001:db8:d::1\"\ntimeout = \"10s\"\n",
+        ),
+    ];
+    for (u, lan_section) in subscriber {
+        for backend in BACKENDS {
+            println!("--- {} loopback, backend {backend}", u.name);
+            let text = plan_text(&pair, u, backend).replace(
+                "ipv4 = \"192.0.2.2\"\ngateway-v4 = \"192.0.2.1\"\nspeed = \"1G\"\n",
+                &format!("speed = \"1G\"\n{lan_section}"),
+            );
+            let d = tempfile::tempdir().unwrap();
+            let plan_path = plan_file(d.path(), &text);
+            let out = d.path().join("run");
+            let stdout = common_run::run_plan_ok(&plan_path, &out);
+            println!("{stdout}");
+            let plan = Plan::parse(&text, "plan.toml").unwrap();
+            check_directions(u, &plan, &out, &stdout, backend);
+        }
+    }
+}
