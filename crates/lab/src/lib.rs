@@ -33,6 +33,7 @@ pub mod cpu;
 pub mod ctnetlink;
 mod error;
 pub mod fastpath;
+pub mod feature;
 mod lab;
 pub mod links;
 pub mod lock;

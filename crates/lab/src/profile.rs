@@ -15,7 +15,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, Result};
-use crate::probe::Feature;
+use crate::feature::Feature;
 use crate::topology::Topology;
 
 /// Name of the nftables table (in the DUT's namespace) that holds the active profile.
