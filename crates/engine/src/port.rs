@@ -6,7 +6,7 @@
 
 use crate::sys::{self, PacketSocket, RxRing, TxRing, ETH_P_ALL};
 use crate::{Error, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -129,7 +129,7 @@ pub struct TxRingConfig {
     /// SO_SNDBUFFORCE bytes (0 = leave the default). Every frame in flight is charged to it.
     pub sndbuf: usize,
     /// How frames reach the kernel: this TX ring (default) or `sendmmsg`.
-    pub backend: crate::tx::TxBackend,
+    pub backend: TxBackend,
 }
 
 impl TxRingConfig {
@@ -153,7 +153,7 @@ impl Default for TxRingConfig {
             frames: 4096,
             qdisc_bypass: true,
             sndbuf: 64 << 20,
-            backend: crate::tx::TxBackend::default(),
+            backend: TxBackend::default(),
         }
     }
 }
@@ -173,6 +173,38 @@ impl Default for RxRingConfig {
             block_size: 1 << 20,
             blocks: 64,
             retire_ms: 2,
+        }
+    }
+}
+
+/// How a port hands frames to the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TxBackend {
+    /// `PACKET_TX_RING` (TPACKET_V2) with linear skbs, qdisc bypass: the default, the faster
+    /// of the two on veth (docs/engine.md, "Measured figures").
+    #[default]
+    Ring,
+    /// `sendmmsg` from a reused buffer pool, qdisc bypass.
+    Sendmmsg,
+}
+
+impl TxBackend {
+    pub fn name(self) -> &'static str {
+        match self {
+            TxBackend::Sendmmsg => "sendmmsg",
+            TxBackend::Ring => "ring",
+        }
+    }
+}
+
+impl std::str::FromStr for TxBackend {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "sendmmsg" | "mmsg" => Ok(TxBackend::Sendmmsg),
+            "ring" | "tx-ring" => Ok(TxBackend::Ring),
+            _ => Err(format!("unknown TX backend {s:?} (sendmmsg, ring)")),
         }
     }
 }

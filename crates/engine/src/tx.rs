@@ -34,7 +34,7 @@ use crate::sys::{
     self, MmsgBatch, PacketSocket, TxRing, TP_STATUS_SEND_REQUEST, TP_STATUS_WRONG_FORMAT,
 };
 use crate::{Error, Result};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What one stream's sender did.
@@ -89,37 +89,8 @@ pub struct TxPortReport {
     pub prog_ns_per_frame: Option<f64>,
 }
 
-/// How a port hands frames to the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TxBackend {
-    /// `PACKET_TX_RING` (TPACKET_V2) with linear skbs, qdisc bypass: the default, the faster
-    /// of the two on veth (docs/engine.md, "Measured figures").
-    #[default]
-    Ring,
-    /// `sendmmsg` from a reused buffer pool, qdisc bypass.
-    Sendmmsg,
-}
-
-impl TxBackend {
-    pub fn name(self) -> &'static str {
-        match self {
-            TxBackend::Sendmmsg => "sendmmsg",
-            TxBackend::Ring => "ring",
-        }
-    }
-}
-
-impl std::str::FromStr for TxBackend {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "sendmmsg" | "mmsg" => Ok(TxBackend::Sendmmsg),
-            "ring" | "tx-ring" => Ok(TxBackend::Ring),
-            _ => Err(format!("unknown TX backend {s:?} (sendmmsg, ring)")),
-        }
-    }
-}
+/// How a port hands frames to the kernel: part of a port's configuration, so defined there.
+pub use crate::port::TxBackend;
 
 /// An open sender on one interface.
 #[derive(Debug)]
