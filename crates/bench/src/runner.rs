@@ -999,7 +999,13 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
-        let res = ctx.bed.conn_trial(case, &trial, table_size, ctx.opts.stop);
+        let res = ctx.bed.conn_trial(
+            case,
+            &trial,
+            table_size,
+            crate::trial::engine_backend(ctx.plan.run.backend),
+            ctx.opts.stop,
+        );
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
