@@ -20,8 +20,8 @@ use super::{
 use crate::port::RxRingConfig;
 use crate::resolve::{self, Identity};
 use crate::stream::{FrameGen, StreamConfig};
-use crate::trial::Backend;
 use crate::sys::{self, MmsgBatch};
+use crate::trial::Backend;
 use crate::{Error, Result};
 
 /// The load: `pps` frames/s each direction for `duration`.
@@ -158,7 +158,9 @@ pub(super) fn run(
         }
         Backend::Auto => {
             if let Some(why) = load_xdp::unfit(cfg) {
-                return on_af_packet(format!("auto: af_packet, as XDP cannot run this load ({why})"));
+                return on_af_packet(format!(
+                    "auto: af_packet, as XDP cannot run this load ({why})"
+                ));
             }
             match load_xdp::run(cfg, load, opened, learned, stop) {
                 Ok(mut r) => {

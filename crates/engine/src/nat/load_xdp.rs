@@ -32,6 +32,7 @@ use crate::stream::{Flows, FrameGen, Limit, Rate, StreamConfig};
 use crate::tx::TxPortReport;
 use crate::xdp::conn_rx::{short_connections, ConnReceiver};
 use crate::xdp::sys::Conn;
+use crate::xdp::turns::Turns;
 use crate::{Error, Result};
 
 /// Why the XDP load did not finish: before its first frame (the caller may run the load on
@@ -183,7 +184,8 @@ pub(super) fn run(
     use XdpLoadError::{AfterStart, BeforeStart};
     let t = tables(cfg, opened, learned).map_err(BeforeStart)?;
     let frames = load.frames();
-    let a_cfg = stream(cfg, PRELIMINARY_STREAM, &t.a_send[0], &load, frames).map_err(BeforeStart)?;
+    let a_cfg =
+        stream(cfg, PRELIMINARY_STREAM, &t.a_send[0], &load, frames).map_err(BeforeStart)?;
     let b_cfg = stream(cfg, VALIDATION_STREAM, &t.b_send[0], &load, frames).map_err(BeforeStart)?;
     let (a_hop, b_hop) = (
         cfg.next_hop(&cfg.initiator).map_err(BeforeStart)?,
@@ -196,6 +198,9 @@ pub(super) fn run(
     let rx_stop = AtomicBool::new(false);
     let start_ns = AtomicU64::new(0);
     let timeout = cfg.resolve_timeout;
+    // Both senders run on the tester's CPU(s): one `BPF_PROG_RUN` call at a time ([`Turns`]),
+    // so that neither waits a scheduler slice for the other.
+    let turns = Turns::new(2);
 
     std::thread::scope(|sc| {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
@@ -206,9 +211,7 @@ pub(super) fn run(
             sc,
             cfg.initiator.clone(),
             VALIDATION_STREAM,
-            Box::new(move |k: u64, got: &Tuple| {
-                a_expect.get(k as usize).map(|w| tuple_is(got, w))
-            }),
+            Box::new(move |k: u64, got: &Tuple| a_expect.get(k as usize).map(|w| tuple_is(got, w))),
             ready_tx.clone(),
             &rx_stop,
         );
@@ -217,13 +220,13 @@ pub(super) fn run(
             sc,
             cfg.responder.clone(),
             PRELIMINARY_STREAM,
-            Box::new(move |k: u64, got: &Tuple| {
-                b_expect.get(k as usize).map(|w| tuple_is(got, w))
-            }),
+            Box::new(move |k: u64, got: &Tuple| b_expect.get(k as usize).map(|w| tuple_is(got, w))),
             ready_tx.clone(),
             &rx_stop,
         );
+        let turns = &turns;
         let spawn_tx = |who: &'static str,
+                        party: usize,
                         spec: &crate::port::PortSpec,
                         hop: std::net::IpAddr,
                         scfg: &StreamConfig,
@@ -246,11 +249,32 @@ pub(super) fn run(
                 if start == u64::MAX {
                     return Ok(None);
                 }
-                crate::xdp::tx::run(&mut sender, gens, start, stop).map(Some)
+                crate::xdp::tx::run_taking_turns(
+                    &mut sender,
+                    gens,
+                    start,
+                    stop,
+                    Some((turns, party)),
+                )
+                .map(Some)
             })
         };
-        let a_tx = spawn_tx("XDP load sender A", &cfg.initiator, a_hop, &a_cfg, &t.a_send);
-        let b_tx = spawn_tx("XDP load sender B", &cfg.responder, b_hop, &b_cfg, &t.b_send);
+        let a_tx = spawn_tx(
+            "XDP load sender A",
+            0,
+            &cfg.initiator,
+            a_hop,
+            &a_cfg,
+            &t.a_send,
+        );
+        let b_tx = spawn_tx(
+            "XDP load sender B",
+            1,
+            &cfg.responder,
+            b_hop,
+            &b_cfg,
+            &t.b_send,
+        );
         drop(ready_tx);
         let abort = |e: Error| {
             rx_stop.store(true, Ordering::Relaxed);

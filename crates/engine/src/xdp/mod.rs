@@ -7,6 +7,7 @@
 //! | [`tx`] | TX: an XDP program run over live frames stamps each frame's signature and sends it |
 //! | [`conn_rx`] | RX of the load on N connections (`engine::nat`): each frame checked against its connection's tuple |
 //! | [`rx`] | RX: an XDP program on the receiving port counts test frames per stream in maps |
+//! | [`turns`] | senders sharing one CPU take turns call by call (the NAT load's two directions) |
 //! | [`trial`] | trials on this backend (`--backend xdp`): attach, control path, same report |
 
 pub mod conn_rx;
@@ -14,4 +15,5 @@ pub mod objects;
 pub mod rx;
 pub(crate) mod sys;
 pub(crate) mod trial;
+pub mod turns;
 pub mod tx;

@@ -14,5 +14,4 @@ pub const TX: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tx.
 
 /// The receiver of the load on N connections (`bpf/conn_rx.bpf.c`, `xdp::conn_rx`): checks
 /// every frame against its connection's tuple and counts it per connection.
-pub const CONN_RX: &[u8] =
-    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/conn_rx.bpf.o"));
+pub const CONN_RX: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/conn_rx.bpf.o"));

@@ -251,7 +251,10 @@ mod tests {
     #[test]
     fn map_values_have_the_c_layout_without_padding() {
         // Sums of the field sizes: any padding would make the sizes differ.
-        assert_eq!(std::mem::size_of::<Recipe>(), 8 * 2 + 4 * 8 + 2 * 12 + 4 * 2);
+        assert_eq!(
+            std::mem::size_of::<Recipe>(),
+            8 * 2 + 4 * 8 + 2 * 12 + 4 * 2
+        );
         assert_eq!(std::mem::size_of::<Conn>(), 12);
         assert_eq!(std::mem::size_of::<StreamState>(), 40);
         assert_eq!(std::mem::size_of::<RecipeState>(), 32);
