@@ -995,10 +995,16 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
     })?;
     let mut trial_index = recorded.len() as u32;
     let mut stalls_retried = 0u32;
+    let mut last_n = None;
     while let Some(trial) = next {
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
+        // `nat-throughput` is one bisection per N: each N gets its own re-measurements.
+        if m == Methodology::NatThroughput && last_n != Some(trial.connections) {
+            stalls_retried = 0;
+        }
+        last_n = Some(trial.connections);
         let res = ctx.bed.conn_trial(
             case,
             &trial,

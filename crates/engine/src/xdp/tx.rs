@@ -664,7 +664,10 @@ pub fn run(
 
 /// [`run`], and when the program keeps the schedule, each call only in `turns` (this sender
 /// is party `.1`): senders sharing one CPU alternate call by call instead of being
-/// time-shared in scheduler slices ([`super::turns`]). Calls are then a quarter as long.
+/// time-shared in scheduler slices ([`super::turns`]). Calls keep their length (about 1 ms
+/// of schedule): with 250 µs calls the NAT load's senders fell short of 140,000–150,000
+/// frames/s each way in 7 of 13 trials, with 1 ms calls in 2 of 13 (more calls, more page
+/// pools for the kernel to release on this CPU, see [`run_kernel_paced`]).
 pub(crate) fn run_taking_turns(
     sender: &mut XdpSender,
     gens: Vec<(FrameGen, &StreamConfig)>,
@@ -836,11 +839,7 @@ fn run_kernel_paced(
     // Measured in `open`, before the start instant.
     let idle_ns = sender.idle_ns.unwrap_or(50.0);
     sender.set_schedule(0, &schedule)?;
-    let window = match turns {
-        Some(_) => KERNEL_PACED_WINDOW_NS / 4,
-        None => KERNEL_PACED_WINDOW_NS,
-    };
-    let repeat = (window as f64 / idle_ns)
+    let repeat = (KERNEL_PACED_WINDOW_NS as f64 / idle_ns)
         .ceil()
         .clamp(64.0, (1 << 20) as f64) as u32;
     let (mut calls, mut max_per_call) = (0u64, 0u64);
