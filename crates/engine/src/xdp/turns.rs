@@ -48,7 +48,10 @@ impl Turns {
         }
         loop {
             let other_waits = s.waiting.iter().enumerate().any(|(i, &w)| w && i != me);
-            if !s.busy && !(other_waits && s.last == Some(me)) {
+            // Free, and not my second call in a row while another sender waits.
+            let went_last = s.last == Some(me);
+            let my_turn = !(s.busy || other_waits && went_last);
+            if my_turn {
                 break;
             }
             s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
