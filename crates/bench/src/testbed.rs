@@ -655,6 +655,7 @@ impl Testbed {
         case: &Case,
         trial: &ConnTrial,
         table_size: Option<u64>,
+        backend: engine::trial::Backend,
         stop: &AtomicBool,
     ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
         let lab = self
@@ -677,9 +678,10 @@ impl Testbed {
         // RFC 4814 pseudorandom tuples (RFC 9693 asks for them), the same order every trial.
         cfg.permutation_seed = Some(CONN_SEED);
         cfg.load = match trial.real {
-            Some(RealTest::Load { pps, duration }) => {
-                Some(engine::nat::LoadPhase { pps, duration })
-            }
+            Some(RealTest::Load { pps, duration }) => Some(engine::nat::LoadPhase {
+                backend,
+                ..engine::nat::LoadPhase::new(pps, duration)
+            }),
             _ => None,
         };
         let start = lab.conn_stats().ok();
@@ -691,6 +693,7 @@ impl Testbed {
         })
         .map_err(|e| format!("connection trial: {e}"))?;
         let end = lab.conn_stats().ok();
+        let ports_end = self.dut_sample();
         // RFC 9693's tear-down: right after the validation (and the counters), delete the
         // whole table and time it from inside the DUT's namespace.
         let teardown = match trial.real {
@@ -707,7 +710,7 @@ impl Testbed {
             }
             _ => None,
         };
-        let load = r.load.map(|l| LoadOutcome {
+        let load = r.load.as_ref().map(|l| LoadOutcome {
             intended_pps: l.forward.intended_pps,
             forward_sent: l.forward.sent,
             forward_received: l.forward_received,
@@ -718,13 +721,23 @@ impl Testbed {
             dut_entries: end.map(|e| e.entries),
             misdirected: l.forward_misdirected + l.reverse_misdirected,
             tester_drops: l.rx_ring_drops,
+            engine: Some(l.engine),
+            refused_by_dut: l.refused_by_dut,
+            short_connections: l
+                .forward_short_connections
+                .zip(l.reverse_short_connections)
+                .map(|(f, r)| f + r),
         });
         let dut = match (start, mid, end) {
             (Some(s), Some(m), Some(e)) => Some(ConnDutCounters {
                 preliminary: m.since(&s),
                 trial: e.since(&s),
-                ports: match (ports_before, ports_mid) {
-                    (Some(b), Some(a)) => Some(dut_delta(&b, &a, false)),
+                ports: match (&ports_before, &ports_mid) {
+                    (Some(b), Some(a)) => Some(dut_delta(b, a, false)),
+                    _ => None,
+                },
+                load_ports: match (&ports_mid, &ports_end, &load) {
+                    (Some(b), Some(a), Some(_)) => Some(dut_delta(b, a, true)),
                     _ => None,
                 },
             }),

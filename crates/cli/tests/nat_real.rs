@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use engine::nat::{self, ConnTrialConfig, LoadPhase};
+use engine::trial::Backend;
 use lab::{Lab, LabConfig, Node, Profile, Topology};
 use wire::encap::IpVersion;
 
@@ -95,9 +96,10 @@ fn load_on_n_established_connections_crosses_exactly_and_opens_none() {
     );
     let _ = sh(lab, &["conntrack", "-F"]);
     let n = 1_000;
+    // The AF_PACKET load (nat_xdp.rs holds the XDP one to the same counts).
     let load = LoadPhase {
-        pps: 4_000.0,
-        duration: Duration::from_secs(2),
+        backend: Backend::AfPacket,
+        ..LoadPhase::new(4_000.0, Duration::from_secs(2))
     };
     let mut cfg = trial(lab, n, 5_000.0);
     cfg.load = Some(load);
@@ -106,7 +108,7 @@ fn load_on_n_established_connections_crosses_exactly_and_opens_none() {
     let r = nat::run(&cfg, &AtomicBool::new(false), &mut || {}).expect("trial");
     println!("{r:?}");
     assert_eq!((r.learned, r.validated), (n, n));
-    let l = r.load.expect("a load after a complete validation");
+    let l = r.load.clone().expect("a load after a complete validation");
     let frames = load.frames();
     assert_eq!(frames, 8_000);
     assert_eq!((l.forward.sent, l.reverse.sent), (frames, frames));
@@ -137,10 +139,7 @@ fn no_load_when_a_connection_is_missing() {
     let _ = sh(lab, &["conntrack", "-F"]);
     lab.reset_conn_table(Some(300)).expect("reset");
     let mut cfg = trial(lab, 500, 5_000.0);
-    cfg.load = Some(LoadPhase {
-        pps: 1_000.0,
-        duration: Duration::from_secs(1),
-    });
+    cfg.load = Some(LoadPhase::new(1_000.0, Duration::from_secs(1)));
     let r = nat::run(&cfg, &AtomicBool::new(false), &mut || {}).expect("trial");
     assert_eq!(r.validated, 300);
     assert_eq!(r.load, None);

@@ -26,6 +26,7 @@
 
 #define RECIPE_PROBE 1u   /* send the frame unchanged (the peer-acceptance probe) */
 #define RECIPE_RANDOM 2u  /* pseudorandom flow fields (RFC 4814), else incrementing */
+#define RECIPE_CONNS 4u   /* frame i is connection i mod conn_count of `conns` (IPv4) */
 #define MAX_RECIPES 256
 #define MAX_STREAMS 256
 #define MAX_OFF 4096
@@ -63,6 +64,18 @@ struct recipe {
 	__u16 dst_addr_off;
 	__u16 udp_off;         /* the UDP header: source port, then destination port */
 	__u16 ip_is_v4;        /* address changes also patch the IPv4 header checksum */
+	__u32 conn_count;      /* RECIPE_CONNS: the connections of `conns` the frames cycle through */
+	__u32 pad;
+};
+
+/* Keep in sync with engine::xdp::sys::Conn. One connection's IPv4 4-tuple as it leaves the
+ * tester, host order (RECIPE_CONNS, the load of engine::nat on the XDP backend: the initiator
+ * cycles through the tuples it opened, the responder through the translations it learned). */
+struct conn {
+	__u32 src_addr;
+	__u32 dst_addr;
+	__u16 src_port;
+	__u16 dst_port;
 };
 
 /* Keep in sync with engine::xdp::sys::StreamState. */
@@ -160,6 +173,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct schedule);
 } schedules SEC(".maps");
+
+/* Sized by user space at load (one entry when no recipe uses RECIPE_CONNS). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct conn);
+} conns SEC(".maps");
 
 /* Frames of `p`'s schedule due by `now` (engine::pacing::Pacer::scheduled). */
 static __always_inline __u64 scheduled(const struct schedule *p, __u64 now)
@@ -335,6 +356,30 @@ int wr_tx(struct xdp_md *ctx)
 		else if (rem == k - 1)
 			seq = index - 1;
 	}
+	/* RECIPE_CONNS: frame `index` belongs to connection index mod N and carries the connection
+	 * as its sequence number (engine::nat::load: a receiver checks each frame against its own
+	 * connection's tuple); its addresses and ports are the connection's, the checksums patched
+	 * from the base frame's values like the flow fields below. */
+	__u64 conn_udp = 0, conn_ip = 0;
+	struct conn *cn = 0;
+	if (r->flags & RECIPE_CONNS) {
+		__u32 nconn = r->conn_count;
+		if (nconn == 0 || !r->ip_is_v4) {
+			c->bad_recipe++;
+			return XDP_DROP;
+		}
+		__u32 ci = (__u32)(index % nconn);
+		seq = ci;
+		cn = bpf_map_lookup_elem(&conns, &ci);
+		if (!cn) {
+			c->bad_recipe++;
+			return XDP_DROP;
+		}
+		__u64 d = delta32(r->src_ip_base, cn->src_addr) + delta32(r->dst_ip_base, cn->dst_addr);
+		conn_ip = d;
+		conn_udp = d + (~r->src_port_base & 0xffff) + cn->src_port +
+			   (~r->dst_port_base & 0xffff) + cn->dst_port;
+	}
 	if (!p->on) {
 		if (s->group_left == 0 || s->group_token != token) {
 			now = bpf_ktime_get_ns();
@@ -377,6 +422,22 @@ int wr_tx(struct xdp_md *ctx)
 			return XDP_DROP;
 		put16(id, (__u16)seq);
 		ip = (~r->ip_csum_base & 0xffff) + (seq & 0xffff);
+	}
+
+	if (cn) {
+		__u32 so = r->src_addr_off, dof = r->dst_addr_off, uo = r->udp_off;
+		if (so > MAX_OFF || dof > MAX_OFF || uo > MAX_OFF)
+			return XDP_DROP;
+		__u8 *sp = data + so, *dp = data + dof, *pp = data + uo;
+		if ((void *)(sp + 4) > data_end || (void *)(dp + 4) > data_end ||
+		    (void *)(pp + 4) > data_end)
+			return XDP_DROP;
+		put32(sp, cn->src_addr);
+		put32(dp, cn->dst_addr);
+		put16(pp, cn->src_port);
+		put16(pp + 2, cn->dst_port);
+		udp += conn_udp;
+		ip += conn_ip;
 	}
 
 	/* Flow fields, from their base values (engine::stream::FrameGen::vary_flows). */

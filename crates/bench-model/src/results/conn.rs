@@ -45,6 +45,10 @@ pub struct ConnDutCounters {
     /// frames of connections that were never created went (input queue drops, backlog drops).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ports: Option<super::DutCounters>,
+    /// The same counters, both ways, from the end of the preliminary phase to the end of the
+    /// trial (validation and the load of `nat-throughput`): where the load's lost frames went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_ports: Option<super::DutCounters>,
 }
 
 /// One two-phase trial.

@@ -240,6 +240,18 @@ pub struct LoadOutcome {
     /// Frames the tester's own receive rings dropped: the tester's loss, not the DUT's.
     #[serde(default)]
     pub tester_drops: u64,
+    /// The engine that sent and counted the load (`None` in records written before there was
+    /// a choice: AF_PACKET).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<engine::nat::LoadEngine>,
+    /// Frames the DUT's ports refused at hand-over (XDP through a veth: its ring was full):
+    /// sent, and lost in the DUT.
+    #[serde(default)]
+    pub refused_by_dut: u64,
+    /// Connections that received fewer frames than were sent on them, both directions
+    /// (counted per connection by the XDP engine; `None` on AF_PACKET).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_connections: Option<u64>,
 }
 
 impl LoadOutcome {

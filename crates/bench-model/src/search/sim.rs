@@ -315,6 +315,7 @@ impl SimStatefulDut {
                     dut_entries: Some(present),
                     misdirected: 0,
                     tester_drops: 0,
+                    ..LoadOutcome::default()
                 });
             }
         }

@@ -21,6 +21,7 @@ use crate::port::RxRingConfig;
 use crate::resolve::{self, Identity};
 use crate::stream::{FrameGen, StreamConfig};
 use crate::sys::{self, MmsgBatch};
+use crate::trial::Backend;
 use crate::{Error, Result};
 
 /// The load: `pps` frames/s each direction for `duration`.
@@ -28,17 +29,52 @@ use crate::{Error, Result};
 pub struct LoadPhase {
     pub pps: f64,
     pub duration: Duration,
+    /// Which engine sends and counts: `Auto` runs on XDP when the load fits it (IPv4, frames
+    /// up to 3,000 B) and XDP loads, else on AF_PACKET, with the reason in
+    /// [`LoadReport::note`] ([`super::load_xdp`]).
+    pub backend: Backend,
+    /// Keep the frames received per connection in the report (XDP only; N numbers per
+    /// direction, for tests).
+    pub keep_per_connection: bool,
 }
 
 impl LoadPhase {
+    /// `pps` each way for `duration`, on the backend `Auto` chooses.
+    pub fn new(pps: f64, duration: Duration) -> LoadPhase {
+        LoadPhase {
+            pps,
+            duration,
+            backend: Backend::Auto,
+            keep_per_connection: false,
+        }
+    }
+
     /// Frames each direction sends.
     pub fn frames(&self) -> u64 {
         (self.pps * self.duration.as_secs_f64()).round().max(1.0) as u64
     }
 }
 
+/// The engine that ran a load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadEngine {
+    #[default]
+    AfPacket,
+    Xdp,
+}
+
+impl LoadEngine {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadEngine::AfPacket => "af_packet",
+            LoadEngine::Xdp => "xdp",
+        }
+    }
+}
+
 /// What the load measured.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct LoadReport {
     /// Initiator → responder.
     pub forward: PhaseTx,
@@ -53,13 +89,28 @@ pub struct LoadReport {
     /// Frames the tester's own receive rings dropped (both ports): the tester, not the DUT,
     /// lost them, so a trial with any is tester-limited.
     pub rx_ring_drops: u64,
+    /// The engine that sent and counted the load, and why (a fallback's reason, or SKB mode).
+    pub engine: LoadEngine,
+    pub note: String,
+    /// Frames the DUT's ports refused at hand-over (XDP: the veth peer's ring was full): sent,
+    /// and lost in the DUT.
+    pub refused_by_dut: u64,
+    /// Connections that received fewer frames than were sent on them, each direction (XDP
+    /// counts per connection; `None` on AF_PACKET).
+    pub forward_short_connections: Option<u64>,
+    pub reverse_short_connections: Option<u64>,
+    /// Frames received per connection, when [`LoadPhase::keep_per_connection`] (XDP).
+    #[serde(skip)]
+    pub forward_per_connection: Option<Vec<u64>>,
+    #[serde(skip)]
+    pub reverse_per_connection: Option<Vec<u64>>,
 }
 
 /// A receiver's count: frames of `stream` whose tuple is `expected(index)`.
-struct Count {
+pub(super) struct Count {
     stream: u16,
-    received: u64,
-    misdirected: u64,
+    pub(super) received: u64,
+    pub(super) misdirected: u64,
 }
 
 impl Count {
@@ -79,8 +130,59 @@ impl Count {
 }
 
 /// Runs the load on the connections of `learned` (index, tuple as the responder learned it;
-/// all N of them), opened as `opened`. The ports resolve the DUT again (it knows them both).
+/// all N of them), opened as `opened`, on the engine `load.backend` asks for (`Auto`: XDP when
+/// the load fits it and XDP loads before the first frame, else AF_PACKET, saying why).
 pub(super) fn run(
+    cfg: &ConnTrialConfig,
+    load: LoadPhase,
+    prelim: &StreamConfig,
+    opened: Opened,
+    learned: &[(u64, Tuple)],
+    stop: &AtomicBool,
+) -> Result<LoadReport> {
+    use super::load_xdp::{self, XdpLoadError};
+    let on_af_packet = |note: String| {
+        let mut r = run_af_packet(cfg, load, prelim, opened, learned, stop)?;
+        r.note = note;
+        Ok(r)
+    };
+    match load.backend {
+        Backend::AfPacket => on_af_packet(String::new()),
+        Backend::Xdp => {
+            if let Some(why) = load_xdp::unfit(cfg) {
+                return Err(Error::Config(format!("XDP load: {why}")));
+            }
+            load_xdp::run(cfg, load, opened, learned, stop).map_err(|e| match e {
+                XdpLoadError::BeforeStart(e) | XdpLoadError::AfterStart(e) => e,
+            })
+        }
+        Backend::Auto => {
+            if let Some(why) = load_xdp::unfit(cfg) {
+                return on_af_packet(format!(
+                    "auto: af_packet, as XDP cannot run this load ({why})"
+                ));
+            }
+            match load_xdp::run(cfg, load, opened, learned, stop) {
+                Ok(mut r) => {
+                    r.note = if r.note.is_empty() {
+                        "auto: xdp".into()
+                    } else {
+                        format!("auto: xdp ({})", r.note)
+                    };
+                    Ok(r)
+                }
+                Err(XdpLoadError::BeforeStart(e)) => on_af_packet(format!(
+                    "auto: af_packet, as XDP failed before sending ({e})"
+                )),
+                Err(XdpLoadError::AfterStart(e)) => Err(e),
+            }
+        }
+    }
+}
+
+/// The load on AF_PACKET: `sendmmsg` senders, TPACKET_V3 receivers. The ports resolve the DUT
+/// again (it knows them both).
+fn run_af_packet(
     cfg: &ConnTrialConfig,
     load: LoadPhase,
     prelim: &StreamConfig,
@@ -232,11 +334,12 @@ pub(super) fn run(
             reverse_received: rev.received,
             reverse_misdirected: rev.misdirected,
             rx_ring_drops: a_drops + b_drops,
+            ..LoadReport::default()
         })
     })
 }
 
-fn wait_start(start_ns: &AtomicU64) -> u64 {
+pub(super) fn wait_start(start_ns: &AtomicU64) -> u64 {
     loop {
         let s = start_ns.load(Ordering::Acquire);
         if s != 0 {
@@ -246,10 +349,10 @@ fn wait_start(start_ns: &AtomicU64) -> u64 {
     }
 }
 
-type Expected<'a> = Box<dyn Fn(u64, &Tuple) -> Option<bool> + Send + 'a>;
+pub(super) type Expected<'a> = Box<dyn Fn(u64, &Tuple) -> Option<bool> + Send + 'a>;
 
 /// A receiver: answers ARP/ND, counts the frames of `stream` on the tuple `expected` says.
-fn spawn_receiver<'scope, 'env>(
+pub(super) fn spawn_receiver<'scope, 'env>(
     sc: &'scope std::thread::Scope<'scope, 'env>,
     spec: crate::port::PortSpec,
     stream: u16,

@@ -17,7 +17,8 @@
 //! validation frames' headers are only known once the preliminary phase is over (the NAT
 //! chose them). Both phases send with `sendmmsg` on AF_PACKET with qdisc bypass (the lab's
 //! shaped links must not pace them) and count on TPACKET_V3 rings; connection rates are far
-//! below the frame rates the engine reaches, so the simpler path is enough. Both ports answer
+//! below the frame rates the engine reaches, so the simpler path is enough. The load of
+//! `nat-throughput` is not: it runs on XDP when it can ([`load`], [`load_xdp`]). Both ports answer
 //! ARP/ND throughout, and each resolves the DUT before anything is sent, so the DUT knows both
 //! (RFC 2544 §11) and no connection is lost to neighbour resolution.
 //!
@@ -27,6 +28,7 @@
 pub mod check;
 pub mod learn;
 pub mod load;
+mod load_xdp;
 pub mod reply;
 
 use std::net::IpAddr;
@@ -46,7 +48,7 @@ use crate::{Error, Result};
 
 pub use check::{Failed, Opened, Validated};
 pub use learn::{Learned, Tuple};
-pub use load::{LoadPhase, LoadReport};
+pub use load::{LoadEngine, LoadPhase, LoadReport};
 pub use reply::ReplyWriter;
 
 /// Stream id of the preliminary frames (initiator → responder).
@@ -219,7 +221,7 @@ pub struct PhaseTx {
 }
 
 /// What a two-phase trial measured.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConnTrialReport {
     /// N.
     pub connections: u64,

@@ -5,11 +5,15 @@
 //! | [`objects`] | the compiled BPF objects, built from `crates/engine/bpf/*.bpf.c` by `build.rs` |
 //! | [`sys`] | the only `unsafe` of this backend (BPF_PROG_RUN with live frames, ...) |
 //! | [`tx`] | TX: an XDP program run over live frames stamps each frame's signature and sends it |
+//! | [`conn_rx`] | RX of the load on N connections (`engine::nat`): each frame checked against its connection's tuple |
 //! | [`rx`] | RX: an XDP program on the receiving port counts test frames per stream in maps |
+//! | [`turns`] | senders sharing one CPU take turns call by call (the NAT load's two directions) |
 //! | [`trial`] | trials on this backend (`--backend xdp`): attach, control path, same report |
 
+pub mod conn_rx;
 pub mod objects;
 pub mod rx;
 pub(crate) mod sys;
 pub(crate) mod trial;
+pub mod turns;
 pub mod tx;

@@ -11,3 +11,7 @@ pub const RX: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/rx.
 /// The transmitter (`bpf/tx.bpf.c`): `wr_tx`, run with BPF_PROG_RUN over live frames, stamps
 /// and sends; two raw tracepoint programs count the frames the device refused.
 pub const TX: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tx.bpf.o"));
+
+/// The receiver of the load on N connections (`bpf/conn_rx.bpf.c`, `xdp::conn_rx`): checks
+/// every frame against its connection's tuple and counts it per connection.
+pub const CONN_RX: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/conn_rx.bpf.o"));

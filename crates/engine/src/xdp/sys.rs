@@ -139,6 +139,20 @@ pub struct Recipe {
     pub dst_addr_off: u16,
     pub udp_off: u16,
     pub ip_is_v4: u16,
+    /// With `RECIPE_CONNS`: the connections of the `conns` map the frames cycle through.
+    pub conn_count: u32,
+    pub pad: u32,
+}
+
+/// `struct conn` of `bpf/tx.bpf.c`: one connection's IPv4 4-tuple as the tester sends it, in
+/// host order (the load of `engine::nat` on the XDP backend).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Conn {
+    pub src_addr: u32,
+    pub dst_addr: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
 }
 
 /// `struct stream_state` of `bpf/tx.bpf.c`.
@@ -219,6 +233,8 @@ unsafe impl aya::Pod for Header {}
 // SAFETY: plain #[repr(C)] integers with no padding holes (sizes checked by the test below),
 // so any bit pattern is a valid value and the bytes the kernel copies are exactly the fields.
 unsafe impl aya::Pod for Recipe {}
+// SAFETY: as above: #[repr(C)], integers only, no padding (two u32 then two u16: 12 bytes).
+unsafe impl aya::Pod for Conn {}
 // SAFETY: as above: #[repr(C)], integers only, no padding.
 unsafe impl aya::Pod for StreamState {}
 // SAFETY: as above: #[repr(C)], integers only, no padding.
@@ -235,7 +251,11 @@ mod tests {
     #[test]
     fn map_values_have_the_c_layout_without_padding() {
         // Sums of the field sizes: any padding would make the sizes differ.
-        assert_eq!(std::mem::size_of::<Recipe>(), 8 * 2 + 4 * 8 + 2 * 12);
+        assert_eq!(
+            std::mem::size_of::<Recipe>(),
+            8 * 2 + 4 * 8 + 2 * 12 + 4 * 2
+        );
+        assert_eq!(std::mem::size_of::<Conn>(), 12);
         assert_eq!(std::mem::size_of::<StreamState>(), 40);
         assert_eq!(std::mem::size_of::<RecipeState>(), 32);
         assert_eq!(std::mem::size_of::<Ctl>(), 16);
