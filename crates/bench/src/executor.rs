@@ -35,12 +35,13 @@ pub trait TrialExecutor {
     ) -> Result<(Outcome, EngineFacts), String>;
 
     /// One two-phase connection trial (RFC 9693), the DUT's table emptied first and capped
-    /// at `table_size` when given.
+    /// at `table_size` when given; `backend` sends the `nat-throughput` load.
     fn conn_trial(
         &mut self,
         case: &Case,
         trial: &ConnTrial,
         table_size: Option<u64>,
+        backend: engine::trial::Backend,
         stop: &AtomicBool,
     ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String>;
 

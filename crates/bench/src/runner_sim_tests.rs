@@ -120,6 +120,7 @@ impl TrialExecutor for SimBed {
         _: &Case,
         _: &ConnTrial,
         _: Option<u64>,
+        _: engine::trial::Backend,
         _: &AtomicBool,
     ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
         Err("no connection trials in the simulation".into())

@@ -721,7 +721,10 @@ impl Testbed {
             dut_entries: end.map(|e| e.entries),
             misdirected: l.forward_misdirected + l.reverse_misdirected,
             tester_drops: l.rx_ring_drops,
-            engine: Some(l.engine),
+            engine: Some(match l.engine {
+                engine::nat::LoadEngine::AfPacket => crate::search::LoadBackend::AfPacket,
+                engine::nat::LoadEngine::Xdp => crate::search::LoadBackend::Xdp,
+            }),
             refused_by_dut: l.refused_by_dut,
             short_connections: l
                 .forward_short_connections
@@ -1028,9 +1031,10 @@ impl crate::executor::TrialExecutor for Testbed {
         case: &Case,
         trial: &ConnTrial,
         table_size: Option<u64>,
+        backend: engine::trial::Backend,
         stop: &AtomicBool,
     ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
-        Testbed::conn_trial(self, case, trial, table_size, stop)
+        Testbed::conn_trial(self, case, trial, table_size, backend, stop)
     }
 
     fn tcp_trial(

@@ -38,8 +38,8 @@ pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
 pub use nat::{
     drive_conn, replay_conn, ConnFinding, ConnOutcome, ConnRate, ConnReplayMismatch, ConnSearch,
     ConnSearchResult, ConnStatus, ConnTrial, ConnectionRateConfig, ConnectionRateSearch,
-    FailedSpan, LoadOutcome, NatThroughputConfig, NatThroughputSearch, PastCapacity, RealTest,
-    TableCapacityConfig, TableCapacitySearch, TeardownOutcome, TeardownRateConfig,
+    FailedSpan, LoadBackend, LoadOutcome, NatThroughputConfig, NatThroughputSearch, PastCapacity,
+    RealTest, TableCapacityConfig, TableCapacitySearch, TeardownOutcome, TeardownRateConfig,
     TeardownRateSearch, ThroughputPoint,
 };
 

@@ -217,6 +217,16 @@ impl TeardownOutcome {
 }
 
 /// What the load on the established connections measured, per direction.
+/// Which packet engine sent and counted a `nat-throughput` load, as the record names it
+/// (`engine::nat::LoadEngine` in the engine; this crate builds without the engine, so the
+/// testbed maps one to the other).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadBackend {
+    AfPacket,
+    Xdp,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct LoadOutcome {
     /// The rate asked for, each direction (frames/s).
@@ -243,7 +253,7 @@ pub struct LoadOutcome {
     /// The engine that sent and counted the load (`None` in records written before there was
     /// a choice: AF_PACKET).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<engine::nat::LoadEngine>,
+    pub engine: Option<LoadBackend>,
     /// Frames the DUT's ports refused at hand-over (XDP through a veth: its ring was full):
     /// sent, and lost in the DUT.
     #[serde(default)]

@@ -169,6 +169,7 @@ fn phase(r: &TxPortReport, pps: f64) -> (PhaseTx, u64, u64) {
         max_late_ns: (s.max_debt as f64 / pps * 1e9) as u64,
         first_tx_ns: s.first_tx_ns,
         last_tx_ns: s.last_tx_ns,
+        refused_by_peer: s.refused_by_peer,
     };
     (tx, s.sent + r.abandoned, s.refused_by_peer)
 }
