@@ -5,49 +5,24 @@
 //! it forwarded. Root is needed; without it each test prints `SKIP`. Nothing here asserts a
 //! speed: the rates are far below what this machine does.
 
-use std::io::Write;
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use engine::nat::{self, ConnTrialConfig, LoadPhase};
 use engine::trial::Backend;
-use lab::{Lab, LabConfig, Node, Profile, Topology};
+use lab::Lab;
 use wire::encap::IpVersion;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 mod common_nat;
 mod common_run;
-use common_nat::{conntrack_count, counter, sh};
-use common_run::{is_root, LabGuard};
+use common_nat::{conntrack_count, counter, nft, sh};
+use common_run::LabGuard;
 
 fn napt_lab(name: &str) -> Option<LabGuard> {
-    if !is_root() {
-        println!(
-            "SKIP: the NAT real-test tests need root (network namespaces, AF_PACKET, nftables)"
-        );
-        return None;
-    }
-    let _ = lab::down(name);
-    let cfg = LabConfig {
-        name: name.into(),
-        topology: Topology::Forward,
-        profile: Some(Profile::parse("napt").unwrap()),
-    };
-    Some(LabGuard(Some(Lab::up(&cfg).expect("lab up"))))
-}
-
-fn nft(lab: &Lab, script: &str) {
-    let mut c = lab.command(Node::Dut, &["nft", "-f", "-"]).unwrap();
-    let mut child = c.stdin(std::process::Stdio::piped()).spawn().expect("nft");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success());
+    common_nat::napt_lab(name, "NAT real-test")
 }
 
 fn trial(lab: &Lab, n: u64, pps: f64) -> ConnTrialConfig {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use engine::nat::{self, ConnTrialConfig, Failed};
 use engine::port::PortSpec;
-use lab::{Lab, LabConfig, Node, Profile, Topology};
+use lab::{Lab, Node};
 use wire::encap::IpVersion;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -22,20 +22,10 @@ static SERIAL: Mutex<()> = Mutex::new(());
 mod common_nat;
 mod common_run;
 use common_nat::{conntrack_count, counter, sh};
-use common_run::{is_root, LabGuard};
+use common_run::LabGuard;
 
 fn napt_lab(name: &str) -> Option<LabGuard> {
-    if !is_root() {
-        println!("SKIP: the NAT trial tests need root (network namespaces, AF_PACKET, nftables)");
-        return None;
-    }
-    let _ = lab::down(name);
-    let cfg = LabConfig {
-        name: name.into(),
-        topology: Topology::Forward,
-        profile: Some(Profile::parse("napt").unwrap()),
-    };
-    Some(LabGuard(Some(Lab::up(&cfg).expect("lab up"))))
+    common_nat::napt_lab(name, "NAT trial")
 }
 
 fn ports(lab: &Lab) -> (PortSpec, PortSpec) {

@@ -3,7 +3,6 @@
 //! measured as dropping — checked against the DUT's own nftables counters. Root is needed;
 //! without it each test prints `SKIP`. Nothing here asserts a speed.
 
-use std::io::Write;
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -11,40 +10,18 @@ use std::time::Duration;
 use engine::nat::{self, ConnTrialConfig, LoadEngine, LoadPhase};
 use engine::trial::Backend;
 use engine::xdp::conn_rx::sent_to;
-use lab::{Lab, LabConfig, Node, Profile, Topology};
+use lab::Lab;
 use wire::encap::IpVersion;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 mod common_nat;
 mod common_run;
-use common_nat::{conntrack_count, counter, sh};
-use common_run::{is_root, LabGuard};
+use common_nat::{conntrack_count, counter, nft, sh};
+use common_run::LabGuard;
 
 fn napt_lab(name: &str) -> Option<LabGuard> {
-    if !is_root() {
-        println!("SKIP: the XDP NAT load tests need root (network namespaces, XDP, nftables)");
-        return None;
-    }
-    let _ = lab::down(name);
-    let cfg = LabConfig {
-        name: name.into(),
-        topology: Topology::Forward,
-        profile: Some(Profile::parse("napt").unwrap()),
-    };
-    Some(LabGuard(Some(Lab::up(&cfg).expect("lab up"))))
-}
-
-fn nft(lab: &Lab, script: &str) {
-    let mut c = lab.command(Node::Dut, &["nft", "-f", "-"]).unwrap();
-    let mut child = c.stdin(std::process::Stdio::piped()).spawn().expect("nft");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success(), "nft refused:\n{script}");
+    common_nat::napt_lab(name, "XDP NAT load")
 }
 
 /// N connections in counting order (connection k from source port 1024 + k to port 9), and a

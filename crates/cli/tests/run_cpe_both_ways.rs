@@ -36,7 +36,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bench::plan::Plan;
-use common_isp::{ip, is_root};
+use common_isp::ip;
 use common_run::{plan_file, trials, WIRERATE};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -45,33 +45,11 @@ static SERIAL: Mutex<()> = Mutex::new(());
 const BACKENDS: [&str; 2] = ["af_packet", "xdp"];
 
 fn can_run() -> bool {
-    if !is_root() {
-        println!("SKIP: needs root (network namespaces, AF_PACKET, TUN)");
-        return false;
-    }
-    for tool in ["nft", "tshark", "tcpdump"] {
-        if lab::cmd::tool(tool).is_err() {
-            if std::env::var_os("CI").is_some() {
-                panic!("{tool} is missing in CI: scripts/install-deps.sh must install it");
-            }
-            println!("SKIP: {tool} is missing");
-            return false;
-        }
-    }
-    true
+    common_isp::root_and_tools(&["nft", "tshark", "tcpdump"])
 }
 
 fn sh(ns: &str, script: &str) -> String {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns, "sh", "-ec", script])
-        .output()
-        .expect("ip netns exec");
-    assert!(
-        out.status.success(),
-        "{ns}: {script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    common_isp::ns_sh(ns, script)
 }
 
 /// LAN host, gateway and ISP namespaces; removed (with what runs inside) on drop.

@@ -13,6 +13,41 @@ pub fn is_root() -> bool {
     lab::cmd::require_root().is_ok()
 }
 
+/// Whether a test that plays an uplink with real kernels can run: root, and each of `tools`
+/// on PATH. Prints the `SKIP: …` reason when not; a missing tool fails the test in CI, where
+/// `scripts/install-deps.sh` installs every one of them.
+pub fn root_and_tools(tools: &[&str]) -> bool {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, AF_PACKET, TUN)");
+        return false;
+    }
+    for tool in tools {
+        if lab::cmd::tool(tool).is_err() {
+            if std::env::var_os("CI").is_some() {
+                panic!("{tool} is missing in CI: scripts/install-deps.sh must install it");
+            }
+            println!("SKIP: {tool} is missing");
+            return false;
+        }
+    }
+    true
+}
+
+/// Runs `script` with `sh -ec` in namespace `ns`; fails the test with its stderr when it fails,
+/// else returns its stdout.
+pub fn ns_sh(ns: &str, script: &str) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "sh", "-ec", script])
+        .output()
+        .expect("ip netns exec");
+    assert!(
+        out.status.success(),
+        "{ns}: {script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Runs `ip ARGS`; fails the test with ip's message when it fails.
 pub fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("running ip");

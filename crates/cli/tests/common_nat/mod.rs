@@ -1,7 +1,43 @@
 //! What the NAT tests read in the lab DUT: commands run there, its connection table's size
-//! and its nftables counters (shared by nat_trial.rs and nat_real.rs).
+//! and its nftables counters, and a napt lab to run them on (shared by nat_trial.rs,
+//! nat_real.rs and nat_xdp.rs, which all include `common_run` too).
 
-use lab::{Lab, Node};
+#![allow(dead_code)] // each test file uses part of this
+
+use std::io::Write;
+
+use lab::{Lab, LabConfig, Node, Profile, Topology};
+
+use crate::common_run::{is_root, LabGuard};
+
+/// A forward lab named `name` with the `napt` profile, rebuilt from scratch; `None` (after a
+/// `SKIP: the <what> tests need root …` line) when not root.
+pub fn napt_lab(name: &str, what: &str) -> Option<LabGuard> {
+    if !is_root() {
+        println!("SKIP: the {what} tests need root (network namespaces, nftables)");
+        return None;
+    }
+    let _ = lab::down(name);
+    let cfg = LabConfig {
+        name: name.into(),
+        topology: Topology::Forward,
+        profile: Some(Profile::parse("napt").unwrap()),
+    };
+    Some(LabGuard(Some(Lab::up(&cfg).expect("lab up"))))
+}
+
+/// Feeds `script` to `nft -f -` in the DUT's namespace; fails the test if nft refuses it.
+pub fn nft(lab: &Lab, script: &str) {
+    let mut c = lab.command(Node::Dut, &["nft", "-f", "-"]).unwrap();
+    let mut child = c.stdin(std::process::Stdio::piped()).spawn().expect("nft");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "nft refused:\n{script}");
+}
 
 /// Runs `argv` in the DUT's namespace; its stdout, or a panic with its stderr.
 pub fn sh(lab: &Lab, argv: &[&str]) -> String {
