@@ -66,7 +66,7 @@ pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
     let mut out = Vec::new();
     let mut keys: Vec<(String, String)> = Vec::new();
     for r in a.rows.iter().chain(&b.rows) {
-        let k = (r.case_id.clone(), r.methodology.clone());
+        let k = (r.case_id.clone(), r.methodology_label());
         if !keys.contains(&k) {
             keys.push(k);
         }
@@ -75,7 +75,7 @@ pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
         let find = |x: &Analysis| {
             x.rows
                 .iter()
-                .find(|r| r.case_id == case && r.methodology == m)
+                .find(|r| r.case_id == case && r.methodology_label() == m)
                 .cloned()
         };
         let (ra, rb) = (find(a), find(b));

@@ -61,19 +61,25 @@ const NUMERIC: [&str; 13] = [
     "frame_size",
 ];
 
-/// Rows drawn together: protocol × IP version × encapsulation × directions × whether the
-/// rows are forwarding rates at overload (drawn apart from throughput: a case can have both,
-/// and they answer different questions).
-type FamilyKey = (String, u8, String, bool, bool);
+/// Rows drawn together: protocol × IP version × encapsulation × directions × what the rows
+/// measure (a forwarding rate at overload is drawn apart from throughput, and a multi-goal
+/// search's goals apart from each other: a case can have several, and they answer different
+/// questions). The measure sorts throughput at zero loss first.
+type FamilyKey = (String, u8, String, bool, (u8, String));
 
 fn family_key(r: &Row) -> FamilyKey {
     let d = &r.dims;
+    let measure = match r.loss_goal {
+        _ if is_forwarding_rate(r) => (2, row_measure(r)),
+        Some(g) if g > 0.0 => (1, row_measure(r)),
+        _ => (0, row_measure(r)),
+    };
     (
         d.protocol.clone(),
         d.ip,
         d.encap.clone(),
         d.bidirectional,
-        is_forwarding_rate(r),
+        measure,
     )
 }
 
@@ -81,21 +87,28 @@ fn is_forwarding_rate(r: &Row) -> bool {
     r.methodology == bench_model::plan::Methodology::ForwardingRate.name()
 }
 
-/// A family's heading: its name, and what it measures when that is not throughput.
+/// A family's heading: its name, and what it measures when that is not plain throughput.
 fn heading(fam: &str, rows: &[&Row]) -> String {
-    if rows.first().is_some_and(|r| is_forwarding_rate(r)) {
-        format!("{fam}: {}", measure(rows))
-    } else {
-        fam.to_string()
+    match rows.first().map(|r| row_measure(r)) {
+        Some(m) if m != "throughput" => format!("{fam}: {m}"),
+        _ => fam.to_string(),
     }
 }
 
 /// What a family's bars measure, as chart titles say it.
-fn measure(rows: &[&Row]) -> &'static str {
-    if rows.first().is_some_and(|r| is_forwarding_rate(r)) {
-        "forwarding rate at the maximum offered load"
-    } else {
-        "throughput"
+fn measure(rows: &[&Row]) -> String {
+    rows.first()
+        .map_or_else(|| "throughput".to_string(), |r| row_measure(r))
+}
+
+/// What one row measures: throughput, throughput at a multi-goal search's loss goal, or the
+/// forwarding rate at overload.
+fn row_measure(r: &Row) -> String {
+    match r.loss_goal {
+        _ if is_forwarding_rate(r) => "forwarding rate at the maximum offered load".into(),
+        Some(g) if g > 0.0 => format!("throughput at ≤ {} % loss (PDR)", g * 100.0),
+        Some(_) => "throughput at zero loss (NDR)".into(),
+        None => "throughput".into(),
     }
 }
 
@@ -282,7 +295,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         let p = max_pps.entry(r.dims.protocol.clone()).or_default();
         *p = p.max(pps);
     }
-    o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (with repetitions, half their spread plus half the search resolution; with one, the search's final bracket or the spread of iperf3's per-interval rates). Long profile names wrap; hover a label or bar for the full name. Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
+    o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (with repetitions, half their spread plus half the search resolution; with one, the search's final bracket or the spread of iperf3's per-interval rates; where a search's own trials show sporadic loss, the range it spans). A multi-goal search has a chart per loss goal (NDR, PDR). Long profile names wrap; hover a label or bar for the full name. Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
     for ((proto, ..), rows) in &families {
         let fam = rows[0].dims.family();
         let what = measure(rows);
@@ -588,7 +601,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             "<tr class=\"{}\" data-case=\"{}\" data-methodology=\"{}\">",
             status(r),
             esc(&r.case_id),
-            esc(&r.methodology)
+            esc(&r.methodology_label())
         ));
         for (k, _) in &shown {
             let c = cell(r, k);

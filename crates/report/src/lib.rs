@@ -9,8 +9,10 @@ pub mod compare;
 pub mod connections;
 pub mod html;
 pub mod model;
+pub mod sporadic;
 pub mod svg;
 pub mod text;
+mod udp_rows;
 
 pub use compare::{caveats, compare, compare_text, CompareRow, Verdict};
 pub use model::{analyse, dut_stats_from_hooks, Analysis, CaseStats, HookRecord, RunInput};

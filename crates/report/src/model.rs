@@ -339,6 +339,10 @@ pub struct Row {
     pub dims: Dims,
     /// Methodology name (`rfc2544-throughput`, `multi-goal`, `iperf3`).
     pub methodology: String,
+    /// A multi-goal row's loss goal (0 for NDR, 0.005 for PDR 0.5 %): such a search has a row
+    /// per goal. `None` for the other methodologies (and in summaries written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_goal: Option<f64>,
     /// Repetitions that produced a DUT figure.
     pub repetitions: usize,
     /// Repetitions planned.
@@ -408,10 +412,23 @@ pub struct Row {
     /// summed), mean over the repetitions that have it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditional_pps: Option<f64>,
+    /// The figure's own trials show sporadic loss well below what the device forwarded
+    /// (`crate::sporadic`; a note says where): its noise is that range, and summaries compare
+    /// another loss goal where there is one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sporadic_loss: bool,
     /// Multi-goal only: repetitions whose goal 0 result is irregular (RFC 9971); a note names
     /// them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub irregular_repetitions: usize,
+}
+
+impl Row {
+    /// The methodology as tables show it: a multi-goal row names its goal (`multi-goal NDR`,
+    /// `multi-goal PDR 0.5 %`).
+    pub fn methodology_label(&self) -> String {
+        crate::udp_rows::label(&self.methodology, self.loss_goal)
+    }
 }
 
 /// How a row's noise was measured. One figure has no spread of its own, so a single-repetition
@@ -432,6 +449,12 @@ pub enum NoiseBasis {
     /// A forwarding rate's trials at the offered load (every repetition's): half their
     /// spread.
     Trials,
+    /// The search's own trials disagree: frames were lost below a rate the device forwarded in
+    /// another trial, which a capacity limit cannot do (`crate::sporadic`). The figure may be
+    /// anywhere from itself to what the device was seen to forward, and that range is the
+    /// noise. Sporadic loss (on the lab VM: the DUT's vCPU delayed) shows this way, and so does a
+    /// capacity that wobbles from trial to trial.
+    SporadicLoss,
     /// Nothing to measure noise with (no bracket, no intervals, older records).
     #[default]
     None,
@@ -445,6 +468,9 @@ impl NoiseBasis {
             NoiseBasis::SearchBracket => "the search's final bracket",
             NoiseBasis::Iperf3Intervals => "iperf3's per-interval spread",
             NoiseBasis::Trials => "spread over the trials at the offered load",
+            NoiseBasis::SporadicLoss => {
+                "its trials' disagreement (frames lost below a rate forwarded elsewhere)"
+            }
             NoiseBasis::None => "no noise measured",
         }
     }
@@ -478,7 +504,7 @@ pub fn iperf3_interval_spread(raw: &serde_json::Value) -> Option<f64> {
 
 /// The lab DUT's CPU over the trials of one search that ran at `load` (the reported result's
 /// load: its lower bound), mean over them. Latency and burst trials are not the search's.
-fn cpu_at_load(trials: Option<&Vec<&TrialRecord>>, load: f64) -> Option<f64> {
+pub(crate) fn cpu_at_load(trials: Option<&Vec<&TrialRecord>>, load: f64) -> Option<f64> {
     let v: Vec<f64> = trials?
         .iter()
         .filter(|t| at_load(t, load))
@@ -497,7 +523,7 @@ fn at_load(t: &TrialRecord, load: f64) -> bool {
 }
 
 /// Invalid frames over `trials`, by reason.
-fn invalid_of<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> InvalidCounts {
+pub(crate) fn invalid_of<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> InvalidCounts {
     let mut t = InvalidCounts::default();
     for e in trials.filter_map(|t| t.engine.as_ref()) {
         t.merge(&e.invalid);
@@ -511,7 +537,7 @@ fn is_zero(n: &usize) -> bool {
 
 /// Frames lost over `trials`, and the DUT's ingress drops over those that recorded them (the
 /// second only when every trial did).
-fn loss_accounting<'a>(
+pub(crate) fn loss_accounting<'a>(
     trials: impl Iterator<Item = &'a TrialRecord>,
 ) -> (Option<u64>, Option<u64>) {
     let (mut lost, mut drops, mut n, mut with_dut) = (0u64, 0u64, 0usize, 0usize);
@@ -530,7 +556,7 @@ fn loss_accounting<'a>(
 }
 
 /// The packet engines a case's trials ran on, as one cell: `xdp`, `af_packet (why)`, or both.
-fn engines_of<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> String {
+pub(crate) fn engines_of<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> String {
     let mut seen: Vec<String> = Vec::new();
     for t in trials {
         let Some(e) = &t.engine else { continue };
@@ -710,7 +736,7 @@ pub struct DirectionFigure {
 /// (`loads`), the receive rate of each direction in the trials that ran at that load, as the
 /// runner recorded them (`EngineFacts::per_direction`); the mean over repetitions. `one_way`
 /// is one direction's line rate in frames/s.
-fn direction_figures(
+pub(crate) fn direction_figures(
     trials: &[Option<&Vec<&TrialRecord>>],
     loads: &[f64],
     one_way: f64,
@@ -922,7 +948,7 @@ pub fn udp_max(speed: f64, dims: &Dims, frame: u32) -> Option<(f64, f64, String)
     Some((r.total_pps.0, r.total_l2.0, name))
 }
 
-fn mean(v: &[f64]) -> Option<f64> {
+pub(crate) fn mean(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
         None
     } else {
@@ -930,7 +956,7 @@ fn mean(v: &[f64]) -> Option<f64> {
     }
 }
 
-fn half_spread(v: &[f64]) -> f64 {
+pub(crate) fn half_spread(v: &[f64]) -> f64 {
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if v.len() < 2 {
@@ -1090,227 +1116,24 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let mut rows = Vec::new();
     let mut tcp_timestamps_note = false;
     for (case_id, m) in &keys {
-        let mut dims = dims_for(case_id, &mut dims_of);
+        let dims = dims_for(case_id, &mut dims_of);
         let dut_cpu_percent = cpu.get(case_id.as_str()).and_then(|v| mean(v));
         let dut_power_watts = power.get(case_id.as_str()).and_then(|v| mean(v));
         if is_throughput(*m) {
-            let Some(frame) = dims.frame_size else {
-                continue;
+            let records = crate::udp_rows::Records {
+                trials: &trials,
+                done: &done,
+                ceiling: &ceiling,
+                speed,
+                reps,
             };
-            // How many directions the trials really ran (records before `directions` existed
-            // read as 1); that, not the plan, decides whether rates are sums of two.
-            let recorded = trials
-                .iter()
-                .filter(|((c, _, mm), _)| c == case_id && mm == m)
-                .flat_map(|(_, ts)| ts.iter().map(|t| t.outcome.directions))
-                .max();
-            if let Some(n) = recorded {
-                if dims.bidirectional && n < 2 {
-                    notes.push(format!(
-                        "{case_id}: the plan asks for both directions, but its trials ran one way; shown as one-way figures"
-                    ));
-                }
-                dims.bidirectional = n >= 2;
-            }
-            let directions: u8 = if dims.bidirectional { 2 } else { 1 };
-            let Some((max_pps, max_l2, bottleneck)) = udp_max(speed, &dims, frame) else {
-                notes.push(format!(
-                    "{case_id}: frame size {frame} B does not fit the path; no theoretical maximum"
-                ));
-                continue;
-            };
-            let mut rep_pps = Vec::new();
-            let mut widths = Vec::new();
-            let mut limited = None;
-            let mut conditional = Vec::new();
-            let mut irregular = 0;
-            let mut rep_cpu = Vec::new();
-            let mut single_bracket = None;
-            // Forwarding rate: every trial's rate (all repetitions), for its noise.
-            let mut trial_pps = Vec::new();
-            // Each repetition's result load and its trials, for the per-direction figures.
-            let (mut result_trials, mut result_loads) = (Vec::new(), Vec::new());
-            for ((c, rep, mm), res) in &done {
-                if c != case_id || mm != m {
-                    continue;
-                }
-                let Some(res) = res else { continue };
-                match (&res.status, &res.finding) {
-                    (Status::TesterLimited { achieved, .. }, _) => {
-                        limited = Some(achieved.percent());
-                    }
-                    (Status::TimeCapped { cap }, Finding::Throughput { goals }) => {
-                        let brackets: Vec<String> = goals
-                            .iter()
-                            .map(|g| {
-                                let b = |x: Option<bench_model::search::LineFraction>| {
-                                    x.map_or("–".into(), |x| format!("{:.3} %", x.percent()))
-                                };
-                                format!(
-                                    "loss {} %: [{}, {}]",
-                                    g.loss_ratio * 100.0,
-                                    b(g.lower),
-                                    b(g.upper)
-                                )
-                            })
-                            .collect();
-                        notes.push(format!(
-                            "{case_id} ({}, repetition {rep}): stopped at the search-time cap of {} s with these brackets, not counted as a DUT figure: {}",
-                            m.name(),
-                            cap.as_secs_f64(),
-                            brackets.join("; ")
-                        ));
-                    }
-                    (Status::Complete, Finding::Throughput { goals }) => {
-                        if let Some(g) = goals.first() {
-                            let lower = g.lower.map_or(0.0, |l| l.0);
-                            rep_pps.push(lower * max_pps);
-                            result_trials.push(trials.get(&(c.clone(), *rep, *m)));
-                            result_loads.push(lower);
-                            if let Some(c) = g
-                                .lower
-                                .and_then(|l| cpu_at_load(trials.get(&(c.clone(), *rep, *m)), l.0))
-                            {
-                                rep_cpu.push(c);
-                            }
-                            // One repetition: the whole bracket (0 when the maximum load
-                            // met the goal: the figure is then the maximum itself).
-                            single_bracket =
-                                Some(g.upper.map_or(0.0, |u| (u.0 - lower).max(0.0)) * max_pps);
-                            if let Some(c) = g.conditional_throughput {
-                                conditional.push(c.0 * max_pps);
-                            }
-                            if g.regular == Some(false) {
-                                irregular += 1;
-                            }
-                            if let Some(u) = g.upper {
-                                widths.push((u.0 - lower) * max_pps);
-                            }
-                        }
-                    }
-                    (
-                        Status::Complete,
-                        Finding::ForwardingRate {
-                            load,
-                            rates,
-                            mean: Some(m_rate),
-                        },
-                    ) => {
-                        rep_pps.push(m_rate.0 * max_pps);
-                        trial_pps.extend(rates.iter().map(|r| r.0 * max_pps));
-                        let these = trials.get(&(c.clone(), *rep, *m));
-                        result_trials.push(these);
-                        result_loads.push(load.0);
-                        if let Some(c) = cpu_at_load(these, load.0) {
-                            rep_cpu.push(c);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            if limited.is_none() {
-                if let Some(p) = ceiling.get(&(case_id.clone(), *m)) {
-                    // The calibrated ceiling is per direction.
-                    limited = Some(100.0 * p * f64::from(directions) / max_pps);
-                }
-            }
-            let pps = mean(&rep_pps);
-            let (noise_pps, noise_basis) = match (rep_pps.len(), single_bracket) {
-                // A forwarding rate has no bracket: its trials at the one load are the noise.
-                _ if *m == Methodology::ForwardingRate => {
-                    if trial_pps.len() >= 2 {
-                        (half_spread(&trial_pps), NoiseBasis::Trials)
-                    } else {
-                        (0.0, NoiseBasis::None)
-                    }
-                }
-                (n, _) if n >= 2 => (
-                    half_spread(&rep_pps) + mean(&widths).unwrap_or(0.0) / 2.0,
-                    NoiseBasis::Repetitions,
-                ),
-                (1, Some(w)) if w.is_finite() => (w, NoiseBasis::SearchBracket),
-                _ => (mean(&widths).unwrap_or(0.0) / 2.0, NoiseBasis::None),
-            };
-            // The lab DUT's CPU at each repetition's result; else the case's sampler.
-            let dut_cpu_percent = mean(&rep_cpu).or(dut_cpu_percent);
-            // This case's trials (every repetition), for the engine and loss columns.
-            let case_trials: Vec<&TrialRecord> = trials
-                .iter()
-                .filter(|((c, _, mm), _)| c == case_id && mm == m)
-                .flat_map(|(_, ts)| ts.iter().copied())
-                .collect();
-            let accounted = loss_accounting(case_trials.iter().copied());
-            let invalid = invalid_of(case_trials.iter().copied());
-            if !invalid.is_zero() {
-                notes.push(format!(
-                    "{case_id}: {} frame{} carrying a test signature {} not counted as received because {} not valid for {} stream ({}); they count as lost: the DUT corrupted, fragmented, re-encapsulated or misdirected them, or something forged them (engine::validate)",
-                    invalid.total(),
-                    if invalid.total() == 1 { "" } else { "s" },
-                    if invalid.total() == 1 { "was" } else { "were" },
-                    if invalid.total() == 1 { "it was" } else { "they were" },
-                    if invalid.total() == 1 { "its" } else { "their" },
-                    invalid.describe()
-                ));
-            }
-            let frame_len = frame as f64;
-            let per_direction = if dims.bidirectional && limited.is_none() {
-                direction_figures(
-                    &result_trials,
-                    &result_loads,
-                    max_pps / f64::from(directions),
-                    frame_len,
-                )
-            } else {
-                Vec::new()
-            };
-            rows.push(Row {
-                case_id: case_id.clone(),
-                dims,
-                methodology: m.name().into(),
-                repetitions: rep_pps.len(),
-                repetitions_planned: reps,
-                directions,
-                frame_len,
-                pps: if limited.is_some() { None } else { pps },
-                l2_bps: if limited.is_some() {
-                    None
-                } else {
-                    pps.map(|p| p * frame_len * 8.0)
-                },
-                l4_bps: None,
-                rep_pps,
-                noise_pps,
-                noise_basis,
-                max_pps,
-                max_l2_bps: max_l2,
-                bottleneck,
-                percent: if limited.is_some() {
-                    None
-                } else {
-                    pps.map(|p| 100.0 * p / max_pps)
-                },
-                tester_limited: limited.is_some(),
-                tester_reached_percent: limited,
+            let samples = crate::udp_rows::CaseSamples {
                 dut_cpu_percent,
                 dut_power_watts,
-                per_direction,
-                engine: engines_of(case_trials.iter().copied()),
-                trial_frames_lost: accounted.0,
-                dut_ingress_drops: accounted.1,
-                trial_frames_invalid: (!invalid.is_zero()).then(|| invalid.total()),
-                conditional_pps: if limited.is_some() {
-                    None
-                } else {
-                    mean(&conditional)
-                },
-                irregular_repetitions: irregular,
-            });
-            if irregular > 0 {
-                notes.push(format!(
-                    "{case_id} ({}): {irregular} repetition(s) with an irregular result (RFC 9971: the maximum load met the loss goal or the minimum load missed it; the figure is a bound, not a bracket)",
-                    m.name()
-                ));
-            }
+            };
+            rows.extend(crate::udp_rows::rows(
+                &records, case_id, *m, dims, samples, &mut notes,
+            ));
         } else {
             // iperf3: one run per repetition; the last trial with a parsable report counts.
             let mut rep_pps = Vec::new();
@@ -1398,6 +1221,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 case_id: case_id.clone(),
                 dims,
                 methodology: m.name().into(),
+                loss_goal: None,
+                sporadic_loss: false,
                 repetitions: rep_pps.len(),
                 repetitions_planned: reps,
                 directions,
@@ -1516,7 +1341,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             continue;
         };
         let max_pps = max_pps / directions;
-        // The same case's throughput: RFC 2544 first, else multi-goal's first goal.
+        // The same case's throughput: RFC 2544 first, else multi-goal's first goal (the
+        // rows are in goal order).
         let throughput_pps = ["rfc2544-throughput", "multi-goal"].iter().find_map(|m| {
             rows.iter()
                 .find(|r| r.case_id == case && r.methodology == *m && !r.tester_limited)
@@ -1573,6 +1399,11 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         sort_key(&a.dims)
             .cmp(&sort_key(&b.dims))
             .then(a.methodology.cmp(&b.methodology))
+            .then(
+                a.loss_goal
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.loss_goal.unwrap_or(0.0)),
+            )
     });
     loss_curves.sort_by_key(|a| sort_key(&a.dims));
     latency.sort_by_key(|a| sort_key(&a.dims));
@@ -1682,6 +1513,12 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
+/// Whether two rows measure the same thing (methodology and, for multi-goal rows, loss goal),
+/// so that their figures may be compared.
+fn same_measure(a: &Row, b: &Row) -> bool {
+    a.methodology == b.methodology && a.loss_goal == b.loss_goal
+}
+
 /// Whether `a` and `b` differ by more than their noise: |a − b| > noise(a) + noise(b).
 pub fn beyond_noise(a: f64, noise_a: f64, b: f64, noise_b: f64) -> bool {
     (a - b).abs() > noise_a + noise_b
@@ -1755,17 +1592,15 @@ fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
         }
         let key = r.dims.without_profile();
         let Some(b) = rows.iter().find(|b| {
-            b.dims.profile == baseline
-                && b.methodology == r.methodology
-                && b.dims.without_profile() == key
+            b.dims.profile == baseline && same_measure(b, r) && b.dims.without_profile() == key
         }) else {
             continue;
         };
         let cites = vec![
-            (r.case_id.clone(), r.methodology.clone()),
-            (b.case_id.clone(), b.methodology.clone()),
+            (r.case_id.clone(), r.methodology_label()),
+            (b.case_id.clone(), b.methodology_label()),
         ];
-        let point = r.dims.point();
+        let point = format!("{}{}", r.dims.point(), goal_words(r));
         if b.tester_limited {
             out.push(Statement {
                 profile: r.dims.profile.clone(),
@@ -1825,6 +1660,47 @@ fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
     out
 }
 
+/// A multi-goal row's loss goal as statements name it (`, at zero loss`, `, at ≤ 0.5 % loss`);
+/// empty for rows of one figure.
+fn goal_words(r: &Row) -> String {
+    match r.loss_goal {
+        Some(g) if g <= 0.0 => ", at zero loss".into(),
+        Some(g) => format!(", at ≤ {} % loss", g * 100.0),
+        None => String::new(),
+    }
+}
+
+/// Whether a summary speaks of `r`'s loss goal: one goal per multi-goal case, the lowest whose
+/// comparison with its reference (`want`) neither figure's sporadic loss decides
+/// (`Row::sporadic_loss`), else the lowest. Per-case findings list every goal; the summary
+/// would otherwise say each thing once per goal, and a zero-loss figure that sporadic loss
+/// decides says nothing about the device's cost.
+fn is_summarised_goal(rows: &[Row], r: &Row, want: &Dims) -> bool {
+    if r.loss_goal.is_none() {
+        return true;
+    }
+    let mut goals: Vec<(&Row, Option<&Row>)> = rows
+        .iter()
+        .filter(|g| g.case_id == r.case_id && g.methodology == r.methodology)
+        .map(|g| {
+            let reference = rows.iter().find(|o| o.dims == *want && same_measure(o, g));
+            (g, reference)
+        })
+        .filter(|(g, reference)| reference.is_some_and(|o| compare_rows(g, o).is_some()))
+        .collect();
+    goals.sort_by(|a, b| {
+        a.0.loss_goal
+            .unwrap_or(0.0)
+            .total_cmp(&b.0.loss_goal.unwrap_or(0.0))
+    });
+    let clean = goals
+        .iter()
+        .find(|(g, o)| !g.sporadic_loss && !o.is_some_and(|o| o.sporadic_loss));
+    clean
+        .or(goals.first())
+        .is_some_and(|(g, _)| g.loss_goal == r.loss_goal)
+}
+
 /// What a conclusion adds when its figures are not throughput: a forwarding rate at overload
 /// and a zero-loss throughput can disagree (docs/methodology.md), so the sentence says which.
 fn methodology_qualifier(methodology: &str) -> &'static str {
@@ -1870,9 +1746,7 @@ fn switched_twin_exists(rows: &[Row], r: &Row, except: &str) -> bool {
         off.fastpath = Some(false);
         any = true;
     }
-    any && rows
-        .iter()
-        .any(|o| o.dims == off && o.methodology == r.methodology)
+    any && rows.iter().any(|o| o.dims == off && same_measure(o, r))
 }
 
 /// Summaries per dimension ([`Conclusion`]): each profile against the baseline, the fast path
@@ -1921,13 +1795,13 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
             if switched_twin_exists(rows, r, dimension) {
                 continue;
             }
-            let Some(reference) = rows
-                .iter()
-                .find(|o| o.dims == want && o.methodology == r.methodology)
-            else {
+            let Some(reference) = rows.iter().find(|o| o.dims == want && same_measure(o, r)) else {
                 continue;
             };
             if compare_rows(r, reference).is_none() {
+                continue;
+            }
+            if !is_summarised_goal(rows, r, &want) {
                 continue;
             }
             let key = (r.dims.context(), r.methodology.clone());
@@ -1955,14 +1829,16 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
             let profile = &s.dims.profile;
             let text = match dimension {
                 "profile" if c.delta < 0.0 => format!(
-                    "{profile} costs {} of {baseline}'s rate at {}",
+                    "{profile} costs {} of {baseline}'s rate at {}{}",
                     pct_word(c.delta),
-                    s.dims.point()
+                    s.dims.point(),
+                    goal_words(s)
                 ),
                 "profile" => format!(
-                    "{profile} forwards {} more than {baseline} at {}",
+                    "{profile} forwards {} more than {baseline} at {}{}",
                     pct_word(c.delta),
-                    s.dims.point()
+                    s.dims.point(),
+                    goal_words(s)
                 ),
                 "ip" => {
                     let mut at = Vec::new();
@@ -1976,6 +1852,7 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
                         at.push("bidirectional".into());
                     }
                     at.push(s.dims.protocol.to_uppercase());
+                    at.extend(goal_words(s).strip_prefix(", ").map(String::from));
                     format!(
                         "IPv6 forwards {} {} than IPv4 for {profile} at {}",
                         pct_word(c.delta),
@@ -1991,17 +1868,18 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
                         at.fastpath = None;
                     }
                     format!(
-                        "{switch} on: {} for {profile} at {}",
+                        "{switch} on: {} for {profile} at {}{}",
                         signed_word(c.delta),
-                        at.point()
+                        at.point(),
+                        goal_words(s)
                     )
                 }
             };
             out.push(Conclusion {
                 dimension: dimension.into(),
                 cites: vec![
-                    (s.case_id.clone(), s.methodology.clone()),
-                    (r.case_id.clone(), r.methodology.clone()),
+                    (s.case_id.clone(), s.methodology_label()),
+                    (r.case_id.clone(), r.methodology_label()),
                 ],
                 delta_percent: c.delta,
                 noise_percent: c.noise,
@@ -2069,7 +1947,7 @@ fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTable> {
                 },
                 r.dims.mss,
             );
-            let key = (k, r.methodology.clone());
+            let key = (k, r.methodology_label());
             let lines = match groups.iter_mut().find(|(g, _)| *g == key) {
                 Some((_, l)) => l,
                 None => {

@@ -314,7 +314,7 @@ pub fn cell(r: &Row, column: &str) -> String {
         "mss" => opt(d.mss),
         "offload" => switch(d.offload).unwrap_or_default(),
         "fastpath" => switch(d.fastpath).unwrap_or_default(),
-        "methodology" => r.methodology.clone(),
+        "methodology" => r.methodology_label(),
         "repetitions" => r.repetitions.to_string(),
         "status" => status(r).into(),
         "pps" => r.pps.map(num::pps).unwrap_or_default(),
@@ -650,7 +650,7 @@ pub fn terminal(a: &Analysis) -> String {
     let mut rows: Vec<[String; 5]> = Vec::new();
     for r in &a.rows {
         rows.push([
-            format!("{} [{}]", r.case_id, r.methodology),
+            format!("{} [{}]", r.case_id, r.methodology_label()),
             r.pps.map(num::pps).unwrap_or_else(|| "-".into()),
             r.l2_bps.map(num::mbps).unwrap_or_else(|| "-".into()),
             r.percent.map(num::pct).unwrap_or_else(|| "-".into()),

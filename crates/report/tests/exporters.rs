@@ -399,10 +399,13 @@ fn agree(name: &str) -> (usize, usize) {
     let mut compared = 0;
     for (i, j) in json_rows.iter().enumerate() {
         let case = j["case_id"].as_str().unwrap();
-        let m = j["methodology"].as_str().unwrap();
+        // Tables name a multi-goal row's goal (`multi-goal NDR`); JSON keeps the methodology
+        // and the goal apart.
+        let m = &a.rows[i].methodology_label();
+        assert_eq!(a.rows[i].methodology, j["methodology"].as_str().unwrap());
         let csv_row = csv_rows
             .iter()
-            .find(|r| r[col("case")] == case && r[col("methodology")] == m)
+            .find(|r| r[col("case")] == case && r[col("methodology")] == *m)
             .unwrap_or_else(|| panic!("{case} missing from CSV"));
         let md_row = &md_rows[i];
         assert_eq!(md_row[0], case, "Markdown keeps the JSON order");
@@ -886,10 +889,9 @@ fn multi_goal_conditional_throughput_and_irregular_results() {
         .unwrap();
     assert!((row.conditional_pps.unwrap() - 0.4 * row.max_pps).abs() < 1e-6);
     assert_eq!(row.irregular_repetitions, 1);
-    assert!(a
-        .notes
-        .iter()
-        .any(|n| n.contains("forward/udp4/64B (multi-goal): 1 repetition(s) with an irregular")));
+    assert!(a.notes.iter().any(
+        |n| n.contains("forward/udp4/64B (multi-goal NDR): 1 repetition(s) with an irregular")
+    ));
     let json = String::from_utf8(report::text::json(&a)).unwrap();
     assert!(json.contains("\"conditional_pps\"") && json.contains("\"irregular_repetitions\": 1"));
 }
@@ -968,6 +970,9 @@ fn ipdv_min_median_max_are_medians_over_trials_in_every_format() {
 /// The first percentage in `text` (`97 %`, `+1.5 %`, `−48 %`, `±0 %`), signed, and the `noise
 /// ±N %` figure when there is one.
 fn percents(text: &str) -> (Option<f64>, Option<f64>) {
+    // A multi-goal statement names its goal (`at ≤ 0.5 % loss`), which is not a figure.
+    let stripped = without_goal(text);
+    let text = stripped.as_str();
     let number_before = |end: usize| -> Option<f64> {
         let head = &text[..end];
         let start = head
@@ -986,6 +991,26 @@ fn percents(text: &str) -> (Option<f64>, Option<f64>) {
         .and_then(|i| text[i..].find(" %").map(|j| i + j))
         .and_then(number_before);
     (first, noise)
+}
+
+/// `text` without the loss goal a multi-goal statement names (`, at ≤ 0.5 % loss`).
+fn without_goal(text: &str) -> String {
+    match text.find(", at ≤ ") {
+        Some(i) => match text[i..].find(" % loss") {
+            Some(j) => format!("{}{}", &text[..i], &text[i + j + " % loss".len()..]),
+            None => text.to_string(),
+        },
+        None => text.to_string(),
+    }
+}
+
+/// The loss goal a statement citing a table row of methodology `m` must name, if any.
+fn goal_words_of(m: &str) -> Option<String> {
+    if m.ends_with(" NDR") {
+        return Some(", at zero loss".into());
+    }
+    let pdr = m.split(" PDR ").nth(1)?;
+    Some(format!(", at ≤ {pdr} loss"))
 }
 
 /// Checks every conclusion, per-case finding and switch-table line of `a` against the CSV rows
@@ -1049,6 +1074,11 @@ fn findings_match_the_table(a: &Analysis) -> Result<usize, String> {
         if !t.contains(&s[col("profile")]) {
             return Err(format!("{t:?} does not name {}", s[col("profile")]));
         }
+        if let Some(g) = goal_words_of(&s[col("methodology")]) {
+            if !t.contains(&g) {
+                return Err(format!("{t:?} does not name its loss goal {g:?}"));
+            }
+        }
         let point = [("frame_size", " B"), ("mss", "")];
         for (k, unit) in point {
             let v = &s[col(k)];
@@ -1073,6 +1103,11 @@ fn findings_match_the_table(a: &Analysis) -> Result<usize, String> {
         // Whole percent here (signed_percent), within the table's rounding.
         if (said - delta).abs() > 0.6 {
             return Err(format!("{:?}: the table gives {delta:+.2} %", f.text));
+        }
+        if let Some(g) = goal_words_of(&f.cites[0].1) {
+            if !f.text.contains(&g) {
+                return Err(format!("{:?} does not name its loss goal {g:?}", f.text));
+            }
         }
         let within = f.text.contains("within noise");
         let judged = !f.text.contains("not judged");
@@ -1146,11 +1181,11 @@ fn conclusions_summarise_each_dimension_and_agree_with_their_table() {
     // +60 % to forwarding, offloads +50 % to TCP where per-packet cost binds (MSS 400), IPv6
     // 15 % more per packet.
     assert!(
-        has("filter-stateful-10000 costs 97 % of forward's rate at 64 B, IPv4 UDP (noise ±"),
+        has("filter-stateful-10000 costs 97 % of forward's rate at 64 B, IPv4 UDP, at zero loss (noise ±"),
         "{texts:#?}"
     );
     assert!(
-        has("fastpath on: +80 % for napt at 64 B, IPv4 UDP (noise ±"),
+        has("fastpath on: +80 % for napt at 64 B, IPv4 UDP, at zero loss (noise ±"),
         "{texts:#?}"
     );
     assert!(
@@ -1168,7 +1203,9 @@ fn conclusions_summarise_each_dimension_and_agree_with_their_table() {
     // Each names its noise measure; a one-repetition run uses brackets and intervals.
     for c in &a.conclusions {
         assert!(
-            c.noise == "the search's final bracket" || c.noise == "iperf3's per-interval spread",
+            c.noise == "the search's final bracket"
+                || c.noise == "iperf3's per-interval spread"
+                || c.noise.starts_with("its trials' disagreement"),
             "{c:?}"
         );
         assert!(c.text.ends_with(&format!("{})", c.noise)), "{}", c.text);
@@ -1647,4 +1684,164 @@ fn forwarding_rate_rows_switch_table_and_conclusion() {
         md.contains("| forwarding-rate |"),
         "markdown rows name the methodology"
     );
+}
+
+/// A run like the lab demo on its VM: forward forwards 40 % of line rate but loses a few frames
+/// in every trial above 5 % (its vCPU delayed now and then), filter-stateful-1 has 36 % and no
+/// sporadic loss. The zero-loss search then finds about 5 % for forward and 36 % for the
+/// filter, and before the sporadic-loss check the report concluded "filter-stateful-1 forwards
+/// 600 % more than forward". The forward row's own trials contradict a capacity limit, so its
+/// noise covers that range, a note says where, the zero-loss finding is within noise, and the
+/// summary compares the 0.5 % goal instead: the filter costs 9.6 %.
+#[test]
+fn sporadic_loss_decides_no_finding_and_the_summary_compares_the_goal_it_does_not_decide() {
+    use bench_model::plan::{Methodology, Plan};
+    use bench_model::results::{MethodologyDone, Record, TrialKey, TrialRecord};
+    use bench_model::search::{drive, Outcome, TrialRequest};
+    let plan_text = r#"
+name = "sporadic"
+[topology]
+kind = "lab"
+lab = "forward"
+name = "sp"
+speed = "1G"
+[dut]
+kind = "lab"
+[dut.profiles.forward]
+[dut.profiles.filter-stateful-1]
+[run]
+repetitions = 1
+trial-duration = "0.5s"
+[methodology.multi-goal]
+goals = [0.0, 0.005]
+width = 0.02
+initial-duration = "0.2s"
+[[matrix]]
+name = "udp"
+protocol = ["udp"]
+ip = [4]
+frame-size = [64]
+methodologies = ["multi-goal"]
+"#;
+    let plan = Plan::parse(plan_text, "sporadic.toml").unwrap();
+    let info = RunInfo {
+        plan_name: plan.name.clone(),
+        plan_text: plan_text.into(),
+        version: "0.1.0".into(),
+        started_unix: 1_795_300_000,
+        host: Default::default(),
+    };
+    let line = 1_488_095.0;
+    let mut records = Vec::new();
+    for case in plan.cases().unwrap() {
+        let (capacity, sporadic) = if case.profile == "forward" {
+            (0.40, 30)
+        } else {
+            (0.36, 0)
+        };
+        let m = Methodology::MultiGoal;
+        let mut s = plan.search(&case, m).unwrap();
+        let mut index = 0;
+        let result = drive(s.as_mut(), |req: &TrialRequest| {
+            let load = req.load.0;
+            let sent = (load * line * req.duration.as_secs_f64()).round() as u64;
+            let over = if load > capacity {
+                ((load - capacity) / load * sent as f64).ceil() as u64
+            } else {
+                0
+            };
+            let lost = (over + if load > 0.05 { sporadic } else { 0 }).min(sent);
+            let out = Outcome {
+                intended: req.load,
+                offered: req.load,
+                received: sent - lost,
+                lost,
+                directions: 1,
+                duration: req.duration,
+                latency: None,
+            };
+            records.push(Record::Trial(TrialRecord {
+                key: TrialKey {
+                    case_id: case.id.clone(),
+                    repetition: 0,
+                    methodology: m,
+                    index,
+                },
+                request: *req,
+                outcome: out,
+                tester_limited: false,
+                iperf3: None,
+                tcp: None,
+                engine: None,
+                superseded: false,
+                finished_unix_ms: 1_795_300_000_000 + u64::from(index),
+            }));
+            index += 1;
+            out
+        });
+        records.push(Record::Done(MethodologyDone {
+            case_id: case.id.clone(),
+            repetition: 0,
+            methodology: m,
+            result: Some(result),
+            ceiling: None,
+        }));
+    }
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    // A row per goal, each named in the table.
+    let row = |profile: &str, label: &str| {
+        a.rows
+            .iter()
+            .find(|r| r.dims.profile == profile && r.methodology_label() == label)
+            .unwrap_or_else(|| panic!("{profile} {label}: {:#?}", a.rows))
+    };
+    let ndr = row("forward", "multi-goal NDR");
+    let pdr = row("forward", "multi-goal PDR 0.5 %");
+    assert!(ndr.percent.unwrap() < 6.0, "{ndr:?}");
+    assert!(pdr.percent.unwrap() > 39.0, "{pdr:?}");
+    assert!(ndr.sporadic_loss && !pdr.sporadic_loss);
+    assert_eq!(ndr.noise_basis, report::model::NoiseBasis::SporadicLoss);
+    // Its noise reaches what forward was seen to forward (40 % of line rate).
+    assert!(
+        ndr.pps.unwrap() + ndr.noise_pps >= 0.40 * line * 0.99,
+        "{ndr:?}"
+    );
+    let filter = row("filter-stateful-1", "multi-goal NDR");
+    assert!(!filter.sporadic_loss && filter.noise_basis != report::model::NoiseBasis::SporadicLoss);
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.starts_with("forward/udp4/64B (multi-goal NDR): sporadic loss: 30 of ")),
+        "{:#?}",
+        a.notes
+    );
+    // The zero-loss comparison is within noise; the 0.5 % one is a finding.
+    let finding = |goal: &str| {
+        a.findings
+            .iter()
+            .find(|f| f.text.contains(goal))
+            .unwrap_or_else(|| panic!("{goal}: {:#?}", a.findings))
+    };
+    assert!(!finding("at zero loss").significant);
+    assert!(finding("at ≤ 0.5 % loss").significant);
+    let texts: Vec<&str> = a.conclusions.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts.len(), 1, "{texts:#?}");
+    assert!(
+        texts[0].starts_with(
+            "filter-stateful-1 costs 9.6 % of forward's rate at 64 B, IPv4 UDP, at ≤ 0.5 % loss (noise ±"
+        ),
+        "{texts:#?}"
+    );
+    findings_match_the_table(&a).unwrap();
+    // Every format shows both goals' rows.
+    let csv = String::from_utf8(report::text::csv(&a)).unwrap();
+    assert!(csv.contains(",multi-goal NDR,") && csv.contains(",multi-goal PDR 0.5 %,"));
+    let html = String::from_utf8(report::html::html(&a)).unwrap();
+    assert!(html.contains("throughput at zero loss (NDR)"));
+    assert!(html.contains("throughput at ≤ 0.5 % loss (PDR)"));
 }
