@@ -205,7 +205,7 @@ mod tests {
     fn a_reading_is_timed_by_the_clock_around_it_not_by_when_the_command_returned() {
         let r = parse_reading("1795300000.100000 1000 10 1795300000.100200\n").unwrap();
         assert_eq!((r.bytes, r.packets), (1000, 10));
-        assert!((r.at - 1_795_300_000.1001).abs() < 1e-6, "{}", r.at);
+        assert!((r.at - 1_795_300_000.100_1).abs() < 1e-6, "{}", r.at);
         // A locale's decimal comma.
         let c = parse_reading("1795300000,5 1 1 1795300000,5").unwrap();
         assert!((c.at - 1_795_300_000.5).abs() < 1e-6);
