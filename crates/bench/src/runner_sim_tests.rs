@@ -185,13 +185,25 @@ fn run_sim(
     bed: SimBed,
     stop: &AtomicBool,
 ) -> Result<RunSummary, RunError> {
+    run_calibrated(text, dir, resume, bed, stop, None)
+}
+
+/// [`run_sim`] with the tester's calibration a `wirerate run --calibration` would load.
+fn run_calibrated(
+    text: &str,
+    dir: &Path,
+    resume: bool,
+    bed: SimBed,
+    stop: &AtomicBool,
+    calibration: Option<Calibration>,
+) -> Result<RunSummary, RunError> {
     let plan = Plan::parse(text, "sim.toml").expect("the test plan parses");
     let cases = plan.cases().expect("cases");
     let mut progress = |_: Event<'_>| {};
     let mut opts = RunOptions {
         dir: dir.to_path_buf(),
         resume,
-        calibration: None,
+        calibration,
         stop,
         progress: &mut progress,
     };
@@ -351,4 +363,81 @@ fn the_dut_figure_is_the_simulated_capacity() {
     assert_eq!(results[0].status, Status::Complete);
     let t = results[0].throughput(0).expect("a throughput").0;
     assert!(t <= 0.37 + 1e-9 && t > 0.37 - 0.02 - 1e-9, "throughput {t}");
+}
+
+/// A calibration of a tester that proved `fraction` of line rate at 64 B over IPv4.
+fn calibration_at(fraction: f64) -> Calibration {
+    let line = wire::linerate::max_frame_rate(wire::units::BitsPerSec(1e9), 64).0;
+    Calibration {
+        measured_unix: 1_795_300_000,
+        lab: "sim".into(),
+        trial_seconds: 1.0,
+        speed_bps: 1e9,
+        entries: vec![crate::calibration::CeilingEntry {
+            ip: 4,
+            frame_size: 64,
+            offered_pps: fraction * line,
+            received_pps: fraction * line,
+            ceiling_pps: fraction * line,
+            line_pps: line,
+            exact: true,
+            backend: "xdp".into(),
+            trials: 1,
+        }],
+    }
+}
+
+/// The ceiling check every search's `done` record carries: (result pps, ceiling pps,
+/// tester-limited).
+fn ceiling_of(dir: &Path) -> Option<(f64, f64, bool)> {
+    records(dir).into_iter().find_map(|r| match r {
+        Record::Done(d) => d
+            .ceiling
+            .map(|c| (c.result_pps, c.ceiling_pps, c.tester_limited)),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_result_within_ten_percent_of_the_calibrated_ceiling_is_the_testers_not_the_duts() {
+    // The tester proved 40 % of line rate; the DUT forwards 39 %: the search completes at
+    // about 38–39 %, which the tester may have set, so the record says tester-limited.
+    let text = plan_text(UDP_64);
+    let stop = AtomicBool::new(false);
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let bed = SimBed::new(&log, 0.39);
+    run_calibrated(&text, dir.path(), false, bed, &stop, Some(calibration_at(0.40))).unwrap();
+    let (result, ceiling, limited) = ceiling_of(dir.path()).expect("a ceiling check");
+    let line = wire::linerate::max_frame_rate(wire::units::BitsPerSec(1e9), 64).0;
+    assert!((ceiling - 0.40 * line).abs() < 1e-6);
+    assert!(result >= ceiling * (1.0 - crate::calibration::CEILING_MARGIN), "{result}");
+    assert!(limited, "within 10 % of the ceiling");
+
+    // A DUT at 30 % is well below what the tester proved: its own figure.
+    let dir = tempfile::tempdir().unwrap();
+    let bed = SimBed::new(&log, 0.30);
+    run_calibrated(&text, dir.path(), false, bed, &stop, Some(calibration_at(0.40))).unwrap();
+    let (result, _, limited) = ceiling_of(dir.path()).expect("a ceiling check");
+    assert!(result < 0.31 * line, "{result}");
+    assert!(!limited, "30 % is more than 10 % below a 40 % ceiling");
+}
+
+#[test]
+fn a_tester_calibrated_at_line_rate_never_limits_a_result() {
+    // The DUT forwards everything; the tester proved line rate: a line-rate result is the
+    // DUT's (the check never fires at a ceiling of 100 %).
+    let text = plan_text(UDP_64);
+    let stop = AtomicBool::new(false);
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let bed = SimBed::new(&log, 1.0);
+    run_calibrated(&text, dir.path(), false, bed, &stop, Some(calibration_at(1.0))).unwrap();
+    let (result, ceiling, limited) = ceiling_of(dir.path()).expect("a ceiling check");
+    assert!((result - ceiling).abs() < 1.0, "{result} vs {ceiling}");
+    assert!(!limited);
+    // Without a calibration there is no check at all.
+    let dir = tempfile::tempdir().unwrap();
+    run_sim(&text, dir.path(), false, SimBed::new(&log, 1.0), &stop).unwrap();
+    assert_eq!(ceiling_of(dir.path()), None);
 }
