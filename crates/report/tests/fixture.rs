@@ -607,44 +607,63 @@ fn jsonl<T: serde::Serialize>(items: &[T]) -> String {
         .collect()
 }
 
-fn write_run(name: &str, info: &RunInfo, trials: &str, stats: Option<&str>) {
-    let d = dir().join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(
-        d.join("run.json"),
-        serde_json::to_string_pretty(info).unwrap() + "\n",
-    )
-    .unwrap();
-    std::fs::write(d.join("trials.jsonl"), trials).unwrap();
+/// The files of a generated run: (file name, contents).
+fn run_files(info: &RunInfo, trials: &str, stats: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut files = vec![
+        ("run.json", serde_json::to_string_pretty(info).unwrap() + "\n"),
+        ("trials.jsonl", trials.to_string()),
+    ];
     if let Some(s) = stats {
-        std::fs::write(d.join("hooks.jsonl"), s).unwrap();
+        files.push(("hooks.jsonl", s.to_string()));
+    }
+    files
+}
+
+/// Writes a generated run when `WIRERATE_REGEN_FIXTURE` is set; otherwise checks that the
+/// stored fixture is exactly what the generator makes now (a record field added to the
+/// runner's output, or a changed simulated DUT, must reach the fixtures, and the snapshots
+/// rendered from them).
+fn write_or_check(name: &str, info: &RunInfo, trials: &str, stats: Option<&str>) {
+    let d = dir().join(name);
+    let regen = std::env::var_os("WIRERATE_REGEN_FIXTURE").is_some();
+    for (file, want) in run_files(info, trials, stats) {
+        let path = d.join(file);
+        if regen {
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(&path, want).unwrap();
+            continue;
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is not what the generator makes now; regenerate with WIRERATE_REGEN_FIXTURE=1 cargo test -p report --test fixture, then WIRERATE_BLESS=1 cargo test -p report --test exporters, and review the diff",
+            path.display()
+        );
     }
 }
 
 #[test]
 fn fixtures_are_current_and_parse() {
-    if std::env::var_os("WIRERATE_REGEN_FIXTURE").is_some() {
-        let (info, records, stats) = generate('a');
-        let trials = jsonl(&records);
-        write_run("run-demo", &info, &trials, Some(&jsonl(&stats)));
-        let (info_b, records_b, stats_b) = generate('b');
-        write_run(
-            "run-demo-b",
-            &info_b,
-            &jsonl(&records_b),
-            Some(&jsonl(&stats_b)),
-        );
-        // Killed: 40 % of the lines, then half of the next one.
-        let lines: Vec<&str> = trials.lines().collect();
-        let keep = lines.len() * 2 / 5;
-        let mut cut: String = lines[..keep].iter().map(|l| format!("{l}\n")).collect();
-        cut.push_str(&lines[keep][..lines[keep].len() / 2]);
-        write_run("run-demo-killed", &info, &cut, None);
-        let (info_w, records_w) = generate_wan();
-        write_run("run-wan", &info_w, &jsonl(&records_w), None);
-        let (info_m, records_m) = generate_matrix();
-        write_run("run-matrix", &info_m, &jsonl(&records_m), None);
-    }
+    let (info, records, stats) = generate('a');
+    let trials = jsonl(&records);
+    write_or_check("run-demo", &info, &trials, Some(&jsonl(&stats)));
+    let (info_b, records_b, stats_b) = generate('b');
+    write_or_check(
+        "run-demo-b",
+        &info_b,
+        &jsonl(&records_b),
+        Some(&jsonl(&stats_b)),
+    );
+    // Killed: 40 % of the lines, then half of the next one.
+    let lines: Vec<&str> = trials.lines().collect();
+    let keep = lines.len() * 2 / 5;
+    let mut cut: String = lines[..keep].iter().map(|l| format!("{l}\n")).collect();
+    cut.push_str(&lines[keep][..lines[keep].len() / 2]);
+    write_or_check("run-demo-killed", &info, &cut, None);
+    let (info_w, records_w) = generate_wan();
+    write_or_check("run-wan", &info_w, &jsonl(&records_w), None);
+    let (info_m, records_m) = generate_matrix();
+    write_or_check("run-matrix", &info_m, &jsonl(&records_m), None);
     for name in [
         "run-demo",
         "run-demo-b",
