@@ -882,6 +882,7 @@ fn run_methodology(
                         methodology: m,
                         result: None,
                         ceiling: None,
+                        line_pps: None,
                     };
                     ctx.append(&Record::Done(d.clone()))?;
                     (ctx.opts.progress)(Event::Done(&d));
@@ -1012,6 +1013,8 @@ fn run_methodology(
         methodology: m,
         result: Some(result.clone()),
         ceiling,
+        // The 100 % every load of this search was a fraction of (UDP cases have a size).
+        line_pps: case.frame_size.map(|_| plan.line_pps(case).0),
     };
     ctx.append(&Record::Done(d.clone()))?;
     ctx.done_results.insert((case.id.clone(), rep, m), result);
@@ -1527,6 +1530,7 @@ fn run_iperf3(
         methodology: m,
         result: None,
         ceiling: None,
+        line_pps: None,
     };
     ctx.append(&Record::Done(d.clone()))?;
     (ctx.opts.progress)(Event::Done(&d));

@@ -407,17 +407,36 @@ fn a_result_within_ten_percent_of_the_calibrated_ceiling_is_the_testers_not_the_
     let log = Log::default();
     let dir = tempfile::tempdir().unwrap();
     let bed = SimBed::new(&log, 0.39);
-    run_calibrated(&text, dir.path(), false, bed, &stop, Some(calibration_at(0.40))).unwrap();
+    run_calibrated(
+        &text,
+        dir.path(),
+        false,
+        bed,
+        &stop,
+        Some(calibration_at(0.40)),
+    )
+    .unwrap();
     let (result, ceiling, limited) = ceiling_of(dir.path()).expect("a ceiling check");
     let line = wire::linerate::max_frame_rate(wire::units::BitsPerSec(1e9), 64).0;
     assert!((ceiling - 0.40 * line).abs() < 1e-6);
-    assert!(result >= ceiling * (1.0 - crate::calibration::CEILING_MARGIN), "{result}");
+    assert!(
+        result >= ceiling * (1.0 - crate::calibration::CEILING_MARGIN),
+        "{result}"
+    );
     assert!(limited, "within 10 % of the ceiling");
 
     // A DUT at 30 % is well below what the tester proved: its own figure.
     let dir = tempfile::tempdir().unwrap();
     let bed = SimBed::new(&log, 0.30);
-    run_calibrated(&text, dir.path(), false, bed, &stop, Some(calibration_at(0.40))).unwrap();
+    run_calibrated(
+        &text,
+        dir.path(),
+        false,
+        bed,
+        &stop,
+        Some(calibration_at(0.40)),
+    )
+    .unwrap();
     let (result, _, limited) = ceiling_of(dir.path()).expect("a ceiling check");
     assert!(result < 0.31 * line, "{result}");
     assert!(!limited, "30 % is more than 10 % below a 40 % ceiling");
@@ -432,7 +451,15 @@ fn a_tester_calibrated_at_line_rate_never_limits_a_result() {
     let log = Log::default();
     let dir = tempfile::tempdir().unwrap();
     let bed = SimBed::new(&log, 1.0);
-    run_calibrated(&text, dir.path(), false, bed, &stop, Some(calibration_at(1.0))).unwrap();
+    run_calibrated(
+        &text,
+        dir.path(),
+        false,
+        bed,
+        &stop,
+        Some(calibration_at(1.0)),
+    )
+    .unwrap();
     let (result, ceiling, limited) = ceiling_of(dir.path()).expect("a ceiling check");
     assert!((result - ceiling).abs() < 1.0, "{result} vs {ceiling}");
     assert!(!limited);

@@ -1019,6 +1019,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         BTreeMap::new();
     // Results the runner found within 10 % of the tester's calibrated ceiling: (case, m) → pps.
     let mut ceiling: BTreeMap<(String, Methodology), f64> = BTreeMap::new();
+    // The 100 % per direction each search's loads were fractions of, as the runner recorded it.
+    let mut line_pps: BTreeMap<(String, Methodology), f64> = BTreeMap::new();
     let mut superseded = 0usize;
     let mut conn_trials = Vec::new();
     let mut conn_done = Vec::new();
@@ -1033,6 +1035,9 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 .or_default()
                 .push(t),
             Record::Done(d) => {
+                if let Some(p) = d.line_pps.filter(|p| p.is_finite() && *p > 0.0) {
+                    line_pps.insert((d.case_id.clone(), d.methodology), p);
+                }
                 if let Some(c) = d.ceiling.filter(|c| c.tester_limited) {
                     ceiling.insert((d.case_id.clone(), d.methodology), c.result_pps);
                 }
@@ -1124,6 +1129,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 trials: &trials,
                 done: &done,
                 ceiling: &ceiling,
+                line_pps: &line_pps,
                 speed,
                 reps,
             };

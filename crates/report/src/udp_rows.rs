@@ -29,6 +29,9 @@ pub(crate) struct Records<'a> {
     /// Results the runner found within 10 % of the tester's calibrated ceiling: pps per
     /// direction.
     pub ceiling: &'a BTreeMap<(String, Methodology), f64>,
+    /// The 100 % per direction each search's loads were fractions of, as the runner recorded
+    /// it (`MethodologyDone::line_pps`; absent in older runs).
+    pub line_pps: &'a BTreeMap<(String, Methodology), f64>,
     /// Reference link speed, bits/s.
     pub speed: f64,
     /// Repetitions planned.
@@ -73,11 +76,30 @@ pub(crate) fn rows(
         }
         dims.bidirectional = n >= 2;
     }
-    let Some((max_pps, max_l2, bottleneck)) = udp_max(rec.speed, &dims, frame) else {
+    let Some((computed_pps, computed_l2, bottleneck)) = udp_max(rec.speed, &dims, frame) else {
         notes.push(format!(
             "{case_id}: frame size {frame} B does not fit the path; no theoretical maximum"
         ));
         return Vec::new();
+    };
+    // The loads are fractions of what the runner offered as 100 %: turn them into rates with
+    // that, and say so where this report's own path arithmetic disagrees (a run recorded by
+    // another version, or a path the report does not know).
+    let directions = if dims.bidirectional { 2.0 } else { 1.0 };
+    let (max_pps, max_l2) = match rec.line_pps.get(&(case_id.to_string(), m)) {
+        Some(per_direction)
+            if (per_direction * directions - computed_pps).abs() > 1e-6 * computed_pps =>
+        {
+            let recorded = per_direction * directions;
+            notes.push(format!(
+                "{case_id} ({}): the run offered {:.0} frames/s as 100 % of line rate, this report's path arithmetic gives {:.0}; the figures use the run's",
+                m.name(),
+                recorded,
+                computed_pps
+            ));
+            (recorded, computed_l2 * recorded / computed_pps)
+        }
+        _ => (computed_pps, computed_l2),
     };
     let limits = Limits {
         max_pps,

@@ -739,6 +739,7 @@ fn back_to_back_buffer_times_in_every_format() {
                 trial_seconds: 40.0,
             }),
             ceiling: None,
+            line_pps: None,
         })
     };
     let demo = load("run-demo");
@@ -819,6 +820,7 @@ fn a_time_capped_search_is_a_note_not_a_figure() {
             trial_seconds: 32.0,
         }),
         ceiling: None,
+        line_pps: None,
     }));
     let a = analyse(RunInput {
         info: &info,
@@ -872,6 +874,7 @@ fn multi_goal_conditional_throughput_and_irregular_results() {
                 trial_seconds: 64.0,
             }),
             ceiling: None,
+            line_pps: None,
         })
     };
     records.push(done(0, true));
@@ -1618,6 +1621,7 @@ fn forwarding_rate_rows_switch_table_and_conclusion() {
                 trial_seconds: rates.len() as f64,
             }),
             ceiling: None,
+            line_pps: None,
         })
     };
     // Off: 0.70–0.76 of line rate; on: 0.90–1.00 (a clear gain beyond either spread).
@@ -1785,6 +1789,7 @@ methodologies = ["multi-goal"]
             methodology: m,
             result: Some(result),
             ceiling: None,
+            line_pps: None,
         }));
     }
     let a = analyse(RunInput {
@@ -1844,4 +1849,52 @@ methodologies = ["multi-goal"]
     let html = String::from_utf8(report::html::html(&a)).unwrap();
     assert!(html.contains("throughput at zero loss (NDR)"));
     assert!(html.contains("throughput at ≤ 0.5 % loss (PDR)"));
+}
+
+/// #18 item 3: the loads of a search are fractions of the 100 % the runner offered
+/// (`MethodologyDone::line_pps`); the report turns them into rates with that figure and says so
+/// where its own path arithmetic disagrees. (Every fixture records it and renders exactly as
+/// before: the two agree on plain, VLAN, QinQ, MPLS and bidirectional paths.)
+#[test]
+fn rates_come_from_the_100_percent_the_run_recorded() {
+    use bench_model::results::Record;
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let case = "forward/udp4/128B";
+    let mut recorded = None;
+    for r in &mut records {
+        if let Record::Done(done) = r {
+            if done.case_id == case {
+                let p = done.line_pps.expect("the fixture records the run's 100 %");
+                done.line_pps = Some(p * 1.1);
+                recorded = Some(p * 1.1);
+            }
+        }
+    }
+    let recorded = recorded.unwrap();
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    let row = a.rows.iter().find(|r| r.case_id == case).unwrap();
+    assert!((row.max_pps - recorded).abs() < 1e-6, "{row:?}");
+    assert!(
+        a.notes.iter().any(|n| n.starts_with(&format!(
+            "{case} (rfc2544-throughput): the run offered {recorded:.0} frames/s as 100 % of line rate, this report's path arithmetic gives 844595"
+        ))),
+        "{:#?}",
+        a.notes
+    );
+    // The other cases agree and have no such note.
+    assert_eq!(
+        a.notes
+            .iter()
+            .filter(|n| n.contains("the run offered"))
+            .count(),
+        1
+    );
 }

@@ -259,6 +259,10 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                     case_id: case.id.clone(),
                     repetition: rep,
                     methodology: m,
+                    line_pps: result
+                        .as_ref()
+                        .and(case.frame_size)
+                        .map(|_| plan.line_pps(&case).0),
                     result,
                     ceiling: None,
                 }));
@@ -395,6 +399,10 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
                     case_id: case.id.clone(),
                     repetition: rep,
                     methodology: m,
+                    line_pps: result
+                        .as_ref()
+                        .and(case.frame_size)
+                        .map(|_| plan.line_pps(&case).0),
                     result,
                     ceiling: None,
                 }));
@@ -592,6 +600,10 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                 case_id: case.id.clone(),
                 repetition: 0,
                 methodology: m,
+                line_pps: result
+                    .as_ref()
+                    .and(case.frame_size)
+                    .map(|_| plan.line_pps(&case).0),
                 result,
                 ceiling: None,
             }));
@@ -610,7 +622,10 @@ fn jsonl<T: serde::Serialize>(items: &[T]) -> String {
 /// The files of a generated run: (file name, contents).
 fn run_files(info: &RunInfo, trials: &str, stats: Option<&str>) -> Vec<(&'static str, String)> {
     let mut files = vec![
-        ("run.json", serde_json::to_string_pretty(info).unwrap() + "\n"),
+        (
+            "run.json",
+            serde_json::to_string_pretty(info).unwrap() + "\n",
+        ),
         ("trials.jsonl", trials.to_string()),
     ];
     if let Some(s) = stats {

@@ -207,6 +207,13 @@ pub struct MethodologyDone {
     /// available): a result within 10 % of the ceiling is tester-limited, not a DUT figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<CeilingCheck>,
+    /// The case's 100 % load as the runner offered it, frames/s per direction on the case's
+    /// path (`Plan::line_pps`: the slowest link, each with its encapsulation's bytes), for the
+    /// UDP searches: every load of the search is a fraction of it. The report turns fractions
+    /// into rates with it instead of redoing the path arithmetic (#18 item 3); absent in runs
+    /// recorded before session 10 and for methodologies without a load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_pps: Option<f64>,
 }
 
 /// What an iperf3 trial measured, converted for a router test.

@@ -70,6 +70,7 @@ fn run(run_dir: &mut RunDir, kill_after: Option<usize>) -> Vec<TrialRequest> {
             methodology: Methodology::Rfc2544Throughput,
             result: Some(s.result()),
             ceiling: None,
+            line_pps: None,
         }))
         .unwrap();
     ran
@@ -211,6 +212,7 @@ fn kill_then_resume_loses_nothing_and_repeats_nothing() {
             methodology: Methodology::Rfc2544Throughput,
             result: Some(s.result()),
             ceiling: None,
+            line_pps: None,
         }))
         .unwrap();
 
