@@ -1016,16 +1016,44 @@ impl std::str::FromStr for RxSource {
     }
 }
 
+/// Where the XDP receiver's work runs: the receiving veth's NAPI poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RxNapi {
+    /// A NAPI thread of its own ([`crate::xdp::rx_napi`]), pinned to `rx_cpu` (default: the
+    /// sender's CPU), SCHED_FIFO: it empties the veth's ring after every batch the sender
+    /// hands over, whatever else the CPU has to run.
+    #[default]
+    Thread,
+    /// The kernel's default: a softirq on the sender's CPU, which leaves the rest of the ring
+    /// to `ksoftirqd` when another task wants the CPU (the veth then refuses frames).
+    Softirq,
+}
+
+impl std::str::FromStr for RxNapi {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "thread" => Ok(RxNapi::Thread),
+            "softirq" => Ok(RxNapi::Softirq),
+            _ => Err(format!("unknown receive NAPI mode {s:?} (thread, softirq)")),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct RxBenchConfig {
     pub frames: u64,
     pub frame_len: usize,
-    /// CPU of the sender; our AF_PACKET receiver runs on `rx_cpu`. (The XDP receiver runs
-    /// where the veth's NAPI runs: on veth, the sender's CPU.)
+    /// CPU of the sender; our AF_PACKET receiver runs on `rx_cpu` (default: another CPU).
+    /// The XDP receiver runs where the veth's NAPI runs: with [`RxNapi::Thread`] on `rx_cpu`
+    /// (default: the sender's CPU), with [`RxNapi::Softirq`] on the sender's CPU.
     pub tx_cpu: usize,
     pub rx_cpu: Option<usize>,
     pub backend: RxBackend,
     pub source: RxSource,
+    /// XDP backend: where the receiving veth's NAPI poll runs.
+    pub napi: RxNapi,
 }
 
 impl Default for RxBenchConfig {
@@ -1037,6 +1065,7 @@ impl Default for RxBenchConfig {
             rx_cpu: None,
             backend: RxBackend::AfPacket,
             source: RxSource::Trafgen,
+            napi: RxNapi::Thread,
         }
     }
 }
@@ -1060,6 +1089,12 @@ pub struct RxBenchReport {
     pub peer_rx_dropped: u64,
     /// Frames the sending veth dropped (e.g. the XDP peer's ring full).
     pub tx_dropped: u64,
+    /// Frames the source was asked to send that the veth did not take (N − `sent`): the XDP
+    /// sender's frames the veth refused (their sequence numbers are skipped, never sent).
+    pub refused: u64,
+    /// XDP backend: where the receive poll ran ("softirq on CPU 0", "thread on CPU 0,
+    /// SCHED_FIFO 50").
+    pub napi: Option<String>,
     /// The XDP sender's own achieved rate (first to last send timestamp), when it is the source.
     pub source_pps: Option<f64>,
     /// XDP backend: how the program ran (native or SKB mode) and why, if not native.
@@ -1072,7 +1107,41 @@ pub struct RxBenchReport {
     /// first to the last frame received (the receiver's timestamps).
     pub seconds: f64,
     pub rx_pps: f64,
+    /// Every frame put on the wire counted exactly once ([`RxVerdict::counted_once`]).
+    pub counted_once: bool,
+    /// Counted once, and nothing refused: all N frames sent and counted.
     pub exact: bool,
+}
+
+/// What `bench rx` checks, from its counts alone (so that a test can show it fails when a
+/// frame is counted twice or missed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxVerdict {
+    /// Every frame put on the wire was counted exactly once: counted = sent, and when the
+    /// source numbers its frames, distinct sequence numbers = sent and no duplicates.
+    pub counted_once: bool,
+    /// [`Self::counted_once`] and sent = N (the veth refused none).
+    pub exact: bool,
+}
+
+impl RxVerdict {
+    /// `numbered`: the source gives every frame its own sequence number (the XDP sender;
+    /// trafgen repeats one frame).
+    pub fn of(
+        frames: u64,
+        sent: u64,
+        counted: u64,
+        distinct: u64,
+        duplicates: u64,
+        numbered: bool,
+    ) -> RxVerdict {
+        let distinct_ok = !numbered || (distinct == sent && duplicates == 0);
+        let counted_once = counted == sent && distinct_ok;
+        RxVerdict {
+            counted_once,
+            exact: counted_once && sent == frames,
+        }
+    }
 }
 
 /// `wirerate bench rx`: the configured source sends exactly `frames` frames at full speed;
@@ -1181,6 +1250,7 @@ fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         })
         .unwrap_or((0, 0));
     let counted = received + duplicates;
+    let verdict = RxVerdict::of(cfg.frames, sent, counted, received, duplicates, false);
     Ok(RxBenchReport {
         config: *cfg,
         sent,
@@ -1191,19 +1261,22 @@ fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         ring_drops,
         peer_rx_dropped,
         tx_dropped: 0,
+        refused: cfg.frames.saturating_sub(sent),
+        napi: None,
         source_pps: None,
         xdp_mode: None,
         xdp_note: None,
         xdp_ns_per_frame: None,
         seconds: secs,
         rx_pps: counted as f64 / secs,
-        exact: counted == cfg.frames && sent == cfg.frames,
+        counted_once: verdict.counted_once,
+        exact: verdict.exact,
     })
 }
 
 /// `bench rx --backend xdp`: the XDP receiver on the peer counts in maps; the source is
-/// trafgen or the XDP sender. Exact = counted == N == sent, and for the XDP source (distinct
-/// sequence numbers) no duplicates.
+/// trafgen or the XDP sender. Exact: see [`RxVerdict`]. The receiving veth's poll runs as
+/// `cfg.napi` says (default: a SCHED_FIFO NAPI thread on the sender's CPU).
 fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     use crate::xdp::rx::{XdpReceiver, XdpRxConfig};
     let net = BenchNet::new(tag, false, None)?;
@@ -1214,6 +1287,26 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         0,
         &XdpRxConfig::default(),
     )?;
+    let napi = match cfg.napi {
+        RxNapi::Thread => {
+            let cpu = cfg.rx_cpu.unwrap_or(cfg.tx_cpu);
+            crate::xdp::rx_napi::thread_on_cpu(Some(&net.netns), &net.rx_if, cpu)?;
+            format!(
+                "thread on CPU {cpu}, SCHED_FIFO {}",
+                crate::xdp::rx_napi::NAPI_PRIORITY
+            )
+        }
+        RxNapi::Softirq => {
+            if cfg.rx_cpu.is_some() {
+                return Err(Error::Config(
+                    "bench rx: --rx-cpu places the XDP receiver's NAPI thread; with the \
+                     softirq the poll runs on the sender's CPU (--tx-cpu)"
+                        .into(),
+                ));
+            }
+            format!("softirq on CPU {} (the sender's)", cfg.tx_cpu)
+        }
+    };
     let tx0 = net.counter(&net.tx_if, "tx_packets")?;
     let txd0 = net.counter(&net.tx_if, "tx_dropped")?;
     let drop0 = net.counter(&net.rx_if, "rx_dropped")?;
@@ -1262,10 +1355,14 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         secs = (r.last_rx_ns - r.first_rx_ns) as f64 / 1e9;
         rx_pps = (r.received - 1) as f64 / secs;
     }
-    let distinct_ok = match cfg.source {
-        RxSource::Trafgen => true,
-        RxSource::Xdp => r.duplicates == 0 && r.received == sent,
-    };
+    let verdict = RxVerdict::of(
+        cfg.frames,
+        sent,
+        counted,
+        r.received,
+        r.duplicates,
+        cfg.source == RxSource::Xdp,
+    );
     Ok(RxBenchReport {
         config: *cfg,
         sent,
@@ -1276,6 +1373,8 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         ring_drops: 0,
         peer_rx_dropped: net.counter(&net.rx_if, "rx_dropped")? - drop0,
         tx_dropped: net.counter(&net.tx_if, "tx_dropped")? - txd0,
+        refused: cfg.frames.saturating_sub(sent),
+        napi: Some(napi),
         source_pps,
         xdp_mode: Some(rx.mode()),
         xdp_note: rx.mode_note().map(str::to_string),
@@ -1285,7 +1384,8 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
             .map(|(runs, ns)| ns as f64 / runs as f64),
         seconds: secs,
         rx_pps,
-        exact: counted == cfg.frames && sent == cfg.frames && distinct_ok,
+        counted_once: verdict.counted_once,
+        exact: verdict.exact,
     })
 }
 
@@ -1327,6 +1427,39 @@ mod tests {
         assert!(b > a, "run time {a} → {b} after 30 ms of spinning");
         assert!(process_cpu_ns(std::process::id()).unwrap() >= b);
         assert_eq!(task_cpu_ns("/proc/self/no-such-file"), None);
+    }
+
+    #[test]
+    fn rx_verdict_needs_every_frame_on_the_wire_counted_once_and_none_refused() {
+        // All 1000 sent, counted once each.
+        let ok = RxVerdict::of(1000, 1000, 1000, 1000, 0, true);
+        assert!(ok.counted_once && ok.exact);
+        // One frame counted twice (another missed): the totals agree, the distinct count not.
+        let twice = RxVerdict::of(1000, 1000, 1000, 999, 1, true);
+        assert!(!twice.counted_once && !twice.exact);
+        // One frame counted twice on top of all the others.
+        let extra = RxVerdict::of(1000, 1000, 1001, 1000, 1, true);
+        assert!(!extra.counted_once && !extra.exact);
+        // One frame put on the wire and never counted.
+        let missed = RxVerdict::of(1000, 1000, 999, 999, 0, true);
+        assert!(!missed.counted_once && !missed.exact);
+        // Two frames refused by the veth: what was sent was counted once, but not exact.
+        let refused = RxVerdict::of(1000, 998, 998, 998, 0, true);
+        assert!(refused.counted_once && !refused.exact);
+        // trafgen repeats one frame: only the total counts.
+        let trafgen = RxVerdict::of(1000, 1000, 1000, 1, 999, false);
+        assert!(trafgen.counted_once && trafgen.exact);
+    }
+
+    #[test]
+    fn rx_napi_modes_parse() {
+        assert_eq!("thread".parse::<RxNapi>(), Ok(RxNapi::Thread));
+        assert_eq!("softirq".parse::<RxNapi>(), Ok(RxNapi::Softirq));
+        assert!("busy"
+            .parse::<RxNapi>()
+            .unwrap_err()
+            .contains("thread, softirq"));
+        assert_eq!(RxNapi::default(), RxNapi::Thread);
     }
 
     #[test]

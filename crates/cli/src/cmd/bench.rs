@@ -142,10 +142,17 @@ struct RxArgs {
     /// CPU the source (trafgen or the XDP sender) runs on.
     #[arg(long, default_value_t = 0)]
     tx_cpu: usize,
-    /// CPU our receiver runs on (default: the first CPU other than trafgen's). AF_PACKET
-    /// only: the XDP receiver runs where the veth's NAPI runs (the sender's CPU).
+    /// CPU our receiver runs on. AF_PACKET: the ring's thread (default: the first CPU other
+    /// than trafgen's). XDP: the receiving veth's NAPI thread (default: the sender's CPU, see
+    /// --rx-napi).
     #[arg(long)]
     rx_cpu: Option<usize>,
+    /// XDP only: where the receiving veth's poll (and so the XDP receiver) runs: thread (the
+    /// default: a NAPI thread of its own at SCHED_FIFO 50, on --rx-cpu) or softirq (the
+    /// kernel's default, on the sender's CPU; it falls behind when other tasks want the CPU
+    /// and the veth then refuses frames).
+    #[arg(long)]
+    rx_napi: Option<engine::bench::RxNapi>,
     /// Our receiver: af_packet (the RX ring, the default) or xdp (a BPF program counting in
     /// maps on the receiving veth).
     #[arg(long, default_value = "af_packet")]
@@ -349,6 +356,11 @@ pub fn run(args: BenchArgs) -> CliResult {
             if a.frames == 0 {
                 return Err(CliError::Usage("-n: give at least one frame".into()));
             }
+            if a.rx_napi.is_some() && a.backend != engine::bench::RxBackend::Xdp {
+                return Err(CliError::Usage(
+                    "--rx-napi places the XDP receiver's poll; it needs --backend xdp".into(),
+                ));
+            }
             root()?;
             let cfg = engine::bench::RxBenchConfig {
                 frames: a.frames,
@@ -357,6 +369,7 @@ pub fn run(args: BenchArgs) -> CliResult {
                 rx_cpu: a.rx_cpu,
                 backend: a.backend,
                 source: a.source,
+                napi: a.rx_napi.unwrap_or_default(),
             };
             let r = engine::bench::rx(&cfg, &tag)
                 .map_err(|e| CliError::Failed(format!("bench rx: {e}")))?;
@@ -377,6 +390,10 @@ pub fn run(args: BenchArgs) -> CliResult {
                     a.size
                 );
                 outln!("  {:<26}{:>10}", format!("{src} put on the wire"), r.sent);
+                outln!(
+                    "  refused by the veth       {:>10}   (N − put on the wire; never sent)",
+                    r.refused
+                );
                 outln!("  wirerate counted          {:>10}", r.counted);
                 if a.source == engine::bench::RxSource::Xdp {
                     outln!(
@@ -395,6 +412,9 @@ pub fn run(args: BenchArgs) -> CliResult {
                     if let Some(pps) = r.source_pps {
                         outln!("  XDP sender achieved       {:>10.0} frames/s", pps);
                     }
+                    if let Some(n) = &r.napi {
+                        outln!("  receive poll              {n}");
+                    }
                     if let Some(m) = r.xdp_mode {
                         outln!("  XDP mode                  {:>10}", format!("{m:?}"));
                     }
@@ -409,14 +429,32 @@ pub fn run(args: BenchArgs) -> CliResult {
                     }
                 }
                 outln!("  {:.3} s, {:.0} frames/s", r.seconds, r.rx_pps);
-                outln!("  {}", if r.exact { "EXACT" } else { "NOT EXACT" });
+                let once = if a.source == engine::bench::RxSource::Xdp {
+                    "every sequence number put on the wire counted once, no duplicates"
+                } else {
+                    "every frame put on the wire counted"
+                };
+                outln!(
+                    "  counted once: {}   ({once})",
+                    if r.counted_once { "yes" } else { "NO" }
+                );
+                outln!(
+                    "  {}   (exact: counted once, and the veth refused none of the N frames)",
+                    if r.exact { "EXACT" } else { "NOT EXACT" }
+                );
             }
             if r.exact {
                 Ok(())
+            } else if r.counted_once {
+                Err(CliError::Failed(format!(
+                    "every frame put on the wire was counted once, but the veth refused {} of {} \
+                     frames (sender veth tx_dropped {})",
+                    r.refused, a.frames, r.tx_dropped
+                )))
             } else {
                 Err(CliError::Failed(format!(
-                    "counted {} of {} frames",
-                    r.counted, a.frames
+                    "counted {} of {} frames put on the wire ({} distinct, {} duplicates)",
+                    r.counted, r.sent, r.received, r.duplicates
                 )))
             }
         }

@@ -859,6 +859,12 @@ pub fn enter_netns(ns_file: &File) -> io::Result<()> {
 
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    pin_thread_to_cpu(0, cpu)
+}
+
+/// Pins thread `tid` (0: the calling thread) to one CPU. Another process's thread too, e.g. a
+/// kernel NAPI thread ([`crate::xdp::rx_napi`]).
+pub fn pin_thread_to_cpu(tid: libc::pid_t, cpu: usize) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     if cpu >= libc::CPU_SETSIZE as usize {
@@ -869,9 +875,19 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     }
     // SAFETY: `cpu` is below CPU_SETSIZE, so CPU_SET stays inside `set`.
     unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 = the calling thread.
-    cvt(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; the kernel only reads it.
+    cvt(unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) })
         .map(drop)
+}
+
+/// Runs thread `tid` under the real-time policy SCHED_FIFO at `priority` (1..=99): it then
+/// runs before every ordinary thread of its CPU whenever it has work.
+pub fn set_thread_fifo(tid: libc::pid_t, priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: sched_setscheduler only reads the sched_param passed, during the call.
+    cvt(unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &param) }).map(drop)
 }
 
 /// The CPUs the calling thread may run on.

@@ -70,10 +70,22 @@ pub const UNPACED_CAP: u64 = 16384;
 /// flushed to the device before the next; a veth's ring holds 256. Kept small when paced: an
 /// idle iteration counts in the batch too, and a frame waits for its batch's flush.
 const LIVE_BATCH: u32 = 64;
-/// Frames per batch inside an unpaced run: the most live mode takes (TEST_XDP_MAX_BATCH), a
-/// quarter fewer flushes and calls into the device per frame. Measured with `wirerate bench tx
-/// --backend xdp --against xdp-trafficgen`: 0.72× → 0.85× of xdp-trafficgen (docs/engine.md).
-const LIVE_BATCH_UNPACED: u32 = sys::MAX_LIVE_BATCH;
+/// Frames per batch inside an unpaced run: nearly the most live mode takes
+/// (TEST_XDP_MAX_BATCH, 256), a quarter of the flushes and calls into the device per frame of
+/// batches of 64. Measured with `wirerate bench tx --backend xdp --against xdp-trafficgen`:
+/// 0.72× → 0.85× of xdp-trafficgen (docs/engine.md).
+///
+/// Why not all 256: a veth's ring has 256 slots, and its consumer releases emptied slots 16 at
+/// a time (the kernel's `ptr_ring` batching), so up to 15 slots of an emptied ring can still
+/// be taken. A batch of 256 then found one slot short whenever the ring's positions were not a
+/// multiple of 16 — after the sender's one probe frame, after any run whose length was not a
+/// multiple of 16 (IMIX sizes, a run cut by a signal) — and the veth refused a frame (`bench
+/// rx`: 1 refused frame per run, docs/engine.md "bench rx at the sender's top rate"). 240 fits
+/// an emptied ring in every position.
+const LIVE_BATCH_UNPACED: u32 = sys::MAX_LIVE_BATCH - VETH_SLOTS_HELD;
+/// Slots of a veth's ring that an emptied ring may still hold (`ptr_ring` releases consumed
+/// slots in batches of two cache lines of pointers: 16 on x86-64).
+const VETH_SLOTS_HELD: u32 = 16;
 const _: () = assert!(LIVE_BATCH <= sys::MAX_LIVE_BATCH);
 /// Bytes of metadata in front of the frame: the recipe index, then the call's token (see
 /// [`XdpSender::run_recipe`]).
