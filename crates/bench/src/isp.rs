@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,7 @@ use wire::ethernet::MacAddr;
 use wire::units::Nanos;
 
 use crate::plan::{DsliteRole, DsliteSettings, PppAuth, PppoeRole, PppoeSettings};
+use crate::results::SessionDrop;
 
 /// A DHCPv6 binding change on the AFTR's link as a `sessions.jsonl` line: `lease`, `renew`,
 /// `release` or `expire`, with the client's MAC, IAID and address or prefix.
@@ -148,6 +149,7 @@ pub struct SessionPort {
     role: PppoeRole,
     stop: Arc<AtomicBool>,
     up: Arc<AtomicBool>,
+    drops: Arc<Mutex<Vec<SessionDrop>>>,
     infos: Receiver<SessionInfo>,
     lines: Receiver<SessionLine>,
     handle: Option<JoinHandle<Result<Value, String>>>,
@@ -237,12 +239,27 @@ struct Chans {
     name: String,
     stop: Arc<AtomicBool>,
     up: Arc<AtomicBool>,
+    /// Every session of this port that went down, in order (the testbed flags the trials they
+    /// fell into).
+    drops: Arc<Mutex<Vec<SessionDrop>>>,
     info: Sender<SessionInfo>,
     lines: Sender<SessionLine>,
     ready: Sender<()>,
 }
 
 impl Chans {
+    /// A session of this port went down: remembered for the trial it fell into.
+    fn dropped(&self, reason: String) {
+        let d = SessionDrop {
+            port: self.name.clone(),
+            unix_ms: now_ms(),
+            reason,
+        };
+        if let Ok(mut v) = self.drops.lock() {
+            v.push(d);
+        }
+    }
+
     fn line(&self, mut v: Value) {
         v["port"] = self.name.clone().into();
         v["unix_ms"] = now_ms().into();
@@ -316,6 +333,7 @@ fn run_server(
                 }
                 ServerEvent::SessionDown { key, reason } => {
                     ch.up.store(s.stats.sessions_up > 0, Ordering::SeqCst);
+                    ch.dropped(format!("{reason:?}"));
                     ch.line(json!({"event": "down", "session_id": key.session_id,
                         "peer_mac": key.client.to_string(), "reason": format!("{reason:?}")}));
                 }
@@ -388,6 +406,7 @@ fn run_client(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, S
                 }
                 ClientEvent::Down(reason) => {
                     ch.up.store(false, Ordering::SeqCst);
+                    ch.dropped(format!("{reason:?}"));
                     ch.line(json!({"event": "down", "reason": format!("{reason:?}")}));
                 }
                 ClientEvent::Data { .. } => {}
@@ -411,6 +430,7 @@ impl SessionPort {
     pub fn start(name: &str, port: &PortSpec, cfg: &PppoeSettings) -> Result<SessionPort, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let up = Arc::new(AtomicBool::new(false));
+        let drops = Arc::new(Mutex::new(Vec::new()));
         let (info_tx, infos) = mpsc::channel();
         let (line_tx, lines) = mpsc::channel();
         let (ready_tx, ready) = mpsc::channel();
@@ -418,6 +438,7 @@ impl SessionPort {
             name: name.to_string(),
             stop: stop.clone(),
             up: up.clone(),
+            drops: drops.clone(),
             info: info_tx,
             lines: line_tx,
             ready: ready_tx,
@@ -451,6 +472,7 @@ impl SessionPort {
             role,
             stop,
             up,
+            drops,
             infos,
             lines,
             handle: Some(handle),
@@ -508,6 +530,11 @@ impl SessionPort {
     /// Whether a session is up now.
     pub fn is_up(&self) -> bool {
         self.up.load(Ordering::SeqCst)
+    }
+
+    /// Every session of this port that went down so far, in order.
+    pub fn drops(&self) -> Vec<SessionDrop> {
+        self.drops.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
     /// Events (up, down with reason) since the last call.

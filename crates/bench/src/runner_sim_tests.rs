@@ -111,6 +111,7 @@ impl TrialExecutor for SimBed {
             dut: None,
             invalid: InvalidCounts::default(),
             per_direction: Vec::new(),
+            session_drops: Vec::new(),
         };
         Ok((outcome, facts))
     }

@@ -459,12 +459,8 @@ impl Testbed {
         stop: &AtomicBool,
     ) -> Result<(Outcome, EngineFacts), String> {
         self.flush_log();
-        if let Some(s) = self.sessions.iter().find(|s| !s.is_up()) {
-            return Err(format!(
-                "the PPPoE session on port {} is down (sessions.jsonl says why)",
-                s.port
-            ));
-        }
+        self.sessions_back_up(plan, stop)?;
+        let drops_before = self.session_drop_counts();
         if let Some(s) = self.softwires.iter().find(|s| !s.is_up()) {
             return Err(format!(
                 "the DS-Lite softwire on port {} is down (sessions.jsonl says why)",
@@ -608,6 +604,7 @@ impl Testbed {
                 _ => None,
             },
             per_direction: UdpTrial::per_direction(&report.streams, max),
+            session_drops: self.session_drops_since(&drops_before),
         };
         let mut o = udp.outcome(request, &report);
         // `outcome` measures against the plain frame's line rate; the search works in
@@ -617,6 +614,50 @@ impl Testbed {
             o.offered = LineFraction(o.offered.0 * udp.max_pps().0 / max.0);
         }
         Ok((o, facts))
+    }
+
+    /// How many session drops each PPPoE port has seen so far.
+    fn session_drop_counts(&self) -> Vec<usize> {
+        self.sessions.iter().map(|s| s.drops().len()).collect()
+    }
+
+    /// The session drops since `before` ([`Self::session_drop_counts`]).
+    fn session_drops_since(&self, before: &[usize]) -> Vec<crate::results::SessionDrop> {
+        self.sessions
+            .iter()
+            .zip(before)
+            .flat_map(|(s, &n)| s.drops().into_iter().skip(n))
+            .collect()
+    }
+
+    /// Waits for every PPPoE session that went down to come back (#14 item 5): a DUT that
+    /// dropped its uplink during a trial redials, and the next trial rides its new session.
+    /// A session that does not come back within the port's `timeout` stops the run with the
+    /// reason; the finished trials are kept.
+    fn sessions_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), String> {
+        for k in 0..self.sessions.len() {
+            if self.sessions[k].is_up() {
+                continue;
+            }
+            let port = self.sessions[k].port.clone();
+            let index = plan.ports.iter().position(|p| p.name == port);
+            let timeout = index
+                .and_then(|i| plan.ports[i].pppoe.as_ref())
+                .map_or(Duration::from_secs(30), |c| c.timeout);
+            let got = self.sessions[k].wait_up(timeout, stop);
+            self.flush_log();
+            let info = got.map_err(|e| {
+                format!(
+                    "the PPPoE session on port {port} went down (sessions.jsonl says why) and did not come back: {e}; the run stops here, its finished trials are kept"
+                )
+            })?;
+            match index {
+                Some(0) => self.a_session = Some(info),
+                Some(_) => self.b_session = Some(info),
+                None => {}
+            }
+        }
+        Ok(())
     }
 
     /// What port B plays: where the reverse stream of a bidirectional trial starts.

@@ -283,6 +283,21 @@ fn tshark(pcap: &Path, display: &str, fields: &[&str]) -> Vec<Vec<String>> {
 }
 
 /// Runs the plan against the gateway of `u`; returns (run directory, stdout, pcap).
+/// The gateway brings its WAN up: our PPPoE client (or B4) in the gateway's namespace, handing
+/// the session's packets to its TUN device `h9cwan`.
+fn dial(c: &Cpe, u: &Uplink) -> Proc {
+    let mut args: Vec<&str> = u.gateway.to_vec();
+    args.extend(["--netns", &c.gw, "--dev", "h9cw0", "--tun", "h9cwan"]);
+    args.extend(["--duration", "300"]);
+    Proc::spawn(
+        Command::new(WIRERATE)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+}
+
 fn run_through(c: &Cpe, u: &Uplink, backend: &str, dir: &Path) -> (PathBuf, String, PathBuf) {
     let text = plan_text(c, u, backend);
     let plan = plan_file(dir, &text);
@@ -329,16 +344,7 @@ fn run_through(c: &Cpe, u: &Uplink, backend: &str, dir: &Path) -> (PathBuf, Stri
         out.join("sessions.jsonl").exists()
     });
     std::thread::sleep(Duration::from_millis(500));
-    let mut args: Vec<&str> = u.gateway.to_vec();
-    args.extend(["--netns", &c.gw, "--dev", "h9cw0", "--tun", "h9cwan"]);
-    args.extend(["--duration", "300"]);
-    let gateway = Proc::spawn(
-        Command::new(WIRERATE)
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-    );
+    let gateway = dial(c, u);
     let end = Instant::now() + Duration::from_secs(240);
     while run.try_wait().unwrap().is_none() {
         if Instant::now() > end {
@@ -656,4 +662,144 @@ fn udp_both_ways_between_our_own_subscriber_and_isp_ends() {
             check_directions(u, &plan, &out, &stdout, backend);
         }
     }
+}
+
+/// Issue 14 item 5: the gateway drops its PPPoE session while a trial runs (its client stops
+/// and sends PADT), then dials again. The trial records the drop (port, time, reason), its
+/// loss stays the DUT's, the run waits for the new session instead of failing, the trials
+/// after it ride the new session without loss, and the report names the drop.
+#[test]
+fn a_session_dropped_during_a_trial_is_flagged_and_the_run_goes_on_after_the_redial() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let c = Cpe::new("d", true);
+    let d = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"name = "cpe-session-drop"
+[topology]
+kind = "interfaces"
+[ports.lan]
+interface = "h9cl0"
+namespace = "{lan}"
+ipv4 = "192.0.2.2"
+gateway-v4 = "192.0.2.1"
+speed = "1G"
+[ports.wan]
+interface = "h9cw1"
+namespace = "{isp}"
+speed = "1G"
+{wan}[dut]
+kind = "device"
+[dut.profiles.gateway]
+[run]
+trial-duration = "2s"
+settle = "100ms"
+profile-settle = "0s"
+max-load = 0.005
+backend = "af_packet"
+tester-tolerance = 0.05
+[methodology.forwarding-rate]
+trials = 4
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+encap = ["pppoe"]
+frame-size = [64]
+methodologies = ["forwarding-rate"]
+"#,
+        lan = c.lan,
+        isp = c.isp,
+        wan = PPPOE.wan_port,
+    );
+    let plan = plan_file(d.path(), &text);
+    let out = d.path().join("run");
+    let mut run = Command::new(WIRERATE)
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wirerate run");
+    wait_until("the run's sessions.jsonl", Duration::from_secs(20), || {
+        out.join("sessions.jsonl").exists()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let first = dial(&c, &PPPOE);
+    // The first trial is written; the second (2 s) starts 100 ms later: hang up inside it.
+    wait_until("the first trial", Duration::from_secs(60), || {
+        out.join("trials.jsonl").exists() && !trials(&out).is_empty()
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    first.signal("-TERM");
+    std::thread::sleep(Duration::from_millis(1000));
+    let _second = dial(&c, &PPPOE);
+    let end = Instant::now() + Duration::from_secs(120);
+    while run.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = run.kill();
+            panic!("the run took more than 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let output = run.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let ts: Vec<_> = trials(&out).into_iter().filter(|t| !t.superseded).collect();
+    assert_eq!(ts.len(), 4, "{ts:#?}");
+    let drops = |t: &bench::results::TrialRecord| {
+        t.engine
+            .as_ref()
+            .map(|e| e.session_drops.clone())
+            .unwrap_or_default()
+    };
+    let flagged: Vec<usize> = (0..ts.len())
+        .filter(|&i| !drops(&ts[i]).is_empty())
+        .collect();
+    assert_eq!(flagged, vec![1], "the second trial, and only it: {ts:#?}");
+    let t = &ts[1];
+    let dropped = drops(t);
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    println!("drop: {:?}", dropped[0]);
+    assert_eq!(dropped[0].port, "wan");
+    assert!(!dropped[0].reason.is_empty());
+    // Inside the trial's time (it lasted 2 s and was written when it ended, after a drain).
+    assert!(
+        dropped[0].unix_ms <= t.finished_unix_ms
+            && dropped[0].unix_ms + 3_000 >= t.finished_unix_ms,
+        "drop at {} ms, trial written at {} ms",
+        dropped[0].unix_ms,
+        t.finished_unix_ms
+    );
+    assert!(t.outcome.lost > 0, "frames sent into a dead session: {t:?}");
+    // Before and after: the session carried every frame.
+    for i in [0, 2, 3] {
+        assert_eq!(ts[i].outcome.lost, 0, "trial {i}: {:?}", ts[i]);
+        assert!(ts[i].outcome.received > 0, "trial {i}");
+    }
+    // The AC saw the session go down and a new one come up.
+    let lines = jsonl(&out.join("sessions.jsonl"));
+    let events: Vec<&str> = lines.iter().filter_map(|l| l["event"].as_str()).collect();
+    let ups: Vec<u64> = lines
+        .iter()
+        .filter(|l| l["event"] == "up")
+        .filter_map(|l| l["session_id"].as_u64())
+        .collect();
+    assert_eq!(ups.len(), 2, "{events:?}");
+    assert_ne!(ups[0], ups[1], "the redial is a new session");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("the PPPoE session on port wan went down at"),
+        "{summary}"
+    );
 }

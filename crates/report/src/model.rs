@@ -502,6 +502,51 @@ pub fn iperf3_interval_spread(raw: &serde_json::Value) -> Option<f64> {
     Some(var.sqrt() / m)
 }
 
+/// One note per trial during which a PPPoE session of the run went down (#14 item 5): when,
+/// on which port and why, in trial order.
+fn session_drop_notes<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> Vec<String> {
+    let mut hit: Vec<&TrialRecord> = trials
+        .filter(|t| {
+            t.engine
+                .as_ref()
+                .is_some_and(|e| !e.session_drops.is_empty())
+        })
+        .collect();
+    hit.sort_by_key(|t| t.finished_unix_ms);
+    hit.iter()
+        .map(|t| {
+            let drops: Vec<String> = t
+                .engine
+                .iter()
+                .flat_map(|e| &e.session_drops)
+                .map(|d| {
+                    format!(
+                        "the PPPoE session on port {} went down at {} UTC ({})",
+                        d.port,
+                        clock_utc(d.unix_ms),
+                        d.reason
+                    )
+                })
+                .collect();
+            format!(
+                "{} ({}, repetition {}, trial {}): {} while the trial ran; its loss is the DUT's, and the run waited for the session to come back before the next trial",
+                t.key.case_id,
+                t.key.methodology.name(),
+                t.key.repetition,
+                t.key.index,
+                drops.join("; ")
+            )
+        })
+        .collect()
+}
+
+/// `HH:MM:SS.mmm` of a Unix time in milliseconds.
+fn clock_utc(unix_ms: u64) -> String {
+    let ms = unix_ms % 1000;
+    let s = (unix_ms / 1000) % 86_400;
+    format!("{:02}:{:02}:{:02}.{ms:03}", s / 3600, s / 60 % 60, s % 60)
+}
+
 /// The lab DUT's CPU over the trials of one search that ran at `load` (the reported result's
 /// load: its lower bound), mean over them. Latency and burst trials are not the search's.
 pub(crate) fn cpu_at_load(trials: Option<&Vec<&TrialRecord>>, load: f64) -> Option<f64> {
@@ -1049,6 +1094,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         }
     }
 
+    notes.extend(session_drop_notes(trials.values().flatten().copied()));
     if superseded > 0 {
         notes.push(format!(
             "{superseded} trial{} measured again because the tester fell behind its schedule during {} (frames slipped, or less offered than asked); kept in trials.jsonl as superseded, not used for any figure",
@@ -2025,6 +2071,25 @@ mod tests {
     use bench_model::results::{DutCounters, EngineFacts, TrialKey};
     use bench_model::search::{LineFraction, Outcome, TrialRequest};
 
+    #[test]
+    fn a_session_drop_is_a_note_with_its_trial_port_time_and_reason() {
+        let mut e = facts("af_packet", "", None);
+        e.session_drops = vec![bench_model::results::SessionDrop {
+            port: "wan".into(),
+            unix_ms: 1_795_300_000_000 + 3_723_456,
+            reason: "PadtReceived".into(),
+        }];
+        let hit = udp_trial(400, Some(e));
+        let calm = udp_trial(0, Some(facts("af_packet", "", None)));
+        let notes = session_drop_notes([&calm, &hit, &calm].into_iter());
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        // 1_795_300_000 s is 22:26:40 UTC; + 1 h 2 min 3.456 s.
+        assert_eq!(
+            notes[0],
+            "forward/udp4/64B (multi-goal, repetition 0, trial 0): the PPPoE session on port wan went down at 23:28:43.456 UTC (PadtReceived) while the trial ran; its loss is the DUT's, and the run waited for the session to come back before the next trial"
+        );
+    }
+
     fn udp_trial(lost: u64, engine: Option<EngineFacts>) -> TrialRecord {
         let load = LineFraction(0.5);
         TrialRecord {
@@ -2069,6 +2134,7 @@ mod tests {
                 egress_tx: 1000 - d,
                 ..Default::default()
             }),
+            session_drops: Vec::new(),
         }
     }
 

@@ -591,6 +591,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                         invalid: Default::default(),
                         per_direction: Vec::new(),
                         dut: Some(dut_counters(offered, capacity, secs, &out)),
+                        session_drops: Vec::new(),
                     };
                     push(req, &out, Some(engine), None, None);
                     out

@@ -120,6 +120,22 @@ pub struct EngineFacts {
     /// DUT that forwards one way only. Empty for one-way trials (and in older runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_direction: Vec<DirectionFacts>,
+    /// PPPoE sessions of the run's ports that went down while the trial ran (#14 item 5): the
+    /// DUT dropped its uplink, or stopped answering it. The trial's loss is the DUT's; the run
+    /// waited for the session to come back before the next trial. Empty in older runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_drops: Vec<SessionDrop>,
+}
+
+/// A PPPoE session of one of the run's ports going down (`bench::isp`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionDrop {
+    /// The plan's name of the port.
+    pub port: String,
+    /// When the port's control plane saw it end, Unix milliseconds.
+    pub unix_ms: u64,
+    /// Why, as the control plane says it (`PadtReceived`, `EchoTimeout`, …).
+    pub reason: String,
 }
 
 /// One direction of a bidirectional trial, as its sending and receiving ports counted it.
