@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use bench::plan::Plan;
 use common_isp::ip;
-use common_run::{plan_file, trials, WIRERATE};
+use common_run::{finish_within, plan_file, spawn_run, trials, WIRERATE};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -202,10 +202,10 @@ timeout = "30s"
     capture: "ip6 and ip6[6] == 4 and ip6[49] == 17",
 };
 
-fn plan_text(c: &Cpe, u: &Uplink, backend: &str) -> String {
+/// The plan's ports and DUT: the LAN port plain, the WAN port playing the ISP side of `u`.
+fn ports_text(c: &Cpe, u: &Uplink) -> String {
     format!(
-        r#"name = "cpe-both-ways-{name}"
-[topology]
+        r#"[topology]
 kind = "interfaces"
 [ports.lan]
 interface = "h9cl0"
@@ -220,7 +220,17 @@ speed = "1G"
 {wan}[dut]
 kind = "device"
 [dut.profiles.gateway]
-[run]
+"#,
+        lan = c.lan,
+        isp = c.isp,
+        wan = u.wan_port,
+    )
+}
+
+fn plan_text(c: &Cpe, u: &Uplink, backend: &str) -> String {
+    format!(
+        r#"name = "cpe-both-ways-{name}"
+{ports}[run]
 trial-duration = "1s"
 settle = "100ms"
 profile-settle = "0s"
@@ -236,9 +246,7 @@ frame-size = [{s0}, {s1}]
 methodologies = ["rfc2544-throughput"]
 "#,
         name = u.name,
-        lan = c.lan,
-        isp = c.isp,
-        wan = u.wan_port,
+        ports = ports_text(c, u),
         backend = backend,
         encap = u.encap,
         s0 = u.sizes[0],
@@ -326,18 +334,7 @@ fn run_through(c: &Cpe, u: &Uplink, backend: &str, dir: &Path) -> (PathBuf, Stri
     );
     std::thread::sleep(Duration::from_millis(500));
     let out = dir.join("run");
-    let mut run = Command::new(WIRERATE)
-        .args([
-            "run",
-            plan.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("wirerate run");
+    let run = spawn_run(&plan, &out);
     // The ISP side first (the run creates sessions.jsonl, then starts its AC/AFTR), then the
     // gateway dials (a B4 probes the AFTR only a few times).
     wait_until("the run's sessions.jsonl", Duration::from_secs(20), || {
@@ -345,15 +342,7 @@ fn run_through(c: &Cpe, u: &Uplink, backend: &str, dir: &Path) -> (PathBuf, Stri
     });
     std::thread::sleep(Duration::from_millis(500));
     let gateway = dial(c, u);
-    let end = Instant::now() + Duration::from_secs(240);
-    while run.try_wait().unwrap().is_none() {
-        if Instant::now() > end {
-            let _ = run.kill();
-            panic!("the run took more than 240 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let output = run.wait_with_output().unwrap();
+    let output = finish_within(run, Duration::from_secs(240));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
@@ -678,22 +667,7 @@ fn a_session_dropped_during_a_trial_is_flagged_and_the_run_goes_on_after_the_red
     let d = tempfile::tempdir().unwrap();
     let text = format!(
         r#"name = "cpe-session-drop"
-[topology]
-kind = "interfaces"
-[ports.lan]
-interface = "h9cl0"
-namespace = "{lan}"
-ipv4 = "192.0.2.2"
-gateway-v4 = "192.0.2.1"
-speed = "1G"
-[ports.wan]
-interface = "h9cw1"
-namespace = "{isp}"
-speed = "1G"
-{wan}[dut]
-kind = "device"
-[dut.profiles.gateway]
-[run]
+{ports}[run]
 trial-duration = "2s"
 settle = "100ms"
 profile-settle = "0s"
@@ -709,24 +683,11 @@ encap = ["pppoe"]
 frame-size = [64]
 methodologies = ["forwarding-rate"]
 "#,
-        lan = c.lan,
-        isp = c.isp,
-        wan = PPPOE.wan_port,
+        ports = ports_text(&c, &PPPOE),
     );
     let plan = plan_file(d.path(), &text);
     let out = d.path().join("run");
-    let mut run = Command::new(WIRERATE)
-        .args([
-            "run",
-            plan.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("wirerate run");
+    let run = spawn_run(&plan, &out);
     wait_until("the run's sessions.jsonl", Duration::from_secs(20), || {
         out.join("sessions.jsonl").exists()
     });
@@ -740,15 +701,7 @@ methodologies = ["forwarding-rate"]
     first.signal("-TERM");
     std::thread::sleep(Duration::from_millis(1000));
     let _second = dial(&c, &PPPOE);
-    let end = Instant::now() + Duration::from_secs(120);
-    while run.try_wait().unwrap().is_none() {
-        if Instant::now() > end {
-            let _ = run.kill();
-            panic!("the run took more than 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let output = run.wait_with_output().unwrap();
+    let output = finish_within(run, Duration::from_secs(120));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),

@@ -41,6 +41,36 @@ pub fn run(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `wirerate run PLAN --out OUT` in the background, stdout and stderr piped, no stdin: for
+/// tests that act on the network while the run measures.
+pub fn spawn_run(plan: &Path, out: &Path) -> std::process::Child {
+    Command::new(WIRERATE)
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning wirerate run")
+}
+
+/// Waits for a [`spawn_run`] child, killing it and failing the test after `limit`; its output.
+pub fn finish_within(mut run: std::process::Child, limit: std::time::Duration) -> Output {
+    let end = std::time::Instant::now() + limit;
+    while run.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > end {
+            let _ = run.kill();
+            panic!("the run took more than {} s", limit.as_secs());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    run.wait_with_output().unwrap()
+}
+
 /// The trial records of the run in `dir` (its `trials.jsonl`).
 pub fn trials(dir: &Path) -> Vec<TrialRecord> {
     read_records(&dir.join("trials.jsonl"))
