@@ -1148,7 +1148,7 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
         }
         if let Some(l) = outcome.load {
             ctx.note(format!(
-                "  load {:.0} frames/s each way: A→B {} of {}, B→A {} of {}{}{}",
+                "  load {:.0} frames/s each way: A→B {} of {}, B→A {} of {}{}{}{}{}",
                 l.intended_pps,
                 l.forward_received,
                 l.forward_sent,
@@ -1157,6 +1157,16 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
                 l.dut_entries
                     .map(|e| format!("; DUT table {e} entries after"))
                     .unwrap_or_default(),
+                rec.dut
+                    .and_then(|d| d.load_ports)
+                    .map(|p| format!("; DUT ingress drops {}", p.ingress_drops))
+                    .unwrap_or_default(),
+                match l.sender_priority {
+                    Some(crate::search::LoadPriority::Unraised) => {
+                        "; the senders' priority could not be raised (not root?)"
+                    }
+                    _ => "",
+                },
                 if l.lossless() { ": pass" } else { ": loss" },
             ));
         }
