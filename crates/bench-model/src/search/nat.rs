@@ -999,7 +999,7 @@ pub fn describe(r: &ConnSearchResult) -> String {
                     let short = p.tester_limited.map(|s| s.to_string()).unwrap_or_default();
                     match (p.lower, p.upper) {
                         (Some(l), Some(u)) => format!(
-                            "{} connections: at least {l:.0} frames/s each way, {short} ({u:.0} lost frames)",
+                            "{} connections: at least {l:.0} frames/s each way, {short} (frames lost at {u:.0})",
                             p.connections
                         ),
                         (Some(l), None) => format!(
@@ -1011,7 +1011,7 @@ pub fn describe(r: &ConnSearchResult) -> String {
                 }
                 (false, _, _) => format!("{} connections: not all established", p.connections),
                 (true, Some(l), Some(u)) => format!(
-                    "{} connections: {l:.0} frames/s each way ({u:.0} lost frames)",
+                    "{} connections: {l:.0} frames/s each way (frames lost at {u:.0})",
                     p.connections
                 ),
                 (true, Some(l), None) => format!(

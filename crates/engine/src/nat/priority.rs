@@ -8,10 +8,11 @@
 //! `nice -n -15`; the engine now raises the senders itself, so a plain `wirerate run` gets the
 //! same, and the record says what it got.
 //!
-//! Every port thread already asks for nice −10 ([`crate::port::PortSpec::enter`]). The load's
-//! senders ask for more: [`DEFAULT`] (chosen by measurement, docs/engine.md "The NAT load on
-//! XDP"). `WIRERATE_NAT_SENDER_PRIORITY` (`fifo:N`, `nice:N` or `none`) overrides it, for
-//! measuring one against another. When the wish cannot be granted (not root, no
+//! Every port thread already asks for nice −10 ([`crate::port::PortSpec::enter`], an absolute
+//! value: `nice -n -15 wirerate run` never reached the senders). The load's senders ask for
+//! [`DEFAULT`] (chosen by measurement, docs/engine.md "The NAT load on XDP": a higher priority
+//! did not help). `WIRERATE_NAT_SENDER_PRIORITY` (`fifo:N`, `nice:N` or `none`) overrides it,
+//! for measuring one against another. When the wish cannot be granted (not root, no
 //! CAP_SYS_NICE), the sender runs with what it has and the record says `unraised`; the trial is
 //! not failed for it.
 
@@ -29,8 +30,11 @@ pub enum SenderPriority {
     Unraised,
 }
 
-/// What the senders ask for unless overridden.
-pub const DEFAULT: SenderPriority = SenderPriority::Nice { nice: -20 };
+/// What the senders ask for unless overridden: the port's nice −10, made explicit and
+/// recorded. Measured against nice −20 and SCHED_FIFO 1 (docs/engine.md, "The NAT load on
+/// XDP"): neither kept the rate more often, and SCHED_FIFO fell 3–5 % short at every rate (which fits
+/// the kernel's fair server running ordinary threads up to 50 ms a second).
+pub const DEFAULT: SenderPriority = SenderPriority::Nice { nice: -10 };
 
 /// The environment variable that overrides [`DEFAULT`].
 pub const ENV: &str = "WIRERATE_NAT_SENDER_PRIORITY";

@@ -196,7 +196,10 @@ pub struct NatThroughputConfig {
 /// with its table full. So a load the tester could not offer (either direction short of the
 /// asked rate by more than the tolerance, or its own receive rings dropping frames) is a
 /// *ceiling*, not a failure: the bisection of that N goes on below it, as if the search range
-/// ended there. If a rate below the ceiling loses frames, the N has a DUT figure after all; if
+/// ended there — unless it lost frames although every frame was sent (the tester only paused,
+/// so its rate over the whole load reads short): a pause rests the DUT, so that loss is the
+/// DUT's and the trial is a failing one. If a rate below the ceiling loses frames, the N has a
+/// DUT figure after all; if
 /// the bracket closes against the ceiling, the N ends "at least `lower`, tester-limited", and
 /// the next N is measured. A preliminary phase the tester could not pace whose connections
 /// were not all established ends the N the same way (nothing is known about the DUT's table).
@@ -316,9 +319,27 @@ impl NatThroughputSearch {
     }
 
     /// Learns from the load of a trial whose N connections were all established.
-    fn learn_load(&mut self, pps: f64, o: &ConnOutcome) {
+    fn learn_load(&mut self, t: &ConnTrial, o: &ConnOutcome) {
+        let (pps, duration) = match t.real {
+            Some(RealTest::Load { pps, duration }) => (pps, duration),
+            _ => (0.0, self.cfg.duration),
+        };
         let tol = self.cfg.tester_tolerance;
+        let frames = (pps * duration.as_secs_f64()).round().max(1.0) as u64;
         match o.load {
+            // Short of the rate only because it paused: every frame of both directions was
+            // sent, at the asked rate between pauses (a sender behind by more than its debt
+            // cap skips ahead instead of bursting), and the tester's own rings dropped none.
+            // A pause rests the DUT and never makes it lose a frame, so a loss is the DUT's.
+            Some(l)
+                if l.is_tester_limited(tol)
+                    && !l.lossless()
+                    && l.tester_drops == 0
+                    && l.forward_sent >= frames
+                    && l.reverse_sent >= frames =>
+            {
+                self.upper = Some(pps);
+            }
             Some(l) if l.is_tester_limited(tol) => {
                 // Not the DUT's failure: the search range ends here for this N.
                 if self.ceiling_pps().is_none_or(|c| pps < c) {
@@ -344,10 +365,6 @@ impl ConnSearch for NatThroughputSearch {
         match self.ledger.take(last) {
             Err(()) => return None,
             Ok(Some((t, o))) => {
-                let pps = match t.real {
-                    Some(RealTest::Load { pps, .. }) => pps,
-                    _ => 0.0,
-                };
                 let tol = self.cfg.tester_tolerance;
                 let short_opening = o.preliminary_sent < o.connections
                     || o.offered_rate.0 < o.intended_rate.0 * (1.0 - tol);
@@ -368,7 +385,7 @@ impl ConnSearch for NatThroughputSearch {
                 } else {
                     // All N established (however fast the tester opened them): the load
                     // decides.
-                    self.learn_load(pps, o);
+                    self.learn_load(&t, o);
                 }
             }
             Ok(None) => {}

@@ -287,6 +287,42 @@ fn a_dut_failure_below_the_tester_ceiling_is_a_dut_figure() {
 }
 
 #[test]
+fn a_loss_while_the_tester_only_paused_is_the_duts() {
+    // Every frame sent, but the load's span stretched by a pause (its rate reads 3 % short):
+    // a pass says nothing (the pause rested the DUT), a loss is the DUT's failure.
+    let mut dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 50_000.0;
+    let paused = |o: &mut ConnOutcome| {
+        if let Some(l) = o.load.as_mut() {
+            l.forward_pps = l.intended_pps * 0.97;
+        }
+    };
+    let mut s = NatThroughputSearch::new(throughput_cfg(&[1], 1000.0, 64_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| {
+        let mut o = dut.trial_real(t);
+        paused(&mut o);
+        o
+    });
+    let p = points(&r);
+    // 64,000 lost frames: the DUT's first failing rate. Every pass below it paused: no DUT
+    // figure, tester-limited down to the floor.
+    assert_eq!(p[0].upper, Some(64_000.0), "{p:?}");
+    assert_eq!(p[0].lower, None, "{p:?}");
+    assert!(p[0].tester_limited.is_some(), "{p:?}");
+    // The same pause with frames left unsent is the tester's, loss or not.
+    let mut s = NatThroughputSearch::new(throughput_cfg(&[1], 1000.0, 64_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| {
+        let mut o = dut.trial_real(t);
+        paused(&mut o);
+        if let Some(l) = o.load.as_mut() {
+            l.forward_sent -= 1;
+        }
+        o
+    });
+    assert_eq!(points(&r)[0].upper, None, "{:?}", points(&r));
+}
+
+#[test]
 fn connections_the_tester_could_not_open_end_the_n_tester_limited() {
     let dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
     let mut s =
