@@ -1081,7 +1081,13 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
         } else {
             MAX_STALL_RETRIES
         };
-        let superseded = tester_limited && stalls_retried < retries;
+        // A `nat-throughput` load that lost frames after sending every one is the DUT's
+        // failure however its rate reads (the search takes it so): nothing to measure again.
+        let dut_loss = outcome
+            .load
+            .zip(trial.load_frames())
+            .is_some_and(|(l, f)| outcome.passed() && l.loss_is_the_duts(f));
+        let superseded = tester_limited && !dut_loss && stalls_retried < retries;
         let rec = ConnTrialRecord {
             key: TrialKey {
                 case_id: case.id.clone(),

@@ -114,6 +114,16 @@ impl ConnTrial {
             .saturating_add(load)
     }
 
+    /// Frames each direction of the real test's load sends (`None` without a load).
+    pub fn load_frames(&self) -> Option<u64> {
+        match self.real {
+            Some(RealTest::Load { pps, duration }) => {
+                Some((pps * duration.as_secs_f64()).round().max(1.0) as u64)
+            }
+            _ => None,
+        }
+    }
+
     /// Whether `other` asks for the same trial (rates compared with a relative tolerance of
     /// 1e-9, as [`super::TrialRequest::same_as`] does, so a request read back from JSON
     /// matches).
@@ -300,6 +310,17 @@ impl LoadOutcome {
             && self.reverse_sent > 0
             && self.forward_received >= self.forward_sent
             && self.reverse_received >= self.reverse_sent
+    }
+
+    /// The load lost frames although the tester sent all `frames` of both directions and its
+    /// own rings dropped none: whatever its rate over the whole load reads, the tester at
+    /// worst paused (a sender behind by more than its debt cap skips ahead, never bursts
+    /// more), and a pause rests the DUT — the loss is the DUT's.
+    pub fn loss_is_the_duts(&self, frames: u64) -> bool {
+        !self.lossless()
+            && self.tester_drops == 0
+            && self.forward_sent >= frames
+            && self.reverse_sent >= frames
     }
 
     /// The tester offered less than asked in either direction.

@@ -320,24 +320,15 @@ impl NatThroughputSearch {
 
     /// Learns from the load of a trial whose N connections were all established.
     fn learn_load(&mut self, t: &ConnTrial, o: &ConnOutcome) {
-        let (pps, duration) = match t.real {
-            Some(RealTest::Load { pps, duration }) => (pps, duration),
-            _ => (0.0, self.cfg.duration),
+        let pps = match t.real {
+            Some(RealTest::Load { pps, .. }) => pps,
+            _ => 0.0,
         };
         let tol = self.cfg.tester_tolerance;
-        let frames = (pps * duration.as_secs_f64()).round().max(1.0) as u64;
+        let frames = t.load_frames().unwrap_or(1);
         match o.load {
-            // Short of the rate only because it paused: every frame of both directions was
-            // sent, at the asked rate between pauses (a sender behind by more than its debt
-            // cap skips ahead instead of bursting), and the tester's own rings dropped none.
-            // A pause rests the DUT and never makes it lose a frame, so a loss is the DUT's.
-            Some(l)
-                if l.is_tester_limited(tol)
-                    && !l.lossless()
-                    && l.tester_drops == 0
-                    && l.forward_sent >= frames
-                    && l.reverse_sent >= frames =>
-            {
+            // Short of the rate only because it paused (LoadOutcome::loss_is_the_duts).
+            Some(l) if l.is_tester_limited(tol) && l.loss_is_the_duts(frames) => {
                 self.upper = Some(pps);
             }
             Some(l) if l.is_tester_limited(tol) => {
