@@ -1084,7 +1084,13 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
         } else {
             MAX_STALL_RETRIES
         };
-        let superseded = tester_limited && stalls_retried < retries;
+        // A `nat-throughput` load that lost frames after sending every one is the DUT's
+        // failure however its rate reads (the search takes it so): nothing to measure again.
+        let dut_loss = outcome
+            .load
+            .zip(trial.load_frames())
+            .is_some_and(|(l, f)| outcome.passed() && l.loss_is_the_duts(f));
+        let superseded = tester_limited && !dut_loss && stalls_retried < retries;
         let rec = ConnTrialRecord {
             key: TrialKey {
                 case_id: case.id.clone(),
@@ -1151,7 +1157,7 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
         }
         if let Some(l) = outcome.load {
             ctx.note(format!(
-                "  load {:.0} frames/s each way: A→B {} of {}, B→A {} of {}{}{}",
+                "  load {:.0} frames/s each way: A→B {} of {}, B→A {} of {}{}{}{}{}",
                 l.intended_pps,
                 l.forward_received,
                 l.forward_sent,
@@ -1160,6 +1166,16 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
                 l.dut_entries
                     .map(|e| format!("; DUT table {e} entries after"))
                     .unwrap_or_default(),
+                rec.dut
+                    .and_then(|d| d.load_ports)
+                    .map(|p| format!("; DUT ingress drops {}", p.ingress_drops))
+                    .unwrap_or_default(),
+                match l.sender_priority {
+                    Some(crate::search::LoadPriority::Unraised) => {
+                        "; the senders' priority could not be raised (not root?)"
+                    }
+                    _ => "",
+                },
                 if l.lossless() { ": pass" } else { ": loss" },
             ));
         }

@@ -771,6 +771,15 @@ impl Testbed {
                 .forward_short_connections
                 .zip(l.reverse_short_connections)
                 .map(|(f, r)| f + r),
+            sender_priority: l.sender_priority.map(|p| {
+                use crate::search::LoadPriority as P;
+                use engine::nat::priority::SenderPriority as S;
+                match p {
+                    S::Fifo { priority } => P::Fifo { priority },
+                    S::Nice { nice } => P::Nice { nice },
+                    S::Unraised => P::Unraised,
+                }
+            }),
         });
         let dut = match (start, mid, end) {
             (Some(s), Some(m), Some(e)) => Some(ConnDutCounters {

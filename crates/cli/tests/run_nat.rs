@@ -254,6 +254,9 @@ fn teardown_and_throughput_run_on_a_table_holding_n() {
         let ConnFinding::Throughput { points } = done[1].result.finding.clone() else {
             panic!("{:?}", done[1].result)
         };
+        if points.iter().any(|p| p.tester_limited.is_some()) {
+            continue; // an N the tester ended: no DUT figure to check there now
+        }
         assert_eq!(
             points.iter().map(|p| p.connections).collect::<Vec<_>>(),
             [1, table]

@@ -41,6 +41,26 @@ pub struct ConnRow {
     pub dut_refused: Option<u64>,
     /// The tester's count in that trial: connections learned by the responder.
     pub learned: Option<u64>,
+    /// `nat-throughput`: the engine that sent and counted the load at this N (`xdp`,
+    /// `af_packet`), from the trial at the figure or else the N's last trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_engine: Option<String>,
+    /// `nat-throughput`: the DUT's own ingress drops (both ports, from the end of the
+    /// preliminary phase to the end of the load) in the trial at the figure — 0 when the
+    /// figure is the DUT's lossless rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_drops_at_figure: Option<u64>,
+    /// `nat-throughput`: frames lost (both directions) in the trial at the first failing
+    /// rate, and the DUT's own ingress drops over it: equal when the DUT dropped them at its
+    /// input queue, which is what makes the failure the DUT's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_at_upper: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_drops_at_upper: Option<u64>,
+    /// `nat-throughput`: what the tester fell short of at this N (the search went on with the
+    /// next N), as the status cell says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tester_short: Option<String>,
     /// The same sentence the run printed (bench_model::search::nat::describe).
     pub summary: String,
 }
@@ -86,6 +106,11 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
             }),
             dut_refused: at_figure.and_then(|t| t.dut.map(|c| c.preliminary.refused)),
             learned: at_figure.map(|t| t.phases.learned),
+            load_engine: None,
+            dut_drops_at_figure: None,
+            lost_at_upper: None,
+            dut_drops_at_upper: None,
+            tester_short: None,
             summary: summary.clone(),
         };
         match &r.finding {
@@ -166,11 +191,44 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                         p.upper.is_none(),
                         at_figure,
                     );
-                    // The trials at this N (the search's total covers every N).
-                    r.trials = ts
+                    let at_n: Vec<&&ConnTrialRecord> = ts
                         .iter()
                         .filter(|t| t.request.connections == p.connections && !t.superseded)
-                        .count() as u32;
+                        .collect();
+                    // The trials at this N (the search's total covers every N).
+                    r.trials = at_n.len() as u32;
+                    let at_upper = at_n.iter().rev().find(|t| {
+                        t.outcome.load.is_some_and(|l| {
+                            p.upper
+                                .is_some_and(|u| (l.intended_pps - u).abs() <= 1e-9 * u.max(1.0))
+                        })
+                    });
+                    let drops = |t: &&&ConnTrialRecord| {
+                        t.dut.and_then(|d| d.load_ports).map(|c| c.ingress_drops)
+                    };
+                    r.load_engine = at_figure
+                        .or(at_n.last().copied())
+                        .and_then(|t| t.outcome.load)
+                        .and_then(|l| l.engine)
+                        .map(|e| {
+                            match e {
+                                bench_model::search::LoadBackend::Xdp => "xdp",
+                                bench_model::search::LoadBackend::AfPacket => "af_packet",
+                            }
+                            .to_string()
+                        });
+                    r.dut_drops_at_figure = at_figure.and_then(|t| drops(&t));
+                    r.lost_at_upper = at_upper.and_then(|t| t.outcome.load).map(|l| {
+                        l.forward_sent.saturating_sub(l.forward_received)
+                            + l.reverse_sent.saturating_sub(l.reverse_received)
+                    });
+                    r.dut_drops_at_upper = at_upper.and_then(drops);
+                    // Per N: an N the tester ended is not a DUT figure, whatever the others.
+                    if let Some(short) = p.tester_limited {
+                        r.tester_limited = true;
+                        r.lower_bound = r.value.is_some();
+                        r.tester_short = Some(short.to_string());
+                    }
                     out.push(r);
                 }
             }
@@ -189,7 +247,7 @@ pub fn unit(m: Methodology) -> &'static str {
 }
 
 /// Columns shared by CSV, Markdown and HTML.
-pub const COLUMNS: [&str; 12] = [
+pub const COLUMNS: [&str; 16] = [
     "case",
     "methodology",
     "repetition",
@@ -202,10 +260,14 @@ pub const COLUMNS: [&str; 12] = [
     "status",
     "dut_entries",
     "dut_refused",
+    "load_engine",
+    "dut_drops_at_figure",
+    "lost_at_upper",
+    "dut_drops_at_upper",
 ];
 
 /// Header as Markdown and HTML show it.
-pub const TITLES: [&str; 12] = [
+pub const TITLES: [&str; 16] = [
     "case",
     "methodology",
     "rep",
@@ -218,7 +280,14 @@ pub const TITLES: [&str; 12] = [
     "status",
     "DUT table entries",
     "DUT refused",
+    "load engine",
+    "DUT drops at the result",
+    "frames lost at first failing",
+    "DUT drops at first failing",
 ];
+
+/// Columns whose cells are numbers (right-aligned in HTML).
+pub const NUMERIC: [usize; 8] = [3, 5, 8, 10, 11, 13, 14, 15];
 
 fn opt(x: Option<impl ToString>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
@@ -250,14 +319,17 @@ pub fn cells(r: &ConnRow) -> Vec<String> {
         },
         r.past.clone().unwrap_or_default(),
         r.trials.to_string(),
-        if r.tester_limited {
-            "tester-limited"
-        } else {
-            "ok"
-        }
-        .to_string(),
+        match (&r.tester_short, r.tester_limited) {
+            (Some(s), _) => s.clone(),
+            (None, true) => "tester-limited".to_string(),
+            (None, false) => "ok".to_string(),
+        },
         opt(r.dut_entries),
         opt(r.dut_refused),
+        r.load_engine.clone().unwrap_or_default(),
+        opt(r.dut_drops_at_figure),
+        opt(r.lost_at_upper),
+        opt(r.dut_drops_at_upper),
     ]
 }
 
@@ -335,7 +407,11 @@ mod tests {
                 "3",
                 "ok",
                 "1500",
-                "0"
+                "0",
+                "",
+                "",
+                "",
+                ""
             ]
         );
     }
@@ -380,5 +456,76 @@ mod tests {
         assert_eq!(cells(&rows[3])[5], "32000");
         assert_eq!(value(&rows[4]), "");
         assert_eq!(cells(&rows[4])[7], "not all connections established");
+    }
+
+    /// A throughput trial record at N connections and `pps` each way: `lost` frames of the
+    /// forward direction lost, `drops` counted by the DUT's ingress over the load.
+    fn load_trial(index: u32, n: u64, pps: f64, lost: u64, drops: u64) -> ConnTrialRecord {
+        let sent = pps as u64;
+        let mut t = trial(index, n, n);
+        t.key.methodology = Methodology::NatThroughput;
+        t.request.real = Some(bench_model::search::RealTest::Load {
+            pps,
+            duration: std::time::Duration::from_secs(1),
+        });
+        t.outcome.load = Some(
+            serde_json::from_value(serde_json::json!({
+                "intended_pps": pps, "forward_sent": sent, "forward_received": sent - lost,
+                "forward_pps": pps, "reverse_sent": sent, "reverse_received": sent,
+                "reverse_pps": pps, "dut_entries": n, "engine": "xdp"
+            }))
+            .unwrap(),
+        );
+        let ports: bench_model::results::DutCounters = serde_json::from_value(serde_json::json!({
+            "ingress_rx": 2 * sent, "ingress_drops": drops, "egress_tx": 2 * sent - drops
+        }))
+        .unwrap();
+        if let Some(d) = t.dut.as_mut() {
+            d.load_ports = Some(ports);
+        }
+        t
+    }
+
+    #[test]
+    fn throughput_rows_show_the_engine_the_duts_drops_and_a_per_n_tester_limit() {
+        let trials = [
+            load_trial(0, 1, 150_000.0, 0, 0),
+            load_trial(1, 1, 140_000.0, 0, 0),
+            load_trial(2, 1000, 150_000.0, 700, 700),
+            load_trial(3, 1000, 100_000.0, 0, 0),
+        ];
+        let done: ConnDone = serde_json::from_value(serde_json::json!({
+            "case_id": "napt/udp4/64B", "repetition": 0, "methodology": "nat-throughput",
+            "result": {"status": {"state": "complete"},
+                "finding": {"kind": "throughput", "points": [
+                    {"connections": 1, "lower": 140000.0, "upper": null, "established": true,
+                     "tester_limited": {"phase": "load", "intended": 150000.0,
+                        "achieved": 141000.0}},
+                    {"connections": 1000, "lower": 100000.0, "upper": 150000.0,
+                     "established": true}]},
+                "trials": 4, "trial_seconds": 8.0}
+        }))
+        .unwrap();
+        let refs: Vec<&ConnTrialRecord> = trials.iter().collect();
+        let rows = rows(&refs, &[&done]);
+        assert_eq!(rows.len(), 2);
+        let (one, full) = (cells(&rows[0]), cells(&rows[1]));
+        assert_eq!(one.len(), COLUMNS.len());
+        // N = 1: the tester's limit, in its own row only; an "at least" figure.
+        assert!(rows[0].tester_limited && !rows[1].tester_limited);
+        assert_eq!(one[3], "at least 140000");
+        assert_eq!(
+            one[9],
+            "tester-limited (asked 150000, sent 141000 frames/s each way)"
+        );
+        assert_eq!(&one[12..], ["xdp", "0", "", ""]);
+        // N = 1,000: the DUT's figure; the frames lost at the first failing rate are the
+        // DUT's own ingress drops.
+        assert_eq!((full[3].as_str(), full[9].as_str()), ("100000", "ok"));
+        assert_eq!(&full[12..], ["xdp", "0", "700", "700"]);
+        // JSON keeps them too.
+        let j = serde_json::to_value(&rows[1]).unwrap();
+        assert_eq!(j["dut_drops_at_upper"], 700);
+        assert_eq!(j["load_engine"], "xdp");
     }
 }

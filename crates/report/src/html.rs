@@ -901,7 +901,7 @@ fn connection_section(a: &Analysis, o: &mut String) {
         for (i, c) in crate::connections::cells(r).iter().enumerate() {
             o.push_str(&format!(
                 "<td{} data-k=\"{}\">{}</td>",
-                if matches!(i, 3 | 5 | 8 | 10 | 11) {
+                if crate::connections::NUMERIC.contains(&i) {
                     " class=\"n\""
                 } else {
                     ""

@@ -38,9 +38,9 @@ pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
 pub use nat::{
     drive_conn, replay_conn, ConnFinding, ConnOutcome, ConnRate, ConnReplayMismatch, ConnSearch,
     ConnSearchResult, ConnStatus, ConnTrial, ConnectionRateConfig, ConnectionRateSearch,
-    FailedSpan, LoadBackend, LoadOutcome, NatThroughputConfig, NatThroughputSearch, PastCapacity,
-    RealTest, TableCapacityConfig, TableCapacitySearch, TeardownOutcome, TeardownRateConfig,
-    TeardownRateSearch, ThroughputPoint,
+    FailedSpan, LoadBackend, LoadOutcome, LoadPriority, NatThroughputConfig, NatThroughputSearch,
+    PastCapacity, RealTest, TableCapacityConfig, TableCapacitySearch, TeardownOutcome,
+    TeardownRateConfig, TeardownRateSearch, TesterShort, ThroughputPoint,
 };
 
 /// Default tolerance for tester-limited detection: an achieved offered load more than 1 %

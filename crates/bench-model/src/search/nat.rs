@@ -114,6 +114,16 @@ impl ConnTrial {
             .saturating_add(load)
     }
 
+    /// Frames each direction of the real test's load sends (`None` without a load).
+    pub fn load_frames(&self) -> Option<u64> {
+        match self.real {
+            Some(RealTest::Load { pps, duration }) => {
+                Some((pps * duration.as_secs_f64()).round().max(1.0) as u64)
+            }
+            _ => None,
+        }
+    }
+
     /// Whether `other` asks for the same trial (rates compared with a relative tolerance of
     /// 1e-9, as [`super::TrialRequest::same_as`] does, so a request read back from JSON
     /// matches).
@@ -227,6 +237,31 @@ pub enum LoadBackend {
     Xdp,
 }
 
+/// The scheduling priority a `nat-throughput` load's sender threads ran with
+/// (`engine::nat::priority::SenderPriority`, mapped by the testbed as [`LoadBackend`] is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum LoadPriority {
+    Fifo {
+        priority: i32,
+    },
+    Nice {
+        nice: i32,
+    },
+    /// The engine could not raise them (not root): they kept the port's nice −10 at best.
+    Unraised,
+}
+
+impl fmt::Display for LoadPriority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadPriority::Fifo { priority } => write!(f, "SCHED_FIFO {priority}"),
+            LoadPriority::Nice { nice } => write!(f, "nice {nice}"),
+            LoadPriority::Unraised => f.write_str("not raised"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct LoadOutcome {
     /// The rate asked for, each direction (frames/s).
@@ -262,6 +297,10 @@ pub struct LoadOutcome {
     /// (counted per connection by the XDP engine; `None` on AF_PACKET).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short_connections: Option<u64>,
+    /// The priority the senders ran with (`None`: AF_PACKET, or recorded before the engine
+    /// raised it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_priority: Option<LoadPriority>,
 }
 
 impl LoadOutcome {
@@ -271,6 +310,17 @@ impl LoadOutcome {
             && self.reverse_sent > 0
             && self.forward_received >= self.forward_sent
             && self.reverse_received >= self.reverse_sent
+    }
+
+    /// The load lost frames although the tester sent all `frames` of both directions and its
+    /// own rings dropped none: whatever its rate over the whole load reads, the tester at
+    /// worst paused (a sender behind by more than its debt cap skips ahead, never bursts
+    /// more), and a pause rests the DUT — the loss is the DUT's.
+    pub fn loss_is_the_duts(&self, frames: u64) -> bool {
+        !self.lossless()
+            && self.tester_drops == 0
+            && self.forward_sent >= frames
+            && self.reverse_sent >= frames
     }
 
     /// The tester offered less than asked in either direction.
@@ -414,6 +464,44 @@ pub struct ThroughputPoint {
     /// False when a trial could not establish all N connections: no throughput at this N
     /// (the table does not hold them at the preliminary rate).
     pub established: bool,
+    /// The tester, not the DUT, ended this N: it could not offer a rate at or below the
+    /// DUT's first failing one (`lower` is then only "at least"), or could not establish
+    /// the N connections at the preliminary rate. `None` in records written before an N
+    /// could end this way (the whole search stopped instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tester_limited: Option<TesterShort>,
+}
+
+/// What the tester fell short of at one N of `nat-throughput`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "kebab-case")]
+pub enum TesterShort {
+    /// The load: the lowest rate (frames/s each way) the tester could not offer at this N,
+    /// and what it offered then (the slower direction; 0 when its own receive rings dropped
+    /// frames rather than its sender falling behind).
+    Load { intended: f64, achieved: f64 },
+    /// The preliminary phase: the tester could not open the N connections at the asked rate
+    /// (connections/s), so it is not known whether the DUT's table holds them.
+    Establishment {
+        intended: ConnRate,
+        achieved: ConnRate,
+    },
+}
+
+impl fmt::Display for TesterShort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TesterShort::Load { intended, achieved } => write!(
+                f,
+                "tester-limited (asked {intended:.0}, sent {achieved:.0} frames/s each way)"
+            ),
+            TesterShort::Establishment { intended, achieved } => write!(
+                f,
+                "tester-limited establishing (asked {:.0}, sent {:.0} connections/s)",
+                intended.0, achieved.0
+            ),
+        }
+    }
 }
 
 /// Status, finding and cost of a connection search.
@@ -505,6 +593,9 @@ struct ConnLedger {
     trial_seconds: f64,
     limited: Option<(ConnRate, ConnRate)>,
     finished: bool,
+    /// Tester-limited trials go to the search like any other instead of stopping it (a
+    /// search that ends each of several parts on its own: `nat-throughput` per N).
+    limits_per_trial: bool,
 }
 
 impl ConnLedger {
@@ -516,6 +607,7 @@ impl ConnLedger {
             trial_seconds: 0.0,
             limited: None,
             finished: false,
+            limits_per_trial: false,
         }
     }
 
@@ -528,7 +620,7 @@ impl ConnLedger {
             return Err(());
         }
         match (self.pending.take(), last) {
-            (Some(_), Some(o)) if o.is_tester_limited(self.tolerance) => {
+            (Some(_), Some(o)) if !self.limits_per_trial && o.is_tester_limited(self.tolerance) => {
                 self.limited = Some(match o.load {
                     Some(l) if l.is_tester_limited(self.tolerance) => (
                         ConnRate(l.intended_pps),
@@ -924,9 +1016,23 @@ pub fn describe(r: &ConnSearchResult) -> String {
         ConnFinding::Throughput { points } => points
             .iter()
             .map(|p| match (p.established, p.lower, p.upper) {
+                (_, _, _) if p.tester_limited.is_some() => {
+                    let short = p.tester_limited.map(|s| s.to_string()).unwrap_or_default();
+                    match (p.lower, p.upper) {
+                        (Some(l), Some(u)) => format!(
+                            "{} connections: at least {l:.0} frames/s each way, {short} (frames lost at {u:.0})",
+                            p.connections
+                        ),
+                        (Some(l), None) => format!(
+                            "{} connections: at least {l:.0} frames/s each way, {short}",
+                            p.connections
+                        ),
+                        (None, _) => format!("{} connections: {short}, no DUT figure", p.connections),
+                    }
+                }
                 (false, _, _) => format!("{} connections: not all established", p.connections),
                 (true, Some(l), Some(u)) => format!(
-                    "{} connections: {l:.0} frames/s each way ({u:.0} lost frames)",
+                    "{} connections: {l:.0} frames/s each way (frames lost at {u:.0})",
                     p.connections
                 ),
                 (true, Some(l), None) => format!(

@@ -244,6 +244,9 @@ pub struct SimStatefulDut {
     /// …and the share of it lost with a full table: the limit falls linearly with N, to
     /// forward_pps × (1 − slowdown) at N = capacity.
     pub forward_slowdown: f64,
+    /// The highest load rate (frames/s each way) the tester offers: asked more, it sends this
+    /// (and the trial is tester-limited). `None` = any rate.
+    pub load_ceiling: Option<f64>,
 }
 
 impl SimStatefulDut {
@@ -261,6 +264,7 @@ impl SimStatefulDut {
             delete_overhead: core::time::Duration::from_millis(2),
             forward_pps: 1e6,
             forward_slowdown: 0.0,
+            load_ceiling: None,
         }
     }
 
@@ -290,7 +294,12 @@ impl SimStatefulDut {
                     empty_ns: overhead,
                 });
             }
-            Some(RealTest::Load { pps, duration }) => {
+            Some(RealTest::Load {
+                pps: asked,
+                duration,
+            }) => {
+                // What the tester really offers (its ceiling), and what the DUT does with it.
+                let pps = self.load_ceiling.map_or(asked, |c| asked.min(c));
                 let sent = (pps * duration.as_secs_f64()).round() as u64;
                 let limit = self.forward_limit(present);
                 let n = t.connections.max(1);
@@ -305,7 +314,7 @@ impl SimStatefulDut {
                     }
                 };
                 o.load = Some(LoadOutcome {
-                    intended_pps: pps,
+                    intended_pps: asked,
                     forward_sent: sent,
                     forward_received: received(sent),
                     forward_pps: pps,

@@ -95,6 +95,9 @@ pub struct LoadReport {
     /// Frames the DUT's ports refused at hand-over (XDP: the veth peer's ring was full): sent,
     /// and lost in the DUT.
     pub refused_by_dut: u64,
+    /// The priority the two senders ran with (XDP: [`super::priority`]; `None` on
+    /// AF_PACKET, whose threads keep the port's nice −10).
+    pub sender_priority: Option<super::priority::SenderPriority>,
     /// Connections that received fewer frames than were sent on them, each direction (XDP
     /// counts per connection; `None` on AF_PACKET).
     pub forward_short_connections: Option<u64>,

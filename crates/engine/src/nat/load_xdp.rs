@@ -24,6 +24,7 @@ use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
 
 use super::load::{spawn_receiver, wait_start, Count, LoadEngine, LoadPhase, LoadReport};
+use super::priority::SenderPriority;
 use super::{
     announce, open_sender, ConnTrialConfig, Opened, PhaseTx, Tuple, PRELIMINARY_STREAM,
     VALIDATION_STREAM,
@@ -202,6 +203,7 @@ pub(super) fn run(
     // Both senders run on the tester's CPU(s): one `BPF_PROG_RUN` call at a time ([`Turns`]),
     // so that neither waits a scheduler slice for the other.
     let turns = Turns::new(2);
+    let want = super::priority::wish();
 
     std::thread::scope(|sc| {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
@@ -235,7 +237,7 @@ pub(super) fn run(
             let ready = ready_tx.clone();
             let (spec, scfg, start_ns) = (spec.clone(), scfg.clone(), &start_ns);
             let conns = conns.to_vec();
-            sc.spawn(move || -> Result<Option<TxPortReport>> {
+            sc.spawn(move || -> Result<Option<(TxPortReport, SenderPriority)>> {
                 let setup = (|| {
                     let ifindex = spec.enter(0)?;
                     let (_sock, me, dut) = open_sender(&spec, ifindex, hop, timeout)?;
@@ -246,6 +248,9 @@ pub(super) fn run(
                     Ok((sender, gens))
                 })();
                 let (mut sender, gens) = announce(&ready, who, setup)?;
+                // After `enter` (nice −10): this thread's turn must not wait for other work
+                // on the tester CPU (super::priority).
+                let got = super::priority::raise(want);
                 let start = wait_start(start_ns);
                 if start == u64::MAX {
                     return Ok(None);
@@ -257,7 +262,7 @@ pub(super) fn run(
                     stop,
                     Some((turns, party)),
                 )
-                .map(Some)
+                .map(|r| Some((r, got)))
             })
         };
         let a_tx = spawn_tx(
@@ -294,8 +299,8 @@ pub(super) fn run(
             }
         }
         start_ns.store(crate::sys::monotonic_ns() + 20_000_000, Ordering::Release);
-        let join = |h: std::thread::ScopedJoinHandle<'_, Result<Option<TxPortReport>>>,
-                    what: &str| match h.join() {
+        type Sent = Result<Option<(TxPortReport, SenderPriority)>>;
+        let join = |h: std::thread::ScopedJoinHandle<'_, Sent>, what: &str| match h.join() {
             Ok(Ok(Some(r))) => Ok(r),
             Ok(Ok(None)) => Err(Error::Thread(format!("{what} did not start"))),
             Ok(Err(e)) => Err(e),
@@ -305,7 +310,9 @@ pub(super) fn run(
         let b_rep = join(b_tx, "XDP load sender B");
         std::thread::sleep(cfg.drain);
         rx_stop.store(true, Ordering::Relaxed);
-        let (a_rep, b_rep) = (a_rep.map_err(AfterStart)?, b_rep.map_err(AfterStart)?);
+        let ((a_rep, a_prio), (b_rep, b_prio)) =
+            (a_rep.map_err(AfterStart)?, b_rep.map_err(AfterStart)?);
+        let sender_priority = super::priority::weaker(a_prio, b_prio);
         let ctl = |h: std::thread::ScopedJoinHandle<'_, Result<(Count, u64)>>| match h.join() {
             Ok(r) => r,
             Err(_) => Err(Error::Thread("load control socket panicked".into())),
@@ -339,6 +346,7 @@ pub(super) fn run(
                 modes.join("; ")
             },
             refused_by_dut: fwd_refused + rev_refused,
+            sender_priority: Some(sender_priority),
             forward_short_connections: Some(short_connections(&b_per, fwd_cycled).0),
             reverse_short_connections: Some(short_connections(&a_per, rev_cycled).0),
             forward_per_connection: load.keep_per_connection.then_some(b_per),

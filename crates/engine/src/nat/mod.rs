@@ -29,6 +29,7 @@ pub mod check;
 pub mod learn;
 pub mod load;
 mod load_xdp;
+pub mod priority;
 pub mod reply;
 
 use std::net::IpAddr;

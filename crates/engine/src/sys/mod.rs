@@ -911,6 +911,18 @@ pub fn set_thread_nice(nice: i32) -> io::Result<()> {
     cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) }).map(drop)
 }
 
+/// Runs the calling thread with the real-time policy SCHED_FIFO at `priority` (1..=99; needs
+/// root or CAP_SYS_NICE). A FIFO thread runs until it blocks or yields, ahead of every
+/// ordinary (CFS/EEVDF) thread of its CPU.
+pub fn set_thread_fifo(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: sched_setscheduler only reads `param` during the call; pid 0 = the calling
+    // thread.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }).map(drop)
+}
+
 /// Sets the calling thread's timer slack (how late the kernel may wake it), in nanoseconds.
 pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
     // SAFETY: PR_SET_TIMERSLACK takes an unsigned long value; no pointers involved.

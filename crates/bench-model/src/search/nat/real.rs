@@ -11,7 +11,8 @@ use core::time::Duration;
 
 use super::{
     check, positive_rate, ConnFinding, ConnLedger, ConnOutcome, ConnRate, ConnSearch,
-    ConnSearchResult, ConnTrial, InvalidConfig, RealTest, ThroughputPoint, MAX_CONNECTIONS,
+    ConnSearchResult, ConnTrial, InvalidConfig, RealTest, TesterShort, ThroughputPoint,
+    MAX_CONNECTIONS,
 };
 
 /// Parameters of [`TeardownRateSearch`].
@@ -188,6 +189,22 @@ pub struct NatThroughputConfig {
 /// passed"). A trial whose N connections were not all established is measured once more; a
 /// second such trial at the same N ends that N as "not established" and the search goes on
 /// with the next N.
+///
+/// **Tester-limited trials end an N, not the search.** The tester's ceiling is not the same at
+/// every N (nor is the DUT's limit): on one tester CPU the two directions may not keep the
+/// rate that the DUT forwards with one connection, yet easily keep the lower rate it forwards
+/// with its table full. So a load the tester could not offer (either direction short of the
+/// asked rate by more than the tolerance, or its own receive rings dropping frames) is a
+/// *ceiling*, not a failure: the bisection of that N goes on below it, as if the search range
+/// ended there — unless it lost frames although every frame was sent (the tester only paused,
+/// so its rate over the whole load reads short): a pause rests the DUT, so that loss is the
+/// DUT's and the trial is a failing one. If a rate below the ceiling loses frames, the N has a
+/// DUT figure after all; if
+/// the bracket closes against the ceiling, the N ends "at least `lower`, tester-limited", and
+/// the next N is measured. A preliminary phase the tester could not pace whose connections
+/// were not all established ends the N the same way (nothing is known about the DUT's table).
+/// Whether the runner measures a tester-limited trial again before the search sees it is the
+/// runner's choice; the search learns from the trials it is given.
 #[derive(Debug, Clone)]
 pub struct NatThroughputSearch {
     cfg: NatThroughputConfig,
@@ -196,6 +213,8 @@ pub struct NatThroughputSearch {
     at: usize,
     lower: Option<f64>,
     upper: Option<f64>,
+    /// The lowest load of this N the tester could not offer, and what it did offer.
+    ceiling: Option<TesterShort>,
     points: Vec<ThroughputPoint>,
     /// A trial of the current N whose connections were not all established was measured
     /// again once already.
@@ -239,29 +258,96 @@ impl NatThroughputSearch {
             format!("tester tolerance {} is not in [0, 1)", cfg.tester_tolerance)
         })?;
         let tol = cfg.tester_tolerance;
+        let mut ledger = ConnLedger::new(tol);
+        ledger.limits_per_trial = true;
         Ok(NatThroughputSearch {
             cfg,
-            ledger: ConnLedger::new(tol),
+            ledger,
             at: 0,
             lower: None,
             upper: None,
+            ceiling: None,
             points: Vec::new(),
             retried: false,
             again: None,
         })
     }
 
-    fn close_point(&mut self, established: bool) {
-        self.points.push(ThroughputPoint {
+    /// The load rate the tester could not offer at this N, if any.
+    fn ceiling_pps(&self) -> Option<f64> {
+        match self.ceiling {
+            Some(TesterShort::Load { intended, .. }) => Some(intended),
+            _ => None,
+        }
+    }
+
+    /// The upper end the bisection works against: the DUT's first failing rate or the
+    /// tester's ceiling, whichever is lower.
+    fn effective_upper(&self) -> Option<f64> {
+        match (self.upper, self.ceiling_pps()) {
+            (Some(u), Some(c)) => Some(u.min(c)),
+            (u, c) => u.or(c),
+        }
+    }
+
+    /// The current N as a point: the tester limited it when its ceiling, not a DUT failure,
+    /// bounded the bracket (or it could not establish the connections).
+    fn point(&self, established: bool) -> ThroughputPoint {
+        let limited = match (self.ceiling, self.upper, self.ceiling_pps()) {
+            (Some(s @ TesterShort::Establishment { .. }), _, _) => Some(s),
+            (Some(s), Some(u), Some(c)) if c < u => Some(s),
+            (Some(s), None, Some(_)) => Some(s),
+            _ => None,
+        };
+        ThroughputPoint {
             connections: self.cfg.connections[self.at],
             lower: self.lower.filter(|_| established),
             upper: self.upper.filter(|_| established),
             established,
-        });
+            tester_limited: limited,
+        }
+    }
+
+    fn close_point(&mut self, established: bool) {
+        let p = self.point(established);
+        self.points.push(p);
         self.at += 1;
         self.lower = None;
         self.upper = None;
+        self.ceiling = None;
         self.retried = false;
+    }
+
+    /// Learns from the load of a trial whose N connections were all established.
+    fn learn_load(&mut self, t: &ConnTrial, o: &ConnOutcome) {
+        let pps = match t.real {
+            Some(RealTest::Load { pps, .. }) => pps,
+            _ => 0.0,
+        };
+        let tol = self.cfg.tester_tolerance;
+        let frames = t.load_frames().unwrap_or(1);
+        match o.load {
+            // Short of the rate only because it paused (LoadOutcome::loss_is_the_duts).
+            Some(l) if l.is_tester_limited(tol) && l.loss_is_the_duts(frames) => {
+                self.upper = Some(pps);
+            }
+            Some(l) if l.is_tester_limited(tol) => {
+                // Not the DUT's failure: the search range ends here for this N.
+                if self.ceiling_pps().is_none_or(|c| pps < c) {
+                    let achieved = if l.tester_drops > 0 {
+                        0.0
+                    } else {
+                        l.forward_pps.min(l.reverse_pps)
+                    };
+                    self.ceiling = Some(TesterShort::Load {
+                        intended: pps,
+                        achieved,
+                    });
+                }
+            }
+            Some(l) if l.lossless() => self.lower = Some(pps),
+            _ => self.upper = Some(pps),
+        }
     }
 }
 
@@ -270,21 +356,27 @@ impl ConnSearch for NatThroughputSearch {
         match self.ledger.take(last) {
             Err(()) => return None,
             Ok(Some((t, o))) => {
-                let pps = match t.real {
-                    Some(RealTest::Load { pps, .. }) => pps,
-                    _ => 0.0,
-                };
+                let tol = self.cfg.tester_tolerance;
+                let short_opening = o.preliminary_sent < o.connections
+                    || o.offered_rate.0 < o.intended_rate.0 * (1.0 - tol);
                 if !o.passed() && !self.retried {
                     // One missed connection on a loaded machine should not end the N: the
                     // same trial once more; a second miss says the table does not hold N.
                     self.retried = true;
                     self.again = Some(t);
+                } else if !o.passed() && short_opening {
+                    // The tester, not the table, failed to open them.
+                    self.ceiling = Some(TesterShort::Establishment {
+                        intended: o.intended_rate,
+                        achieved: o.offered_rate,
+                    });
+                    self.close_point(false);
                 } else if !o.passed() {
                     self.close_point(false);
-                } else if o.load.is_some_and(|l| l.lossless()) {
-                    self.lower = Some(pps);
                 } else {
-                    self.upper = Some(pps);
+                    // All N established (however fast the tester opened them): the load
+                    // decides.
+                    self.learn_load(&t, o);
                 }
             }
             Ok(None) => {}
@@ -295,7 +387,7 @@ impl ConnSearch for NatThroughputSearch {
         while self.at < self.cfg.connections.len() {
             match super::super::binary::bisect(
                 self.lower,
-                self.upper,
+                self.effective_upper(),
                 self.cfg.min_pps,
                 self.cfg.max_pps,
                 self.cfg.resolution,
@@ -322,14 +414,11 @@ impl ConnSearch for NatThroughputSearch {
 
     fn result(&self) -> ConnSearchResult {
         let mut points = self.points.clone();
-        // The N being measured when the search stopped (tester-limited, or not finished).
-        if self.at < self.cfg.connections.len() && (self.lower.is_some() || self.upper.is_some()) {
-            points.push(ThroughputPoint {
-                connections: self.cfg.connections[self.at],
-                lower: self.lower,
-                upper: self.upper,
-                established: true,
-            });
+        // The N being measured when the search stopped (not finished).
+        if self.at < self.cfg.connections.len()
+            && (self.lower.is_some() || self.upper.is_some() || self.ceiling.is_some())
+        {
+            points.push(self.point(true));
         }
         self.ledger.result(ConnFinding::Throughput { points })
     }

@@ -184,7 +184,9 @@ fn throughput_when_the_maximum_passes_is_a_lower_bound_after_one_trial_per_n() {
 }
 
 #[test]
-fn a_tester_short_of_the_load_stops_the_throughput_search() {
+fn a_tester_short_of_the_load_ends_that_n_not_the_search() {
+    // Session 9's failure: one tester-limited N stopped the search, and every later N had no
+    // figure. Now the short trial is a ceiling for its N only.
     let dut = SimStatefulDut::new(5000, 1e6, TablePolicy::DropNew);
     let mut s = NatThroughputSearch::new(throughput_cfg(&[1, 10], 1000.0, 64_000.0, 0.05)).unwrap();
     let r = drive_conn(&mut s, |t| {
@@ -194,10 +196,24 @@ fn a_tester_short_of_the_load_stops_the_throughput_search() {
         }
         o
     });
-    assert_eq!(r.trials, 1);
-    assert!(matches!(r.status, ConnStatus::TesterLimited { .. }));
-    assert!(describe(&r).starts_with("tester-limited"));
-    // So does a drop in the tester's own receive ring.
+    // Every load fell short: both N end tester-limited with no DUT figure, after the floor.
+    assert_eq!(r.status, ConnStatus::Complete);
+    let p = points(&r);
+    assert_eq!(p.len(), 2, "{r:?}");
+    for pt in &p {
+        assert_eq!(pt.lower, None);
+        assert!(
+            matches!(pt.tester_limited, Some(TesterShort::Load { intended, achieved })
+                if intended == 1000.0 && achieved == 500.0),
+            "{pt:?}"
+        );
+    }
+    assert!(
+        describe(&r).contains("10 connections: tester-limited (asked 1000, sent 500"),
+        "{}",
+        describe(&r)
+    );
+    // A drop in the tester's own receive ring is the tester's too.
     let mut s = NatThroughputSearch::new(throughput_cfg(&[1], 1000.0, 64_000.0, 0.05)).unwrap();
     let r = drive_conn(&mut s, |t| {
         let mut o = dut.trial_real(t);
@@ -207,7 +223,129 @@ fn a_tester_short_of_the_load_stops_the_throughput_search() {
         }
         o
     });
-    assert!(matches!(r.status, ConnStatus::TesterLimited { .. }));
+    let p = points(&r);
+    assert!(
+        p[0].tester_limited.is_some() && p[0].upper.is_none(),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn a_tester_ceiling_above_the_duts_limit_at_full_table_still_gives_a_dut_figure_there() {
+    // The DUT forwards 200,000/s each way with one connection, 100,000/s with its table full;
+    // the tester offers at most 150,000/s each way. N = 1 is the tester's, N = 1,000 and the
+    // full table are the DUT's.
+    let mut dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 200_000.0;
+    dut.forward_slowdown = 0.5;
+    dut.load_ceiling = Some(150_000.0);
+    let ns = [1, 1000, 10_000];
+    let mut s = NatThroughputSearch::new(throughput_cfg(&ns, 1000.0, 250_000.0, 0.02)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial_real(t));
+    assert_eq!(r.status, ConnStatus::Complete);
+    let p = points(&r);
+    assert_eq!(p.len(), 3);
+    // N = 1: at least a rate within the resolution of the tester's ceiling (a load short of
+    // its rate by less than the tester tolerance, 1 %, counts as offered), and tester-limited
+    // at a rate above it — never a DUT figure.
+    let lo = p[0].lower.unwrap();
+    let ceiling = 150_000.0 / (1.0 - DEFAULT_TESTER_TOLERANCE);
+    assert!((0.98 * 150_000.0..=ceiling).contains(&lo), "{p:?}");
+    assert_eq!(p[0].upper, None);
+    assert!(
+        matches!(p[0].tester_limited, Some(TesterShort::Load { intended, achieved })
+        if intended > 150_000.0 && achieved == 150_000.0)
+    );
+    // N = 1,000 (forwards 195,000) is the tester's as well; the full table (100,000) is the
+    // DUT's: a bracket holding the truth, no tester limit.
+    assert!(p[1].tester_limited.is_some() && p[1].upper.is_none());
+    let truth = dut.forward_limit(10_000);
+    let (lo, hi) = (p[2].lower.unwrap(), p[2].upper.unwrap());
+    assert!(lo <= truth && truth < hi && hi - lo <= 0.02 * hi, "{p:?}");
+    assert_eq!(p[2].tester_limited, None);
+    let d = describe(&r);
+    assert!(d.starts_with("1 connections: at least "), "{d}");
+    assert!(
+        d.contains("10000 connections: ") && !d.contains("10000 connections: at least"),
+        "{d}"
+    );
+}
+
+#[test]
+fn a_dut_failure_below_the_tester_ceiling_is_a_dut_figure() {
+    // The tester falls short at 150,000, the DUT loses above 120,000: the bracket closes on
+    // the DUT's failure, which is below the ceiling, so the N is the DUT's.
+    let mut dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 120_000.0;
+    dut.load_ceiling = Some(149_000.0);
+    let mut s = NatThroughputSearch::new(throughput_cfg(&[1], 1000.0, 150_000.0, 0.02)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial_real(t));
+    let p = points(&r);
+    let (lo, hi) = (p[0].lower.unwrap(), p[0].upper.unwrap());
+    assert!(lo <= 120_000.0 && 120_000.0 < hi, "{p:?}");
+    assert_eq!(p[0].tester_limited, None, "{p:?}");
+}
+
+#[test]
+fn a_loss_while_the_tester_only_paused_is_the_duts() {
+    // Every frame sent, but the load's span stretched by a pause (its rate reads 3 % short):
+    // a pass says nothing (the pause rested the DUT), a loss is the DUT's failure.
+    let mut dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 50_000.0;
+    let paused = |o: &mut ConnOutcome| {
+        if let Some(l) = o.load.as_mut() {
+            l.forward_pps = l.intended_pps * 0.97;
+        }
+    };
+    let mut s = NatThroughputSearch::new(throughput_cfg(&[1], 1000.0, 64_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| {
+        let mut o = dut.trial_real(t);
+        paused(&mut o);
+        o
+    });
+    let p = points(&r);
+    // 64,000 lost frames: the DUT's first failing rate. Every pass below it paused: no DUT
+    // figure, tester-limited down to the floor.
+    assert_eq!(p[0].upper, Some(64_000.0), "{p:?}");
+    assert_eq!(p[0].lower, None, "{p:?}");
+    assert!(p[0].tester_limited.is_some(), "{p:?}");
+    // The same pause with frames left unsent is the tester's, loss or not.
+    let mut s = NatThroughputSearch::new(throughput_cfg(&[1], 1000.0, 64_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| {
+        let mut o = dut.trial_real(t);
+        paused(&mut o);
+        if let Some(l) = o.load.as_mut() {
+            l.forward_sent -= 1;
+        }
+        o
+    });
+    assert_eq!(points(&r)[0].upper, None, "{:?}", points(&r));
+}
+
+#[test]
+fn connections_the_tester_could_not_open_end_the_n_tester_limited() {
+    let dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    let mut s =
+        NatThroughputSearch::new(throughput_cfg(&[1000, 10], 1000.0, 64_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| {
+        let mut o = dut.trial_real(t);
+        if t.connections == 1000 {
+            // Half the preliminary frames, at half the rate: half the connections.
+            o.preliminary_sent = 500;
+            o.offered_rate = ConnRate(t.rate.0 / 2.0);
+            o.preliminary_received = 500;
+        }
+        o
+    });
+    let p = points(&r);
+    assert_eq!(p.len(), 2);
+    assert!(!p[0].established);
+    assert!(matches!(
+        p[0].tester_limited,
+        Some(TesterShort::Establishment { .. })
+    ));
+    assert!(p[1].established && p[1].lower == Some(64_000.0));
+    assert!(describe(&r).starts_with("1000 connections: tester-limited establishing"));
 }
 
 #[test]
