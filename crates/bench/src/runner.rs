@@ -1497,6 +1497,7 @@ fn run_iperf3(
                 offered: load,
                 received: 0,
                 lost: 0,
+                fragments: 0,
                 directions: 1,
                 duration: elapsed,
                 latency: None,

@@ -2156,6 +2156,7 @@ mod tests {
                 offered: load,
                 received: 1000 - lost,
                 lost,
+                fragments: 0,
                 directions: 1,
                 duration: core::time::Duration::from_secs(1),
                 latency: None,

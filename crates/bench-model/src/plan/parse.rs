@@ -1198,6 +1198,24 @@ impl<'s> Walker<'s> {
                 m.forwarding_rate_trials = x as u32;
             }
         }
+        if let Some(st) = self.sub(t, "mtu-probe", &["min-size", "rate", "duration"]) {
+            let p = "methodology.mtu-probe";
+            if let Some(x) =
+                get(st, "min-size").and_then(|x| self.int(x, &join(p, "min-size"), 64, 9216))
+            {
+                m.mtu_probe.min_size = x as u32;
+            }
+            if let Some(x) =
+                get(st, "rate").and_then(|x| self.int(x, &join(p, "rate"), 1, 1_000_000))
+            {
+                m.mtu_probe.rate = x as u64;
+            }
+            if let Some(x) =
+                get(st, "duration").and_then(|x| self.positive_duration(x, &join(p, "duration")))
+            {
+                m.mtu_probe.duration = x;
+            }
+        }
         if let Some(st) = self.sub(
             t,
             "rfc2544-back-to-back",
