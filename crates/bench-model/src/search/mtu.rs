@@ -86,12 +86,17 @@ pub enum Crossing {
     /// Some arrived whole and some did not: loss the frame size does not explain by itself
     /// (the DUT or the tester lost frames at the probe's rate).
     Partial,
+    /// Nothing was sent: the tester's own port cannot carry a frame this large (its MTU), so
+    /// the DUT's limit was not probed here; the threshold is then the tester's.
+    NotSent,
 }
 
 impl Crossing {
     /// How the frames of `o` crossed.
     pub fn of(o: &Outcome) -> Crossing {
-        if o.lost == 0 && o.fragments == 0 && o.received > 0 {
+        if o.received + o.lost + o.fragments == 0 {
+            Crossing::NotSent
+        } else if o.lost == 0 && o.fragments == 0 && o.received > 0 {
             Crossing::Whole
         } else if o.fragments > 0 {
             Crossing::Fragmented
@@ -109,6 +114,7 @@ impl Crossing {
             Crossing::Dropped => "dropped",
             Crossing::Fragmented => "fragmented",
             Crossing::Partial => "partly lost",
+            Crossing::NotSent => "not sent (larger than the tester's port carries)",
         }
     }
 }
@@ -302,6 +308,8 @@ pub struct MtuDut {
     pub above: Crossing,
     /// Frames that vanish in every trial whatever their size (a lossy DUT).
     pub always_lost: u64,
+    /// The largest frame the tester's ports can send (bigger ones are not sent).
+    pub tester_max: u32,
 }
 
 impl MtuDut {
@@ -312,11 +320,24 @@ impl MtuDut {
             reverse,
             above: Crossing::Dropped,
             always_lost: 0,
+            tester_max: u32::MAX,
         }
     }
 
     /// Runs one simulated probe trial (a request without a probe forwards everything).
     pub fn trial(&self, request: &TrialRequest) -> Outcome {
+        if request.probe.is_some_and(|p| p.frame_size > self.tester_max) {
+            return Outcome {
+                intended: request.load,
+                offered: request.load,
+                received: 0,
+                lost: 0,
+                fragments: 0,
+                directions: 1,
+                duration: request.duration,
+                latency: None,
+            };
+        }
         let (sent, fits) = match request.probe {
             Some(p) => {
                 let limit = match p.direction {
@@ -463,6 +484,22 @@ mod tests {
             let a = x.above.unwrap();
             assert_eq!((a.frame_size, a.crossing), (64, Crossing::Partial));
         }
+    }
+
+    /// A DUT wider than the tester's port: the threshold found is the tester's, and the fate
+    /// above says the frame was not sent, never that the DUT dropped it.
+    #[test]
+    fn a_size_the_tester_cannot_send_is_not_blamed_on_the_dut() {
+        let dut = MtuDut {
+            tester_max: 1514,
+            ..MtuDut::dropping(1472, 9000)
+        };
+        let mut s = MtuProbe::new(cfg(64, 1518)).unwrap();
+        let d = directions(&drive(&mut s, |t| dut.trial(t)));
+        assert_eq!(d[0].above.unwrap().crossing, Crossing::Dropped);
+        assert_eq!(d[1].largest_whole, Some(1514));
+        let a = d[1].above.unwrap();
+        assert_eq!((a.frame_size, a.crossing, a.sent), (1515, Crossing::NotSent, 0));
     }
 
     #[test]
