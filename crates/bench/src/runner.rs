@@ -933,8 +933,15 @@ fn run_methodology(
         // says nothing about the DUT: record it as superseded and measure the same request
         // again, a few times per search at most, so a tester that cannot keep up still ends
         // tester-limited.
-        let stalled = engine.slipped_ratio() > SLIP_TOLERANCE
-            || outcome.is_tester_limited(plan.run.tester_tolerance);
+        // An `mtu-probe` trial counts whether the frames sent arrived whole; its rate is only
+        // kept low, so only a tester far below it counts as stalled.
+        let stalled = match request.probe {
+            Some(_) => outcome.is_tester_limited(crate::search::PROBE_TESTER_TOLERANCE),
+            None => {
+                engine.slipped_ratio() > SLIP_TOLERANCE
+                    || outcome.is_tester_limited(plan.run.tester_tolerance)
+            }
+        };
         let superseded = stalled && stalls_retried < MAX_STALL_RETRIES;
         let rec = TrialRecord {
             key: TrialKey {

@@ -587,6 +587,12 @@ impl Testbed {
             if let Some(why) = crate::mtu_probe::unsendable(&cfg) {
                 return Ok(crate::mtu_probe::not_sent(request, why));
             }
+            // RFC 2544 §11 learning before a forward probe, in the smallest frame: the path's
+            // neighbours resolved and a tunnel up, so a probe's frames are lost only for their
+            // size (the reverse direction learned above).
+            if !reverse_probe {
+                learn(&learning, stop)?;
+            }
         }
         let before = self.dut_sample();
         let report = engine::trial::run(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;

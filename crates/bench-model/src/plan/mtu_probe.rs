@@ -39,6 +39,8 @@ impl Default for MtuProbeSettings {
 
 /// The probe's bounds and directions for `case`: from `min-size` (at least the smallest test
 /// frame of the case's IP version) to the case's frame size.
+/// `tester_tolerance` is the run's; a probe uses [`search::PROBE_TESTER_TOLERANCE`] when that
+/// is wider.
 pub fn config(s: &MtuProbeSettings, case: &Case, tester_tolerance: f64) -> MtuProbeConfig {
     let max_size = case.frame_size.unwrap_or(1518);
     let smallest = wire::encap::min_frame_size(case.ip) as u32;
@@ -52,7 +54,7 @@ pub fn config(s: &MtuProbeSettings, case: &Case, tester_tolerance: f64) -> MtuPr
         pps: s.rate,
         duration: s.duration,
         directions,
-        tester_tolerance,
+        tester_tolerance: tester_tolerance.max(search::PROBE_TESTER_TOLERANCE),
     }
 }
 

@@ -38,6 +38,7 @@ pub use loss_curve::{LossCurve, LossCurveConfig};
 pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
 pub use mtu::{
     Crossing, MtuDut, MtuProbe, MtuProbeConfig, MtuThreshold, Probe, ProbeDirection, SizeFate,
+    PROBE_TESTER_TOLERANCE,
 };
 pub use nat::{
     drive_conn, replay_conn, ConnFinding, ConnOutcome, ConnRate, ConnReplayMismatch, ConnSearch,

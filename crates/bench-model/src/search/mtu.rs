@@ -36,6 +36,11 @@ use super::{
     TrialRequest,
 };
 
+/// A probe's rate is only kept low, never measured: its trial is tester-limited only when the
+/// tester reached less than half of it (a tester that sent every frame a little late still
+/// probed the size).
+pub const PROBE_TESTER_TOLERANCE: f64 = 0.5;
+
 /// Which way a probe's frames go: forward is the case's stream (port A → port B), reverse
 /// the mirror (B → A, inside B's session or softwire when it plays one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
