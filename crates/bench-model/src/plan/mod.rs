@@ -1687,6 +1687,8 @@ mod tests;
 #[cfg(test)]
 mod tests_encap;
 #[cfg(test)]
+mod tests_mtu;
+#[cfg(test)]
 mod tests_nat;
 #[cfg(test)]
 mod tests_ports;
