@@ -29,9 +29,8 @@ use crate::isp::{SessionPort, SoftwirePort};
 use crate::plan::{Case, Plan, Port, Topology};
 use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts};
 use crate::search::{
-    ConnOutcome, ConnRate, ConnTrial, FailedSpan, LineFraction, LoadOutcome, Outcome, ProbeDirection,
-    RealTest,
-    TeardownOutcome, TrialRequest,
+    ConnOutcome, ConnRate, ConnTrial, FailedSpan, LineFraction, LoadOutcome, Outcome,
+    ProbeDirection, RealTest, TeardownOutcome, TrialRequest,
 };
 use crate::trial::UdpTrial;
 

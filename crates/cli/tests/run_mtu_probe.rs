@@ -256,7 +256,12 @@ fn probe_through(c: &Cpe, u: &Uplink, dir: &Path) -> (PathBuf, String, PathBuf) 
     std::thread::sleep(Duration::from_millis(500));
     let out = dir.join("run");
     let mut run = Command::new(WIRERATE)
-        .args(["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -323,7 +328,11 @@ fn lengths(pcap: &Path, display: &str) -> Vec<u32> {
         .args(["-Y", display, "-T", "fields", "-e", "frame.len"])
         .output()
         .expect("tshark");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.trim().parse().ok())
@@ -351,7 +360,9 @@ fn check(u: &Uplink, out: &Path, stdout: &str, pcap: &Path) {
         assert_eq!(above.fragments, above.sent, "{above:?}");
     }
     // The reverse direction: what the gateway accepted from the ISP side.
-    let rev_whole = rev.largest_whole.expect("the reverse direction carries something");
+    let rev_whole = rev
+        .largest_whole
+        .expect("the reverse direction carries something");
     assert!(rev_whole >= u.forward, "{rev:?}");
     println!(
         "{}: forward (lan→wan) largest whole {} B, {} B {} ({} sent, {} received, {} fragments); reverse (wan→lan) largest whole {rev_whole} B, above: {:?}",
@@ -380,7 +391,11 @@ fn check(u: &Uplink, out: &Path, stdout: &str, pcap: &Path) {
         );
     }
     assert!(
-        stdout.contains(&format!("mtu lan→wan (forward): {} B whole; {} B", u.forward, u.forward + 1)),
+        stdout.contains(&format!(
+            "mtu lan→wan (forward): {} B whole; {} B",
+            u.forward,
+            u.forward + 1
+        )),
         "{stdout}"
     );
     // tshark on the ISP-side link: forward test frames of the threshold's size in the uplink's

@@ -63,10 +63,13 @@ pub const TITLES: [&str; 10] = [
 /// Extra column: the search's status (not in [`COLUMNS`] so the table stays narrow; the
 /// fate cell says it when the search did not complete).
 fn fate_cell(r: &MtuRow) -> String {
-    let fate = r.above_fate.clone().unwrap_or_else(|| match r.largest_whole {
-        Some(_) => "none probed (the largest size crossed whole)".into(),
-        None => String::new(),
-    });
+    let fate = r
+        .above_fate
+        .clone()
+        .unwrap_or_else(|| match r.largest_whole {
+            Some(_) => "none probed (the largest size crossed whole)".into(),
+            None => String::new(),
+        });
     if r.status == "complete" {
         fate
     } else {
@@ -153,10 +156,7 @@ pub fn csv(a: &crate::Analysis) -> Vec<u8> {
     let mut out = COLUMNS.join(",");
     out.push('\n');
     for r in &a.mtu {
-        let line: Vec<String> = cells(r)
-            .iter()
-            .map(|c| crate::text::csv_field(c))
-            .collect();
+        let line: Vec<String> = cells(r).iter().map(|c| crate::text::csv_field(c)).collect();
         out.push_str(&line.join(","));
         out.push('\n');
     }
@@ -174,10 +174,7 @@ pub fn markdown(a: &crate::Analysis) -> String {
         "---|".repeat(TITLES.len())
     );
     for r in &a.mtu {
-        let c: Vec<String> = cells(r)
-            .iter()
-            .map(|x| crate::text::md_escape(x))
-            .collect();
+        let c: Vec<String> = cells(r).iter().map(|x| crate::text::md_escape(x)).collect();
         o.push_str(&format!("| {} |\n", c.join(" | ")));
     }
     o.push('\n');
@@ -224,14 +221,144 @@ pub fn terminal_lines(a: &crate::Analysis) -> Vec<String> {
     a.mtu
         .iter()
         .map(|r| {
-            let whole = r
-                .largest_whole
-                .map_or_else(|| format!("none of {}–{} B whole", r.min_size, r.max_size), |s| format!("{s} B whole"));
+            let whole = r.largest_whole.map_or_else(
+                || format!("none of {}–{} B whole", r.min_size, r.max_size),
+                |s| format!("{s} B whole"),
+            );
             let above = match (r.above_size, &r.above_fate) {
                 (Some(s), Some(f)) => format!("; {s} B {f}"),
                 _ => format!("; nothing probed above {} B", r.max_size),
             };
-            format!("{} mtu {} ({}): {whole}{above}", r.case_id, r.path, r.direction)
+            format!(
+                "{} mtu {} ({}): {whole}{above}",
+                r.case_id, r.path, r.direction
+            )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use bench_model::results::{MethodologyDone, Record, RunInfo};
+    use bench_model::search::{MtuThreshold, SizeFate};
+
+    use super::*;
+    use crate::{analyse, render_all, RunInput};
+
+    const PLAN: &str = r#"name = "cpe"
+[topology]
+kind = "interfaces"
+[ports.lan]
+interface = "eth1"
+ipv4 = "192.168.1.100"
+gateway-v4 = "192.168.1.1"
+speed = "1G"
+[ports.wan]
+interface = "eth2"
+namespace = "wr-wan"
+speed = "1G"
+[ports.wan.pppoe]
+role = "server"
+users = [{ user = "cpe", password = "secret" }]
+[dut]
+kind = "device"
+[dut.profiles.default]
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+encap = ["pppoe"]
+bidirectional = true
+frame-size = [1518]
+methodologies = ["mtu-probe"]
+"#;
+
+    const CASE: &str = "default/udp4/1518B/encap=pppoe/bidir";
+
+    fn threshold(direction: ProbeDirection, whole: u32, crossing: Crossing) -> MtuThreshold {
+        MtuThreshold {
+            direction,
+            min_size: 64,
+            max_size: 1518,
+            largest_whole: Some(whole),
+            above: Some(SizeFate {
+                frame_size: whole + 1,
+                crossing,
+                sent: 1000,
+                received: 0,
+                fragments: if crossing == Crossing::Fragmented {
+                    1000
+                } else {
+                    0
+                },
+            }),
+            complete: true,
+        }
+    }
+
+    /// A finished probe gives one row per direction, named by the plan's ports, in every
+    /// format and the terminal's table; no throughput row comes of it.
+    #[test]
+    fn thresholds_per_direction_in_every_format() {
+        let info = RunInfo {
+            plan_name: "cpe".into(),
+            plan_text: PLAN.into(),
+            version: "0.1.0".into(),
+            started_unix: 0,
+            host: Default::default(),
+        };
+        let records = vec![Record::Done(MethodologyDone {
+            case_id: CASE.into(),
+            repetition: 0,
+            methodology: Methodology::MtuProbe,
+            result: Some(SearchResult {
+                status: Status::Complete,
+                finding: Finding::MtuProbe {
+                    directions: vec![
+                        threshold(ProbeDirection::Forward, 1472, Crossing::Fragmented),
+                        threshold(ProbeDirection::Reverse, 1470, Crossing::Dropped),
+                    ],
+                },
+                trials: 26,
+                trial_seconds: 26.0,
+            }),
+            ceiling: None,
+        })];
+        let a = analyse(RunInput {
+            info: &info,
+            records: &records,
+            torn_tail: false,
+            stats: &[],
+        });
+        assert_eq!(a.completeness.plan_error, None);
+        assert!(a.rows.is_empty());
+        assert_eq!(a.mtu.len(), 2);
+        assert_eq!(a.mtu[0].path, "lan→wan");
+        assert_eq!(a.mtu[1].path, "wan→lan");
+        assert_eq!(
+            cells(&a.mtu[0])[3..7],
+            ["64–1518", "1472", "1473", "fragmented"]
+        );
+        let files = render_all(&a);
+        for name in ["summary.md", "report.html", "summary.json", "mtu-probe.csv"] {
+            let text = files
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_else(|| panic!("{name} not written"));
+            for needle in ["1472", "1473", "1470", "1471", "dropped", "fragmented"] {
+                assert!(text.contains(needle), "{name} lacks {needle}:\n{text}");
+            }
+        }
+        let t = crate::text::terminal(&a);
+        assert!(
+            t.contains(&format!(
+                "{CASE} mtu lan→wan (forward): 1472 B whole; 1473 B fragmented"
+            )),
+            "{t}"
+        );
+        assert!(
+            t.contains("wan→lan (reverse): 1470 B whole; 1471 B dropped"),
+            "{t}"
+        );
+    }
 }

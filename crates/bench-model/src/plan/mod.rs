@@ -1147,7 +1147,10 @@ impl Plan {
                                                     .filter(|x| {
                                                         *x != Methodology::MtuProbe
                                                             || frame_size
-                                                                == m.frame_size.iter().max().copied()
+                                                                == m.frame_size
+                                                                    .iter()
+                                                                    .max()
+                                                                    .copied()
                                                     })
                                                     .collect();
                                                 let mut case = Case {

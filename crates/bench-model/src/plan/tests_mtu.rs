@@ -54,7 +54,10 @@ fn the_probe_runs_once_per_block_up_to_its_largest_size_both_ways() {
     assert_eq!((c.min_size, c.max_size, c.pps), (1280, 1518, 500));
     assert_eq!(
         c.directions,
-        [search::ProbeDirection::Forward, search::ProbeDirection::Reverse]
+        [
+            search::ProbeDirection::Forward,
+            search::ProbeDirection::Reverse
+        ]
     );
     // The 1500 B case has nothing left to run.
     assert!(cases
@@ -62,7 +65,11 @@ fn the_probe_runs_once_per_block_up_to_its_largest_size_both_ways() {
         .any(|c| c.frame_size == Some(1500) && c.methodologies.is_empty()));
     // Estimate: a path one byte below the top, both directions bisected to the byte.
     let (trials, _) = plan.case_estimate(with[0]);
-    assert_eq!(trials, 2 * (2 + 8), "⌈log2(1518 − 1280)⌉ = 8 steps after min and max");
+    assert_eq!(
+        trials,
+        2 * (2 + 8),
+        "⌈log2(1518 − 1280)⌉ = 8 steps after min and max"
+    );
 }
 
 #[test]
@@ -110,9 +117,17 @@ fn sizes_above_the_mru_only_in_a_block_that_probes_alone() {
 #[test]
 fn settings_are_checked_at_their_key() {
     for (good, bad, key) in [
-        ("min-size = 1280", "min-size = 10", "methodology.mtu-probe.min-size"),
+        (
+            "min-size = 1280",
+            "min-size = 10",
+            "methodology.mtu-probe.min-size",
+        ),
         ("rate = 500", "rate = 0", "methodology.mtu-probe.rate"),
-        ("duration = \"0.5s\"", "duration = \"0s\"", "methodology.mtu-probe.duration"),
+        (
+            "duration = \"0.5s\"",
+            "duration = \"0s\"",
+            "methodology.mtu-probe.duration",
+        ),
         ("rate = 500", "sizes = 3", "methodology.mtu-probe.sizes"),
     ] {
         let text = CPE.replace(good, bad);

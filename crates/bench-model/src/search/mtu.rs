@@ -199,7 +199,9 @@ impl MtuProbe {
         })?;
         check(cfg.pps >= 1, || "the probe rate is zero".into())?;
         check(!cfg.duration.is_zero(), || "trial duration is zero".into())?;
-        check(!cfg.directions.is_empty(), || "no direction to probe".into())?;
+        check(!cfg.directions.is_empty(), || {
+            "no direction to probe".into()
+        })?;
         Ok(MtuProbe {
             ledger: Ledger::new(cfg.tester_tolerance),
             cfg,
@@ -277,7 +279,9 @@ impl Search for MtuProbe {
             let i = self.brackets.len() - 1;
             if let Some(size) = self.choose(&self.brackets[i]) {
                 self.pending = Some(size);
-                return self.ledger.issue(self.request(size, self.cfg.directions[i]));
+                return self
+                    .ledger
+                    .issue(self.request(size, self.cfg.directions[i]));
             }
             if self.brackets.len() >= self.cfg.directions.len() {
                 return None;
@@ -331,7 +335,10 @@ impl MtuDut {
 
     /// Runs one simulated probe trial (a request without a probe forwards everything).
     pub fn trial(&self, request: &TrialRequest) -> Outcome {
-        if request.probe.is_some_and(|p| p.frame_size > self.tester_max) {
+        if request
+            .probe
+            .is_some_and(|p| p.frame_size > self.tester_max)
+        {
             return Outcome {
                 intended: request.load,
                 offered: request.load,
@@ -414,16 +421,28 @@ mod tests {
         assert_eq!(d[0].direction, ProbeDirection::Forward);
         assert_eq!(d[0].largest_whole, Some(1478));
         let above = d[0].above.unwrap();
-        assert_eq!((above.frame_size, above.crossing), (1479, Crossing::Dropped));
+        assert_eq!(
+            (above.frame_size, above.crossing),
+            (1479, Crossing::Dropped)
+        );
         assert_eq!((above.sent, above.received), (1000, 0));
         assert_eq!(d[1].direction, ProbeDirection::Reverse);
         assert_eq!(d[1].largest_whole, Some(1470));
         assert_eq!(d[1].above.unwrap().frame_size, 1471);
         // Both neighbours of each threshold were measured, forward first, then reverse.
-        for (dir, t) in [(ProbeDirection::Forward, 1478), (ProbeDirection::Reverse, 1470)] {
+        for (dir, t) in [
+            (ProbeDirection::Forward, 1478),
+            (ProbeDirection::Reverse, 1470),
+        ] {
             assert!(sizes.contains(&(dir, t)) && sizes.contains(&(dir, t + 1)));
         }
-        assert!(sizes.iter().take_while(|(d, _)| *d == ProbeDirection::Forward).count() > 2);
+        assert!(
+            sizes
+                .iter()
+                .take_while(|(d, _)| *d == ProbeDirection::Forward)
+                .count()
+                > 2
+        );
         assert_eq!(sizes.first(), Some(&(ProbeDirection::Forward, 64)));
         // min, max, then ⌈log2(1518 − 64)⌉ = 11 bisection steps at most, per direction.
         assert!(r.trials <= 2 * 13, "{}", r.trials);
@@ -504,7 +523,10 @@ mod tests {
         assert_eq!(d[0].above.unwrap().crossing, Crossing::Dropped);
         assert_eq!(d[1].largest_whole, Some(1514));
         let a = d[1].above.unwrap();
-        assert_eq!((a.frame_size, a.crossing, a.sent), (1515, Crossing::NotSent, 0));
+        assert_eq!(
+            (a.frame_size, a.crossing, a.sent),
+            (1515, Crossing::NotSent, 0)
+        );
     }
 
     #[test]
@@ -547,7 +569,10 @@ mod tests {
         let json = serde_json::to_string(&recorded).unwrap();
         let back: Vec<(TrialRequest, Outcome)> = serde_json::from_str(&json).unwrap();
         let mut again = MtuProbe::new(cfg(64, 1518)).unwrap();
-        assert_eq!(super::super::replay(&mut again, &back[..9]).unwrap(), Some(back[9].0));
+        assert_eq!(
+            super::super::replay(&mut again, &back[..9]).unwrap(),
+            Some(back[9].0)
+        );
         let got = drive(&mut again, |t| dut.trial(t));
         assert_eq!(got.finding, want.finding);
     }
@@ -555,7 +580,11 @@ mod tests {
     #[test]
     fn refuses_configurations_that_cannot_work() {
         assert!(MtuProbe::new(cfg(1519, 1518)).is_err());
-        assert!(MtuProbe::new(MtuProbeConfig { pps: 0, ..cfg(64, 1518) }).is_err());
+        assert!(MtuProbe::new(MtuProbeConfig {
+            pps: 0,
+            ..cfg(64, 1518)
+        })
+        .is_err());
         assert!(MtuProbe::new(MtuProbeConfig {
             directions: vec![],
             ..cfg(64, 1518)

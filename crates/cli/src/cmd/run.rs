@@ -309,8 +309,10 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
                             "  => {} {}: largest whole {}{}{}",
                             d.methodology.name(),
                             t.direction,
-                            t.largest_whole
-                                .map_or_else(|| format!("none of {}–{} B", t.min_size, t.max_size), |s| format!("{s} B")),
+                            t.largest_whole.map_or_else(
+                                || format!("none of {}–{} B", t.min_size, t.max_size),
+                                |s| format!("{s} B")
+                            ),
                             t.above.map_or(String::new(), |a| format!(
                                 "; {} B {} ({} sent, {} received whole, {} seen as fragments)",
                                 a.frame_size,
@@ -319,7 +321,11 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
                                 a.received,
                                 a.fragments
                             )),
-                            if t.complete { String::new() } else { format!(" [{}]", res.status) }
+                            if t.complete {
+                                String::new()
+                            } else {
+                                format!(" [{}]", res.status)
+                            }
                         );
                     }
                 }
