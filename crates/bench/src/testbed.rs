@@ -492,7 +492,7 @@ impl Testbed {
         };
         let max = plan.line_pps(case);
         let pps = match probe {
-            Some(p) => request.load.0 * p.pps as f64,
+            Some(p) => request.load.0 * f64::from(p.pps),
             None => request.load.to_pps(max).0,
         }
         .max(1.0);
@@ -619,7 +619,7 @@ impl Testbed {
             // A probe's load is a fraction of its own rate.
             let achieved = report.streams.first().map_or(0.0, |s| s.tx.achieved_pps);
             if sent > 1 && p.pps > 0 {
-                o.offered = LineFraction(achieved / p.pps as f64);
+                o.offered = LineFraction(achieved / f64::from(p.pps));
             }
         } else if sent > 1 && max.0 > 0.0 {
             // `outcome` measures against the plain frame's line rate; the search works in

@@ -21,7 +21,7 @@ pub struct MtuProbeSettings {
     /// The smallest reference frame size probed (bytes with FCS).
     pub min_size: u32,
     /// Frames per second of every probe trial: low, so the rate never decides the answer.
-    pub rate: u64,
+    pub rate: u32,
     /// Length of every probe trial.
     #[serde(with = "crate::secs")]
     pub duration: Duration,

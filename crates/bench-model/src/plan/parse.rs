@@ -1208,7 +1208,7 @@ impl<'s> Walker<'s> {
             if let Some(x) =
                 get(st, "rate").and_then(|x| self.int(x, &join(p, "rate"), 1, 1_000_000))
             {
-                m.mtu_probe.rate = x as u64;
+                m.mtu_probe.rate = x as u32;
             }
             if let Some(x) =
                 get(st, "duration").and_then(|x| self.positive_duration(x, &join(p, "duration")))

@@ -76,8 +76,7 @@ fn the_probe_runs_once_per_block_up_to_its_largest_size_both_ways() {
 fn one_way_blocks_probe_forward_only_and_min_size_is_raised_to_the_smallest_frame() {
     let text = CPE
         .replace("bidirectional = true\n", "")
-        .replace("min-size = 1280", "min-size = 64")
-        .replace("ip = [4]", "ip = [4]");
+        .replace("min-size = 1280", "min-size = 64");
     let plan = Plan::parse(&text, "cpe.toml").unwrap();
     let case = plan
         .cases()

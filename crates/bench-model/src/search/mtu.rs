@@ -73,7 +73,7 @@ impl fmt::Display for ProbeDirection {
 pub struct Probe {
     pub frame_size: u32,
     pub direction: ProbeDirection,
-    pub pps: u64,
+    pub pps: u32,
 }
 
 /// What became of the frames of one probe trial.
@@ -160,7 +160,7 @@ pub struct MtuProbeConfig {
     pub min_size: u32,
     pub max_size: u32,
     /// Frames per second of every probe trial.
-    pub pps: u64,
+    pub pps: u32,
     /// Length of every probe trial.
     pub duration: Duration,
     /// The directions, in the order probed.
@@ -356,7 +356,7 @@ impl MtuDut {
                     ProbeDirection::Forward => self.forward,
                     ProbeDirection::Reverse => self.reverse,
                 };
-                let sent = (p.pps as f64 * request.duration.as_secs_f64()).round() as u64;
+                let sent = (f64::from(p.pps) * request.duration.as_secs_f64()).round() as u64;
                 (sent.max(1), p.frame_size <= limit)
             }
             None => (1000, true),
