@@ -445,3 +445,51 @@ fn mtu_probe_through_a_gateway_on_our_dslite_uplink_finds_1478() {
     println!("{stdout}");
     check(&DSLITE, &out, &stdout, &pcap);
 }
+
+/// A plain kernel router with a 1400-byte MTU on its WAN-side veth: forward, it fragments the
+/// 1401-byte packet of a 1419 B frame (the engine's frames do not set DF), and the engine's
+/// counters say so. One way only: a reverse probe whose frames the router's veth drops on
+/// receive (above 1400 + 18 B) left the engine's AF_PACKET sender spinning (seen once,
+/// 7 minutes, killed; an engine issue to chase, see the report).
+#[test]
+fn mtu_probe_through_a_kernel_router_with_a_1400_byte_link() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !common_isp::root_and_tools(&["nft"]) {
+        return;
+    }
+    let c = Cpe::new("k", false);
+    sh(
+        &c.gw,
+        "ip addr add 198.51.100.1/24 dev h10mw0; ip link set h10mw0 mtu 1400",
+    );
+    let text = plan_text(&c, &PPPOE)
+        .replace(
+            PPPOE.wan_port,
+            "ipv4 = \"198.51.100.2\"\ngateway-v4 = \"198.51.100.1\"\n",
+        )
+        .replace("encap = [\"pppoe\"]\n", "")
+        .replace("bidirectional = true\n", "")
+        .replace("mtu-probe-pppoe", "mtu-probe-router");
+    let d = tempfile::tempdir().unwrap();
+    let plan = plan_file(d.path(), &text);
+    let out = d.path().join("run");
+    let stdout = common_run::run_plan_ok(&plan, &out);
+    println!("{stdout}");
+    let t = thresholds(&out);
+    assert_eq!(t.len(), 1, "{t:?}");
+    for (x, dir, fate) in [(&t[0], ProbeDirection::Forward, Crossing::Fragmented)] {
+        assert_eq!(x.direction, dir);
+        assert_eq!(x.largest_whole, Some(1418), "{x:?}\n{stdout}");
+        let a = x.above.unwrap();
+        assert_eq!(
+            (a.frame_size, a.crossing, a.received),
+            (1419, fate, 0),
+            "{x:?}"
+        );
+        if fate == Crossing::Fragmented {
+            assert_eq!(a.fragments, a.sent);
+        } else {
+            assert_eq!(a.fragments, 0);
+        }
+    }
+}
