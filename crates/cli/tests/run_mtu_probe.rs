@@ -196,6 +196,8 @@ speed = "1G"
 {wan}[dut]
 kind = "device"
 [dut.profiles.gateway]
+# The gateway dials once the run's ISP side is up: wait for its WAN device before probing.
+setup = ["sh -c 'for i in $(seq 200); do ip -n {gw} link show h10mwan >/dev/null 2>&1 && sleep 1 && exit 0; sleep 0.1; done; exit 1'"]
 [run]
 settle = "100ms"
 profile-settle = "0s"
@@ -214,6 +216,7 @@ methodologies = ["mtu-probe"]
 "#,
         name = u.name,
         lan = c.lan,
+        gw = c.gw,
         isp = c.isp,
         wan = u.wan_port,
         encap = u.encap,
@@ -469,7 +472,12 @@ fn mtu_probe_through_a_kernel_router_with_a_1400_byte_link() {
         )
         .replace("encap = [\"pppoe\"]\n", "")
         .replace("bidirectional = true\n", "")
-        .replace("mtu-probe-pppoe", "mtu-probe-router");
+        .replace("mtu-probe-pppoe", "mtu-probe-router")
+        .lines()
+        // No gateway dials here: nothing to wait for.
+        .filter(|l| !l.starts_with("setup = "))
+        .collect::<Vec<_>>()
+        .join("\n");
     let d = tempfile::tempdir().unwrap();
     let plan = plan_file(d.path(), &text);
     let out = d.path().join("run");
