@@ -16,6 +16,7 @@ pub use bench_model::{files, hooks, iperf3, plan, results, search};
 pub mod calibration;
 pub mod executor;
 pub mod isp;
+pub mod mtu_probe;
 pub mod runner;
 pub mod testbed;
 pub mod trial;

@@ -934,8 +934,15 @@ fn run_methodology(
         // says nothing about the DUT: record it as superseded and measure the same request
         // again, a few times per search at most, so a tester that cannot keep up still ends
         // tester-limited.
-        let stalled = engine.slipped_ratio() > SLIP_TOLERANCE
-            || outcome.is_tester_limited(plan.run.tester_tolerance);
+        // An `mtu-probe` trial counts whether the frames sent arrived whole; its rate is only
+        // kept low, so only a tester far below it counts as stalled.
+        let stalled = match request.probe {
+            Some(_) => outcome.is_tester_limited(crate::search::PROBE_TESTER_TOLERANCE),
+            None => {
+                engine.slipped_ratio() > SLIP_TOLERANCE
+                    || outcome.is_tester_limited(plan.run.tester_tolerance)
+            }
+        };
         let superseded = stalled && stalls_retried < MAX_STALL_RETRIES;
         let rec = TrialRecord {
             key: TrialKey {
@@ -1013,8 +1020,12 @@ fn run_methodology(
         methodology: m,
         result: Some(result.clone()),
         ceiling,
-        // The 100 % every load of this search was a fraction of (UDP cases have a size).
-        line_pps: case.frame_size.map(|_| plan.line_pps(case).0),
+        // The 100 % every load of this search was a fraction of (UDP cases have a size; an
+        // MTU probe's loads are fractions of its own probe rate).
+        line_pps: case
+            .frame_size
+            .filter(|_| m != Methodology::MtuProbe)
+            .map(|_| plan.line_pps(case).0),
     };
     ctx.append(&Record::Done(d.clone()))?;
     ctx.done_results.insert((case.id.clone(), rep, m), result);
@@ -1516,6 +1527,7 @@ fn run_iperf3(
                 offered: load,
                 received: 0,
                 lost: 0,
+                fragments: 0,
                 directions: 1,
                 duration: elapsed,
                 latency: None,

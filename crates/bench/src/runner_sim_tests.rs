@@ -98,6 +98,7 @@ impl TrialExecutor for SimBed {
             offered: LineFraction(offered),
             received,
             lost: sent - received,
+            fragments: 0,
             directions: 1,
             duration: request.duration,
             latency: None,

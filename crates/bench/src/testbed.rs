@@ -29,8 +29,8 @@ use crate::isp::{SessionPort, SoftwirePort};
 use crate::plan::{Case, Plan, Port, Topology};
 use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts};
 use crate::search::{
-    ConnOutcome, ConnRate, ConnTrial, FailedSpan, LineFraction, LoadOutcome, Outcome, RealTest,
-    TeardownOutcome, TrialRequest,
+    ConnOutcome, ConnRate, ConnTrial, FailedSpan, LineFraction, LoadOutcome, Outcome,
+    ProbeDirection, RealTest, TeardownOutcome, TrialRequest,
 };
 use crate::trial::UdpTrial;
 
@@ -471,9 +471,14 @@ impl Testbed {
             .b
             .as_ref()
             .ok_or("UDP test frames need a receiving port (the endpoint topology has none)")?;
-        let frame_size = case
-            .frame_size
-            .ok_or_else(|| format!("{}: UDP case without a frame size", case.id))?;
+        // An `mtu-probe` trial: its own frame size and rate, one direction.
+        let probe = request.probe;
+        let frame_size = match probe {
+            Some(p) => p.frame_size,
+            None => case
+                .frame_size
+                .ok_or_else(|| format!("{}: UDP case without a frame size", case.id))?,
+        };
         let udp = UdpTrial {
             ip: case.ip,
             frame_size,
@@ -481,47 +486,32 @@ impl Testbed {
             drain: UDP_DRAIN,
             backend: crate::trial::engine_backend(plan.run.backend),
         };
-        let mut cfg = udp.config(&self.a, b, request)?;
         let max = plan.line_pps(case);
-        let pps = request.load.to_pps(max).0.max(1.0);
-        if let Some(stream) = cfg.streams.first_mut() {
-            stream.config.rate = Rate::Pps(pps);
-            if let Some(info) = &self.a_session {
-                let mut encap = EncapSpec::plain(case.ip);
-                encap.pppoe = true;
-                let mut spec = StreamSpec::new(encap);
-                spec.stream_id = stream.config.id;
-                if let (Some(s), Some(d)) = (self.a.ipv4, b.ipv4) {
-                    spec.src_ip = s.into();
-                    spec.dst_ip = d.into();
-                }
-                spec.dst_port = 9;
-                info.apply_to(&mut spec);
-                let t = FrameTemplate::new(&spec, frame_size as usize)
-                    .map_err(|e| format!("frame size {frame_size} in PPPoE: {e}"))?;
-                stream.config.frames = vec![t];
-                stream.config.rewrite_macs = false;
-            } else if let Some(info) = &self.a_softwire {
-                let mut encap = EncapSpec::plain(case.ip);
-                encap.dslite = true;
-                let mut spec = StreamSpec::new(encap);
-                spec.stream_id = stream.config.id;
-                if let Some(d) = b.ipv4 {
-                    spec.dst_ip = d.into();
-                }
-                spec.dst_port = 9;
-                info.apply_to(&mut spec, true);
-                let t = FrameTemplate::new(&spec, frame_size as usize)
-                    .map_err(|e| format!("frame size {frame_size} in DS-Lite: {e}"))?;
-                stream.config.frames = vec![t];
-                stream.config.rewrite_macs = false;
-            }
+        let pps = match probe {
+            Some(p) => request.load.0 * f64::from(p.pps),
+            None => request.load.to_pps(max).0,
         }
+        .max(1.0);
+        let mut cfg = self.forward_config(&udp, b, request, pps)?;
+        let reverse_probe = probe.is_some_and(|p| p.direction == ProbeDirection::Reverse);
+        // Learning frames (below) are the forward stream's; a reverse probe's size may be one
+        // the forward direction does not carry, so it learns with the smallest frame instead.
+        let learning = if reverse_probe {
+            let small = UdpTrial {
+                frame_size: wire::encap::min_frame_size(case.ip) as u32,
+                ..udp.clone()
+            };
+            self.forward_config(&small, b, request, pps)?
+        } else {
+            cfg.clone()
+        };
         // RFC 2544 §14 bidirectional: the B→A copy of the (rate-adjusted) forward stream,
         // inside port B's PPPoE session or softwire when it plays one.
         let far_end = self.far_end(plan);
         let mut reverse_dst_rewritten = false;
-        if case.bidirectional {
+        // A probe runs one way: the reverse one alone, from port B.
+        let with_reverse = probe.map_or(case.bidirectional, |_| reverse_probe);
+        if with_reverse {
             let forward = cfg.streams.first().ok_or("no forward stream")?;
             let reverse = match &far_end {
                 FarEnd::Plain => udp.reverse_of(forward, &self.a, b)?,
@@ -544,7 +534,7 @@ impl Testbed {
                         && std::time::Instant::now() < end
                         && !stop.load(std::sync::atomic::Ordering::SeqCst)
                     {
-                        learn(&cfg, stop)?;
+                        learn(&learning, stop)?;
                         if self.softwire_of(port).is_none() {
                             std::thread::sleep(Duration::from_millis(200));
                         }
@@ -559,9 +549,12 @@ impl Testbed {
             // The reverse direction through a NAPT needs the mapping the forward direction
             // creates: learning frames, as RFC 2544 §11 asks, so its first frames are not lost.
             if reverse_dst_rewritten {
-                learn(&cfg, stop)?;
+                learn(&learning, stop)?;
             }
             cfg.streams.push(reverse);
+            if reverse_probe {
+                cfg.streams.remove(0);
+            }
         }
         // A PPPoE session or DS-Lite softwire on either port means the DUT encapsulates or
         // decapsulates on the way (a CPE's LAN→WAN frames arrive in its PPPoE session): the
@@ -585,6 +578,17 @@ impl Testbed {
                 cfg.expect.push((s.config.id, e));
             }
         }
+        if probe.is_some() {
+            if let Some(why) = crate::mtu_probe::unsendable(&cfg) {
+                return Ok(crate::mtu_probe::not_sent(request, why));
+            }
+            // RFC 2544 §11 learning before a forward probe, in the smallest frame: the path's
+            // neighbours resolved and a tunnel up, so a probe's frames are lost only for their
+            // size (the reverse direction learned above).
+            if !reverse_probe {
+                learn(&learning, stop)?;
+            }
+        }
         let before = self.dut_sample();
         let report = engine::trial::run(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
         let after = self.dut_sample();
@@ -600,17 +604,23 @@ impl Testbed {
                 t
             },
             dut: match (before, after) {
-                (Some(b), Some(a)) => Some(dut_delta(&b, &a, case.bidirectional)),
+                (Some(b), Some(a)) => Some(dut_delta(&b, &a, with_reverse && !reverse_probe)),
                 _ => None,
             },
             per_direction: UdpTrial::per_direction(&report.streams, max),
             session_drops: self.session_drops_since(&drops_before),
         };
         let mut o = udp.outcome(request, &report);
-        // `outcome` measures against the plain frame's line rate; the search works in
-        // fractions of this path's.
         let sent = report.streams.first().map_or(0, |s| s.tx.sent);
-        if sent > 1 && max.0 > 0.0 {
+        if let Some(p) = probe {
+            // A probe's load is a fraction of its own rate.
+            let achieved = report.streams.first().map_or(0.0, |s| s.tx.achieved_pps);
+            if sent > 1 && p.pps > 0 {
+                o.offered = LineFraction(achieved / f64::from(p.pps));
+            }
+        } else if sent > 1 && max.0 > 0.0 {
+            // `outcome` measures against the plain frame's line rate; the search works in
+            // fractions of this path's.
             o.offered = LineFraction(o.offered.0 * udp.max_pps().0 / max.0);
         }
         Ok((o, facts))
@@ -658,6 +668,52 @@ impl Testbed {
             }
         }
         Ok(())
+    }
+
+    /// The engine configuration of the forward (A→B) stream of a UDP trial at `pps`: plain,
+    /// or inside port A's PPPoE session or DS-Lite softwire when it plays one.
+    fn forward_config(
+        &self,
+        udp: &UdpTrial,
+        b: &PortSpec,
+        request: &TrialRequest,
+        pps: f64,
+    ) -> Result<engine::trial::TrialConfig, String> {
+        let mut cfg = udp.config(&self.a, b, request)?;
+        if let Some(stream) = cfg.streams.first_mut() {
+            stream.config.rate = Rate::Pps(pps);
+            if let Some(info) = &self.a_session {
+                let mut encap = EncapSpec::plain(udp.ip);
+                encap.pppoe = true;
+                let mut spec = StreamSpec::new(encap);
+                spec.stream_id = stream.config.id;
+                if let (Some(s), Some(d)) = (self.a.ipv4, b.ipv4) {
+                    spec.src_ip = s.into();
+                    spec.dst_ip = d.into();
+                }
+                spec.dst_port = 9;
+                info.apply_to(&mut spec);
+                let t = FrameTemplate::new(&spec, udp.frame_size as usize)
+                    .map_err(|e| format!("frame size {} in PPPoE: {e}", udp.frame_size))?;
+                stream.config.frames = vec![t];
+                stream.config.rewrite_macs = false;
+            } else if let Some(info) = &self.a_softwire {
+                let mut encap = EncapSpec::plain(udp.ip);
+                encap.dslite = true;
+                let mut spec = StreamSpec::new(encap);
+                spec.stream_id = stream.config.id;
+                if let Some(d) = b.ipv4 {
+                    spec.dst_ip = d.into();
+                }
+                spec.dst_port = 9;
+                info.apply_to(&mut spec, true);
+                let t = FrameTemplate::new(&spec, udp.frame_size as usize)
+                    .map_err(|e| format!("frame size {} in DS-Lite: {e}", udp.frame_size))?;
+                stream.config.frames = vec![t];
+                stream.config.rewrite_macs = false;
+            }
+        }
+        Ok(cfg)
     }
 
     /// What port B plays: where the reverse stream of a bidirectional trial starts.

@@ -183,12 +183,13 @@ impl UdpTrial {
     pub fn outcome_of(&self, request: &TrialRequest, streams: &[StreamResult]) -> Outcome {
         let max = self.max_pps();
         let mut offered: Option<LineFraction> = None;
-        let (mut received, mut lost) = (0u64, 0u64);
+        let (mut received, mut lost, mut fragments) = (0u64, 0u64, 0u64);
         let mut latency = None;
         let mut directions = Vec::new();
         for s in streams {
             received += s.rx.received;
             lost += s.rx.lost.unwrap_or(s.tx.sent.saturating_sub(s.rx.received));
+            fragments += s.rx.invalid.fragment;
             if latency.is_none() {
                 latency = s.rx.latency.map(|l| LatencySummary {
                     ipdv: s.ipdv.map(|i| Ipdv {
@@ -220,6 +221,7 @@ impl UdpTrial {
             offered: offered.unwrap_or(request.load),
             received,
             lost,
+            fragments,
             directions: directions.len().max(1) as u32,
             duration: request.duration,
             latency: if request.latency { latency } else { None },

@@ -626,6 +626,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         o.push_str("</tr>\n");
     }
     o.push_str("</tbody></table>\n");
+    o.push_str(&crate::mtu::html(a));
     if !a.latency.is_empty() {
         o.push_str("<h3>Latency</h3><p>One-way latency at the throughput found, µs. Percentile cells are empty where the trials did not record percentiles. RFC 8219: Typical Latency is the median, Worst Case Latency the 99.9th percentile, PDV the 99.9th percentile minus the minimum, each the median over the trials; IPDV is D(i) − D(i−1) of consecutive frames, signed: its minimum, median and maximum (each the median over the trials), empty where a trial has none.</p><table id=\"latency\"><tr>");
         for t in latency_titles() {

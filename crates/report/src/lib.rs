@@ -9,6 +9,7 @@ pub mod compare;
 pub mod connections;
 pub mod html;
 pub mod model;
+pub mod mtu;
 pub mod sporadic;
 pub mod svg;
 pub mod text;
@@ -34,6 +35,9 @@ pub const B2B_CSV: &str = "back-to-back.csv";
 /// See [`REPORT_HTML`]; written only when the run has connection (NAT) results.
 pub const CONNECTIONS_CSV: &str = "connections.csv";
 
+/// See [`REPORT_HTML`]; written only when the run has `mtu-probe` results.
+pub const MTU_CSV: &str = "mtu-probe.csv";
+
 /// Every exported file of one analysis: (file name, bytes).
 pub fn render_all(a: &Analysis) -> Vec<(&'static str, Vec<u8>)> {
     let mut files = vec![
@@ -50,6 +54,9 @@ pub fn render_all(a: &Analysis) -> Vec<(&'static str, Vec<u8>)> {
     }
     if !a.connections.is_empty() {
         files.push((CONNECTIONS_CSV, text::connections_csv(a)));
+    }
+    if !a.mtu.is_empty() {
+        files.push((MTU_CSV, mtu::csv(a)));
     }
     files
 }

@@ -948,6 +948,9 @@ pub struct Analysis {
     /// Connection methodologies (NAT table capacity, connection rate); absent when none ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connections: Vec<crate::connections::ConnRow>,
+    /// `mtu-probe` results, per case and direction (crate::mtu).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mtu: Vec<crate::mtu::MtuRow>,
     /// Findings: each profile against the baseline, per case.
     pub findings: Vec<Statement>,
     /// Findings summarised per dimension ([`Conclusion`]).
@@ -1485,6 +1488,14 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         );
     }
 
+    let mtu_done: Vec<_> = done
+        .iter()
+        .filter_map(|((c, r, m), res)| res.map(|res| (c.clone(), *r, *m, res)))
+        .collect();
+    let mtu = crate::mtu::rows(plan.as_ref().ok(), &mtu_done, &mut |id| {
+        dims_for(id, &mut dims_of)
+    });
+
     Analysis {
         plan_name: info.plan_name.clone(),
         description,
@@ -1500,6 +1511,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         latency,
         back_to_back,
         connections,
+        mtu,
         findings,
         conclusions,
         switch_tables,
@@ -2105,6 +2117,7 @@ mod tests {
                 offered: load,
                 received: 1000 - lost,
                 lost,
+                fragments: 0,
                 directions: 1,
                 duration: core::time::Duration::from_secs(1),
                 latency: None,

@@ -399,7 +399,7 @@ pub fn switch_titles(t: &SwitchTable) -> [String; 4] {
     ]
 }
 
-fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -427,7 +427,7 @@ pub fn json(a: &Analysis) -> Vec<u8> {
     v
 }
 
-fn md_escape(s: &str) -> String {
+pub(crate) fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
@@ -547,6 +547,7 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
         o.push_str(&format!("| {} |\n", c.join(" | ")));
     }
     o.push('\n');
+    o.push_str(&crate::mtu::markdown(a));
     for (switch, head, intro) in SWITCH_SECTIONS {
         let tables: Vec<&SwitchTable> = a
             .switch_tables
@@ -695,6 +696,10 @@ pub fn terminal(a: &Analysis) -> String {
     line(&head.map(String::from), &mut o);
     for r in &rows {
         line(r, &mut o);
+    }
+    // Beside the table: the largest frame each direction carried whole (mtu-probe).
+    for l in crate::mtu::terminal_lines(a) {
+        o.push_str(&format!("{l}\n"));
     }
     // The per-dimension conclusions when there are any (the per-case lines repeat them case
     // by case and are in summary.md and report.html); else the per-case findings.

@@ -1762,6 +1762,7 @@ methodologies = ["multi-goal"]
                 offered: req.load,
                 received: sent - lost,
                 lost,
+                fragments: 0,
                 directions: 1,
                 duration: req.duration,
                 latency: None,

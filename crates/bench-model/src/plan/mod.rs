@@ -28,9 +28,11 @@ use crate::search::{
     TableCapacitySearch,
 };
 
+mod mtu_probe;
 mod parse;
 mod source;
 
+pub use mtu_probe::MtuProbeSettings;
 pub use parse::locate;
 pub use source::{did_you_mean, line_col, PlanError, PlanErrors};
 
@@ -296,11 +298,14 @@ pub enum Methodology {
     /// RFC 2544 throughput on N established connections, both directions, for a list of N
     /// ([`search::NatThroughputSearch`]).
     NatThroughput,
+    /// Per direction, the largest frame size that crosses whole and the fate above it
+    /// ([`search::MtuProbe`]).
+    MtuProbe,
 }
 
 impl Methodology {
     /// Every methodology with its plan name.
-    pub const ALL: [(&'static str, Methodology); 11] = [
+    pub const ALL: [(&'static str, Methodology); 12] = [
         ("rfc2544-throughput", Methodology::Rfc2544Throughput),
         ("multi-goal", Methodology::MultiGoal),
         ("rfc2544-latency", Methodology::Rfc2544Latency),
@@ -312,6 +317,7 @@ impl Methodology {
         ("nat-connection-rate", Methodology::NatConnectionRate),
         ("nat-teardown-rate", Methodology::NatTeardownRate),
         ("nat-throughput", Methodology::NatThroughput),
+        ("mtu-probe", Methodology::MtuProbe),
     ];
 
     /// The plan name.
@@ -658,6 +664,9 @@ pub struct MethodologySettings {
     /// `[methodology.nat-throughput]`.
     #[serde(default)]
     pub nat_throughput: NatThroughputSettings,
+    /// `[methodology.mtu-probe]` (absent in run files written before it existed).
+    #[serde(default)]
+    pub mtu_probe: MtuProbeSettings,
 }
 
 impl Default for MethodologySettings {
@@ -688,6 +697,7 @@ impl Default for MethodologySettings {
             nat_connection_rate: ConnectionRateSettings::default(),
             nat_teardown_rate: TeardownRateSettings::default(),
             nat_throughput: NatThroughputSettings::default(),
+            mtu_probe: MtuProbeSettings::default(),
         }
     }
 }
@@ -1132,6 +1142,16 @@ impl Plan {
                                                         protocol == Protocol::Udp
                                                             || !x.needs_engine()
                                                     })
+                                                    // Once per block position: at its
+                                                    // largest size, the probe's top.
+                                                    .filter(|x| {
+                                                        *x != Methodology::MtuProbe
+                                                            || frame_size
+                                                                == m.frame_size
+                                                                    .iter()
+                                                                    .max()
+                                                                    .copied()
+                                                    })
                                                     .collect();
                                                 let mut case = Case {
                                                     id: String::new(),
@@ -1234,6 +1254,10 @@ impl Plan {
                 tester_tolerance: r.tester_tolerance,
             })
             .map(|s| Box::new(s) as Box<dyn Search>),
+            Methodology::MtuProbe => {
+                return mtu_probe::search(&m.mtu_probe, case, r.tester_tolerance)
+                    .map(|s| Box::new(s) as Box<dyn Search>)
+            }
             Methodology::Rfc2544Latency
             | Methodology::Iperf3
             | Methodology::NatTableCapacity
@@ -1482,6 +1506,16 @@ impl Plan {
                         None => (0, 0.0),
                     }
                 }
+                Methodology::MtuProbe => match self.search(case, m) {
+                    // A path whose threshold is one byte below the top: the longest bisection.
+                    Some(mut s) => {
+                        let top = case.frame_size.unwrap_or(1518).saturating_sub(1);
+                        let dut = search::MtuDut::dropping(top, top);
+                        let r = search::drive(s.as_mut(), |t| dut.trial(t));
+                        (u64::from(r.trials), r.trial_seconds)
+                    }
+                    None => (0, 0.0),
+                },
                 _ => match self.search(case, m) {
                     Some(mut s) => {
                         let mut dut = search::sim::SimDut::sharp(ESTIMATE_CAPACITY);
@@ -1655,6 +1689,8 @@ mod fuzz;
 mod tests;
 #[cfg(test)]
 mod tests_encap;
+#[cfg(test)]
+mod tests_mtu;
 #[cfg(test)]
 mod tests_nat;
 #[cfg(test)]

@@ -1198,6 +1198,24 @@ impl<'s> Walker<'s> {
                 m.forwarding_rate_trials = x as u32;
             }
         }
+        if let Some(st) = self.sub(t, "mtu-probe", &["min-size", "rate", "duration"]) {
+            let p = "methodology.mtu-probe";
+            if let Some(x) =
+                get(st, "min-size").and_then(|x| self.int(x, &join(p, "min-size"), 64, 9216))
+            {
+                m.mtu_probe.min_size = x as u32;
+            }
+            if let Some(x) =
+                get(st, "rate").and_then(|x| self.int(x, &join(p, "rate"), 1, 1_000_000))
+            {
+                m.mtu_probe.rate = x as u32;
+            }
+            if let Some(x) =
+                get(st, "duration").and_then(|x| self.positive_duration(x, &join(p, "duration")))
+            {
+                m.mtu_probe.duration = x;
+            }
+        }
         if let Some(st) = self.sub(
             t,
             "rfc2544-back-to-back",
@@ -1910,6 +1928,7 @@ impl Walker<'_> {
                     ),
                 );
             }
+            let probe_only = m.methodologies.iter().all(|x| *x == Methodology::MtuProbe);
             if port.dslite.is_some() {
                 if udp && (m.encap.is_empty() || m.encap.iter().any(|e| !e.dslite)) {
                     self.src.error(
@@ -1920,7 +1939,12 @@ impl Walker<'_> {
                     );
                 }
                 // RFC 6333 §5.3: above 1500 bytes the outer IPv6 packet is fragmented.
-                if let Some(&bad) = m.frame_size.iter().find(|&&f| ipv4_packet(f) + 40 > 1500) {
+                // (`mtu-probe` alone goes there on purpose: it finds where that starts.)
+                if let Some(&bad) = m
+                    .frame_size
+                    .iter()
+                    .find(|&&f| ipv4_packet(f) + 40 > 1500 && !probe_only)
+                {
                     self.err(
                         span_of("frame-size"),
                         &join(path, "frame-size"),
@@ -1944,7 +1968,11 @@ impl Walker<'_> {
                     );
                 }
                 let mru = u32::from(pp.mru);
-                if let Some(&bad) = m.frame_size.iter().find(|&&f| ipv4_packet(f) > mru) {
+                if let Some(&bad) = m
+                    .frame_size
+                    .iter()
+                    .find(|&&f| ipv4_packet(f) > mru && !probe_only)
+                {
                     let frames = (ipv4_packet(bad) - 20).div_ceil((mru.max(28) - 20) & !7);
                     self.err(
                         span_of("frame-size"),

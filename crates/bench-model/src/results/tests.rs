@@ -257,6 +257,7 @@ fn resume_skips_trials_superseded_after_a_tester_stall() {
         offered: LineFraction(1.0),
         received: 1000 - lost,
         lost,
+        fragments: 0,
         directions: 1,
         duration: Duration::from_secs(1),
         latency: None,

@@ -26,6 +26,7 @@ mod forwarding_rate;
 mod latency;
 mod loss_curve;
 mod mlr;
+mod mtu;
 pub mod nat;
 pub mod sim;
 
@@ -35,6 +36,10 @@ pub use forwarding_rate::{ForwardingRate, ForwardingRateConfig};
 pub use latency::{LatencyConfig, LatencySearch};
 pub use loss_curve::{LossCurve, LossCurveConfig};
 pub use mlr::{default_phases, Goal, MultiGoalConfig, MultiGoalSearch};
+pub use mtu::{
+    Crossing, MtuDut, MtuProbe, MtuProbeConfig, MtuThreshold, Probe, ProbeDirection, SizeFate,
+    PROBE_TESTER_TOLERANCE,
+};
 pub use nat::{
     drive_conn, replay_conn, ConnFinding, ConnOutcome, ConnRate, ConnReplayMismatch, ConnSearch,
     ConnSearchResult, ConnStatus, ConnTrial, ConnectionRateConfig, ConnectionRateSearch,
@@ -93,6 +98,10 @@ pub struct TrialRequest {
     /// Measure latency in this trial (RFC 2544 §26.2).
     #[serde(default, skip_serializing_if = "core::ops::Not::not")]
     pub latency: bool,
+    /// `mtu-probe`: send frames of this size one way at this rate instead of the case's
+    /// stream ([`Probe`]; `load` is then a fraction of the probe's rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<Probe>,
 }
 
 impl TrialRequest {
@@ -103,6 +112,7 @@ impl TrialRequest {
         self.duration == other.duration
             && self.burst_frames == other.burst_frames
             && self.latency == other.latency
+            && self.probe == other.probe
             && (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
     }
 
@@ -113,6 +123,7 @@ impl TrialRequest {
             duration,
             burst_frames: None,
             latency: false,
+            probe: None,
         }
     }
 }
@@ -209,6 +220,12 @@ pub struct Outcome {
     pub received: u64,
     /// Frames lost (sequence gaps in the signatures), summed over directions.
     pub lost: u64,
+    /// Of the frames sent, how many the far port saw as IP fragments (the engine's `fragment`
+    /// count: a first fragment carries the signature), summed over directions. They count as
+    /// lost, not received; `mtu-probe` tells a fragmenting DUT from a dropping one by them.
+    /// Zero in records written before it was kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fragments: u64,
     /// How many directions ran at once (1 = one-way; 2 = bidirectional). Records written
     /// before this field existed were one-way.
     #[serde(default = "one_direction")]
@@ -223,6 +240,10 @@ pub struct Outcome {
 
 fn one_direction() -> u32 {
     1
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Outcome {
@@ -381,6 +402,12 @@ pub enum Finding {
         lengths: Vec<u64>,
         /// Their mean.
         mean: Option<f64>,
+    },
+    /// `mtu-probe`: per direction, the largest frame size that crossed whole and the fate
+    /// one byte above it ([`MtuProbe`]).
+    MtuProbe {
+        /// In the order probed (forward first).
+        directions: Vec<MtuThreshold>,
     },
 }
 
@@ -591,6 +618,7 @@ mod tests {
             offered: LineFraction(offered),
             received,
             lost,
+            fragments: 0,
             directions: 1,
             duration: Duration::from_secs(1),
             latency: None,

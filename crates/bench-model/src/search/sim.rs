@@ -188,6 +188,7 @@ impl SimDut {
             offered,
             received,
             lost: sent - received,
+            fragments: 0,
             directions: 1,
             duration: request.duration,
             latency,

@@ -217,6 +217,29 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
                     t.syn_mss,
                     hms(eta)
                 );
+            } else if let Some(p) = r.request.probe {
+                let o = &r.outcome;
+                outln!(
+                    "  [{index}/{n}] {} #{}: {} {} B at {} frames/s: received whole {} of {}{}{}  ETA {}",
+                    r.key.methodology.name(),
+                    r.key.index,
+                    p.direction,
+                    p.frame_size,
+                    p.pps,
+                    o.received,
+                    o.received + o.lost,
+                    if o.fragments > 0 {
+                        format!(", {} seen as fragments", o.fragments)
+                    } else {
+                        String::new()
+                    },
+                    if r.tester_limited {
+                        " TESTER-LIMITED"
+                    } else {
+                        ""
+                    },
+                    hms(eta)
+                );
             } else {
                 let o = &r.outcome;
                 outln!(
@@ -279,6 +302,32 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
                         rates.len(),
                         if rates.len() == 1 { "" } else { "s" }
                     );
+                }
+                (_, Finding::MtuProbe { directions }) => {
+                    for t in directions {
+                        outln!(
+                            "  => {} {}: largest whole {}{}{}",
+                            d.methodology.name(),
+                            t.direction,
+                            t.largest_whole.map_or_else(
+                                || format!("none of {}–{} B", t.min_size, t.max_size),
+                                |s| format!("{s} B")
+                            ),
+                            t.above.map_or(String::new(), |a| format!(
+                                "; {} B {} ({} sent, {} received whole, {} seen as fragments)",
+                                a.frame_size,
+                                a.crossing.name(),
+                                a.sent,
+                                a.received,
+                                a.fragments
+                            )),
+                            if t.complete {
+                                String::new()
+                            } else {
+                                format!(" [{}]", res.status)
+                            }
+                        );
+                    }
                 }
                 (Status::Complete, f) if d.methodology != Methodology::Iperf3 => {
                     outln!("  => {}: {:?}", d.methodology.name(), f);

@@ -67,7 +67,7 @@ pub fn wish() -> SenderPriority {
 /// SCHED_FIFO falls back to nice −20, a refused nice to nothing.
 pub fn raise(want: SenderPriority) -> SenderPriority {
     match want {
-        SenderPriority::Fifo { priority } => match crate::sys::set_thread_fifo(priority) {
+        SenderPriority::Fifo { priority } => match crate::sys::set_thread_fifo(0, priority) {
             Ok(()) => want,
             Err(_) => raise(SenderPriority::Nice { nice: -20 }),
         },

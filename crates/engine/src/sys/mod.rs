@@ -880,8 +880,9 @@ pub fn pin_thread_to_cpu(tid: libc::pid_t, cpu: usize) -> io::Result<()> {
         .map(drop)
 }
 
-/// Runs thread `tid` under the real-time policy SCHED_FIFO at `priority` (1..=99): it then
-/// runs before every ordinary thread of its CPU whenever it has work.
+/// Runs thread `tid` (0: the calling thread) under the real-time policy SCHED_FIFO at
+/// `priority` (1..=99; needs root or CAP_SYS_NICE): it then runs before every ordinary
+/// (CFS/EEVDF) thread of its CPU whenever it has work.
 pub fn set_thread_fifo(tid: libc::pid_t, priority: i32) -> io::Result<()> {
     let param = libc::sched_param {
         sched_priority: priority,
@@ -909,18 +910,6 @@ pub fn set_thread_nice(nice: i32) -> io::Result<()> {
     let tid = unsafe { libc::gettid() };
     // SAFETY: plain system call on our own thread id.
     cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) }).map(drop)
-}
-
-/// Runs the calling thread with the real-time policy SCHED_FIFO at `priority` (1..=99; needs
-/// root or CAP_SYS_NICE). A FIFO thread runs until it blocks or yields, ahead of every
-/// ordinary (CFS/EEVDF) thread of its CPU.
-pub fn set_thread_fifo(priority: i32) -> io::Result<()> {
-    let param = libc::sched_param {
-        sched_priority: priority,
-    };
-    // SAFETY: sched_setscheduler only reads `param` during the call; pid 0 = the calling
-    // thread.
-    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }).map(drop)
 }
 
 /// Sets the calling thread's timer slack (how late the kernel may wake it), in nanoseconds.
