@@ -10,6 +10,13 @@
 //! what the device was seen to forward. That range, not the search's final bracket, is the
 //! figure's noise, and findings must not read a difference inside it as the device's.
 //!
+//! The evidence comes only from trials the device handled well, which lost at most
+//! [`NEAR_LOSSLESS`] (or the goal, if larger). A device whose forwarding rate at overload is
+//! above what it sustains at lower loads (Linux's NAPI batches more the busier it is: the
+//! lab demo's forward cell forwards 52 % of 64 B line rate when offered 100 % but loses more
+//! than 0.5 % at 45 %) is not contradicting itself; such an overload trial says nothing about
+//! the loads below it.
+//!
 //! The test needs no repetitions and no second goal: the contradiction is inside one search's
 //! own trials. A zero-loss goal (NDR) shows it most, a 0.5 % goal (PDR) rarely: a few frames
 //! lost in a trial exceed zero but not 0.5 %.
@@ -42,6 +49,10 @@ impl Point {
 /// offered load is measured, and a capacity-limited device forwards a little more or less from
 /// trial to trial.
 pub const MARGIN: f64 = 0.01;
+
+/// The most a trial may have lost to count as evidence of what the device forwards without
+/// being overloaded: CSIT's PDR goal.
+pub const NEAR_LOSSLESS: f64 = 0.005;
 
 /// How far below the best forwarding a loss must strike before a reader is told about it in
 /// a note: a device whose capacity wobbles by a few percent from trial to trial contradicts
@@ -107,8 +118,10 @@ pub fn find(
     lower: LineFraction,
 ) -> Option<SporadicLoss> {
     let points: Vec<Point> = points.into_iter().filter(|p| p.sent > 0).collect();
+    let evidence = NEAR_LOSSLESS.max(loss_goal);
     let best = *points
         .iter()
+        .filter(|p| p.loss_ratio() <= evidence)
         .max_by(|a, b| a.forwarded().total_cmp(&b.forwarded()))?;
     let lossy = points
         .iter()
@@ -168,9 +181,10 @@ mod tests {
         ];
         let s = find(trials, 0.0, LineFraction(0.0545)).expect("sporadic");
         assert_eq!(s.lossy.offered, LineFraction(0.061));
-        // Best forwarded: 1.0 × 0.4 = 0.40 (the overload trial), so the NDR could be up to 40 %.
-        assert!((s.best.forwarded() - 0.40).abs() < 1e-12);
-        assert!((s.spread() - (0.40 - 0.0545)).abs() < 1e-12);
+        // Best forwarded by a trial that lost at most 0.5 %: 37.6 % × 0.999 (the overload
+        // trial is no evidence), so the NDR could be up to 37.56 %.
+        assert!((s.best.forwarded() - 0.376 * 0.999).abs() < 1e-12);
+        assert!((s.spread() - (0.376 * 0.999 - 0.0545)).abs() < 1e-12);
         assert!(s
             .describe()
             .contains("22 of 15000 frames were lost at 6.10 %"));
@@ -183,6 +197,22 @@ mod tests {
             p(0.061, 22, 15_000),
         ];
         assert_eq!(find(trials, 0.005, LineFraction(0.376)), None);
+    }
+
+    #[test]
+    fn a_device_that_forwards_more_at_overload_than_below_is_not_sporadic() {
+        // NAPI batching: 52 % forwarded when offered 100 %, but 2 % lost at 45 %.
+        let trials = vec![
+            p(1.0, 48_000, 100_000),
+            p(0.45, 2_000, 100_000),
+            p(0.38, 600, 100_000),
+            p(0.37, 300, 100_000),
+            p(0.36, 0, 100_000),
+        ];
+        assert_eq!(find(trials.clone(), 0.005, LineFraction(0.37)), None);
+        // At zero loss neither: the lowest load that lost frames (37 %) is not below what the
+        // near-lossless trials forwarded (36.9 % at most), as a capacity limit would have it.
+        assert_eq!(find(trials, 0.0, LineFraction(0.36)), None);
     }
 
     #[test]

@@ -1814,9 +1814,10 @@ methodologies = ["multi-goal"]
     assert!(pdr.percent.unwrap() > 39.0, "{pdr:?}");
     assert!(ndr.sporadic_loss && !pdr.sporadic_loss);
     assert_eq!(ndr.noise_basis, report::model::NoiseBasis::SporadicLoss);
-    // Its noise reaches what forward was seen to forward (40 % of line rate).
+    // Its noise reaches what forward was seen to forward in trials that lost at most 0.5 %
+    // (its capacity, 40 % of line rate, within the search's 2 % width).
     assert!(
-        ndr.pps.unwrap() + ndr.noise_pps >= 0.40 * line * 0.99,
+        ndr.pps.unwrap() + ndr.noise_pps >= 0.40 * line * 0.98,
         "{ndr:?}"
     );
     let filter = row("filter-stateful-1", "multi-goal NDR");
