@@ -502,6 +502,26 @@ pub fn iperf3_interval_spread(raw: &serde_json::Value) -> Option<f64> {
     Some(var.sqrt() / m)
 }
 
+/// Below this share of line rate a TCP figure is not the link's.
+const TCP_LINE_BOUND: f64 = 95.0;
+/// Below this busy share of its CPU the lab DUT was not what limited a TCP run.
+const DUT_CPU_BOUND: f64 = 90.0;
+
+/// A note for an iperf3 row that neither the link nor the lab DUT's CPU limited (it read below
+/// [`TCP_LINE_BOUND`] % of line rate while the DUT's CPU, from the lab's counters over the run,
+/// was busy less than [`DUT_CPU_BOUND`] %): something else set the pace, on the lab usually the
+/// tester's own CPU, which runs iperf3's client, server and both ports' receive polls. The
+/// figure is then a lower bound for the DUT. `None` without lab CPU counters.
+fn unsaturated_tcp_note(r: &Row, lab_cpu: Option<f64>) -> Option<String> {
+    let (pct, cpu) = (r.percent?, lab_cpu?);
+    (pct < TCP_LINE_BOUND && cpu < DUT_CPU_BOUND).then(|| {
+        format!(
+            "{}: {:.1} % of line rate while the DUT's CPU was busy {:.0} %: neither the link nor the DUT's CPU was the limit, so the pace was probably the tester's (its CPU runs iperf3's client and server and both ports' receive polls); read it as at least this much for the DUT",
+            r.case_id, pct, cpu
+        )
+    })
+}
+
 /// One note per trial during which a PPPoE session of the run went down (#14 item 5): when,
 /// on which port and why, in trial order.
 fn session_drop_notes<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> Vec<String> {
@@ -1304,6 +1324,10 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 conditional_pps: None,
                 irregular_repetitions: 0,
             });
+            let lab_cpu = mean(&rep_cpu);
+            if let Some(n) = rows.last().and_then(|r| unsaturated_tcp_note(r, lab_cpu)) {
+                notes.push(n);
+            }
         }
     }
     if tcp_timestamps_note {
@@ -2082,6 +2106,36 @@ mod tests {
     use super::*;
     use bench_model::results::{DutCounters, EngineFacts, TrialKey};
     use bench_model::search::{LineFraction, Outcome, TrialRequest};
+
+    #[test]
+    fn a_tcp_figure_neither_the_link_nor_the_duts_cpu_limited_gets_a_note() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/run-matrix/expected/summary.json"),
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let tcp = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["methodology"] == "iperf3")
+            .unwrap();
+        let mut r: Row = serde_json::from_value(tcp.clone()).unwrap();
+        r.percent = Some(79.1);
+        let note = unsaturated_tcp_note(&r, Some(58.0)).expect("a note");
+        assert!(
+            note.ends_with("79.1 % of line rate while the DUT's CPU was busy 58 %: neither the link nor the DUT's CPU was the limit, so the pace was probably the tester's (its CPU runs iperf3's client and server and both ports' receive polls); read it as at least this much for the DUT"),
+            "{note}"
+        );
+        // The DUT's CPU saturated, or the link: the figure is the DUT's or the link's.
+        assert_eq!(unsaturated_tcp_note(&r, Some(97.0)), None);
+        r.percent = Some(98.9);
+        assert_eq!(unsaturated_tcp_note(&r, Some(58.0)), None);
+        // Without lab counters nothing is said.
+        r.percent = Some(79.1);
+        assert_eq!(unsaturated_tcp_note(&r, None), None);
+    }
 
     #[test]
     fn a_session_drop_is_a_note_with_its_trial_port_time_and_reason() {
