@@ -400,25 +400,22 @@ fn ceiling_of(dir: &Path) -> Option<(f64, f64, bool)> {
     })
 }
 
+/// The ceiling check of a one-case run against a DUT forwarding `capacity` of line rate, with
+/// a tester calibrated at `calibrated` of it: (result pps, ceiling pps, tester-limited).
+fn checked_against_ceiling(capacity: f64, calibrated: f64) -> (f64, f64, bool) {
+    let stop = AtomicBool::new(false);
+    let dir = tempfile::tempdir().unwrap();
+    let bed = SimBed::new(&Log::default(), capacity);
+    let cal = Some(calibration_at(calibrated));
+    run_calibrated(&plan_text(UDP_64), dir.path(), false, bed, &stop, cal).unwrap();
+    ceiling_of(dir.path()).expect("a ceiling check")
+}
+
 #[test]
 fn a_result_within_ten_percent_of_the_calibrated_ceiling_is_the_testers_not_the_duts() {
     // The tester proved 40 % of line rate; the DUT forwards 39 %: the search completes at
     // about 38–39 %, which the tester may have set, so the record says tester-limited.
-    let text = plan_text(UDP_64);
-    let stop = AtomicBool::new(false);
-    let log = Log::default();
-    let dir = tempfile::tempdir().unwrap();
-    let bed = SimBed::new(&log, 0.39);
-    run_calibrated(
-        &text,
-        dir.path(),
-        false,
-        bed,
-        &stop,
-        Some(calibration_at(0.40)),
-    )
-    .unwrap();
-    let (result, ceiling, limited) = ceiling_of(dir.path()).expect("a ceiling check");
+    let (result, ceiling, limited) = checked_against_ceiling(0.39, 0.40);
     let line = wire::linerate::max_frame_rate(wire::units::BitsPerSec(1e9), 64).0;
     assert!((ceiling - 0.40 * line).abs() < 1e-6);
     assert!(
@@ -428,18 +425,7 @@ fn a_result_within_ten_percent_of_the_calibrated_ceiling_is_the_testers_not_the_
     assert!(limited, "within 10 % of the ceiling");
 
     // A DUT at 30 % is well below what the tester proved: its own figure.
-    let dir = tempfile::tempdir().unwrap();
-    let bed = SimBed::new(&log, 0.30);
-    run_calibrated(
-        &text,
-        dir.path(),
-        false,
-        bed,
-        &stop,
-        Some(calibration_at(0.40)),
-    )
-    .unwrap();
-    let (result, _, limited) = ceiling_of(dir.path()).expect("a ceiling check");
+    let (result, _, limited) = checked_against_ceiling(0.30, 0.40);
     assert!(result < 0.31 * line, "{result}");
     assert!(!limited, "30 % is more than 10 % below a 40 % ceiling");
 }
@@ -448,23 +434,10 @@ fn a_result_within_ten_percent_of_the_calibrated_ceiling_is_the_testers_not_the_
 fn a_tester_calibrated_at_line_rate_never_limits_a_result() {
     // The DUT forwards everything; the tester proved line rate: a line-rate result is the
     // DUT's (the check never fires at a ceiling of 100 %).
-    let text = plan_text(UDP_64);
-    let stop = AtomicBool::new(false);
-    let log = Log::default();
-    let dir = tempfile::tempdir().unwrap();
-    let bed = SimBed::new(&log, 1.0);
-    run_calibrated(
-        &text,
-        dir.path(),
-        false,
-        bed,
-        &stop,
-        Some(calibration_at(1.0)),
-    )
-    .unwrap();
-    let (result, ceiling, limited) = ceiling_of(dir.path()).expect("a ceiling check");
+    let (result, ceiling, limited) = checked_against_ceiling(1.0, 1.0);
     assert!((result - ceiling).abs() < 1.0, "{result} vs {ceiling}");
     assert!(!limited);
+    let (text, stop, log) = (plan_text(UDP_64), AtomicBool::new(false), Log::default());
     // Without a calibration there is no check at all.
     let dir = tempfile::tempdir().unwrap();
     run_sim(&text, dir.path(), false, SimBed::new(&log, 1.0), &stop).unwrap();
