@@ -26,16 +26,19 @@
 //! Root is needed (else `SKIP: …`); nft, tcpdump and tshark must be installed (a missing one
 //! skips, but fails under `CI`). Namespaces `wr-h9c<pid><tag>…`, removed on drop.
 
+#[path = "common_cpe/mod.rs"]
+mod common_cpe;
 mod common_isp;
 #[path = "common_run/mod.rs"]
 mod common_run;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bench::plan::Plan;
+use common_cpe::{sh, wait_until, Cpe, Proc};
 use common_isp::ip;
 use common_run::{finish_within, plan_file, spawn_run, trials, WIRERATE};
 
@@ -46,107 +49,6 @@ const BACKENDS: [&str; 2] = ["af_packet", "xdp"];
 
 fn can_run() -> bool {
     common_isp::root_and_tools(&["nft", "tshark", "tcpdump"])
-}
-
-fn sh(ns: &str, script: &str) -> String {
-    common_isp::ns_sh(ns, script)
-}
-
-/// LAN host, gateway and ISP namespaces; removed (with what runs inside) on drop.
-struct Cpe {
-    lan: String,
-    gw: String,
-    isp: String,
-}
-
-impl Cpe {
-    fn new(tag: &str, napt: bool) -> Cpe {
-        let id = std::process::id() % 100_000;
-        let n = |s: &str| format!("wr-h9c{id}{tag}{s}");
-        let c = Cpe {
-            lan: n("lan"),
-            gw: n("gw"),
-            isp: n("isp"),
-        };
-        c.remove();
-        for ns in c.all() {
-            ip(&["netns", "add", ns]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-            // Only the engine, our control planes and the gateway's IPv4 speak.
-            sh(ns, "sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
-        }
-        ip(&[
-            "link", "add", "h9cl0", "netns", &c.lan, "type", "veth", "peer", "name", "h9cl1",
-            "netns", &c.gw,
-        ]);
-        ip(&[
-            "link", "add", "h9cw0", "netns", &c.gw, "type", "veth", "peer", "name", "h9cw1",
-            "netns", &c.isp,
-        ]);
-        // The LAN port is the engine's (it answers ARP for 192.0.2.2 itself).
-        sh(&c.lan, "ip link set h9cl0 up");
-        sh(
-            &c.gw,
-            "sysctl -qw net.ipv4.ip_forward=1; \
-             ip addr add 192.0.2.1/24 dev h9cl1; ip link set h9cl1 up; ip link set h9cw0 up; \
-             ethtool -K h9cl1 gro on; ethtool -K h9cw0 gro on",
-        );
-        if napt {
-            sh(
-                &c.gw,
-                "nft -f - <<'EOF'\n\
-                 table ip h9c {\n\
-                   chain napt {\n\
-                     type nat hook postrouting priority 100;\n\
-                     oifname \"h9cwan\" masquerade\n\
-                   }\n\
-                 }\n\
-                 EOF",
-            );
-        }
-        sh(&c.isp, "ip link set h9cw1 up");
-        c
-    }
-
-    fn all(&self) -> [&String; 3] {
-        [&self.lan, &self.gw, &self.isp]
-    }
-
-    fn remove(&self) {
-        for ns in self.all() {
-            let _ = lab::netns::delete(ns);
-        }
-    }
-}
-
-impl Drop for Cpe {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
-
-/// A child process killed (and reaped) on drop, also when the test fails.
-struct Proc(Child);
-
-impl Proc {
-    fn spawn(cmd: &mut Command) -> Proc {
-        Proc(cmd.spawn().expect("spawning a child"))
-    }
-
-    /// SIGTERM or SIGINT, then wait.
-    fn signal(mut self, sig: &str) -> std::process::ExitStatus {
-        let _ = Command::new("kill")
-            .args([sig, &self.0.id().to_string()])
-            .status();
-        self.0.wait().expect("wait")
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// One encapsulation of the uplink.
@@ -252,14 +154,6 @@ methodologies = ["rfc2544-throughput"]
         s0 = u.sizes[0],
         s1 = u.sizes[1],
     )
-}
-
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// tshark's fields of every frame of `pcap` that `display` selects, one Vec per frame.
@@ -467,7 +361,7 @@ fn udp_both_ways_through_a_napt_gateway_on_our_pppoe_uplink() {
     if !can_run() {
         return;
     }
-    let c = Cpe::new("p", PPPOE.napt);
+    let c = Cpe::new("h9c", "p", PPPOE.napt);
     for backend in BACKENDS {
         println!("--- backend {backend}");
         let d = tempfile::tempdir().unwrap();
@@ -542,7 +436,7 @@ fn udp_both_ways_through_a_gateway_on_our_dslite_uplink() {
     if !can_run() {
         return;
     }
-    let c = Cpe::new("d", DSLITE.napt);
+    let c = Cpe::new("h9c", "d", DSLITE.napt);
     for backend in BACKENDS {
         println!("--- backend {backend}");
         let d = tempfile::tempdir().unwrap();
@@ -663,7 +557,7 @@ fn a_session_dropped_during_a_trial_is_flagged_and_the_run_goes_on_after_the_red
     if !can_run() {
         return;
     }
-    let c = Cpe::new("d", true);
+    let c = Cpe::new("h9c", "x", true);
     let d = tempfile::tempdir().unwrap();
     let text = format!(
         r#"name = "cpe-session-drop"

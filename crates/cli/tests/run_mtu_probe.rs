@@ -23,112 +23,23 @@
 //! Root is needed (else `SKIP: …`); nft, tcpdump and tshark must be installed.
 //! Namespaces `wr-h10m<pid><tag>…`, removed on drop.
 
+#[path = "common_cpe/mod.rs"]
+mod common_cpe;
 mod common_isp;
 #[path = "common_run/mod.rs"]
 mod common_run;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bench::results::{read_records, Record};
 use bench::search::{Crossing, Finding, MtuThreshold, ProbeDirection};
-use common_isp::ip;
+use common_cpe::{sh, wait_until, Cpe, Proc};
 use common_run::{plan_file, trials, WIRERATE};
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn sh(ns: &str, script: &str) -> String {
-    common_isp::ns_sh(ns, script)
-}
-
-struct Cpe {
-    lan: String,
-    gw: String,
-    isp: String,
-}
-
-impl Cpe {
-    fn new(tag: &str, napt: bool) -> Cpe {
-        let id = std::process::id() % 100_000;
-        let n = |s: &str| format!("wr-h10m{id}{tag}{s}");
-        let c = Cpe {
-            lan: n("lan"),
-            gw: n("gw"),
-            isp: n("isp"),
-        };
-        c.remove();
-        for ns in [&c.lan, &c.gw, &c.isp] {
-            ip(&["netns", "add", ns]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-            sh(ns, "sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
-        }
-        ip(&[
-            "link", "add", "h10ml0", "netns", &c.lan, "type", "veth", "peer", "name", "h10ml1",
-            "netns", &c.gw,
-        ]);
-        ip(&[
-            "link", "add", "h10mw0", "netns", &c.gw, "type", "veth", "peer", "name", "h10mw1",
-            "netns", &c.isp,
-        ]);
-        sh(&c.lan, "ip link set h10ml0 up");
-        sh(
-            &c.gw,
-            "sysctl -qw net.ipv4.ip_forward=1; \
-             ip addr add 192.0.2.1/24 dev h10ml1; ip link set h10ml1 up; ip link set h10mw0 up",
-        );
-        if napt {
-            sh(
-                &c.gw,
-                "nft -f - <<'EOF'\n\
-                 table ip h10m {\n\
-                   chain napt {\n\
-                     type nat hook postrouting priority 100;\n\
-                     oifname \"h10mwan\" masquerade\n\
-                   }\n\
-                 }\n\
-                 EOF",
-            );
-        }
-        sh(&c.isp, "ip link set h10mw1 up");
-        c
-    }
-
-    fn remove(&self) {
-        for ns in [&self.lan, &self.gw, &self.isp] {
-            let _ = lab::netns::delete(ns);
-        }
-    }
-}
-
-impl Drop for Cpe {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
-
-/// A child killed and reaped on drop, also when the test fails.
-struct Proc(Child);
-
-impl Proc {
-    fn spawn(cmd: &mut Command) -> Proc {
-        Proc(cmd.spawn().expect("spawning a child"))
-    }
-    fn signal(mut self, sig: &str) {
-        let _ = Command::new("kill")
-            .args([sig, &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 struct Uplink {
     name: &'static str,
@@ -221,14 +132,6 @@ methodologies = ["mtu-probe"]
         wan = u.wan_port,
         encap = u.encap,
     )
-}
-
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Runs the probe through the gateway of `u`; returns (run directory, stdout, pcap).
@@ -429,7 +332,7 @@ fn mtu_probe_through_a_napt_gateway_on_our_pppoe_uplink_finds_1472() {
     if !common_isp::root_and_tools(&["nft", "tshark", "tcpdump"]) {
         return;
     }
-    let c = Cpe::new("p", PPPOE.napt);
+    let c = Cpe::new("h10m", "p", PPPOE.napt);
     let d = tempfile::tempdir().unwrap();
     let (out, stdout, pcap) = probe_through(&c, &PPPOE, d.path());
     println!("{stdout}");
@@ -442,7 +345,7 @@ fn mtu_probe_through_a_gateway_on_our_dslite_uplink_finds_1478() {
     if !common_isp::root_and_tools(&["nft", "tshark", "tcpdump"]) {
         return;
     }
-    let c = Cpe::new("d", DSLITE.napt);
+    let c = Cpe::new("h10m", "d", DSLITE.napt);
     let d = tempfile::tempdir().unwrap();
     let (out, stdout, pcap) = probe_through(&c, &DSLITE, d.path());
     println!("{stdout}");
@@ -460,7 +363,7 @@ fn mtu_probe_through_a_kernel_router_with_a_1400_byte_link() {
     if !common_isp::root_and_tools(&["nft"]) {
         return;
     }
-    let c = Cpe::new("k", false);
+    let c = Cpe::new("h10m", "k", false);
     sh(
         &c.gw,
         "ip addr add 198.51.100.1/24 dev h10mw0; ip link set h10mw0 mtu 1400",
