@@ -440,7 +440,7 @@ impl Lab {
 
     /// Steer receive processing with RPS: the DUT's ingress veths to the DUT's CPU, the tester
     /// ports' to the tester CPUs; and run the DUT's receive polls on the DUT's CPU
-    /// ([`Lab::receive_polls_placed`]). Skipped (nothing to isolate) on a one-CPU machine.
+    /// ([`Lab::receive_on_dut_cpu`]). Skipped (nothing to isolate) on a one-CPU machine.
     fn isolate_cpus(&self) -> Result<()> {
         let Some(dut) = cpu::dut_cpu() else {
             return Ok(());
@@ -465,30 +465,21 @@ impl Lab {
                 .collect();
             netns::sh(&self.netns(node)?, &script.join("; "))?;
         }
-        self.receive_polls_placed()
+        self.receive_on_dut_cpu()
     }
 
-    /// The DUT's receive polls in NAPI threads on the DUT's CPU, the tester ports' on the
-    /// tester's CPUs ([`crate::napi`]), in every profile; idempotent. Nothing to do without a
-    /// DUT or on a one-CPU machine.
-    fn receive_polls_placed(&self) -> Result<()> {
+    /// The DUT's receive polls in NAPI threads on the DUT's CPU ([`crate::napi`]), in every
+    /// profile; idempotent. Nothing to do without a DUT or on a one-CPU machine.
+    fn receive_on_dut_cpu(&self) -> Result<()> {
         if !self.topology.has(Node::Dut) || cpu::dut_cpu().is_none() {
             return Ok(());
         }
-        let on = |node: Node| -> Vec<&str> {
-            topology::ifaces(self.topology)
-                .into_iter()
-                .filter(|i| i.node == node)
-                .map(|i| i.ifname)
-                .collect()
-        };
-        napi::receive_on_dut_cpu(&self.netns(Node::Dut)?, &on(Node::Dut))?;
-        for port in [Node::A, Node::B] {
-            if self.topology.has(port) {
-                napi::receive_on_tester_cpus(&self.netns(port)?, &on(port))?;
-            }
-        }
-        Ok(())
+        let ifaces: Vec<&str> = topology::ifaces(self.topology)
+            .into_iter()
+            .filter(|i| i.node == Node::Dut)
+            .map(|i| i.ifname)
+            .collect();
+        napi::receive_on_dut_cpu(&self.netns(Node::Dut)?, &ifaces)
     }
 
     /// Poll until every interface is operationally up and no IPv6 address is tentative.
@@ -594,7 +585,7 @@ impl Lab {
             }),
         ])?;
         // A lab built before the polls were threaded in every profile gets them here.
-        self.receive_polls_placed()?;
+        self.receive_on_dut_cpu()?;
         if *profile == Profile::Fastpath {
             self.set_fastpath(true)?;
         }
