@@ -154,6 +154,8 @@ pub struct SessionPort {
     lines: Receiver<SessionLine>,
     handle: Option<JoinHandle<Result<Value, String>>>,
     info: Option<SessionInfo>,
+    /// How many drops had happened when `info` was taken.
+    drops_at_info: usize,
 }
 
 fn auth(list: &[PppAuth]) -> Vec<AuthMethod> {
@@ -477,6 +479,7 @@ impl SessionPort {
             lines,
             handle: Some(handle),
             info: None,
+            drops_at_info: 0,
         };
         // The thread reports once its socket is open; an error opening it ends the thread.
         if ready.recv_timeout(Duration::from_secs(5)).is_err() {
@@ -493,6 +496,7 @@ impl SessionPort {
         loop {
             if let Ok(info) = self.infos.try_recv() {
                 self.info = Some(info);
+                self.drops_at_info = self.drops().len();
                 return Ok(info);
             }
             if stop.load(Ordering::SeqCst) {
@@ -520,6 +524,21 @@ impl SessionPort {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// A session that came up after a drop since the last look (a gateway that dropped its
+    /// session and dialled again between two trials): the newest, which test streams ride
+    /// from now on. `None` while no session went down: an access concentrator serving more
+    /// subscribers keeps the streams on the session they were built for.
+    pub fn newer_session(&mut self) -> Option<SessionInfo> {
+        let drops = self.drops().len();
+        if drops == self.drops_at_info {
+            return None;
+        }
+        let newest = self.infos.try_iter().last()?;
+        self.info = Some(newest);
+        self.drops_at_info = drops;
+        Some(newest)
     }
 
     /// The session test streams ride (after [`wait_up`](Self::wait_up)).

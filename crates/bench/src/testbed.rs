@@ -646,11 +646,19 @@ impl Testbed {
     /// reason; the finished trials are kept.
     fn sessions_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), String> {
         for k in 0..self.sessions.len() {
-            if self.sessions[k].is_up() {
-                continue;
-            }
             let port = self.sessions[k].port.clone();
             let index = plan.ports.iter().position(|p| p.name == port);
+            if self.sessions[k].is_up() {
+                // Redialled already (between two trials): ride the new session.
+                if let Some(info) = self.sessions[k].newer_session() {
+                    match index {
+                        Some(0) => self.a_session = Some(info),
+                        Some(_) => self.b_session = Some(info),
+                        None => {}
+                    }
+                }
+                continue;
+            }
             let timeout = index
                 .and_then(|i| plan.ports[i].pppoe.as_ref())
                 .map_or(Duration::from_secs(30), |c| c.timeout);
