@@ -32,12 +32,12 @@ mod common_run;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bench::results::{read_records, Record};
 use bench::search::{Crossing, Finding, MtuThreshold, ProbeDirection};
 use common_cpe::{sh, wait_until, Cpe, Proc};
-use common_run::{plan_file, trials, WIRERATE};
+use common_run::{finish_within, plan_file, spawn_run, trials, WIRERATE};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -161,18 +161,7 @@ fn probe_through(c: &Cpe, u: &Uplink, dir: &Path) -> (PathBuf, String, PathBuf) 
     );
     std::thread::sleep(Duration::from_millis(500));
     let out = dir.join("run");
-    let mut run = Command::new(WIRERATE)
-        .args([
-            "run",
-            plan.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("wirerate run");
+    let run = spawn_run(&plan, &out);
     wait_until("the run's sessions.jsonl", Duration::from_secs(20), || {
         out.join("sessions.jsonl").exists()
     });
@@ -187,15 +176,7 @@ fn probe_through(c: &Cpe, u: &Uplink, dir: &Path) -> (PathBuf, String, PathBuf) 
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    let end = Instant::now() + Duration::from_secs(240);
-    while run.try_wait().unwrap().is_none() {
-        if Instant::now() > end {
-            let _ = run.kill();
-            panic!("the run took more than 240 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let output = run.wait_with_output().unwrap();
+    let output = finish_within(run, Duration::from_secs(240));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
