@@ -936,13 +936,15 @@ fn run_methodology(
         // tester-limited.
         // An `mtu-probe` trial counts whether the frames sent arrived whole; its rate is only
         // kept low, so only a tester far below it counts as stalled.
+        // A trial whose frames the tester's own receive backlog dropped (the lab's tester
+        // CPUs, `DutCounters::tester_backlog_drops`) lost them in the tester: the same.
         let stalled = match request.probe {
             Some(_) => outcome.is_tester_limited(crate::search::PROBE_TESTER_TOLERANCE),
             None => {
                 engine.slipped_ratio() > SLIP_TOLERANCE
                     || outcome.is_tester_limited(plan.run.tester_tolerance)
             }
-        };
+        } || engine.tester_receive_drops() > 0;
         let superseded = stalled && stalls_retried < MAX_STALL_RETRIES;
         let rec = TrialRecord {
             key: TrialKey {
@@ -954,7 +956,8 @@ fn run_methodology(
             request,
             outcome,
             // Tester-limited means one thing: the tester did not keep its own schedule (it
-            // slipped frames, or offered less than asked), never the DUT's loss.
+            // slipped frames, offered less than asked, or its receive backlog dropped frames
+            // the DUT forwarded), never the DUT's loss.
             tester_limited: stalled,
             iperf3: None,
             tcp: None,
@@ -964,9 +967,13 @@ fn run_methodology(
         };
         if superseded {
             stalls_retried += 1;
+            let why = match rec.engine.as_ref().map_or(0, |e| e.tester_receive_drops()) {
+                0 => "the tester fell behind its schedule".to_string(),
+                n => format!("the tester's receive backlog dropped {n} frames"),
+            };
             ctx.append(&Record::Trial(rec))?;
             ctx.note(format!(
-                "{} rep {rep} {} trial {trial_index}: the tester fell behind its schedule; measuring it again",
+                "{} rep {rep} {} trial {trial_index}: {why}; measuring it again",
                 case.id,
                 m.name()
             ));
@@ -987,12 +994,18 @@ fn run_methodology(
         });
         if stalled {
             // The search itself only compares offered with intended load, which a short stall
-            // barely moves: stop it here, so no figure rests on a trial the tester stalled in.
-            // (An offered-rate shortfall would stop it too; stopping here says so the same way.)
-            stalled_at = Some((request.load, outcome.offered));
-            break;
+            // or the tester's own receive drops barely move: tell it. A bisection goes on
+            // below this load (a DUT failure found there is the DUT's; an upper bound left
+            // at it says tester-limited per goal); any other search stops here, so no figure
+            // rests on a trial the tester stalled in.
+            if !search.bounds_tester_ceiling() {
+                stalled_at = Some((request.load, outcome.offered));
+                break;
+            }
+            next = search.next_tester_limited(&outcome);
+        } else {
+            next = search.next(Some(&outcome));
         }
-        next = search.next(Some(&outcome));
         if next.is_some() && !nap(plan.run.settle, ctx.opts.stop) {
             return Err(RunError::Interrupted);
         }

@@ -22,6 +22,9 @@ struct SimBed {
     capacity: f64,
     /// The most the tester offers, as a fraction of line rate.
     tester_ceiling: f64,
+    /// The most the tester's receive backlog takes, as a fraction of line rate: what the DUT
+    /// forwards above it is dropped there (`DutCounters::tester_backlog_drops`).
+    tester_rx_ceiling: f64,
     /// Raise `stop` during the n-th UDP trial (1-based), as a Ctrl-C would.
     stop_during: Option<(usize, &'static AtomicBool)>,
     udp_trials: usize,
@@ -33,6 +36,7 @@ impl SimBed {
             log: log.clone(),
             capacity,
             tester_ceiling: 1.0,
+            tester_rx_ceiling: 1.0,
             stop_during: None,
             udp_trials: 0,
         }
@@ -92,7 +96,13 @@ impl TrialExecutor for SimBed {
         } else {
             1.0
         };
-        let received = (sent as f64 * delivered).floor() as u64;
+        let forwarded = (sent as f64 * delivered).floor() as u64;
+        let rx_room = if self.tester_rx_ceiling >= 1.0 {
+            u64::MAX
+        } else {
+            (plan.line_pps(case).0 * self.tester_rx_ceiling * request.duration.as_secs_f64()) as u64
+        };
+        let received = forwarded.min(rx_room);
         let outcome = Outcome {
             intended: request.load,
             offered: LineFraction(offered),
@@ -109,7 +119,13 @@ impl TrialExecutor for SimBed {
             sent,
             slipped: 0,
             refused_by_dut: 0,
-            dut: None,
+            dut: Some(DutCounters {
+                ingress_rx: sent,
+                ingress_drops: sent - forwarded,
+                egress_tx: forwarded,
+                tester_backlog_drops: forwarded - received,
+                ..DutCounters::default()
+            }),
             invalid: InvalidCounts::default(),
             per_direction: Vec::new(),
             session_drops: Vec::new(),
@@ -320,6 +336,16 @@ fn a_stopped_run_resumes_without_repeating_or_losing_a_trial() {
     assert_eq!(done_results(dir.path()), done_results(whole.path()));
 }
 
+fn trial_records(dir: &Path) -> Vec<TrialRecord> {
+    records(dir)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Trial(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
 fn a_tester_that_cannot_offer_the_load_ends_the_search_tester_limited_after_retries() {
     let text = plan_text(UDP_64);
@@ -329,28 +355,69 @@ fn a_tester_that_cannot_offer_the_load_ends_the_search_tester_limited_after_retr
     bed.tester_ceiling = 0.6;
     let stop = AtomicBool::new(false);
     run_sim(&text, dir.path(), false, bed, &stop).unwrap();
-    let trials: Vec<TrialRecord> = records(dir.path())
-        .into_iter()
-        .filter_map(|r| match r {
-            Record::Trial(t) => Some(t),
-            _ => None,
-        })
-        .collect();
+    let trials = trial_records(dir.path());
     // The first request (line rate) is measured again MAX_STALL_RETRIES times, each kept as
-    // superseded, then recorded tester-limited, and the search stops there.
+    // superseded, then recorded tester-limited; the bisection goes on under it, and every
+    // load the tester cannot keep is recorded tester-limited too.
     let superseded = trials.iter().filter(|t| t.superseded).count() as u32;
     assert_eq!(superseded, MAX_STALL_RETRIES, "{trials:#?}");
     let counted: Vec<_> = trials.iter().filter(|t| !t.superseded).collect();
-    assert_eq!(counted.len(), 1);
-    assert!(counted[0].tester_limited);
+    assert!(counted[0].tester_limited && counted[0].request.load.0 == 1.0);
+    for t in &counted {
+        assert_eq!(t.tester_limited, t.request.load.0 > 0.6 / 0.99, "{t:?}");
+    }
     let results = done_results(dir.path());
     assert_eq!(results.len(), 1);
+    // The DUT passed every load the tester kept: no DUT figure, the tester's ceiling.
     match results[0].status {
         Status::TesterLimited { intended, achieved } => {
-            assert!((intended.0 - 1.0).abs() < 1e-9 && (achieved.0 - 0.6).abs() < 1e-9);
+            assert!(intended.0 > 0.6 / 0.99 && intended.0 < 0.62, "{intended:?}");
+            assert!((achieved.0 - 0.6).abs() < 1e-9);
         }
         other => panic!("expected tester-limited, got {other:?}"),
     }
+    assert_eq!(results[0].throughput(0), None);
+}
+
+/// The tester cannot offer more than 60 %, the DUT forwards 37 %: the search measures the DUT
+/// under the tester's ceiling (session 10 stopped at the first trial without a figure).
+#[test]
+fn a_dut_slower_than_the_testers_ceiling_is_measured_under_it() {
+    let text = plan_text(UDP_64);
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let mut bed = SimBed::new(&log, 0.37);
+    bed.tester_ceiling = 0.6;
+    let stop = AtomicBool::new(false);
+    run_sim(&text, dir.path(), false, bed, &stop).unwrap();
+    let results = done_results(dir.path());
+    assert_eq!(results[0].status, Status::Complete, "{results:?}");
+    let t = results[0].throughput(0).expect("a DUT figure").0;
+    assert!(t <= 0.37 + 1e-9 && t > 0.37 - 0.02 - 1e-9, "throughput {t}");
+}
+
+/// The tester's receive backlog takes at most 30 % of line rate, the DUT forwards 50 %: the
+/// frames the tester dropped are not the DUT's loss. Without the tester's backlog counter
+/// the search would report 30 % as the DUT's throughput.
+#[test]
+fn frames_the_testers_receive_backlog_dropped_are_never_the_duts_loss() {
+    let text = plan_text(UDP_64);
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let mut bed = SimBed::new(&log, 0.5);
+    bed.tester_rx_ceiling = 0.3;
+    let stop = AtomicBool::new(false);
+    run_sim(&text, dir.path(), false, bed, &stop).unwrap();
+    let trials = trial_records(dir.path());
+    for t in trials.iter().filter(|t| t.request.load.0 > 0.3 + 1e-6) {
+        assert!(t.tester_limited, "{t:?}");
+    }
+    let results = done_results(dir.path());
+    assert!(
+        matches!(results[0].status, Status::TesterLimited { .. }),
+        "{results:?}"
+    );
+    assert_eq!(results[0].throughput(0), None);
 }
 
 #[test]

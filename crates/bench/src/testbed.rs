@@ -116,6 +116,7 @@ fn port_spec(p: &Port, label: &str) -> PortSpec {
         next_hop_v6: p.gateway_v6,
         cpus: Vec::new(),
         faces_dut: false,
+        xdp_rx_mode: None,
     }
 }
 
@@ -589,6 +590,7 @@ impl Testbed {
                 learn(&learning, stop)?;
             }
         }
+        self.place_receivers(&mut cfg)?;
         let before = self.dut_sample();
         let report = engine::trial::run(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
         let after = self.dut_sample();
@@ -909,6 +911,19 @@ impl Testbed {
 
     /// The lab DUT's counters now (`None` without a lab DUT, or if reading them failed: the
     /// trial's figure then stands without the cross-check).
+    /// The XDP receive mode of the ports facing the lab's DUT, for the DUT as it is now: the
+    /// run switches its fast path between cases (`crate::trial::lab_receive_mode`).
+    fn place_receivers(&self, cfg: &mut engine::trial::TrialConfig) -> Result<(), String> {
+        let Some(l) = &self.lab else {
+            return Ok(());
+        };
+        let mode = crate::trial::lab_receive_mode(l).map_err(|e| e.to_string())?;
+        for p in cfg.ports.iter_mut().filter(|p| p.faces_dut) {
+            p.xdp_rx_mode = mode;
+        }
+        Ok(())
+    }
+
     fn dut_sample(&self) -> Option<lab::DutSample> {
         self.lab
             .as_ref()
@@ -1117,6 +1132,9 @@ fn dut_delta(before: &lab::DutSample, after: &lab::DutSample, both_ways: bool) -
         ingress_rx: ingress.iter().map(|n| d(n, |i| i.rx_packets)).sum(),
         ingress_drops: ingress.iter().map(|n| d(n, |i| i.rx_dropped)).sum(),
         backlog_drops: after.softnet_dropped.saturating_sub(before.softnet_dropped),
+        tester_backlog_drops: after
+            .tester_softnet_dropped
+            .saturating_sub(before.tester_softnet_dropped),
         egress_tx: egress.iter().map(|n| d(n, |i| i.tx_packets)).sum(),
         cpu_busy_ticks,
         cpu_total_ticks,

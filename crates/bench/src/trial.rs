@@ -32,7 +32,32 @@ pub fn lab_port(lab: &lab::Lab, id: lab::PortId, label: &str) -> lab::Result<Por
         cpus: lab::Lab::cpus_for(lab::Node::A),
         // In the forward and endpoint topologies the veth's peer is the DUT's port.
         faces_dut: lab.topology() != lab::Topology::Direct,
+        xdp_rx_mode: lab_receive_mode(lab)?,
     })
+}
+
+/// How the XDP receiver of a lab port attaches, for the DUT as it is now (call again after
+/// switching the fast path).
+///
+/// SKB mode on ports facing the lab's kernel DUT, so that the receive work runs on the
+/// tester's CPU: a native program would run in the veth's receive poll on the DUT's CPU,
+/// which then paid 41 % of its CPU time per forwarded 64 B frame for the tester's receive
+/// (perf, 2026-11-26: 1.94 µs against 1.14 µs per frame; docs/lab.md, "CPU isolation").
+/// Native mode while the DUT's XDP fast path is on: it hands the tester's veth XDP frames,
+/// whose receive poll runs on the DUT's CPU either way, and natively the program needs no
+/// skb there. The direct topology has no DUT: native.
+///
+/// `WIRERATE_LAB_XDP_RX=native|skb` overrides it, for measuring one against the other.
+pub fn lab_receive_mode(lab: &lab::Lab) -> lab::Result<Option<engine::xdp::rx::XdpMode>> {
+    match std::env::var("WIRERATE_LAB_XDP_RX").as_deref() {
+        Ok("native") => return Ok(Some(engine::xdp::rx::XdpMode::Native)),
+        Ok("skb") => return Ok(Some(engine::xdp::rx::XdpMode::Skb)),
+        _ => {}
+    }
+    if lab.topology() == lab::Topology::Direct || lab.fastpath()? {
+        return Ok(None);
+    }
+    Ok(Some(engine::xdp::rx::XdpMode::Skb))
 }
 
 /// Ports A and B of a lab, as the engine wants them.
@@ -433,6 +458,7 @@ mod tests {
             next_hop_v6: None,
             cpus: Vec::new(),
             faces_dut: false,
+            xdp_rx_mode: None,
         };
         let (a, b) = (port("a", [10, 0, 0, 2]), port("b", [10, 0, 1, 2]));
         let req = TrialRequest::rate(LineFraction(0.5), Duration::from_secs(1));

@@ -59,6 +59,7 @@ fn port(lab: &Lab, id: PortId, name: &str) -> (PortSpec, lab::PortInfo) {
             _ => Lab::cpus_for(Node::A),
         },
         faces_dut: lab.topology() != Topology::Direct,
+        xdp_rx_mode: None,
     };
     (spec, i)
 }

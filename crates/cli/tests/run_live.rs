@@ -184,7 +184,9 @@ fn trial_table(trials: &[TrialRecord], line_fps: f64) -> String {
 }
 
 /// Every trial ran on the XDP engine (the sender the DUT cannot back-pressure), superseded ones
-/// included.
+/// included, and its receiver ran in SKB mode, on the tester's CPU (docs/lab.md, "CPU
+/// isolation"): the DUT's drop counters then account for the loss with the tester's receive
+/// work off the DUT's CPU.
 #[track_caller]
 fn assert_all_on_xdp(trials: &[TrialRecord], stdout: &str) {
     assert!(!trials.is_empty(), "{stdout}");
@@ -196,6 +198,12 @@ fn assert_all_on_xdp(trials: &[TrialRecord], stdout: &str) {
             "trial {} ran on {backend:?}: {:?}\n{stdout}",
             t.key.index,
             t.engine.as_ref().map(|e| &e.note)
+        );
+        let note = t.engine.as_ref().map_or("", |e| e.note.as_str());
+        assert!(
+            note.contains("receives in SKB (generic) XDP mode") && !note.contains("native XDP"),
+            "trial {}: {note}",
+            t.key.index
         );
     }
 }

@@ -34,6 +34,15 @@ pub struct PortSpec {
     /// sent and as refused by the DUT, not as the tester's shortfall. On a real NIC, or a veth
     /// to the tester's own port, a refused frame stays the tester's (DESIGN.md §7).
     pub faces_dut: bool,
+    /// How an XDP receiver attaches to this port; `None`: natively, falling back to SKB mode.
+    ///
+    /// A veth's native XDP program runs in the veth's receive poll, and that poll runs on the
+    /// CPU that *transmitted* into it. For a lab port facing a kernel DUT, that is the DUT's
+    /// CPU: it would pay the tester's receive work (turning each forwarded skb into an XDP
+    /// buffer, the program, returning the pages). In SKB mode the skb is queued by receive
+    /// packet steering to the tester's CPU, and the program runs there (docs/lab.md, "CPU
+    /// isolation"). The lab sets it (`bench::trial::lab_port`).
+    pub xdp_rx_mode: Option<crate::xdp::rx::XdpMode>,
 }
 
 impl PortSpec {
@@ -49,6 +58,7 @@ impl PortSpec {
             next_hop_v6: None,
             cpus: Vec::new(),
             faces_dut: false,
+            xdp_rx_mode: None,
         }
     }
 

@@ -833,6 +833,10 @@ pub struct DutSample {
     pub interfaces: Vec<stats::IfaceStats>,
     /// Backlog drops of the DUT's CPU (softnet "dropped"; host-wide, but that CPU is the DUT's).
     pub softnet_dropped: u64,
+    /// Backlog drops of the tester's CPUs (softnet "dropped", summed). The tester ports'
+    /// receive work runs there (docs/lab.md, "CPU isolation"), so a frame the DUT forwarded
+    /// and that backlog refused was lost by the tester, not by the DUT.
+    pub tester_softnet_dropped: u64,
     /// CPU time of the DUT's CPU (`None` on a one-CPU machine: no CPU is the DUT's alone).
     pub dut_cpu: Option<stats::CpuTimes>,
 }
@@ -857,11 +861,21 @@ impl Lab {
         let interfaces = stats::parse_ip_link_stats(&out, Some(Node::Dut))?;
         let softnet = std::fs::read_to_string("/proc/net/softnet_stat")
             .map_err(|e| LabError::io("reading /proc/net/softnet_stat", e))?;
+        let softnet = stats::parse_softnet(&softnet)?;
         let softnet_dropped = match cpu::dut_cpu() {
-            Some(c) => stats::parse_softnet(&softnet)?
-                .iter()
-                .find(|s| s.cpu == c)
-                .map_or(0, |s| s.dropped),
+            Some(c) => softnet.iter().find(|s| s.cpu == c).map_or(0, |s| s.dropped),
+            None => 0,
+        };
+        // On one CPU there is no tester CPU apart from the DUT's: nothing to tell apart.
+        let tester_softnet_dropped = match cpu::dut_cpu() {
+            Some(_) => {
+                let tester = cpu::tester_cpus();
+                softnet
+                    .iter()
+                    .filter(|s| tester.contains(&s.cpu))
+                    .map(|s| s.dropped)
+                    .sum()
+            }
             None => 0,
         };
         let dut_cpu = match cpu::dut_cpu() {
@@ -875,6 +889,7 @@ impl Lab {
         Ok(Some(DutSample {
             interfaces,
             softnet_dropped,
+            tester_softnet_dropped,
             dut_cpu,
         }))
     }

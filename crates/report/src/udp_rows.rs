@@ -245,6 +245,12 @@ fn figure<'a>(
             }
             (Status::Complete, Finding::Throughput { goals }) => {
                 let Some(g) = goals.get(goal) else { continue };
+                if g.tester_bound {
+                    // The tester could not keep the goal's upper bound: its lower bound is
+                    // what the tester reached with the DUT passing, no DUT figure.
+                    f.limited = Some(g.lower.map_or(0.0, |l| l.percent()));
+                    continue;
+                }
                 let lower = g.lower.map_or(0.0, |l| l.0);
                 f.rep_pps.push(lower * max_pps);
                 f.result_trials.push(these);

@@ -815,6 +815,7 @@ fn a_time_capped_search_is_a_note_not_a_figure() {
                     goal: None,
                     conditional_throughput: None,
                     regular: Some(false),
+                    tester_bound: false,
                 }],
             },
             trials: 3,
@@ -844,6 +845,69 @@ fn a_time_capped_search_is_a_note_not_a_figure() {
     );
 }
 
+/// A multi-goal search whose NDR the DUT bracketed under the tester's ceiling and whose PDR
+/// the tester bounded: the NDR row is a DUT figure, the PDR row is tester-limited at what the
+/// tester reached, in every format.
+#[test]
+fn a_goal_the_testers_ceiling_bounded_is_no_dut_figure_and_its_neighbour_is() {
+    use bench_model::plan::Methodology;
+    use bench_model::results::{MethodologyDone, Record};
+    use bench_model::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let goal = |loss_ratio: f64, lower: f64, upper: f64, tester_bound: bool| GoalResult {
+        loss_ratio,
+        lower: Some(LineFraction(lower)),
+        upper: Some(LineFraction(upper)),
+        goal: None,
+        conditional_throughput: None,
+        regular: Some(true),
+        tester_bound,
+    };
+    records.push(Record::Done(MethodologyDone {
+        case_id: "forward/udp4/64B".into(),
+        repetition: 0,
+        methodology: Methodology::MultiGoal,
+        result: Some(SearchResult {
+            status: Status::Complete,
+            finding: Finding::Throughput {
+                goals: vec![
+                    goal(0.0, 0.40, 0.402, false),
+                    goal(0.005, 0.55, 0.552, true),
+                ],
+            },
+            trials: 9,
+            trial_seconds: 40.0,
+        }),
+        ceiling: None,
+        line_pps: None,
+    }));
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    let row = |goal: f64| {
+        a.rows
+            .iter()
+            .find(|r| {
+                r.case_id == "forward/udp4/64B"
+                    && r.methodology == "multi-goal"
+                    && r.loss_goal == Some(goal)
+            })
+            .unwrap()
+    };
+    let (ndr, pdr) = (row(0.0), row(0.005));
+    assert!(!ndr.tester_limited && ndr.pps.is_some_and(|p| (p - 0.4 * ndr.max_pps).abs() < 1.0));
+    assert!(pdr.tester_limited && pdr.pps.is_none(), "{pdr:?}");
+    assert!((pdr.tester_reached_percent.unwrap() - 55.0).abs() < 1e-9);
+    let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+    assert!(md.contains("tester-limited (tester reached 55"), "{md}");
+}
+
 /// A multi-goal result's RFC 9971 conditional throughput and irregular flag reach the report.
 #[test]
 fn multi_goal_conditional_throughput_and_irregular_results() {
@@ -869,6 +933,7 @@ fn multi_goal_conditional_throughput_and_irregular_results() {
                         goal: None,
                         conditional_throughput: Some(LineFraction(0.4)),
                         regular: Some(regular),
+                        tester_bound: false,
                     }],
                 },
                 trials: 6,

@@ -161,6 +161,12 @@ pub struct DirectionFacts {
 impl Eq for DirectionFacts {}
 
 impl EngineFacts {
+    /// Frames the tester's own receive backlog dropped over the trial (lab runs; 0 without
+    /// the DUT's counters): forwarded by the DUT, lost by the tester.
+    pub fn tester_receive_drops(&self) -> u64 {
+        self.dut.map_or(0, |d| d.tester_backlog_drops)
+    }
+
     /// Slipped frames as a share of the schedule (sent + slipped).
     pub fn slipped_ratio(&self) -> f64 {
         let planned = self.sent + self.slipped;
@@ -184,6 +190,12 @@ pub struct DutCounters {
     /// when the DUT's receive is steered to it, plus any other interface's).
     #[serde(default)]
     pub backlog_drops: u64,
+    /// Backlog drops of the tester's CPUs over the trial (softnet "dropped"). The lab's tester
+    /// ports receive on the tester's CPUs through that backlog (docs/lab.md, "CPU isolation"):
+    /// a frame dropped there was forwarded by the DUT and lost by the tester, so a trial with
+    /// any is the tester's, never a DUT figure. Absent when zero (and in older runs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tester_backlog_drops: u64,
     /// Packets the DUT's egress port (facing the receiver) transmitted.
     pub egress_tx: u64,
     /// Ticks (USER_HZ) the DUT's CPU was busy over the trial, and all its ticks (`/proc/stat`
@@ -193,6 +205,10 @@ pub struct DutCounters {
     /// See `cpu_busy_ticks`.
     #[serde(default)]
     pub cpu_total_ticks: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl DutCounters {
@@ -453,7 +469,7 @@ pub struct Resume {
     pub finished_trials: BTreeSet<TrialKey>,
     /// Finished (case, repetition, methodology).
     pub finished: BTreeSet<SearchKey>,
-    trials: BTreeMap<SearchKey, BTreeMap<u32, (TrialRequest, Outcome)>>,
+    trials: BTreeMap<SearchKey, BTreeMap<u32, (TrialRequest, Outcome, bool)>>,
     conn_trials: BTreeMap<SearchKey, BTreeMap<u32, (ConnTrial, ConnOutcome)>>,
 }
 
@@ -470,7 +486,7 @@ impl Resume {
                     r.trials
                         .entry((t.key.case_id.clone(), t.key.repetition, t.key.methodology))
                         .or_default()
-                        .insert(t.key.index, (t.request, t.outcome));
+                        .insert(t.key.index, (t.request, t.outcome, t.tester_limited));
                 }
                 Record::Done(d) => {
                     r.finished
@@ -506,7 +522,7 @@ impl Resume {
         case_id: &str,
         repetition: u32,
         m: Methodology,
-    ) -> Vec<(TrialRequest, Outcome)> {
+    ) -> Vec<(TrialRequest, Outcome, bool)> {
         up_to_first_gap(self.trials.get(&(case_id.to_string(), repetition, m)))
     }
 }

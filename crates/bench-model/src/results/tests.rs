@@ -244,7 +244,7 @@ fn replay_refuses_records_from_another_plan() {
     let mut dut = SimDut::sharp(LineFraction(0.37));
     let req = TrialRequest::rate(LineFraction(0.8), Duration::from_secs(1));
     let o = dut.trial(&req);
-    let err = replay(&mut search(), &[(req, o)]).unwrap_err();
+    let err = replay(&mut search(), &[(req, o, false)]).unwrap_err();
     assert_eq!(err.index, 0);
     assert_eq!(err.expected.unwrap().load, LineFraction(1.0));
 }

@@ -75,7 +75,8 @@ impl BackToBack {
 impl Search for BackToBack {
     fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest> {
         match self.ledger.take(last) {
-            Step::Stop => return None,
+            // Not a bounding ledger: a tester-limited trial stops this search.
+            Step::Stop | Step::Ceiling(_) => return None,
             Step::Learn(o) => {
                 let frames = o.received + o.lost;
                 if o.lost == 0 {

@@ -67,7 +67,7 @@ impl BinarySearch {
         check(!cfg.duration.is_zero(), || "trial duration is zero".into())?;
         Ok(BinarySearch {
             cfg,
-            ledger: Ledger::new(cfg.tester_tolerance),
+            ledger: Ledger::bounding(cfg.tester_tolerance),
             lower: None,
             upper: None,
             finished: false,
@@ -120,9 +120,9 @@ pub(crate) fn validate_range(min: LineFraction, max: LineFraction) -> Result<(),
     })
 }
 
-impl Search for BinarySearch {
-    fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest> {
-        match self.ledger.take(last) {
+impl BinarySearch {
+    fn step(&mut self, step: Step<'_>) -> Option<TrialRequest> {
+        match step {
             Step::Stop => return None,
             Step::Learn(o) => {
                 if o.loss_ratio() <= self.cfg.loss_tolerance {
@@ -130,6 +130,11 @@ impl Search for BinarySearch {
                 } else {
                     self.upper = Some(o.intended.0);
                 }
+            }
+            // The tester could not keep this load: bisect below it like below a failure;
+            // the result says whether the final upper bound is the DUT's or the tester's.
+            Step::Ceiling(o) => {
+                self.upper = Some(self.upper.map_or(o.intended.0, |u| u.min(o.intended.0)));
             }
             Step::Start => {}
         }
@@ -146,6 +151,22 @@ impl Search for BinarySearch {
             }
         }
     }
+}
+
+impl Search for BinarySearch {
+    fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest> {
+        let step = self.ledger.take(last);
+        self.step(step)
+    }
+
+    fn bounds_tester_ceiling(&self) -> bool {
+        true
+    }
+
+    fn next_tester_limited(&mut self, last: &Outcome) -> Option<TrialRequest> {
+        let step = self.ledger.take_tester_limited(last);
+        self.step(step)
+    }
 
     fn result(&self) -> SearchResult {
         let finding = Finding::Throughput {
@@ -156,6 +177,7 @@ impl Search for BinarySearch {
                 goal: None,
                 conditional_throughput: None,
                 regular: None,
+                tester_bound: self.ledger.is_tester_bound(self.upper),
             }],
         };
         self.ledger.result(self.finished, finding)
@@ -214,23 +236,34 @@ mod tests {
     }
 
     #[test]
-    fn tester_limited_first_trial_stops_the_search() {
+    fn a_tester_ceiling_below_the_duts_capacity_gives_no_dut_figure() {
         let mut dut = SimDut::sharp(LineFraction(0.9)).with_tester_ceiling(LineFraction(0.8));
         let mut s = BinarySearch::new(cfg()).unwrap();
         let r = drive(&mut s, |t| dut.trial(t));
-        assert_eq!(r.trials, 1);
-        assert_eq!(
-            r.status,
-            Status::TesterLimited {
-                intended: LineFraction(1.0),
-                achieved: LineFraction(0.8)
-            }
-        );
+        let Status::TesterLimited { intended, achieved } = r.status else {
+            panic!("{r:?}")
+        };
+        // The lowest load the tester could not keep, and what it reached there.
+        assert!(intended.0 > 0.8 / 0.99 && intended.0 < 0.82, "{r:?}");
+        assert_eq!(achieved, LineFraction(0.8));
         assert_eq!(r.throughput(0), None);
-        assert_eq!(
-            r.status.to_string(),
-            "tester-limited at 80.000 % (intended 100.000 %)"
-        );
+        let Finding::Throughput { goals } = &r.finding else {
+            panic!()
+        };
+        assert!(goals[0].tester_bound);
+        assert!(goals[0].lower.unwrap().0 > 0.79, "{goals:?}");
+    }
+
+    /// Session 10's search stopped at its first trial when the tester could not offer 100 %;
+    /// a DUT slower than the tester's ceiling is now measured under it.
+    #[test]
+    fn a_tester_ceiling_above_the_duts_capacity_still_gives_a_dut_figure() {
+        let mut dut = SimDut::sharp(LineFraction(0.42)).with_tester_ceiling(LineFraction(0.8));
+        let mut s = BinarySearch::new(cfg()).unwrap();
+        let r = drive(&mut s, |t| dut.trial(t));
+        assert_eq!(r.status, Status::Complete, "{r:?}");
+        let t = r.throughput(0).expect("a DUT figure").0;
+        assert!(t <= 0.42 && t > 0.42 * (1.0 - 0.005) - 1e-9, "{r:?}");
     }
 
     #[test]

@@ -80,7 +80,8 @@ impl ForwardingRate {
 impl Search for ForwardingRate {
     fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest> {
         match self.ledger.take(last) {
-            Step::Stop => return None,
+            // Not a bounding ledger: a tester-limited trial stops this search.
+            Step::Stop | Step::Ceiling(_) => return None,
             Step::Learn(o) => self.rates.push(o.forwarding_rate()),
             Step::Start => {}
         }

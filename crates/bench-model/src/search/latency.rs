@@ -77,7 +77,8 @@ impl LatencySearch {
 impl Search for LatencySearch {
     fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest> {
         match self.ledger.take(last) {
-            Step::Stop => return None,
+            // Not a bounding ledger: a tester-limited trial stops this search.
+            Step::Stop | Step::Ceiling(_) => return None,
             Step::Learn(o) => {
                 self.done += 1;
                 self.samples.extend(o.latency);

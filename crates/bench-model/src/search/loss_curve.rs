@@ -64,7 +64,8 @@ impl LossCurve {
 impl Search for LossCurve {
     fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest> {
         match self.ledger.take(last) {
-            Step::Stop => return None,
+            // Not a bounding ledger: a tester-limited trial stops this search.
+            Step::Stop | Step::Ceiling(_) => return None,
             Step::Learn(o) => self.points.push(LossPoint {
                 load: o.intended,
                 loss_ratio: o.loss_ratio(),

@@ -244,7 +244,7 @@ impl MultiGoalSearch {
             })?;
         }
         Ok(MultiGoalSearch {
-            ledger: Ledger::new(cfg.tester_tolerance),
+            ledger: Ledger::bounding(cfg.tester_tolerance),
             goals,
             cfg,
             db: Vec::new(),
@@ -277,6 +277,11 @@ impl MultiGoalSearch {
     }
 
     fn classify(&self, g: usize, load: f64, d: f64, s: f64) -> Class {
+        // At or above a load the tester could not keep, no trial can tell the DUT's standing:
+        // an upper bound of the tester's (the goal result says so).
+        if self.ledger.is_tester_bound(Some(load)) {
+            return Class::Upper;
+        }
         let goal = &self.cfg.goals[g];
         let (mut bad, mut good, mut short_good) = (0.0, 0.0, false);
         for m in self.db.iter().filter(|m| same_load(m.load, load)) {
@@ -601,6 +606,7 @@ impl MultiGoalSearch {
             goal: Some(goal),
             conditional_throughput: conditional.map(LineFraction),
             regular: Some(width_ok),
+            tester_bound: self.ledger.is_tester_bound(b.upper),
         }
     }
 
@@ -630,11 +636,37 @@ impl MultiGoalSearch {
     }
 }
 
-impl Search for MultiGoalSearch {
-    fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest> {
-        match self.ledger.take(last) {
+impl MultiGoalSearch {
+    /// The tester could not keep `o`'s load: recorded like a trial (so the load is one the
+    /// bounds know), classified as an upper bound of the tester's by [`Self::classify`]; the
+    /// goal being served counts it as a failure for its gallop.
+    fn learn_ceiling(&mut self, o: &Outcome) {
+        self.db.push(Measurement {
+            load: o.intended.0,
+            secs: o.duration.as_secs_f64(),
+            loss_ratio: o.loss_ratio(),
+            forwarding: o.forwarding_rate().0,
+        });
+        if let Some(g) = self.serving.take() {
+            let state = &mut self.goals[g];
+            state.gallop = Some(match state.gallop {
+                Some(gl) if !gl.up => Gallop {
+                    up: false,
+                    units: (gl.units * 2.0).min(1e9),
+                },
+                _ => Gallop {
+                    up: false,
+                    units: 1.0,
+                },
+            });
+        }
+    }
+
+    fn step(&mut self, step: Step<'_>) -> Option<TrialRequest> {
+        match step {
             Step::Stop => return None,
             Step::Learn(o) => self.learn(o),
+            Step::Ceiling(o) => self.learn_ceiling(o),
             Step::Start => {}
         }
         if self.finished {
@@ -664,6 +696,22 @@ impl Search for MultiGoalSearch {
                 None
             }
         }
+    }
+}
+
+impl Search for MultiGoalSearch {
+    fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest> {
+        let step = self.ledger.take(last);
+        self.step(step)
+    }
+
+    fn bounds_tester_ceiling(&self) -> bool {
+        true
+    }
+
+    fn next_tester_limited(&mut self, last: &Outcome) -> Option<TrialRequest> {
+        let step = self.ledger.take_tester_limited(last);
+        self.step(step)
     }
 
     fn result(&self) -> SearchResult {
@@ -890,13 +938,47 @@ mod tests {
     }
 
     #[test]
-    fn tester_limited_stops_without_a_dut_figure() {
+    fn a_tester_ceiling_below_the_duts_capacity_gives_no_dut_figure() {
         let mut dut = SimDut::sharp(LineFraction(0.95)).with_tester_ceiling(LineFraction(0.7));
         let mut s = MultiGoalSearch::new(cfg()).unwrap();
         let r = drive(&mut s, |t| dut.trial(t));
         assert!(matches!(r.status, Status::TesterLimited { .. }), "{r:?}");
         assert_eq!(r.throughput(0), None);
-        assert_eq!(r.trials, 1);
+        assert_eq!(r.throughput(1), None);
+        for g in goals(&r) {
+            // What the tester reached with the DUT passing: at least that, nothing more.
+            assert!(g.tester_bound, "{g:?}");
+            let lo = g.lower.expect("a lower bound under the ceiling").0;
+            assert!(lo <= 0.7 / 0.99 && lo > 0.7 * (1.0 - g.goal.unwrap().width) - 0.01);
+        }
+    }
+
+    /// The tester stalls above 70 %; the DUT's limit is lower: the search goes on under the
+    /// tester's ceiling and brackets the DUT's (session 10 stopped at the first trial).
+    #[test]
+    fn a_tester_ceiling_above_the_duts_capacity_still_gives_a_dut_figure() {
+        let mut dut = SimDut::sharp(LineFraction(0.45)).with_tester_ceiling(LineFraction(0.7));
+        let mut s = MultiGoalSearch::new(cfg()).unwrap();
+        let r = drive(&mut s, |t| dut.trial(t));
+        assert_eq!(r.status, Status::Complete, "{r:?}");
+        assert_brackets_truth("tester ceiling 70 %", &dut, &r);
+        assert!(goals(&r).iter().all(|g| !g.tester_bound));
+        assert!(r.throughput(0).is_some() && r.throughput(1).is_some());
+    }
+
+    /// NDR bracketed by the DUT under the ceiling, PDR not: each goal says whose its bound is.
+    #[test]
+    fn each_goal_says_whether_its_upper_bound_is_the_testers() {
+        // Loses 0.02 × (load − 50 %): NDR 50 %, PDR 0.5 % at 75 %, the tester stalls above 60 %.
+        let mut dut =
+            SimDut::gradual(LineFraction(0.5), 0.02).with_tester_ceiling(LineFraction(0.6));
+        let mut s = MultiGoalSearch::new(cfg()).unwrap();
+        let r = drive(&mut s, |t| dut.trial(t));
+        let g = goals(&r);
+        assert_eq!(r.status, Status::Complete, "{r:?}");
+        assert!(!g[0].tester_bound && g[1].tester_bound, "{g:?}");
+        assert!(r.throughput(0).is_some_and(|t| t.0 <= 0.5));
+        assert_eq!(r.throughput(1), None);
     }
 
     #[test]

@@ -335,12 +335,18 @@ pub struct GoalResult {
     /// reached. `None` outside the multi-goal search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regular: Option<bool>,
+    /// The upper bound is the tester's ceiling, not a DUT failure: at that load the tester fell
+    /// behind (or lost frames itself), so the bisection stayed below it and the lower bound is
+    /// only "at least" — never a DUT figure. False in records written before session 11.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tester_bound: bool,
 }
 
 impl GoalResult {
-    /// The throughput for this goal: the lower bound, the only figure a trial has proven.
+    /// The throughput for this goal: the lower bound, the only figure a trial has proven;
+    /// `None` when the tester bounded it ([`GoalResult::tester_bound`]).
     pub fn throughput(&self) -> Option<LineFraction> {
-        self.lower
+        self.lower.filter(|_| !self.tester_bound)
     }
 
     /// (upper − lower) / upper, or `None` when one bound is missing.
@@ -445,6 +451,20 @@ pub trait Search {
     fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest>;
     /// The current result (final once `next` returned `None`).
     fn result(&self) -> SearchResult;
+    /// Whether the search can go on below a load the tester could not keep
+    /// ([`Search::next_tester_limited`]). The bisections can: a trial the tester limited is
+    /// an upper bound of the tester's, and a DUT failure found below it is still the DUT's.
+    /// The others stop at it (the runner then marks the result tester-limited).
+    fn bounds_tester_ceiling(&self) -> bool {
+        false
+    }
+    /// As [`Search::next`], for an outcome the tester, not the DUT, limited, although its
+    /// offered load may read as intended (it slipped frames, or lost frames it received).
+    /// Only called when [`Search::bounds_tester_ceiling`]; the default stops.
+    fn next_tester_limited(&mut self, last: &Outcome) -> Option<TrialRequest> {
+        let _ = last;
+        None
+    }
 }
 
 /// A search configuration that cannot work, with the reason.
@@ -504,15 +524,17 @@ impl fmt::Display for ReplayMismatch {
 
 impl std::error::Error for ReplayMismatch {}
 
-/// Feeds recorded `(request, outcome)` pairs back into a fresh `search` (for `--resume`) and
-/// returns the first request that still has to run, or `None` if the search had finished.
-/// Because searches are deterministic, the state after replay is the state before the kill.
+/// Feeds recorded `(request, outcome, tester-limited)` trials back into a fresh `search` (for
+/// `--resume`) and returns the first request that still has to run, or `None` if the search
+/// had finished. Because searches are deterministic, the state after replay is the state
+/// before the kill. A trial the runner recorded tester-limited goes back the way it went
+/// ([`Search::next_tester_limited`]).
 pub fn replay(
     search: &mut dyn Search,
-    recorded: &[(TrialRequest, Outcome)],
+    recorded: &[(TrialRequest, Outcome, bool)],
 ) -> Result<Option<TrialRequest>, ReplayMismatch> {
     let mut next = search.next(None);
-    for (index, (request, outcome)) in recorded.iter().enumerate() {
+    for (index, (request, outcome, tester_limited)) in recorded.iter().enumerate() {
         if !next.as_ref().is_some_and(|n| n.same_as(request)) {
             return Err(ReplayMismatch {
                 index,
@@ -520,7 +542,11 @@ pub fn replay(
                 recorded: *request,
             });
         }
-        next = search.next(Some(outcome));
+        next = if *tester_limited && search.bounds_tester_ceiling() {
+            search.next_tester_limited(outcome)
+        } else {
+            search.next(Some(outcome))
+        };
     }
     Ok(next)
 }
@@ -533,6 +559,10 @@ pub(crate) struct Ledger {
     trials: u32,
     trial_seconds: f64,
     limited: Option<(LineFraction, LineFraction)>,
+    /// The search goes on below a tester-limited load ([`Search::bounds_tester_ceiling`]).
+    bounded: bool,
+    /// The lowest load the tester could not keep (intended, reached), for a bounded search.
+    ceiling: Option<(LineFraction, LineFraction)>,
 }
 
 /// What [`Ledger::take`] makes of the outcome handed to `next`.
@@ -543,6 +573,9 @@ pub(crate) enum Step<'a> {
     Learn(&'a Outcome),
     /// Stop: the tester was the limit (now or before).
     Stop,
+    /// A bounded search's trial the tester limited: an upper bound of the tester's
+    /// ([`Ledger::ceiling`] is at or below its load), not a DUT outcome.
+    Ceiling(&'a Outcome),
 }
 
 impl Ledger {
@@ -553,6 +586,16 @@ impl Ledger {
             trials: 0,
             trial_seconds: 0.0,
             limited: None,
+            bounded: false,
+            ceiling: None,
+        }
+    }
+
+    /// A ledger for a search that goes on below the tester's ceiling (the bisections).
+    pub(crate) fn bounding(tolerance: f64) -> Ledger {
+        Ledger {
+            bounded: true,
+            ..Ledger::new(tolerance)
         }
     }
 
@@ -563,13 +606,40 @@ impl Ledger {
         match (self.pending.take(), last) {
             (Some(_), Some(o)) => {
                 if o.is_tester_limited(self.tolerance) {
-                    self.limited = Some((o.intended, o.offered));
-                    Step::Stop
+                    self.tester_limited(o)
                 } else {
                     Step::Learn(o)
                 }
             }
             _ => Step::Start,
+        }
+    }
+
+    /// `o` (the pending request's outcome) was the tester's: a ceiling for a bounded search,
+    /// the end of any other.
+    pub(crate) fn take_tester_limited<'a>(&mut self, o: &'a Outcome) -> Step<'a> {
+        if self.limited.is_some() || self.pending.take().is_none() {
+            return Step::Stop;
+        }
+        self.tester_limited(o)
+    }
+
+    fn tester_limited<'a>(&mut self, o: &'a Outcome) -> Step<'a> {
+        if !self.bounded {
+            self.limited = Some((o.intended, o.offered));
+            return Step::Stop;
+        }
+        if self.ceiling.is_none_or(|(c, _)| o.intended.0 < c.0) {
+            self.ceiling = Some((o.intended, o.offered));
+        }
+        Step::Ceiling(o)
+    }
+
+    /// Whether `upper`, a goal's upper bound, is the tester's ceiling rather than a DUT failure.
+    pub(crate) fn is_tester_bound(&self, upper: Option<f64>) -> bool {
+        match (self.ceiling, upper) {
+            (Some((c, _)), Some(u)) => u >= c.0 * (1.0 - 1e-9),
+            _ => false,
         }
     }
 
@@ -594,10 +664,17 @@ impl Ledger {
     }
 
     pub(crate) fn result(&self, finished: bool, finding: Finding) -> SearchResult {
-        let status = match (self.limited, finished) {
-            (Some((intended, achieved)), _) => Status::TesterLimited { intended, achieved },
-            (None, true) => Status::Complete,
-            (None, false) => Status::Running,
+        // A bounded search whose every goal ended under the tester's ceiling found nothing
+        // about the DUT: tester-limited, at the ceiling.
+        let all_bound = matches!(&finding, Finding::Throughput { goals }
+            if !goals.is_empty() && goals.iter().all(|g| g.tester_bound));
+        let status = match (self.limited, finished, self.ceiling) {
+            (Some((intended, achieved)), _, _) => Status::TesterLimited { intended, achieved },
+            (None, true, Some((intended, achieved))) if all_bound => {
+                Status::TesterLimited { intended, achieved }
+            }
+            (None, true, _) => Status::Complete,
+            (None, false, _) => Status::Running,
         };
         SearchResult {
             status,

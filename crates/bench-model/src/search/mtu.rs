@@ -250,7 +250,8 @@ impl MtuProbe {
 impl Search for MtuProbe {
     fn next(&mut self, last: Option<&Outcome>) -> Option<TrialRequest> {
         match self.ledger.take(last) {
-            Step::Stop => return None,
+            // Not a bounding ledger: a tester-limited trial stops this search.
+            Step::Stop | Step::Ceiling(_) => return None,
             Step::Learn(o) => {
                 if let (Some(size), Some(b)) = (self.pending.take(), self.brackets.last_mut()) {
                     let crossing = Crossing::of(o);
@@ -563,11 +564,11 @@ mod tests {
         let mut recorded = Vec::new();
         let want = drive(&mut full, |t| {
             let o = dut.trial(t);
-            recorded.push((*t, o));
+            recorded.push((*t, o, false));
             o
         });
         let json = serde_json::to_string(&recorded).unwrap();
-        let back: Vec<(TrialRequest, Outcome)> = serde_json::from_str(&json).unwrap();
+        let back: Vec<(TrialRequest, Outcome, bool)> = serde_json::from_str(&json).unwrap();
         let mut again = MtuProbe::new(cfg(64, 1518)).unwrap();
         assert_eq!(
             super::super::replay(&mut again, &back[..9]).unwrap(),

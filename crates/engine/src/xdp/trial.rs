@@ -87,7 +87,11 @@ pub(crate) fn attach_receivers(
         // Every frame of the trial is sent after this (receivers attach before senders).
         let not_before = crate::sys::monotonic_ns();
         // Earlier receivers are detached when `out` is dropped on an error.
-        let r = XdpReceiver::attach_with(spec, &ids, not_before, &XdpRxConfig::default())?;
+        let rx_cfg = XdpRxConfig {
+            mode: spec.xdp_rx_mode,
+            ..XdpRxConfig::default()
+        };
+        let r = XdpReceiver::attach_with(spec, &ids, not_before, &rx_cfg)?;
         note.push_str(&format!(
             "; {} receives in {} mode",
             spec.name,
