@@ -27,7 +27,8 @@
 use super::rx::{self, XdpReceiver, XdpRxConfig};
 use super::tx;
 use crate::rx::{IpdvReport, StreamRxReport};
-use crate::trial::{control_ports, tx_of, PortRxSummary, RxDone, TrialConfig};
+use crate::trial::config::TrialConfig;
+use crate::trial::report::{control_ports, tx_of, PortRxSummary, RxDone};
 use crate::tx::TxPortReport;
 use crate::{Error, Result};
 

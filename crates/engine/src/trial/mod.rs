@@ -23,202 +23,22 @@ use crate::resolve::{self, Identity};
 use crate::rx::{steering, IpdvReport, Receiver, StreamRxReport};
 use crate::stream::{FrameGen, StreamConfig};
 use crate::sys;
-use crate::tx::{self, TxPortReport, TxStreamReport};
+use crate::tx::{self, TxPortReport};
 use crate::{Error, Result};
-use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// A stream and the ports it runs between (indexes into [`TrialConfig::ports`]).
-#[derive(Debug, Clone)]
-pub struct TrialStream {
-    pub config: StreamConfig,
-    pub tx_port: usize,
-    pub rx_port: usize,
-}
+pub mod config;
+pub mod report;
 
-/// Which packet engine runs a trial's ports (`wirerate trial --backend`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Backend {
-    /// XDP when the trial fits it and the kernel and driver run it, else AF_PACKET, with the
-    /// reason in [`TrialReport::backend_note`] (see [`run`]).
-    Auto,
-    /// AF_PACKET: TX ring or sendmmsg ([`TxRingConfig::backend`]), TPACKET_V3 receive. The
-    /// default: every plan, the runner's search and calibration were validated on it.
-    #[default]
-    AfPacket,
-    /// XDP (issue 8): [`crate::xdp::tx`] sends, [`crate::xdp::rx`] counts in the kernel; an
-    /// AF_PACKET socket per port still answers ARP/ND ([`crate::xdp::trial`]).
-    Xdp,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Auto => "auto",
-            Backend::AfPacket => "af_packet",
-            Backend::Xdp => "xdp",
-        }
-    }
-}
-
-impl std::str::FromStr for Backend {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "auto" => Ok(Backend::Auto),
-            "af_packet" | "af-packet" | "afpacket" | "packet" => Ok(Backend::AfPacket),
-            "xdp" => Ok(Backend::Xdp),
-            _ => Err(format!("unknown backend {s:?} (auto, af_packet, xdp)")),
-        }
-    }
-}
-
-/// Most transmit or receive threads per port.
-pub const MAX_THREADS: usize = 16;
-
-#[derive(Debug, Clone)]
-pub struct TrialConfig {
-    pub ports: Vec<PortSpec>,
-    pub streams: Vec<TrialStream>,
-    /// How long receivers keep counting after the last frame was sent.
-    pub drain: Duration,
-    /// Delay between "all senders ready" and the common start instant.
-    pub start_delay: Duration,
-    pub tx_ring: TxRingConfig,
-    pub rx_ring: RxRingConfig,
-    /// How long to wait for the next hop to answer ARP/ND.
-    pub resolve_timeout: Duration,
-    /// The packet engine (default AF_PACKET).
-    pub backend: Backend,
-    /// Transmit threads per sending port (1..=[`MAX_THREADS`]; at most one per stream).
-    pub tx_threads: usize,
-    /// Receive threads per port (1..=[`MAX_THREADS`]; at most one per expected stream).
-    pub rx_threads: usize,
-    /// What the receivers require of a stream's frames when they do not arrive as they were
-    /// sent (a DUT that encapsulates or decapsulates PPPoE or DS-Lite on the way), by stream
-    /// id. A stream not listed must arrive as [`Expect::of`](crate::validate::Expect::of) its
-    /// configuration says (see [`crate::validate`]).
-    pub expect: Vec<(u16, crate::validate::Expect)>,
-}
-
-impl TrialConfig {
-    pub fn new(ports: Vec<PortSpec>, streams: Vec<TrialStream>) -> Self {
-        TrialConfig {
-            ports,
-            streams,
-            drain: Duration::from_millis(500),
-            start_delay: Duration::from_millis(20),
-            tx_ring: TxRingConfig::default(),
-            rx_ring: RxRingConfig::default(),
-            resolve_timeout: Duration::from_secs(3),
-            backend: Backend::AfPacket,
-            tx_threads: 1,
-            rx_threads: 1,
-            expect: Vec::new(),
-        }
-    }
-
-    /// What the receiver of `s` requires of its frames: the override in
-    /// [`expect`](Self::expect), else [`Expect::of`](crate::validate::Expect::of) its config.
-    pub fn expect_of(&self, s: &StreamConfig) -> crate::validate::Expect {
-        self.expect
-            .iter()
-            .find(|(id, _)| *id == s.id)
-            .map_or_else(|| crate::validate::Expect::of(s), |(_, e)| *e)
-    }
-}
-
-/// One stream's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StreamResult {
-    pub stream_id: u16,
-    pub tx_port: String,
-    pub rx_port: String,
-    pub tx: TxStreamReport,
-    pub rx: StreamRxReport,
-    /// Inter-packet delay variation (RFC 8219 §7.3.2) from either backend's receiver, with
-    /// the same pairing rules (`rx::StreamRx::ipdv`, `xdp::rx::XdpReceiver::stream_ipdv`);
-    /// `None` before two frames with consecutive sequence numbers arrived in order.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ipdv: Option<IpdvReport>,
-    /// Received frames/s over the sending interval (`received / (last_tx − first_tx + 1/rate)`).
-    pub rx_pps: f64,
-    /// Received L2 bit/s (with FCS) over the same interval.
-    pub rx_l2_bps: f64,
-    /// Received L1 bit/s (with FCS, preamble, SFD and inter-frame gap).
-    pub rx_l1_bps: f64,
-}
-
-/// Sums over a set of streams (one direction, or everything).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Totals {
-    pub label: String,
-    pub streams: usize,
-    pub intended_pps: f64,
-    pub offered_pps: f64,
-    pub sent: u64,
-    pub received: u64,
-    pub lost: u64,
-    pub duplicates: u64,
-    pub out_of_order: u64,
-    /// Signed frames of the streams not counted as received ([`StreamRxReport::invalid`]).
-    pub invalid: u64,
-    pub rx_pps: f64,
-    pub rx_l2_bps: f64,
-    pub rx_l1_bps: f64,
-}
-
-/// What one port's receiver saw besides our streams.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PortRxSummary {
-    pub port: String,
-    /// Frames that are not test frames (ARP, ICMP, anything else).
-    pub foreign: u64,
-    /// Test frames of streams this port was not expecting.
-    pub unexpected_streams: u64,
-    /// Signed frames of expected streams that were not valid for them, by reason (the sum of
-    /// the port's [`StreamRxReport::invalid`]).
-    pub invalid: crate::validate::InvalidCounts,
-    /// ARP/ND requests for our addresses that we answered.
-    pub answered: u64,
-    /// Frames the kernel dropped because the RX ring was full: if not 0, counts are not exact.
-    pub ring_drops: u64,
-    /// Frames each receive thread of the port saw (one entry per thread).
-    pub frames_per_thread: Vec<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TrialReport {
-    pub streams: Vec<StreamResult>,
-    pub directions: Vec<Totals>,
-    pub total: Totals,
-    pub rx_ports: Vec<PortRxSummary>,
-    pub tx_ports: Vec<(String, TxPortReport)>,
-    pub drain_ms: u64,
-    /// The packet engine that ran the trial (never `auto`).
-    pub backend: Backend,
-    /// How the backend was chosen (and, for XDP, the receive mode of each port).
-    pub backend_note: String,
-    /// Threads asked for per port (a port uses at most one per stream).
-    pub tx_threads: usize,
-    pub rx_threads: usize,
-}
+pub use config::{Backend, TrialConfig, TrialStream, MAX_THREADS};
+pub(crate) use report::{control_ports, tx_of, RxDone};
+pub use report::{PortRxSummary, StreamResult, Totals, TrialReport};
 
 /// What the receivers and the senders handed back.
 type Outcomes = (Vec<RxDone>, Vec<(usize, TxPortReport)>);
-
-pub(crate) struct RxDone {
-    port: usize,
-    thread: usize,
-    receiver: Receiver,
-    answered: u64,
-    ring_drops: u64,
-    frames: u64,
-}
 
 /// How a receive thread takes part in its port's fanout group.
 enum Fanout {
@@ -801,18 +621,6 @@ fn run_on(
     Ok(assemble(cfg, (backend, note), rx, ipdv, rx_ports, tx_done))
 }
 
-/// The sender's report of trial stream `s`.
-pub(crate) fn tx_of<'a>(
-    tx_done: &'a [(usize, TxPortReport)],
-    s: &TrialStream,
-) -> Option<&'a TxStreamReport> {
-    tx_done
-        .iter()
-        .filter(|(p, _)| *p == s.tx_port)
-        .flat_map(|(_, r)| r.streams.iter())
-        .find(|t| t.stream_id == s.config.id)
-}
-
 /// The AF_PACKET receivers' reports: one per trial stream (in order), and one per port.
 fn af_packet_rx_side(
     cfg: &TrialConfig,
@@ -846,36 +654,6 @@ fn af_packet_ipdv(cfg: &TrialConfig, rx_done: &[RxDone]) -> Vec<Option<IpdvRepor
                 .and_then(|st| st.ipdv())
         })
         .collect()
-}
-
-/// Per port: what its AF_PACKET receive threads saw besides expected streams, what they
-/// answered, ring drops and frames per thread.
-pub(crate) fn control_ports(cfg: &TrialConfig, rx_done: &[RxDone]) -> Vec<PortRxSummary> {
-    let mut rx_ports: Vec<PortRxSummary> = Vec::new();
-    let mut threads = rx_done.iter().collect::<Vec<_>>();
-    threads.sort_by_key(|r| (r.port, r.thread));
-    for r in threads {
-        let name = &cfg.ports[r.port].name;
-        if rx_ports.last().is_none_or(|l| &l.port != name) {
-            rx_ports.push(PortRxSummary {
-                port: name.clone(),
-                foreign: 0,
-                unexpected_streams: 0,
-                invalid: Default::default(),
-                answered: 0,
-                ring_drops: 0,
-                frames_per_thread: Vec::new(),
-            });
-        }
-        let l = rx_ports.last_mut().expect("pushed above");
-        l.foreign += r.receiver.foreign();
-        l.unexpected_streams += r.receiver.unexpected();
-        l.invalid.merge(&r.receiver.invalid_total());
-        l.answered += r.answered;
-        l.ring_drops += r.ring_drops;
-        l.frames_per_thread.push(r.frames);
-    }
-    rx_ports
 }
 
 /// One port's sender report from its threads' reports: streams together, counters summed,
