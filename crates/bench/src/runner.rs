@@ -912,6 +912,8 @@ fn run_methodology(
     let mut stalls_retried = 0u32;
     // A stall that persisted after the retries: the search stops there, tester-limited.
     let mut stalled_at: Option<(LineFraction, LineFraction)> = None;
+    // The highest load whose trial the tester kept (no stall) in this search.
+    let mut kept_max: Option<f64> = None;
     while let Some(request) = next {
         if ctx.stopped() {
             return Err(RunError::Interrupted);
@@ -945,7 +947,18 @@ fn run_methodology(
                     || outcome.is_tester_limited(plan.run.tester_tolerance)
             }
         } || engine.tester_receive_drops() > 0;
-        let superseded = stalled && stalls_retried < MAX_STALL_RETRIES;
+        // A stall at or below a load the tester already kept in this search is a transient
+        // of the machine, not the tester's ceiling: it gets more re-measurements, and if it
+        // persists the search stops tester-limited instead of taking a ceiling the tester
+        // has disproved (on a loaded machine one stall at 3 % would otherwise end a search
+        // at 0.6 % "tester-limited").
+        let below_kept = kept_max.is_some_and(|k| request.load.0 <= k);
+        let budget = if below_kept {
+            MAX_STALL_RETRIES + MAX_TRANSIENT_RETRIES
+        } else {
+            MAX_STALL_RETRIES
+        };
+        let superseded = stalled && stalls_retried < budget;
         let rec = TrialRecord {
             key: TrialKey {
                 case_id: case.id.clone(),
@@ -998,12 +1011,13 @@ fn run_methodology(
             // below this load (a DUT failure found there is the DUT's; an upper bound left
             // at it says tester-limited per goal); any other search stops here, so no figure
             // rests on a trial the tester stalled in.
-            if !search.bounds_tester_ceiling() {
+            if !search.bounds_tester_ceiling() || below_kept {
                 stalled_at = Some((request.load, outcome.offered));
                 break;
             }
             next = search.next_tester_limited(&outcome);
         } else {
+            kept_max = Some(kept_max.map_or(request.load.0, |k| k.max(request.load.0)));
             next = search.next(Some(&outcome));
         }
         if next.is_some() && !nap(plan.run.settle, ctx.opts.stop) {
@@ -1231,6 +1245,10 @@ pub const SLIP_TOLERANCE: f64 = 0.001;
 /// How many trials of one search are measured again after the tester fell behind (slipped
 /// frames or offered less than asked) before the search is stopped tester-limited.
 pub const MAX_STALL_RETRIES: u32 = 2;
+
+/// How many more re-measurements one search grants stalls at loads the tester already kept in
+/// it (a shared machine's transients), before it stops tester-limited.
+pub const MAX_TRANSIENT_RETRIES: u32 = 4;
 
 // ---------------------------------------------------------------------------------------------
 // iperf3

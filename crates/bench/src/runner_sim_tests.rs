@@ -25,6 +25,8 @@ struct SimBed {
     /// The most the tester's receive backlog takes, as a fraction of line rate: what the DUT
     /// forwards above it is dropped there (`DutCounters::tester_backlog_drops`).
     tester_rx_ceiling: f64,
+    /// UDP trials (1-based calls) in which the tester stalls: it slips frames, whatever the load.
+    stall_calls: Vec<usize>,
     /// Raise `stop` during the n-th UDP trial (1-based), as a Ctrl-C would.
     stop_during: Option<(usize, &'static AtomicBool)>,
     udp_trials: usize,
@@ -37,6 +39,7 @@ impl SimBed {
             capacity,
             tester_ceiling: 1.0,
             tester_rx_ceiling: 1.0,
+            stall_calls: Vec::new(),
             stop_during: None,
             udp_trials: 0,
         }
@@ -117,7 +120,11 @@ impl TrialExecutor for SimBed {
             backend: "sim".into(),
             note: String::new(),
             sent,
-            slipped: 0,
+            slipped: if self.stall_calls.contains(&self.udp_trials) {
+                sent / 10 + 1
+            } else {
+                0
+            },
             refused_by_dut: 0,
             dut: Some(DutCounters {
                 ingress_rx: sent,
@@ -390,6 +397,28 @@ fn a_dut_slower_than_the_testers_ceiling_is_measured_under_it() {
     bed.tester_ceiling = 0.6;
     let stop = AtomicBool::new(false);
     run_sim(&text, dir.path(), false, bed, &stop).unwrap();
+    let results = done_results(dir.path());
+    assert_eq!(results[0].status, Status::Complete, "{results:?}");
+    let t = results[0].throughput(0).expect("a DUT figure").0;
+    assert!(t <= 0.37 + 1e-9 && t > 0.37 - 0.02 - 1e-9, "throughput {t}");
+}
+
+/// Three stalls in a row at a load below one the tester already kept (a shared machine's
+/// transient) are measured again, not taken as the tester's ceiling: the DUT's figure stands.
+#[test]
+fn stalls_below_a_load_the_tester_kept_are_transients_not_a_ceiling() {
+    let text = plan_text(UDP_64);
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let mut bed = SimBed::new(&log, 0.37);
+    // Trials 1 (100 %) and 2 (~50 %) are kept; the third request (~25 %) stalls three times.
+    bed.stall_calls = vec![3, 4, 5];
+    let stop = AtomicBool::new(false);
+    run_sim(&text, dir.path(), false, bed, &stop).unwrap();
+    let trials = trial_records(dir.path());
+    let superseded: Vec<_> = trials.iter().filter(|t| t.superseded).collect();
+    assert_eq!(superseded.len(), 3, "{trials:#?}");
+    assert!(superseded.iter().all(|t| t.request.load.0 < 0.3));
     let results = done_results(dir.path());
     assert_eq!(results[0].status, Status::Complete, "{results:?}");
     let t = results[0].throughput(0).expect("a DUT figure").0;
