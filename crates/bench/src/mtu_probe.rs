@@ -4,6 +4,7 @@
 //! reports the largest size the tester could send as the top of what it measured, instead of
 //! failing the whole search on the engine's refusal (`engine::trial::max_frame_on`).
 
+use emulate::pppoe::SessionInfo;
 use engine::port::PortSpec;
 use engine::trial::TrialConfig;
 
@@ -43,6 +44,39 @@ pub fn unsendable(cfg: &TrialConfig) -> Option<String> {
                     port.name,
                     port.ifname,
                     limit + 4
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Bytes of a PPPoE session frame before its PPP datagram: Ethernet header (14), PPPoE
+/// header (6) and PPP protocol field (2), without FCS.
+const PPPOE_OVERHEAD: usize = 14 + 6 + 2;
+
+/// Why `cfg` cannot be sent inside its PPPoE sessions: the first stream sent into a session
+/// (`sessions[port]`, the session of the stream's sending port) with a datagram larger than
+/// the peer's MRU. The peer negotiated that MRU in LCP (RFC 1661 §6.1); an access concentrator
+/// or client never sends a larger datagram into the session, so a probe frame above it is not
+/// sent, as a BNG would not send it. Through a gateway whose PPPoE client asked for MRU 1454 the
+/// WAN→LAN threshold is then 1454 + 18 = 1472 B, as LAN→WAN, where the gateway keeps its own
+/// MTU.
+pub fn above_session_mru(cfg: &TrialConfig, sessions: &[Option<SessionInfo>]) -> Option<String> {
+    for s in &cfg.streams {
+        let Some(Some(info)) = sessions.get(s.tx_port) else {
+            continue;
+        };
+        let port = cfg.ports.get(s.tx_port)?;
+        let mru = info.max_datagram();
+        for f in &s.config.frames {
+            let datagram = f.bytes().len().saturating_sub(PPPOE_OVERHEAD);
+            if datagram > mru {
+                return Some(format!(
+                    "not sent: a {} B frame's {datagram} B datagram is above the MRU {mru} the DUT negotiated on port {}'s PPPoE session; the session carries at most {} B frames",
+                    f.bytes().len() + 4,
+                    port.name,
+                    mru + PPPOE_OVERHEAD + 4
                 ));
             }
         }

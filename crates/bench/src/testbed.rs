@@ -580,7 +580,10 @@ impl Testbed {
             }
         }
         if probe.is_some() {
-            if let Some(why) = crate::mtu_probe::unsendable(&cfg) {
+            let sessions = [self.a_session, self.b_session];
+            if let Some(why) = crate::mtu_probe::unsendable(&cfg)
+                .or_else(|| crate::mtu_probe::above_session_mru(&cfg, &sessions))
+            {
                 return Ok(crate::mtu_probe::not_sent(request, why));
             }
             // RFC 2544 §11 learning before a forward probe, in the smallest frame: the path's

@@ -91,8 +91,10 @@ pub enum Crossing {
     /// Some arrived whole and some did not: loss the frame size does not explain by itself
     /// (the DUT or the tester lost frames at the probe's rate).
     Partial,
-    /// Nothing was sent: the tester's own port cannot carry a frame this large (its MTU), so
-    /// the DUT's limit was not probed here; the threshold is then the tester's.
+    /// Nothing was sent: the tester's own port cannot carry a frame this large (its MTU), or
+    /// its PPPoE session cannot (the MRU the DUT negotiated: an access concentrator sends no
+    /// larger datagram), so nothing above was probed; the threshold is then the port's or the
+    /// session's.
     NotSent,
 }
 
@@ -119,7 +121,9 @@ impl Crossing {
             Crossing::Dropped => "dropped",
             Crossing::Fragmented => "fragmented",
             Crossing::Partial => "partly lost",
-            Crossing::NotSent => "not sent (larger than the tester's port carries)",
+            Crossing::NotSent => {
+                "not sent (larger than the tester's port or PPPoE session carries)"
+            }
         }
     }
 }
