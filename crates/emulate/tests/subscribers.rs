@@ -103,6 +103,13 @@ fn each_subscriber_gets_the_table_address(auth: AuthMethod) {
         assert!(users.iter().any(|x| x == u), "{u} up: {users:?}");
     }
     assert_eq!(net.server_down(), vec![DownReason::AuthFailed]);
+    // Refusing carol's IPCP was the table's choice, not hostile input.
+    assert_eq!(
+        net.server.stats.hostile.total(),
+        0,
+        "{:?}",
+        net.server.stats.hostile
+    );
     assert_eq!(net.server.stats.replaced, 0);
     // Data goes to the fixed address's session.
     let mut pkt = ipv4_packet(7);

@@ -251,6 +251,8 @@ pub struct Link {
     await_grant: bool,
     /// Reported [`LinkEvent::AwaitingGrant`], waiting for [`Link::grant_network`].
     awaiting_grant: bool,
+    /// [`Link::grant_network`] refused IPCP.
+    ipcp_refused: bool,
     up: bool,
     rng: Rng,
     out: Vec<Vec<u8>>,
@@ -302,6 +304,7 @@ impl Link {
             closing_reason: None,
             await_grant: cfg.await_grant && cfg.role == Role::Server,
             awaiting_grant: false,
+            ipcp_refused: false,
             up: false,
             rng: Rng::from_entropy(e.derive(0xa5a5)),
             out: Vec::new(),
@@ -370,7 +373,7 @@ impl Link {
         }
         self.awaiting_grant = false;
         if !run_ipcp {
-            self.ipcp = None;
+            self.ipcp_refused = self.ipcp.take().is_some();
         } else if let Some(f) = self.ipcp.as_mut() {
             f.neg.peer = ipv4;
         }
@@ -553,7 +556,11 @@ impl Link {
     }
 
     fn protocol_reject(&mut self, protocol: Protocol, info: &[u8]) {
-        self.anomaly(Anomaly::UnknownProtocol);
+        // IPCP refused by the owner's choice (an IPv6-only subscriber) is policy, not a peer
+        // speaking something we do not know.
+        if !(self.ipcp_refused && protocol == Protocol::IPCP) {
+            self.anomaly(Anomaly::UnknownProtocol);
+        }
         let mut data = protocol.0.to_be_bytes().to_vec();
         let room = self.peer_mru().saturating_sub(4 + 2);
         data.extend_from_slice(&info[..info.len().min(room)]);
