@@ -16,10 +16,16 @@ use engine::control::{self, ControlPort, ControlPortStats};
 use engine::port::PortSpec;
 use wire::ethernet::MacAddr;
 
-/// Reads and parses a subscriber table; errors read `FILE:LINE: what is wrong`.
+/// Reads and parses a subscriber table; errors read `FILE:LINE: what is wrong`. A FIFO or
+/// device is refused before a byte is read (it would hang the command).
 pub fn load_subscribers(path: &Path) -> Result<SubscriberTable, String> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| format!("{}: cannot read the subscriber table: {e}", path.display()))?;
+    let read = || -> std::io::Result<Vec<u8>> {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut crate::files::open_regular(path)?, &mut b)?;
+        Ok(b)
+    };
+    let bytes =
+        read().map_err(|e| format!("{}: cannot read the subscriber table: {e}", path.display()))?;
     let t = SubscriberTable::parse(&bytes)
         .map_err(|e| format!("{}:{}: {}", path.display(), e.line, e.message))?;
     if t.is_empty() {
