@@ -26,7 +26,15 @@ const SESSIONS: usize = 1000;
 /// The table: 250 fixed in 192.0.2.0/24, 250 fixed in 203.0.113.0/24, 240 from the pool
 /// (198.51.100.10 + 240), the remaining 260 IPv6-only — the documentation ranges hold ~760
 /// IPv4 subscribers, so a 1,000-subscriber ISP here has IPv6-only ones, as real ones do.
-fn table() -> (String, Vec<(String, Option<Option<Ipv4Addr>>)>) {
+/// What the table promises a user.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Want {
+    Fixed(Ipv4Addr),
+    Pool,
+    NoIpv4,
+}
+
+fn table() -> (String, Vec<(String, Want)>) {
     let mut text = String::from("# user password [ipv4=…]\n");
     let mut want = Vec::new();
     let fixed = (1..=250).map(|h| Ipv4Addr::new(192, 0, 2, h)).chain(
@@ -37,17 +45,17 @@ fn table() -> (String, Vec<(String, Option<Option<Ipv4Addr>>)>) {
     );
     for (i, a) in fixed.enumerate() {
         text.push_str(&format!("sub{i:04} pw{i:04} ipv4={a}\n"));
-        want.push((format!("sub{i:04}"), Some(Some(a))));
+        want.push((format!("sub{i:04}"), Want::Fixed(a)));
     }
     while want.len() < 740 {
         let i = want.len();
         text.push_str(&format!("sub{i:04} pw{i:04}\t# from the pool\n"));
-        want.push((format!("sub{i:04}"), None));
+        want.push((format!("sub{i:04}"), Want::Pool));
     }
     while want.len() < SESSIONS {
         let i = want.len();
         text.push_str(&format!("sub{i:04} pw{i:04} ipv4=none\n"));
-        want.push((format!("sub{i:04}"), Some(None)));
+        want.push((format!("sub{i:04}"), Want::NoIpv4));
     }
     (text, want)
 }
@@ -205,8 +213,9 @@ fn a_thousand_subscribers_come_up_at_once_each_with_its_table_address() {
         assert!(v["session_id"].is_u64(), "{v}");
         let got: Option<Ipv4Addr> = v["ipv4"].as_str().map(|a| a.parse().unwrap());
         match addr {
-            Some(fixed) => assert_eq!(got, *fixed, "{user}"),
-            None => pool.push(got.unwrap_or_else(|| panic!("{user}: no pool address"))),
+            Want::Fixed(a) => assert_eq!(got, Some(*a), "{user}"),
+            Want::NoIpv4 => assert_eq!(got, None, "{user}"),
+            Want::Pool => pool.push(got.unwrap_or_else(|| panic!("{user}: no pool address"))),
         }
         by_user.insert(user.clone(), (got, v["mac"].as_str().unwrap().to_string()));
     }
@@ -263,7 +272,7 @@ fn a_thousand_subscribers_come_up_at_once_each_with_its_table_address() {
     rejected.dedup();
     let ipv6_only: Vec<_> = want
         .iter()
-        .filter(|(_, a)| *a == Some(None))
+        .filter(|(_, a)| *a == Want::NoIpv4)
         .map(|(u, _)| u.clone())
         .collect();
     assert_eq!(
