@@ -157,8 +157,9 @@ pub struct ClientArgs {
     /// them all and exit. --duration caps the wait (default 120 s).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub sessions: Option<u32>,
-    /// Log in as the users of this subscriber table (session i as line i, round robin)
-    /// instead of --user/--password; same format as the server's --subscribers.
+    /// Log in as the users of this subscriber table (session i as its i-th user; without
+    /// --sessions, one session per user) instead of --user/--password; same format as the
+    /// server's --subscribers.
     #[arg(long, value_name = "FILE")]
     pub subscribers: Option<std::path::PathBuf>,
     /// With --sessions: start this many sessions per second (0: all at once).
@@ -827,6 +828,13 @@ fn fleet(a: ClientArgs) -> CliResult {
         .map_err(|e| CliError::Usage(format!("--mru {}: {e}", client.mru)))?;
     Entropy::check_os().map_err(CliError::Failed)?;
     let sessions = a.sessions.map_or(logins.len(), |n| n as usize);
+    if a.subscribers.is_some() && sessions > logins.len() {
+        return Err(CliError::Usage(format!(
+            "--sessions {sessions}: the subscriber table has {} users, and each logs in once \
+             (a second login replaces the first on our AC)",
+            logins.len()
+        )));
+    }
     let cfg = emulate::pppoe::fleet::FleetConfig {
         client,
         logins,
