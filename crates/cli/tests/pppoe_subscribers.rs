@@ -146,8 +146,9 @@ fn a_thousand_subscribers_come_up_at_once_each_with_its_table_address() {
         return;
     }
     let ns = NsPair::new("wr-sb", "wrsb", "t");
-    let dir = std::env::temp_dir().join(format!("wr-sb-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed on drop, also when the test fails.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
     let (text, want) = table();
     let file = dir.join("subscribers.txt");
     std::fs::write(&file, text).unwrap();
@@ -279,5 +280,4 @@ fn a_thousand_subscribers_come_up_at_once_each_with_its_table_address() {
         rejected, ipv6_only,
         "IPCP Protocol-Rejected for exactly the IPv6-only"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
