@@ -296,6 +296,12 @@ fn run_server(
             .iter()
             .map(|(u, p)| Credential::new(u, p))
             .collect(),
+        subscribers: cfg
+            .subscribers
+            .as_deref()
+            .map(crate::sessions::load_subscribers)
+            .transpose()?
+            .map(std::sync::Arc::new),
         gateway: cfg.gateway,
         pool_first: cfg.pool,
         pool_size: cfg.pool_size,

@@ -10,6 +10,7 @@
 //! - [`testbed`], [`trial`]: one trial on the lab with the packet engine.
 //! - [`isp`]: the emulated ISP side of a port (PPPoE access concentrator, DS-Lite AFTR).
 //! - [`calibration`]: the tester's own ceiling per frame size.
+//! - [`sessions`]: many PPPoE subscribers at once and their setup statistics.
 
 pub use bench_model::{files, hooks, iperf3, plan, results, search};
 
@@ -18,5 +19,6 @@ pub mod executor;
 pub mod isp;
 pub mod mtu_probe;
 pub mod runner;
+pub mod sessions;
 pub mod testbed;
 pub mod trial;

@@ -385,6 +385,55 @@ fn pppoe_ports_carry_the_trials() {
     assert_eq!(s["ended"]["PeerPadt"], 1, "{s}");
 }
 
+/// The run's access concentrator takes a subscriber table (`subscribers = "FILE"`, relative
+/// to the plan): the CPE logs in as its user and gets the table's fixed address, and the
+/// trial rides that session.
+#[test]
+fn pppoe_ports_take_a_subscriber_table() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if skip(&[]) {
+        return;
+    }
+    let n = Nets::one_link("q");
+    n.without_ipv6();
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("subs.txt"),
+        "other  pw\ncpe    secret  ipv4=192.0.2.77\n",
+    )
+    .unwrap();
+    let text = PPPOE_PLAN
+        .replace("NS_C", &n.ns("c"))
+        .replace("NS_S", &n.ns("s"))
+        .replace(
+            "users = [{ user = \"cpe\", password = \"secret\" }]",
+            "subscribers = \"subs.txt\"",
+        )
+        .replace("frame-size = [64, 512, 1000]", "frame-size = [512]");
+    let plan_path = plan_file(d.path(), &text);
+    let out = d.path().join("run");
+    println!("{}", run_plan_ok(&plan_path, &out));
+    let ts: Vec<_> = trials(&out).into_iter().filter(|t| !t.superseded).collect();
+    assert_eq!(ts.len(), 1);
+    assert!(
+        ts[0].outcome.received > 0 && ts[0].outcome.lost == 0,
+        "{ts:?}"
+    );
+    let lines = jsonl(&out.join("sessions.jsonl"));
+    let up = lines
+        .iter()
+        .find(|l| l["event"] == "up" && l["user"] == "cpe")
+        .unwrap_or_else(|| panic!("the AC's up line: {lines:?}"));
+    assert_eq!(up["peer_ipv4"], "192.0.2.77", "{up}");
+    let client_up = lines
+        .iter()
+        .find(|l| l["event"] == "up" && l["local_ipv4"] == "192.0.2.77");
+    assert!(
+        client_up.is_some(),
+        "the CPE has the table's address: {lines:?}"
+    );
+}
+
 #[test]
 fn pppoe_timeout_sends_nothing() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

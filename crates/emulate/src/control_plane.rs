@@ -67,6 +67,7 @@ macro_rules! control_plane {
 control_plane!(
     crate::pppoe::server::Server,
     crate::pppoe::client::Client,
+    crate::pppoe::fleet::ClientFleet,
     crate::arp_nd::Neighbors,
     crate::dslite::Aftr,
     crate::dslite::B4,

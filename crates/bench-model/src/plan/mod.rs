@@ -139,6 +139,10 @@ pub struct PppoeSettings {
     /// the session (`bench::isp`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub internet: Option<Ipv4Addr>,
+    /// Server: the subscriber table (`subscribers = "FILE"`, relative to the plan's
+    /// directory; docs/emulate.md): its users replace `users`, each with its own address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscribers: Option<std::path::PathBuf>,
 }
 
 /// Which end of a DS-Lite softwire a port plays.
@@ -1100,7 +1104,49 @@ impl Plan {
                 hint: None,
             }])
         })?;
-        Plan::parse(&text, &file)
+        let plan = Plan::parse(&text, &file)?;
+        plan.check_subscriber_tables()?;
+        Ok(plan)
+    }
+
+    /// Reads every `[ports.NAME.pppoe] subscribers` table, so a bad line is a plan error
+    /// (`TABLE:LINE`, the plan key) before anything runs.
+    fn check_subscriber_tables(&self) -> Result<(), PlanErrors> {
+        let mut errors = Vec::new();
+        for port in &self.ports {
+            let Some(path) = port.pppoe.as_ref().and_then(|p| p.subscribers.as_ref()) else {
+                continue;
+            };
+            let key = format!("ports.{}.pppoe.subscribers", port.name);
+            let error = |line: usize, message: String| PlanError {
+                file: path.display().to_string(),
+                line,
+                column: 0,
+                key: key.clone(),
+                message,
+                hint: None,
+            };
+            let mut bytes = Vec::new();
+            let read = crate::files::open_regular(path)
+                .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes));
+            if let Err(e) = read {
+                errors.push(error(0, format!("cannot read the subscriber table: {e}")));
+                continue;
+            }
+            match emulate::pppoe::subscribers::SubscriberTable::parse(&bytes) {
+                Err(e) => errors.push(error(e.line, e.message)),
+                Ok(t) if t.is_empty() => errors.push(error(
+                    0,
+                    "no subscribers (one `USER PASSWORD [ipv4=…]` per line)".into(),
+                )),
+                Ok(_) => {}
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(PlanErrors(errors))
+        }
     }
 
     /// Expands the matrix blocks into cases, ordered by profile (plan order) so each profile's

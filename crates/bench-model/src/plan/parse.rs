@@ -505,6 +505,7 @@ impl<'s> Walker<'s> {
                 "echo-interval",
                 "timeout",
                 "internet",
+                "subscribers",
             ],
         );
         let role = self.required(t, &v.span(), path, "role").and_then(|r| {
@@ -527,6 +528,7 @@ impl<'s> Walker<'s> {
             echo_interval: Duration::from_secs(10),
             timeout: Duration::from_secs(30),
             internet: None,
+            subscribers: None,
         };
         if let Some(x) = get(t, "mru").and_then(|x| self.int(x, &join(path, "mru"), 64, 1500)) {
             out.mru = x as u16;
@@ -566,11 +568,27 @@ impl<'s> Walker<'s> {
                 "give `user` and `password` together",
             ),
         }
-        if out.users.is_empty() {
+        if let Some(x) = get(t, "subscribers") {
+            let q = join(path, "subscribers");
+            if role == Some(PppoeRole::Client) {
+                self.err(
+                    x.span(),
+                    &q,
+                    "a subscriber table is the access concentrator's (role = \"server\"); a client logs in with `user` and `password`",
+                );
+            } else if let Some(f) = self.nonempty(x, &q) {
+                // Relative to the plan's directory, like a user would read it.
+                let dir = std::path::Path::new(&self.src.file)
+                    .parent()
+                    .unwrap_or(std::path::Path::new(""));
+                out.subscribers = Some(dir.join(f));
+            }
+        }
+        if out.users.is_empty() && out.subscribers.is_none() {
             self.err(
                 v.span(),
                 &join(path, "users"),
-                "missing key: PPPoE needs credentials (`users = [{ user = \"…\", password = \"…\" }]`, or `user` and `password`)",
+                "missing key: PPPoE needs credentials (`users = [{ user = \"…\", password = \"…\" }]`, or `user` and `password`, or on the server `subscribers = \"FILE\"`)",
             );
         }
         if role == Some(PppoeRole::Client) && out.users.len() > 1 {

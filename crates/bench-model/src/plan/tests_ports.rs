@@ -405,3 +405,45 @@ fn bidirectional_udp_through_pppoe_and_dslite_ports() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn a_pppoe_server_takes_a_subscriber_table_relative_to_the_plan() {
+    let dir = std::env::temp_dir().join(format!("wr-plan-subs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = CPE.replace(
+        "users = [{ user = \"cpe\", password = \"secret\" }]",
+        "subscribers = \"subs.txt\"",
+    );
+    let plan_path = dir.join("cpe.toml");
+    std::fs::write(&plan_path, &text).unwrap();
+    std::fs::write(dir.join("subs.txt"), "cpe secret ipv4=192.0.2.7\n").unwrap();
+    let plan = Plan::load(&plan_path).unwrap();
+    let pp = plan.ports[1].pppoe.as_ref().unwrap();
+    assert_eq!(
+        pp.subscribers.as_deref(),
+        Some(dir.join("subs.txt").as_path())
+    );
+    assert!(pp.users.is_empty());
+    // A bad line is a plan error naming the table, its line and the plan key.
+    std::fs::write(dir.join("subs.txt"), "cpe secret\ncpe again\n").unwrap();
+    let errs = Plan::load(&plan_path).unwrap_err().0;
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "ports.wan.pppoe.subscribers");
+    assert_eq!(errs[0].line, 2);
+    assert_eq!(errs[0].file, dir.join("subs.txt").display().to_string());
+    assert!(errs[0].message.contains("first on line 1"), "{errs:?}");
+    std::fs::remove_file(dir.join("subs.txt")).unwrap();
+    let errs = Plan::load(&plan_path).unwrap_err().0;
+    assert!(
+        has(&errs, "ports.wan.pppoe.subscribers", "cannot read"),
+        "{errs:?}"
+    );
+    // Only the access concentrator has one.
+    let client = text.replace("role = \"server\"", "role = \"client\"");
+    let errs = errors(&client);
+    assert!(
+        has(&errs, "ports.wan.pppoe.subscribers", "role = \"server\""),
+        "{errs:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -35,6 +35,8 @@ use crate::error::{CliError, CliResult};
     wirerate pppoe server --netns wr-wan --dev veth0 --user alice --password secret\n  \
     wirerate pppoe client --netns wr-cpe --dev veth1 --user alice --password secret --duration 30\n  \
     wirerate pppoe server --netns wr-wan --dev veth0 --auth chap --mru 1492 --json\n  \
+    wirerate pppoe server --netns wr-wan --dev veth0 --subscribers subscribers.txt --auth chap\n  \
+    wirerate pppoe client --netns wr-cpe --dev veth1 --subscribers subscribers.txt --sessions 1000\n  \
     wirerate pppoe server --netns wr-isp --dev veth1 --tun wr-inet0 --tun-netns wr-inet\n  \
     wirerate pppoe client --netns wr-gw --dev veth0 --tun wr-ppp0")]
 pub struct PppoeArgs {
@@ -58,7 +60,8 @@ pub struct PortArgs {
     /// The interface.
     #[arg(long)]
     pub dev: String,
-    /// User name (server: the one accepted subscriber; client: ours).
+    /// User name (server: the one accepted login, shared by any number of sessions, unless
+    /// --subscribers; client: ours, unless --subscribers).
     #[arg(long, default_value = "wirerate")]
     pub user: String,
     #[arg(long, default_value = "wirerate")]
@@ -106,6 +109,12 @@ pub struct ServerArgs {
     /// Stop once this many sessions have come up and ended.
     #[arg(long)]
     pub sessions: Option<u64>,
+    /// The subscriber table: one `USER PASSWORD [ipv4=ADDRESS|pool|none]
+    /// [prefix=2001:db8:…/LEN]` per line (docs/emulate.md). Only its users may log in
+    /// (--user/--password are ignored); each gets its fixed address, the pool's next, or no
+    /// IPv4 (IPv6CP only); a second login of a user replaces the first.
+    #[arg(long, value_name = "FILE")]
+    pub subscribers: Option<std::path::PathBuf>,
     /// IPv6 inside every session after IPv6CP: a Router Advertisement (M and O, DNS) from our
     /// link-local address, and DHCPv6 with a delegated /56 from 2001:db8:200::/40, an address
     /// from 2001:db8:e::100 and DNS 2001:db8:53::1 (one server for all sessions).
@@ -142,11 +151,26 @@ pub struct ClientArgs {
     /// WAN. Client SYNs crossing it are printed with their MSS option.
     #[arg(long, value_name = "NAME")]
     pub tun: Option<String>,
+    /// Open this many sessions at once, each with its own MAC (02:77:73 + index) and
+    /// Host-Uniq, and report setup statistics (PADI → IPCP/IPv6CP up: min/mean/p99/max,
+    /// sessions/s, retransmissions, failures) once all are up or failed; then --hold, close
+    /// them all and exit. --duration caps the wait (default 120 s).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub sessions: Option<u32>,
+    /// Log in as the users of this subscriber table (session i as its i-th user; without
+    /// --sessions, one session per user) instead of --user/--password; same format as the
+    /// server's --subscribers.
+    #[arg(long, value_name = "FILE")]
+    pub subscribers: Option<std::path::PathBuf>,
+    /// With --sessions: start this many sessions per second (0: all at once).
+    #[arg(long, value_name = "PER_S", default_value_t = 0)]
+    pub start_rate: u32,
 }
 
 pub fn run(a: PppoeArgs) -> CliResult {
     match a.role {
         Role::Server(s) => server(s),
+        Role::Client(c) if c.sessions.is_some() || c.subscribers.is_some() => fleet(c),
         Role::Client(c) => client(c),
     }
 }
@@ -381,6 +405,10 @@ fn server(a: ServerArgs) -> CliResult {
     if let Some(mp) = p.max_payload {
         cfg.max_payload = mp;
     }
+    if let Some(f) = &a.subscribers {
+        let t = bench::sessions::load_subscribers(f).map_err(CliError::Usage)?;
+        cfg.subscribers = Some(Arc::new(t));
+    }
     cfg.check().map_err(|e| {
         let flags = match e {
             ConfigError::Mru { mru, .. } => format!("--mru {mru}"),
@@ -393,6 +421,13 @@ fn server(a: ServerArgs) -> CliResult {
             ),
             ConfigError::PoolTooLarge { .. } => {
                 format!("--pool {} --pool-size {}", a.pool, a.pool_size)
+            }
+            ConfigError::Subscriber(ref t) => {
+                let f = a
+                    .subscribers
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new("-"));
+                return CliError::Usage(format!("{}:{}: {}", f.display(), t.line, t.message));
             }
         };
         CliError::Usage(format!("{flags}: {e}"))
@@ -756,4 +791,90 @@ fn client(a: ClientArgs) -> CliResult {
         _ if st.setup.is_none() => Err(CliError::Failed("no session came up".into())),
         _ => Ok(()),
     }
+}
+
+/// `pppoe client --sessions N` / `--subscribers FILE`: many subscribers at once and their
+/// setup statistics (the loop and the figures are `bench::sessions`).
+fn fleet(a: ClientArgs) -> CliResult {
+    let p = &a.port;
+    let auth = auth_methods(&p.auth)?;
+    let limit = p.duration.map(|d| secs(d, "--duration")).transpose()?;
+    let hold = a.hold.map(|d| secs(d, "--hold")).transpose()?;
+    let echo = secs(p.echo_interval, "--echo-interval")?;
+    if a.tun.is_some() {
+        return Err(CliError::Usage(
+            "--tun: one session only; leave out --sessions/--subscribers".into(),
+        ));
+    }
+    let logins = match &a.subscribers {
+        Some(f) => bench::sessions::load_subscribers(f)
+            .map_err(CliError::Usage)?
+            .credentials(),
+        None => vec![Credential::new(&p.user, &p.password)],
+    };
+    let mut client = ClientConfig {
+        service_name: a.service.clone(),
+        auth,
+        echo_interval: wire::units::Nanos(echo.as_nanos() as u64),
+        entropy: Entropy::Os,
+        ..ClientConfig::default()
+    };
+    if let Some(m) = p.mru {
+        client.mru = m;
+    }
+    client.max_payload = p.max_payload;
+    client
+        .check()
+        .map_err(|e| CliError::Usage(format!("--mru {}: {e}", client.mru)))?;
+    Entropy::check_os().map_err(CliError::Failed)?;
+    let sessions = a.sessions.map_or(logins.len(), |n| n as usize);
+    if a.subscribers.is_some() && sessions > logins.len() {
+        return Err(CliError::Usage(format!(
+            "--sessions {sessions}: the subscriber table has {} users, and each logs in once \
+             (a second login replaces the first on our AC)",
+            logins.len()
+        )));
+    }
+    let cfg = emulate::pppoe::fleet::FleetConfig {
+        client,
+        logins,
+        sessions,
+        start_rate: a.start_rate,
+        ..Default::default()
+    };
+    let limits = bench::sessions::FleetLimits {
+        settle_within: limit.unwrap_or(Duration::from_secs(120)),
+        hold: hold.unwrap_or(Duration::ZERO),
+    };
+    let mut spec = PortSpec::new("pppoe", &p.dev);
+    spec.netns = p.netns.clone();
+    let stop = Stop::new(None);
+    if !p.json {
+        errln!(
+            "PPPoE fleet of {sessions} sessions on {}; Ctrl-C stops",
+            p.dev
+        );
+    }
+    let run = bench::sessions::run_fleet(&spec, cfg, limits, &|| stop.now(), |_, _, _| {})
+        .map_err(CliError::Failed)?;
+    if p.json {
+        for s in &run.sessions {
+            outln!("{}", s.to_json());
+        }
+        outln!("{}", run.to_json());
+    } else {
+        for s in run.sessions.iter().filter(|s| s.session_id.is_none()) {
+            outln!("not up  #{} {} {}: {}", s.index, s.user, s.mac, s.state);
+        }
+        for l in run.summary_lines() {
+            outln!("{l}");
+        }
+    }
+    if run.setup.came_up < sessions {
+        return Err(CliError::Failed(format!(
+            "{} of {sessions} sessions did not come up",
+            sessions - run.setup.came_up
+        )));
+    }
+    Ok(())
 }

@@ -7,6 +7,7 @@
 //! session ends with the link (the owner then sends or has received a PADT).
 
 use core::net::Ipv4Addr;
+use std::sync::Arc;
 
 use wire::ppp::chap::ChapRepr;
 use wire::ppp::control::{Code, ControlPacket, ControlRepr};
@@ -56,8 +57,10 @@ pub struct LinkConfig {
     /// Server: methods demanded, preferred first (empty: no authentication).
     /// Client: methods we are willing to perform, preferred first.
     pub auth: Vec<AuthMethod>,
-    /// Server: the accepted credentials. Client: the first one is ours.
-    pub credentials: Vec<Credential>,
+    /// Server: the accepted credentials (shared by every session of an access concentrator:
+    /// a subscriber table of thousands is not copied per session). Client: the first one is
+    /// ours.
+    pub credentials: Arc<[Credential]>,
     /// Our name in CHAP challenges.
     pub name: String,
     /// IPCP, or None to not run it.
@@ -70,6 +73,11 @@ pub struct LinkConfig {
     pub echo_failures: u32,
     /// Magic numbers, CHAP challenges, IPv6CP identifiers, timer jitter.
     pub entropy: Entropy,
+    /// Server: after authentication, report [`LinkEvent::AwaitingGrant`] and start the
+    /// network phase only on [`Link::grant_network`] — the owner picks the subscriber's
+    /// address once it knows who logged in (a subscriber table's fixed address, the pool, or
+    /// no IPv4 at all). False: the network phase starts at once with `ipcp` as given.
+    pub await_grant: bool,
 }
 
 /// Why a link (and its PPPoE session) ended.
@@ -171,6 +179,9 @@ pub enum LinkEvent {
     Down(DownReason),
     /// The peer authenticated (server side) as this user.
     Authenticated { user: String },
+    /// Server with [`LinkConfig::await_grant`]: authentication is over (`user` is None
+    /// when none was demanded); the network phase waits for [`Link::grant_network`].
+    AwaitingGrant { user: Option<String> },
     /// A network-layer datagram from the peer.
     Data {
         protocol: Protocol,
@@ -224,7 +235,7 @@ pub struct Link {
     role: Role,
     fsm_cfg: FsmConfig,
     auth_cfg: Vec<AuthMethod>,
-    credentials: Vec<Credential>,
+    credentials: Arc<[Credential]>,
     name: String,
     echo_interval: Nanos,
     echo_failures: u32,
@@ -236,6 +247,12 @@ pub struct Link {
     echo_next: Option<Nanos>,
     echo_outstanding: u32,
     closing_reason: Option<DownReason>,
+    /// [`LinkConfig::await_grant`] not yet used up.
+    await_grant: bool,
+    /// Reported [`LinkEvent::AwaitingGrant`], waiting for [`Link::grant_network`].
+    awaiting_grant: bool,
+    /// [`Link::grant_network`] refused IPCP.
+    ipcp_refused: bool,
     up: bool,
     rng: Rng,
     out: Vec<Vec<u8>>,
@@ -285,6 +302,9 @@ impl Link {
             echo_next: None,
             echo_outstanding: 0,
             closing_reason: None,
+            await_grant: cfg.await_grant && cfg.role == Role::Server,
+            awaiting_grant: false,
+            ipcp_refused: false,
             up: false,
             rng: Rng::from_entropy(e.derive(0xa5a5)),
             out: Vec::new(),
@@ -340,6 +360,25 @@ impl Link {
 
     pub fn is_dead(&self) -> bool {
         self.phase == Phase::Dead
+    }
+
+    /// Server: starts the network phase the link is holding after
+    /// [`LinkEvent::AwaitingGrant`]. `ipv4` is the subscriber's address (None: the
+    /// IP-Address option is rejected, as for an exhausted pool); `run_ipcp` false refuses
+    /// IPCP altogether (an IPv6-only subscriber: the peer's IPCP gets a Protocol-Reject and the
+    /// link comes up on IPv6CP). Does nothing unless the link is waiting for it.
+    pub fn grant_network(&mut self, now: Nanos, ipv4: Option<Ipv4Addr>, run_ipcp: bool) {
+        if !self.awaiting_grant || self.phase == Phase::Dead {
+            return;
+        }
+        self.awaiting_grant = false;
+        if !run_ipcp {
+            self.ipcp_refused = self.ipcp.take().is_some();
+        } else if let Some(f) = self.ipcp.as_mut() {
+            f.neg.peer = ipv4;
+        }
+        self.start_network(now);
+        self.flush(now);
     }
 
     pub fn is_up(&self) -> bool {
@@ -517,7 +556,11 @@ impl Link {
     }
 
     fn protocol_reject(&mut self, protocol: Protocol, info: &[u8]) {
-        self.anomaly(Anomaly::UnknownProtocol);
+        // IPCP refused by the owner's choice (an IPv6-only subscriber) is policy, not a peer
+        // speaking something we do not know.
+        if !(self.ipcp_refused && protocol == Protocol::IPCP) {
+            self.anomaly(Anomaly::UnknownProtocol);
+        }
         let mut data = protocol.0.to_be_bytes().to_vec();
         let room = self.peer_mru().saturating_sub(4 + 2);
         data.extend_from_slice(&info[..info.len().min(room)]);
@@ -969,6 +1012,17 @@ impl Link {
     }
 
     fn start_network(&mut self, now: Nanos) {
+        if self.await_grant {
+            // The owner decides the addresses first (see `grant_network`). The phase stays
+            // where it is, so an early NCP packet is discarded as RFC 1661 §3.6 asks.
+            self.await_grant = false;
+            self.awaiting_grant = true;
+            self.auth.timer = None;
+            self.events.push(LinkEvent::AwaitingGrant {
+                user: self.auth.user.clone(),
+            });
+            return;
+        }
         self.phase = Phase::Network;
         if self.ipcp.is_none() && self.ipv6cp.is_none() {
             self.close(now, DownReason::NcpFailed);
@@ -1129,7 +1183,7 @@ mod tests {
             mru: 1454,
             peer_mru_max: 1492,
             auth: vec![AuthMethod::Pap],
-            credentials: vec![Credential::new("u", "p")],
+            credentials: vec![Credential::new("u", "p")].into(),
             name: "ac".into(),
             ipcp: Some(IpcpNeg::server(
                 Ipv4Addr::new(198, 51, 100, 1),
@@ -1140,6 +1194,7 @@ mod tests {
             echo_interval: Nanos(0),
             echo_failures: 3,
             entropy: Entropy::Seeded(5),
+            await_grant: false,
         })
     }
 

@@ -188,6 +188,10 @@ impl Client {
         }
     }
 
+    pub fn config(&self) -> &ClientConfig {
+        &self.cfg
+    }
+
     pub fn state(&self) -> &ClientState {
         &self.state
     }
@@ -554,13 +558,14 @@ impl Client {
             mru: self.cfg.mru.min(peer_mru_max),
             peer_mru_max,
             auth: self.cfg.auth.clone(),
-            credentials: vec![self.cfg.credential.clone()],
+            credentials: vec![self.cfg.credential.clone()].into(),
             name: self.cfg.credential.user.clone(),
             ipcp: self.cfg.ipcp.then(|| IpcpNeg::client(self.cfg.request_dns)),
             ipv6cp: self.cfg.ipv6cp.then(|| eui64(self.cfg.mac.0)),
             echo_interval: self.cfg.echo_interval,
             echo_failures: self.cfg.echo_failures,
             entropy: self.rng.child(),
+            await_grant: false,
         });
         link.open(now);
         self.link = Some(link);
@@ -599,7 +604,7 @@ impl Client {
                     Some(up) if super::relayed(protocol, &payload) => up.push(payload),
                     _ => self.events.push(ClientEvent::Data { protocol, payload }),
                 },
-                LinkEvent::Authenticated { .. } => {}
+                LinkEvent::Authenticated { .. } | LinkEvent::AwaitingGrant { .. } => {}
                 LinkEvent::Anomaly(a) => self.stats.hostile.add(HostileReason::Ppp(a)),
             }
         }

@@ -17,7 +17,9 @@ use crate::ppp::link::Anomaly;
 use crate::ppp::Negotiated;
 
 pub mod client;
+pub mod fleet;
 pub mod server;
+pub mod subscribers;
 
 /// The ranges subscriber addresses come from (DESIGN.md §6, RFC 5737): 192.0.2.0/24,
 /// 198.51.100.0/24 and 203.0.113.0/24, each a /24 given here by its network address.
@@ -59,6 +61,9 @@ pub enum ConfigError {
         size: u32,
         largest: u32,
     },
+    /// A subscriber table line that cannot work with this configuration (a fixed address
+    /// equal to the gateway's).
+    Subscriber(subscribers::TableError),
 }
 
 impl core::fmt::Display for ConfigError {
@@ -127,11 +132,18 @@ impl core::fmt::Display for ConfigError {
                      largest pool from {first} that fits is {largest}"
                 )
             }
+            ConfigError::Subscriber(ref e) => write!(f, "subscriber table {e}"),
         }
     }
 }
 
 impl std::error::Error for ConfigError {}
+
+impl From<subscribers::TableError> for ConfigError {
+    fn from(e: subscribers::TableError) -> ConfigError {
+        ConfigError::Subscriber(e)
+    }
+}
 
 /// A session as RFC 2516 identifies it: the client's MAC and the session id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -7,6 +7,7 @@
 
 use core::net::Ipv4Addr;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use wire::ethernet::MacAddr;
 use wire::ppp::lcp::PPPOE_MAX_MRU as PPPOE_MAX_PAYLOAD_DEFAULT;
@@ -14,6 +15,7 @@ use wire::ppp::Protocol;
 use wire::pppoe::{PppoeCode, TagType};
 use wire::units::Nanos;
 
+use super::subscribers::{Ipv4Assign, SubscriberTable};
 use super::{
     discovery_frame, documentation_net, parse, session_frame, ConfigError, HostileReason,
     SessionInfo, SessionKey, Tags,
@@ -100,7 +102,15 @@ pub struct ServerConfig {
     pub mru: u16,
     /// Authentication demanded, preferred first (empty: none).
     pub auth: Vec<AuthMethod>,
+    /// The accepted logins when there is no subscriber table; every one takes a pool
+    /// address, and any number of sessions may share one.
     pub credentials: Vec<Credential>,
+    /// The subscriber table (`--subscribers FILE`): when given, it alone says who may log
+    /// in (`credentials` is ignored) and which IPv4 address each one gets — fixed, from the
+    /// pool, or none (IPv6 only) — chosen once authentication says who it is. One session
+    /// per subscriber: a second login of a user replaces the first (the older session ends
+    /// with a PADT and frees its address), as a CPE that rebooted without a PADT needs.
+    pub subscribers: Option<Arc<SubscriberTable>>,
     /// Our IPCP address.
     pub gateway: Ipv4Addr,
     /// First address and size of the subscriber pool: inside one documentation /24, without
@@ -136,6 +146,7 @@ impl Default for ServerConfig {
             mru: 1454,
             auth: vec![AuthMethod::Pap],
             credentials: vec![Credential::new("wirerate", "wirerate")],
+            subscribers: None,
             gateway: Ipv4Addr::new(198, 51, 100, 1),
             pool_first: Ipv4Addr::new(198, 51, 100, 10),
             pool_size: 240,
@@ -172,6 +183,9 @@ impl ServerConfig {
         }
         if self.ipcp {
             check_pool(self.pool_first, self.pool_size, self.gateway)?;
+        }
+        if let Some(t) = &self.subscribers {
+            t.check_gateway(self.gateway)?;
         }
         Ok(())
     }
@@ -251,6 +265,11 @@ pub struct ServerStats {
     /// Sessions up right now.
     pub sessions_up: u64,
     pub sessions_up_total: u64,
+    /// Sessions ended because their subscriber logged in again (subscriber table only).
+    pub replaced: u64,
+    /// Subscribers who were to get a pool address when the pool was empty (their IPCP
+    /// address request is rejected).
+    pub pool_exhausted: u64,
     /// PADR to network phase complete.
     pub setup: DurationSummary,
     /// PPP retransmissions (Configure/Terminate-Request, CHAP Challenge).
@@ -261,6 +280,13 @@ pub struct ServerStats {
     /// crossing ours, a late Terminate-Ack): normal, not hostile.
     pub after_end: u64,
     pub hostile: Counter<HostileReason>,
+}
+
+/// What [`Server::drain_once`] left to do.
+enum Drained {
+    Done,
+    /// The link waits for its network phase: grant it to this user.
+    Grant(Option<String>),
 }
 
 /// How many ended sessions are remembered for [`ServerStats::after_end`].
@@ -275,6 +301,8 @@ struct Session {
     pads: Vec<u8>,
     ppp_seen: bool,
     ipv4: Option<Ipv4Addr>,
+    /// Who authenticated (once the network phase was granted).
+    user: Option<String>,
     /// The client sent a PADT: the session ends without one from us.
     padt_received: bool,
 }
@@ -290,6 +318,14 @@ pub struct Server {
     ended_recently: VecDeque<SessionKey>,
     ids: BTreeSet<u16>,
     pool: Ipv4Pool,
+    /// Who may log in and how each is addressed: the subscriber table, or one made of
+    /// `credentials` (all from the pool).
+    table: Arc<SubscriberTable>,
+    /// Whether `table` is a real subscriber table (addresses chosen after authentication,
+    /// one session per user) rather than made of `credentials`.
+    by_table: bool,
+    /// The table's logins, shared by every session's link.
+    logins: Arc<[Credential]>,
     tokens: u64,
     refilled: Nanos,
     tx: Vec<Vec<u8>>,
@@ -311,6 +347,16 @@ impl Server {
     pub fn new(cfg: ServerConfig) -> Server {
         let mut pool = Ipv4Pool::new(cfg.pool_first, cfg.pool_size);
         pool.reserve(cfg.gateway);
+        let by_table = cfg.subscribers.is_some();
+        let table = cfg
+            .subscribers
+            .clone()
+            .unwrap_or_else(|| Arc::new(SubscriberTable::from_credentials(&cfg.credentials)));
+        // A fixed address inside the pool's range is never handed to someone else.
+        for (a, _) in table.fixed_ipv4() {
+            pool.reserve(a);
+        }
+        let logins: Arc<[Credential]> = table.credentials().into();
         let cookie_key = cfg.cookie_key.unwrap_or_else(|| {
             let mut k = [0u8; 16];
             Rng::from_entropy(cfg.entropy.derive(0xc00c1e)).fill(&mut k);
@@ -320,6 +366,9 @@ impl Server {
             rng: Rng::from_entropy(cfg.entropy),
             cookie_key,
             pool,
+            table,
+            by_table,
+            logins,
             tokens: u64::from(cfg.pado_burst),
             refilled: Nanos(0),
             sessions: BTreeMap::new(),
@@ -694,7 +743,9 @@ impl Server {
             );
             return Ok(());
         }
-        let ipv4 = if self.cfg.ipcp {
+        // Without a subscriber table every login takes the pool: allocate now and refuse at
+        // once when it is empty. With one, the address depends on who logs in (`grant`).
+        let ipv4 = if self.cfg.ipcp && !self.by_table {
             match self.pool.allocate() {
                 Some(a) => Some(a),
                 None => {
@@ -747,7 +798,7 @@ impl Server {
             mru: self.cfg.mru.min(peer_mru_max),
             peer_mru_max,
             auth: self.cfg.auth.clone(),
-            credentials: self.cfg.credentials.clone(),
+            credentials: self.logins.clone(),
             name: self.cfg.ac_name.clone(),
             ipcp: self
                 .cfg
@@ -757,6 +808,7 @@ impl Server {
             echo_interval: self.cfg.echo_interval,
             echo_failures: self.cfg.echo_failures,
             entropy: self.rng.child(),
+            await_grant: true,
         });
         self.sessions.insert(
             key,
@@ -768,6 +820,7 @@ impl Server {
                 pads,
                 ppp_seen: false,
                 ipv4,
+                user: None,
                 padt_received: false,
             },
         );
@@ -778,10 +831,64 @@ impl Server {
         Ok(())
     }
 
-    /// Moves a session's output to the wire and its events to ours; ends it if its link died.
+    /// Moves a session's output to the wire and its events to ours; grants the network phase
+    /// once its link asks (which makes more output); ends it if its link died.
     fn drain(&mut self, now: Nanos, key: SessionKey) {
-        let Some(s) = self.sessions.get_mut(&key) else {
+        loop {
+            match self.drain_once(now, key) {
+                Drained::Grant(user) => self.grant(now, key, user),
+                Drained::Done => return,
+            }
+        }
+    }
+
+    /// Picks the address of the subscriber who authenticated on session `key` and starts its
+    /// network phase: the table's fixed address, the pool's next, or none (IPCP refused). With
+    /// a subscriber table, an older session of the same user ends first (duplicate login:
+    /// replace).
+    fn grant(&mut self, now: Nanos, key: SessionKey, user: Option<String>) {
+        let assign = match (&user, self.by_table) {
+            (Some(u), true) => self.table.get(u).map_or(Ipv4Assign::Pool, |s| s.ipv4),
+            _ => Ipv4Assign::Pool,
+        };
+        if let (Some(u), true) = (&user, self.by_table) {
+            let older: Vec<SessionKey> = self
+                .sessions
+                .iter()
+                .filter(|(k, s)| **k != key && s.user.as_deref() == Some(u.as_str()))
+                .map(|(k, _)| *k)
+                .collect();
+            for k in older {
+                self.stats.replaced += 1;
+                self.abort(now, k);
+            }
+        }
+        let Some(pre) = self.sessions.get(&key).map(|s| s.ipv4) else {
             return;
+        };
+        let (ipv4, run_ipcp) = match assign {
+            _ if !self.cfg.ipcp => (None, false),
+            _ if !self.by_table => (pre, true),
+            Ipv4Assign::Fixed(a) => (Some(a), true),
+            Ipv4Assign::None => (None, false),
+            Ipv4Assign::Pool => {
+                let a = self.pool.allocate();
+                if a.is_none() {
+                    self.stats.pool_exhausted += 1;
+                }
+                (a, true)
+            }
+        };
+        if let Some(s) = self.sessions.get_mut(&key) {
+            s.ipv4 = ipv4;
+            s.user = user;
+            s.link.grant_network(now, ipv4, run_ipcp);
+        }
+    }
+
+    fn drain_once(&mut self, now: Nanos, key: SessionKey) -> Drained {
+        let Some(s) = self.sessions.get_mut(&key) else {
+            return Drained::Done;
         };
         for ppp in s.link.take_output() {
             self.tx.push(session_frame(
@@ -793,6 +900,7 @@ impl Server {
         }
         self.stats.retransmits += std::mem::take(&mut s.link.retransmits);
         let mut ended = None;
+        let mut grant = None;
         for e in s.link.take_events() {
             match e {
                 LinkEvent::Up => {
@@ -825,12 +933,13 @@ impl Server {
                     }),
                 },
                 LinkEvent::Authenticated { .. } => {}
+                LinkEvent::AwaitingGrant { user } => grant = Some(user),
                 LinkEvent::Anomaly(a) => self.stats.hostile.add(HostileReason::Ppp(a)),
             }
         }
         if let Some(reason) = ended {
             let Some(s) = self.sessions.remove(&key) else {
-                return;
+                return Drained::Done;
             };
             self.ids.remove(&key.session_id);
             if let Some(a) = s.ipv4 {
@@ -856,6 +965,11 @@ impl Server {
                 self.ended_recently.pop_front();
             }
             self.ended_recently.push_back(key);
+            return Drained::Done;
+        }
+        match grant {
+            Some(user) => Drained::Grant(user),
+            None => Drained::Done,
         }
     }
 }
