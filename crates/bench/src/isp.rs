@@ -300,25 +300,9 @@ fn run_server(
             }
         }
     }
-    let keys: Vec<_> = s.sessions().collect();
-    for k in keys {
-        s.close(control::now(), k);
-    }
-    let end = Instant::now() + CLOSE_GRACE;
-    while Instant::now() < end && s.session_count() > 0 {
-        cp.step(&mut s, Duration::from_millis(20))
-            .map_err(|e| e.to_string())?;
-    }
-    // A CPE that did not answer the Terminate-Request still gets its PADT, and the session
-    // is counted as ended (it was left open and uncounted).
-    let keys: Vec<_> = s.sessions().collect();
-    if !keys.is_empty() {
-        for k in keys {
-            s.abort(control::now(), k);
-        }
-        cp.step(&mut s, Duration::from_millis(20))
-            .map_err(|e| e.to_string())?;
-    }
+    // Terminate, and a PADT for a CPE that does not answer: its session is counted as ended.
+    crate::hand::pppoe::close_sessions(&mut cp, &mut s, CLOSE_GRACE, |_| {})
+        .map_err(|e| e.to_string())?;
     for e in s.take_events() {
         if let ServerEvent::SessionDown { key, reason } = e {
             ch.line(json!({"event": "down", "session_id": key.session_id,

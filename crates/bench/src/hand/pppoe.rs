@@ -124,27 +124,11 @@ impl ServerRun {
             }
             server_events(srv, prov.as_mut(), news);
         }
-        // Close what is still up (LCP Terminate, PADT), giving the peers a moment to answer.
-        let keys: Vec<_> = srv.sessions().collect();
-        for k in keys {
-            srv.close(control::now(), k);
-        }
-        let end = Instant::now() + Duration::from_millis(500);
-        while Instant::now() < end && srv.session_count() > 0 {
-            port.step(srv, Duration::from_millis(20)).map_err(failed)?;
+        close_sessions(port, srv, Duration::from_millis(500), |srv| {
             // Sessions that end now still get their line: one whose authentication failed and
             // whose peer left without answering ends here, at the Terminate-Request's timeout.
-            server_events(srv, prov.as_mut(), news);
-        }
-        // Peers that did not answer (gone, or a failed login that left without a word) get
-        // their PADT now and are counted: they were left open and uncounted (issue 19 row 17).
-        let keys: Vec<_> = srv.sessions().collect();
-        if !keys.is_empty() {
-            for k in keys {
-                srv.abort(control::now(), k);
-            }
-            port.step(srv, Duration::from_millis(20)).map_err(failed)?;
-        }
+            server_events(srv, prov.as_mut(), news)
+        })?;
         server_events(srv, prov.as_mut(), news);
         Ok(ServerDone {
             server: self.server,
@@ -153,6 +137,36 @@ impl ServerRun {
             provisioning: self.provisioning,
         })
     }
+}
+
+/// Closes every session still open (LCP Terminate-Request, then PADT), giving the peers
+/// `grace` to answer, and calling `each` after every turn; a peer that did not answer (gone,
+/// or a failed login that left without a word) gets its PADT now and its session is counted
+/// as ended (they were left open and uncounted: issue 19 row 17). The end of every access
+/// concentrator's run, by hand ([`ServerRun::serve`]) or for a plan (`crate::isp`).
+pub(crate) fn close_sessions(
+    port: &mut ControlPort,
+    srv: &mut Server,
+    grace: Duration,
+    mut each: impl FnMut(&mut Server),
+) -> Result<(), SessionError> {
+    let keys: Vec<_> = srv.sessions().collect();
+    for k in keys {
+        srv.close(control::now(), k);
+    }
+    let end = Instant::now() + grace;
+    while Instant::now() < end && srv.session_count() > 0 {
+        port.step(srv, Duration::from_millis(20)).map_err(failed)?;
+        each(srv);
+    }
+    let keys: Vec<_> = srv.sessions().collect();
+    if !keys.is_empty() {
+        for k in keys {
+            srv.abort(control::now(), k);
+        }
+        port.step(srv, Duration::from_millis(20)).map_err(failed)?;
+    }
+    Ok(())
 }
 
 /// Hands the server's events (session up and down) to `news`, each after the session's IPv6

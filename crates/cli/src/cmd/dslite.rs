@@ -1,6 +1,6 @@
 //! `wirerate dslite aftr|b4`: run the `emulate` DS-Lite AFTR or B4 (with ND and the tunnel
 //! probe of `emulate::softwire`) on a port by hand, parallel to `wirerate pppoe server|client`:
-//! events as they happen, statistics at the end. The socket loop is `engine::control`.
+//! events as they happen, statistics at the end. Their loop is `bench::hand::dslite`.
 
 use std::net::Ipv6Addr;
 

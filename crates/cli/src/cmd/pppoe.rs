@@ -1,6 +1,7 @@
 //! `wirerate pppoe server|client`: run the `emulate` PPPoE access concentrator or subscriber
 //! on a port by hand, printing session events as they happen and the statistics at the end.
-//! The state machines live in `emulate`; the socket loop is `engine::control`.
+//! The state machines live in `emulate`, their loop in `bench::hand::pppoe`; this maps the
+//! flags to their configuration and prints (`pppoe_print.rs`).
 
 use std::net::Ipv4Addr;
 
