@@ -25,14 +25,15 @@ use emulate::pppoe::SessionInfo;
 use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
 use engine::control::{self, Background};
 use engine::port::PortSpec;
-use engine::stream::Limit;
-use engine::trial::TrialStream;
 use wire::ethernet::MacAddr;
-use wire::linerate::{Fate, FrameSize, Path};
 use wire::ppp::Protocol;
-use wire::template::{FrameTemplate, StreamSpec};
+use wire::template::StreamSpec;
 
 pub use crate::hand::SessionError;
+
+mod oversize;
+
+use oversize::{row, send_slow, signature_id, Oversize};
 
 /// The host "behind the ISP" the subscriber's DS-Lite traffic goes to.
 const REMOTE: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 2);
@@ -106,18 +107,6 @@ enum Ends {
         a_info: SoftwireInfo,
         b_info: SoftwireInfo,
     },
-}
-
-/// A stream whose packets must be fragmented inside the tunnel.
-struct Oversize {
-    id: u16,
-    size: usize,
-    tx_port: usize,
-    packets: u64,
-    capped: bool,
-    template: FrameTemplate,
-    fate: Fate,
-    frames_on_link: Vec<usize>,
 }
 
 /// A session or softwire up between the two ports.
@@ -335,63 +324,6 @@ impl Inside {
         }
     }
 
-    /// Takes out of `streams` those whose packets do not fit the session or tunnel; they are
-    /// sent fragmented by [`finish`](Self::finish). Streams mixing such sizes with others
-    /// (IMIX) are refused: their fragmented part could not be told apart in the counts.
-    pub fn split_oversize(
-        &mut self,
-        streams: Vec<TrialStream>,
-    ) -> Result<Vec<TrialStream>, SessionError> {
-        let mut keep = Vec::new();
-        for s in streams {
-            let max = self.max_datagram(s.tx_port);
-            let big = |t: &FrameTemplate| t.reference_size() - 18 > max;
-            if !s.config.frames.iter().any(big) {
-                keep.push(s);
-                continue;
-            }
-            if s.config.frames.len() > 1 {
-                return Err(SessionError::Usage(format!(
-                    "stream {}: a size mix with packets above the {max} B the {} carries whole; \
-                     give fixed sizes (the big ones are sent fragmented)",
-                    s.config.id,
-                    if self.pppoe { "session" } else { "tunnel" }
-                )));
-            }
-            let t = s.config.frames[0].clone();
-            let size = t.reference_size();
-            let encap = if self.pppoe { "pppoe" } else { "dslite" };
-            // The link that carries the encapsulation: PPPoE's MRU plus its 8 bytes, or the
-            // tunnel MTU.
-            let mtu = if self.pppoe { max + 8 } else { max + 40 };
-            let path = Path::router(
-                wire::units::BitsPerSec(1e9),
-                encap.parse().expect("encap"),
-                mtu,
-            );
-            let rate = path
-                .rate(&FrameSize::Fixed { bytes: size }, false)
-                .map_err(|e| SessionError::Usage(e.to_string()))?;
-            let wan = &rate.links[rate.links.len() - 1];
-            let pps = s.config.rate.pps(s.config.avg_len_with_fcs()).min(1e9);
-            let wanted = match s.config.limit {
-                Limit::Frames(n) => n,
-                Limit::DurationNs(ns) => (pps * ns as f64 / 1e9) as u64,
-            };
-            self.oversize.push(Oversize {
-                id: s.config.id,
-                size,
-                tx_port: s.tx_port,
-                packets: wanted.min(MAX_SLOW),
-                capped: wanted > MAX_SLOW,
-                template: plain_template(&t, size)?,
-                fate: wan.fate.clone(),
-                frames_on_link: wan.frames.clone(),
-            });
-        }
-        Ok(keep)
-    }
-
     /// Sends the oversize streams fragmented, closes the session or softwire, and returns
     /// what the trial's report is printed with: the session and the fragmented streams.
     pub fn finish(self) -> Result<InsideSummary, SessionError> {
@@ -524,52 +456,4 @@ impl Inside {
             fragmented: rows,
         })
     }
-}
-
-/// The plain IPv4 template of the same stream and size (the packet before encapsulation).
-fn plain_template(t: &FrameTemplate, size: usize) -> Result<FrameTemplate, SessionError> {
-    let d = wire::dissect::dissect(t.bytes()).map_err(|e| failed(e.to_string()))?;
-    let sig = wire::signature::Signature::new_checked(&t.bytes()[t.signature_offset()..])
-        .map_err(|e| failed(e.to_string()))?;
-    let mut spec = StreamSpec::new("ipv4".parse().expect("encap"));
-    spec.stream_id = sig.stream_id();
-    spec.src_ip = d.src;
-    spec.dst_ip = d.dst;
-    spec.dst_port = 9;
-    FrameTemplate::new(&spec, size).map_err(|e| failed(e.to_string()))
-}
-
-/// Stream id of a signed IPv4/UDP packet.
-fn signature_id(p: &[u8]) -> Option<u16> {
-    wire::signature::Signature::new_checked(p.get(28..)?)
-        .ok()
-        .map(|s| s.stream_id())
-}
-
-/// Sends `o.packets` stamped packets through `send` (which returns the frames it queued), 25
-/// at a time with a pause, so that the control sockets keep up. (packets, fragments).
-fn send_slow(o: &Oversize, mut send: impl FnMut(&[u8]) -> usize) -> (u64, u64) {
-    let mut frame = o.template.bytes().to_vec();
-    let mut frags = 0u64;
-    for seq in 0..o.packets {
-        o.template.stamp(&mut frame, seq, control::now().0);
-        frags += send(&frame[14..]) as u64;
-        if seq % 25 == 24 {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-    (o.packets, frags)
-}
-
-fn row(o: &Oversize, sent: u64, frags: u64, whole: u64) -> serde_json::Value {
-    let fate = match &o.fate {
-        Fate::Whole => "whole".to_string(),
-        Fate::Fragmented { frames, what } => format!("fragmented into {frames} ({what})"),
-        Fate::Dropped { reason } => format!("dropped: {reason}"),
-    };
-    serde_json::json!({
-        "stream": o.id, "size": o.size, "from": if o.tx_port == 0 { "a" } else { "b" },
-        "fate": fate, "frames_on_link": o.frames_on_link, "packets": sent,
-        "fragments": frags, "reassembled": whole, "capped": o.capped,
-    })
 }
