@@ -25,13 +25,14 @@ use emulate::provision::ProvisionEvent;
 use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
 use engine::control::{self, ControlPort};
 use engine::port::PortSpec;
-use engine::tun::{Direction, SynSeen, Tun};
+use engine::tun::Tun;
 use serde_json::{json, Value};
 use wire::ethernet::MacAddr;
 use wire::units::Nanos;
 
 use crate::plan::{DsliteRole, DsliteSettings, PppAuth, PppoeRole, PppoeSettings};
 use crate::results::SessionDrop;
+use crate::session_json as sj;
 
 /// A DHCPv6 binding change on the AFTR's link as a `sessions.jsonl` line: `lease`, `renew`,
 /// `release` or `expire`, with the client's MAC, IAID and address or prefix.
@@ -120,26 +121,6 @@ impl Internet {
     }
 }
 
-fn syn_json(s: &SynSeen) -> Value {
-    json!({"event": "syn", "direction": match s.direction {
-            Direction::Up => "up",
-            Direction::Down => "down",
-        }, "src": s.src.to_string(), "dst": s.dst.to_string(),
-        "src_port": s.src_port, "dst_port": s.dst_port, "mss": s.mss})
-}
-
-fn tun_json(t: &Tun) -> Value {
-    let st = &t.stats;
-    json!({
-        "device": t.name(),
-        "up_packets": st.up_packets, "up_bytes": st.up_bytes, "up_dropped": st.up_dropped,
-        "down_packets": st.down_packets, "down_bytes": st.down_bytes,
-        "down_dropped": st.down_dropped.iter()
-            .map(|(k, v)| (format!("{k:?}"), Value::from(*v))).collect::<serde_json::Map<_, _>>(),
-        "syns": st.syns,
-    })
-}
-
 /// A PPPoE control plane running on one port.
 pub struct SessionPort {
     /// The port's name in the plan.
@@ -173,32 +154,6 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn ms(n: Nanos) -> f64 {
-    n.0 as f64 / 1e6
-}
-
-fn info_json(i: &SessionInfo) -> Value {
-    let n = &i.negotiated;
-    json!({
-        "session_id": i.session_id,
-        "local_mac": i.local_mac.to_string(),
-        "peer_mac": i.peer_mac.to_string(),
-        "our_mru": n.our_mru,
-        "peer_mru": n.peer_mru,
-        "auth": n.auth.map(|a| format!("{a:?}")),
-        "local_ipv4": n.local_ipv4.map(|a| a.to_string()),
-        "peer_ipv4": n.peer_ipv4.map(|a| a.to_string()),
-    })
-}
-
-fn counter<K: Ord + std::fmt::Debug + Copy>(c: &emulate::util::Counter<K>) -> Value {
-    Value::Object(
-        c.iter()
-            .map(|(k, v)| (format!("{k:?}"), Value::from(v)))
-            .collect(),
-    )
-}
-
 fn server_stats(s: &Server, port: &ControlPort) -> Value {
     let st = &s.stats;
     json!({
@@ -208,12 +163,12 @@ fn server_stats(s: &Server, port: &ControlPort) -> Value {
         "padr_repeated": st.padr_repeated, "padt_rx": st.padt_rx, "padt_tx": st.padt_tx,
         "sessions_started": st.sessions_started, "sessions_up_total": st.sessions_up_total,
         "setup_count": st.setup.count,
-        "setup_min_ms": (st.setup.count > 0).then(|| ms(st.setup.min)),
-        "setup_mean_ms": (st.setup.count > 0).then(|| ms(st.setup.total) / st.setup.count as f64),
-        "setup_max_ms": (st.setup.count > 0).then(|| ms(st.setup.max)),
+        "setup_min_ms": (st.setup.count > 0).then(|| sj::ms(st.setup.min)),
+        "setup_mean_ms": (st.setup.count > 0).then(|| sj::ms(st.setup.total) / st.setup.count as f64),
+        "setup_max_ms": (st.setup.count > 0).then(|| sj::ms(st.setup.max)),
         "retransmits": st.retransmits,
-        "ended": counter(&st.ended),
-        "refused": counter(&st.hostile),
+        "ended": Value::Object(sj::counts(&st.ended)),
+        "refused": Value::Object(sj::counts(&st.hostile)),
         "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
         "tx_failed": port.stats.tx_failed,
     })
@@ -225,10 +180,10 @@ fn client_stats(c: &Client, port: &ControlPort) -> Value {
         "role": "client",
         "padi_tx": st.padi_tx, "pado_rx": st.pado_rx, "padr_tx": st.padr_tx,
         "pads_rx": st.pads_rx, "padt_rx": st.padt_rx, "padt_tx": st.padt_tx,
-        "setup_ms": st.setup.map(ms),
+        "setup_ms": st.setup.map(sj::ms),
         "retransmits": st.retransmits,
-        "ended": counter(&st.ended),
-        "refused": counter(&st.hostile),
+        "ended": Value::Object(sj::counts(&st.ended)),
+        "refused": Value::Object(sj::counts(&st.hostile)),
         "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
         "tx_failed": port.stats.tx_failed,
     })
@@ -319,7 +274,7 @@ fn run_server(
                 cp.step_relay(&mut s, t, Duration::from_millis(20))
                     .map_err(|e| e.to_string())?;
                 for syn in t.take_syns() {
-                    ch.line(syn_json(&syn));
+                    ch.line(sj::syn(&syn));
                 }
             }
             None => cp
@@ -333,10 +288,10 @@ fn run_server(
                 } => {
                     ch.up.store(true, Ordering::SeqCst);
                     let _ = ch.info.send(info);
-                    let mut v = info_json(&info);
+                    let mut v = sj::pppoe_info(&info);
                     v["event"] = "up".into();
                     v["user"] = user.into();
-                    v["setup_ms"] = ms(setup).into();
+                    v["setup_ms"] = sj::ms(setup).into();
                     ch.line(v);
                 }
                 ServerEvent::SessionDown { key, reason } => {
@@ -351,25 +306,9 @@ fn run_server(
             }
         }
     }
-    let keys: Vec<_> = s.sessions().collect();
-    for k in keys {
-        s.close(control::now(), k);
-    }
-    let end = Instant::now() + CLOSE_GRACE;
-    while Instant::now() < end && s.session_count() > 0 {
-        cp.step(&mut s, Duration::from_millis(20))
-            .map_err(|e| e.to_string())?;
-    }
-    // A CPE that did not answer the Terminate-Request still gets its PADT, and the session
-    // is counted as ended (it was left open and uncounted).
-    let keys: Vec<_> = s.sessions().collect();
-    if !keys.is_empty() {
-        for k in keys {
-            s.abort(control::now(), k);
-        }
-        cp.step(&mut s, Duration::from_millis(20))
-            .map_err(|e| e.to_string())?;
-    }
+    // Terminate, and a PADT for a CPE that does not answer: its session is counted as ended.
+    crate::hand::pppoe::close_sessions(&mut cp, &mut s, CLOSE_GRACE, |_| {})
+        .map_err(|e| e.to_string())?;
     for e in s.take_events() {
         if let ServerEvent::SessionDown { key, reason } = e {
             ch.line(json!({"event": "down", "session_id": key.session_id,
@@ -378,7 +317,7 @@ fn run_server(
     }
     let mut v = server_stats(&s, &cp);
     if let Some(t) = &tun {
-        v["tun"] = tun_json(t);
+        v["tun"] = sj::tun(t);
     }
     Ok(v)
 }
@@ -407,9 +346,9 @@ fn run_client(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, S
                 ClientEvent::Up(info) => {
                     ch.up.store(true, Ordering::SeqCst);
                     let _ = ch.info.send(info);
-                    let mut v = info_json(&info);
+                    let mut v = sj::pppoe_info(&info);
                     v["event"] = "up".into();
-                    v["setup_ms"] = c.stats.setup.map(ms).into();
+                    v["setup_ms"] = c.stats.setup.map(sj::ms).into();
                     ch.line(v);
                 }
                 ClientEvent::Down(reason) => {
@@ -614,23 +553,6 @@ enum SoftwireMachine {
     B4(control::Background<B4Port>),
 }
 
-fn tunnel_json(t: &emulate::dslite::TunnelStats) -> Value {
-    json!({
-        "encapsulated": t.encapsulated, "fragmented": t.fragmented,
-        "fragments_tx": t.fragments_tx, "decapsulated": t.decapsulated,
-        "fragments_rx": t.fragments_rx, "reassembled": t.reassembled,
-        "encap_limit_seen": t.encap_limit_seen, "dropped": counter(&t.dropped),
-    })
-}
-
-fn softwire_json(i: &SoftwireInfo) -> Value {
-    json!({
-        "local": i.local.to_string(), "remote": i.remote.to_string(),
-        "local_mac": i.local_mac.to_string(), "peer_mac": i.peer_mac.to_string(),
-        "mtu": i.mtu,
-    })
-}
-
 impl SoftwirePort {
     /// Starts the AFTR or B4 `cfg` on `port` (named `name` in the plan).
     pub fn start(
@@ -667,7 +589,7 @@ impl SoftwirePort {
                             // the CPE's DHCPv6 bindings are events.
                             match e {
                                 AftrEvent::SoftwireUp { info, .. } => {
-                                    let mut v = softwire_json(&info);
+                                    let mut v = sj::softwire(&info);
                                     v["event"] = "up".into();
                                     push(v);
                                 }
@@ -780,7 +702,7 @@ impl SoftwirePort {
                 let (m, ps) = bg.finish().map_err(|e| e.to_string())?;
                 json!({
                     "role": "aftr", "softwires_up": m.stats.softwires_up,
-                    "echo_replies": m.stats.echo_replies, "tunnel": tunnel_json(m.tunnel_stats()),
+                    "echo_replies": m.stats.echo_replies, "tunnel": sj::tunnel(m.tunnel_stats()),
                     "frames_rx": ps.rx, "frames_tx": ps.tx, "tx_failed": ps.tx_failed,
                 })
             }
@@ -789,9 +711,9 @@ impl SoftwirePort {
                 let st = &m.stats;
                 json!({
                     "role": "b4", "probes_tx": st.probes_tx, "probe_replies": st.probe_replies,
-                    "retries": st.retries, "setup_ms": st.setup.map(ms),
-                    "failed": counter(&st.failed),
-                    "tunnel": m.tunnel_stats().map(tunnel_json),
+                    "retries": st.retries, "setup_ms": st.setup.map(sj::ms),
+                    "failed": Value::Object(sj::counts(&st.failed)),
+                    "tunnel": m.tunnel_stats().map(sj::tunnel),
                     "frames_rx": ps.rx, "frames_tx": ps.tx, "tx_failed": ps.tx_failed,
                 })
             }

@@ -16,9 +16,13 @@ pub use bench_model::{files, hooks, iperf3, plan, results, search};
 
 pub mod calibration;
 pub mod executor;
+pub mod hand;
+pub mod inside;
 pub mod isp;
 pub mod mtu_probe;
 pub mod runner;
+pub mod session_json;
 pub mod sessions;
+pub mod streams;
 pub mod testbed;
 pub mod trial;

@@ -28,6 +28,52 @@ pub enum Rate {
 }
 
 impl Rate {
+    /// Parses a rate: `10kpps`, `1.5Mpps` (frames/s); `100M`, `1Gbps` (L1 bit/s, as on the
+    /// wire; `-l1` may be added); `100M-l2` (L2, with FCS); `50%` (of `link_bps`). The one rate
+    /// parser of `wirerate trial`'s flags and stream files.
+    pub fn parse(text: &str, link_bps: f64) -> Result<Rate, String> {
+        let t = text.trim();
+        let lower = t.to_ascii_lowercase();
+        if let Some(p) = lower.strip_suffix('%') {
+            let percent: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("rate '{t}': bad percentage"))?;
+            if !(percent > 0.0 && percent <= 100.0) {
+                return Err(format!("rate '{t}': give a percentage in (0, 100]"));
+            }
+            return Ok(Rate::PercentOfLine { percent, link_bps });
+        }
+        if let Some(p) = lower.strip_suffix("pps") {
+            let (num, mult) = match p.chars().last() {
+                Some('k') => (&p[..p.len() - 1], 1e3),
+                Some('m') => (&p[..p.len() - 1], 1e6),
+                Some('g') => (&p[..p.len() - 1], 1e9),
+                _ => (p, 1.0),
+            };
+            let v: f64 = num
+                .trim()
+                .parse()
+                .map_err(|_| format!("rate '{t}': bad number"))?;
+            if v.is_nan() || v <= 0.0 {
+                return Err(format!("rate '{t}': must be positive"));
+            }
+            return Ok(Rate::Pps(v * mult));
+        }
+        let (bits, l2) = match lower.strip_suffix("-l2") {
+            Some(b) => (b, true),
+            None => (lower.strip_suffix("-l1").unwrap_or(&lower), false),
+        };
+        let bps = wire::linerate::parse_speed(bits)
+            .map_err(|e| format!("rate '{t}': {e}; or use 10kpps, 50%, 100M-l2"))?
+            .0;
+        Ok(if l2 {
+            Rate::L2Bps(bps)
+        } else {
+            Rate::L1Bps(bps)
+        })
+    }
+
     /// Frames per second for frames of `avg_len_with_fcs` bytes on average.
     pub fn pps(&self, avg_len_with_fcs: f64) -> f64 {
         match *self {
@@ -611,6 +657,24 @@ mod tests {
     use wire::signature;
 
     use super::tests_support::signed_frame;
+
+    #[test]
+    fn rates_parse() {
+        assert_eq!(Rate::parse("10kpps", 1e9).unwrap(), Rate::Pps(10_000.0));
+        assert_eq!(Rate::parse("1.5Mpps", 1e9).unwrap(), Rate::Pps(1_500_000.0));
+        assert_eq!(Rate::parse("1G", 1e9).unwrap(), Rate::L1Bps(1e9));
+        assert_eq!(Rate::parse("100M-l2", 1e9).unwrap(), Rate::L2Bps(100e6));
+        assert_eq!(
+            Rate::parse("50%", 1e9).unwrap(),
+            Rate::PercentOfLine {
+                percent: 50.0,
+                link_bps: 1e9
+            }
+        );
+        assert!(Rate::parse("fast", 1e9).is_err());
+        assert!(Rate::parse("0pps", 1e9).is_err());
+        assert!(Rate::parse("150%", 1e9).unwrap_err().contains("(0, 100]"));
+    }
 
     fn udp_verifies(f: &[u8]) -> bool {
         let src: [u8; 4] = f[26..30].try_into().unwrap();

@@ -174,6 +174,27 @@ impl From<crate::Error> for TemplateError {
     }
 }
 
+/// Whether a test frame of `reference_size` bytes (plain, with FCS) can carry `ip` UDP and
+/// the signature: the bounds, and the texts, every front door reports (`wirerate trial`,
+/// `craft`, plans' `frame-size`).
+pub fn check_reference_size(reference_size: usize, ip: IpVersion) -> Result<(), TemplateError> {
+    let min = encap::min_frame_size(ip);
+    if reference_size < min {
+        return Err(TemplateError::TooSmall {
+            size: reference_size,
+            min,
+            ip,
+        });
+    }
+    if reference_size > MAX_FRAME_SIZE {
+        return Err(TemplateError::TooLarge {
+            size: reference_size,
+            max: MAX_FRAME_SIZE,
+        });
+    }
+    Ok(())
+}
+
 /// A built test frame and what `stamp` needs to restamp it.
 #[derive(Debug, Clone)]
 pub struct FrameTemplate {
@@ -199,20 +220,7 @@ impl FrameTemplate {
     /// with FCS (the frame on this stream's link is larger by the encapsulation's overhead).
     pub fn new(spec: &StreamSpec, reference_size: usize) -> Result<FrameTemplate, TemplateError> {
         let e = spec.encap;
-        let min = e.min_frame_size();
-        if reference_size < min {
-            return Err(TemplateError::TooSmall {
-                size: reference_size,
-                min,
-                ip: e.ip,
-            });
-        }
-        if reference_size > MAX_FRAME_SIZE {
-            return Err(TemplateError::TooLarge {
-                size: reference_size,
-                max: MAX_FRAME_SIZE,
-            });
-        }
+        check_reference_size(reference_size, e.ip)?;
         validate(spec)?;
         let ip_len = reference_size - encap::ETHERNET_HEADER - encap::FCS;
         let frame_len =

@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
-use wire::encap::{min_frame_size, EncapSpec, IpVersion};
+use wire::encap::{EncapSpec, IpVersion};
 use wire::units::BitsPerSec;
 
 use super::source::{did_you_mean, PlanErrors, Source};
@@ -129,20 +129,10 @@ const NAT_THROUGHPUT_KEYS: [&str; 8] = [
     "phase-gap",
 ];
 
-/// Parses `500ms`, `2s`, `1.5s`, `2m`, `1h`.
+/// Parses `500ms`, `2s`, `1.5s`, `2m`, `1h` (`wire::units::parse_time`, the parser of
+/// `wirerate trial`'s times too).
 fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.trim().parse().ok()?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    Duration::try_from_secs_f64(secs).ok()
+    wire::units::parse_time(s).ok()
 }
 
 impl<'s> Walker<'s> {
@@ -1691,15 +1681,13 @@ impl<'s> Walker<'s> {
                     "applies to UDP cases only (TCP frame sizes follow from `mss`)",
                 );
             }
+            // The template's own check and text, as `wirerate trial --size` reports it.
             for &v in &ip {
-                let min = min_frame_size(v);
-                if let Some(bad) = fs.iter().find(|&&s| (s as usize) < min) {
-                    let n = if v == IpVersion::V4 { 4 } else { 6 };
-                    self.err(
-                        fv.span(),
-                        &join(path, "frame-size"),
-                        format!("{bad} B is too small for IPv{n} UDP plus the test signature; the smallest that works is {min} B"),
-                    );
+                if let Some(e) = fs
+                    .iter()
+                    .find_map(|&s| wire::template::check_reference_size(s as usize, v).err())
+                {
+                    self.err(fv.span(), &join(path, "frame-size"), e.to_string());
                 }
             }
         }

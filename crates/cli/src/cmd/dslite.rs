@@ -1,26 +1,22 @@
 //! `wirerate dslite aftr|b4`: run the `emulate` DS-Lite AFTR or B4 (with ND and the tunnel
 //! probe of `emulate::softwire`) on a port by hand, parallel to `wirerate pppoe server|client`:
-//! events as they happen, statistics at the end. The socket loop is `engine::control`.
+//! events as they happen, statistics at the end. Their loop is `bench::hand::dslite`.
 
 use std::net::Ipv6Addr;
-use std::time::Instant;
 
+use bench::hand::dslite::{run_b4, serve_aftr, AftrNews, B4News};
+use bench::hand::{self};
+use bench::session_json as sj;
 use emulate::dslite::TunnelStats;
-use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
-use engine::control::{self, ControlPort};
+use emulate::softwire::{AftrConfig, B4Config};
+use engine::control::ControlPort;
 use wire::ethernet::MacAddr;
 
-use super::pppoe::{
-    counts_json, create_tun, emit, open_port, print_syns, print_tun_stats, secs, step_relay,
-    tun_json, Stop,
-};
+use super::hand::{emit, print_syn, print_tun_stats, secs, Stop};
 use super::provision::{self, ProvisionArgs};
 use crate::error::{CliError, CliResult};
 
-/// The AFTR's tunnel endpoint by default (the same as `wirerate craft`'s DS-Lite frames).
-pub const DEFAULT_AFTR: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xd, 0, 0, 0, 0, 1);
-/// The B4's tunnel endpoint by default.
-pub const DEFAULT_B4: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc, 0, 0, 0, 0, 2);
+pub use bench::inside::{DEFAULT_AFTR, DEFAULT_B4};
 
 /// Play the ISP's DS-Lite AFTR or a subscriber's B4 on one interface.
 ///
@@ -138,25 +134,7 @@ fn open(c: &Common) -> CliResult<(ControlPort, MacAddr)> {
             c.mtu
         )));
     }
-    open_port("dslite", &c.dev, c.netns.as_deref())
-}
-
-fn info_json(i: &SoftwireInfo) -> serde_json::Value {
-    serde_json::json!({
-        "local": i.local.to_string(), "remote": i.remote.to_string(),
-        "local_mac": i.local_mac.to_string(), "peer_mac": i.peer_mac.to_string(),
-        "mtu": i.mtu, "max_datagram": i.max_datagram(),
-    })
-}
-
-fn tunnel_json(t: &TunnelStats) -> serde_json::Value {
-    serde_json::json!({
-        "encapsulated": t.encapsulated, "fragmented": t.fragmented,
-        "fragments_tx": t.fragments_tx, "decapsulated": t.decapsulated,
-        "fragments_rx": t.fragments_rx, "reassembled": t.reassembled,
-        "encap_limit_seen": t.encap_limit_seen,
-        "dropped": counts_json(&t.dropped),
-    })
+    Ok(hand::open_port("dslite", &c.dev, c.netns.as_deref())?)
 }
 
 fn tunnel_text(t: &TunnelStats) {
@@ -187,29 +165,21 @@ fn aftr(a: AftrArgs) -> CliResult {
         )));
     }
     let tun_ns = a.tun_netns.as_deref().or(c.netns.as_deref());
-    let mut tun = match &a.tun {
-        Some(name) => {
-            let t = create_tun(name, tun_ns)?;
-            let setup = lab::tun::TunSetup {
-                mtu: 1500,
-                addrs: vec![vec![format!("{}/32", a.tun_addr)]],
-                routes: vec!["192.0.0.0/29".into()],
-            };
-            lab::tun::configure(tun_ns, name, &setup)
-                .map_err(|e| CliError::Failed(format!("configuring --tun {name}: {e}")))?;
-            Some(t)
-        }
+    let tun = match &a.tun {
+        Some(name) => Some(hand::internet_tun(
+            name,
+            tun_ns,
+            1500,
+            a.tun_addr,
+            vec!["192.0.0.0/29".into()],
+        )?),
         None => None,
     };
-    let (mut port, mac) = open(c)?;
+    let (port, mac) = open(c)?;
     let mut cfg = AftrConfig::new(a.addr, mac);
     cfg.tunnel.mtu = c.mtu;
     cfg.answer_echo = !a.no_echo;
     cfg.provision = a.provision.config(mac, c.mtu)?;
-    let mut m = AftrPort::new(cfg);
-    if tun.is_some() {
-        m.enable_ip_relay();
-    }
     let stop = Stop::new(duration);
     if !c.json {
         errln!(
@@ -218,34 +188,29 @@ fn aftr(a: AftrArgs) -> CliResult {
             c.dev
         );
     }
-    while !stop.now() {
-        step_relay(&mut port, &mut m, tun.as_mut())?;
-        print_syns(tun.as_mut(), c.json);
-        for e in m.take_events() {
-            match e {
-                AftrEvent::SoftwireUp { b4, info } => {
-                    let mut v = info_json(&info);
-                    v["event"] = "softwire".into();
-                    emit(
-                        c.json,
-                        v,
-                        format!("softwire  B4 {b4} ({})  MTU {}", info.peer_mac, info.mtu),
-                    );
-                }
-                AftrEvent::Provision(p) => provision::print_event(c.json, &p),
-                AftrEvent::Packet { .. } => {}
-            }
+    let done = serve_aftr(port, cfg, tun, &mut || stop.now(), &mut |n| match n {
+        AftrNews::Softwire { b4, info } => {
+            let mut v = sj::softwire(&info);
+            v["event"] = "softwire".into();
+            emit(
+                c.json,
+                v,
+                format!("softwire  B4 {b4} ({})  MTU {}", info.peer_mac, info.mtu),
+            );
         }
-    }
+        AftrNews::Provision(p) => provision::print_event(c.json, &p),
+        AftrNews::Syn(s) => print_syn(&s, c.json),
+    })?;
+    let (m, port, tun) = (&done.machine, &done.port, &done.tun);
     let st = &m.stats;
     let nd = &m.neighbors().stats;
     if c.json {
         let mut v = serde_json::json!({
             "event": "stats", "softwires": st.softwires_up, "echo_replies": st.echo_replies,
-            "na_tx": nd.na_tx, "tunnel": tunnel_json(m.tunnel_stats()),
+            "na_tx": nd.na_tx, "tunnel": sj::tunnel(m.tunnel_stats()),
             "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
             "frames_unclaimed": port.stats.rx_unclaimed, "tx_failed": port.stats.tx_failed,
-            "tun": tun.as_ref().map(tun_json),
+            "tun": tun.as_ref().map(sj::tun),
         });
         if let Some(p) = m.provisioner() {
             v["provision"] = provision::stats_json(p);
@@ -280,20 +245,15 @@ fn b4(a: B4Args) -> CliResult {
     let c = &a.common;
     let duration = c.duration.map(|d| secs(d, "--duration")).transpose()?;
     let hold = a.hold.map(|d| secs(d, "--hold")).transpose()?;
-    let mut tun = a
+    let tun = a
         .tun
         .as_deref()
-        .map(|name| create_tun(name, c.netns.as_deref()))
+        .map(|name| hand::create_tun(name, c.netns.as_deref()))
         .transpose()?;
-    let (mut port, mac) = open(c)?;
+    let (port, mac) = open(c)?;
     let mut cfg = B4Config::new(a.addr, mac, a.aftr);
     cfg.tunnel.mtu = c.mtu;
     cfg.probe_attempts = a.probes;
-    let (b4_ip, aftr_ip) = (cfg.ipv4, cfg.aftr_ipv4);
-    let mut m = B4Port::new(cfg);
-    if tun.is_some() {
-        m.enable_ip_relay();
-    }
     let stop = Stop::new(duration);
     if !c.json {
         errln!(
@@ -303,74 +263,51 @@ fn b4(a: B4Args) -> CliResult {
             c.dev
         );
     }
-    m.start(control::now());
-    let mut up_at: Option<Instant> = None;
-    let mut failed = None;
-    while failed.is_none()
-        && !stop.now()
-        && hold.is_none_or(|h| up_at.is_none_or(|t| t.elapsed() < h))
-    {
-        step_relay(&mut port, &mut m, tun.as_mut())?;
-        print_syns(tun.as_mut(), c.json);
-        for e in m.take_events() {
-            match e {
-                B4Event::Up(info) => {
-                    up_at = Some(Instant::now());
-                    if let Some(t) = &tun {
-                        // Like a ppp0 for the softwire: the B4's address with the AFTR's as
-                        // peer, the largest IPv4 packet carried whole as MTU, default route.
-                        let setup = lab::tun::TunSetup {
-                            mtu: info.max_datagram() as u32,
-                            addrs: vec![vec![
-                                b4_ip.to_string(),
-                                "peer".into(),
-                                aftr_ip.to_string(),
-                            ]],
-                            routes: vec!["default".into()],
-                        };
-                        lab::tun::configure(c.netns.as_deref(), t.name(), &setup).map_err(|e| {
-                            CliError::Failed(format!("configuring --tun {}: {e}", t.name()))
-                        })?;
-                    }
-                    let setup = m.stats.setup.map_or(0.0, |s| s.0 as f64 / 1e6);
-                    let mut v = info_json(&info);
-                    v["event"] = "up".into();
-                    v["setup_ms"] = setup.into();
-                    emit(
-                        c.json,
-                        v,
-                        format!(
-                            "up    AFTR {} ({})  MTU {} (IPv4 up to {} B whole)  setup {setup:.1} ms",
-                            info.remote,
-                            info.peer_mac,
-                            info.mtu,
-                            info.max_datagram()
-                        ),
-                    );
-                }
-                B4Event::Failed(why) => {
-                    emit(
-                        c.json,
-                        serde_json::json!({"event": "failed", "reason": format!("{why:?}")}),
-                        format!("failed  {why:?}"),
-                    );
-                    failed = Some(why);
-                }
-                B4Event::Packet(_) => {}
-            }
+    let news = &mut |n| match n {
+        B4News::Up { info, setup_ms } => {
+            let mut v = sj::softwire(&info);
+            v["event"] = "up".into();
+            v["setup_ms"] = setup_ms.into();
+            emit(
+                c.json,
+                v,
+                format!(
+                    "up    AFTR {} ({})  MTU {} (IPv4 up to {} B whole)  setup {setup_ms:.1} ms",
+                    info.remote,
+                    info.peer_mac,
+                    info.mtu,
+                    info.max_datagram()
+                ),
+            );
         }
-    }
+        B4News::Failed(why) => emit(
+            c.json,
+            serde_json::json!({"event": "failed", "reason": format!("{why:?}")}),
+            format!("failed  {why:?}"),
+        ),
+        B4News::Syn(s) => print_syn(&s, c.json),
+    };
+    let (done, failed) = run_b4(
+        port,
+        cfg,
+        tun,
+        c.netns.as_deref(),
+        hold,
+        &mut || stop.now(),
+        news,
+    )?;
+    let (m, port, tun) = (&done.machine, &done.port, &done.tun);
     let st = &m.stats;
     let setup_ms = st.setup.map(|s| s.0 as f64 / 1e6);
-    let failures = counts_json(&st.failed);
+    let failures = sj::counts(&st.failed);
     let tunnel = m.tunnel_stats().cloned().unwrap_or_default();
     if c.json {
         let v = serde_json::json!({
             "event": "stats", "setup_ms": setup_ms, "probes_tx": st.probes_tx,
             "probe_replies": st.probe_replies, "retries": st.retries, "failed": failures,
-            "tunnel": tunnel_json(&tunnel),
+            "tunnel": sj::tunnel(&tunnel),
             "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
-            "tun": tun.as_ref().map(tun_json),
+            "tun": tun.as_ref().map(sj::tun),
         });
         outln!("{v}");
     } else {

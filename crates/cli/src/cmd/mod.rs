@@ -6,15 +6,19 @@ pub mod compare;
 pub mod completions;
 pub mod craft;
 pub mod dslite;
+pub mod hand;
 pub mod lab;
 pub mod linerate;
 pub mod plan;
 pub mod pppoe;
+pub mod pppoe_fleet;
+pub mod pppoe_print;
 pub mod provision;
 pub mod report;
 pub mod run;
 pub mod trial;
 pub mod trial_inside;
+pub mod trial_table;
 
 /// A stop flag set by SIGINT/SIGTERM (the lab crate's handler, polled every 20 ms), for the
 /// commands that build something they must take down again (`run`, `calibrate`, `trial`):

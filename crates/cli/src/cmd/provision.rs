@@ -10,8 +10,9 @@ use emulate::provision::{defaults, ProvisionConfig, ProvisionEvent, Provisioner}
 use wire::ethernet::MacAddr;
 use wire::routerdisc::PrefixInfo;
 
-use super::pppoe::{counts_json, emit};
+use super::hand::emit;
 use crate::error::{CliError, CliResult};
+use bench::session_json::counts as counts_json;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProvisionArgs {

@@ -1,39 +1,11 @@
-//! `wirerate trial --inside pppoe|dslite`: the trial's streams ride a PPPoE session or a DS-Lite
-//! softwire that wirerate brings up itself between its two ports — port A plays the ISP side
-//! (our access concentrator / AFTR), port B the subscriber (our PPPoE client / B4) — and keeps
-//! up (echo, ND) in background threads while the trial runs (`engine::control::Background`).
-//!
-//! Sizes whose packet does not fit the session's MRU or the tunnel's MTU are not sent through
-//! the fast path (where they would be silently lost): `wire::linerate` names their fate
-//! (fragmented, and into which frames), and they are sent through the control planes instead,
-//! which fragment them (IPv4 inside PPPoE, the outer IPv6 of DS-Lite) and reassemble them at
-//! the far end. The report lists them as fragmented, with packets sent, fragments and packets
-//! reassembled.
+//! `wirerate trial --inside pppoe|dslite`: the flags, and the printing of what the session
+//! contributed. The session runner (bring-up, the fragmenting path for sizes the session does
+//! not carry whole, statistics) is `bench::inside`.
 
-use std::net::Ipv4Addr;
-use std::time::{Duration, Instant};
-
-use emulate::dslite::{ReassemblyConfig, B4_IPV4};
-use emulate::ipfrag::{self, Ipv4Reassembler};
-use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
-use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
-use emulate::pppoe::SessionInfo;
-use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
-use engine::control::{self, Background};
-use engine::port::PortSpec;
-use engine::stream::Limit;
-use engine::trial::{TrialReport, TrialStream};
-use wire::ethernet::MacAddr;
-use wire::linerate::{Fate, FrameSize, Path};
-use wire::ppp::Protocol;
-use wire::template::{FrameTemplate, StreamSpec};
+use bench::inside::{InsideOptions, InsideSummary, MAX_SLOW};
+use engine::trial::TrialReport;
 
 use crate::error::{CliError, CliResult};
-
-/// The host "behind the ISP" the subscriber's DS-Lite traffic goes to.
-const REMOTE: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 2);
-/// Most packets one oversize stream sends through the (slow) fragmenting path.
-const MAX_SLOW: u64 = 10_000;
 
 /// Options of `wirerate trial` for streams inside a session or tunnel.
 #[derive(Debug, Clone, clap::Args)]
@@ -52,509 +24,64 @@ pub struct InsideArgs {
     pub inside_mtu: usize,
 }
 
-enum Ends {
-    Pppoe {
-        ac: Background<Server>,
-        client: Background<Client>,
-        ac_info: SessionInfo,
-        cl_info: SessionInfo,
-    },
-    Dslite {
-        aftr: Background<AftrPort>,
-        b4: Background<B4Port>,
-        a_info: SoftwireInfo,
-        b_info: SoftwireInfo,
-    },
-}
-
-/// A stream whose packets must be fragmented inside the tunnel.
-struct Oversize {
-    id: u16,
-    size: usize,
-    tx_port: usize,
-    packets: u64,
-    capped: bool,
-    template: FrameTemplate,
-    fate: Fate,
-    frames_on_link: Vec<usize>,
-}
-
-/// A session or softwire up between the two ports.
-pub struct Inside {
-    /// While set, the PPPoE ends throw their data events away (the trial's frames reach the
-    /// control sockets too); cleared for the fragmented streams, whose packets we count.
-    discard: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    pppoe: bool,
-    ends: Ends,
-    setup: Duration,
-    oversize: Vec<Oversize>,
-}
-
-fn failed(m: impl Into<String>) -> CliError {
-    CliError::Failed(m.into())
-}
-
-impl Inside {
-    /// Brings the session or softwire up (None without --inside) and gives the ports the
-    /// addresses it uses, so that the trial's streams can be addressed.
-    pub fn up(args: &InsideArgs, a: &mut PortSpec, b: &mut PortSpec) -> CliResult<Option<Inside>> {
-        let Some(kind) = args.inside.as_deref() else {
-            return Ok(None);
-        };
-        let t0 = Instant::now();
-        let discard = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (d1, d2) = (discard.clone(), discard.clone());
-        let off = |d: &std::sync::atomic::AtomicBool| d.load(std::sync::atomic::Ordering::Relaxed);
-        let err = |e: engine::Error| failed(format!("--inside {kind}: {e}"));
-        let ends = match kind {
-            "pppoe" => {
-                let mru = args.inside_mru;
-                // Checked here, before any port is opened: the server is built on the control
-                // thread, which cannot refuse a configuration.
-                let mut probe = ServerConfig::default();
-                if let Some(m) = mru {
-                    probe.mru = m;
-                }
-                probe
-                    .check()
-                    .map_err(|e| CliError::Usage(format!("--inside-mru: {e}")))?;
-                let ac = Background::start_with(
-                    a.clone(),
-                    move |mac| {
-                        let mut c = ServerConfig {
-                            mac: MacAddr(mac),
-                            ..ServerConfig::default()
-                        };
-                        if let Some(m) = mru {
-                            c.mru = m;
-                        }
-                        Server::new(c)
-                    },
-                    move |s: &mut Server| {
-                        // Set once the session events were read: afterwards only the
-                        // trial's own frames arrive, as data events.
-                        if off(&d1) {
-                            let _ = s.take_events();
-                        }
-                    },
-                )
-                .map_err(err)?;
-                let client = Background::start_with(
-                    b.clone(),
-                    move |mac| {
-                        let mut c = ClientConfig {
-                            mac: MacAddr(mac),
-                            ..ClientConfig::default()
-                        };
-                        if let Some(m) = mru {
-                            c.mru = m;
-                        }
-                        let mut c = Client::new(c);
-                        c.start(control::now());
-                        c
-                    },
-                    move |c: &mut Client| {
-                        if off(&d2) {
-                            let _ = c.take_events();
-                        }
-                    },
-                )
-                .map_err(err)?;
-                let cl_info = client
-                    .wait_for(Duration::from_secs(15), |c| {
-                        c.take_events().into_iter().find_map(|e| match e {
-                            ClientEvent::Up(i) => Some(Ok(i)),
-                            ClientEvent::Down(r) => Some(Err(r)),
-                            _ => None,
-                        })
-                    })
-                    .ok_or_else(|| failed("--inside pppoe: no session within 15 s"))?
-                    .map_err(|r| failed(format!("--inside pppoe: session failed: {r:?}")))?;
-                let key = cl_info.key(false);
-                let ac_info = ac
-                    .with(|s| s.session_info(key))
-                    .ok_or_else(|| failed("--inside pppoe: the AC does not know the session"))?;
-                let (Some(local), Some(gw)) =
-                    (cl_info.negotiated.local_ipv4, cl_info.negotiated.peer_ipv4)
-                else {
-                    return Err(failed("--inside pppoe: IPCP gave no addresses"));
-                };
-                b.ipv4 = Some(local);
-                a.ipv4 = Some(gw);
-                Ends::Pppoe {
-                    ac,
-                    client,
-                    ac_info,
-                    cl_info,
-                }
-            }
-            "dslite" => {
-                let aftr_addr = crate::cmd::dslite::DEFAULT_AFTR;
-                let b4_addr = crate::cmd::dslite::DEFAULT_B4;
-                let mtu = args.inside_mtu;
-                if !(1280..=9000).contains(&mtu) {
-                    return Err(CliError::Usage(format!(
-                        "--inside-mtu {mtu}: give 1280..9000"
-                    )));
-                }
-                let aftr = Background::start(a.clone(), move |mac| {
-                    let mut c = AftrConfig::new(aftr_addr, MacAddr(mac));
-                    c.tunnel.mtu = mtu;
-                    AftrPort::new(c)
-                })
-                .map_err(err)?;
-                let b4 = Background::start(b.clone(), move |mac| {
-                    let mut c = B4Config::new(b4_addr, MacAddr(mac), aftr_addr);
-                    c.tunnel.mtu = mtu;
-                    let mut p = B4Port::new(c);
-                    p.start(control::now());
-                    p
-                })
-                .map_err(err)?;
-                let b_info = b4
-                    .wait_for(Duration::from_secs(15), |p| {
-                        p.take_events().into_iter().find_map(|e| match e {
-                            B4Event::Up(i) => Some(Ok(i)),
-                            B4Event::Failed(r) => Some(Err(r)),
-                            _ => None,
-                        })
-                    })
-                    .ok_or_else(|| failed("--inside dslite: no softwire within 15 s"))?
-                    .map_err(|r| failed(format!("--inside dslite: softwire failed: {r:?}")))?;
-                let a_info = aftr
-                    .with(|p| p.softwire_info(b4_addr))
-                    .ok_or_else(|| failed("--inside dslite: the AFTR did not learn the B4"))?;
-                a.ipv4 = Some(REMOTE);
-                b.ipv4 = Some(B4_IPV4);
-                Ends::Dslite {
-                    aftr,
-                    b4,
-                    a_info,
-                    b_info,
-                }
-            }
-            other => {
-                return Err(CliError::Usage(format!(
-                    "--inside {other}: give pppoe or dslite"
-                )))
-            }
-        };
-        discard.store(true, std::sync::atomic::Ordering::Relaxed);
-        Ok(Some(Inside {
-            discard,
-            pppoe: kind == "pppoe",
-            ends,
-            setup: t0.elapsed(),
-            oversize: Vec::new(),
-        }))
-    }
-
-    /// Points a stream sent from `tx_port` (0 = A, the ISP side) at the session or softwire.
-    pub fn apply(&self, spec: &mut StreamSpec, tx_port: usize) -> Result<(), String> {
-        match &self.ends {
-            Ends::Pppoe {
-                ac_info, cl_info, ..
-            } => {
-                if !spec.encap.pppoe || spec.encap.dslite {
-                    return Err(format!(
-                        "--inside pppoe needs --encap pppoe (or vlan+pppoe), not {}",
-                        spec.encap
-                    ));
-                }
-                if tx_port == 0 { ac_info } else { cl_info }.apply_to(spec);
-            }
-            Ends::Dslite { a_info, b_info, .. } => {
-                if !spec.encap.dslite || spec.encap.pppoe {
-                    return Err(format!(
-                        "--inside dslite needs --encap dslite, not {}",
-                        spec.encap
-                    ));
-                }
-                if tx_port == 0 {
-                    spec.src_ip = REMOTE.into();
-                    spec.dst_ip = B4_IPV4.into();
-                    a_info.apply_to(spec, false);
-                } else {
-                    spec.dst_ip = REMOTE.into();
-                    b_info.apply_to(spec, true);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The largest IP packet the session or tunnel carries whole from `tx_port`.
-    fn max_datagram(&self, tx_port: usize) -> usize {
-        match &self.ends {
-            Ends::Pppoe {
-                ac_info, cl_info, ..
-            } => if tx_port == 0 { ac_info } else { cl_info }.max_datagram(),
-            Ends::Dslite { a_info, b_info, .. } => {
-                if tx_port == 0 { a_info } else { b_info }.max_datagram()
-            }
-        }
-    }
-
-    /// Takes out of `streams` those whose packets do not fit the session or tunnel; they are
-    /// sent fragmented by [`finish`](Self::finish). Streams mixing such sizes with others
-    /// (IMIX) are refused: their fragmented part could not be told apart in the counts.
-    pub fn split_oversize(&mut self, streams: Vec<TrialStream>) -> CliResult<Vec<TrialStream>> {
-        let mut keep = Vec::new();
-        for s in streams {
-            let max = self.max_datagram(s.tx_port);
-            let big = |t: &FrameTemplate| t.reference_size() - 18 > max;
-            if !s.config.frames.iter().any(big) {
-                keep.push(s);
-                continue;
-            }
-            if s.config.frames.len() > 1 {
-                return Err(CliError::Usage(format!(
-                    "stream {}: a size mix with packets above the {max} B the {} carries whole; \
-                     give fixed sizes (the big ones are sent fragmented)",
-                    s.config.id,
-                    if self.pppoe { "session" } else { "tunnel" }
-                )));
-            }
-            let t = s.config.frames[0].clone();
-            let size = t.reference_size();
-            let encap = if self.pppoe { "pppoe" } else { "dslite" };
-            // The link that carries the encapsulation: PPPoE's MRU plus its 8 bytes, or the
-            // tunnel MTU.
-            let mtu = if self.pppoe { max + 8 } else { max + 40 };
-            let path = Path::router(
-                wire::units::BitsPerSec(1e9),
-                encap.parse().expect("encap"),
-                mtu,
-            );
-            let rate = path
-                .rate(&FrameSize::Fixed { bytes: size }, false)
-                .map_err(|e| CliError::Usage(e.to_string()))?;
-            let wan = &rate.links[rate.links.len() - 1];
-            let pps = s.config.rate.pps(s.config.avg_len_with_fcs()).min(1e9);
-            let wanted = match s.config.limit {
-                Limit::Frames(n) => n,
-                Limit::DurationNs(ns) => (pps * ns as f64 / 1e9) as u64,
-            };
-            self.oversize.push(Oversize {
-                id: s.config.id,
-                size,
-                tx_port: s.tx_port,
-                packets: wanted.min(MAX_SLOW),
-                capped: wanted > MAX_SLOW,
-                template: plain_template(&t, size)?,
-                fate: wan.fate.clone(),
-                frames_on_link: wan.frames.clone(),
-            });
-        }
-        Ok(keep)
-    }
-
-    /// Sends the oversize streams fragmented, closes the session, and prints the trial's
-    /// report with the session and the fragmented streams.
-    pub fn finish(self, r: Option<&TrialReport>, json: bool, print: fn(&TrialReport)) -> CliResult {
-        let mut rows = Vec::new();
-        let summary = match self.ends {
-            Ends::Pppoe {
-                ac,
-                client,
-                ac_info,
-                cl_info,
-            } => {
-                self.discard
-                    .store(false, std::sync::atomic::Ordering::Relaxed);
-                let _ = ac.with(|s| s.take_events());
-                let _ = client.with(|c| c.take_events());
-                let key = cl_info.key(false);
-                for o in &self.oversize {
-                    let mtu = if o.tx_port == 0 { ac_info } else { cl_info }.max_datagram();
-                    let (sent, frags) = send_slow(o, |p| {
-                        let Some(fr) = ipfrag::fragment(p, mtu) else {
-                            return 0;
-                        };
-                        let now = control::now();
-                        for f in &fr {
-                            if o.tx_port == 0 {
-                                ac.with(|s| s.send(now, key, Protocol::IPV4, f));
-                            } else {
-                                client.with(|c| c.send(now, Protocol::IPV4, f));
-                            }
-                        }
-                        fr.len()
-                    });
-                    std::thread::sleep(Duration::from_millis(300));
-                    let mut re = Ipv4Reassembler::new(ReassemblyConfig::default());
-                    let packets: Vec<Vec<u8>> = if o.tx_port == 0 {
-                        client
-                            .with(|c| c.take_events())
-                            .into_iter()
-                            .filter_map(|e| match e {
-                                ClientEvent::Data { payload, .. } => Some(payload),
-                                _ => None,
-                            })
-                            .collect()
-                    } else {
-                        ac.with(|s| s.take_events())
-                            .into_iter()
-                            .filter_map(|e| match e {
-                                ServerEvent::Data { payload, .. } => Some(payload),
-                                _ => None,
-                            })
-                            .collect()
-                    };
-                    let whole = packets
-                        .iter()
-                        .filter_map(|p| re.push(control::now(), p).ok().flatten())
-                        .filter(|p| signature_id(p) == Some(o.id))
-                        .count() as u64;
-                    rows.push(row(o, sent, frags, whole));
-                }
-                client.with(|c| c.close(control::now()));
-                std::thread::sleep(Duration::from_millis(300));
-                let (srv, _) = ac.finish().map_err(|e| failed(e.to_string()))?;
-                let (cl, _) = client.finish().map_err(|e| failed(e.to_string()))?;
-                serde_json::json!({
-                    "kind": "pppoe", "session_id": cl_info.session_id,
-                    "setup_ms": self.setup.as_secs_f64() * 1e3,
-                    "client_setup_ms": cl.stats.setup.map(|s| s.0 as f64 / 1e6),
-                    "max_datagram_a_to_b": ac_info.max_datagram(),
-                    "max_datagram_b_to_a": cl_info.max_datagram(),
-                    "subscriber": cl_info.negotiated.local_ipv4.map(|a| a.to_string()),
-                    "retransmits": cl.stats.retransmits + srv.stats.retransmits,
-                    "ended": srv.stats.ended.iter().map(|(k, v)| (format!("{k:?}"), v.into()))
-                        .collect::<serde_json::Map<_, _>>(),
-                })
-            }
-            Ends::Dslite {
-                aftr,
-                b4,
-                a_info,
-                b_info,
-            } => {
-                let _ = aftr.with(|p| p.take_events());
-                let _ = b4.with(|p| p.take_events());
-                for o in &self.oversize {
-                    let (sent, frags) = send_slow(o, |p| {
-                        let n = if o.tx_port == 0 {
-                            aftr.with(|a| a.encapsulate(b_info.local, p))
-                        } else {
-                            b4.with(|b| b.encapsulate(p))
-                        };
-                        n.unwrap_or(0)
-                    });
-                    std::thread::sleep(Duration::from_millis(300));
-                    let packets: Vec<Vec<u8>> = if o.tx_port == 0 {
-                        b4.with(|p| p.take_events())
-                            .into_iter()
-                            .filter_map(|e| match e {
-                                B4Event::Packet(p) => Some(p),
-                                _ => None,
-                            })
-                            .collect()
-                    } else {
-                        aftr.with(|p| p.take_events())
-                            .into_iter()
-                            .filter_map(|e| match e {
-                                AftrEvent::Packet { packet, .. } => Some(packet),
-                                _ => None,
-                            })
-                            .collect()
-                    };
-                    let whole = packets
-                        .iter()
-                        .filter(|p| signature_id(p) == Some(o.id))
-                        .count() as u64;
-                    rows.push(row(o, sent, frags, whole));
-                }
-                let (_, _) = aftr.finish().map_err(|e| failed(e.to_string()))?;
-                let (bp, _) = b4.finish().map_err(|e| failed(e.to_string()))?;
-                serde_json::json!({
-                    "kind": "dslite", "aftr": a_info.local.to_string(),
-                    "b4": b_info.local.to_string(), "mtu": b_info.mtu,
-                    "setup_ms": self.setup.as_secs_f64() * 1e3,
-                    "b4_setup_ms": bp.stats.setup.map(|s| s.0 as f64 / 1e6),
-                    "retries": bp.stats.retries,
-                })
-            }
-        };
-        if json {
-            let v = serde_json::json!({"trial": r, "inside": summary, "fragmented": rows});
-            outln!(
-                "{}",
-                serde_json::to_string_pretty(&v).map_err(|e| failed(e.to_string()))?
-            );
-            return Ok(());
-        }
-        if let Some(r) = r {
-            print(r);
-        }
-        outln!("\ninside: {summary}");
-        for v in &rows {
-            outln!(
-                "  stream {} ({} B, port {}): {} — {} B frames per packet; sent {} packets as {} \
-                 fragments, {} reassembled at the far end{}",
-                v["stream"],
-                v["size"],
-                v["from"].as_str().unwrap_or("?"),
-                v["fate"].as_str().unwrap_or("?"),
-                v["frames_on_link"],
-                v["packets"],
-                v["fragments"],
-                v["reassembled"],
-                if v["capped"] == true {
-                    format!(" (capped at {MAX_SLOW}: the fragmenting path is not a rate test)")
-                } else {
-                    String::new()
-                }
-            );
-        }
-        Ok(())
+impl InsideArgs {
+    /// The session runner's options.
+    pub fn options(&self) -> CliResult<InsideOptions> {
+        Ok(InsideOptions {
+            kind: self
+                .inside
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(CliError::Usage)?,
+            mru: self.inside_mru,
+            mtu: self.inside_mtu,
+        })
     }
 }
 
-/// The plain IPv4 template of the same stream and size (the packet before encapsulation).
-fn plain_template(t: &FrameTemplate, size: usize) -> CliResult<FrameTemplate> {
-    let d = wire::dissect::dissect(t.bytes()).map_err(|e| failed(e.to_string()))?;
-    let sig = wire::signature::Signature::new_checked(&t.bytes()[t.signature_offset()..])
-        .map_err(|e| failed(e.to_string()))?;
-    let mut spec = StreamSpec::new("ipv4".parse().expect("encap"));
-    spec.stream_id = sig.stream_id();
-    spec.src_ip = d.src;
-    spec.dst_ip = d.dst;
-    spec.dst_port = 9;
-    FrameTemplate::new(&spec, size).map_err(|e| failed(e.to_string()))
-}
-
-/// Stream id of a signed IPv4/UDP packet.
-fn signature_id(p: &[u8]) -> Option<u16> {
-    wire::signature::Signature::new_checked(p.get(28..)?)
-        .ok()
-        .map(|s| s.stream_id())
-}
-
-/// Sends `o.packets` stamped packets through `send` (which returns the frames it queued), 25
-/// at a time with a pause, so that the control sockets keep up. (packets, fragments).
-fn send_slow(o: &Oversize, mut send: impl FnMut(&[u8]) -> usize) -> (u64, u64) {
-    let mut frame = o.template.bytes().to_vec();
-    let mut frags = 0u64;
-    for seq in 0..o.packets {
-        o.template.stamp(&mut frame, seq, control::now().0);
-        frags += send(&frame[14..]) as u64;
-        if seq % 25 == 24 {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+/// Prints the trial's report (if the fast path ran) with the session and the fragmented
+/// streams: one JSON object, or the table followed by the session and one line per stream.
+pub fn print(
+    s: &InsideSummary,
+    r: Option<&TrialReport>,
+    json: bool,
+    table: fn(&TrialReport),
+) -> CliResult {
+    let InsideSummary {
+        inside: summary,
+        fragmented: rows,
+    } = s;
+    if json {
+        let v = serde_json::json!({"trial": r, "inside": summary, "fragmented": rows});
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| CliError::Failed(e.to_string()))?
+        );
+        return Ok(());
     }
-    (o.packets, frags)
-}
-
-fn row(o: &Oversize, sent: u64, frags: u64, whole: u64) -> serde_json::Value {
-    let fate = match &o.fate {
-        Fate::Whole => "whole".to_string(),
-        Fate::Fragmented { frames, what } => format!("fragmented into {frames} ({what})"),
-        Fate::Dropped { reason } => format!("dropped: {reason}"),
-    };
-    serde_json::json!({
-        "stream": o.id, "size": o.size, "from": if o.tx_port == 0 { "a" } else { "b" },
-        "fate": fate, "frames_on_link": o.frames_on_link, "packets": sent,
-        "fragments": frags, "reassembled": whole, "capped": o.capped,
-    })
+    if let Some(r) = r {
+        table(r);
+    }
+    outln!("\ninside: {summary}");
+    for v in rows {
+        outln!(
+            "  stream {} ({} B, port {}): {} — {} B frames per packet; sent {} packets as {} \
+             fragments, {} reassembled at the far end{}",
+            v["stream"],
+            v["size"],
+            v["from"].as_str().unwrap_or("?"),
+            v["fate"].as_str().unwrap_or("?"),
+            v["frames_on_link"],
+            v["packets"],
+            v["fragments"],
+            v["reassembled"],
+            if v["capped"] == true {
+                format!(" (capped at {MAX_SLOW}: the fragmenting path is not a rate test)")
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(())
 }

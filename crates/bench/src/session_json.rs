@@ -1,0 +1,92 @@
+//! The JSON views of a session's facts, one each: a PPPoE session's negotiated terms, a DS-Lite
+//! softwire, a tunnel's and a TUN hand-off's counts, a client SYN, a counter by reason. The
+//! session lines of a run (`sessions.jsonl`) and the hand-run `wirerate pppoe|dslite` and
+//! `trial --inside` commands print the same fields under the same names because they all come
+//! from here.
+
+use emulate::dslite::TunnelStats;
+use emulate::pppoe::SessionInfo;
+use emulate::softwire::SoftwireInfo;
+use engine::tun::{Direction, SynSeen, Tun};
+use serde_json::{json, Map, Value};
+use wire::units::Nanos;
+
+/// Milliseconds of a duration in nanoseconds (setup times).
+pub fn ms(n: Nanos) -> f64 {
+    n.0 as f64 / 1e6
+}
+
+/// A counter by reason as a JSON object (`{"Reason": n, …}`).
+pub fn counts<K: Ord + Copy + std::fmt::Debug>(
+    c: &emulate::util::Counter<K>,
+) -> Map<String, Value> {
+    c.iter()
+        .map(|(k, v)| (format!("{k:?}"), Value::from(v)))
+        .collect()
+}
+
+/// A PPPoE session: its id, both MACs, the negotiated MRUs, authentication, IPCP addresses
+/// and DNS servers.
+pub fn pppoe_info(i: &SessionInfo) -> Value {
+    let n = &i.negotiated;
+    json!({
+        "session_id": i.session_id,
+        "local_mac": i.local_mac.to_string(),
+        "peer_mac": i.peer_mac.to_string(),
+        "our_mru": n.our_mru,
+        "peer_mru": n.peer_mru,
+        "auth": n.auth.map(|a| format!("{a:?}")),
+        "local_ipv4": n.local_ipv4.map(|a| a.to_string()),
+        "peer_ipv4": n.peer_ipv4.map(|a| a.to_string()),
+        "dns": n.dns.iter().flatten().map(|a| a.to_string()).collect::<Vec<_>>(),
+    })
+}
+
+/// A DS-Lite softwire: both tunnel endpoints and MACs, the tunnel MTU and the largest IPv4
+/// packet it carries whole.
+pub fn softwire(i: &SoftwireInfo) -> Value {
+    json!({
+        "local": i.local.to_string(), "remote": i.remote.to_string(),
+        "local_mac": i.local_mac.to_string(), "peer_mac": i.peer_mac.to_string(),
+        "mtu": i.mtu, "max_datagram": i.max_datagram(),
+    })
+}
+
+/// A DS-Lite tunnel's counts: encapsulated and fragmented, decapsulated and reassembled,
+/// dropped by reason.
+pub fn tunnel(t: &TunnelStats) -> Value {
+    json!({
+        "encapsulated": t.encapsulated, "fragmented": t.fragmented,
+        "fragments_tx": t.fragments_tx, "decapsulated": t.decapsulated,
+        "fragments_rx": t.fragments_rx, "reassembled": t.reassembled,
+        "encap_limit_seen": t.encap_limit_seen, "dropped": counts(&t.dropped),
+    })
+}
+
+/// A TUN hand-off's counts (to the kernel, from the kernel, not sent by reason, SYNs seen).
+pub fn tun(t: &Tun) -> Value {
+    let st = &t.stats;
+    json!({
+        "device": t.name(),
+        "up_packets": st.up_packets, "up_bytes": st.up_bytes, "up_dropped": st.up_dropped,
+        "down_packets": st.down_packets, "down_bytes": st.down_bytes,
+        "down_dropped": st.down_dropped.iter()
+            .map(|(k, v)| (format!("{k:?}"), Value::from(*v))).collect::<Map<_, _>>(),
+        "syns": st.syns,
+    })
+}
+
+/// `up` or `down`: which way a SYN crossed the TUN hand-off.
+pub fn direction(d: Direction) -> &'static str {
+    match d {
+        Direction::Up => "up",
+        Direction::Down => "down",
+    }
+}
+
+/// A client SYN that crossed the TUN hand-off, with its MSS option (`syn` lines).
+pub fn syn(s: &SynSeen) -> Value {
+    json!({"event": "syn", "direction": direction(s.direction),
+        "src": s.src.to_string(), "dst": s.dst.to_string(),
+        "src_port": s.src_port, "dst_port": s.dst_port, "mss": s.mss})
+}

@@ -1,0 +1,200 @@
+//! `wirerate bench`'s tables: the tester's rates next to the reference sender's, and the
+//! receive count against what was put on the wire.
+
+use engine::bench::{RxBenchReport, TxBenchConfig, TxBenchReport, VsXdpTrafficgenReport};
+
+use super::{RxArgs, TxArgs};
+
+/// Against xdp-trafficgen: both senders' rates from one counter, per round, the ratio.
+pub(super) fn tx_against(a: &TxArgs, cfg: &TxBenchConfig, r: &VsXdpTrafficgenReport) {
+    let rounds = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.0}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if a.tx_threads > 1 {
+        outln!(
+            "{} sender threads each, on CPUs {}..={}",
+            a.tx_threads,
+            a.cpu,
+            a.cpu + a.tx_threads - 1
+        );
+    }
+    outln!(
+        "bench tx against {}: CPU {}, {} alternating rounds of {:.1} s per sender; the peer drops every frame with XDP for both; both rates from one counter, the sending veth's tx_packets (= frames the peer's XDP program received), medians; load {} → {}",
+        r.tool, a.cpu, cfg.rounds, a.duration, r.load_before, r.load_after
+    );
+    outln!(
+        "  wirerate ({:<8}, signed, {:.0} B + FCS) {:>9.0} frames/s   rounds: {}",
+        cfg.backend.name(),
+        r.wirerate_frame_len,
+        r.wirerate_pps,
+        rounds(&r.wirerate_rounds)
+    );
+    outln!(
+        "  xdp-trafficgen (static, {:.0} B + FCS) {:>9.0} frames/s   rounds: {}",
+        r.tool_frame_len,
+        r.tool_pps,
+        rounds(&r.tool_rounds)
+    );
+    outln!(
+        "  ratio (wirerate / xdp-trafficgen) {:.2}x (target ≥ 1.0)",
+        r.ratio
+    );
+    if let Some(c) = &r.cpu {
+        outln!(
+            "  per CPU-second of each sender's own threads (schedstat; they ran {:.0} % and {:.0} % of the window): wirerate {:.0}, xdp-trafficgen {:.0} frames/CPU-s, ratio {:.2}x",
+            100.0 * c.wirerate_share,
+            100.0 * c.tool_share,
+            c.wirerate_pps_per_cpu,
+            c.tool_pps_per_cpu,
+            c.ratio
+        );
+    }
+    if let Some(ns) = r.wirerate_prog_ns {
+        outln!(
+            "  wr_tx ran {ns:.1} ns per frame (kernel BPF statistics are on: every program run, both senders' and the peer's, pays two clock reads, so these rates are lower than with them off)"
+        );
+    }
+}
+
+/// Against trafgen: our backend(s) and trafgen per round, the ratio to the issue's target.
+pub(super) fn tx(a: &TxArgs, cfg: &TxBenchConfig, r: &TxBenchReport) {
+    outln!(
+        "bench tx: {}-byte frames, CPU {}, {} alternating rounds of {:.1} s per sender (veth tx_packets; medians)",
+        a.size, a.cpu, cfg.rounds, a.duration
+    );
+    let rounds = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.0}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    outln!(
+        "  wirerate ({:<8}, signed) {:>9.0} frames/s   rounds: {}",
+        cfg.backend.name(),
+        r.wirerate_pps,
+        rounds(&r.wirerate_rounds)
+    );
+    outln!(
+        "    own count: {} frames accepted in all rounds; {:.0} frames/s, mean batch {:.1}",
+        r.wirerate_sent,
+        r.wirerate_own_pps,
+        r.wirerate_mean_batch
+    );
+    if let Some((b, p, v)) = &r.other_backend {
+        outln!(
+            "  wirerate ({:<8}, signed) {:>9.0} frames/s   rounds: {}",
+            b.name(),
+            p,
+            rounds(v)
+        );
+    }
+    if r.trafgen_aborts > 0 {
+        outln!(
+            "  trafgen aborted {} window(s) on back-pressure (retried)",
+            r.trafgen_aborts
+        );
+    }
+    match &r.trafgen_error {
+        None => {
+            outln!(
+                "  trafgen (static frame)       {:>9.0} frames/s   rounds: {}",
+                r.trafgen_pps,
+                rounds(&r.trafgen_rounds)
+            );
+            outln!(
+                "  ratio ({:<8} / trafgen)  {:>9.2}x (target ≥ {})",
+                cfg.backend.name(),
+                r.ratio,
+                // Issue 4's target for AF_PACKET, issue 8's for XDP.
+                if cfg.backend == engine::bench::TxBenchBackend::Xdp {
+                    "6x"
+                } else {
+                    "1.10x"
+                }
+            );
+        }
+        Some(e) => outln!("  trafgen: no figure: {e}"),
+    }
+    if let Some((p, v)) = &r.trafgen_nft {
+        outln!(
+            "  trafgen, peer dropping at nftables without NAPI (its best case here) {p:.0} frames/s   rounds: {}",
+            rounds(v)
+        );
+        if *p > 0.0 {
+            outln!("  ratio (xdp / that trafgen) {:.2}x", r.wirerate_pps / p);
+        }
+    }
+}
+
+/// The receive count: sent, refused, counted, foreign, drops, exact or not.
+pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
+    let (src, rcv) = match (a.source, a.backend) {
+        (engine::bench::RxSource::Trafgen, _) => ("trafgen", "trafgen -n"),
+        (engine::bench::RxSource::Xdp, _) => ("XDP sender", "XDP sender, N ="),
+    };
+    let backend = match a.backend {
+        engine::bench::RxBackend::AfPacket => "AF_PACKET RX ring",
+        engine::bench::RxBackend::Xdp => "XDP receiver",
+    };
+    outln!(
+        "bench rx: {rcv} {} ({}-byte frames) into the {backend}",
+        a.frames,
+        a.size
+    );
+    outln!("  {:<26}{:>10}", format!("{src} put on the wire"), r.sent);
+    outln!(
+        "  refused by the veth       {:>10}   (N − put on the wire; never sent)",
+        r.refused
+    );
+    outln!("  wirerate counted          {:>10}", r.counted);
+    if a.source == engine::bench::RxSource::Xdp {
+        outln!(
+            "    distinct / duplicates   {:>10} / {}",
+            r.received,
+            r.duplicates
+        );
+    }
+    outln!("  foreign frames            {:>10}", r.foreign);
+    if a.backend == engine::bench::RxBackend::AfPacket {
+        outln!("  RX ring drops             {:>10}", r.ring_drops);
+    }
+    outln!("  peer backlog drops        {:>10}", r.peer_rx_dropped);
+    if a.backend == engine::bench::RxBackend::Xdp {
+        outln!("  sender veth tx_dropped    {:>10}", r.tx_dropped);
+        if let Some(pps) = r.source_pps {
+            outln!("  XDP sender achieved       {:>10.0} frames/s", pps);
+        }
+        if let Some(n) = &r.napi {
+            outln!("  receive poll              {n}");
+        }
+        if let Some(m) = r.xdp_mode {
+            outln!("  XDP mode                  {:>10}", format!("{m:?}"));
+        }
+        if let Some(n) = &r.xdp_note {
+            outln!("  note: {n}");
+        }
+        match r.xdp_ns_per_frame {
+            Some(ns) => outln!("  XDP program per frame     {:>10.1} ns", ns),
+            None => outln!(
+                "  XDP program per frame            n/a (sysctl kernel.bpf_stats_enabled=1 to measure)"
+            ),
+        }
+    }
+    outln!("  {:.3} s, {:.0} frames/s", r.seconds, r.rx_pps);
+    let once = if a.source == engine::bench::RxSource::Xdp {
+        "every sequence number put on the wire counted once, no duplicates"
+    } else {
+        "every frame put on the wire counted"
+    };
+    outln!(
+        "  counted once: {}   ({once})",
+        if r.counted_once { "yes" } else { "NO" }
+    );
+    outln!(
+        "  {}   (exact: counted once, and the veth refused none of the N frames)",
+        if r.exact { "EXACT" } else { "NOT EXACT" }
+    );
+}
