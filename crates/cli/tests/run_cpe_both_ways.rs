@@ -589,12 +589,27 @@ methodologies = ["forwarding-rate"]
     });
     std::thread::sleep(Duration::from_millis(500));
     let first = dial(&c, &PPPOE);
-    // The first trial is written; the second (4 s) starts a settle (100 ms) and 20 learning
-    // frames later: hang up 1.5 s after, well inside it even on a loaded machine.
+    // Hang up inside the second trial (4 s): once the first is written and the second's frames
+    // flow through the gateway's WAN TUN (2,000 more packets, about 0.15 s of both directions
+    // at 7,440 frames/s each; the 20 learning frames do not count), however long a loaded
+    // machine takes between the trials. A fixed sleep after the first trial was written hung
+    // up before the second had started when the machine was busy.
     wait_until("the first trial", Duration::from_secs(60), || {
         out.join("trials.jsonl").exists() && !trials(&out).is_empty()
     });
-    std::thread::sleep(Duration::from_millis(1500));
+    let tun_packets = || -> u64 {
+        sh(
+            &c.gw,
+            "cat /sys/class/net/h9cwan/statistics/tx_packets /sys/class/net/h9cwan/statistics/rx_packets",
+        )
+        .split_whitespace()
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
+    };
+    let before = tun_packets();
+    wait_until("the second trial's frames", Duration::from_secs(30), || {
+        tun_packets() >= before + 2_000
+    });
     first.signal("-TERM");
     std::thread::sleep(Duration::from_millis(1000));
     let _second = dial(&c, &PPPOE);
