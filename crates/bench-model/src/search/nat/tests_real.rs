@@ -450,3 +450,41 @@ proptest! {
         }
     }
 }
+
+/// Session 10, run 3: the firewall's full table was "not established" at the plan's
+/// preliminary rate on a loaded DUT. A trial that misses connections is measured again with
+/// them set up at half the rate, and the rest of that N keeps the slower rate, so the full
+/// table's throughput is still measured; the next N starts at the plan's rate again.
+#[test]
+fn a_table_the_dut_cannot_set_up_at_the_plans_rate_is_set_up_at_half_of_it() {
+    let mut dut = SimStatefulDut::new(10_000, 3_000.0, TablePolicy::DropNew);
+    dut.forward_pps = 50_000.0;
+    let mut s =
+        NatThroughputSearch::new(throughput_cfg(&[10_000, 1000], 1000.0, 100_000.0, 0.05)).unwrap();
+    let mut rates = Vec::new();
+    let r = drive_conn(&mut s, |t| {
+        rates.push((t.connections, t.rate.0));
+        dut.trial_real(t)
+    });
+    let p = points(&r);
+    assert!(p[0].established, "{p:?}");
+    let (lo, hi) = (p[0].lower.unwrap(), p[0].upper.unwrap());
+    let truth = dut.forward_limit(10_000);
+    assert!(lo <= truth && truth < hi, "{lo} {truth} {hi}");
+    assert_eq!(rates[0], (10_000, 5000.0));
+    assert!(rates[1..]
+        .iter()
+        .filter(|(n, _)| *n == 10_000)
+        .all(|&(_, r)| r == 2500.0));
+    // The next N (1,000 connections: a burst the one-token bucket still refuses at 5,000/s)
+    // starts at the plan's rate again.
+    let first_1000 = rates.iter().find(|(n, _)| *n == 1000).unwrap();
+    assert_eq!(first_1000.1, 5000.0);
+    // A DUT that cannot set them up even at a quarter of the rate: not established.
+    let dut = SimStatefulDut::new(10_000, 1_000.0, TablePolicy::DropNew);
+    let mut s =
+        NatThroughputSearch::new(throughput_cfg(&[10_000], 1000.0, 100_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial_real(t));
+    assert_eq!(r.trials, 1 + ESTABLISH_RETRIES);
+    assert!(!points(&r)[0].established);
+}
