@@ -699,7 +699,7 @@ fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
                 .map_err(|e| failed(format!("profile {}: connection table: {e}", profile.name)))?;
             if let Some(n) = profile.table_size {
                 ctx.note(format!(
-                    "profile {}: connection table capped at {n} (ct count over {n})",
+                    "profile {}: connection table capped at {n} (a set of {n} connections, lab::conntrack)",
                     profile.name
                 ));
             }
@@ -993,7 +993,7 @@ fn run_methodology(
             break;
         }
         next = search.next(Some(&outcome));
-        if next.is_some() && !nap(plan.run.settle, ctx.opts.stop) {
+        if next.is_some() && !nap(plan.settle_after(m), ctx.opts.stop) {
             return Err(RunError::Interrupted);
         }
     }
@@ -1135,7 +1135,7 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
                 case.id,
                 m.name(),
             ));
-            if !nap(plan.run.settle, ctx.opts.stop) {
+            if !nap(plan.settle_after(m), ctx.opts.stop) {
                 return Err(RunError::Interrupted);
             }
             continue;
