@@ -721,8 +721,8 @@ impl TableCapacityConfig {
 ///
 /// Two refinements keep the search short and its answer exact on a busy DUT:
 /// - **Hints.** A failing trial at N in which k connections still validated (0 < k < N) says
-///   the table held k then: k is tried next (if inside the bracket), and if it passes, k +
-///   `resolution` right after — for a table that drops new connections or evicts the oldest,
+///   the table held k then: k is tried next (if inside the bracket; k + `resolution` if k
+///   already passed), and if it passes, k + `resolution` right after — for a table that drops new connections or evicts the oldest,
 ///   that closes the bracket in two trials instead of log2(N) (6,000 of a table of 6,000 in 7
 ///   trials instead of 16). At most [`MAX_HINTS`] hints are followed; a hint is only a choice
 ///   of the next N, the bracket still moves only on trials, so a wrong hint costs a trial,
@@ -818,8 +818,14 @@ impl TableCapacitySearch {
         if let Some(p) = self.probe.take().filter(|&p| self.inside(p)) {
             return Some(p);
         }
-        if let Some(h) = self.hint.take().filter(|&h| self.inside(h)) {
-            if self.hints_used < MAX_HINTS {
+        if let Some(h) = self.hint.take().filter(|_| self.hints_used < MAX_HINTS) {
+            // A size that already passed: the one above it settles the bracket.
+            let above = h.saturating_add(self.cfg.resolution);
+            if self.lower == Some(h) && self.inside(above) {
+                self.hints_used += 1;
+                return Some(above);
+            }
+            if self.inside(h) {
                 self.hints_used += 1;
                 self.hinted = true;
                 return Some(h);
@@ -883,7 +889,8 @@ impl ConnSearch for TableCapacitySearch {
                 } else if self.upper.is_none_or(|u| n < u) && self.lower.is_none_or(|l| n > l) {
                     self.upper = Some(n);
                     self.past = Some(o.past_capacity());
-                    // The table held this many in the failing trial: most likely its size.
+                    // The table held this many in the failing trial: most likely its size
+                    // (if it passed already, the size just above it is the one to try).
                     self.hint = Some(o.validation_received).filter(|&k| k > 0 && k < n);
                 }
             }

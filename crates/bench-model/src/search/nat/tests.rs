@@ -730,3 +730,24 @@ proptest! {
         }
     }
 }
+
+/// The doubling lands exactly on the table's size (start 1,250, table 10,000): the failing
+/// trial's hint names a size that already passed, so the one above it is tried next and the
+/// search ends there instead of bisecting 10,000…20,000.
+#[test]
+fn a_hint_that_already_passed_tries_the_size_above_it() {
+    let dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    let cfg = TableCapacityConfig {
+        start: 1250,
+        ..capacity_cfg(20_000, 2500.0)
+    };
+    let mut s = TableCapacitySearch::new(cfg).unwrap();
+    let mut asked = Vec::new();
+    let r = drive_conn(&mut s, |t| {
+        asked.push(t.connections);
+        dut.trial(t)
+    });
+    let (lo, hi, _) = capacity_bracket(&r);
+    assert_eq!((lo, hi), (Some(10_000), Some(10_001)));
+    assert_eq!(asked, [1250, 2500, 5000, 10_000, 20_000, 10_001]);
+}

@@ -488,3 +488,58 @@ fn a_table_the_dut_cannot_set_up_at_the_plans_rate_is_set_up_at_half_of_it() {
     assert_eq!(r.trials, 1 + ESTABLISH_RETRIES);
     assert!(!points(&r)[0].established);
 }
+
+/// The DUT's limit moves little with N: an N after the first starts at the previous N's first
+/// failing rate, so it needs fewer trials, and its bracket is still made of its own trials and
+/// holds its truth. When that first rate passes (a limit that rises with N), the top of the
+/// range is tried next, as for a fresh N.
+#[test]
+fn an_n_after_the_first_starts_at_the_previous_ns_first_failing_rate() {
+    let mut dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 30_000.0;
+    dut.forward_slowdown = 0.0;
+    let mut s =
+        NatThroughputSearch::new(throughput_cfg(&[1, 1000, 10_000], 5000.0, 150_000.0, 0.1))
+            .unwrap();
+    let mut asked: Vec<(u64, f64)> = Vec::new();
+    let r = drive_conn(&mut s, |t| {
+        if let Some(RealTest::Load { pps, .. }) = t.real {
+            asked.push((t.connections, pps));
+        }
+        dut.trial_real(t)
+    });
+    let p = points(&r);
+    let per_n = |n: u64| asked.iter().filter(|(m, _)| *m == n).count();
+    for (i, n) in [1u64, 1000, 10_000].into_iter().enumerate() {
+        let (lo, hi) = (p[i].lower.unwrap(), p[i].upper.unwrap());
+        assert!(lo <= 30_000.0 && 30_000.0 < hi, "{n}: {lo} {hi}");
+        if i > 0 {
+            let first = asked.iter().find(|(m, _)| *m == n).unwrap().1;
+            assert_eq!(first, p[i - 1].upper.unwrap(), "{asked:?}");
+            assert!(per_n(n) < per_n(1), "{asked:?}");
+        }
+    }
+    // A limit that rises with N: the previous N's failing rate passes, the top comes next.
+    let mut dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 30_000.0;
+    dut.forward_slowdown = -1.0; // 60,000 at the full table
+    let mut s =
+        NatThroughputSearch::new(throughput_cfg(&[1, 10_000], 5000.0, 150_000.0, 0.1)).unwrap();
+    let mut asked: Vec<(u64, f64)> = Vec::new();
+    let r = drive_conn(&mut s, |t| {
+        if let Some(RealTest::Load { pps, .. }) = t.real {
+            asked.push((t.connections, pps));
+        }
+        dut.trial_real(t)
+    });
+    let p = points(&r);
+    let second: Vec<f64> = asked
+        .iter()
+        .filter(|(m, _)| *m == 10_000)
+        .map(|x| x.1)
+        .collect();
+    assert_eq!(second[0], p[0].upper.unwrap());
+    assert_eq!(second[1], 150_000.0, "{asked:?}");
+    let truth = dut.forward_limit(10_000);
+    assert!(p[1].lower.unwrap() <= truth && truth < p[1].upper.unwrap());
+}
