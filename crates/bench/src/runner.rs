@@ -1090,7 +1090,12 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
         // rate hides it; the lateness and the refusals show it.
         let burst = phases.preliminary_refused_by_dut > 0
             && phases.preliminary_max_late_ns > CONN_STALL.as_nanos() as u64;
-        let tester_limited = outcome.is_tester_limited(plan.run.tester_tolerance) || burst;
+        // Frames the tester's own receive rings dropped (a receiver not scheduled in time):
+        // connections the tester lost, not the DUT (session 11, load 11: 120 of 4,000 replies
+        // lost with the DUT's ports dropping none).
+        let rx_drops = phases.tester_rx_drops > 0 && !outcome.passed();
+        let tester_limited =
+            outcome.is_tester_limited(plan.run.tester_tolerance) || burst || rx_drops;
         // As for the load searches: a trial the tester could not pace is measured again, a
         // few times per search, before the search is allowed to stop tester-limited. A
         // `nat-throughput` load is one second of both directions at once from the one tester
@@ -1128,6 +1133,10 @@ fn run_conn(ctx: &mut Ctx, case: &Case, rep: u32, m: Methodology) -> Result<(), 
         if superseded {
             stalls_retried += 1;
             let why = match outcome.load {
+                _ if rx_drops && !burst => format!(
+                    "the tester's receive rings dropped {} frames",
+                    phases.tester_rx_drops
+                ),
                 _ if burst => format!(
                     "the tester's sender stalled {:.0} ms and the DUT's port refused {} of the frames it then sent at once",
                     phases.preliminary_max_late_ns as f64 / 1e6,
