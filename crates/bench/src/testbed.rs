@@ -895,6 +895,7 @@ impl Testbed {
             validated: r.validated,
             misdirected: r.misdirected,
             validated_duplicates: r.validated_duplicates,
+            tester_rx_drops: r.rx_ring_drops,
         };
         Ok((outcome, phases, dut))
     }

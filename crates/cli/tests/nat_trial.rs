@@ -1,7 +1,7 @@
 //! The engine's two-phase connection trial (`engine::nat`, issue #15) against the lab's real
 //! NAPT (nftables masquerade in the DUT namespace): the responder learns the translated tuples
 //! and every validation frame crosses the NAT back to the tuple its connection was opened
-//! from; with a `ct count over L` rule the DUT holds exactly L connections and the newest are
+//! from; with the lab's capacity rule of L the DUT holds exactly L connections and the newest are
 //! the ones that fail. Every figure is checked against the DUT's own counters (conntrack's
 //! entry count, nftables rule counters). Root is needed; without it each test prints `SKIP`.
 //!
@@ -71,16 +71,16 @@ fn responder_learns_napt_translations_and_every_reply_crosses_back() {
     assert_eq!(counter(lab, "wirerate", "masqueraded") - before, n);
 }
 
+/// The lab's own capacity rule (`lab::conntrack::limit_ruleset`, a set of `size L` per family):
+/// the DUT holds exactly L connections and refuses the newest, and the rule counts them.
 #[test]
-fn a_table_limited_by_ct_count_holds_exactly_that_many_and_drops_the_newest() {
+fn the_labs_capacity_rule_holds_exactly_that_many_and_drops_the_newest() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(lab) = napt_lab("h15e2") else { return };
     let lab = lab.0.as_ref().unwrap();
     let limit = 700u64;
     let n = 1_000u64;
-    let script = format!(
-        "table inet wr_limit {{\n counter refused {{\n }}\n chain conn_cap {{\n  type filter hook forward priority -10; policy accept;\n  ct state new ct count over {limit} counter name \"refused\" drop\n }}\n}}\n"
-    );
+    let script = lab::conntrack::limit_ruleset(Some(limit));
     let mut c = lab.command(Node::Dut, &["nft", "-f", "-"]).unwrap();
     use std::io::Write;
     let mut child = c.stdin(std::process::Stdio::piped()).spawn().expect("nft");
@@ -112,7 +112,7 @@ fn a_table_limited_by_ct_count_holds_exactly_that_many_and_drops_the_newest() {
         "counting order: exactly the newest were refused"
     );
     assert_eq!(in_table, Some(limit));
-    assert_eq!(counter(lab, "wr_limit", "refused"), n - limit);
+    assert_eq!(counter(lab, lab::conntrack::TABLE, "refused"), n - limit);
 }
 
 #[test]

@@ -138,20 +138,28 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                 connections,
                 lower,
                 upper,
+                tester_limited: short,
             } => {
                 let value = lower.map(|x| x.0);
                 let at_figure = ts.iter().rev().find(|t| {
                     t.outcome.passed()
                         && value.is_some_and(|v| (t.request.rate.0 - v).abs() <= 1e-9 * v.max(1.0))
                 });
-                out.push(row(
+                let mut r = row(
                     value,
                     upper.map(|x| x.0),
                     *connections as f64,
                     None,
                     upper.is_none(),
                     at_figure,
-                ));
+                );
+                // The tester bounded the bracket: "at least", not the DUT's figure.
+                if let Some(short) = short {
+                    r.tester_limited = true;
+                    r.lower_bound = r.value.is_some();
+                    r.tester_short = Some(short.to_string());
+                }
+                out.push(r);
             }
             ConnFinding::TeardownRate {
                 connections,

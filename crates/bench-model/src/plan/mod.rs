@@ -1046,6 +1046,12 @@ pub struct Startup {
     pub profile: f64,
     /// Per engine trial: programs loaded, next hop resolved, the 100 ms drain, DUT counters read.
     pub engine_trial: f64,
+    /// Per connection trial (RFC 9693) on the lab: the DUT's table emptied and its counters read
+    /// three times (a dozen `ip netns exec` processes), three threads set up, both ports
+    /// resolving the DUT, the drain, an XDP load's programs. Measured in session 11 over a whole
+    /// `lab-nat-capacity` run at load 6–7: 0.8 s per trial through napt, 1.8–2.1 s through the
+    /// 10,000-rule firewall (its nftables commands load the whole ruleset); 1.45 s on average.
+    pub conn_trial: f64,
     /// Per iperf3 trial: server started and awaited, SYN capture started and stopped.
     pub iperf3_trial: f64,
     /// Per PPPoE port: discovery, LCP, authentication, IPCP.
@@ -1057,9 +1063,18 @@ pub const STARTUP: Startup = Startup {
     lab: 3.0,
     profile: 1.0,
     engine_trial: 0.4,
+    conn_trial: 1.45,
     iperf3_trial: 1.5,
     pppoe_session: 5.0,
 };
+
+/// The longest pause between two trials of a connection methodology without a load
+/// (`nat-table-capacity`, `nat-connection-rate`, `nat-teardown-rate`): the DUT's table is
+/// emptied before every trial anyway, and their AF_PACKET phases leave nothing on the tester
+/// to wait for. `run.settle` exists for what an overloading XDP load leaves behind (the
+/// kernel freeing the sender's page pools on the tester CPU), which only `nat-throughput`
+/// trials have. Session 10's plan spent 50 of its 107 trials' seconds in such pauses.
+pub const CONN_SETTLE: Duration = Duration::from_millis(200);
 
 /// The DUT a plan's time estimate assumes: it forwards half of line rate.
 pub const ESTIMATE_CAPACITY: LineFraction = LineFraction(0.5);
@@ -1069,6 +1084,11 @@ pub const ESTIMATE_TABLE_SHARE: f64 = 0.5;
 
 /// … and inserts this share of the connection-rate search's `max-rate`.
 pub const ESTIMATE_RATE_SHARE: f64 = 0.25;
+
+/// … and forwards this share of `nat-throughput`'s `max-rate` each way at any N: inside the
+/// range, so the estimate counts a whole bisection per N (the lab DUT on the loaded machine
+/// forwarded 20–37k of its plan's 150,000 in session 11).
+pub const ESTIMATE_LOAD_SHARE: f64 = 0.2;
 
 impl Plan {
     /// Parses and checks plan `text`; `file` is used in error messages.
@@ -1315,6 +1335,17 @@ impl Plan {
         built.ok()
     }
 
+    /// The pause after a trial of `methodology`: `run.settle`, but at most [`CONN_SETTLE`]
+    /// for the connection methodologies without a load.
+    pub fn settle_after(&self, methodology: Methodology) -> Duration {
+        match methodology {
+            Methodology::NatTableCapacity
+            | Methodology::NatConnectionRate
+            | Methodology::NatTeardownRate => self.run.settle.min(CONN_SETTLE),
+            _ => self.run.settle,
+        }
+    }
+
     /// The connection table size the lab profile of `case` sets (`table-size`), if any.
     pub fn table_size(&self, case: &Case) -> Option<u64> {
         self.dut
@@ -1464,13 +1495,16 @@ impl Plan {
         }
     }
 
-    /// The stateful DUT a plan's time estimate assumes: its table holds
-    /// [`ESTIMATE_TABLE_SHARE`] of `max-connections` and it inserts [`ESTIMATE_RATE_SHARE`] of
-    /// the connection-rate search's `max-rate` (drop-new policy, no timeouts).
-    fn estimate_stateful_dut(&self) -> search::sim::SimStatefulDut {
+    /// The stateful DUT a plan's time estimate assumes for `case`: its table holds the
+    /// profile's `table-size`, or else [`ESTIMATE_TABLE_SHARE`] of `max-connections`, and it
+    /// inserts [`ESTIMATE_RATE_SHARE`] of the connection-rate search's `max-rate` (drop-new
+    /// policy, no timeouts).
+    fn estimate_stateful_dut(&self, case: &Case) -> search::sim::SimStatefulDut {
         let m = &self.methodology;
         search::sim::SimStatefulDut::new(
-            (m.nat_table_capacity.max_connections as f64 * ESTIMATE_TABLE_SHARE) as u64,
+            self.table_size(case).unwrap_or(
+                (m.nat_table_capacity.max_connections as f64 * ESTIMATE_TABLE_SHARE) as u64,
+            ),
             m.nat_connection_rate.max_rate * ESTIMATE_RATE_SHARE,
             search::sim::TablePolicy::DropNew,
         )
@@ -1489,8 +1523,8 @@ impl Plan {
     pub fn case_estimate(&self, case: &Case) -> (u64, f64) {
         let mut trials = 0u64;
         let mut seconds = 0.0;
-        let settle = self.run.settle.as_secs_f64();
         for &m in &case.methodologies {
+            let settle = self.settle_after(m).as_secs_f64();
             let (t, s) = match m {
                 Methodology::Iperf3 => (
                     1,
@@ -1510,7 +1544,9 @@ impl Plan {
                 | Methodology::NatThroughput => {
                     match self.conn_search(case, m) {
                         Some(mut s) => {
-                            let dut = self.estimate_stateful_dut();
+                            let dut = self.estimate_stateful_dut(case);
+                            let load_limit =
+                                self.methodology.nat_throughput.max_rate * ESTIMATE_LOAD_SHARE;
                             let r = search::drive_conn(s.as_mut(), |t| {
                                 let mut o = dut.estimate_trial(t);
                                 // The real test in closed form: a tear-down that empties
@@ -1526,12 +1562,7 @@ impl Plan {
                                     }
                                     Some(search::RealTest::Load { pps, duration }) => {
                                         let sent = (pps * duration.as_secs_f64()) as u64;
-                                        let got =
-                                            if pps <= ESTIMATE_CAPACITY.0 * self.line_pps(case).0 {
-                                                sent
-                                            } else {
-                                                sent / 2
-                                            };
+                                        let got = if pps <= load_limit { sent } else { sent / 2 };
                                         o.load = Some(search::LoadOutcome {
                                             intended_pps: pps,
                                             forward_sent: sent,
@@ -1597,7 +1628,17 @@ impl Plan {
                 .take(2)
                 .any(|p| p.pppoe.is_some() || p.dslite.is_some());
         let per_trial = STARTUP.engine_trial * if learning { 2.0 } else { 1.0 };
-        iperf3 as f64 * STARTUP.iperf3_trial + trials.saturating_sub(iperf3) as f64 * per_trial
+        // Connection trials have their own, larger start-up (STARTUP.conn_trial).
+        let conn = if case.methodologies.iter().any(|m| m.is_connection()) {
+            let mut c = case.clone();
+            c.methodologies.retain(|m| m.is_connection());
+            self.case_estimate(&c).0
+        } else {
+            0
+        };
+        iperf3 as f64 * STARTUP.iperf3_trial
+            + conn as f64 * STARTUP.conn_trial
+            + trials.saturating_sub(iperf3 + conn) as f64 * per_trial
     }
 
     /// Predicted run time: every search driven against a simulated DUT forwarding

@@ -32,6 +32,11 @@ pub struct ConnPhases {
     /// Replies on a tuple other than their connection's (a DUT mixing up translations).
     pub misdirected: u64,
     pub validated_duplicates: u64,
+    /// Frames the tester's own receive rings dropped over the two phases (engine::nat's
+    /// `rx_ring_drops`): connections lost there are the tester's, and the runner measures the
+    /// trial again. 0 in records written before it was counted.
+    #[serde(default)]
+    pub tester_rx_drops: u64,
 }
 
 /// The lab DUT's connection table over a trial: what its counters grew by from the empty

@@ -319,6 +319,7 @@ fn conn_trial(index: u32, n: u64, learned: u64, superseded: bool) -> Record {
             validated: learned,
             misdirected: 0,
             validated_duplicates: 0,
+            tester_rx_drops: 0,
         },
         dut: None,
         superseded,

@@ -242,6 +242,10 @@ pub struct ConnTrialReport {
     pub misdirected: u64,
     /// The connections that did not validate (never learned, or their reply lost).
     pub failed: Option<Failed>,
+    /// Frames the tester's own receive rings dropped (responder over the preliminary phase,
+    /// initiator over the validation): a receiver that was not scheduled in time on a loaded
+    /// machine. Connections lost that way are the tester's loss, not the DUT's.
+    pub rx_ring_drops: u64,
     /// The load on the established connections, when asked for and every connection
     /// validated (`None` otherwise: a load on a table that lacks connections measures nothing
     /// RFC 9693 asks for).
@@ -405,7 +409,7 @@ pub fn run(
         let a_rx = {
             let ready = ready_tx.clone();
             let (spec, rx_stop) = (&cfg.initiator, &rx_stop);
-            sc.spawn(move || -> Result<Validated> {
+            sc.spawn(move || -> Result<(Validated, u64)> {
                 let setup = (|| {
                     let ifindex = spec.enter(1)?;
                     let ring = spec.open_rx(ifindex, &RxRingConfig::default())?;
@@ -417,6 +421,8 @@ pub fn run(
                         ipv4: spec.ipv4,
                         ipv6: spec.ipv6,
                     };
+                    // Resets the ring's counters: only this trial's drops count.
+                    let _ = ring.socket().take_stats();
                     Ok((ring, me))
                 })();
                 let (mut ring, me) = announce(&ready, "initiator receiver", setup)?;
@@ -431,7 +437,8 @@ pub fn run(
                     })
                     .map_err(|e| Error::io("receive ring", e))?;
                 }
-                Ok(v)
+                let drops = ring.socket().take_stats().map(|(_, d)| d).unwrap_or(0);
+                Ok((v, drops))
             })
         };
         // The responder: resolves the DUT, learns during the preliminary phase, then answers.
@@ -440,10 +447,11 @@ pub fn run(
             let (spec, validate_ns, stop) = (&cfg.responder, &validate_ns, stop);
             let (timeout, frame_size, vpps) =
                 (cfg.resolve_timeout, cfg.frame_size, cfg.validation_rate_pps);
-            sc.spawn(move || -> Result<(Learned, PhaseTx)> {
+            sc.spawn(move || -> Result<(Learned, PhaseTx, u64)> {
                 let setup = (|| {
                     let ifindex = spec.enter(0)?;
                     let ring = spec.open_rx(ifindex, &RxRingConfig::default())?;
+                    let _ = ring.socket().take_stats();
                     let (sock, me, dut) = open_sender(spec, ifindex, b_hop, timeout)?;
                     Ok((ring, sock, me, dut))
                 })();
@@ -467,8 +475,9 @@ pub fn run(
                 // What is queued now arrived within the gap and still counts.
                 ring.drain(0, |s, p| on_frame(s, p.data))
                     .map_err(|e| Error::io("receive ring", e))?;
+                let drops = ring.socket().take_stats().map(|(_, d)| d).unwrap_or(0);
                 if at == u64::MAX {
-                    return Ok((learned, PhaseTx::default()));
+                    return Ok((learned, PhaseTx::default(), drops));
                 }
                 let order: Vec<(u64, Tuple)> = learned.iter().collect();
                 let mut writer = ReplyWriter::new(VALIDATION_STREAM, frame_size, dut, me.mac);
@@ -486,7 +495,7 @@ pub fn run(
                         writer.write(*index, t, ts, buf)
                     },
                 )?;
-                Ok((learned, tx))
+                Ok((learned, tx, drops))
             })
         };
         // The initiator's sender.
@@ -544,14 +553,14 @@ pub fn run(
         std::thread::sleep(cfg.gap);
         between();
         validate_ns.store(sys::monotonic_ns(), Ordering::Release);
-        let (learned, validation) = match b.join() {
+        let (learned, validation, b_drops) = match b.join() {
             Ok(Ok(x)) => x,
             Ok(Err(e)) => return Err(abort(e)),
             Err(_) => return Err(abort(Error::Thread("responder panicked".into()))),
         };
         std::thread::sleep(cfg.drain);
         rx_stop.store(true, Ordering::Relaxed);
-        let validated = match a_rx.join() {
+        let (validated, a_drops) = match a_rx.join() {
             Ok(Ok(v)) => v,
             Ok(Err(e)) => return Err(e),
             Err(_) => return Err(Error::Thread("initiator receiver panicked".into())),
@@ -574,6 +583,7 @@ pub fn run(
             validated_duplicates: validated.duplicates() + validated.out_of_range(),
             misdirected: validated.misdirected(),
             failed: validated.failed(),
+            rx_ring_drops: a_drops + b_drops,
             load,
         })
     })

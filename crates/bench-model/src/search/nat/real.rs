@@ -186,9 +186,19 @@ pub struct NatThroughputConfig {
 /// frames/s per direction for `duration`; it passes when not one frame of either direction was
 /// lost. Per N the rate is bisected exactly like `rfc2544-throughput` and
 /// `nat-connection-rate` (`max_pps` first, midpoints, the floor measured once before "nothing
-/// passed"). A trial whose N connections were not all established is measured once more; a
-/// second such trial at the same N ends that N as "not established" and the search goes on
+/// passed"). A trial whose N connections were not all established is measured again with
+/// the connections set up at half the preliminary rate (which the rest of the N keeps), up to
+/// [`ESTABLISH_RETRIES`] times; one more such trial at the same N ends that N as "not
+/// established" and the search goes on
 /// with the next N.
+///
+/// **An N after the first starts where the previous one failed.** The DUT's limit moves little
+/// with N (the lab DUT: 29,922 / 36,719 / 34,453 frames/s each way at 1 / 1,000 / 6,000
+/// connections in one run), so when the previous N ended with a DUT bracket, the first trial
+/// of the next N is at that N's first failing rate: if it fails, the bisection runs between
+/// `min_pps` and it (two trials fewer than from `max_pps` down); if it passes, `max_pps` is
+/// tried next, as a fresh N would have, and the bisection goes on from there. The bracket of
+/// each N is made of that N's own trials either way.
 ///
 /// **Tester-limited trials end an N, not the search.** The tester's ceiling is not the same at
 /// every N (nor is the DUT's limit): on one tester CPU the two directions may not keep the
@@ -216,12 +226,21 @@ pub struct NatThroughputSearch {
     /// The lowest load of this N the tester could not offer, and what it did offer.
     ceiling: Option<TesterShort>,
     points: Vec<ThroughputPoint>,
-    /// A trial of the current N whose connections were not all established was measured
-    /// again once already.
-    retried: bool,
+    /// Trials of the current N whose connections were not all established, each measured
+    /// again at half the preliminary rate (at most [`ESTABLISH_RETRIES`]).
+    retried: u32,
+    /// The preliminary rate of the current N's trials: the plan's, halved by each such retry
+    /// (a loaded DUT that cannot set up the full table at the plan's rate still gets its
+    /// throughput measured, on a table set up more slowly).
+    rate: ConnRate,
     /// The trial to measure again.
     again: Option<ConnTrial>,
 }
+
+/// How often a `nat-throughput` N whose connections were not all established is measured
+/// again, each time at half the previous preliminary rate, before the N ends "not all
+/// established".
+pub const ESTABLISH_RETRIES: u32 = 2;
 
 impl NatThroughputSearch {
     /// Checks `cfg` and builds the search.
@@ -261,6 +280,7 @@ impl NatThroughputSearch {
         let mut ledger = ConnLedger::new(tol);
         ledger.limits_per_trial = true;
         Ok(NatThroughputSearch {
+            rate: cfg.rate,
             cfg,
             ledger,
             at: 0,
@@ -268,7 +288,7 @@ impl NatThroughputSearch {
             upper: None,
             ceiling: None,
             points: Vec::new(),
-            retried: false,
+            retried: 0,
             again: None,
         })
     }
@@ -308,6 +328,40 @@ impl NatThroughputSearch {
         }
     }
 
+    /// The next load rate of the current N: the previous N's first failing rate first (see
+    /// the type's doc), `max_pps` after it if that passed, then the bisection.
+    fn choose(&self) -> Option<f64> {
+        let fresh = self.lower.is_none() && self.upper.is_none() && self.ceiling.is_none();
+        if fresh {
+            if let Some(first) = self.first_rate() {
+                return Some(first);
+            }
+        }
+        match (self.lower, self.effective_upper()) {
+            // A first rate below the top passed: the top next, as a fresh N would have.
+            (Some(l), None) if l < self.cfg.max_pps && self.first_rate() == Some(l) => {
+                Some(self.cfg.max_pps)
+            }
+            (lower, upper) => super::super::binary::bisect(
+                lower,
+                upper,
+                self.cfg.min_pps,
+                self.cfg.max_pps,
+                self.cfg.resolution,
+            ),
+        }
+    }
+
+    /// Where an N after the first starts: the previous N's first failing rate, when that N
+    /// ended with a DUT bracket inside the range.
+    fn first_rate(&self) -> Option<f64> {
+        let prev = self.points.last().filter(|_| self.at > 0)?;
+        let u = prev
+            .upper
+            .filter(|_| prev.established && prev.tester_limited.is_none())?;
+        (u > self.cfg.min_pps && u < self.cfg.max_pps).then_some(u)
+    }
+
     fn close_point(&mut self, established: bool) {
         let p = self.point(established);
         self.points.push(p);
@@ -315,7 +369,8 @@ impl NatThroughputSearch {
         self.lower = None;
         self.upper = None;
         self.ceiling = None;
-        self.retried = false;
+        self.retried = 0;
+        self.rate = self.cfg.rate;
     }
 
     /// Learns from the load of a trial whose N connections were all established.
@@ -359,11 +414,17 @@ impl ConnSearch for NatThroughputSearch {
                 let tol = self.cfg.tester_tolerance;
                 let short_opening = o.preliminary_sent < o.connections
                     || o.offered_rate.0 < o.intended_rate.0 * (1.0 - tol);
-                if !o.passed() && !self.retried {
-                    // One missed connection on a loaded machine should not end the N: the
-                    // same trial once more; a second miss says the table does not hold N.
-                    self.retried = true;
-                    self.again = Some(t);
+                if !o.passed() && self.retried < ESTABLISH_RETRIES {
+                    // Missed connections on a loaded machine should not end the N: the same
+                    // trial again with the connections set up at half the rate (and the
+                    // rest of this N at that rate); misses at every rate say the table does
+                    // not hold N.
+                    self.retried += 1;
+                    self.rate = ConnRate(t.rate.0 / 2.0);
+                    self.again = Some(ConnTrial {
+                        rate: self.rate,
+                        ..t
+                    });
                 } else if !o.passed() && short_opening {
                     // The tester, not the table, failed to open them.
                     self.ceiling = Some(TesterShort::Establishment {
@@ -385,17 +446,11 @@ impl ConnSearch for NatThroughputSearch {
             return self.ledger.issue(t);
         }
         while self.at < self.cfg.connections.len() {
-            match super::super::binary::bisect(
-                self.lower,
-                self.effective_upper(),
-                self.cfg.min_pps,
-                self.cfg.max_pps,
-                self.cfg.resolution,
-            ) {
+            match self.choose() {
                 Some(pps) => {
                     let t = ConnTrial {
                         connections: self.cfg.connections[self.at],
-                        rate: self.cfg.rate,
+                        rate: self.rate,
                         validation_rate: self.cfg.validation_rate,
                         gap: self.cfg.gap,
                         real: Some(RealTest::Load {

@@ -78,16 +78,22 @@ fn capacity_search_finds_the_configured_table_size_exactly() {
     }
 }
 
+/// Bisection alone (hints spent, as on a DUT whose failures name no size): a coarse
+/// resolution stops early and costs less. With hints both searches are short.
 #[test]
 fn capacity_search_with_a_coarse_resolution_stops_early() {
     let dut = SimStatefulDut::new(100_000, 1e6, TablePolicy::DropNew);
-    let mut exact = TableCapacitySearch::new(capacity_cfg(1_000_000, 1e5)).unwrap();
+    let no_hints = |cfg: TableCapacityConfig| {
+        let mut s = TableCapacitySearch::new(cfg).unwrap();
+        s.hints_used = MAX_HINTS;
+        s
+    };
+    let mut exact = no_hints(capacity_cfg(1_000_000, 1e5));
     let exact = drive_conn(&mut exact, |t| dut.trial(t));
-    let mut coarse = TableCapacitySearch::new(TableCapacityConfig {
+    let mut coarse = no_hints(TableCapacityConfig {
         resolution: 1000,
         ..capacity_cfg(1_000_000, 1e5)
-    })
-    .unwrap();
+    });
     let coarse = drive_conn(&mut coarse, |t| dut.trial(t));
     let (lo, hi, _) = capacity_bracket(&coarse);
     let (lo, hi) = (lo.unwrap(), hi.unwrap());
@@ -97,6 +103,10 @@ fn capacity_search_with_a_coarse_resolution_stops_early() {
     );
     assert!(coarse.trials < exact.trials);
     assert!(coarse.trial_seconds < exact.trial_seconds);
+    let mut hinted = TableCapacitySearch::new(capacity_cfg(1_000_000, 1e5)).unwrap();
+    let hinted = drive_conn(&mut hinted, |t| dut.trial(t));
+    assert_eq!(capacity_bracket(&hinted).0, Some(100_000));
+    assert!(hinted.trials < coarse.trials);
 }
 
 #[test]
@@ -190,26 +200,211 @@ fn rate_search_measures_the_floor_before_giving_up() {
     assert_eq!(rate_bracket(&r), (None, Some(10.0)));
 }
 
+/// A tester-limited trial stops the capacity search (every trial there is at one rate, so no
+/// lower rate would help), but is only a ceiling for the rate search (below).
 #[test]
-fn tester_limited_trials_stop_both_searches() {
+fn tester_limited_trials_stop_the_capacity_search() {
     let mut dut = SimStatefulDut::new(1_000_000, 1e6, TablePolicy::DropNew);
     dut.tester_ceiling = Some(200_000.0);
-    let mut s = ConnectionRateSearch::new(rate_cfg(1000, 10.0, 1e6)).unwrap();
+    let mut s = TableCapacitySearch::new(capacity_cfg(1000, 500_000.0)).unwrap();
     let r = drive_conn(&mut s, |t| dut.trial(t));
     assert_eq!(r.trials, 1);
     assert_eq!(
         r.status,
         ConnStatus::TesterLimited {
-            intended: ConnRate(1e6),
+            intended: ConnRate(500_000.0),
             achieved: ConnRate(200_000.0)
         }
     );
-    let mut s = TableCapacitySearch::new(capacity_cfg(1000, 500_000.0)).unwrap();
-    let r = drive_conn(&mut s, |t| dut.trial(t));
-    assert_eq!(r.trials, 1);
-    assert!(matches!(r.status, ConnStatus::TesterLimited { .. }));
     // A search that stopped stays stopped.
     assert_eq!(s.next(None), None);
+}
+
+fn rate_ceiling(r: &ConnSearchResult) -> Option<TesterShort> {
+    match r.finding.clone() {
+        ConnFinding::ConnectionRate { tester_limited, .. } => tester_limited,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Session 10's firewall: the tester could not open 5,000 connections at `max-rate`, and the
+/// old search stopped there with no figure. A tester-limited trial is a ceiling now: the
+/// bisection goes on below it and brackets the DUT's own insertion limit.
+#[test]
+fn a_tester_ceiling_above_the_duts_connection_rate_still_gives_a_dut_figure() {
+    let mut dut = SimStatefulDut::new(1_000_000, 8_000.0, TablePolicy::DropNew);
+    dut.tester_ceiling = Some(23_500.0);
+    let mut s = ConnectionRateSearch::new(rate_cfg(5000, 1000.0, 24_000.0)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial(t));
+    assert_eq!(r.status, ConnStatus::Complete, "{r:?}");
+    let (lo, hi) = rate_bracket(&r);
+    let truth = dut.rate_limit(5000);
+    assert!(
+        lo.unwrap() <= truth && truth < hi.unwrap(),
+        "{lo:?} {truth} {hi:?}"
+    );
+    assert_eq!(rate_ceiling(&r), None, "a DUT failure bounds the bracket");
+    assert!(
+        describe(&r).starts_with("connection rate "),
+        "{}",
+        describe(&r)
+    );
+    assert!(r.trials > 1);
+}
+
+/// A DUT faster than the tester: the bracket closes against the tester's ceiling, and the
+/// figure says "at least …, tester-limited above" instead of posing as the DUT's.
+#[test]
+fn a_dut_faster_than_the_tester_gives_at_least_the_ceiling_not_a_dut_figure() {
+    let mut dut = SimStatefulDut::new(1_000_000, 1e7, TablePolicy::DropNew);
+    dut.tester_ceiling = Some(200_000.0);
+    let mut s = ConnectionRateSearch::new(rate_cfg(1000, 10.0, 1e6)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial(t));
+    assert_eq!(r.status, ConnStatus::Complete);
+    let (lo, hi) = rate_bracket(&r);
+    let lo = lo.unwrap();
+    assert_eq!(hi, None, "the DUT never failed");
+    let Some(TesterShort::Establishment { intended, achieved }) = rate_ceiling(&r) else {
+        panic!("{r:?}")
+    };
+    assert!(
+        lo <= 200_000.0 * 1.01 && lo < intended.0,
+        "{lo} {intended:?}"
+    );
+    assert!((intended.0 - lo) / intended.0 <= 0.005 + 1e-12);
+    assert_eq!(achieved.0, 200_000.0);
+    let d = describe(&r);
+    assert!(d.starts_with("connection rate at least "), "{d}");
+    assert!(d.contains("tester-limited establishing"), "{d}");
+    // A tester that cannot reach even the floor: no figure at all.
+    dut.tester_ceiling = Some(5.0);
+    let mut s = ConnectionRateSearch::new(rate_cfg(1000, 10.0, 1e6)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial(t));
+    assert_eq!(rate_bracket(&r), (None, None));
+    assert!(rate_ceiling(&r).is_some());
+    assert!(describe(&r).contains("no DUT figure"), "{}", describe(&r));
+}
+
+/// A table that drops new connections: the failing trial's validated count names the table's
+/// size, so after the doubling only two trials remain (the size, and one above it).
+#[test]
+fn hints_from_a_failing_trial_close_the_capacity_bracket_in_two_trials() {
+    for (capacity, policy) in [
+        (6000, TablePolicy::DropNew),
+        (10_000, TablePolicy::DropNew),
+        (10_000, TablePolicy::EvictOldest),
+    ] {
+        let dut = SimStatefulDut::new(capacity, 1e6, policy);
+        let cfg = TableCapacityConfig {
+            start: 500,
+            ..capacity_cfg(20_000, 2500.0)
+        };
+        let mut s = TableCapacitySearch::new(cfg).unwrap();
+        let mut asked = Vec::new();
+        let r = drive_conn(&mut s, |t| {
+            asked.push(t.connections);
+            dut.trial(t)
+        });
+        let (lo, hi, _) = capacity_bracket(&r);
+        assert_eq!((lo, hi), (Some(capacity), Some(capacity + 1)), "{asked:?}");
+        let doubling = if capacity == 6000 { 5 } else { 6 };
+        assert_eq!(asked.len(), doubling + 2, "{asked:?}");
+        assert_eq!(&asked[doubling..], &[capacity, capacity + 1]);
+    }
+}
+
+/// A DUT whose failing trials keep naming a size one below what was tried (so each hint fails
+/// too): the search follows at most MAX_HINTS of them, then bisects, and is still exact.
+#[test]
+fn misleading_hints_cost_a_few_trials_never_the_answer() {
+    let capacity = 3000u64;
+    let run = |t: &ConnTrial| {
+        let n = t.connections;
+        let pass = n <= capacity;
+        ConnOutcome {
+            connections: n,
+            intended_rate: t.rate,
+            offered_rate: t.rate,
+            preliminary_sent: n,
+            preliminary_received: if pass { n } else { n - 1 },
+            validation_sent: if pass { n } else { n - 1 },
+            validation_received: if pass { n } else { n - 1 },
+            failed: (!pass).then_some(FailedSpan {
+                count: 1,
+                first: n - 1,
+                last: n - 1,
+            }),
+            teardown: None,
+            load: None,
+        }
+    };
+    let mut s = TableCapacitySearch::new(capacity_cfg(100_000, 10_000.0)).unwrap();
+    let r = drive_conn(&mut s, run);
+    let (lo, hi, past) = capacity_bracket(&r);
+    assert_eq!((lo, hi), (Some(capacity), Some(capacity + 1)));
+    assert_eq!(past, Some(PastCapacity::NewDropped));
+    let mut plain = TableCapacitySearch::new(capacity_cfg(100_000, 10_000.0)).unwrap();
+    plain.hints_used = MAX_HINTS;
+    let base = drive_conn(&mut plain, run);
+    // A failing hint still narrows the bracket by one, so the bisection after it may need one
+    // more trial than from the wider bracket: at most two trials per hint.
+    assert!(
+        r.trials <= base.trials + 2 * MAX_HINTS,
+        "{} vs {}",
+        r.trials,
+        base.trials
+    );
+}
+
+/// Session 10, run 3: the trial at 10,000 through the 10,000-rule firewall (a table of
+/// 10,000) lost 376 connections in no clear order — the DUT's input queue overflowed while
+/// it set them up — and the old search took it as "10,000 does not fit" and answered 9,999.
+/// Such a failure is measured again at half the rate now, and the answer is exact.
+#[test]
+fn a_failure_in_no_clear_order_is_measured_again_slower_and_the_capacity_stays_exact() {
+    let capacity = 10_000u64;
+    let dut = SimStatefulDut::new(capacity, 1e6, TablePolicy::DropNew);
+    let cfg = TableCapacityConfig {
+        start: 500,
+        ..capacity_cfg(20_000, 2500.0)
+    };
+    // Near the capacity at the plan's rate the DUT falls behind and drops here and there.
+    let busy = |t: &ConnTrial| {
+        let mut o = dut.trial(t);
+        if t.connections >= 9_000 && t.rate.0 >= 2500.0 {
+            let lost = 376.min(o.validation_received);
+            o.preliminary_received -= lost;
+            o.validation_sent -= lost;
+            o.validation_received -= lost;
+            let f = o.failed.unwrap_or(FailedSpan {
+                count: 0,
+                first: 4000,
+                last: 4000,
+            });
+            o.failed = Some(FailedSpan {
+                count: f.count + lost,
+                first: f.first.min(4000),
+                last: f.last.max(9000),
+            });
+        }
+        o
+    };
+    let mut s = TableCapacitySearch::new(cfg).unwrap();
+    let mut asked = Vec::new();
+    let r = drive_conn(&mut s, |t| {
+        asked.push((t.connections, t.rate.0));
+        busy(t)
+    });
+    let (lo, hi, past) = capacity_bracket(&r);
+    assert_eq!((lo, hi), (Some(capacity), Some(capacity + 1)), "{asked:?}");
+    assert_eq!(past, Some(PastCapacity::NewDropped), "{asked:?}");
+    assert!(asked.contains(&(capacity, 1250.0)), "{asked:?}");
+    // Every slower trial repeats the N of the failing one just before it.
+    for w in asked.windows(2) {
+        if w[1].1 < 2500.0 {
+            assert_eq!(w[0].0, w[1].0, "{asked:?}");
+        }
+    }
 }
 
 #[test]
@@ -534,4 +729,25 @@ proptest! {
             prop_assert_eq!(lo, Some(cfg.max_rate.0));
         }
     }
+}
+
+/// The doubling lands exactly on the table's size (start 1,250, table 10,000): the failing
+/// trial's hint names a size that already passed, so the one above it is tried next and the
+/// search ends there instead of bisecting 10,000…20,000.
+#[test]
+fn a_hint_that_already_passed_tries_the_size_above_it() {
+    let dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    let cfg = TableCapacityConfig {
+        start: 1250,
+        ..capacity_cfg(20_000, 2500.0)
+    };
+    let mut s = TableCapacitySearch::new(cfg).unwrap();
+    let mut asked = Vec::new();
+    let r = drive_conn(&mut s, |t| {
+        asked.push(t.connections);
+        dut.trial(t)
+    });
+    let (lo, hi, _) = capacity_bracket(&r);
+    assert_eq!((lo, hi), (Some(10_000), Some(10_001)));
+    assert_eq!(asked, [1250, 2500, 5000, 10_000, 20_000, 10_001]);
 }

@@ -450,3 +450,96 @@ proptest! {
         }
     }
 }
+
+/// Session 10, run 3: the firewall's full table was "not established" at the plan's
+/// preliminary rate on a loaded DUT. A trial that misses connections is measured again with
+/// them set up at half the rate, and the rest of that N keeps the slower rate, so the full
+/// table's throughput is still measured; the next N starts at the plan's rate again.
+#[test]
+fn a_table_the_dut_cannot_set_up_at_the_plans_rate_is_set_up_at_half_of_it() {
+    let mut dut = SimStatefulDut::new(10_000, 3_000.0, TablePolicy::DropNew);
+    dut.forward_pps = 50_000.0;
+    let mut s =
+        NatThroughputSearch::new(throughput_cfg(&[10_000, 1000], 1000.0, 100_000.0, 0.05)).unwrap();
+    let mut rates = Vec::new();
+    let r = drive_conn(&mut s, |t| {
+        rates.push((t.connections, t.rate.0));
+        dut.trial_real(t)
+    });
+    let p = points(&r);
+    assert!(p[0].established, "{p:?}");
+    let (lo, hi) = (p[0].lower.unwrap(), p[0].upper.unwrap());
+    let truth = dut.forward_limit(10_000);
+    assert!(lo <= truth && truth < hi, "{lo} {truth} {hi}");
+    assert_eq!(rates[0], (10_000, 5000.0));
+    assert!(rates[1..]
+        .iter()
+        .filter(|(n, _)| *n == 10_000)
+        .all(|&(_, r)| r == 2500.0));
+    // The next N (1,000 connections: a burst the one-token bucket still refuses at 5,000/s)
+    // starts at the plan's rate again.
+    let first_1000 = rates.iter().find(|(n, _)| *n == 1000).unwrap();
+    assert_eq!(first_1000.1, 5000.0);
+    // A DUT that cannot set them up even at a quarter of the rate: not established.
+    let dut = SimStatefulDut::new(10_000, 1_000.0, TablePolicy::DropNew);
+    let mut s =
+        NatThroughputSearch::new(throughput_cfg(&[10_000], 1000.0, 100_000.0, 0.05)).unwrap();
+    let r = drive_conn(&mut s, |t| dut.trial_real(t));
+    assert_eq!(r.trials, 1 + ESTABLISH_RETRIES);
+    assert!(!points(&r)[0].established);
+}
+
+/// The DUT's limit moves little with N: an N after the first starts at the previous N's first
+/// failing rate, so it needs fewer trials, and its bracket is still made of its own trials and
+/// holds its truth. When that first rate passes (a limit that rises with N), the top of the
+/// range is tried next, as for a fresh N.
+#[test]
+fn an_n_after_the_first_starts_at_the_previous_ns_first_failing_rate() {
+    let mut dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 30_000.0;
+    dut.forward_slowdown = 0.0;
+    let mut s =
+        NatThroughputSearch::new(throughput_cfg(&[1, 1000, 10_000], 5000.0, 150_000.0, 0.1))
+            .unwrap();
+    let mut asked: Vec<(u64, f64)> = Vec::new();
+    let r = drive_conn(&mut s, |t| {
+        if let Some(RealTest::Load { pps, .. }) = t.real {
+            asked.push((t.connections, pps));
+        }
+        dut.trial_real(t)
+    });
+    let p = points(&r);
+    let per_n = |n: u64| asked.iter().filter(|(m, _)| *m == n).count();
+    for (i, n) in [1u64, 1000, 10_000].into_iter().enumerate() {
+        let (lo, hi) = (p[i].lower.unwrap(), p[i].upper.unwrap());
+        assert!(lo <= 30_000.0 && 30_000.0 < hi, "{n}: {lo} {hi}");
+        if i > 0 {
+            let first = asked.iter().find(|(m, _)| *m == n).unwrap().1;
+            assert_eq!(first, p[i - 1].upper.unwrap(), "{asked:?}");
+            assert!(per_n(n) < per_n(1), "{asked:?}");
+        }
+    }
+    // A limit that rises with N: the previous N's failing rate passes, the top comes next.
+    let mut dut = SimStatefulDut::new(10_000, 1e6, TablePolicy::DropNew);
+    dut.forward_pps = 30_000.0;
+    dut.forward_slowdown = -1.0; // 60,000 at the full table
+    let mut s =
+        NatThroughputSearch::new(throughput_cfg(&[1, 10_000], 5000.0, 150_000.0, 0.1)).unwrap();
+    let mut asked: Vec<(u64, f64)> = Vec::new();
+    let r = drive_conn(&mut s, |t| {
+        if let Some(RealTest::Load { pps, .. }) = t.real {
+            asked.push((t.connections, pps));
+        }
+        dut.trial_real(t)
+    });
+    let p = points(&r);
+    let second: Vec<f64> = asked
+        .iter()
+        .filter(|(m, _)| *m == 10_000)
+        .map(|x| x.1)
+        .collect();
+    assert_eq!(second[0], p[0].upper.unwrap());
+    assert_eq!(second[1], 150_000.0, "{asked:?}");
+    let truth = dut.forward_limit(10_000);
+    assert!(p[1].lower.unwrap() <= truth && truth < p[1].upper.unwrap());
+}
