@@ -41,8 +41,8 @@ pub fn lab_port(lab: &lab::Lab, id: lab::PortId, label: &str) -> lab::Result<Por
 ///
 /// SKB mode on ports facing the lab's kernel DUT, so that the receive work runs on the
 /// tester's CPU: a native program would run in the veth's receive poll on the DUT's CPU,
-/// which then paid 41 % of its CPU time per forwarded 64 B frame for the tester's receive
-/// (perf, 2026-11-26: 1.94 µs against 1.14 µs per frame; docs/lab.md, "CPU isolation").
+/// which then paid the tester's receive (quiet A/B at 64 B, 2026-11-26: the DUT forwarded
+/// 7–11 % more with the receiver in SKB mode; docs/lab.md, "CPU isolation").
 /// Native mode while the DUT's XDP fast path is on: it hands the tester's veth XDP frames,
 /// whose receive poll runs on the DUT's CPU either way, and natively the program needs no
 /// skb there. The direct topology has no DUT: native.
