@@ -51,9 +51,9 @@ pub fn unsendable(cfg: &TrialConfig) -> Option<String> {
     None
 }
 
-/// Bytes of a PPPoE session frame before its PPP datagram: Ethernet header (14), PPPoE
-/// header (6) and PPP protocol field (2), without FCS.
-const PPPOE_OVERHEAD: usize = 14 + 6 + 2;
+/// Bytes of a PPPoE session frame before its PPP datagram: Ethernet header, PPPoE header and
+/// PPP protocol field (without FCS).
+const PPPOE_OVERHEAD: usize = wire::ethernet::HEADER_LEN + wire::pppoe::SESSION_HEADER_LEN;
 
 /// Why `cfg` cannot be sent inside its PPPoE sessions: the first stream sent into a session
 /// (`sessions[port]`, the session of the stream's sending port) with a datagram larger than
@@ -74,9 +74,9 @@ pub fn above_session_mru(cfg: &TrialConfig, sessions: &[Option<SessionInfo>]) ->
             if datagram > mru {
                 return Some(format!(
                     "not sent: a {} B frame's {datagram} B datagram is above the MRU {mru} the DUT negotiated on port {}'s PPPoE session; the session carries at most {} B frames",
-                    f.bytes().len() + 4,
+                    f.bytes().len() + wire::ethernet::FCS_LEN,
                     port.name,
-                    mru + PPPOE_OVERHEAD + 4
+                    mru + PPPOE_OVERHEAD + wire::ethernet::FCS_LEN
                 ));
             }
         }

@@ -862,21 +862,17 @@ impl Lab {
         let softnet = std::fs::read_to_string("/proc/net/softnet_stat")
             .map_err(|e| LabError::io("reading /proc/net/softnet_stat", e))?;
         let softnet = stats::parse_softnet(&softnet)?;
-        let softnet_dropped = match cpu::dut_cpu() {
-            Some(c) => softnet.iter().find(|s| s.cpu == c).map_or(0, |s| s.dropped),
-            None => 0,
+        let dropped_on = |cpus: &[usize]| -> u64 {
+            softnet
+                .iter()
+                .filter(|s| cpus.contains(&s.cpu))
+                .map(|s| s.dropped)
+                .sum()
         };
-        // On one CPU there is no tester CPU apart from the DUT's: nothing to tell apart.
-        let tester_softnet_dropped = match cpu::dut_cpu() {
-            Some(_) => {
-                let tester = cpu::tester_cpus();
-                softnet
-                    .iter()
-                    .filter(|s| tester.contains(&s.cpu))
-                    .map(|s| s.dropped)
-                    .sum()
-            }
-            None => 0,
+        // On one CPU no CPU is the DUT's or the tester's alone: nothing to tell apart.
+        let (softnet_dropped, tester_softnet_dropped) = match cpu::dut_cpu() {
+            Some(c) => (dropped_on(&[c]), dropped_on(&cpu::tester_cpus())),
+            None => (0, 0),
         };
         let dut_cpu = match cpu::dut_cpu() {
             Some(c) => {

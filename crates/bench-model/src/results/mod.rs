@@ -194,7 +194,7 @@ pub struct DutCounters {
     /// ports receive on the tester's CPUs through that backlog (docs/lab.md, "CPU isolation"):
     /// a frame dropped there was forwarded by the DUT and lost by the tester, so a trial with
     /// any is the tester's, never a DUT figure. Absent when zero (and in older runs).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::search::is_zero")]
     pub tester_backlog_drops: u64,
     /// Packets the DUT's egress port (facing the receiver) transmitted.
     pub egress_tx: u64,
@@ -205,10 +205,6 @@ pub struct DutCounters {
     /// See `cpu_busy_ticks`.
     #[serde(default)]
     pub cpu_total_ticks: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl DutCounters {

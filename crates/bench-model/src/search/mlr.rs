@@ -539,7 +539,11 @@ impl MultiGoalSearch {
         }
     }
 
-    fn learn(&mut self, o: &Outcome) {
+    /// Records `o`; the goal being served gallops on from it. `ceiling`: the tester could not
+    /// keep the load, so the load stays in the database (the bounds must know it;
+    /// [`Self::classify`] makes it an upper bound of the tester's) and counts as a failure
+    /// for the gallop.
+    fn learn(&mut self, o: &Outcome, ceiling: bool) {
         let loss_ratio = o.loss_ratio();
         self.db.push(Measurement {
             load: o.intended.0,
@@ -548,7 +552,7 @@ impl MultiGoalSearch {
             forwarding: o.forwarding_rate().0,
         });
         if let Some(g) = self.serving.take() {
-            let passed = loss_ratio <= self.cfg.goals[g].loss_ratio;
+            let passed = !ceiling && loss_ratio <= self.cfg.goals[g].loss_ratio;
             let state = &mut self.goals[g];
             state.gallop = Some(match state.gallop {
                 Some(gl) if gl.up == passed => Gallop {
@@ -637,36 +641,11 @@ impl MultiGoalSearch {
 }
 
 impl MultiGoalSearch {
-    /// The tester could not keep `o`'s load: recorded like a trial (so the load is one the
-    /// bounds know), classified as an upper bound of the tester's by [`Self::classify`]; the
-    /// goal being served counts it as a failure for its gallop.
-    fn learn_ceiling(&mut self, o: &Outcome) {
-        self.db.push(Measurement {
-            load: o.intended.0,
-            secs: o.duration.as_secs_f64(),
-            loss_ratio: o.loss_ratio(),
-            forwarding: o.forwarding_rate().0,
-        });
-        if let Some(g) = self.serving.take() {
-            let state = &mut self.goals[g];
-            state.gallop = Some(match state.gallop {
-                Some(gl) if !gl.up => Gallop {
-                    up: false,
-                    units: (gl.units * 2.0).min(1e9),
-                },
-                _ => Gallop {
-                    up: false,
-                    units: 1.0,
-                },
-            });
-        }
-    }
-
     fn step(&mut self, step: Step<'_>) -> Option<TrialRequest> {
         match step {
             Step::Stop => return None,
-            Step::Learn(o) => self.learn(o),
-            Step::Ceiling(o) => self.learn_ceiling(o),
+            Step::Learn(o) => self.learn(o, false),
+            Step::Ceiling(o) => self.learn(o, true),
             Step::Start => {}
         }
         if self.finished {

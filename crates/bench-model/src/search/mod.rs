@@ -242,7 +242,8 @@ fn one_direction() -> u32 {
     1
 }
 
-fn is_zero(n: &u64) -> bool {
+/// For `skip_serializing_if`: a count absent from a record when zero.
+pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
