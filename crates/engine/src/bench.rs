@@ -1054,6 +1054,10 @@ pub struct RxBenchConfig {
     pub source: RxSource,
     /// XDP backend: where the receiving veth's NAPI poll runs.
     pub napi: RxNapi,
+    /// The XDP source's rate in frames/s; `None`: unpaced, as fast as it can. Pacing is how
+    /// the receiver is checked at a given sender's rate (e.g. `bench tx`'s median) when the
+    /// sender, with a CPU of its own here, could go faster than it does in `bench tx`.
+    pub source_pps: Option<f64>,
 }
 
 impl Default for RxBenchConfig {
@@ -1066,6 +1070,7 @@ impl Default for RxBenchConfig {
             backend: RxBackend::AfPacket,
             source: RxSource::Trafgen,
             napi: RxNapi::Thread,
+            source_pps: None,
         }
     }
 }
@@ -1149,6 +1154,11 @@ impl RxVerdict {
 pub fn rx(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     match (cfg.backend, cfg.source) {
         (RxBackend::AfPacket, RxSource::Trafgen) => rx_af_packet(cfg, tag),
+        (RxBackend::Xdp, RxSource::Trafgen) if cfg.source_pps.is_some() => Err(Error::Config(
+            "bench rx: a source rate paces the XDP sender (--source xdp); trafgen sends at \
+             full speed"
+                .into(),
+        )),
         (RxBackend::Xdp, _) => rx_xdp(cfg, tag),
         (RxBackend::AfPacket, RxSource::Xdp) => Err(Error::Config(
             "bench rx: the XDP source is for the XDP receiver (--backend xdp); the AF_PACKET \
@@ -1389,12 +1399,13 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     })
 }
 
-/// The XDP sender as the bench's source: `frames` frames, unpaced, from `tx_cpu`. Returns the
-/// frames the device accepted and the sender's achieved rate.
+/// The XDP sender as the bench's source: `frames` frames from `tx_cpu`, unpaced or at
+/// `cfg.source_pps`. Returns the frames the device accepted and the sender's achieved rate.
 fn xdp_source(net: &BenchNet, frame: &FrameTemplate, cfg: &RxBenchConfig) -> Result<(u64, f64)> {
+    let rate = cfg.source_pps.map_or(Rate::Unlimited, Rate::Pps);
     let stream = StreamConfig {
         rewrite_macs: false,
-        ..StreamConfig::single(2, frame.clone(), Rate::Unlimited, Limit::Frames(cfg.frames))
+        ..StreamConfig::single(2, frame.clone(), rate, Limit::Frames(cfg.frames))
     };
     let port = net.port(&net.tx_if, Some(cfg.tx_cpu));
     let stop = AtomicBool::new(false);

@@ -103,8 +103,27 @@ struct RxArgs {
     /// consecutive sequence numbers; needs --backend xdp).
     #[arg(long, default_value = "trafgen")]
     source: engine::bench::RxSource,
+    /// XDP source only: send at this rate (frames/s: 4Mpps, 4000000pps; or bit/s: 2.5G)
+    /// instead of as fast as it can, e.g. at the median `bench tx --backend xdp` measured: with
+    /// a CPU of its own here the sender can outrun the rate it reaches in `bench tx`.
+    #[arg(long)]
+    rate: Option<String>,
     #[arg(long)]
     json: bool,
+}
+
+/// `--rate` of `bench rx` in frames/s for frames of `size` bytes with FCS. A percentage has
+/// no link to be a percentage of here (two veths).
+fn source_pps(text: &str, size: usize) -> CliResult<f64> {
+    let rate = engine::stream::Rate::parse(text, 0.0)
+        .map_err(|e| CliError::Usage(format!("--rate: {e}")))?;
+    if matches!(rate, engine::stream::Rate::PercentOfLine { .. }) {
+        return Err(CliError::Usage(format!(
+            "--rate '{text}': bench rx has no line rate to take a percentage of; give frames/s \
+             (e.g. 4Mpps) or bit/s"
+        )));
+    }
+    Ok(rate.pps(size as f64))
 }
 
 fn root() -> CliResult {
@@ -189,6 +208,11 @@ pub fn run(args: BenchArgs) -> CliResult {
                     "--rx-napi places the XDP receiver's poll; it needs --backend xdp".into(),
                 ));
             }
+            let source_pps = a
+                .rate
+                .as_deref()
+                .map(|r| source_pps(r, a.size))
+                .transpose()?;
             root()?;
             let cfg = engine::bench::RxBenchConfig {
                 frames: a.frames,
@@ -198,6 +222,7 @@ pub fn run(args: BenchArgs) -> CliResult {
                 backend: a.backend,
                 source: a.source,
                 napi: a.rx_napi.unwrap_or_default(),
+                source_pps,
             };
             let r = engine::bench::rx(&cfg, &tag)
                 .map_err(|e| CliError::Failed(format!("bench rx: {e}")))?;
@@ -221,5 +246,23 @@ pub fn run(args: BenchArgs) -> CliResult {
                 )))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::source_pps;
+
+    #[test]
+    fn bench_rx_rate_is_frames_per_second_and_refuses_a_percentage() {
+        assert_eq!(source_pps("4Mpps", 64).unwrap(), 4e6);
+        // 1 Gbit/s on the wire of 64-byte frames (84 bytes with preamble and gap).
+        assert!((source_pps("1G", 64).unwrap() - 1e9 / 672.0).abs() < 1e-6);
+        let e = source_pps("50%", 64).unwrap_err().to_string();
+        assert!(e.contains("no line rate") && e.contains("4Mpps"), "{e}");
+        assert!(source_pps("fast", 64)
+            .unwrap_err()
+            .to_string()
+            .contains("--rate"));
     }
 }

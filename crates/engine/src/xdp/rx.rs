@@ -21,7 +21,7 @@
 //!   per-CPU values weighted by frames;
 //! - IPDV (RFC 8219 §7.3.2; [`XdpReceiver::stream_ipdv`]) pairs frames with consecutive
 //!   sequence numbers by the AF_PACKET receiver's rules, from per-stream state shared by all
-//!   CPUs under a spin lock (so a pair whose frames were received on two CPUs still counts:
+//!   CPUs in one word replaced by compare-and-swap (so a pair whose frames were received on two CPUs still counts:
 //!   on veth the receiving CPU follows the sending thread from CPU to CPU); the values go to
 //!   per-CPU histograms of the same buckets as latency, one per sign, and the extremes are
 //!   exact. Pairs, minimum and maximum equal the AF_PACKET receiver's for the same frames in

@@ -165,7 +165,11 @@ pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
     if a.backend == engine::bench::RxBackend::Xdp {
         outln!("  sender veth tx_dropped    {:>10}", r.tx_dropped);
         if let Some(pps) = r.source_pps {
-            outln!("  XDP sender achieved       {:>10.0} frames/s", pps);
+            let asked = match r.config.source_pps {
+                Some(p) => format!("   (paced at {p:.0})"),
+                None => "   (unpaced)".to_string(),
+            };
+            outln!("  XDP sender achieved       {:>10.0} frames/s{asked}", pps);
         }
         if let Some(n) = &r.napi {
             outln!("  receive poll              {n}");
