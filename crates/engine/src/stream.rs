@@ -7,6 +7,7 @@
 use crate::Error;
 use serde::Serialize;
 use std::net::IpAddr;
+use wire::bytes::Fields;
 use wire::checksum;
 use wire::dissect::Dissection;
 use wire::template::FrameTemplate;
@@ -405,11 +406,6 @@ fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-#[inline]
-fn be16(f: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([f[at], f[at + 1]])
-}
-
 impl FrameGen {
     pub fn new(cfg: &StreamConfig) -> Result<Self, Error> {
         if cfg.frames.is_empty() || cfg.frames.len() != cfg.weights.len() || cfg.frames.len() > 255
@@ -576,8 +572,8 @@ impl FrameGen {
     #[inline]
     fn vary_flows(&self, at: &FlowFields, seq: u64, f: &mut [u8]) {
         let fl = self.flows;
-        let mut udp = be16(f, at.udp_csum);
-        let mut ip = at.ip_csum.map(|c| be16(f, c));
+        let mut udp = f.u16_at(at.udp_csum..at.udp_csum + 2);
+        let mut ip = at.ip_csum.map(|c| f.u16_at(c..c + 2));
         let mut changed = false;
         let tuple = self.flow_set.as_ref().map(|fs| fs.offsets(seq));
         for (field, count, pos, is_addr) in [
@@ -598,7 +594,7 @@ impl FrameGen {
                 udp = checksum::update_bytes(udp, &old, &new);
                 ip = ip.map(|c| checksum::update_bytes(c, &old, &new));
             } else {
-                let old = be16(f, pos);
+                let old = f.u16_at(pos..pos + 2);
                 let new = old.wrapping_add(k as u16);
                 f[pos..pos + 2].copy_from_slice(&new.to_be_bytes());
                 udp = checksum::update_word(udp, old, new);

@@ -32,6 +32,7 @@
 //! Everything here is a pure function of the bytes; it never panics on any input.
 
 use std::net::IpAddr;
+use wire::bytes::be16;
 
 use wire::checksum;
 use wire::dissect::Dissection;
@@ -158,10 +159,6 @@ impl Expect {
                 .then(|| limit.saturating_add(u64::from(cfg.reorder_every.is_some()))),
         }
     }
-}
-
-fn be16(f: &[u8], at: usize) -> Option<u16> {
-    f.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]))
 }
 
 /// Checks the headers of `frame` (dissected as `d`, its signature found) against `exp`.

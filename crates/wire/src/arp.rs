@@ -4,6 +4,7 @@
 //! another hardware or protocol type is recognised and refused as `Unsupported` rather than
 //! misread; the repr is Ethernet/IPv4 only because that is all the ARP responder answers.
 
+use crate::bytes::Fields;
 use core::net::Ipv4Addr;
 use core::ops::Range;
 
@@ -74,17 +75,12 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
         self.buffer
     }
 
-    fn u16_at(&self, r: Range<usize>) -> u16 {
-        let b = &self.buffer.as_ref()[r];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
     pub fn hardware_type(&self) -> u16 {
-        self.u16_at(field::HTYPE)
+        self.buffer.u16_at(field::HTYPE)
     }
 
     pub fn protocol_type(&self) -> EtherType {
-        EtherType(self.u16_at(field::PTYPE))
+        EtherType(self.buffer.u16_at(field::PTYPE))
     }
 
     pub fn hardware_len(&self) -> u8 {
@@ -96,7 +92,7 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
     }
 
     pub fn operation(&self) -> u16 {
-        self.u16_at(field::OPER)
+        self.buffer.u16_at(field::OPER)
     }
 
     pub fn source_hardware_addr(&self) -> &[u8] {

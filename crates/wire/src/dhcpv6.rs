@@ -9,6 +9,7 @@
 //! option's value; emitting goes through [`OptionWriter`], which writes into a caller's buffer
 //! and fills in the length of a container option when it is closed. Nothing allocates.
 
+use crate::bytes::Fields;
 use core::net::Ipv6Addr;
 
 use crate::error::{Error, Result};
@@ -175,10 +176,6 @@ impl<'a> Iterator for Dhcpv6Options<'a> {
     }
 }
 
-fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
 fn addr(b: &[u8]) -> Ipv6Addr {
     let mut a = [0u8; 16];
     a.copy_from_slice(b);
@@ -203,9 +200,9 @@ impl<'a> IaRepr<'a> {
         let options = &value[12..];
         Dhcpv6Options::new(options).check()?;
         Ok(IaRepr {
-            iaid: be32(&value[..4]),
-            t1: be32(&value[4..8]),
-            t2: be32(&value[8..12]),
+            iaid: value.u32_at(0..4),
+            t1: value.u32_at(4..8),
+            t2: value.u32_at(8..12),
             options,
         })
     }
@@ -234,8 +231,8 @@ impl<'a> IaAddrRepr<'a> {
         Dhcpv6Options::new(options).check()?;
         Ok(IaAddrRepr {
             addr: addr(&value[..16]),
-            preferred: be32(&value[16..20]),
-            valid: be32(&value[20..24]),
+            preferred: value.u32_at(16..20),
+            valid: value.u32_at(20..24),
             options,
         })
     }
@@ -262,8 +259,8 @@ impl<'a> IaPrefixRepr<'a> {
         let options = &value[25..];
         Dhcpv6Options::new(options).check()?;
         Ok(IaPrefixRepr {
-            preferred: be32(&value[..4]),
-            valid: be32(&value[4..8]),
+            preferred: value.u32_at(0..4),
+            valid: value.u32_at(4..8),
             prefix_len: value[8],
             prefix: addr(&value[9..25]),
             options,

@@ -6,6 +6,7 @@
 //! [`Ipv4Packet::verify_checksum`] so that a receiver can count checksum errors separately
 //! from frames that are not IPv4 at all.
 
+use crate::bytes::Fields;
 use core::net::Ipv4Addr;
 use core::ops::Range;
 
@@ -82,11 +83,6 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         self.buffer
     }
 
-    fn u16_at(&self, r: Range<usize>) -> u16 {
-        let b = &self.buffer.as_ref()[r];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
     pub fn version(&self) -> u8 {
         self.buffer.as_ref()[field::VER_IHL] >> 4
     }
@@ -110,24 +106,24 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
 
     pub fn total_len(&self) -> u16 {
-        self.u16_at(field::LENGTH)
+        self.buffer.u16_at(field::LENGTH)
     }
 
     pub fn ident(&self) -> u16 {
-        self.u16_at(field::IDENT)
+        self.buffer.u16_at(field::IDENT)
     }
 
     pub fn dont_frag(&self) -> bool {
-        self.u16_at(field::FLG_OFF) & FLAG_DF != 0
+        self.buffer.u16_at(field::FLG_OFF) & FLAG_DF != 0
     }
 
     pub fn more_frags(&self) -> bool {
-        self.u16_at(field::FLG_OFF) & FLAG_MF != 0
+        self.buffer.u16_at(field::FLG_OFF) & FLAG_MF != 0
     }
 
     /// Fragment offset in bytes (the field counts 8-byte units).
     pub fn frag_offset(&self) -> u16 {
-        (self.u16_at(field::FLG_OFF) & 0x1fff) << 3
+        (self.buffer.u16_at(field::FLG_OFF) & 0x1fff) << 3
     }
 
     pub fn ttl(&self) -> u8 {
@@ -139,7 +135,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
 
     pub fn checksum(&self) -> u16 {
-        self.u16_at(field::CHECKSUM)
+        self.buffer.u16_at(field::CHECKSUM)
     }
 
     pub fn src_addr(&self) -> Ipv4Addr {
@@ -221,18 +217,18 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     }
 
     pub fn set_dont_frag(&mut self, v: bool) {
-        let f = self.u16_at(field::FLG_OFF);
+        let f = self.buffer.u16_at(field::FLG_OFF);
         self.set_u16_at(field::FLG_OFF, if v { f | FLAG_DF } else { f & !FLAG_DF })
     }
 
     pub fn set_more_frags(&mut self, v: bool) {
-        let f = self.u16_at(field::FLG_OFF);
+        let f = self.buffer.u16_at(field::FLG_OFF);
         self.set_u16_at(field::FLG_OFF, if v { f | FLAG_MF } else { f & !FLAG_MF })
     }
 
     /// `offset` in bytes; the low 3 bits are dropped.
     pub fn set_frag_offset(&mut self, offset: u16) {
-        let f = self.u16_at(field::FLG_OFF);
+        let f = self.buffer.u16_at(field::FLG_OFF);
         self.set_u16_at(field::FLG_OFF, (f & 0xe000) | (offset >> 3))
     }
 

@@ -11,6 +11,7 @@
 //!
 //! This crate does no I/O, reads no clock and does not allocate per packet.
 
+pub mod bytes;
 pub mod checksum;
 pub mod error;
 pub mod units;

@@ -8,6 +8,7 @@
 //! header (hop limit 255, link-local source) are the caller's, as in [`crate::icmpv6`]; the
 //! checksum is [`Icmpv6Packet::fill_checksum`] / [`Icmpv6Packet::verify_checksum`].
 
+use crate::bytes::Fields;
 use core::net::Ipv6Addr;
 
 use crate::error::{Error, Result};
@@ -66,8 +67,8 @@ impl PrefixInfo {
             prefix_len,
             on_link: o[3] & FLAG_ON_LINK != 0,
             autonomous: o[3] & FLAG_AUTONOMOUS != 0,
-            valid_lifetime: be32(&o[4..8]),
-            preferred_lifetime: be32(&o[8..12]),
+            valid_lifetime: o.u32_at(4..8),
+            preferred_lifetime: o.u32_at(8..12),
             prefix: addr(&o[16..32]),
         })
     }
@@ -83,10 +84,6 @@ impl PrefixInfo {
         o[12..16].fill(0);
         o[16..32].copy_from_slice(&self.prefix.octets());
     }
-}
-
-fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
 fn addr(b: &[u8]) -> Ipv6Addr {
@@ -165,10 +162,10 @@ impl<'a> Iterator for NdOptions<'a> {
                 MacAddr::from_slice(&o[2..8]).map(NdOption::SourceLladdr)
             }
             OPT_PREFIX_INFO => PrefixInfo::parse(o).map(NdOption::Prefix),
-            OPT_MTU if len == MTU_OPT_LEN => Ok(NdOption::Mtu(be32(&o[4..8]))),
+            OPT_MTU if len == MTU_OPT_LEN => Ok(NdOption::Mtu(o.u32_at(4..8))),
             OPT_MTU => Err(Error::Malformed("mtu option length is not 1")),
             OPT_RDNSS if len >= 24 => Ok(NdOption::Rdnss {
-                lifetime: be32(&o[4..8]),
+                lifetime: o.u32_at(4..8),
                 servers: &o[8..],
             }),
             OPT_RDNSS => Err(Error::Malformed("rdnss option without an address")),
@@ -285,8 +282,8 @@ impl RouterAdvertHeader {
             managed: b[5] & FLAG_MANAGED != 0,
             other: b[5] & FLAG_OTHER != 0,
             router_lifetime: u16::from_be_bytes([b[6], b[7]]),
-            reachable_time: be32(&b[8..12]),
-            retrans_timer: be32(&b[12..16]),
+            reachable_time: b.u32_at(8..12),
+            retrans_timer: b.u32_at(12..16),
         })
     }
 }

@@ -6,6 +6,7 @@
 //! The view's buffer is the whole segment (the IP payload): TCP has no length field, so the
 //! checksum covers exactly the buffer.
 
+use crate::bytes::Fields;
 use core::fmt;
 use core::net::{Ipv4Addr, Ipv6Addr};
 use core::ops::{BitOr, BitOrAssign, Range};
@@ -235,30 +236,20 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         self.buffer
     }
 
-    fn u16_at(&self, r: Range<usize>) -> u16 {
-        let b = &self.buffer.as_ref()[r];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
-    fn u32_at(&self, r: Range<usize>) -> u32 {
-        let b = &self.buffer.as_ref()[r];
-        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-    }
-
     pub fn src_port(&self) -> u16 {
-        self.u16_at(field::SRC_PORT)
+        self.buffer.u16_at(field::SRC_PORT)
     }
 
     pub fn dst_port(&self) -> u16 {
-        self.u16_at(field::DST_PORT)
+        self.buffer.u16_at(field::DST_PORT)
     }
 
     pub fn seq_number(&self) -> u32 {
-        self.u32_at(field::SEQ_NUM)
+        self.buffer.u32_at(field::SEQ_NUM)
     }
 
     pub fn ack_number(&self) -> u32 {
-        self.u32_at(field::ACK_NUM)
+        self.buffer.u32_at(field::ACK_NUM)
     }
 
     /// Header length in bytes (data offset × 4).
@@ -308,15 +299,15 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     }
 
     pub fn window_len(&self) -> u16 {
-        self.u16_at(field::WIN_SIZE)
+        self.buffer.u16_at(field::WIN_SIZE)
     }
 
     pub fn checksum(&self) -> u16 {
-        self.u16_at(field::CHECKSUM)
+        self.buffer.u16_at(field::CHECKSUM)
     }
 
     pub fn urgent_at(&self) -> u16 {
-        self.u16_at(field::URGENT)
+        self.buffer.u16_at(field::URGENT)
     }
 
     /// Offset of the MSS option's kind byte inside the segment, if there is one.

@@ -4,6 +4,7 @@
 //! the checksum needs the IP addresses, so it is filled after the payload is in place
 //! ([`UdpPacket::fill_checksum_v4`]/[`UdpPacket::fill_checksum_v6`]).
 
+use crate::bytes::Fields;
 use core::net::{Ipv4Addr, Ipv6Addr};
 use core::ops::Range;
 
@@ -60,22 +61,17 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         self.buffer
     }
 
-    fn u16_at(&self, r: Range<usize>) -> u16 {
-        let b = &self.buffer.as_ref()[r];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
     pub fn src_port(&self) -> u16 {
-        self.u16_at(field::SRC_PORT)
+        self.buffer.u16_at(field::SRC_PORT)
     }
 
     pub fn dst_port(&self) -> u16 {
-        self.u16_at(field::DST_PORT)
+        self.buffer.u16_at(field::DST_PORT)
     }
 
     /// Header + payload length as declared.
     pub fn len(&self) -> u16 {
-        self.u16_at(field::LENGTH)
+        self.buffer.u16_at(field::LENGTH)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -83,7 +79,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     }
 
     pub fn checksum(&self) -> u16 {
-        self.u16_at(field::CHECKSUM)
+        self.buffer.u16_at(field::CHECKSUM)
     }
 
     /// The datagram as declared by the length field, clamped to the buffer so that checksum

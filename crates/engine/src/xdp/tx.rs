@@ -54,6 +54,7 @@ use aya::programs::{RawTracePoint, Xdp};
 use aya::Ebpf;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
+use wire::bytes::Fields;
 
 /// Largest frame (without FCS) the XDP sender sends: live mode builds each frame in one page
 /// with headroom and tailroom, and refuses larger data (net/bpf/test_run.c).
@@ -133,14 +134,6 @@ impl std::fmt::Debug for XdpSender {
     }
 }
 
-fn be16(f: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([f[at], f[at + 1]])
-}
-
-fn be32(f: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([f[at], f[at + 1], f[at + 2], f[at + 3]])
-}
-
 fn off16(v: usize) -> u16 {
     // Every offset is inside a frame of at most MAX_FRAME_LEN bytes.
     v as u16
@@ -181,17 +174,21 @@ fn recipe(cfg: &StreamConfig, slot: usize, frame: &[u8], sig_off: usize) -> Resu
         flags,
         src_ip_count: f.src_ip_count,
         dst_ip_count: f.dst_ip_count,
-        src_ip_base: be32(frame, src_addr_off),
-        dst_ip_base: be32(frame, dst_addr_off),
+        src_ip_base: frame.u32_at(src_addr_off..src_addr_off + 4),
+        dst_ip_base: frame.u32_at(dst_addr_off..dst_addr_off + 4),
         src_port_count: u32::from(f.src_port_count),
         dst_port_count: u32::from(f.dst_port_count),
-        src_port_base: be16(frame, udp),
-        dst_port_base: be16(frame, udp + 2),
+        src_port_base: frame.u16_at(udp..udp + 2),
+        dst_port_base: frame.u16_at(udp + 2..udp + 4),
         sig_off: off16(sig_off),
         udp_csum_off: off16(udp + 6),
-        udp_csum_base: be16(frame, udp + 6),
+        udp_csum_base: frame.u16_at(udp + 6..udp + 8),
         ip_csum_off: if v4 { off16(ip + 10) } else { 0 },
-        ip_csum_base: if v4 { be16(frame, ip + 10) } else { 0 },
+        ip_csum_base: if v4 {
+            frame.u16_at(ip + 10..ip + 12)
+        } else {
+            0
+        },
         ip_ident_off: if v4 { off16(ip + 4) } else { 0 },
         src_addr_off: off16(src_addr_off),
         dst_addr_off: off16(dst_addr_off),

@@ -215,21 +215,7 @@ impl PppRepr {
     }
 }
 
-/// Reads a big-endian u16 at `at`, `None` if out of range (for parsers that must not panic).
-pub(crate) fn be16(b: &[u8], at: usize) -> Option<u16> {
-    match b.get(at..at.checked_add(2)?)? {
-        [x, y] => Some(u16::from_be_bytes([*x, *y])),
-        _ => None,
-    }
-}
-
-/// Reads a big-endian u32 at `at`, `None` if out of range.
-pub(crate) fn be32(b: &[u8], at: usize) -> Option<u32> {
-    match b.get(at..at.checked_add(4)?)? {
-        [w, x, y, z] => Some(u32::from_be_bytes([*w, *x, *y, *z])),
-        _ => None,
-    }
-}
+pub(crate) use crate::bytes::{be16, be32};
 
 #[cfg(test)]
 mod tests {
