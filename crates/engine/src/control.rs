@@ -14,8 +14,6 @@
 
 use std::time::{Duration, Instant};
 
-use wire::units::Nanos;
-
 use crate::port::PortSpec;
 use crate::sys::{self, PacketSocket};
 use crate::tun::{IpRelay, Tun};
@@ -48,10 +46,9 @@ pub struct ControlPort {
     pub stats: ControlPortStats,
 }
 
-/// CLOCK_MONOTONIC as the machines' time.
-pub fn now() -> Nanos {
-    Nanos(sys::monotonic_ns())
-}
+/// CLOCK_MONOTONIC as the machines' time (defined with the clocks; re-exported here where
+/// the machines are driven).
+pub use crate::sys::machine_now as now;
 
 impl ControlPort {
     /// Enters the port's namespace (this thread only) and opens the socket there. Call from

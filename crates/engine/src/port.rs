@@ -42,7 +42,7 @@ pub struct PortSpec {
     /// buffer, the program, returning the pages). In SKB mode the skb is queued by receive
     /// packet steering to the tester's CPU, and the program runs there (docs/lab.md, "CPU
     /// isolation"). The lab sets it (`bench::trial::lab_port`).
-    pub xdp_rx_mode: Option<crate::xdp::rx::XdpMode>,
+    pub xdp_rx_mode: Option<crate::xdp::mode::XdpMode>,
 }
 
 impl PortSpec {

@@ -196,7 +196,7 @@ impl Tun {
             if let Some(s) = client_syn(&self.buf[..n], Direction::Down) {
                 self.record(s);
             }
-            match cp.send_ip(crate::control::now(), &self.buf[..n]) {
+            match cp.send_ip(crate::sys::machine_now(), &self.buf[..n]) {
                 Ok(()) => {
                     self.stats.down_packets += 1;
                     self.stats.down_bytes += n as u64;

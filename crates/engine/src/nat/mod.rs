@@ -28,6 +28,7 @@
 pub mod check;
 pub mod learn;
 pub mod load;
+mod load_backend;
 mod load_xdp;
 pub mod priority;
 pub mod reply;
@@ -568,7 +569,7 @@ pub fn run(
         let load = match cfg.load {
             Some(l) if validated.count() == n && !stop.load(Ordering::Relaxed) => {
                 let order: Vec<(u64, Tuple)> = learned.iter().collect();
-                Some(load::run(cfg, l, &prelim, opened, &order, stop)?)
+                Some(load_backend::run(cfg, l, &prelim, opened, &order, stop)?)
             }
             _ => None,
         };

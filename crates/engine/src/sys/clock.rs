@@ -11,6 +11,11 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CLOCK_MONOTONIC as the emulated machines' time (`engine::control::now`).
+pub fn machine_now() -> wire::units::Nanos {
+    wire::units::Nanos(monotonic_ns())
+}
+
 /// CLOCK_MONOTONIC in nanoseconds (the clock the signature timestamp uses).
 #[inline]
 pub fn monotonic_ns() -> u64 {

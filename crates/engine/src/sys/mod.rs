@@ -19,7 +19,7 @@ mod thread;
 pub mod tun;
 
 pub use clock::{
-    monotonic_ns, realtime_minus_monotonic_ns, realtime_ns, sleep_until, wait_for_due,
+    machine_now, monotonic_ns, realtime_minus_monotonic_ns, realtime_ns, sleep_until, wait_for_due,
 };
 pub use mmsg::MmsgBatch;
 pub use socket::PacketSocket;

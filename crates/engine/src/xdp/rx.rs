@@ -123,15 +123,7 @@ fn expect_words(e: &Expect) -> ExpectWords {
 type PortCtr = [u64; p::N];
 type Hist = [u64; NBUCKETS];
 
-/// How the program runs on the interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum XdpMode {
-    /// In the driver (veth and most NIC drivers).
-    Native,
-    /// Generic XDP on the skb, after the driver: slower, same counts.
-    Skb,
-}
+pub use super::mode::XdpMode;
 
 /// Options of an [`XdpReceiver`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
