@@ -164,19 +164,7 @@ pub fn reset(ns: &str, limit: Option<u64>) -> Result<()> {
     Ok(())
 }
 
-/// What one timed deletion of the whole table measured (RFC 9693 "connection tear-down
-/// rate"), all from inside the DUT's namespace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Teardown {
-    /// `nf_conntrack_count` just before the deletion and just after it.
-    pub entries_before: u64,
-    pub entries_after: u64,
-    /// The flush request on the full table, ns, from sending it to the kernel's
-    /// acknowledgement (sent once every entry is deleted).
-    pub delete_ns: u64,
-    /// The same request on the empty table right after: the round trip's own cost.
-    pub empty_ns: u64,
-}
+pub use crate::ctnetlink::Teardown;
 
 /// Deletes every connection of `ns` and times it, over ctnetlink from inside this process
 /// ([`crate::ctnetlink`]: no process start inside the timed interval).

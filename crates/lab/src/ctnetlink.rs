@@ -14,7 +14,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Instant;
 
-use crate::conntrack::Teardown;
+use serde::{Deserialize, Serialize};
 
 /// nfnetlink subsystem of conntrack, and its "delete" message (linux/netfilter/nfnetlink.h,
 /// nfnetlink_conntrack.h).
@@ -81,6 +81,20 @@ fn flush(sock: &OwnedFd, seq: u32) -> io::Result<u64> {
     }
     parse_ack(&buf[..n as usize], seq)?;
     Ok(dt.max(1))
+}
+
+/// What one timed deletion of the whole table measured (RFC 9693 "connection tear-down
+/// rate"), all from inside the DUT's namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Teardown {
+    /// `nf_conntrack_count` just before the deletion and just after it.
+    pub entries_before: u64,
+    pub entries_after: u64,
+    /// The flush request on the full table, ns, from sending it to the kernel's
+    /// acknowledgement (sent once every entry is deleted).
+    pub delete_ns: u64,
+    /// The same request on the empty table right after: the round trip's own cost.
+    pub empty_ns: u64,
 }
 
 /// Deletes every connection of network namespace `ns` (a name under /run/netns) and times it.

@@ -60,7 +60,8 @@ pub enum LabError {
     /// Another process holds the lab ([`crate::LabLock`]).
     Busy { name: String, holder: String },
     /// A link speed the lab cannot shape to.
-    InvalidSpeed { bps: u64 },
+    /// `min` and `max`: the range the links can shape (`links::MIN_WIRE_BPS`, `MAX_WIRE_BPS`).
+    InvalidSpeed { bps: u64, min: u64, max: u64 },
     /// The fast path must not run with this profile (packets would skip rules they must walk)
     /// or on this topology.
     FastpathRefused { profile: String, reason: String },
@@ -143,12 +144,10 @@ impl fmt::Display for LabError {
                 "lab {name} is in use by {holder}; one lab has one user at a time: wait for \
                  it to finish, or use another lab name"
             ),
-            LabError::InvalidSpeed { bps } => write!(
+            LabError::InvalidSpeed { bps, min, max } => write!(
                 f,
-                "a lab link speed of {bps} b/s cannot be shaped: give one from {} to {} b/s \
-                 (for example 1G)",
-                crate::links::MIN_WIRE_BPS,
-                crate::links::MAX_WIRE_BPS
+                "a lab link speed of {bps} b/s cannot be shaped: give one from {min} to {max} \
+                 b/s (for example 1G)"
             ),
             LabError::UnknownProfile { given, valid } => {
                 write!(f, "unknown profile `{given}`; valid profiles: {valid}")

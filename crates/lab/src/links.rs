@@ -102,7 +102,11 @@ impl Lab {
     pub fn set_wire_speed(&self, bps: Option<u64>) -> Result<()> {
         if let Some(b) = bps {
             if !(MIN_WIRE_BPS..=MAX_WIRE_BPS).contains(&b) {
-                return Err(LabError::InvalidSpeed { bps: b });
+                return Err(LabError::InvalidSpeed {
+                    bps: b,
+                    min: MIN_WIRE_BPS,
+                    max: MAX_WIRE_BPS,
+                });
             }
         }
         for (ns, ifname) in self.tester_ports()? {
