@@ -1,5 +1,5 @@
-//! The interface a port runner drives a control plane through, and its impls for every
-//! machine here.
+//! The interface a port runner drives a control plane through (the impls for the machines
+//! are listed in `impls.rs`, so that this module and the machines do not import each other).
 //!
 //! [`ControlPlane`] is what a socket loop (the engine's `control::ControlPort`) needs from a
 //! sans-I/O machine; [`IpRelay`] is what a TUN hand-off (`engine::tun`) needs from a machine
@@ -35,8 +35,8 @@ pub enum RelayDrop {
     NotUp,
 }
 
-/// What a control plane that terminates IP must offer a TUN hand-off (implemented below for
-/// the PPPoE server and client, the AFTR and the B4).
+/// What a control plane that terminates IP must offer a TUN hand-off (implemented for the
+/// PPPoE server and client, the AFTR and the B4: `impls.rs`).
 pub trait IpRelay: ControlPlane {
     /// Moves the IP packets decapsulated since the last call (no link header) into `out`.
     fn take_ip(&mut self, out: &mut Vec<Vec<u8>>);
@@ -45,16 +45,18 @@ pub trait IpRelay: ControlPlane {
     fn send_ip(&mut self, now: Nanos, packet: &[u8]) -> Result<(), RelayDrop>;
 }
 
+/// Implements [`ControlPlane`] for machines whose inherent methods have its names
+/// (`crate::impls` lists them).
 macro_rules! control_plane {
     ($($t:ty),*) => {$(
-        impl ControlPlane for $t {
-            fn handle_frame(&mut self, now: Nanos, frame: &[u8]) -> bool {
+        impl $crate::control_plane::ControlPlane for $t {
+            fn handle_frame(&mut self, now: wire::units::Nanos, frame: &[u8]) -> bool {
                 <$t>::handle_frame(self, now, frame)
             }
-            fn poll(&mut self, now: Nanos) {
+            fn poll(&mut self, now: wire::units::Nanos) {
                 <$t>::poll(self, now)
             }
-            fn next_deadline(&self) -> Option<Nanos> {
+            fn next_deadline(&self) -> Option<wire::units::Nanos> {
                 <$t>::next_deadline(self)
             }
             fn take_transmit(&mut self) -> Vec<Vec<u8>> {
@@ -64,33 +66,22 @@ macro_rules! control_plane {
     )*};
 }
 
-control_plane!(
-    crate::pppoe::server::Server,
-    crate::pppoe::client::Client,
-    crate::pppoe::fleet::ClientFleet,
-    crate::arp_nd::Neighbors,
-    crate::dslite::Aftr,
-    crate::dslite::B4,
-    crate::softwire::AftrPort,
-    crate::softwire::B4Port
-);
-
+/// Implements [`IpRelay`] likewise.
 macro_rules! ip_relay {
     ($($t:ty),*) => {$(
-        impl IpRelay for $t {
+        impl $crate::control_plane::IpRelay for $t {
             fn take_ip(&mut self, out: &mut Vec<Vec<u8>>) {
                 <$t>::take_ip(self, out)
             }
-            fn send_ip(&mut self, now: Nanos, packet: &[u8]) -> Result<(), RelayDrop> {
+            fn send_ip(
+                &mut self,
+                now: wire::units::Nanos,
+                packet: &[u8],
+            ) -> Result<(), $crate::control_plane::RelayDrop> {
                 <$t>::send_ip(self, now, packet)
             }
         }
     )*};
 }
 
-ip_relay!(
-    crate::pppoe::server::Server,
-    crate::pppoe::client::Client,
-    crate::softwire::AftrPort,
-    crate::softwire::B4Port
-);
+pub(crate) use {control_plane, ip_relay};

@@ -26,6 +26,7 @@ pub mod arp_nd;
 pub mod control_plane;
 pub mod dhcpv6;
 pub mod dslite;
+mod impls;
 pub mod ipfrag;
 pub mod ppp;
 pub mod pppoe;
