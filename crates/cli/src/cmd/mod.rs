@@ -11,6 +11,7 @@ pub mod lab;
 pub mod linerate;
 pub mod plan;
 pub mod pppoe;
+pub mod pppoe_args;
 pub mod pppoe_fleet;
 pub mod pppoe_print;
 pub mod provision;

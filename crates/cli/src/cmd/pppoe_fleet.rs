@@ -10,7 +10,7 @@ use emulate::util::Entropy;
 use engine::port::PortSpec;
 
 use super::hand::{secs, Stop};
-use super::pppoe::{auth_methods, ClientArgs};
+use super::pppoe_args::{auth_methods, ClientArgs};
 use crate::error::{CliError, CliResult};
 
 /// `pppoe client --sessions N` / `--subscribers FILE`: many subscribers at once and their
