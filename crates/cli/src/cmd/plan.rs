@@ -137,7 +137,7 @@ pub fn run(args: PlanArgs) -> CliResult {
     );
     let st = bench::plan::STARTUP;
     outln!(
-        "  start-up counted conservatively: lab {:.0} s, {:.0} s per profile load, {:.1} s per engine trial, {:.2} s per connection trial, {:.1} s per iperf3 trial, {:.0} s per PPPoE session; DUT hooks not included",
+        "  start-up: lab {:.0} s, {:.0} s per profile load, {:.2} s per engine trial, {:.2} s per connection trial, {:.1} s per iperf3 trial, {:.0} s per PPPoE session; DUT hooks not included",
         st.lab, st.profile, st.engine_trial, st.conn_trial, st.iperf3_trial, st.pppoe_session
     );
     if offline {
