@@ -33,9 +33,10 @@
 // bpf_spin_lock because the lock (interrupts saved and restored, a paravirtual unlock on a VM)
 // cost a fifth of the program's time per frame (perf, `bench rx --backend xdp --source xdp
 // --rx-cpu 1`). The word keeps the low 24 bits of sequence number + 1 and the low 40 bits of
-// the delay: frames that reach it are within the duplicate window (2^16) of the highest, so 24
-// bits order them; and the difference of two delays modulo 2^40 is the IPDV exactly while
-// |IPDV| < 2^39 ns (9 minutes; the histograms clamp at 10 s). The pairs' values go to per-CPU
+// the delay: only a frame that raised the highest sequence number (known in 64 bits) replaces
+// it, the 24 bits only order two frames racing on two CPUs, and the difference of two delays
+// modulo 2^40 is the IPDV exactly while |IPDV| < 2^39 ns (9 minutes; the histograms clamp at
+// 10 s). The pairs' values go to per-CPU
 // histograms, one for IPDV >= 0 and one for the magnitudes of IPDV < 0 (|IPDV| + 1, the latency
 // histogram's buckets), with exact per-CPU minimum and maximum.
 //
@@ -589,11 +590,15 @@ static __always_inline void ipdv_record(struct ctr *c, __u32 slot, __s64 d)
 	c->v[C_IPDV_PAIRS]++;
 }
 
-/* The IPDV step for a frame of `slot` with extended sequence number `seq` and one-way delay
- * `transit`, within the duplicate window of the highest: if it is the next after the shared
- * last frame, records the pair; if it is newer, it becomes the last frame. Lock-free: a
- * compare-and-swap on the packed word, retried a few times when another CPU replaced it in
- * between (a frame that loses every retry forms no pair, as if reordered). */
+/* The IPDV step for a frame of `slot` that raised the stream's highest sequence number (its
+ * extended sequence number `seq` is above the highest the frame's CPU read, in full 64 bits):
+ * if it is the next after the shared last frame, records the pair; either way it becomes the
+ * last frame. Older frames never come here (the rules ignore them). Lock-free: a
+ * compare-and-swap on the packed word. When another CPU replaced the word in between, the 24
+ * bits tell which frame is newer (the two are at most a few frames apart then); a word up to
+ * a duplicate window (2^16) ahead of this frame is newer and stays, anything else is older
+ * (a gap of any size, aliasing only within 2^16 of a multiple of 2^24 lost frames). A frame
+ * that loses four races in a row forms no pair, as if reordered. */
 static __always_inline void ipdv_pair(struct ctr *c, __u32 slot, __u64 seq, __s64 transit)
 {
 	__u64 *lp = bpf_map_lookup_elem(&wr_rx_ipdv_last, &slot);
@@ -605,12 +610,12 @@ static __always_inline void ipdv_pair(struct ctr *c, __u32 slot, __u64 seq, __s6
 	for (int i = 0; i < 4; i++) {
 		int pair = 0;
 		if (old != 0) {
-			/* How far this frame's seq + 1 is ahead of the last frame's, mod 2^24: 1 is the
-			 * next frame, 2 .. 2^23 - 1 a gap, 0 or "negative" the same or an older frame. */
-			__u64 ahead = (next1 - (old >> IPDV_DELAY_BITS)) & IPDV_SEQ_MASK;
-			if (ahead == 0 || ahead >= (1ULL << (IPDV_SEQ_BITS - 1)))
+			/* How far the word's frame is ahead of this one, mod 2^24. */
+			__u64 behind = ((old >> IPDV_DELAY_BITS) - next1) & IPDV_SEQ_MASK;
+			if (behind < WIN)
 				return;
-			pair = ahead == 1;
+			/* The word holds seq - 1 exactly when its seq + 1 is this seq. */
+			pair = (old >> IPDV_DELAY_BITS) == (seq & IPDV_SEQ_MASK);
 		}
 		__u64 prev = __sync_val_compare_and_swap(lp, old, word);
 		if (prev == old) {
@@ -646,14 +651,14 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		c->v[C_INV_TIMESTAMP]++;
 		return;
 	}
-	int ooo = 0, late = 0;
+	int ooo = 0;
+	/* A new highest sequence number: the only frames that move the IPDV state. */
+	int newer = high1 == 0 || seq > high1 - 1;
 	if (high1 != 0 && seq < high1 - 1) {
 		ooo = 1;
 		if (high1 - 1 - seq >= WIN) {
-			/* Too old for the window: received, out of order and late, unchecked. It is
-			 * older than the last frame of any IPDV pair too, so it forms none. */
+			/* Too old for the window: received, out of order and late, unchecked. */
 			c->v[C_LATE]++;
-			late = 1;
 			goto received;
 		}
 	}
@@ -669,7 +674,7 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 			return;
 		}
 	}
-	if (high1 == 0 || seq > high1 - 1) {
+	if (newer) {
 		/* A new highest: raise the shared maximum (bounded retries under contention). */
 		__u64 cur = high1;
 		for (int i = 0; i < 8; i++) {
@@ -719,7 +724,7 @@ received:
 	c->v[C_LAST_TRANSIT] = (__u64)transit;
 	c->v[C_HAS_TRANSIT] = 1;
 	/* IPDV: only a frame with the next sequence number after the last one forms a pair. */
-	if (!late)
+	if (newer)
 		ipdv_pair(c, slot, seq, transit);
 }
 
