@@ -76,7 +76,7 @@ fn trial_inside_pppoe_reports_1518_as_fragmented() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let v = run_inside("pppoe", "p", &[]);
+    let v = run_inside("pppoe", "p", &["--fragment-oversize"]);
     check(&v, "IPv4");
     let i = &v["inside"];
     assert_eq!(i["kind"], "pppoe");
@@ -107,7 +107,7 @@ fn trial_inside_dslite_reports_1518_as_fragmented() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let v = run_inside("dslite", "d", &[]);
+    let v = run_inside("dslite", "d", &["--fragment-oversize"]);
     check(&v, "DS-Lite");
     assert_eq!(v["inside"]["kind"], "dslite");
     assert_eq!(v["inside"]["mtu"], 1500);
