@@ -156,8 +156,9 @@ pub const DEFAULT_B4: std::net::Ipv6Addr =
 
 enum Ends {
     Pppoe {
-        ac: SessionPort,
-        client: SessionPort,
+        // Boxed: a PPPoE port holds its channels and is much larger than a softwire's.
+        ac: Box<SessionPort>,
+        client: Box<SessionPort>,
         ac_info: SessionInfo,
         cl_info: SessionInfo,
     },
@@ -221,8 +222,8 @@ impl Inside {
                 b.ipv4 = Some(local);
                 a.ipv4 = Some(gw);
                 Ends::Pppoe {
-                    ac,
-                    client,
+                    ac: Box::new(ac),
+                    client: Box::new(client),
                     ac_info,
                     cl_info,
                 }
