@@ -94,19 +94,16 @@ impl Internet {
                 },
             )
             .map_err(|e| e.to_string())?;
-            let tun = Tun::create(&inet.tun, Some(&inet.netns)).map_err(|e| e.to_string())?;
+            // The same Internet side `wirerate pppoe server --tun` makes by hand.
             let net = emulate::pppoe::documentation_net(cfg.pool);
-            lab::tun::configure(
-                Some(&inet.netns),
+            crate::hand::internet_tun(
                 &inet.tun,
-                &lab::tun::TunSetup {
-                    mtu: 1492,
-                    addrs: vec![vec![format!("{addr}/32")]],
-                    routes: net.map(|n| format!("{n}/24")).into_iter().collect(),
-                },
+                Some(&inet.netns),
+                1492,
+                addr,
+                net.map(|n| format!("{n}/24")).into_iter().collect(),
             )
-            .map_err(|e| e.to_string())?;
-            Ok::<Tun, String>(tun)
+            .map_err(|e| e.to_string())
         })();
         match made {
             Ok(tun) => Ok((inet, tun)),
