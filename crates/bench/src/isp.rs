@@ -485,7 +485,8 @@ impl SessionPort {
     }
 
     /// Waits for the session (the first one, for a server), at most `timeout`, giving up when
-    /// `stop` is set. Events seen meanwhile are in [`take_lines`](Self::take_lines).
+    /// `stop` is set. Events seen meanwhile are in [`take_lines`](Self::take_lines); the
+    /// caller says where they went (a run: `sessions.jsonl`).
     pub fn wait_up(&mut self, timeout: Duration, stop: &AtomicBool) -> Result<SessionInfo, String> {
         let end = Instant::now() + timeout;
         loop {
@@ -512,7 +513,7 @@ impl SessionPort {
                     PppoeRole::Client => "no access concentrator gave us a session",
                 };
                 return Err(format!(
-                    "PPPoE on port {}: {who} within {:.0} s; nothing was sent (see sessions.jsonl for what was tried)",
+                    "PPPoE on port {}: {who} within {:.0} s; nothing was sent",
                     self.port,
                     timeout.as_secs_f64()
                 ));
