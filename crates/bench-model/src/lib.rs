@@ -20,6 +20,7 @@
 pub mod files;
 pub mod hooks;
 pub mod iperf3;
+pub mod oversize;
 pub mod plan;
 pub mod results;
 pub mod search;

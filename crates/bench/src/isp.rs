@@ -9,6 +9,7 @@
 //! returned for the results: setup time, retransmissions, sessions ended and input refused,
 //! both by reason.
 
+use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -93,19 +94,16 @@ impl Internet {
                 },
             )
             .map_err(|e| e.to_string())?;
-            let tun = Tun::create(&inet.tun, Some(&inet.netns)).map_err(|e| e.to_string())?;
+            // The same Internet side `wirerate pppoe server --tun` makes by hand.
             let net = emulate::pppoe::documentation_net(cfg.pool);
-            lab::tun::configure(
-                Some(&inet.netns),
+            crate::hand::internet_tun(
                 &inet.tun,
-                &lab::tun::TunSetup {
-                    mtu: 1492,
-                    addrs: vec![vec![format!("{addr}/32")]],
-                    routes: net.map(|n| format!("{n}/24")).into_iter().collect(),
-                },
+                Some(&inet.netns),
+                1492,
+                addr,
+                net.map(|n| format!("{n}/24")).into_iter().collect(),
             )
-            .map_err(|e| e.to_string())?;
-            Ok::<Tun, String>(tun)
+            .map_err(|e| e.to_string())
         })();
         match made {
             Ok(tun) => Ok((inet, tun)),
@@ -133,6 +131,7 @@ pub struct SessionPort {
     drops: Arc<Mutex<Vec<SessionDrop>>>,
     infos: Receiver<SessionInfo>,
     lines: Receiver<SessionLine>,
+    datagrams: Datagrams,
     handle: Option<JoinHandle<Result<Value, String>>>,
     info: Option<SessionInfo>,
     /// How many drops had happened when `info` was taken.
@@ -192,6 +191,42 @@ fn client_stats(c: &Client, port: &ControlPort) -> Value {
 /// How long closing (LCP Terminate, PADT) may take at the end.
 const CLOSE_GRACE: Duration = Duration::from_millis(800);
 
+/// IPv4 datagrams a caller sends through a port's session by its control plane, and those the
+/// session delivered while [`SessionPort::capture`] was on: the slow path `trial --inside
+/// --fragment-oversize` sends the fragments of oversize packets on (`crate::inside`). The
+/// control thread owns the machine, so both go through it.
+#[derive(Default)]
+struct Datagrams {
+    capture: Arc<AtomicBool>,
+    delivered: Arc<Mutex<Vec<Vec<u8>>>>,
+    outbox: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Datagrams {
+    fn shared(&self) -> Datagrams {
+        Datagrams {
+            capture: self.capture.clone(),
+            delivered: self.delivered.clone(),
+            outbox: self.outbox.clone(),
+        }
+    }
+
+    /// Keeps a delivered datagram when capturing (test frames reach the control socket too;
+    /// without capture they are the engine's to count).
+    fn delivered(&self, payload: Vec<u8>) {
+        if self.capture.load(Ordering::SeqCst) {
+            self.delivered
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(payload);
+        }
+    }
+
+    fn queued(&self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut *self.outbox.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
 struct Chans {
     name: String,
     stop: Arc<AtomicBool>,
@@ -202,6 +237,7 @@ struct Chans {
     info: Sender<SessionInfo>,
     lines: Sender<SessionLine>,
     ready: Sender<()>,
+    datagrams: Datagrams,
 }
 
 impl Chans {
@@ -268,7 +304,14 @@ fn run_server(
         s.enable_ip_relay();
     }
     let _ = ch.ready.send(());
+    // The session the caller's datagrams go into: the newest.
+    let mut riding: Option<emulate::pppoe::SessionKey> = None;
     while !ch.stop.load(Ordering::SeqCst) {
+        for p in ch.datagrams.queued() {
+            if let Some(key) = riding {
+                s.send(control::now(), key, wire::ppp::Protocol::IPV4, &p);
+            }
+        }
         match tun.as_mut() {
             Some(t) => {
                 cp.step_relay(&mut s, t, Duration::from_millis(20))
@@ -287,6 +330,7 @@ fn run_server(
                     info, setup, user, ..
                 } => {
                     ch.up.store(true, Ordering::SeqCst);
+                    riding = Some(info.key(true));
                     let _ = ch.info.send(info);
                     let mut v = sj::pppoe_info(&info);
                     v["event"] = "up".into();
@@ -301,8 +345,8 @@ fn run_server(
                         "peer_mac": key.client.to_string(), "reason": format!("{reason:?}")}));
                 }
                 // Test frames inside the session reach this socket too; they are the
-                // engine's to count.
-                ServerEvent::Data { .. } => {}
+                // engine's to count unless the caller captures.
+                ServerEvent::Data { payload, .. } => ch.datagrams.delivered(payload),
             }
         }
     }
@@ -339,6 +383,9 @@ fn run_client(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, S
     let _ = ch.ready.send(());
     c.start(control::now());
     while !ch.stop.load(Ordering::SeqCst) {
+        for p in ch.datagrams.queued() {
+            c.send(control::now(), wire::ppp::Protocol::IPV4, &p);
+        }
         cp.step(&mut c, Duration::from_millis(20))
             .map_err(|e| e.to_string())?;
         for e in c.take_events() {
@@ -356,7 +403,7 @@ fn run_client(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, S
                     ch.dropped(format!("{reason:?}"));
                     ch.line(json!({"event": "down", "reason": format!("{reason:?}")}));
                 }
-                ClientEvent::Data { .. } => {}
+                ClientEvent::Data { payload, .. } => ch.datagrams.delivered(payload),
             }
         }
     }
@@ -381,7 +428,9 @@ impl SessionPort {
         let (info_tx, infos) = mpsc::channel();
         let (line_tx, lines) = mpsc::channel();
         let (ready_tx, ready) = mpsc::channel();
+        let datagrams = Datagrams::default();
         let ch = Chans {
+            datagrams: datagrams.shared(),
             name: name.to_string(),
             stop: stop.clone(),
             up: up.clone(),
@@ -422,6 +471,7 @@ impl SessionPort {
             drops,
             infos,
             lines,
+            datagrams,
             handle: Some(handle),
             info: None,
             drops_at_info: 0,
@@ -435,7 +485,8 @@ impl SessionPort {
     }
 
     /// Waits for the session (the first one, for a server), at most `timeout`, giving up when
-    /// `stop` is set. Events seen meanwhile are in [`take_lines`](Self::take_lines).
+    /// `stop` is set. Events seen meanwhile are in [`take_lines`](Self::take_lines); the
+    /// caller says where they went (a run: `sessions.jsonl`).
     pub fn wait_up(&mut self, timeout: Duration, stop: &AtomicBool) -> Result<SessionInfo, String> {
         let end = Instant::now() + timeout;
         loop {
@@ -462,7 +513,7 @@ impl SessionPort {
                     PppoeRole::Client => "no access concentrator gave us a session",
                 };
                 return Err(format!(
-                    "PPPoE on port {}: {who} within {:.0} s; nothing was sent (see sessions.jsonl for what was tried)",
+                    "PPPoE on port {}: {who} within {:.0} s; nothing was sent",
                     self.port,
                     timeout.as_secs_f64()
                 ));
@@ -506,6 +557,33 @@ impl SessionPort {
         self.lines.try_iter().collect()
     }
 
+    /// Sends IPv4 datagrams (each at most the session's MRU) into the session the streams
+    /// ride, through the control plane: the slow path, for what the fast path cannot send.
+    pub fn send_datagrams(&self, packets: Vec<Vec<u8>>) {
+        self.datagrams
+            .outbox
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(packets);
+    }
+
+    /// From now on (`true`), keeps the datagrams the session delivers for
+    /// [`take_datagrams`](Self::take_datagrams); `false` drops them again.
+    pub fn capture(&self, on: bool) {
+        self.datagrams.capture.store(on, Ordering::SeqCst);
+    }
+
+    /// The datagrams delivered while capturing, since the last call.
+    pub fn take_datagrams(&self) -> Vec<Vec<u8>> {
+        std::mem::take(
+            &mut *self
+                .datagrams
+                .delivered
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        )
+    }
+
     /// Closes the sessions (LCP Terminate + PADT), stops the thread and returns the
     /// statistics line.
     pub fn finish(&mut self) -> Result<SessionLine, String> {
@@ -546,6 +624,7 @@ pub struct SoftwirePort {
     pub port: String,
     machine: SoftwireMachine,
     lines: Arc<std::sync::Mutex<Vec<SessionLine>>>,
+    datagrams: Datagrams,
 }
 
 enum SoftwireMachine {
@@ -568,13 +647,16 @@ impl SoftwirePort {
             l2.lock().unwrap_or_else(|p| p.into_inner()).push(v);
         };
         let address = cfg.address;
-        let (provision, aftr_name) = (cfg.provision, cfg.aftr_name.clone());
+        let (provision, aftr_name, mtu) = (cfg.provision, cfg.aftr_name.clone(), cfg.mtu);
+        let datagrams = Datagrams::default();
+        let (d1, d2) = (datagrams.shared(), datagrams.shared());
         let machine = match cfg.role {
             DsliteRole::Aftr => {
                 let bg = control::Background::start_with(
                     port.clone(),
                     move |mac| {
                         let mut c = AftrConfig::new(address, MacAddr(mac));
+                        c.tunnel.mtu = mtu;
                         if provision {
                             c = c.with_provisioning();
                             if let (Some(p), Some(n)) = (&mut c.provision, &aftr_name) {
@@ -594,7 +676,7 @@ impl SoftwirePort {
                                     push(v);
                                 }
                                 AftrEvent::Provision(p) => push(provision_json(&p)),
-                                AftrEvent::Packet { .. } => {}
+                                AftrEvent::Packet { packet, .. } => d1.delivered(packet),
                             }
                         }
                     },
@@ -607,14 +689,16 @@ impl SoftwirePort {
                 let bg = control::Background::start_with(
                     port.clone(),
                     move |mac| {
-                        let mut b = B4Port::new(B4Config::new(address, MacAddr(mac), aftr));
+                        let mut c = B4Config::new(address, MacAddr(mac), aftr);
+                        c.tunnel.mtu = mtu;
+                        let mut b = B4Port::new(c);
                         b.start(control::now());
                         b
                     },
                     move |m: &mut B4Port| {
                         for e in m.take_events() {
                             match e {
-                                B4Event::Packet(_) => {}
+                                B4Event::Packet(p) => d2.delivered(p),
                                 other => push(json!({"event": format!("{other:?}")})),
                             }
                         }
@@ -628,6 +712,7 @@ impl SoftwirePort {
             port: name.to_string(),
             machine,
             lines,
+            datagrams,
         })
     }
 
@@ -675,6 +760,34 @@ impl SoftwirePort {
             }),
             SoftwireMachine::B4(bg) => bg.with(|m| m.softwire_info().filter(|_| m.is_up())),
         }
+    }
+
+    /// Sends an IPv4 packet into the softwire through the control plane (the slow path, for
+    /// what the fast path cannot send): an AFTR to the B4 at `b4`, a B4 to its AFTR. The outer
+    /// IPv6 packet is fragmented above the tunnel MTU; returns the frames sent (0: refused).
+    pub fn encapsulate(&self, b4: Ipv6Addr, ipv4: &[u8]) -> usize {
+        match &self.machine {
+            SoftwireMachine::Aftr(bg) => bg.with(|m| m.encapsulate(b4, ipv4)),
+            SoftwireMachine::B4(bg) => bg.with(|m| m.encapsulate(ipv4)),
+        }
+        .unwrap_or(0)
+    }
+
+    /// From now on (`true`), keeps the IPv4 packets the softwire delivers for
+    /// [`take_datagrams`](Self::take_datagrams); `false` drops them again.
+    pub fn capture(&self, on: bool) {
+        self.datagrams.capture.store(on, Ordering::SeqCst);
+    }
+
+    /// The IPv4 packets delivered while capturing, since the last call.
+    pub fn take_datagrams(&self) -> Vec<Vec<u8>> {
+        std::mem::take(
+            &mut *self
+                .datagrams
+                .delivered
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        )
     }
 
     /// Whether this port plays the AFTR (the ISP side of the softwire).

@@ -12,7 +12,7 @@
 //! - [`calibration`]: the tester's own ceiling per frame size.
 //! - [`sessions`]: many PPPoE subscribers at once and their setup statistics.
 
-pub use bench_model::{files, hooks, iperf3, plan, results, search};
+pub use bench_model::{files, hooks, iperf3, oversize, plan, results, search};
 
 pub mod calibration;
 pub mod executor;

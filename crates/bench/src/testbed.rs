@@ -373,7 +373,7 @@ impl Testbed {
                 }
                 Err(e) => {
                     let _ = tb.down();
-                    return Err(e);
+                    return Err(format!("{e} (see {SESSIONS_JSONL} for what was tried)"));
                 }
             }
         }

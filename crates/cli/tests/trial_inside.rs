@@ -1,7 +1,8 @@
 //! `wirerate trial --inside pppoe|dslite` (issue 7): the trial's streams ride a PPPoE session
-//! or DS-Lite softwire that wirerate brings up between its two ports, and 1518-byte frames,
-//! too big for the session's MRU or the tunnel's MTU, are reported as fragmented (sent through
-//! the control planes, fragmented and reassembled) instead of as lost frames. Root is needed
+//! or DS-Lite softwire that wirerate brings up between its two ports. 1518-byte frames, too
+//! big for the session's MRU or the tunnel's MTU, are refused with the text a plan gives
+//! (issue 18), and with `--fragment-oversize` reported as fragmented (sent through the control
+//! planes, fragmented and reassembled) instead of as lost frames. Root is needed
 //! (else `SKIP: …`). Namespaces `wr-h6ti<pid><tag>a/b`, removed on drop.
 
 mod common_isp;
@@ -9,9 +10,8 @@ mod common_isp;
 use common_isp::{is_root, NsPair};
 use std::process::Command;
 
-/// Runs `wirerate trial --inside KIND` with streams of 64 and 1518 B both ways (a TOML file)
-/// and returns its JSON.
-fn run_inside(kind: &str, tag: &str, extra: &[&str]) -> serde_json::Value {
+/// Runs `wirerate trial --inside KIND` with streams of 64 and 1518 B both ways (a TOML file).
+fn run_inside_output(kind: &str, tag: &str, extra: &[&str]) -> std::process::Output {
     let ns = NsPair::new("wr-h6ti", "wrti", tag);
     let dir = tempfile::tempdir().unwrap();
     let toml = dir.path().join("streams.toml");
@@ -23,7 +23,7 @@ fn run_inside(kind: &str, tag: &str, extra: &[&str]) -> serde_json::Value {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_wirerate"))
+    Command::new(env!("CARGO_BIN_EXE_wirerate"))
         .args(["trial", "--port-a", &format!("wrti0@{}", ns.a)])
         .args(["--port-b", &format!("wrti1@{}", ns.b), "--inside", kind])
         .arg("--streams")
@@ -31,7 +31,12 @@ fn run_inside(kind: &str, tag: &str, extra: &[&str]) -> serde_json::Value {
         .args(extra)
         .args(["--json"])
         .output()
-        .expect("wirerate trial");
+        .expect("wirerate trial")
+}
+
+/// [`run_inside_output`] that must succeed: its JSON.
+fn run_inside(kind: &str, tag: &str, extra: &[&str]) -> serde_json::Value {
+    let out = run_inside_output(kind, tag, extra);
     let stdout = String::from_utf8_lossy(&out.stdout);
     eprintln!(
         "stderr: {}\nstdout: {stdout}",
@@ -76,7 +81,7 @@ fn trial_inside_pppoe_reports_1518_as_fragmented() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let v = run_inside("pppoe", "p", &[]);
+    let v = run_inside("pppoe", "p", &["--fragment-oversize"]);
     check(&v, "IPv4");
     let i = &v["inside"];
     assert_eq!(i["kind"], "pppoe");
@@ -107,10 +112,41 @@ fn trial_inside_dslite_reports_1518_as_fragmented() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let v = run_inside("dslite", "d", &[]);
+    let v = run_inside("dslite", "d", &["--fragment-oversize"]);
     check(&v, "DS-Lite");
     assert_eq!(v["inside"]["kind"], "dslite");
     assert_eq!(v["inside"]["mtu"], 1500);
     let f = &v["fragmented"][0];
     assert_eq!(f["frames_on_link"], serde_json::json!([1514, 118]), "{f}");
+}
+
+/// Without `--fragment-oversize`, a size the session or tunnel does not carry whole is refused
+/// before anything is sent, with the plan's text for it (`bench::oversize`), naming the stream
+/// and the port it leaves: here the first 1518 B stream, from A (the ISP side), where the
+/// client's MRU 1492 or the 1500-byte tunnel MTU applies.
+#[test]
+fn trial_inside_refuses_oversize_frames_as_a_plan_does() {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, AF_PACKET)");
+        return;
+    }
+    for (kind, tag, text) in [
+        (
+            "pppoe",
+            "rp",
+            bench::oversize::pppoe_refusal(1518, 1492, "a"),
+        ),
+        (
+            "dslite",
+            "rd",
+            bench::oversize::dslite_refusal(1518, 1500, "a"),
+        ),
+    ] {
+        let out = run_inside_output(kind, tag, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        println!("{kind}: {err}");
+        assert_eq!(out.status.code(), Some(2), "a usage error: {err}");
+        assert!(err.contains(&format!("stream 3: {text}")), "{err}");
+        assert!(out.stdout.is_empty(), "nothing measured");
+    }
 }

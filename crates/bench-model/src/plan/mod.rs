@@ -145,6 +145,29 @@ pub struct PppoeSettings {
     pub subscribers: Option<std::path::PathBuf>,
 }
 
+impl PppoeSettings {
+    /// The settings a plan's `[ports.NAME.pppoe]` has before its keys, and `wirerate trial
+    /// --inside pppoe` uses: MRU 1454, PAP, the documentation pool 198.51.100.10 + 240 behind
+    /// gateway .1, echo every 10 s, 30 s to come up.
+    pub fn new(role: PppoeRole) -> PppoeSettings {
+        PppoeSettings {
+            role,
+            mru: 1454,
+            auth: vec![PppAuth::Pap],
+            users: Vec::new(),
+            ac_name: String::new(),
+            service_name: String::new(),
+            gateway: Ipv4Addr::new(198, 51, 100, 1),
+            pool: Ipv4Addr::new(198, 51, 100, 10),
+            pool_size: 240,
+            echo_interval: Duration::from_secs(10),
+            timeout: Duration::from_secs(30),
+            internet: None,
+            subscribers: None,
+        }
+    }
+}
+
 /// Which end of a DS-Lite softwire a port plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -176,6 +199,14 @@ pub struct DsliteSettings {
     /// `aftr.example.net`).
     #[serde(default)]
     pub aftr_name: Option<String>,
+    /// The largest outer IPv6 packet on the port's link (`mtu`, default 1500); a bigger one is
+    /// fragmented, so frames whose packet does not fit are refused (`crate::oversize`).
+    #[serde(default = "default_dslite_mtu")]
+    pub mtu: usize,
+}
+
+fn default_dslite_mtu() -> usize {
+    crate::oversize::DSLITE_DEFAULT_MTU
 }
 
 /// Whether the DUT is a lab namespace or a real device.

@@ -505,21 +505,7 @@ impl<'s> Walker<'s> {
                 &[("server", PppoeRole::Server), ("client", PppoeRole::Client)],
             )
         });
-        let mut out = PppoeSettings {
-            role: role.unwrap_or(PppoeRole::Server),
-            mru: 1454,
-            auth: vec![PppAuth::Pap],
-            users: Vec::new(),
-            ac_name: String::new(),
-            service_name: String::new(),
-            gateway: Ipv4Addr::new(198, 51, 100, 1),
-            pool: Ipv4Addr::new(198, 51, 100, 10),
-            pool_size: 240,
-            echo_interval: Duration::from_secs(10),
-            timeout: Duration::from_secs(30),
-            internet: None,
-            subscribers: None,
-        };
+        let mut out = PppoeSettings::new(role.unwrap_or(PppoeRole::Server));
         if let Some(x) = get(t, "mru").and_then(|x| self.int(x, &join(path, "mru"), 64, 1500)) {
             out.mru = x as u16;
         }
@@ -663,6 +649,7 @@ impl<'s> Walker<'s> {
                 "timeout",
                 "provision",
                 "aftr-name",
+                "mtu",
             ],
         );
         let role = self.required(t, &v.span(), path, "role").and_then(|r| {
@@ -707,6 +694,11 @@ impl<'s> Walker<'s> {
             }
             None => None,
         };
+        // The same bounds as `wirerate trial --inside-mtu`: IPv6's minimum MTU to a jumbo link.
+        let mtu = match get(t, "mtu") {
+            Some(x) => self.int(x, &join(path, "mtu"), 1280, 9000)? as usize,
+            None => crate::oversize::DSLITE_DEFAULT_MTU,
+        };
         for key in ["provision", "aftr-name"] {
             if let (Some(x), Some(DsliteRole::B4)) = (get(t, key), role) {
                 self.err(
@@ -723,6 +715,7 @@ impl<'s> Walker<'s> {
             timeout,
             provision,
             aftr_name,
+            mtu,
         })
     }
 
@@ -1935,7 +1928,7 @@ impl Walker<'_> {
                 );
             }
             let probe_only = m.methodologies.iter().all(|x| *x == Methodology::MtuProbe);
-            if port.dslite.is_some() {
+            if let Some(ds) = &port.dslite {
                 if udp && (m.encap.is_empty() || m.encap.iter().any(|e| !e.dslite)) {
                     self.src.error(
                         span_of("encap"),
@@ -1944,21 +1937,18 @@ impl Walker<'_> {
                         Some("write `encap = [\"dslite\"]`: line rates and reports then count the tunnelled frame (+40 bytes)".into()),
                     );
                 }
-                // RFC 6333 §5.3: above 1500 bytes the outer IPv6 packet is fragmented.
+                // RFC 6333 §5.3: above the link's MTU the outer IPv6 packet is fragmented.
                 // (`mtu-probe` alone goes there on purpose: it finds where that starts.)
+                let mtu = ds.mtu;
                 if let Some(&bad) = m
                     .frame_size
                     .iter()
-                    .find(|&&f| ipv4_packet(f) + 40 > 1500 && !probe_only)
+                    .find(|&&f| ipv4_packet(f) + 40 > mtu as u32 && !probe_only)
                 {
                     self.err(
                         span_of("frame-size"),
                         &join(path, "frame-size"),
-                        format!(
-                            "{bad} B: its {}-byte IPv4 packet plus the 40-byte outer IPv6 header exceeds the 1500-byte MTU of port `{}`'s link, so the softwire would fragment it; the largest frame that crosses whole is 1478 B",
-                            ipv4_packet(bad),
-                            port.name
-                        ),
+                        crate::oversize::dslite_refusal(bad as usize, mtu, &port.name),
                     );
                 }
             }
@@ -1979,17 +1969,10 @@ impl Walker<'_> {
                     .iter()
                     .find(|&&f| ipv4_packet(f) > mru && !probe_only)
                 {
-                    let frames = (ipv4_packet(bad) - 20).div_ceil((mru.max(28) - 20) & !7);
                     self.err(
                         span_of("frame-size"),
                         &join(path, "frame-size"),
-                        format!(
-                            "{bad} B: its {}-byte IPv4 packet exceeds the MRU {mru} of port `{}`'s PPPoE session and would be fragmented ({} frames there); the largest frame that crosses whole is {} B",
-                            ipv4_packet(bad),
-                            port.name,
-                            frames,
-                            mru + 18
-                        ),
+                        crate::oversize::pppoe_refusal(bad as usize, mru as usize, &port.name),
                     );
                 }
             }

@@ -331,6 +331,50 @@ fn dslite_sections_parse() {
 }
 
 #[test]
+fn a_dslite_port_takes_its_link_mtu_and_refuses_frames_above_it() {
+    let text = CPE
+        .replace(
+            "[ports.wan.pppoe]\nrole = \"server\"\nmru = 1454\nauth = [\"pap\"]\nusers = [{ user = \"cpe\", password = \"secret\" }]\ntimeout = \"20s\"\n",
+            "ipv4 = \"203.0.113.2\"\n[ports.wan.dslite]\nrole = \"aftr\"\naddress = \"2001:db8:d::1\"\n",
+        )
+        .replace("[64, 1472]", "[64, 1478]")
+        .replace("encap = [\"pppoe\"]", "encap = [\"dslite\"]");
+    assert_eq!(
+        Plan::parse(&text, "cpe.toml").unwrap().ports[1]
+            .dslite
+            .as_ref()
+            .unwrap()
+            .mtu,
+        1500,
+        "an Ethernet link's MTU by default"
+    );
+    // A 1400-byte tunnel MTU carries 1378 B frames whole; 1478 B is refused with the text
+    // `wirerate trial --inside dslite --inside-mtu 1400` gives for it.
+    let small = text.replace(
+        "address = \"2001:db8:d::1\"\n",
+        "address = \"2001:db8:d::1\"\nmtu = 1400\n",
+    );
+    let errs = errors(&small);
+    let e = errs
+        .iter()
+        .find(|e| e.key == "matrix[0].frame-size")
+        .unwrap_or_else(|| panic!("{errs:?}"));
+    assert_eq!(
+        e.message,
+        crate::oversize::dslite_refusal(1478, 1400, "wan"),
+        "{e}"
+    );
+    assert!(e.message.contains("crosses whole is 1378 B"), "{e}");
+    let ok = Plan::parse(&small.replace("[64, 1478]", "[64, 1378]"), "cpe.toml").unwrap();
+    assert_eq!(ok.ports[1].dslite.as_ref().unwrap().mtu, 1400);
+    let errs = errors(&small.replace("mtu = 1400", "mtu = 1000"));
+    assert!(
+        has(&errs, "ports.wan.dslite.mtu", "between 1280 and 9000"),
+        "{errs:?}"
+    );
+}
+
+#[test]
 fn iperf3_duration_and_omit() {
     let plan = Plan::parse(
         &std::fs::read_to_string(concat!(

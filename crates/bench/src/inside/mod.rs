@@ -1,33 +1,39 @@
 //! `wirerate trial --inside pppoe|dslite`: the trial's streams ride a PPPoE session or a DS-Lite
 //! softwire that wirerate brings up itself between its two ports — port A plays the ISP side
-//! (our access concentrator / AFTR), port B the subscriber (our PPPoE client / B4) — and keeps
-//! up (echo, ND) in background threads while the trial runs (`engine::control::Background`).
+//! (our access concentrator / AFTR), port B the subscriber (our PPPoE client / B4).
 //!
-//! Sizes whose packet does not fit the session's MRU or the tunnel's MTU are not sent through
-//! the fast path (where they would be silently lost): `wire::linerate` names their fate
-//! (fragmented, and into which frames), and they are sent through the control planes instead,
-//! which fragment them (IPv4 inside PPPoE, the outer IPv6 of DS-Lite) and reassemble them at
-//! the far end. The summary lists them as fragmented, with packets sent, fragments and packets
-//! reassembled. (A plan refuses such sizes where a search would run them: a search needs the
-//! fast path's rates, which the fragmenting path does not have; see `plan/parse.rs`.)
+//! The session runner is the one plans use ([`crate::isp`]): the same bring-up, wait-up, close
+//! (LCP Terminate + PADT) and statistics lines, from the same settings a plan's
+//! `[ports.NAME.pppoe]` / `[ports.NAME.dslite]` gives ([`InsideOptions::pppoe`],
+//! [`InsideOptions::dslite`]). What is left here is what only `trial --inside` does: give the
+//! ports the session's addresses, point the streams at it, and the fragmenting path.
+//!
+//! Sizes whose packet does not fit the session's MRU or the tunnel's MTU are refused, with the
+//! text a plan gives (`bench_model::oversize`): a rate trial would count fragments as frames.
+//! With `--fragment-oversize` they are taken out of the fast path instead (where they would
+//! be silently lost): `wire::linerate` names their fate (fragmented, and into which frames),
+//! and they are sent through the control planes, which fragment them (IPv4 inside PPPoE, the
+//! outer IPv6 of DS-Lite) and reassemble them at the far end. The summary lists them as
+//! fragmented, with packets sent, fragments and packets reassembled.
 //!
 //! The CLI (`wirerate trial`) maps its flags to [`InsideOptions`] and prints the
-//! [`InsideSummary`]; bring-up, the fragmenting path and the statistics are here.
+//! [`InsideSummary`].
 
 use std::net::Ipv4Addr;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use emulate::dslite::{ReassemblyConfig, B4_IPV4};
 use emulate::ipfrag::{self, Ipv4Reassembler};
-use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
-use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
+use emulate::pppoe::server::ServerConfig;
 use emulate::pppoe::SessionInfo;
-use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
-use engine::control::{self, Background};
+use emulate::softwire::SoftwireInfo;
+use engine::control;
 use engine::port::PortSpec;
-use wire::ethernet::MacAddr;
-use wire::ppp::Protocol;
 use wire::template::StreamSpec;
+
+use crate::isp::{SessionLine, SessionPort, SoftwirePort};
+use crate::plan::{DsliteRole, DsliteSettings, PppoeRole, PppoeSettings};
 
 pub use crate::hand::SessionError;
 
@@ -39,6 +45,12 @@ use oversize::{row, send_slow, signature_id, Oversize};
 const REMOTE: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 2);
 /// Most packets one oversize stream sends through the (slow) fragmenting path.
 pub const MAX_SLOW: u64 = 10_000;
+/// How long the session or softwire may take to come up.
+const UP_TIMEOUT: Duration = Duration::from_secs(15);
+/// The credential our client logs in with and our access concentrator accepts.
+const USER: (&str, &str) = ("wirerate", "wirerate");
+/// The MRU our PPPoE client asks for without `--inside-mru`: the most PPPoE carries.
+const CLIENT_MRU: u16 = wire::ppp::lcp::PPPOE_MAX_MRU;
 
 /// Which session or tunnel the streams ride.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +88,51 @@ pub struct InsideOptions {
     pub mru: Option<u16>,
     /// DS-Lite: the largest outer IPv6 packet; bigger ones are fragmented.
     pub mtu: usize,
+    /// Send sizes the session or tunnel does not carry whole fragmented through the control
+    /// planes (one trial, no rate) instead of refusing them.
+    pub fragment_oversize: bool,
+}
+
+impl InsideOptions {
+    /// Port A's access concentrator and port B's client, as a plan's `[ports.a.pppoe]` and
+    /// `[ports.b.pppoe]` would give them: the plan defaults, user `wirerate`, and the MRUs
+    /// (`--inside-mru`, else 1454 on the AC and 1492 on the client).
+    pub fn pppoe(&self) -> (PppoeSettings, PppoeSettings) {
+        let user = vec![(USER.0.to_string(), USER.1.to_string())];
+        let mut ac = PppoeSettings::new(PppoeRole::Server);
+        ac.users = user.clone();
+        ac.timeout = UP_TIMEOUT;
+        let mut client = PppoeSettings::new(PppoeRole::Client);
+        client.users = user;
+        client.mru = CLIENT_MRU;
+        client.timeout = UP_TIMEOUT;
+        if let Some(m) = self.mru {
+            ac.mru = m;
+            client.mru = m;
+        }
+        (ac, client)
+    }
+
+    /// Port A's AFTR and port B's B4, as a plan's `[ports.a.dslite]` and `[ports.b.dslite]`
+    /// would give them, with the tunnel MTU `--inside-mtu`.
+    pub fn dslite(&self) -> (DsliteSettings, DsliteSettings) {
+        let aftr = DsliteSettings {
+            role: DsliteRole::Aftr,
+            address: DEFAULT_AFTR,
+            peer: None,
+            timeout: UP_TIMEOUT,
+            provision: false,
+            aftr_name: None,
+            mtu: self.mtu,
+        };
+        let b4 = DsliteSettings {
+            role: DsliteRole::B4,
+            address: DEFAULT_B4,
+            peer: Some(DEFAULT_AFTR),
+            ..aftr.clone()
+        };
+        (aftr, b4)
+    }
 }
 
 /// What the session contributes to the trial's report.
@@ -85,6 +142,9 @@ pub struct InsideSummary {
     pub inside: serde_json::Value,
     /// One row per fragmented stream: size, fate, packets, fragments, reassembled.
     pub fragmented: Vec<serde_json::Value>,
+    /// The control planes' events and final statistics: the lines a run writes to
+    /// `sessions.jsonl` for the same ports.
+    pub sessions: Vec<SessionLine>,
 }
 
 /// The AFTR's tunnel endpoint by default (the same as `wirerate craft`'s DS-Lite frames).
@@ -96,14 +156,15 @@ pub const DEFAULT_B4: std::net::Ipv6Addr =
 
 enum Ends {
     Pppoe {
-        ac: Background<Server>,
-        client: Background<Client>,
+        // Boxed: a PPPoE port holds its channels and is much larger than a softwire's.
+        ac: Box<SessionPort>,
+        client: Box<SessionPort>,
         ac_info: SessionInfo,
         cl_info: SessionInfo,
     },
     Dslite {
-        aftr: Background<AftrPort>,
-        b4: Background<B4Port>,
+        aftr: SoftwirePort,
+        b4: SoftwirePort,
         a_info: SoftwireInfo,
         b_info: SoftwireInfo,
     },
@@ -111,13 +172,13 @@ enum Ends {
 
 /// A session or softwire up between the two ports.
 pub struct Inside {
-    /// While set, the PPPoE ends throw their data events away (the trial's frames reach the
-    /// control sockets too); cleared for the fragmented streams, whose packets we count.
-    discard: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    pppoe: bool,
+    fragment_oversize: bool,
+    /// The ports' names (A, B), for the errors.
+    names: [String; 2],
     ends: Ends,
     setup: Duration,
     oversize: Vec<Oversize>,
+    lines: Vec<SessionLine>,
 }
 
 fn failed(m: impl Into<String>) -> SessionError {
@@ -136,128 +197,62 @@ impl Inside {
             return Ok(None);
         };
         let t0 = Instant::now();
-        let discard = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (d1, d2) = (discard.clone(), discard.clone());
-        let off = |d: &std::sync::atomic::AtomicBool| d.load(std::sync::atomic::Ordering::Relaxed);
-        let err = |e: engine::Error| failed(format!("--inside {kind}: {e}"));
+        // Nothing interrupts the wait but its timeout.
+        let never = AtomicBool::new(false);
+        let err = |e: String| failed(format!("--inside {kind}: {e}"));
         let ends = match kind {
             InsideKind::Pppoe => {
-                let mru = args.mru;
-                // Checked here, before any port is opened: the server is built on the control
-                // thread, which cannot refuse a configuration.
-                let mut probe = ServerConfig::default();
-                if let Some(m) = mru {
-                    probe.mru = m;
+                let (ac_cfg, cl_cfg) = args.pppoe();
+                // Checked here, naming the flag, before any port is opened.
+                ServerConfig {
+                    mru: ac_cfg.mru,
+                    ..ServerConfig::default()
                 }
-                probe
-                    .check()
-                    .map_err(|e| SessionError::Usage(format!("--inside-mru: {e}")))?;
-                let ac = Background::start_with(
-                    a.clone(),
-                    move |mac| {
-                        let mut c = ServerConfig {
-                            mac: MacAddr(mac),
-                            ..ServerConfig::default()
-                        };
-                        if let Some(m) = mru {
-                            c.mru = m;
-                        }
-                        Server::new(c)
-                    },
-                    move |s: &mut Server| {
-                        // Set once the session events were read: afterwards only the
-                        // trial's own frames arrive, as data events.
-                        if off(&d1) {
-                            let _ = s.take_events();
-                        }
-                    },
-                )
-                .map_err(err)?;
-                let client = Background::start_with(
-                    b.clone(),
-                    move |mac| {
-                        let mut c = ClientConfig {
-                            mac: MacAddr(mac),
-                            ..ClientConfig::default()
-                        };
-                        if let Some(m) = mru {
-                            c.mru = m;
-                        }
-                        let mut c = Client::new(c);
-                        c.start(control::now());
-                        c
-                    },
-                    move |c: &mut Client| {
-                        if off(&d2) {
-                            let _ = c.take_events();
-                        }
-                    },
-                )
-                .map_err(err)?;
-                let cl_info = client
-                    .wait_for(Duration::from_secs(15), |c| {
-                        c.take_events().into_iter().find_map(|e| match e {
-                            ClientEvent::Up(i) => Some(Ok(i)),
-                            ClientEvent::Down(r) => Some(Err(r)),
-                            _ => None,
-                        })
-                    })
-                    .ok_or_else(|| failed("--inside pppoe: no session within 15 s"))?
-                    .map_err(|r| failed(format!("--inside pppoe: session failed: {r:?}")))?;
-                let key = cl_info.key(false);
-                let ac_info = ac
-                    .with(|s| s.session_info(key))
-                    .ok_or_else(|| failed("--inside pppoe: the AC does not know the session"))?;
+                .check()
+                .map_err(|e| SessionError::Usage(format!("--inside-mru: {e}")))?;
+                let mut ac = SessionPort::start(&a.name, a, &ac_cfg).map_err(err)?;
+                let mut client = SessionPort::start(&b.name, b, &cl_cfg).map_err(err)?;
+                let cl_info = client.wait_up(UP_TIMEOUT, &never).map_err(err)?;
+                let ac_info = ac.wait_up(UP_TIMEOUT, &never).map_err(err)?;
                 let (Some(local), Some(gw)) =
                     (cl_info.negotiated.local_ipv4, cl_info.negotiated.peer_ipv4)
                 else {
-                    return Err(failed("--inside pppoe: IPCP gave no addresses"));
+                    return Err(err("IPCP gave no addresses".into()));
                 };
                 b.ipv4 = Some(local);
                 a.ipv4 = Some(gw);
                 Ends::Pppoe {
-                    ac,
-                    client,
+                    ac: Box::new(ac),
+                    client: Box::new(client),
                     ac_info,
                     cl_info,
                 }
             }
             InsideKind::Dslite => {
-                let aftr_addr = DEFAULT_AFTR;
-                let b4_addr = DEFAULT_B4;
-                let mtu = args.mtu;
-                if !(1280..=9000).contains(&mtu) {
+                if !(1280..=9000).contains(&args.mtu) {
                     return Err(SessionError::Usage(format!(
-                        "--inside-mtu {mtu}: give 1280..9000"
+                        "--inside-mtu {}: give 1280..9000",
+                        args.mtu
                     )));
                 }
-                let aftr = Background::start(a.clone(), move |mac| {
-                    let mut c = AftrConfig::new(aftr_addr, MacAddr(mac));
-                    c.tunnel.mtu = mtu;
-                    AftrPort::new(c)
-                })
-                .map_err(err)?;
-                let b4 = Background::start(b.clone(), move |mac| {
-                    let mut c = B4Config::new(b4_addr, MacAddr(mac), aftr_addr);
-                    c.tunnel.mtu = mtu;
-                    let mut p = B4Port::new(c);
-                    p.start(control::now());
-                    p
-                })
-                .map_err(err)?;
+                let (aftr_cfg, b4_cfg) = args.dslite();
+                let aftr = SoftwirePort::start(&a.name, a, &aftr_cfg).map_err(err)?;
+                let b4 = SoftwirePort::start(&b.name, b, &b4_cfg).map_err(err)?;
                 let b_info = b4
-                    .wait_for(Duration::from_secs(15), |p| {
-                        p.take_events().into_iter().find_map(|e| match e {
-                            B4Event::Up(i) => Some(Ok(i)),
-                            B4Event::Failed(r) => Some(Err(r)),
-                            _ => None,
-                        })
-                    })
-                    .ok_or_else(|| failed("--inside dslite: no softwire within 15 s"))?
-                    .map_err(|r| failed(format!("--inside dslite: softwire failed: {r:?}")))?;
-                let a_info = aftr
-                    .with(|p| p.softwire_info(b4_addr))
-                    .ok_or_else(|| failed("--inside dslite: the AFTR did not learn the B4"))?;
+                    .wait_up(UP_TIMEOUT, &never)
+                    .map_err(err)?
+                    .ok_or_else(|| err("the B4 has no softwire".into()))?;
+                // The AFTR learnt the B4 from the tunnel probe it answered.
+                let end = Instant::now() + Duration::from_secs(2);
+                let a_info = loop {
+                    if let Some(i) = aftr.softwire() {
+                        break i;
+                    }
+                    if Instant::now() >= end {
+                        return Err(err("the AFTR did not learn the B4".into()));
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                };
                 a.ipv4 = Some(REMOTE);
                 b.ipv4 = Some(B4_IPV4);
                 Ends::Dslite {
@@ -268,13 +263,13 @@ impl Inside {
                 }
             }
         };
-        discard.store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(Some(Inside {
-            discard,
-            pppoe: kind == InsideKind::Pppoe,
+            fragment_oversize: args.fragment_oversize,
+            names: [a.name.clone(), b.name.clone()],
             ends,
             setup: t0.elapsed(),
             oversize: Vec::new(),
+            lines: Vec::new(),
         }))
     }
 
@@ -312,6 +307,10 @@ impl Inside {
         Ok(())
     }
 
+    fn is_pppoe(&self) -> bool {
+        matches!(self.ends, Ends::Pppoe { .. })
+    }
+
     /// The largest IP packet the session or tunnel carries whole from `tx_port`.
     fn max_datagram(&self, tx_port: usize) -> usize {
         match &self.ends {
@@ -324,79 +323,96 @@ impl Inside {
         }
     }
 
+    /// Why a `frame` B frame from `tx_port` is refused: the text a plan gives.
+    fn refusal(&self, frame: usize, tx_port: usize) -> String {
+        let port = &self.names[tx_port.min(1)];
+        match &self.ends {
+            Ends::Pppoe { .. } => {
+                bench_model::oversize::pppoe_refusal(frame, self.max_datagram(tx_port), port)
+            }
+            Ends::Dslite { a_info, b_info, .. } => {
+                let mtu = if tx_port == 0 { a_info } else { b_info }.mtu;
+                bench_model::oversize::dslite_refusal(frame, mtu, port)
+            }
+        }
+    }
+
+    /// The session lines so far (events since the last call).
+    fn collect_lines(&mut self) {
+        let new: Vec<SessionLine> = match &self.ends {
+            Ends::Pppoe { ac, client, .. } => ac
+                .take_lines()
+                .into_iter()
+                .chain(client.take_lines())
+                .collect(),
+            Ends::Dslite { aftr, b4, .. } => aftr
+                .take_lines()
+                .into_iter()
+                .chain(b4.take_lines())
+                .collect(),
+        };
+        self.lines.extend(new);
+    }
+
     /// Sends the oversize streams fragmented, closes the session or softwire, and returns
     /// what the trial's report is printed with: the session and the fragmented streams.
-    pub fn finish(self) -> Result<InsideSummary, SessionError> {
+    pub fn finish(mut self) -> Result<InsideSummary, SessionError> {
+        self.collect_lines();
         let mut rows = Vec::new();
+        let mut lines = std::mem::take(&mut self.lines);
         let summary = match self.ends {
             Ends::Pppoe {
-                ac,
-                client,
+                mut ac,
+                mut client,
                 ac_info,
                 cl_info,
             } => {
-                self.discard
-                    .store(false, std::sync::atomic::Ordering::Relaxed);
-                let _ = ac.with(|s| s.take_events());
-                let _ = client.with(|c| c.take_events());
-                let key = cl_info.key(false);
+                ac.capture(true);
+                client.capture(true);
                 for o in &self.oversize {
-                    let mtu = if o.tx_port == 0 { ac_info } else { cl_info }.max_datagram();
+                    let (tx, rx, mtu) = if o.tx_port == 0 {
+                        (&ac, &client, ac_info.max_datagram())
+                    } else {
+                        (&client, &ac, cl_info.max_datagram())
+                    };
+                    let _ = rx.take_datagrams();
                     let (sent, frags) = send_slow(o, |p| {
                         let Some(fr) = ipfrag::fragment(p, mtu) else {
                             return 0;
                         };
-                        let now = control::now();
-                        for f in &fr {
-                            if o.tx_port == 0 {
-                                ac.with(|s| s.send(now, key, Protocol::IPV4, f));
-                            } else {
-                                client.with(|c| c.send(now, Protocol::IPV4, f));
-                            }
-                        }
-                        fr.len()
+                        let n = fr.len();
+                        tx.send_datagrams(fr);
+                        n
                     });
                     std::thread::sleep(Duration::from_millis(300));
                     let mut re = Ipv4Reassembler::new(ReassemblyConfig::default());
-                    let packets: Vec<Vec<u8>> = if o.tx_port == 0 {
-                        client
-                            .with(|c| c.take_events())
-                            .into_iter()
-                            .filter_map(|e| match e {
-                                ClientEvent::Data { payload, .. } => Some(payload),
-                                _ => None,
-                            })
-                            .collect()
-                    } else {
-                        ac.with(|s| s.take_events())
-                            .into_iter()
-                            .filter_map(|e| match e {
-                                ServerEvent::Data { payload, .. } => Some(payload),
-                                _ => None,
-                            })
-                            .collect()
-                    };
-                    let whole = packets
+                    let whole = rx
+                        .take_datagrams()
                         .iter()
                         .filter_map(|p| re.push(control::now(), p).ok().flatten())
                         .filter(|p| signature_id(p) == Some(o.id))
                         .count() as u64;
                     rows.push(row(o, sent, frags, whole));
                 }
-                client.with(|c| c.close(control::now()));
-                std::thread::sleep(Duration::from_millis(300));
-                let (srv, _) = ac.finish().map_err(|e| failed(e.to_string()))?;
-                let (cl, _) = client.finish().map_err(|e| failed(e.to_string()))?;
+                // The subscriber hangs up (LCP Terminate, PADT), as a CPE does; then the AC.
+                lines.extend(client.take_lines());
+                let cl = client.finish().map_err(failed)?;
+                lines.extend(client.take_lines());
+                lines.push(cl.clone());
+                lines.extend(ac.take_lines());
+                let srv = ac.finish().map_err(failed)?;
+                lines.extend(ac.take_lines());
+                lines.push(srv.clone());
+                let num = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
                 serde_json::json!({
                     "kind": "pppoe", "session_id": cl_info.session_id,
                     "setup_ms": self.setup.as_secs_f64() * 1e3,
-                    "client_setup_ms": cl.stats.setup.map(|s| s.0 as f64 / 1e6),
+                    "client_setup_ms": cl["setup_ms"],
                     "max_datagram_a_to_b": ac_info.max_datagram(),
                     "max_datagram_b_to_a": cl_info.max_datagram(),
                     "subscriber": cl_info.negotiated.local_ipv4.map(|a| a.to_string()),
-                    "retransmits": cl.stats.retransmits + srv.stats.retransmits,
-                    "ended": srv.stats.ended.iter().map(|(k, v)| (format!("{k:?}"), v.into()))
-                        .collect::<serde_json::Map<_, _>>(),
+                    "retransmits": num(&cl["retransmits"]) + num(&srv["retransmits"]),
+                    "ended": srv["ended"],
                 })
             }
             Ends::Dslite {
@@ -405,55 +421,43 @@ impl Inside {
                 a_info,
                 b_info,
             } => {
-                let _ = aftr.with(|p| p.take_events());
-                let _ = b4.with(|p| p.take_events());
+                aftr.capture(true);
+                b4.capture(true);
                 for o in &self.oversize {
-                    let (sent, frags) = send_slow(o, |p| {
-                        let n = if o.tx_port == 0 {
-                            aftr.with(|a| a.encapsulate(b_info.local, p))
-                        } else {
-                            b4.with(|b| b.encapsulate(p))
-                        };
-                        n.unwrap_or(0)
-                    });
-                    std::thread::sleep(Duration::from_millis(300));
-                    let packets: Vec<Vec<u8>> = if o.tx_port == 0 {
-                        b4.with(|p| p.take_events())
-                            .into_iter()
-                            .filter_map(|e| match e {
-                                B4Event::Packet(p) => Some(p),
-                                _ => None,
-                            })
-                            .collect()
+                    let (tx, rx) = if o.tx_port == 0 {
+                        (&aftr, &b4)
                     } else {
-                        aftr.with(|p| p.take_events())
-                            .into_iter()
-                            .filter_map(|e| match e {
-                                AftrEvent::Packet { packet, .. } => Some(packet),
-                                _ => None,
-                            })
-                            .collect()
+                        (&b4, &aftr)
                     };
-                    let whole = packets
+                    let _ = rx.take_datagrams();
+                    let (sent, frags) = send_slow(o, |p| tx.encapsulate(b_info.local, p));
+                    std::thread::sleep(Duration::from_millis(300));
+                    let whole = rx
+                        .take_datagrams()
                         .iter()
                         .filter(|p| signature_id(p) == Some(o.id))
                         .count() as u64;
                     rows.push(row(o, sent, frags, whole));
                 }
-                let (_, _) = aftr.finish().map_err(|e| failed(e.to_string()))?;
-                let (bp, _) = b4.finish().map_err(|e| failed(e.to_string()))?;
+                lines.extend(aftr.take_lines());
+                lines.extend(b4.take_lines());
+                let a = aftr.finish().map_err(failed)?;
+                let b = b4.finish().map_err(failed)?;
+                lines.push(a);
+                lines.push(b.clone());
                 serde_json::json!({
                     "kind": "dslite", "aftr": a_info.local.to_string(),
                     "b4": b_info.local.to_string(), "mtu": b_info.mtu,
                     "setup_ms": self.setup.as_secs_f64() * 1e3,
-                    "b4_setup_ms": bp.stats.setup.map(|s| s.0 as f64 / 1e6),
-                    "retries": bp.stats.retries,
+                    "b4_setup_ms": b["setup_ms"],
+                    "retries": b["retries"],
                 })
             }
         };
         Ok(InsideSummary {
             inside: summary,
             fragmented: rows,
+            sessions: lines,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! The streams of `trial --inside` whose packets the session or tunnel does not carry whole:
-//! taken out of the fast path, sent fragmented through the control planes by
-//! [`Inside::finish`], counted as they are reassembled at the far end.
+//! refused as a plan refuses them, or with `--fragment-oversize` taken out of the fast path,
+//! sent fragmented through the control planes by [`Inside::finish`], and counted as they are
+//! reassembled at the far end.
 
 use std::time::Duration;
 
@@ -25,9 +26,11 @@ pub(super) struct Oversize {
 }
 
 impl Inside {
-    /// Takes out of `streams` those whose packets do not fit the session or tunnel; they are
-    /// sent fragmented by [`finish`](Self::finish). Streams mixing such sizes with others
-    /// (IMIX) are refused: their fragmented part could not be told apart in the counts.
+    /// Refuses streams whose packets do not fit the session or tunnel (the text a plan gives,
+    /// `bench_model::oversize`), or with `--fragment-oversize` takes them out of `streams`:
+    /// they are sent fragmented by [`finish`](Self::finish). Streams mixing such sizes with
+    /// others (IMIX) are refused then: their fragmented part could not be told apart in the
+    /// counts.
     pub fn split_oversize(
         &mut self,
         streams: Vec<TrialStream>,
@@ -36,24 +39,32 @@ impl Inside {
         for s in streams {
             let max = self.max_datagram(s.tx_port);
             let big = |t: &FrameTemplate| t.reference_size() - 18 > max;
-            if !s.config.frames.iter().any(big) {
+            let Some(too_big) = s.config.frames.iter().find(|t| big(t)) else {
                 keep.push(s);
                 continue;
+            };
+            if !self.fragment_oversize {
+                return Err(SessionError::Usage(format!(
+                    "stream {}: {}",
+                    s.config.id,
+                    self.refusal(too_big.reference_size(), s.tx_port)
+                )));
             }
             if s.config.frames.len() > 1 {
                 return Err(SessionError::Usage(format!(
                     "stream {}: a size mix with packets above the {max} B the {} carries whole; \
                      give fixed sizes (the big ones are sent fragmented)",
                     s.config.id,
-                    if self.pppoe { "session" } else { "tunnel" }
+                    if self.is_pppoe() { "session" } else { "tunnel" }
                 )));
             }
             let t = s.config.frames[0].clone();
             let size = t.reference_size();
-            let encap = if self.pppoe { "pppoe" } else { "dslite" };
+            let pppoe = self.is_pppoe();
+            let encap = if pppoe { "pppoe" } else { "dslite" };
             // The link that carries the encapsulation: PPPoE's MRU plus its 8 bytes, or the
             // tunnel MTU.
-            let mtu = if self.pppoe { max + 8 } else { max + 40 };
+            let mtu = if pppoe { max + 8 } else { max + 40 };
             let path = Path::router(
                 wire::units::BitsPerSec(1e9),
                 encap.parse().expect("encap"),

@@ -1,6 +1,6 @@
 //! `wirerate trial --inside pppoe|dslite`: the flags, and the printing of what the session
-//! contributed. The session runner (bring-up, the fragmenting path for sizes the session does
-//! not carry whole, statistics) is `bench::inside`.
+//! contributed. The session is brought up by `bench::inside` with plans' session runner
+//! (`bench::isp`); the fragmenting path for sizes the session does not carry whole is there too.
 
 use bench::inside::{InsideOptions, InsideSummary, MAX_SLOW};
 use engine::trial::TrialReport;
@@ -12,10 +12,16 @@ use crate::error::{CliError, CliResult};
 pub struct InsideArgs {
     /// Run the streams inside a PPPoE session or DS-Lite softwire that wirerate brings up
     /// between its ports (A: access concentrator / AFTR, B: PPPoE client / B4); the streams
-    /// need --encap pppoe or dslite. Sizes too big for the session or tunnel are sent
-    /// fragmented through the control planes and reported as fragmented.
+    /// need --encap pppoe or dslite. Sizes too big for the session or tunnel are refused, as
+    /// in plans (see --fragment-oversize).
     #[arg(long, value_name = "pppoe|dslite")]
     pub inside: Option<String>,
+    /// With --inside: send sizes too big for the session or tunnel fragmented through the
+    /// control planes (at most 10,000 packets per stream, not at --rate) and report them as
+    /// fragmented, instead of refusing them. Not a rate trial: the fragments on the link and
+    /// their rate are not the frames offered.
+    #[arg(long, requires = "inside")]
+    pub fragment_oversize: bool,
     /// PPPoE: the MRU both ends ask for (default 1454 on the AC, 1492 on the client).
     #[arg(long, value_name = "BYTES")]
     pub inside_mru: Option<u16>,
@@ -36,6 +42,7 @@ impl InsideArgs {
                 .map_err(CliError::Usage)?,
             mru: self.inside_mru,
             mtu: self.inside_mtu,
+            fragment_oversize: self.fragment_oversize,
         })
     }
 }
@@ -51,9 +58,11 @@ pub fn print(
     let InsideSummary {
         inside: summary,
         fragmented: rows,
+        sessions,
     } = s;
     if json {
-        let v = serde_json::json!({"trial": r, "inside": summary, "fragmented": rows});
+        let v = serde_json::json!({"trial": r, "inside": summary, "fragmented": rows,
+            "sessions": sessions});
         outln!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| CliError::Failed(e.to_string()))?
