@@ -277,7 +277,7 @@ pub fn not_yet_executable(plan: &Plan) -> Vec<Problem> {
 /// The checks that need no root and create nothing, which `wirerate plan check` runs too: the
 /// plan's real interfaces exist, the DUT host answers over ssh, every hook's program exists
 /// where the hook runs, iperf3 and tcpdump for TCP cases. Every problem found is listed.
-pub fn host_checks(plan: &Plan) -> Vec<Problem> {
+pub fn host_checks(plan: &Plan, cases: &[Case]) -> Vec<Problem> {
     let mut problems: Vec<Problem> = crate::testbed::preflight(plan)
         .into_iter()
         .map(|(key, msg)| Problem::at(key, msg))
@@ -321,20 +321,15 @@ pub fn host_checks(plan: &Plan) -> Vec<Problem> {
             }
         }
     }
-    match plan.cases() {
-        Err(e) => problems.push(Problem::general(e.to_string())),
-        Ok(cases) => {
-            if cases
-                .iter()
-                .any(|c| c.methodologies.contains(&Methodology::Iperf3))
-            {
-                for tool in ["iperf3", "tcpdump"] {
-                    if !program_exists(&Exec::Local, tool).unwrap_or(false) {
-                        problems.push(Problem::general(format!(
-                            "iperf3 cases need `{tool}` on this host (scripts/install-deps.sh)"
-                        )));
-                    }
-                }
+    if cases
+        .iter()
+        .any(|c| c.methodologies.contains(&Methodology::Iperf3))
+    {
+        for tool in ["iperf3", "tcpdump"] {
+            if !program_exists(&Exec::Local, tool).unwrap_or(false) {
+                problems.push(Problem::general(format!(
+                    "iperf3 cases need `{tool}` on this host (scripts/install-deps.sh)"
+                )));
             }
         }
     }
@@ -364,10 +359,10 @@ pub fn root_checks(plan: &Plan) -> Vec<Problem> {
 
 /// Everything that can be checked before any traffic is sent ([`host_checks`] and
 /// [`root_checks`]); every problem found is listed, located in the plan's `text`.
-pub fn preflight(plan: &Plan, text: &str) -> Result<(), RunError> {
+pub fn preflight(plan: &Plan, cases: &[Case], text: &str) -> Result<(), RunError> {
     let mut problems = not_yet_executable(plan);
     problems.extend(root_checks(plan));
-    problems.extend(host_checks(plan));
+    problems.extend(host_checks(plan, cases));
     if problems.is_empty() {
         Ok(())
     } else {
@@ -486,13 +481,16 @@ impl Ctx<'_, '_> {
     }
 }
 
-/// Runs `plan` (its text is `plan_text`) as `opts` says.
-pub fn run(plan: &Plan, plan_text: &str, mut opts: RunOptions<'_>) -> Result<RunSummary, RunError> {
-    preflight(plan, plan_text)?;
-    let cases = plan
-        .cases()
-        .map_err(|e| RunError::Preflight(vec![e.to_string()]))?;
-    let opened = open_run_dir(plan, plan_text, &mut opts)?;
+/// Runs `plan` (its text is `plan_text`, its expanded cases `cases`: the caller expands the
+/// matrix once, [`Plan::parse_expanded`]) as `opts` says.
+pub fn run(
+    plan: &Plan,
+    plan_text: &str,
+    cases: &[Case],
+    mut opts: RunOptions<'_>,
+) -> Result<RunSummary, RunError> {
+    preflight(plan, cases, plan_text)?;
+    let opened = open_run_dir(plan, plan_text, cases, &mut opts)?;
     // The lab (rebuilt, so nothing a killed run left survives), or the real interfaces with
     // their PPPoE sessions up; nothing has been sent when this fails.
     let bed = match Testbed::up(plan, &opts.dir, opts.stop) {
@@ -500,7 +498,7 @@ pub fn run(plan: &Plan, plan_text: &str, mut opts: RunOptions<'_>) -> Result<Run
         Err(_) if opts.stop.load(Ordering::SeqCst) => return Err(RunError::Interrupted),
         Err(e) => return Err(failed(e)),
     };
-    run_on(Box::new(bed), plan, &cases, opened, opts)
+    run_on(Box::new(bed), plan, cases, opened, opts)
 }
 
 /// The run directory as the run starts: new, or resumed with the records already in it.
@@ -515,6 +513,7 @@ struct Opened {
 fn open_run_dir(
     plan: &Plan,
     plan_text: &str,
+    cases: &[Case],
     opts: &mut RunOptions<'_>,
 ) -> Result<Opened, RunError> {
     let opened = if opts.resume {
@@ -524,7 +523,7 @@ fn open_run_dir(
             // Trials measured under one plan must not be continued under another: the run's
             // run.json (and so its report) would describe a plan that some trials did not
             // follow. A change the parsed plan does not see (comments, layout) is fine.
-            let same = Plan::parse(&info.plan_text, &plan.file)
+            let same = Plan::parse_unexpanded(&info.plan_text, &plan.file)
                 .is_ok_and(|old| old.same_measurements(plan));
             if !same {
                 return Err(failed(format!(
@@ -551,6 +550,7 @@ fn open_run_dir(
             version: env!("CARGO_PKG_VERSION").to_string(),
             started_unix: now_ms() / 1000,
             host: host_facts(),
+            facts: Some(crate::results::RunFacts::of(plan, cases)),
         };
         let rd = RunDir::create(&opts.dir, &info).map_err(failed)?;
         Opened {
@@ -974,6 +974,7 @@ fn run_methodology(
             tester_limited: stalled,
             iperf3: None,
             tcp: None,
+            udp: crate::results::UdpFacts::of(plan, case, outcome.offered.0),
             engine: Some(engine),
             superseded,
             finished_unix_ms: now_ms(),
@@ -1455,6 +1456,16 @@ pub fn iperf3_trial(
         (Some(f), Some(b)) => Some(f + b.retransmits.unwrap_or(0)),
         (f, _) => *f,
     };
+    // What the report counts these rates in (the same arithmetic its compatibility reader
+    // applies to older records).
+    let facts = crate::results::TcpFacts::derive(
+        plan.speed(),
+        case.ip,
+        l4,
+        mss,
+        wire_count.as_ref(),
+        if report.backward.is_some() { 2 } else { 1 },
+    );
     Ok((
         raw,
         TcpFigures {
@@ -1468,6 +1479,7 @@ pub fn iperf3_trial(
             cpu_local: report.cpu.host_total,
             cpu_remote: report.cpu.remote_total,
             dut: None,
+            facts: Some(facts),
         },
         elapsed,
     ))
@@ -1593,6 +1605,7 @@ fn run_iperf3(
             iperf3: Some(raw),
             tcp: Some(tcp),
             engine: None,
+            udp: None,
             superseded: false,
             finished_unix_ms: now_ms(),
         };

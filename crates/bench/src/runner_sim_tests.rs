@@ -222,8 +222,7 @@ fn run_calibrated(
     stop: &AtomicBool,
     calibration: Option<Calibration>,
 ) -> Result<RunSummary, RunError> {
-    let plan = Plan::parse(text, "sim.toml").expect("the test plan parses");
-    let cases = plan.cases().expect("cases");
+    let (plan, cases) = Plan::parse_expanded(text, "sim.toml").expect("the test plan parses");
     let mut progress = |_: Event<'_>| {};
     let mut opts = RunOptions {
         dir: dir.to_path_buf(),
@@ -232,7 +231,7 @@ fn run_calibrated(
         stop,
         progress: &mut progress,
     };
-    let opened = open_run_dir(&plan, text, &mut opts)?;
+    let opened = open_run_dir(&plan, text, &cases, &mut opts)?;
     run_on(Box::new(bed), &plan, &cases, opened, opts)
 }
 

@@ -6,6 +6,7 @@
 //! every format shows the same numbers.
 
 pub mod compare;
+mod compat;
 pub mod connections;
 pub mod html;
 pub mod model;

@@ -7,12 +7,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bench_model::iperf3;
-use bench_model::plan::{Case, Methodology, Plan};
-use bench_model::results::{InvalidCounts, Record, RunInfo, TrialRecord};
+use bench_model::plan::Methodology;
+use bench_model::results::{InvalidCounts, LineRate, Record, RunInfo, TrialRecord, UdpFacts};
 use bench_model::search::{Finding, Status};
 use serde::{Deserialize, Serialize};
 use wire::encap::{EncapSpec, IpVersion};
-use wire::linerate::{FrameSize, Path};
+use wire::linerate::FrameSize;
 use wire::units::BitsPerSec;
 
 /// Link speed assumed when the plan cannot be read (it names none).
@@ -150,121 +150,7 @@ pub struct Dims {
     pub fastpath: Option<bool>,
 }
 
-/// `wire`'s spelling of a case's encapsulation: `vlan` on an IPv6 case is `vlan+ipv6`; values
-/// that already name the IP version (old runs' `encap` variable) are kept as written, and
-/// values `wire` cannot read are kept too (the theoretical maximum then falls back to plain).
-pub fn full_encap(value: &str, ip: u8) -> String {
-    let names_ip = value
-        .split('+')
-        .any(|p| matches!(p.trim(), "ipv4" | "ipv6" | "ip4" | "ip6"));
-    if names_ip {
-        return value.to_string();
-    }
-    match value.parse::<EncapSpec>() {
-        Ok(mut e) => {
-            if !e.dslite {
-                e.ip = if ip == 6 {
-                    IpVersion::V6
-                } else {
-                    IpVersion::V4
-                };
-            }
-            e.to_string()
-        }
-        Err(_) => value.to_string(),
-    }
-}
-
 impl Dims {
-    fn from_case(c: &Case) -> Dims {
-        let ip = match c.ip {
-            IpVersion::V4 => 4,
-            IpVersion::V6 => 6,
-        };
-        // The plan's `encap` dimension already carries the case's IP version; plans without
-        // it (older runs) may have an `encap` user variable.
-        let encap = c
-            .vars
-            .iter()
-            .find(|(k, _)| k == "encap")
-            .map(|(_, v)| full_encap(v, ip))
-            .or_else(|| c.encap.map(|e| e.to_string()))
-            .unwrap_or_else(|| EncapSpec::plain(c.ip).to_string());
-        Dims {
-            profile: c.profile.clone(),
-            protocol: c.protocol.to_string(),
-            ip,
-            encap,
-            frame_size: c.frame_size,
-            sessions: c.sessions,
-            mss: c.mss,
-            vars: c
-                .vars
-                .iter()
-                .filter(|(k, _)| k != "encap")
-                .cloned()
-                .collect(),
-            bidirectional: c.bidirectional,
-            offload: c.offload,
-            fastpath: c.fastpath,
-        }
-    }
-
-    /// Parses a case id (`profile/udp4/64B/s2/mss1200/k=v`) when the plan is unreadable.
-    pub fn from_case_id(id: &str) -> Dims {
-        let mut parts = id.split('/');
-        let profile = parts.next().unwrap_or("").to_string();
-        let proto = parts.next().unwrap_or("udp4");
-        let (protocol, ip) = if let Some(v) = proto.strip_prefix("tcp") {
-            ("tcp", v)
-        } else {
-            ("udp", proto.strip_prefix("udp").unwrap_or("4"))
-        };
-        let ip: u8 = ip.parse().unwrap_or(4);
-        let mut d = Dims {
-            profile,
-            protocol: protocol.into(),
-            ip,
-            encap: if ip == 6 { "ipv6" } else { "ipv4" }.into(),
-            frame_size: None,
-            sessions: None,
-            mss: None,
-            vars: Vec::new(),
-            bidirectional: false,
-            offload: None,
-            fastpath: None,
-        };
-        let switch = |v: &str| match v {
-            "on" => Some(true),
-            "off" => Some(false),
-            _ => None,
-        };
-        for p in parts {
-            if p == "bidir" {
-                d.bidirectional = true;
-            } else if let Some((k, v)) = p.split_once('=') {
-                // The built-in switches are spelt `on`/`off`; a user dimension of the same
-                // name with other values (older plans: `fastpath=1`) stays a user dimension.
-                if k == "offload" && switch(v).is_some() {
-                    d.offload = switch(v);
-                } else if k == "fastpath" && switch(v).is_some() {
-                    d.fastpath = switch(v);
-                } else if k == "encap" {
-                    d.encap = full_encap(v, ip);
-                } else {
-                    d.vars.push((k.into(), v.into()));
-                }
-            } else if let Some(n) = p.strip_suffix('B').and_then(|x| x.parse().ok()) {
-                d.frame_size = Some(n);
-            } else if let Some(n) = p.strip_prefix("mss").and_then(|x| x.parse().ok()) {
-                d.mss = Some(n);
-            } else if let Some(n) = p.strip_prefix('s').and_then(|x| x.parse().ok()) {
-                d.sessions = Some(n);
-            }
-        }
-        d
-    }
-
     /// `IPv4 UDP`, `IPv6 TCP`, with the encapsulation when it is not plain and
     /// `bidirectional` when both directions ran at once.
     pub fn family(&self) -> String {
@@ -374,6 +260,10 @@ pub struct Row {
     pub max_l2_bps: f64,
     /// Bottleneck link name.
     pub bottleneck: String,
+    /// The headers the row's frames carried on the path (UDP: the records' `UdpFacts::encap`),
+    /// for the charts' theoretical curves; not exported.
+    #[serde(skip)]
+    pub path_encap: Option<EncapSpec>,
     /// Percent of the theoretical maximum reached.
     pub percent: Option<f64>,
     /// The tester, not the DUT, set the pace in some repetition: no DUT figure.
@@ -993,27 +883,26 @@ fn ip_of(d: &Dims) -> IpVersion {
     }
 }
 
-/// Theoretical maximum for a UDP frame size, summed over both directions for a bidirectional
-/// case (`wire::linerate`'s `rate(size, bidirectional)`): (pps, L2 bps at the reference link,
-/// bottleneck name). `None` when the size does not fit.
-pub fn udp_max(speed: f64, dims: &Dims, frame: u32) -> Option<(f64, f64, String)> {
-    let ip = ip_of(dims);
-    let encap: EncapSpec = dims.encap.parse().unwrap_or(EncapSpec::plain(ip));
-    let path = Path::router(BitsPerSec(speed), encap, wire::linerate::ETHERNET_MTU);
-    let r = path
-        .rate(
-            &FrameSize::Fixed {
-                bytes: frame as usize,
-            },
-            dims.bidirectional,
-        )
-        .ok()?;
-    let name = r
-        .links
-        .get(r.bottleneck)
-        .map(|l| l.link.clone())
-        .unwrap_or_default();
-    Some((r.total_pps.0, r.total_l2.0, name))
+/// Theoretical maximum of a UDP frame size on a path with `encap`, summed over both
+/// directions when `bidirectional` (`wire::linerate`'s `rate(size, bidirectional)`): (pps, L2
+/// bps at the reference link, bottleneck name). `None` when the size does not fit. For the
+/// charts' theoretical curves; rows take their maximum from the records
+/// (`UdpFacts::line`).
+pub fn udp_max(
+    speed: f64,
+    encap: EncapSpec,
+    bidirectional: bool,
+    frame: u32,
+) -> Option<(f64, f64, String)> {
+    let line = LineRate::on_path(
+        BitsPerSec(speed),
+        encap,
+        &FrameSize::Fixed {
+            bytes: frame as usize,
+        },
+    )?;
+    let (pps, l2) = line.times(if bidirectional { 2 } else { 1 });
+    Some((pps, l2, line.bottleneck))
 }
 
 pub(crate) fn mean(v: &[f64]) -> Option<f64> {
@@ -1043,43 +932,68 @@ fn is_throughput(m: Methodology) -> bool {
     )
 }
 
+/// The typed facts of each UDP case's trials, by case id (the first trial that has them: a
+/// case's frames and path are the same in all its trials).
+fn udp_facts_of(records: &[Record]) -> BTreeMap<String, &UdpFacts> {
+    let mut out = BTreeMap::new();
+    for r in records {
+        if let Record::Trial(t) = r {
+            if let Some(f) = &t.udp {
+                out.entry(t.key.case_id.clone()).or_insert(f);
+            }
+        }
+    }
+    out
+}
+
+/// The frame size and encapsulation a case's trials recorded, over what its dimensions say.
+fn with_udp_facts(d: &mut Dims, f: &UdpFacts) {
+    d.frame_size = f.frame_bytes();
+    d.encap = f.encap.to_string();
+}
+
 /// Analyses a run. Never fails: what cannot be read is reported in [`Analysis::completeness`].
 pub fn analyse(input: RunInput<'_>) -> Analysis {
     let info = input.info;
-    let plan = Plan::parse(&info.plan_text, "run.json");
     let mut completeness = Completeness {
         torn_tail: input.torn_tail,
         ..Completeness::default()
     };
     let mut notes = Vec::new();
-    let (cases, speed, reps, profiles, description) = match &plan {
-        Ok(p) => (
-            p.cases().unwrap_or_default(),
-            p.speed().0,
-            p.run.repetitions,
-            p.dut.profiles.iter().map(|x| x.name.clone()).collect(),
-            p.description.clone(),
-        ),
-        Err(e) => {
-            completeness.plan_error = Some(e.to_string());
-            notes.push(format!(
-                "the plan in run.json could not be read; dimensions come from case ids and the link speed is assumed to be {} Gb/s",
-                DEFAULT_SPEED / 1e9
-            ));
-            (Vec::new(), DEFAULT_SPEED, 1, Vec::new(), None)
-        }
-    };
+    let (run, plan_error) = crate::compat::run_facts(info);
+    if let Some(e) = plan_error {
+        completeness.plan_error = Some(e);
+        notes.push(format!(
+            "the plan in run.json could not be read; dimensions come from case ids and the link speed is assumed to be {} Gb/s",
+            DEFAULT_SPEED / 1e9
+        ));
+    }
+    let (cases, speed, reps) = (&run.cases, run.speed_bps, run.repetitions);
+    let description = run.description.clone();
+    // What each UDP case's trials recorded about their frames: size, encapsulation, 100 %.
+    let udp_facts = udp_facts_of(input.records);
     let mut dims_of: BTreeMap<String, Dims> = cases
         .iter()
-        .map(|c| (c.id.clone(), Dims::from_case(c)))
+        .map(|c| (c.id.clone(), crate::compat::dims_of_case(c)))
         .collect();
-    let mut profiles: Vec<String> = profiles;
+    let mut profiles: Vec<String> = run.profiles.clone();
     let dims_for = |id: &str, dims_of: &mut BTreeMap<String, Dims>| -> Dims {
         dims_of
             .entry(id.to_string())
-            .or_insert_with(|| Dims::from_case_id(id))
+            .or_insert_with(|| {
+                let mut d = crate::compat::dims_of_case_id(id);
+                if let Some(f) = udp_facts.get(id) {
+                    with_udp_facts(&mut d, f);
+                }
+                d
+            })
             .clone()
     };
+    for (id, f) in &udp_facts {
+        if let Some(d) = dims_of.get_mut(id) {
+            with_udp_facts(d, f);
+        }
+    }
 
     // Index the records.
     let mut trials: BTreeMap<(String, u32, Methodology), Vec<&TrialRecord>> = BTreeMap::new();
@@ -1149,7 +1063,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             ));
         }
     }
-    for c in &cases {
+    for c in cases {
         for m in &c.methodologies {
             let missing = (0..reps)
                 .filter(|r| {
@@ -1198,6 +1112,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 trials: &trials,
                 done: &done,
                 ceiling: &ceiling,
+                udp_facts: &udp_facts,
                 line_pps: &line_pps,
                 speed,
                 reps,
@@ -1216,6 +1131,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             let mut rep_l4 = Vec::new();
             let mut frame_len = 0.0;
             let mut directions = 1;
+            let mut max_pps = 0.0;
             let mut rep_cpu = Vec::new();
             let mut rep_spread = Vec::new();
             for ((c, _, mm), ts) in &trials {
@@ -1235,20 +1151,15 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                     .iperf3
                     .as_ref()
                     .and_then(|v| iperf3::report::parse(&v.to_string()).ok());
-                let (l4, mss) = match (&t.tcp, &rep) {
-                    (Some(f), _) => (BitsPerSec(f.l4_bps), f.mss),
-                    (None, Some(r)) => (
-                        r.total_received(),
-                        r.tcp_mss
-                            .map(|x| x as u32)
-                            .or(dims.mss)
-                            .unwrap_or(if dims.ip == 6 { 1440 } else { 1460 }),
-                    ),
-                    (None, None) => continue,
+                let Some((l4, mss, facts)) = crate::compat::tcp_of(t, rep.as_ref(), &dims, speed)
+                else {
+                    continue;
                 };
                 tcp_timestamps_note = true;
                 let rates = iperf3::tcp_rates(l4, mss, ip_of(&dims), true);
-                frame_len = f64::from(rates.frame_len);
+                frame_len = facts.frame_len;
+                directions = facts.directions;
+                max_pps = facts.max_pps();
                 // What a tester port's counters saw, where the runner read them: iperf3's own
                 // figure can exceed what the link carried (bench_model::iperf3::wire_count).
                 let wire = t
@@ -1256,14 +1167,6 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                     .as_ref()
                     .and_then(|f| f.wire_count)
                     .filter(|w| w.frames > 0 && w.seconds > 0.0);
-                directions = if rep.as_ref().is_some_and(|r| r.backward.is_some()) {
-                    2
-                } else {
-                    1
-                };
-                if let Some(w) = wire {
-                    frame_len = w.mean_frame_len();
-                }
                 rep_pps.push(wire.map_or(rates.frames.0, |w| w.fps()));
                 if let Some(c) = t
                     .tcp
@@ -1283,8 +1186,6 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             if rep_pps.is_empty() {
                 continue;
             }
-            let one = wire::linerate::max_frame_rate(BitsPerSec(speed), frame_len as usize).0;
-            let max_pps = one * f64::from(directions);
             let pps = mean(&rep_pps);
             let (noise_pps, noise_basis) = match (rep_pps.len(), rep_spread.as_slice(), pps) {
                 (n, _, _) if n >= 2 => (half_spread(&rep_pps), NoiseBasis::Repetitions),
@@ -1311,6 +1212,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
                 max_pps,
                 max_l2_bps: max_pps * frame_len * 8.0,
                 bottleneck: "link".into(),
+                path_encap: None,
                 percent: pps.map(|p| 100.0 * p / max_pps),
                 tester_limited: false,
                 tester_reached_percent: None,
@@ -1415,11 +1317,20 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let mut back_to_back = Vec::new();
     for (case, means) in b2b_acc {
         let dims = dims_for(&case, &mut dims_of);
-        let directions = if dims.bidirectional { 2.0 } else { 1.0 };
-        let Some((max_pps, _, _)) = dims.frame_size.and_then(|f| udp_max(speed, &dims, f)) else {
+        // One direction's 100 %: as the trials recorded it, else from the case's dimensions.
+        let line = match udp_facts.get(&case) {
+            Some(f) => Some(f.line.clone()),
+            None => dims.frame_size.and_then(|f| {
+                LineRate::on_path(
+                    BitsPerSec(speed),
+                    crate::compat::encap_of(&dims),
+                    &FrameSize::Fixed { bytes: f as usize },
+                )
+            }),
+        };
+        let Some(max_pps) = line.map(|l| l.pps) else {
             continue;
         };
-        let max_pps = max_pps / directions;
         // The same case's throughput: RFC 2544 first, else multi-goal's first goal (the
         // rows are in goal order).
         let throughput_pps = ["rfc2544-throughput", "multi-goal"].iter().find_map(|m| {
@@ -1516,9 +1427,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
         .iter()
         .filter_map(|((c, r, m), res)| res.map(|res| (c.clone(), *r, *m, res)))
         .collect();
-    let mtu = crate::mtu::rows(plan.as_ref().ok(), &mtu_done, &mut |id| {
-        dims_for(id, &mut dims_of)
-    });
+    let mtu = crate::mtu::rows(&run.ports, &mtu_done, &mut |id| dims_for(id, &mut dims_of));
 
     Analysis {
         plan_name: info.plan_name.clone(),
@@ -2159,6 +2068,7 @@ mod tests {
     fn udp_trial(lost: u64, engine: Option<EngineFacts>) -> TrialRecord {
         let load = LineFraction(0.5);
         TrialRecord {
+            udp: None,
             key: TrialKey {
                 case_id: "forward/udp4/64B".into(),
                 repetition: 0,
@@ -2308,39 +2218,6 @@ mod tests {
         assert!(!serde_json::to_string(&ts[1]).unwrap().contains("invalid"));
     }
 
-    #[test]
-    fn theoretical_maximum_follows_the_encapsulation() {
-        let plain = Dims::from_case_id("forward/udp4/64B");
-        assert_eq!(plain.encap, "ipv4");
-        let (pps, _, link) = udp_max(1e9, &plain, 64).unwrap();
-        assert_eq!(pps.round(), 1_488_095.0);
-        assert_eq!(link, "link");
-        // PPPoE adds 8 B on the WAN link: 1e9 / ((64 + 8 + 20) × 8).
-        let pppoe = Dims::from_case_id("forward/udp4/64B/encap=ipv4+pppoe");
-        assert_eq!(pppoe.encap, "ipv4+pppoe");
-        let (pps, _, link) = udp_max(1e9, &pppoe, 64).unwrap();
-        assert_eq!(pps.round(), (1e9f64 / (92.0 * 8.0)).round());
-        assert_eq!(link, "wan");
-        assert_eq!(pppoe.family(), "IPv4 UDP over ipv4+pppoe");
-    }
-
-    #[test]
-    fn encap_dimension_and_bidirectional_come_from_the_case_id() {
-        let d = Dims::from_case_id("cpe/udp6/128B/encap=qinq/bidir");
-        assert_eq!(d.encap, "qinq+ipv6");
-        assert!(d.bidirectional);
-        assert_eq!(d.family(), "IPv6 UDP over qinq+ipv6, bidirectional");
-        // 1e9 / ((128 + 8 + 20) × 8), both directions.
-        let (pps, _, link) = udp_max(1e9, &d, 128).unwrap();
-        assert_eq!(pps.round(), (2.0 * 1e9f64 / (156.0 * 8.0)).round());
-        assert_eq!(link, "wan");
-        assert_eq!(Dims::from_case_id("x/udp4/64B/encap=plain").encap, "ipv4");
-        assert_eq!(full_encap("dslite", 4), "dslite");
-        // Old runs' user variable keeps its spelling; unreadable values are kept as written.
-        assert_eq!(full_encap("ipv4+pppoe", 4), "ipv4+pppoe");
-        assert_eq!(full_encap("gre", 4), "gre");
-    }
-
     /// One iperf3 run's noise: the spread of its per-interval rates without the slow-start
     /// interval; odd reports (no intervals, one interval, strings, zeros) give none.
     #[test]
@@ -2370,32 +2247,7 @@ mod tests {
     }
 
     #[test]
-    fn switch_dimensions_parse_from_case_ids_and_read_in_points() {
-        let d = Dims::from_case_id("napt/tcp4/s1/mss400/offload=on/fastpath=off");
-        assert_eq!(
-            (d.offload, d.fastpath, d.mss),
-            (Some(true), Some(false), Some(400))
-        );
-        assert!(d.vars.is_empty());
-        assert_eq!(
-            d.point(),
-            "1 session, MSS 400, offload on, fastpath off, IPv4 TCP"
-        );
-        // Older plans' user dimension of the same name with other values stays one.
-        let d = Dims::from_case_id("pf-on/udp4/64B/fastpath=1");
-        assert_eq!(d.fastpath, None);
-        assert_eq!(d.vars, [("fastpath".to_string(), "1".to_string())]);
-    }
-
-    #[test]
-    fn case_ids_parse_back_into_dimensions() {
-        let d = Dims::from_case_id("napt/tcp6/s4/mss1200/fast-path=on");
-        assert_eq!(
-            (d.protocol.as_str(), d.ip, d.sessions, d.mss),
-            ("tcp", 6, Some(4), Some(1200))
-        );
-        assert_eq!(d.vars, [("fast-path".to_string(), "on".to_string())]);
-        assert_eq!(d.point(), "4 sessions, MSS 1200, fast-path=on, IPv6 TCP");
+    fn signed_percents_round_and_use_a_minus_sign() {
         assert_eq!(signed_percent(-47.6), "\u{2212}48 %");
         assert_eq!(signed_percent(-0.2), "±0 %");
     }

@@ -1796,6 +1796,7 @@ methodologies = ["multi-goal"]
 "#;
     let plan = Plan::parse(plan_text, "sporadic.toml").unwrap();
     let info = RunInfo {
+        facts: None,
         plan_name: plan.name.clone(),
         plan_text: plan_text.into(),
         version: "0.1.0".into(),
@@ -1833,6 +1834,7 @@ methodologies = ["multi-goal"]
                 latency: None,
             };
             records.push(Record::Trial(TrialRecord {
+                udp: None,
                 key: TrialKey {
                     case_id: case.id.clone(),
                     repetition: 0,

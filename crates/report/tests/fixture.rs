@@ -105,6 +105,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
         1_795_090_000
     };
     let info = RunInfo {
+        facts: None,
         plan_name: plan.name.clone(),
         plan_text,
         version: "0.1.0".into(),
@@ -132,6 +133,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                     |req: &TrialRequest, out: &Outcome, iperf3: Option<serde_json::Value>| {
                         clock += (req.duration.as_secs_f64() * 1000.0) as u64 + 200;
                         records.push(Record::Trial(TrialRecord {
+                            udp: None,
                             key: TrialKey {
                                 case_id: case.id.clone(),
                                 repetition: rep,
@@ -313,6 +315,7 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
     let plan_text = std::fs::read_to_string(dir().join("run-wan.plan.toml")).unwrap();
     let plan = Plan::parse(&plan_text, "run-wan.plan.toml").unwrap();
     let info = RunInfo {
+        facts: None,
         plan_name: plan.name.clone(),
         plan_text,
         version: "0.1.0".into(),
@@ -360,6 +363,7 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
                     }
                     clock += (req.duration.as_secs_f64() * 1000.0) as u64 + 200;
                     records.push(Record::Trial(TrialRecord {
+                        udp: None,
                         key: TrialKey {
                             case_id: case.id.clone(),
                             repetition: rep,
@@ -467,6 +471,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
     )
     .unwrap();
     let info = RunInfo {
+        facts: None,
         plan_name: plan.name.clone(),
         plan_text,
         version: "0.1.0".into(),
@@ -495,6 +500,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                             iperf3: Option<serde_json::Value>| {
                 clock += (req.duration.as_secs_f64() * 1000.0) as u64 + 200;
                 records.push(Record::Trial(TrialRecord {
+                    udp: None,
                     key: TrialKey {
                         case_id: case.id.clone(),
                         repetition: 0,
@@ -562,6 +568,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                         .collect(),
                 );
                 let tcp = TcpFigures {
+                    facts: None,
                     l4_bps: l4,
                     l2_bps: pps * f64::from(frame) * 8.0,
                     l1_bps: pps * f64::from(frame + 20) * 8.0,

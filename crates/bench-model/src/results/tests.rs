@@ -14,6 +14,7 @@ fn info() -> RunInfo {
         version: "0.1.0".into(),
         started_unix: 1_800_000_000,
         host: [("kernel".to_string(), "6.18".to_string())].into(),
+        facts: None,
     }
 }
 
@@ -39,6 +40,7 @@ fn trial(index: u32, request: TrialRequest, outcome: Outcome) -> Record {
         iperf3: None,
         tcp: None,
         engine: None,
+        udp: None,
         superseded: false,
         finished_unix_ms: 1_800_000_000_000 + u64::from(index),
     })
