@@ -9,10 +9,16 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use std::path::Path;
+
+use wire::encap::IpVersion;
+
 use super::*;
 use crate::executor::{DutSwitches, TcpRun, TrialExecutor};
+use crate::results::RunDir;
 use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts, InvalidCounts};
 use crate::search::{ConnOutcome, ConnTrial};
+use crate::search::{LineFraction, Outcome, Status, TrialRequest};
 
 type Log = Rc<RefCell<Vec<String>>>;
 
