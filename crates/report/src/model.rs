@@ -1,17 +1,17 @@
-//! From a run's records to the figures every exporter prints: one [`Analysis`].
+//! What the analysis of a run is made of: [`Analysis`] and its rows, the dimensions a case is
+//! grouped by ([`Dims`]), and the helpers the analysis and exporters share; `crate::analyse`
+//! computes it.
 //!
-//! Every number the exporters show is computed here once, so HTML, CSV, Markdown and JSON
-//! cannot disagree. Rates are turned from line fractions into frames and bits per second with
-//! `wire`'s line-rate arithmetic for the case's encapsulation (DESIGN.md §4), never hard-coded.
+//! Every number the exporters show is computed once, so HTML, CSV, Markdown and JSON cannot
+//! disagree. Rates are turned from line fractions into frames and bits per second with the
+//! 100 % the runner recorded for the case's path (`UdpFacts::line`; DESIGN.md §4), never
+//! hard-coded.
+use std::collections::BTreeMap;
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use bench_model::iperf3;
 use bench_model::plan::Methodology;
-use bench_model::results::{InvalidCounts, LineRate, Record, RunInfo, TrialRecord, UdpFacts};
-use bench_model::search::{Finding, Status};
+use bench_model::results::{InvalidCounts, LineRate, Record, RunInfo, TrialRecord};
 use serde::{Deserialize, Serialize};
-use wire::encap::{EncapSpec, IpVersion};
+use wire::encap::EncapSpec;
 use wire::linerate::FrameSize;
 use wire::units::BitsPerSec;
 
@@ -317,7 +317,7 @@ impl Row {
     /// The methodology as tables show it: a multi-goal row names its goal (`multi-goal NDR`,
     /// `multi-goal PDR 0.5 %`).
     pub fn methodology_label(&self) -> String {
-        crate::udp_rows::label(&self.methodology, self.loss_goal)
+        crate::analyse::udp_rows::label(&self.methodology, self.loss_goal)
     }
 }
 
@@ -402,7 +402,7 @@ const DUT_CPU_BOUND: f64 = 90.0;
 /// was busy less than [`DUT_CPU_BOUND`] %): something else set the pace, on the lab usually the
 /// tester's own CPU, which runs iperf3's client, server and both ports' receive polls. The
 /// figure is then a lower bound for the DUT. `None` without lab CPU counters.
-fn unsaturated_tcp_note(r: &Row, lab_cpu: Option<f64>) -> Option<String> {
+pub(crate) fn unsaturated_tcp_note(r: &Row, lab_cpu: Option<f64>) -> Option<String> {
     let (pct, cpu) = (r.percent?, lab_cpu?);
     (pct < TCP_LINE_BOUND && cpu < DUT_CPU_BOUND).then(|| {
         format!(
@@ -414,7 +414,7 @@ fn unsaturated_tcp_note(r: &Row, lab_cpu: Option<f64>) -> Option<String> {
 
 /// One note per trial during which a PPPoE session of the run went down (#14 item 5): when,
 /// on which port and why, in trial order.
-fn session_drop_notes<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> Vec<String> {
+pub(crate) fn session_drop_notes<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> Vec<String> {
     let mut hit: Vec<&TrialRecord> = trials
         .filter(|t| {
             t.engine
@@ -875,14 +875,6 @@ pub struct Analysis {
     pub notes: Vec<String>,
 }
 
-fn ip_of(d: &Dims) -> IpVersion {
-    if d.ip == 6 {
-        IpVersion::V6
-    } else {
-        IpVersion::V4
-    }
-}
-
 /// Theoretical maximum of a UDP frame size on a path with `encap`, summed over both
 /// directions when `bidirectional` (`wire::linerate`'s `rate(size, bidirectional)`): (pps, L2
 /// bps at the reference link, bottleneck name). `None` when the size does not fit. For the
@@ -921,593 +913,6 @@ pub(crate) fn half_spread(v: &[f64]) -> f64 {
     } else {
         (hi - lo) / 2.0
     }
-}
-
-/// Methodologies whose result is one rate per case: a row of the results table (throughput
-/// searches, and the forwarding rate at the maximum offered load).
-fn is_throughput(m: Methodology) -> bool {
-    matches!(
-        m,
-        Methodology::Rfc2544Throughput | Methodology::MultiGoal | Methodology::ForwardingRate
-    )
-}
-
-/// The typed facts of each UDP case's trials, by case id (the first trial that has them: a
-/// case's frames and path are the same in all its trials).
-fn udp_facts_of(records: &[Record]) -> BTreeMap<String, &UdpFacts> {
-    let mut out = BTreeMap::new();
-    for r in records {
-        if let Record::Trial(t) = r {
-            if let Some(f) = &t.udp {
-                out.entry(t.key.case_id.clone()).or_insert(f);
-            }
-        }
-    }
-    out
-}
-
-/// The frame size and encapsulation a case's trials recorded, over what its dimensions say.
-fn with_udp_facts(d: &mut Dims, f: &UdpFacts) {
-    d.frame_size = f.frame_bytes();
-    d.encap = f.encap.to_string();
-}
-
-/// Analyses a run. Never fails: what cannot be read is reported in [`Analysis::completeness`].
-pub fn analyse(input: RunInput<'_>) -> Analysis {
-    let info = input.info;
-    let mut completeness = Completeness {
-        torn_tail: input.torn_tail,
-        ..Completeness::default()
-    };
-    let mut notes = Vec::new();
-    let (run, plan_error) = crate::compat::run_facts(info);
-    if let Some(e) = plan_error {
-        completeness.plan_error = Some(e);
-        notes.push(format!(
-            "the plan in run.json could not be read; dimensions come from case ids and the link speed is assumed to be {} Gb/s",
-            DEFAULT_SPEED / 1e9
-        ));
-    }
-    let (cases, speed, reps) = (&run.cases, run.speed_bps, run.repetitions);
-    let description = run.description.clone();
-    // What each UDP case's trials recorded about their frames: size, encapsulation, 100 %.
-    let udp_facts = udp_facts_of(input.records);
-    let mut dims_of: BTreeMap<String, Dims> = cases
-        .iter()
-        .map(|c| (c.id.clone(), crate::compat::dims_of_case(c)))
-        .collect();
-    let mut profiles: Vec<String> = run.profiles.clone();
-    let dims_for = |id: &str, dims_of: &mut BTreeMap<String, Dims>| -> Dims {
-        dims_of
-            .entry(id.to_string())
-            .or_insert_with(|| {
-                let mut d = crate::compat::dims_of_case_id(id);
-                if let Some(f) = udp_facts.get(id) {
-                    with_udp_facts(&mut d, f);
-                }
-                d
-            })
-            .clone()
-    };
-    for (id, f) in &udp_facts {
-        if let Some(d) = dims_of.get_mut(id) {
-            with_udp_facts(d, f);
-        }
-    }
-
-    // Index the records.
-    let mut trials: BTreeMap<(String, u32, Methodology), Vec<&TrialRecord>> = BTreeMap::new();
-    let mut done: BTreeMap<(String, u32, Methodology), Option<&bench_model::search::SearchResult>> =
-        BTreeMap::new();
-    // Results the runner found within 10 % of the tester's calibrated ceiling: (case, m) → pps.
-    let mut ceiling: BTreeMap<(String, Methodology), f64> = BTreeMap::new();
-    // The 100 % per direction each search's loads were fractions of, as the runner recorded it.
-    let mut line_pps: BTreeMap<(String, Methodology), f64> = BTreeMap::new();
-    let mut superseded = 0usize;
-    let mut conn_trials = Vec::new();
-    let mut conn_done = Vec::new();
-    for r in input.records {
-        match r {
-            Record::ConnTrial(t) if t.superseded => superseded += 1,
-            Record::ConnTrial(t) => conn_trials.push(t),
-            Record::ConnDone(d) => conn_done.push(d),
-            Record::Trial(t) if t.superseded => superseded += 1,
-            Record::Trial(t) => trials
-                .entry((t.key.case_id.clone(), t.key.repetition, t.key.methodology))
-                .or_default()
-                .push(t),
-            Record::Done(d) => {
-                if let Some(p) = d.line_pps.filter(|p| p.is_finite() && *p > 0.0) {
-                    line_pps.insert((d.case_id.clone(), d.methodology), p);
-                }
-                if let Some(c) = d.ceiling.filter(|c| c.tester_limited) {
-                    ceiling.insert((d.case_id.clone(), d.methodology), c.result_pps);
-                }
-                done.insert(
-                    (d.case_id.clone(), d.repetition, d.methodology),
-                    d.result.as_ref(),
-                );
-            }
-        }
-    }
-
-    notes.extend(session_drop_notes(trials.values().flatten().copied()));
-    if superseded > 0 {
-        notes.push(format!(
-            "{superseded} trial{} measured again because the tester fell behind its schedule during {} (frames slipped, or less offered than asked); kept in trials.jsonl as superseded, not used for any figure",
-            if superseded == 1 { " was" } else { "s were" },
-            if superseded == 1 { "it" } else { "them" }
-        ));
-    }
-
-    // Connection searches count as finished searches like the others (they have no load
-    // result, so no throughput row is built from them).
-    for d in &conn_done {
-        done.insert((d.case_id.clone(), d.repetition, d.methodology), None);
-    }
-    let connections = crate::connections::rows(&conn_trials, &conn_done);
-
-    // Completeness.
-    completeness.finished = done.len();
-    completeness.expected = cases
-        .iter()
-        .map(|c| c.methodologies.len() * reps as usize)
-        .sum();
-    for ((case, rep, m), ts) in &trials {
-        if !done.contains_key(&(case.clone(), *rep, *m)) {
-            completeness.in_progress.push(format!(
-                "{case} ({}, repetition {rep}): {} trial{} recorded, search unfinished",
-                m.name(),
-                ts.len(),
-                if ts.len() == 1 { "" } else { "s" }
-            ));
-        }
-    }
-    for c in cases {
-        for m in &c.methodologies {
-            let missing = (0..reps)
-                .filter(|r| {
-                    let k = (c.id.clone(), *r, *m);
-                    !done.contains_key(&k) && !trials.contains_key(&k)
-                })
-                .count();
-            if missing > 0 {
-                completeness.missing.push(format!(
-                    "{} ({}): {missing} of {reps} repetition{} not run",
-                    c.id,
-                    m.name(),
-                    if reps == 1 { "" } else { "s" }
-                ));
-            }
-        }
-    }
-
-    // DUT CPU and power per case.
-    let mut cpu: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    let mut power: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for s in input.stats {
-        if let Some(p) = s.dut_cpu_percent {
-            cpu.entry(s.case_id.as_str()).or_default().push(p);
-        }
-        if let Some(w) = s.dut_power_watts {
-            power.entry(s.case_id.as_str()).or_default().push(w);
-        }
-    }
-
-    // Throughput rows, keyed by (case, methodology).
-    let mut keys: BTreeSet<(String, Methodology)> = BTreeSet::new();
-    for (c, _, m) in done.keys().chain(trials.keys()) {
-        if is_throughput(*m) || *m == Methodology::Iperf3 {
-            keys.insert((c.clone(), *m));
-        }
-    }
-    let mut rows = Vec::new();
-    let mut tcp_timestamps_note = false;
-    for (case_id, m) in &keys {
-        let dims = dims_for(case_id, &mut dims_of);
-        let dut_cpu_percent = cpu.get(case_id.as_str()).and_then(|v| mean(v));
-        let dut_power_watts = power.get(case_id.as_str()).and_then(|v| mean(v));
-        if is_throughput(*m) {
-            let records = crate::udp_rows::Records {
-                trials: &trials,
-                done: &done,
-                ceiling: &ceiling,
-                udp_facts: &udp_facts,
-                line_pps: &line_pps,
-                speed,
-                reps,
-            };
-            let samples = crate::udp_rows::CaseSamples {
-                dut_cpu_percent,
-                dut_power_watts,
-            };
-            rows.extend(crate::udp_rows::rows(
-                &records, case_id, *m, dims, samples, &mut notes,
-            ));
-        } else {
-            // iperf3: one run per repetition; the last trial with a parsable report counts.
-            let mut rep_pps = Vec::new();
-            let mut rep_l2 = Vec::new();
-            let mut rep_l4 = Vec::new();
-            let mut frame_len = 0.0;
-            let mut directions = 1;
-            let mut max_pps = 0.0;
-            let mut rep_cpu = Vec::new();
-            let mut rep_spread = Vec::new();
-            for ((c, _, mm), ts) in &trials {
-                if c != case_id || mm != m {
-                    continue;
-                }
-                // The runner's TCP figures when it recorded them (MSS as captured on the wire),
-                // else the raw iperf3 JSON.
-                let Some(t) = ts
-                    .iter()
-                    .rev()
-                    .find(|t| t.tcp.is_some() || t.iperf3.is_some())
-                else {
-                    continue;
-                };
-                let rep = t
-                    .iperf3
-                    .as_ref()
-                    .and_then(|v| iperf3::report::parse(&v.to_string()).ok());
-                let Some((l4, mss, facts)) = crate::compat::tcp_of(t, rep.as_ref(), &dims, speed)
-                else {
-                    continue;
-                };
-                tcp_timestamps_note = true;
-                let rates = iperf3::tcp_rates(l4, mss, ip_of(&dims), true);
-                frame_len = facts.frame_len;
-                directions = facts.directions;
-                max_pps = facts.max_pps();
-                // What a tester port's counters saw, where the runner read them: iperf3's own
-                // figure can exceed what the link carried (bench_model::iperf3::wire_count).
-                let wire = t
-                    .tcp
-                    .as_ref()
-                    .and_then(|f| f.wire_count)
-                    .filter(|w| w.frames > 0 && w.seconds > 0.0);
-                rep_pps.push(wire.map_or(rates.frames.0, |w| w.fps()));
-                if let Some(c) = t
-                    .tcp
-                    .as_ref()
-                    .and_then(|f| f.dut)
-                    .and_then(|d| d.cpu_busy_percent())
-                    .filter(|c| c.is_finite())
-                {
-                    rep_cpu.push(c);
-                }
-                if let Some(s) = t.iperf3.as_ref().and_then(iperf3_interval_spread) {
-                    rep_spread.push(s);
-                }
-                rep_l2.push(t.tcp.as_ref().map_or(rates.l2.0, |f| f.l2_bps));
-                rep_l4.push(l4.0);
-            }
-            if rep_pps.is_empty() {
-                continue;
-            }
-            let pps = mean(&rep_pps);
-            let (noise_pps, noise_basis) = match (rep_pps.len(), rep_spread.as_slice(), pps) {
-                (n, _, _) if n >= 2 => (half_spread(&rep_pps), NoiseBasis::Repetitions),
-                (1, [s], Some(p)) => (s * p, NoiseBasis::Iperf3Intervals),
-                _ => (0.0, NoiseBasis::None),
-            };
-            let dut_cpu_percent = mean(&rep_cpu).or(dut_cpu_percent);
-            rows.push(Row {
-                case_id: case_id.clone(),
-                dims,
-                methodology: m.name().into(),
-                loss_goal: None,
-                sporadic_loss: false,
-                repetitions: rep_pps.len(),
-                repetitions_planned: reps,
-                directions,
-                frame_len,
-                pps,
-                l2_bps: mean(&rep_l2),
-                l4_bps: mean(&rep_l4),
-                noise_pps,
-                noise_basis,
-                rep_pps,
-                max_pps,
-                max_l2_bps: max_pps * frame_len * 8.0,
-                bottleneck: "link".into(),
-                path_encap: None,
-                percent: pps.map(|p| 100.0 * p / max_pps),
-                tester_limited: false,
-                tester_reached_percent: None,
-                dut_cpu_percent,
-                dut_power_watts,
-                per_direction: Vec::new(),
-                engine: String::new(),
-                trial_frames_lost: None,
-                dut_ingress_drops: None,
-                trial_frames_invalid: None,
-                conditional_pps: None,
-                irregular_repetitions: 0,
-            });
-            let lab_cpu = mean(&rep_cpu);
-            if let Some(n) = rows.last().and_then(|r| unsaturated_tcp_note(r, lab_cpu)) {
-                notes.push(n);
-            }
-        }
-    }
-    if tcp_timestamps_note {
-        notes.push(
-            "TCP frame rates assume full-size segments with TCP timestamps (Linux's default): payload = MSS − 12 B".into(),
-        );
-    }
-
-    // Loss curves and latency.
-    let mut loss_curves = Vec::new();
-    let mut latency = Vec::new();
-    let mut curve_acc: BTreeMap<String, BTreeMap<i64, Vec<f64>>> = BTreeMap::new();
-    let mut lat_acc: BTreeMap<String, Vec<(f64, bench_model::search::LatencySummary)>> =
-        BTreeMap::new();
-    let mut b2b_acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for ((case, _, _), res) in &done {
-        let Some(res) = res else { continue };
-        if res.status != Status::Complete {
-            continue;
-        }
-        match &res.finding {
-            Finding::LossCurve { points } => {
-                let acc = curve_acc.entry(case.clone()).or_default();
-                for p in points {
-                    acc.entry((p.load.percent() * 1000.0).round() as i64)
-                        .or_default()
-                        .push(p.loss_ratio * 100.0);
-                }
-            }
-            Finding::BackToBack {
-                mean: Some(mean), ..
-            } => {
-                b2b_acc.entry(case.clone()).or_default().push(*mean);
-            }
-            Finding::Latency { load, trials, .. } => {
-                for t in trials {
-                    lat_acc
-                        .entry(case.clone())
-                        .or_default()
-                        .push((load.percent(), *t));
-                }
-            }
-            _ => {}
-        }
-    }
-    for (case, acc) in curve_acc {
-        let dims = dims_for(&case, &mut dims_of);
-        let mut points: Vec<(f64, f64)> = acc
-            .into_iter()
-            .map(|(k, v)| (k as f64 / 1000.0, mean(&v).unwrap_or(0.0)))
-            .collect();
-        points.reverse();
-        loss_curves.push(LossCurveRow {
-            case_id: case,
-            dims,
-            points,
-        });
-    }
-    for (case, acc) in lat_acc {
-        let dims = dims_for(&case, &mut dims_of);
-        let samples: u64 = acc.iter().map(|(_, t)| t.samples).sum();
-        let weighted: f64 = acc
-            .iter()
-            .map(|(_, t)| t.mean.0 as f64 * t.samples as f64)
-            .sum();
-        latency.push(LatencyRow {
-            case_id: case,
-            dims,
-            load_percent: mean(&acc.iter().map(|x| x.0).collect::<Vec<_>>()).unwrap_or(0.0),
-            min_us: acc.iter().map(|x| x.1.min.0).min().unwrap_or(0) as f64 / 1e3,
-            mean_us: if samples > 0 {
-                weighted / samples as f64 / 1e3
-            } else {
-                0.0
-            },
-            max_us: acc.iter().map(|x| x.1.max.0).max().unwrap_or(0) as f64 / 1e3,
-            samples,
-            percentiles_us: pooled_percentiles(&acc),
-            typical_us: rfc8219_median(&acc, |r| r.typical),
-            worst_case_us: rfc8219_median(&acc, |r| r.worst_case),
-            pdv_us: rfc8219_median(&acc, |r| r.pdv),
-            ipdv_us: ipdv_medians(&acc),
-        });
-    }
-    let mut back_to_back = Vec::new();
-    for (case, means) in b2b_acc {
-        let dims = dims_for(&case, &mut dims_of);
-        // One direction's 100 %: as the trials recorded it, else from the case's dimensions.
-        let line = match udp_facts.get(&case) {
-            Some(f) => Some(f.line.clone()),
-            None => dims.frame_size.and_then(|f| {
-                LineRate::on_path(
-                    BitsPerSec(speed),
-                    crate::compat::encap_of(&dims),
-                    &FrameSize::Fixed { bytes: f as usize },
-                )
-            }),
-        };
-        let Some(max_pps) = line.map(|l| l.pps) else {
-            continue;
-        };
-        // The same case's throughput: RFC 2544 first, else multi-goal's first goal (the
-        // rows are in goal order).
-        let throughput_pps = ["rfc2544-throughput", "multi-goal"].iter().find_map(|m| {
-            rows.iter()
-                .find(|r| r.case_id == case && r.methodology == *m && !r.tester_limited)
-                .and_then(|r| r.pps.map(|p| p / f64::from(r.directions)))
-        });
-        let mean_frames = mean(&means).unwrap_or(0.0);
-        let bt = bench_model::search::buffer_time(mean_frames, max_pps, throughput_pps);
-        back_to_back.push(BackToBackRow {
-            case_id: case,
-            dims,
-            repetitions: means.len(),
-            mean_frames,
-            max_pps,
-            throughput_pps,
-            implied_buffer_ms: bt.implied_secs * 1e3,
-            corrected_buffer_ms: bt.corrected_secs.as_ref().ok().map(|s| s * 1e3),
-            corrected_refused: bt.corrected_secs.err(),
-        });
-    }
-
-    let without = latency
-        .iter()
-        .filter(|l| l.percentiles_us.is_none())
-        .count();
-    if without > 0 {
-        notes.push(format!(
-            "latency: {without} of {} cases were recorded without percentiles (trials written before wirerate kept them); they show min, mean and max only",
-            latency.len()
-        ));
-    }
-
-    // Profiles seen but not in the plan.
-    for r in &rows {
-        if !profiles.contains(&r.dims.profile) {
-            profiles.push(r.dims.profile.clone());
-        }
-    }
-    let order = |p: &str| profiles.iter().position(|x| x == p).unwrap_or(usize::MAX);
-    let sort_key = |d: &Dims| {
-        (
-            d.protocol.clone(),
-            d.ip,
-            d.encap.clone(),
-            order(&d.profile),
-            d.frame_size,
-            d.sessions,
-            d.mss,
-            d.offload,
-            d.fastpath,
-            d.vars.clone(),
-        )
-    };
-    rows.sort_by(|a, b| {
-        sort_key(&a.dims)
-            .cmp(&sort_key(&b.dims))
-            .then(a.methodology.cmp(&b.methodology))
-            .then(
-                a.loss_goal
-                    .unwrap_or(0.0)
-                    .total_cmp(&b.loss_goal.unwrap_or(0.0)),
-            )
-    });
-    loss_curves.sort_by_key(|a| sort_key(&a.dims));
-    latency.sort_by_key(|a| sort_key(&a.dims));
-    back_to_back.sort_by_key(|a| sort_key(&a.dims));
-
-    let baseline = profiles
-        .iter()
-        .find(|p| rows.iter().any(|r| &r.dims.profile == *p))
-        .cloned();
-    let findings = baseline
-        .as_deref()
-        .map(|b| findings(&rows, b))
-        .unwrap_or_default();
-    let conclusions = baseline
-        .as_deref()
-        .map(|b| conclusions(&rows, b))
-        .unwrap_or_default();
-    let switch_tables = switch_tables(&rows, &profiles);
-    if reps < 2 && !findings.is_empty() {
-        notes.push(
-            "one repetition per case: there is no spread over repetitions, so findings judge each difference against what one measurement is sure of: a search's final bracket (its result lies between the bracket's bounds) or the spread of an iperf3 run's per-interval rates; set repetitions >= 2 for the spread over repetitions".into(),
-        );
-    }
-    if rows.iter().any(|r| r.dut_cpu_percent.is_some()) {
-        notes.push(
-            "DUT CPU: the lab DUT's busy share of its CPU over the trials at each search's result (its lower bound) or over each iperf3 run, mean over repetitions; for DUTs without lab counters, the mean of the case's vmstat/proc-stat hooks".into(),
-        );
-    }
-
-    let mtu_done: Vec<_> = done
-        .iter()
-        .filter_map(|((c, r, m), res)| res.map(|res| (c.clone(), *r, *m, res)))
-        .collect();
-    let mtu = crate::mtu::rows(&run.ports, &mtu_done, &mut |id| dims_for(id, &mut dims_of));
-
-    Analysis {
-        plan_name: info.plan_name.clone(),
-        description,
-        version: info.version.clone(),
-        started_unix: info.started_unix,
-        host: info.host.clone(),
-        speed_bps: speed,
-        repetitions: reps,
-        profiles,
-        baseline,
-        rows,
-        loss_curves,
-        latency,
-        back_to_back,
-        connections,
-        mtu,
-        findings,
-        conclusions,
-        switch_tables,
-        completeness,
-        notes,
-    }
-}
-
-/// The trials' percentiles combined (see [`LatencyRow::percentiles_us`]), microseconds.
-fn pooled_percentiles(acc: &[(f64, bench_model::search::LatencySummary)]) -> Option<[f64; 4]> {
-    let mut sum = [0.0; 4];
-    let mut weight = 0.0;
-    for (_, t) in acc {
-        let p = t.percentiles?;
-        let w = t.samples.max(1) as f64;
-        for (s, v) in sum.iter_mut().zip([p.p50, p.p90, p.p99, p.p99_9]) {
-            *s += v.0 as f64 * w;
-        }
-        weight += w;
-    }
-    (weight > 0.0).then(|| sum.map(|s| s / weight / 1e3))
-}
-
-/// The median over the trials of one RFC 8219 figure, µs (RFC 8219 reports the median of the
-/// trials' values); `None` when any trial lacks percentiles.
-fn rfc8219_median(
-    acc: &[(f64, bench_model::search::LatencySummary)],
-    figure: impl Fn(&bench_model::search::Rfc8219) -> wire::units::Nanos,
-) -> Option<f64> {
-    let v: Vec<f64> = acc
-        .iter()
-        .map(|(_, t)| t.rfc8219().map(|r| figure(&r).0 as f64 / 1e3))
-        .collect::<Option<_>>()?;
-    median(v)
-}
-
-/// RFC 8219 §7.3.2: each trial's IPDV Dmin, Dmed and Dmax, each the median over the trials,
-/// µs; `None` when any trial lacks IPDV.
-fn ipdv_medians(acc: &[(f64, bench_model::search::LatencySummary)]) -> Option<IpdvUs> {
-    let all: Vec<bench_model::search::Ipdv> =
-        acc.iter().map(|(_, t)| t.ipdv).collect::<Option<_>>()?;
-    let of = |f: fn(&bench_model::search::Ipdv) -> i64| {
-        median(all.iter().map(|i| f(i) as f64 / 1e3).collect())
-    };
-    Some(IpdvUs {
-        min: of(|i| i.min_ns)?,
-        median: of(|i| i.median_ns)?,
-        max: of(|i| i.max_ns)?,
-    })
-}
-
-/// The median of `v` (mean of the middle two for an even count); `None` when empty.
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 /// Whether two rows measure the same thing (methodology and, for multi-goal rows, loss goal),
@@ -1581,7 +986,7 @@ fn compare_rows(x: &Row, y: &Row) -> Option<Comparison> {
 /// A profile against the baseline at each point. A difference is stated only when it exceeds
 /// the noise of both figures (|a − b| > noise(a) + noise(b)), whichever way each was measured
 /// ([`NoiseBasis`]); the sentence names the measure.
-fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
+pub(crate) fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
     let mut out = Vec::new();
     for r in rows {
         if r.dims.profile == baseline || r.tester_limited {
@@ -1752,7 +1157,7 @@ fn switched_twin_exists(rows: &[Row], r: &Row, except: &str) -> bool {
 /// context (the case's dimensions without its point) the pair at the first point both rows
 /// measured ([`point_order`]) is compared; only differences beyond both figures' noise are
 /// kept. Every figure comes from two rows of the results table, cited by case id.
-fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
+pub(crate) fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
     type Twin = fn(&Dims, &str) -> Option<Dims>;
     let dims: [(&str, Twin); 4] = [
         ("profile", |d, base| {
@@ -1895,7 +1300,7 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
 
 /// The MSS × offload tables and the fast-path on/off comparisons ([`SwitchTable`]): one table
 /// per profile and fixed dimensions, only where both settings of the switch were measured.
-fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTable> {
+pub(crate) fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTable> {
     let cell = |r: &Row| SwitchCell {
         case_id: r.case_id.clone(),
         l2_bps: r.l2_bps,
@@ -2155,44 +1560,6 @@ mod tests {
     }
 
     /// RFC 8219 figures of a case are the median over its trials of each trial's figure.
-    #[test]
-    fn rfc8219_figures_are_medians_over_trials() {
-        use bench_model::search::{LatencySummary, Percentiles};
-        use wire::units::Nanos;
-        let t = |min: u64, p50: u64, p999: u64| {
-            (
-                10.0,
-                LatencySummary {
-                    min: Nanos(min),
-                    mean: Nanos(p50),
-                    max: Nanos(p999 * 2),
-                    samples: 100,
-                    ipdv: None,
-                    percentiles: Some(Percentiles {
-                        p50: Nanos(p50),
-                        p90: Nanos(p50),
-                        p99: Nanos(p999),
-                        p99_9: Nanos(p999),
-                    }),
-                },
-            )
-        };
-        let acc = [
-            t(10_000, 20_000, 50_000),
-            t(12_000, 30_000, 90_000),
-            t(11_000, 25_000, 60_000),
-        ];
-        assert_eq!(rfc8219_median(&acc, |r| r.typical), Some(25.0));
-        assert_eq!(rfc8219_median(&acc, |r| r.worst_case), Some(60.0));
-        // PDVs 40, 78, 49 µs: median 49.
-        assert_eq!(rfc8219_median(&acc, |r| r.pdv), Some(49.0));
-        // Even count: mean of the middle two.
-        assert_eq!(rfc8219_median(&acc[..2], |r| r.typical), Some(25.0));
-        let mut old = acc[0];
-        old.1.percentiles = None;
-        assert_eq!(rfc8219_median(&[acc[1], old], |r| r.typical), None);
-    }
-
     #[test]
     fn invalid_frames_are_summed_by_reason_and_survive_a_round_trip() {
         let mut bad = facts("xdp", "", None);

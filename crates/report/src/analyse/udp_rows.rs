@@ -2,7 +2,7 @@
 //! rate at overload): one row per case and methodology, and for a multi-goal search one per
 //! loss goal, since a user who asks for NDR and PDR wants to see both.
 //!
-//! Split out of [`crate::model::analyse`], which indexes the records and calls [`rows`] once
+//! Part of [`crate::analyse`], which indexes the records and calls [`rows`] once
 //! per (case, methodology).
 
 use std::collections::BTreeMap;
