@@ -414,6 +414,14 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             });
         }
         let dims = &rows[0].dims;
+        // The family's path, as its rows' records carried it.
+        let encap = rows[0]
+            .path_encap
+            .unwrap_or(wire::encap::EncapSpec::plain(if dims.ip == 6 {
+                wire::encap::IpVersion::V6
+            } else {
+                wire::encap::IpVersion::V4
+            }));
         let lo = rows
             .iter()
             .filter_map(|r| r.dims.frame_size)
@@ -427,12 +435,12 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         let mut theo = Vec::new();
         let mut f = lo;
         while f <= hi {
-            if let Some((_, l2, _)) = udp_max(a.speed_bps, dims, f) {
+            if let Some((_, l2, _)) = udp_max(a.speed_bps, encap, dims.bidirectional, f) {
                 theo.push((f64::from(f), l2 / 1e6));
             }
             f += 16.min(hi - f).max(1);
             if f == hi {
-                if let Some((_, l2, _)) = udp_max(a.speed_bps, dims, f) {
+                if let Some((_, l2, _)) = udp_max(a.speed_bps, encap, dims.bidirectional, f) {
                     theo.push((f64::from(f), l2 / 1e6));
                 }
                 break;

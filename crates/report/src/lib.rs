@@ -2,10 +2,12 @@
 //! and a self-contained HTML page with hand-written SVG charts; plus `compare` of two runs.
 //!
 //! Everything here is a pure function. The CLI reads the run directory into a
-//! [`model::RunInput`], calls [`model::analyse`] once, and writes what the exporters return, so
+//! [`model::RunInput`], calls [`analyse()`] once, and writes what the exporters return, so
 //! every format shows the same numbers.
 
+pub(crate) mod analyse;
 pub mod compare;
+mod compat;
 pub mod connections;
 pub mod html;
 pub mod model;
@@ -13,10 +15,10 @@ pub mod mtu;
 pub mod sporadic;
 pub mod svg;
 pub mod text;
-mod udp_rows;
 
+pub use analyse::analyse;
 pub use compare::{caveats, compare, compare_text, CompareRow, Verdict};
-pub use model::{analyse, dut_stats_from_hooks, Analysis, CaseStats, HookRecord, RunInput};
+pub use model::{dut_stats_from_hooks, Analysis, CaseStats, HookRecord, RunInput};
 
 /// File names the report writes into a run directory.
 pub const REPORT_HTML: &str = "report.html";

@@ -1,18 +1,18 @@
-//! From a run's records to the figures every exporter prints: one [`Analysis`].
+//! What the analysis of a run is made of: [`Analysis`] and its rows, the dimensions a case is
+//! grouped by ([`Dims`]), and the helpers the analysis and exporters share; `crate::analyse`
+//! computes it.
 //!
-//! Every number the exporters show is computed here once, so HTML, CSV, Markdown and JSON
-//! cannot disagree. Rates are turned from line fractions into frames and bits per second with
-//! `wire`'s line-rate arithmetic for the case's encapsulation (DESIGN.md §4), never hard-coded.
+//! Every number the exporters show is computed once, so HTML, CSV, Markdown and JSON cannot
+//! disagree. Rates are turned from line fractions into frames and bits per second with the
+//! 100 % the runner recorded for the case's path (`UdpFacts::line`; DESIGN.md §4), never
+//! hard-coded.
+use std::collections::BTreeMap;
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use bench_model::iperf3;
-use bench_model::plan::{Case, Methodology, Plan};
-use bench_model::results::{InvalidCounts, Record, RunInfo, TrialRecord};
-use bench_model::search::{Finding, Status};
+use bench_model::plan::Methodology;
+use bench_model::results::{InvalidCounts, LineRate, Record, RunInfo, TrialRecord};
 use serde::{Deserialize, Serialize};
-use wire::encap::{EncapSpec, IpVersion};
-use wire::linerate::{FrameSize, Path};
+use wire::encap::EncapSpec;
+use wire::linerate::FrameSize;
 use wire::units::BitsPerSec;
 
 /// Link speed assumed when the plan cannot be read (it names none).
@@ -150,121 +150,7 @@ pub struct Dims {
     pub fastpath: Option<bool>,
 }
 
-/// `wire`'s spelling of a case's encapsulation: `vlan` on an IPv6 case is `vlan+ipv6`; values
-/// that already name the IP version (old runs' `encap` variable) are kept as written, and
-/// values `wire` cannot read are kept too (the theoretical maximum then falls back to plain).
-pub fn full_encap(value: &str, ip: u8) -> String {
-    let names_ip = value
-        .split('+')
-        .any(|p| matches!(p.trim(), "ipv4" | "ipv6" | "ip4" | "ip6"));
-    if names_ip {
-        return value.to_string();
-    }
-    match value.parse::<EncapSpec>() {
-        Ok(mut e) => {
-            if !e.dslite {
-                e.ip = if ip == 6 {
-                    IpVersion::V6
-                } else {
-                    IpVersion::V4
-                };
-            }
-            e.to_string()
-        }
-        Err(_) => value.to_string(),
-    }
-}
-
 impl Dims {
-    fn from_case(c: &Case) -> Dims {
-        let ip = match c.ip {
-            IpVersion::V4 => 4,
-            IpVersion::V6 => 6,
-        };
-        // The plan's `encap` dimension already carries the case's IP version; plans without
-        // it (older runs) may have an `encap` user variable.
-        let encap = c
-            .vars
-            .iter()
-            .find(|(k, _)| k == "encap")
-            .map(|(_, v)| full_encap(v, ip))
-            .or_else(|| c.encap.map(|e| e.to_string()))
-            .unwrap_or_else(|| EncapSpec::plain(c.ip).to_string());
-        Dims {
-            profile: c.profile.clone(),
-            protocol: c.protocol.to_string(),
-            ip,
-            encap,
-            frame_size: c.frame_size,
-            sessions: c.sessions,
-            mss: c.mss,
-            vars: c
-                .vars
-                .iter()
-                .filter(|(k, _)| k != "encap")
-                .cloned()
-                .collect(),
-            bidirectional: c.bidirectional,
-            offload: c.offload,
-            fastpath: c.fastpath,
-        }
-    }
-
-    /// Parses a case id (`profile/udp4/64B/s2/mss1200/k=v`) when the plan is unreadable.
-    pub fn from_case_id(id: &str) -> Dims {
-        let mut parts = id.split('/');
-        let profile = parts.next().unwrap_or("").to_string();
-        let proto = parts.next().unwrap_or("udp4");
-        let (protocol, ip) = if let Some(v) = proto.strip_prefix("tcp") {
-            ("tcp", v)
-        } else {
-            ("udp", proto.strip_prefix("udp").unwrap_or("4"))
-        };
-        let ip: u8 = ip.parse().unwrap_or(4);
-        let mut d = Dims {
-            profile,
-            protocol: protocol.into(),
-            ip,
-            encap: if ip == 6 { "ipv6" } else { "ipv4" }.into(),
-            frame_size: None,
-            sessions: None,
-            mss: None,
-            vars: Vec::new(),
-            bidirectional: false,
-            offload: None,
-            fastpath: None,
-        };
-        let switch = |v: &str| match v {
-            "on" => Some(true),
-            "off" => Some(false),
-            _ => None,
-        };
-        for p in parts {
-            if p == "bidir" {
-                d.bidirectional = true;
-            } else if let Some((k, v)) = p.split_once('=') {
-                // The built-in switches are spelt `on`/`off`; a user dimension of the same
-                // name with other values (older plans: `fastpath=1`) stays a user dimension.
-                if k == "offload" && switch(v).is_some() {
-                    d.offload = switch(v);
-                } else if k == "fastpath" && switch(v).is_some() {
-                    d.fastpath = switch(v);
-                } else if k == "encap" {
-                    d.encap = full_encap(v, ip);
-                } else {
-                    d.vars.push((k.into(), v.into()));
-                }
-            } else if let Some(n) = p.strip_suffix('B').and_then(|x| x.parse().ok()) {
-                d.frame_size = Some(n);
-            } else if let Some(n) = p.strip_prefix("mss").and_then(|x| x.parse().ok()) {
-                d.mss = Some(n);
-            } else if let Some(n) = p.strip_prefix('s').and_then(|x| x.parse().ok()) {
-                d.sessions = Some(n);
-            }
-        }
-        d
-    }
-
     /// `IPv4 UDP`, `IPv6 TCP`, with the encapsulation when it is not plain and
     /// `bidirectional` when both directions ran at once.
     pub fn family(&self) -> String {
@@ -374,6 +260,10 @@ pub struct Row {
     pub max_l2_bps: f64,
     /// Bottleneck link name.
     pub bottleneck: String,
+    /// The headers the row's frames carried on the path (UDP: the records' `UdpFacts::encap`),
+    /// for the charts' theoretical curves; not exported.
+    #[serde(skip)]
+    pub path_encap: Option<EncapSpec>,
     /// Percent of the theoretical maximum reached.
     pub percent: Option<f64>,
     /// The tester, not the DUT, set the pace in some repetition: no DUT figure.
@@ -427,7 +317,7 @@ impl Row {
     /// The methodology as tables show it: a multi-goal row names its goal (`multi-goal NDR`,
     /// `multi-goal PDR 0.5 %`).
     pub fn methodology_label(&self) -> String {
-        crate::udp_rows::label(&self.methodology, self.loss_goal)
+        crate::analyse::udp_rows::label(&self.methodology, self.loss_goal)
     }
 }
 
@@ -512,7 +402,7 @@ const DUT_CPU_BOUND: f64 = 90.0;
 /// was busy less than [`DUT_CPU_BOUND`] %): something else set the pace, on the lab usually the
 /// tester's own CPU, which runs iperf3's client, server and both ports' receive polls. The
 /// figure is then a lower bound for the DUT. `None` without lab CPU counters.
-fn unsaturated_tcp_note(r: &Row, lab_cpu: Option<f64>) -> Option<String> {
+pub(crate) fn unsaturated_tcp_note(r: &Row, lab_cpu: Option<f64>) -> Option<String> {
     let (pct, cpu) = (r.percent?, lab_cpu?);
     (pct < TCP_LINE_BOUND && cpu < DUT_CPU_BOUND).then(|| {
         format!(
@@ -524,7 +414,7 @@ fn unsaturated_tcp_note(r: &Row, lab_cpu: Option<f64>) -> Option<String> {
 
 /// One note per trial during which a PPPoE session of the run went down (#14 item 5): when,
 /// on which port and why, in trial order.
-fn session_drop_notes<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> Vec<String> {
+pub(crate) fn session_drop_notes<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> Vec<String> {
     let mut hit: Vec<&TrialRecord> = trials
         .filter(|t| {
             t.engine
@@ -985,35 +875,26 @@ pub struct Analysis {
     pub notes: Vec<String>,
 }
 
-fn ip_of(d: &Dims) -> IpVersion {
-    if d.ip == 6 {
-        IpVersion::V6
-    } else {
-        IpVersion::V4
-    }
-}
-
-/// Theoretical maximum for a UDP frame size, summed over both directions for a bidirectional
-/// case (`wire::linerate`'s `rate(size, bidirectional)`): (pps, L2 bps at the reference link,
-/// bottleneck name). `None` when the size does not fit.
-pub fn udp_max(speed: f64, dims: &Dims, frame: u32) -> Option<(f64, f64, String)> {
-    let ip = ip_of(dims);
-    let encap: EncapSpec = dims.encap.parse().unwrap_or(EncapSpec::plain(ip));
-    let path = Path::router(BitsPerSec(speed), encap, wire::linerate::ETHERNET_MTU);
-    let r = path
-        .rate(
-            &FrameSize::Fixed {
-                bytes: frame as usize,
-            },
-            dims.bidirectional,
-        )
-        .ok()?;
-    let name = r
-        .links
-        .get(r.bottleneck)
-        .map(|l| l.link.clone())
-        .unwrap_or_default();
-    Some((r.total_pps.0, r.total_l2.0, name))
+/// Theoretical maximum of a UDP frame size on a path with `encap`, summed over both
+/// directions when `bidirectional` (`wire::linerate`'s `rate(size, bidirectional)`): (pps, L2
+/// bps at the reference link, bottleneck name). `None` when the size does not fit. For the
+/// charts' theoretical curves; rows take their maximum from the records
+/// (`UdpFacts::line`).
+pub fn udp_max(
+    speed: f64,
+    encap: EncapSpec,
+    bidirectional: bool,
+    frame: u32,
+) -> Option<(f64, f64, String)> {
+    let line = LineRate::on_path(
+        BitsPerSec(speed),
+        encap,
+        &FrameSize::Fixed {
+            bytes: frame as usize,
+        },
+    )?;
+    let (pps, l2) = line.times(if bidirectional { 2 } else { 1 });
+    Some((pps, l2, line.bottleneck))
 }
 
 pub(crate) fn mean(v: &[f64]) -> Option<f64> {
@@ -1032,573 +913,6 @@ pub(crate) fn half_spread(v: &[f64]) -> f64 {
     } else {
         (hi - lo) / 2.0
     }
-}
-
-/// Methodologies whose result is one rate per case: a row of the results table (throughput
-/// searches, and the forwarding rate at the maximum offered load).
-fn is_throughput(m: Methodology) -> bool {
-    matches!(
-        m,
-        Methodology::Rfc2544Throughput | Methodology::MultiGoal | Methodology::ForwardingRate
-    )
-}
-
-/// Analyses a run. Never fails: what cannot be read is reported in [`Analysis::completeness`].
-pub fn analyse(input: RunInput<'_>) -> Analysis {
-    let info = input.info;
-    let plan = Plan::parse(&info.plan_text, "run.json");
-    let mut completeness = Completeness {
-        torn_tail: input.torn_tail,
-        ..Completeness::default()
-    };
-    let mut notes = Vec::new();
-    let (cases, speed, reps, profiles, description) = match &plan {
-        Ok(p) => (
-            p.cases().unwrap_or_default(),
-            p.speed().0,
-            p.run.repetitions,
-            p.dut.profiles.iter().map(|x| x.name.clone()).collect(),
-            p.description.clone(),
-        ),
-        Err(e) => {
-            completeness.plan_error = Some(e.to_string());
-            notes.push(format!(
-                "the plan in run.json could not be read; dimensions come from case ids and the link speed is assumed to be {} Gb/s",
-                DEFAULT_SPEED / 1e9
-            ));
-            (Vec::new(), DEFAULT_SPEED, 1, Vec::new(), None)
-        }
-    };
-    let mut dims_of: BTreeMap<String, Dims> = cases
-        .iter()
-        .map(|c| (c.id.clone(), Dims::from_case(c)))
-        .collect();
-    let mut profiles: Vec<String> = profiles;
-    let dims_for = |id: &str, dims_of: &mut BTreeMap<String, Dims>| -> Dims {
-        dims_of
-            .entry(id.to_string())
-            .or_insert_with(|| Dims::from_case_id(id))
-            .clone()
-    };
-
-    // Index the records.
-    let mut trials: BTreeMap<(String, u32, Methodology), Vec<&TrialRecord>> = BTreeMap::new();
-    let mut done: BTreeMap<(String, u32, Methodology), Option<&bench_model::search::SearchResult>> =
-        BTreeMap::new();
-    // Results the runner found within 10 % of the tester's calibrated ceiling: (case, m) → pps.
-    let mut ceiling: BTreeMap<(String, Methodology), f64> = BTreeMap::new();
-    // The 100 % per direction each search's loads were fractions of, as the runner recorded it.
-    let mut line_pps: BTreeMap<(String, Methodology), f64> = BTreeMap::new();
-    let mut superseded = 0usize;
-    let mut conn_trials = Vec::new();
-    let mut conn_done = Vec::new();
-    for r in input.records {
-        match r {
-            Record::ConnTrial(t) if t.superseded => superseded += 1,
-            Record::ConnTrial(t) => conn_trials.push(t),
-            Record::ConnDone(d) => conn_done.push(d),
-            Record::Trial(t) if t.superseded => superseded += 1,
-            Record::Trial(t) => trials
-                .entry((t.key.case_id.clone(), t.key.repetition, t.key.methodology))
-                .or_default()
-                .push(t),
-            Record::Done(d) => {
-                if let Some(p) = d.line_pps.filter(|p| p.is_finite() && *p > 0.0) {
-                    line_pps.insert((d.case_id.clone(), d.methodology), p);
-                }
-                if let Some(c) = d.ceiling.filter(|c| c.tester_limited) {
-                    ceiling.insert((d.case_id.clone(), d.methodology), c.result_pps);
-                }
-                done.insert(
-                    (d.case_id.clone(), d.repetition, d.methodology),
-                    d.result.as_ref(),
-                );
-            }
-        }
-    }
-
-    notes.extend(session_drop_notes(trials.values().flatten().copied()));
-    if superseded > 0 {
-        notes.push(format!(
-            "{superseded} trial{} measured again because the tester fell behind its schedule during {} (frames slipped, or less offered than asked); kept in trials.jsonl as superseded, not used for any figure",
-            if superseded == 1 { " was" } else { "s were" },
-            if superseded == 1 { "it" } else { "them" }
-        ));
-    }
-
-    // Connection searches count as finished searches like the others (they have no load
-    // result, so no throughput row is built from them).
-    for d in &conn_done {
-        done.insert((d.case_id.clone(), d.repetition, d.methodology), None);
-    }
-    let connections = crate::connections::rows(&conn_trials, &conn_done);
-
-    // Completeness.
-    completeness.finished = done.len();
-    completeness.expected = cases
-        .iter()
-        .map(|c| c.methodologies.len() * reps as usize)
-        .sum();
-    for ((case, rep, m), ts) in &trials {
-        if !done.contains_key(&(case.clone(), *rep, *m)) {
-            completeness.in_progress.push(format!(
-                "{case} ({}, repetition {rep}): {} trial{} recorded, search unfinished",
-                m.name(),
-                ts.len(),
-                if ts.len() == 1 { "" } else { "s" }
-            ));
-        }
-    }
-    for c in &cases {
-        for m in &c.methodologies {
-            let missing = (0..reps)
-                .filter(|r| {
-                    let k = (c.id.clone(), *r, *m);
-                    !done.contains_key(&k) && !trials.contains_key(&k)
-                })
-                .count();
-            if missing > 0 {
-                completeness.missing.push(format!(
-                    "{} ({}): {missing} of {reps} repetition{} not run",
-                    c.id,
-                    m.name(),
-                    if reps == 1 { "" } else { "s" }
-                ));
-            }
-        }
-    }
-
-    // DUT CPU and power per case.
-    let mut cpu: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    let mut power: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for s in input.stats {
-        if let Some(p) = s.dut_cpu_percent {
-            cpu.entry(s.case_id.as_str()).or_default().push(p);
-        }
-        if let Some(w) = s.dut_power_watts {
-            power.entry(s.case_id.as_str()).or_default().push(w);
-        }
-    }
-
-    // Throughput rows, keyed by (case, methodology).
-    let mut keys: BTreeSet<(String, Methodology)> = BTreeSet::new();
-    for (c, _, m) in done.keys().chain(trials.keys()) {
-        if is_throughput(*m) || *m == Methodology::Iperf3 {
-            keys.insert((c.clone(), *m));
-        }
-    }
-    let mut rows = Vec::new();
-    let mut tcp_timestamps_note = false;
-    for (case_id, m) in &keys {
-        let dims = dims_for(case_id, &mut dims_of);
-        let dut_cpu_percent = cpu.get(case_id.as_str()).and_then(|v| mean(v));
-        let dut_power_watts = power.get(case_id.as_str()).and_then(|v| mean(v));
-        if is_throughput(*m) {
-            let records = crate::udp_rows::Records {
-                trials: &trials,
-                done: &done,
-                ceiling: &ceiling,
-                line_pps: &line_pps,
-                speed,
-                reps,
-            };
-            let samples = crate::udp_rows::CaseSamples {
-                dut_cpu_percent,
-                dut_power_watts,
-            };
-            rows.extend(crate::udp_rows::rows(
-                &records, case_id, *m, dims, samples, &mut notes,
-            ));
-        } else {
-            // iperf3: one run per repetition; the last trial with a parsable report counts.
-            let mut rep_pps = Vec::new();
-            let mut rep_l2 = Vec::new();
-            let mut rep_l4 = Vec::new();
-            let mut frame_len = 0.0;
-            let mut directions = 1;
-            let mut rep_cpu = Vec::new();
-            let mut rep_spread = Vec::new();
-            for ((c, _, mm), ts) in &trials {
-                if c != case_id || mm != m {
-                    continue;
-                }
-                // The runner's TCP figures when it recorded them (MSS as captured on the wire),
-                // else the raw iperf3 JSON.
-                let Some(t) = ts
-                    .iter()
-                    .rev()
-                    .find(|t| t.tcp.is_some() || t.iperf3.is_some())
-                else {
-                    continue;
-                };
-                let rep = t
-                    .iperf3
-                    .as_ref()
-                    .and_then(|v| iperf3::report::parse(&v.to_string()).ok());
-                let (l4, mss) = match (&t.tcp, &rep) {
-                    (Some(f), _) => (BitsPerSec(f.l4_bps), f.mss),
-                    (None, Some(r)) => (
-                        r.total_received(),
-                        r.tcp_mss
-                            .map(|x| x as u32)
-                            .or(dims.mss)
-                            .unwrap_or(if dims.ip == 6 { 1440 } else { 1460 }),
-                    ),
-                    (None, None) => continue,
-                };
-                tcp_timestamps_note = true;
-                let rates = iperf3::tcp_rates(l4, mss, ip_of(&dims), true);
-                frame_len = f64::from(rates.frame_len);
-                // What a tester port's counters saw, where the runner read them: iperf3's own
-                // figure can exceed what the link carried (bench_model::iperf3::wire_count).
-                let wire = t
-                    .tcp
-                    .as_ref()
-                    .and_then(|f| f.wire_count)
-                    .filter(|w| w.frames > 0 && w.seconds > 0.0);
-                directions = if rep.as_ref().is_some_and(|r| r.backward.is_some()) {
-                    2
-                } else {
-                    1
-                };
-                if let Some(w) = wire {
-                    frame_len = w.mean_frame_len();
-                }
-                rep_pps.push(wire.map_or(rates.frames.0, |w| w.fps()));
-                if let Some(c) = t
-                    .tcp
-                    .as_ref()
-                    .and_then(|f| f.dut)
-                    .and_then(|d| d.cpu_busy_percent())
-                    .filter(|c| c.is_finite())
-                {
-                    rep_cpu.push(c);
-                }
-                if let Some(s) = t.iperf3.as_ref().and_then(iperf3_interval_spread) {
-                    rep_spread.push(s);
-                }
-                rep_l2.push(t.tcp.as_ref().map_or(rates.l2.0, |f| f.l2_bps));
-                rep_l4.push(l4.0);
-            }
-            if rep_pps.is_empty() {
-                continue;
-            }
-            let one = wire::linerate::max_frame_rate(BitsPerSec(speed), frame_len as usize).0;
-            let max_pps = one * f64::from(directions);
-            let pps = mean(&rep_pps);
-            let (noise_pps, noise_basis) = match (rep_pps.len(), rep_spread.as_slice(), pps) {
-                (n, _, _) if n >= 2 => (half_spread(&rep_pps), NoiseBasis::Repetitions),
-                (1, [s], Some(p)) => (s * p, NoiseBasis::Iperf3Intervals),
-                _ => (0.0, NoiseBasis::None),
-            };
-            let dut_cpu_percent = mean(&rep_cpu).or(dut_cpu_percent);
-            rows.push(Row {
-                case_id: case_id.clone(),
-                dims,
-                methodology: m.name().into(),
-                loss_goal: None,
-                sporadic_loss: false,
-                repetitions: rep_pps.len(),
-                repetitions_planned: reps,
-                directions,
-                frame_len,
-                pps,
-                l2_bps: mean(&rep_l2),
-                l4_bps: mean(&rep_l4),
-                noise_pps,
-                noise_basis,
-                rep_pps,
-                max_pps,
-                max_l2_bps: max_pps * frame_len * 8.0,
-                bottleneck: "link".into(),
-                percent: pps.map(|p| 100.0 * p / max_pps),
-                tester_limited: false,
-                tester_reached_percent: None,
-                dut_cpu_percent,
-                dut_power_watts,
-                per_direction: Vec::new(),
-                engine: String::new(),
-                trial_frames_lost: None,
-                dut_ingress_drops: None,
-                trial_frames_invalid: None,
-                conditional_pps: None,
-                irregular_repetitions: 0,
-            });
-            let lab_cpu = mean(&rep_cpu);
-            if let Some(n) = rows.last().and_then(|r| unsaturated_tcp_note(r, lab_cpu)) {
-                notes.push(n);
-            }
-        }
-    }
-    if tcp_timestamps_note {
-        notes.push(
-            "TCP frame rates assume full-size segments with TCP timestamps (Linux's default): payload = MSS − 12 B".into(),
-        );
-    }
-
-    // Loss curves and latency.
-    let mut loss_curves = Vec::new();
-    let mut latency = Vec::new();
-    let mut curve_acc: BTreeMap<String, BTreeMap<i64, Vec<f64>>> = BTreeMap::new();
-    let mut lat_acc: BTreeMap<String, Vec<(f64, bench_model::search::LatencySummary)>> =
-        BTreeMap::new();
-    let mut b2b_acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for ((case, _, _), res) in &done {
-        let Some(res) = res else { continue };
-        if res.status != Status::Complete {
-            continue;
-        }
-        match &res.finding {
-            Finding::LossCurve { points } => {
-                let acc = curve_acc.entry(case.clone()).or_default();
-                for p in points {
-                    acc.entry((p.load.percent() * 1000.0).round() as i64)
-                        .or_default()
-                        .push(p.loss_ratio * 100.0);
-                }
-            }
-            Finding::BackToBack {
-                mean: Some(mean), ..
-            } => {
-                b2b_acc.entry(case.clone()).or_default().push(*mean);
-            }
-            Finding::Latency { load, trials, .. } => {
-                for t in trials {
-                    lat_acc
-                        .entry(case.clone())
-                        .or_default()
-                        .push((load.percent(), *t));
-                }
-            }
-            _ => {}
-        }
-    }
-    for (case, acc) in curve_acc {
-        let dims = dims_for(&case, &mut dims_of);
-        let mut points: Vec<(f64, f64)> = acc
-            .into_iter()
-            .map(|(k, v)| (k as f64 / 1000.0, mean(&v).unwrap_or(0.0)))
-            .collect();
-        points.reverse();
-        loss_curves.push(LossCurveRow {
-            case_id: case,
-            dims,
-            points,
-        });
-    }
-    for (case, acc) in lat_acc {
-        let dims = dims_for(&case, &mut dims_of);
-        let samples: u64 = acc.iter().map(|(_, t)| t.samples).sum();
-        let weighted: f64 = acc
-            .iter()
-            .map(|(_, t)| t.mean.0 as f64 * t.samples as f64)
-            .sum();
-        latency.push(LatencyRow {
-            case_id: case,
-            dims,
-            load_percent: mean(&acc.iter().map(|x| x.0).collect::<Vec<_>>()).unwrap_or(0.0),
-            min_us: acc.iter().map(|x| x.1.min.0).min().unwrap_or(0) as f64 / 1e3,
-            mean_us: if samples > 0 {
-                weighted / samples as f64 / 1e3
-            } else {
-                0.0
-            },
-            max_us: acc.iter().map(|x| x.1.max.0).max().unwrap_or(0) as f64 / 1e3,
-            samples,
-            percentiles_us: pooled_percentiles(&acc),
-            typical_us: rfc8219_median(&acc, |r| r.typical),
-            worst_case_us: rfc8219_median(&acc, |r| r.worst_case),
-            pdv_us: rfc8219_median(&acc, |r| r.pdv),
-            ipdv_us: ipdv_medians(&acc),
-        });
-    }
-    let mut back_to_back = Vec::new();
-    for (case, means) in b2b_acc {
-        let dims = dims_for(&case, &mut dims_of);
-        let directions = if dims.bidirectional { 2.0 } else { 1.0 };
-        let Some((max_pps, _, _)) = dims.frame_size.and_then(|f| udp_max(speed, &dims, f)) else {
-            continue;
-        };
-        let max_pps = max_pps / directions;
-        // The same case's throughput: RFC 2544 first, else multi-goal's first goal (the
-        // rows are in goal order).
-        let throughput_pps = ["rfc2544-throughput", "multi-goal"].iter().find_map(|m| {
-            rows.iter()
-                .find(|r| r.case_id == case && r.methodology == *m && !r.tester_limited)
-                .and_then(|r| r.pps.map(|p| p / f64::from(r.directions)))
-        });
-        let mean_frames = mean(&means).unwrap_or(0.0);
-        let bt = bench_model::search::buffer_time(mean_frames, max_pps, throughput_pps);
-        back_to_back.push(BackToBackRow {
-            case_id: case,
-            dims,
-            repetitions: means.len(),
-            mean_frames,
-            max_pps,
-            throughput_pps,
-            implied_buffer_ms: bt.implied_secs * 1e3,
-            corrected_buffer_ms: bt.corrected_secs.as_ref().ok().map(|s| s * 1e3),
-            corrected_refused: bt.corrected_secs.err(),
-        });
-    }
-
-    let without = latency
-        .iter()
-        .filter(|l| l.percentiles_us.is_none())
-        .count();
-    if without > 0 {
-        notes.push(format!(
-            "latency: {without} of {} cases were recorded without percentiles (trials written before wirerate kept them); they show min, mean and max only",
-            latency.len()
-        ));
-    }
-
-    // Profiles seen but not in the plan.
-    for r in &rows {
-        if !profiles.contains(&r.dims.profile) {
-            profiles.push(r.dims.profile.clone());
-        }
-    }
-    let order = |p: &str| profiles.iter().position(|x| x == p).unwrap_or(usize::MAX);
-    let sort_key = |d: &Dims| {
-        (
-            d.protocol.clone(),
-            d.ip,
-            d.encap.clone(),
-            order(&d.profile),
-            d.frame_size,
-            d.sessions,
-            d.mss,
-            d.offload,
-            d.fastpath,
-            d.vars.clone(),
-        )
-    };
-    rows.sort_by(|a, b| {
-        sort_key(&a.dims)
-            .cmp(&sort_key(&b.dims))
-            .then(a.methodology.cmp(&b.methodology))
-            .then(
-                a.loss_goal
-                    .unwrap_or(0.0)
-                    .total_cmp(&b.loss_goal.unwrap_or(0.0)),
-            )
-    });
-    loss_curves.sort_by_key(|a| sort_key(&a.dims));
-    latency.sort_by_key(|a| sort_key(&a.dims));
-    back_to_back.sort_by_key(|a| sort_key(&a.dims));
-
-    let baseline = profiles
-        .iter()
-        .find(|p| rows.iter().any(|r| &r.dims.profile == *p))
-        .cloned();
-    let findings = baseline
-        .as_deref()
-        .map(|b| findings(&rows, b))
-        .unwrap_or_default();
-    let conclusions = baseline
-        .as_deref()
-        .map(|b| conclusions(&rows, b))
-        .unwrap_or_default();
-    let switch_tables = switch_tables(&rows, &profiles);
-    if reps < 2 && !findings.is_empty() {
-        notes.push(
-            "one repetition per case: there is no spread over repetitions, so findings judge each difference against what one measurement is sure of: a search's final bracket (its result lies between the bracket's bounds) or the spread of an iperf3 run's per-interval rates; set repetitions >= 2 for the spread over repetitions".into(),
-        );
-    }
-    if rows.iter().any(|r| r.dut_cpu_percent.is_some()) {
-        notes.push(
-            "DUT CPU: the lab DUT's busy share of its CPU over the trials at each search's result (its lower bound) or over each iperf3 run, mean over repetitions; for DUTs without lab counters, the mean of the case's vmstat/proc-stat hooks".into(),
-        );
-    }
-
-    let mtu_done: Vec<_> = done
-        .iter()
-        .filter_map(|((c, r, m), res)| res.map(|res| (c.clone(), *r, *m, res)))
-        .collect();
-    let mtu = crate::mtu::rows(plan.as_ref().ok(), &mtu_done, &mut |id| {
-        dims_for(id, &mut dims_of)
-    });
-
-    Analysis {
-        plan_name: info.plan_name.clone(),
-        description,
-        version: info.version.clone(),
-        started_unix: info.started_unix,
-        host: info.host.clone(),
-        speed_bps: speed,
-        repetitions: reps,
-        profiles,
-        baseline,
-        rows,
-        loss_curves,
-        latency,
-        back_to_back,
-        connections,
-        mtu,
-        findings,
-        conclusions,
-        switch_tables,
-        completeness,
-        notes,
-    }
-}
-
-/// The trials' percentiles combined (see [`LatencyRow::percentiles_us`]), microseconds.
-fn pooled_percentiles(acc: &[(f64, bench_model::search::LatencySummary)]) -> Option<[f64; 4]> {
-    let mut sum = [0.0; 4];
-    let mut weight = 0.0;
-    for (_, t) in acc {
-        let p = t.percentiles?;
-        let w = t.samples.max(1) as f64;
-        for (s, v) in sum.iter_mut().zip([p.p50, p.p90, p.p99, p.p99_9]) {
-            *s += v.0 as f64 * w;
-        }
-        weight += w;
-    }
-    (weight > 0.0).then(|| sum.map(|s| s / weight / 1e3))
-}
-
-/// The median over the trials of one RFC 8219 figure, µs (RFC 8219 reports the median of the
-/// trials' values); `None` when any trial lacks percentiles.
-fn rfc8219_median(
-    acc: &[(f64, bench_model::search::LatencySummary)],
-    figure: impl Fn(&bench_model::search::Rfc8219) -> wire::units::Nanos,
-) -> Option<f64> {
-    let v: Vec<f64> = acc
-        .iter()
-        .map(|(_, t)| t.rfc8219().map(|r| figure(&r).0 as f64 / 1e3))
-        .collect::<Option<_>>()?;
-    median(v)
-}
-
-/// RFC 8219 §7.3.2: each trial's IPDV Dmin, Dmed and Dmax, each the median over the trials,
-/// µs; `None` when any trial lacks IPDV.
-fn ipdv_medians(acc: &[(f64, bench_model::search::LatencySummary)]) -> Option<IpdvUs> {
-    let all: Vec<bench_model::search::Ipdv> =
-        acc.iter().map(|(_, t)| t.ipdv).collect::<Option<_>>()?;
-    let of = |f: fn(&bench_model::search::Ipdv) -> i64| {
-        median(all.iter().map(|i| f(i) as f64 / 1e3).collect())
-    };
-    Some(IpdvUs {
-        min: of(|i| i.min_ns)?,
-        median: of(|i| i.median_ns)?,
-        max: of(|i| i.max_ns)?,
-    })
-}
-
-/// The median of `v` (mean of the middle two for an even count); `None` when empty.
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 /// Whether two rows measure the same thing (methodology and, for multi-goal rows, loss goal),
@@ -1672,7 +986,7 @@ fn compare_rows(x: &Row, y: &Row) -> Option<Comparison> {
 /// A profile against the baseline at each point. A difference is stated only when it exceeds
 /// the noise of both figures (|a − b| > noise(a) + noise(b)), whichever way each was measured
 /// ([`NoiseBasis`]); the sentence names the measure.
-fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
+pub(crate) fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
     let mut out = Vec::new();
     for r in rows {
         if r.dims.profile == baseline || r.tester_limited {
@@ -1843,7 +1157,7 @@ fn switched_twin_exists(rows: &[Row], r: &Row, except: &str) -> bool {
 /// context (the case's dimensions without its point) the pair at the first point both rows
 /// measured ([`point_order`]) is compared; only differences beyond both figures' noise are
 /// kept. Every figure comes from two rows of the results table, cited by case id.
-fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
+pub(crate) fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
     type Twin = fn(&Dims, &str) -> Option<Dims>;
     let dims: [(&str, Twin); 4] = [
         ("profile", |d, base| {
@@ -1986,7 +1300,7 @@ fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
 
 /// The MSS × offload tables and the fast-path on/off comparisons ([`SwitchTable`]): one table
 /// per profile and fixed dimensions, only where both settings of the switch were measured.
-fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTable> {
+pub(crate) fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTable> {
     let cell = |r: &Row| SwitchCell {
         case_id: r.case_id.clone(),
         l2_bps: r.l2_bps,
@@ -2159,6 +1473,7 @@ mod tests {
     fn udp_trial(lost: u64, engine: Option<EngineFacts>) -> TrialRecord {
         let load = LineFraction(0.5);
         TrialRecord {
+            udp: None,
             key: TrialKey {
                 case_id: "forward/udp4/64B".into(),
                 repetition: 0,
@@ -2246,44 +1561,6 @@ mod tests {
 
     /// RFC 8219 figures of a case are the median over its trials of each trial's figure.
     #[test]
-    fn rfc8219_figures_are_medians_over_trials() {
-        use bench_model::search::{LatencySummary, Percentiles};
-        use wire::units::Nanos;
-        let t = |min: u64, p50: u64, p999: u64| {
-            (
-                10.0,
-                LatencySummary {
-                    min: Nanos(min),
-                    mean: Nanos(p50),
-                    max: Nanos(p999 * 2),
-                    samples: 100,
-                    ipdv: None,
-                    percentiles: Some(Percentiles {
-                        p50: Nanos(p50),
-                        p90: Nanos(p50),
-                        p99: Nanos(p999),
-                        p99_9: Nanos(p999),
-                    }),
-                },
-            )
-        };
-        let acc = [
-            t(10_000, 20_000, 50_000),
-            t(12_000, 30_000, 90_000),
-            t(11_000, 25_000, 60_000),
-        ];
-        assert_eq!(rfc8219_median(&acc, |r| r.typical), Some(25.0));
-        assert_eq!(rfc8219_median(&acc, |r| r.worst_case), Some(60.0));
-        // PDVs 40, 78, 49 µs: median 49.
-        assert_eq!(rfc8219_median(&acc, |r| r.pdv), Some(49.0));
-        // Even count: mean of the middle two.
-        assert_eq!(rfc8219_median(&acc[..2], |r| r.typical), Some(25.0));
-        let mut old = acc[0];
-        old.1.percentiles = None;
-        assert_eq!(rfc8219_median(&[acc[1], old], |r| r.typical), None);
-    }
-
-    #[test]
     fn invalid_frames_are_summed_by_reason_and_survive_a_round_trip() {
         let mut bad = facts("xdp", "", None);
         bad.invalid.checksum = 3;
@@ -2306,39 +1583,6 @@ mod tests {
         let back: TrialRecord = serde_json::from_str(&line).unwrap();
         assert_eq!(back.engine.unwrap().invalid.total(), 4);
         assert!(!serde_json::to_string(&ts[1]).unwrap().contains("invalid"));
-    }
-
-    #[test]
-    fn theoretical_maximum_follows_the_encapsulation() {
-        let plain = Dims::from_case_id("forward/udp4/64B");
-        assert_eq!(plain.encap, "ipv4");
-        let (pps, _, link) = udp_max(1e9, &plain, 64).unwrap();
-        assert_eq!(pps.round(), 1_488_095.0);
-        assert_eq!(link, "link");
-        // PPPoE adds 8 B on the WAN link: 1e9 / ((64 + 8 + 20) × 8).
-        let pppoe = Dims::from_case_id("forward/udp4/64B/encap=ipv4+pppoe");
-        assert_eq!(pppoe.encap, "ipv4+pppoe");
-        let (pps, _, link) = udp_max(1e9, &pppoe, 64).unwrap();
-        assert_eq!(pps.round(), (1e9f64 / (92.0 * 8.0)).round());
-        assert_eq!(link, "wan");
-        assert_eq!(pppoe.family(), "IPv4 UDP over ipv4+pppoe");
-    }
-
-    #[test]
-    fn encap_dimension_and_bidirectional_come_from_the_case_id() {
-        let d = Dims::from_case_id("cpe/udp6/128B/encap=qinq/bidir");
-        assert_eq!(d.encap, "qinq+ipv6");
-        assert!(d.bidirectional);
-        assert_eq!(d.family(), "IPv6 UDP over qinq+ipv6, bidirectional");
-        // 1e9 / ((128 + 8 + 20) × 8), both directions.
-        let (pps, _, link) = udp_max(1e9, &d, 128).unwrap();
-        assert_eq!(pps.round(), (2.0 * 1e9f64 / (156.0 * 8.0)).round());
-        assert_eq!(link, "wan");
-        assert_eq!(Dims::from_case_id("x/udp4/64B/encap=plain").encap, "ipv4");
-        assert_eq!(full_encap("dslite", 4), "dslite");
-        // Old runs' user variable keeps its spelling; unreadable values are kept as written.
-        assert_eq!(full_encap("ipv4+pppoe", 4), "ipv4+pppoe");
-        assert_eq!(full_encap("gre", 4), "gre");
     }
 
     /// One iperf3 run's noise: the spread of its per-interval rates without the slow-start
@@ -2370,32 +1614,7 @@ mod tests {
     }
 
     #[test]
-    fn switch_dimensions_parse_from_case_ids_and_read_in_points() {
-        let d = Dims::from_case_id("napt/tcp4/s1/mss400/offload=on/fastpath=off");
-        assert_eq!(
-            (d.offload, d.fastpath, d.mss),
-            (Some(true), Some(false), Some(400))
-        );
-        assert!(d.vars.is_empty());
-        assert_eq!(
-            d.point(),
-            "1 session, MSS 400, offload on, fastpath off, IPv4 TCP"
-        );
-        // Older plans' user dimension of the same name with other values stays one.
-        let d = Dims::from_case_id("pf-on/udp4/64B/fastpath=1");
-        assert_eq!(d.fastpath, None);
-        assert_eq!(d.vars, [("fastpath".to_string(), "1".to_string())]);
-    }
-
-    #[test]
-    fn case_ids_parse_back_into_dimensions() {
-        let d = Dims::from_case_id("napt/tcp6/s4/mss1200/fast-path=on");
-        assert_eq!(
-            (d.protocol.as_str(), d.ip, d.sessions, d.mss),
-            ("tcp", 6, Some(4), Some(1200))
-        );
-        assert_eq!(d.vars, [("fast-path".to_string(), "on".to_string())]);
-        assert_eq!(d.point(), "4 sessions, MSS 1200, fast-path=on, IPv6 TCP");
+    fn signed_percents_round_and_use_a_minus_sign() {
         assert_eq!(signed_percent(-47.6), "\u{2212}48 %");
         assert_eq!(signed_percent(-0.2), "±0 %");
     }

@@ -3,7 +3,7 @@
 //! Each format puts them right after the throughput table, because they say which of its
 //! large-frame rows measured whole frames.
 
-use bench_model::plan::{Methodology, Plan};
+use bench_model::plan::Methodology;
 use bench_model::search::{Crossing, Finding, ProbeDirection, SearchResult, Status};
 use serde::{Deserialize, Serialize};
 
@@ -101,13 +101,12 @@ pub const INTRO: &str = "The largest frame size (reference frame with FCS, as in
 /// The rows of every finished `mtu-probe` search; `done` maps (case, repetition) to its
 /// result, `dims` gives a case's dimensions.
 pub fn rows(
-    plan: Option<&Plan>,
+    ports: &[String],
     done: &[(String, u32, Methodology, &SearchResult)],
     dims: &mut dyn FnMut(&str) -> Dims,
 ) -> Vec<MtuRow> {
-    let names: Option<(String, String)> = plan
-        .filter(|p| p.ports.len() >= 2)
-        .map(|p| (p.ports[0].name.clone(), p.ports[1].name.clone()));
+    let names: Option<(String, String)> =
+        (ports.len() >= 2).then(|| (ports[0].clone(), ports[1].clone()));
     let (a, b) = names.unwrap_or_else(|| ("A".into(), "B".into()));
     let mut out = Vec::new();
     for (case, rep, m, res) in done {
@@ -300,6 +299,7 @@ methodologies = ["mtu-probe"]
     #[test]
     fn thresholds_per_direction_in_every_format() {
         let info = RunInfo {
+            facts: None,
             plan_name: "cpe".into(),
             plan_text: PLAN.into(),
             version: "0.1.0".into(),

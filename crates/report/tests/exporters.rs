@@ -1796,6 +1796,7 @@ methodologies = ["multi-goal"]
 "#;
     let plan = Plan::parse(plan_text, "sporadic.toml").unwrap();
     let info = RunInfo {
+        facts: None,
         plan_name: plan.name.clone(),
         plan_text: plan_text.into(),
         version: "0.1.0".into(),
@@ -1833,6 +1834,7 @@ methodologies = ["multi-goal"]
                 latency: None,
             };
             records.push(Record::Trial(TrialRecord {
+                udp: None,
                 key: TrialKey {
                     case_id: case.id.clone(),
                     repetition: 0,
@@ -1920,10 +1922,11 @@ methodologies = ["multi-goal"]
     assert!(html.contains("throughput at ≤ 0.5 % loss (PDR)"));
 }
 
-/// #18 item 3: the loads of a search are fractions of the 100 % the runner offered
-/// (`MethodologyDone::line_pps`); the report turns them into rates with that figure and says so
-/// where its own path arithmetic disagrees. (Every fixture records it and renders exactly as
-/// before: the two agree on plain, VLAN, QinQ, MPLS and bidirectional paths.)
+/// #18 item 3, runs of sessions 10 and 11 (trials without `UdpFacts`): the loads of a search
+/// are fractions of the 100 % the runner offered (`MethodologyDone::line_pps`); the
+/// compatibility reader turns them into rates with that figure and says so where its own path
+/// arithmetic disagrees. (The fixtures agree on plain, VLAN, QinQ, MPLS and bidirectional
+/// paths.)
 #[test]
 fn rates_come_from_the_100_percent_the_run_recorded() {
     use bench_model::results::Record;
@@ -1934,6 +1937,9 @@ fn rates_come_from_the_100_percent_the_run_recorded() {
     let case = "forward/udp4/128B";
     let mut recorded = None;
     for r in &mut records {
+        if let Record::Trial(t) = r {
+            t.udp = None;
+        }
         if let Record::Done(done) = r {
             if done.case_id == case {
                 let p = done.line_pps.expect("the fixture records the run's 100 %");
@@ -1966,4 +1972,97 @@ fn rates_come_from_the_100_percent_the_run_recorded() {
             .count(),
         1
     );
+}
+
+/// #18 item 3: a UDP row's frame size, encapsulation and 100 % come from its trials' typed
+/// facts, not from the case id or the plan: trials of `napt/udp4/64B` whose facts say 128 B
+/// over VLAN render as 128 B over VLAN, at that path's line rate. Fails if the report parses
+/// "64B" out of the id, or takes the case's dimensions from run.json over its records.
+#[test]
+fn typed_facts_decide_the_row_not_the_case_id() {
+    use bench_model::results::{LineRate, Record};
+    use wire::encap::EncapSpec;
+    use wire::linerate::FrameSize;
+    let mut run = read_dir(&fixture("run-demo"));
+    let case = "napt/udp4/64B";
+    let encap: EncapSpec = "vlan+ipv4".parse().unwrap();
+    let frame = FrameSize::Fixed { bytes: 128 };
+    let line = LineRate::on_path(wire::units::BitsPerSec(1e9), encap, &frame).unwrap();
+    let mut edited = 0;
+    for r in &mut run.loaded.records {
+        if let Record::Trial(t) = r {
+            if t.key.case_id == case {
+                let f = t
+                    .udp
+                    .as_mut()
+                    .expect("the fixture's UDP trials carry facts");
+                assert_eq!(f.frame, FrameSize::Fixed { bytes: 64 });
+                f.frame = frame.clone();
+                f.encap = encap;
+                f.line = line.clone();
+                edited += 1;
+            }
+        }
+    }
+    assert!(edited > 0);
+    let a = run.analyse();
+    let row = a
+        .rows
+        .iter()
+        .find(|r| r.case_id == case && r.methodology == "rfc2544-throughput")
+        .unwrap();
+    assert_eq!(row.dims.frame_size, Some(128), "{row:?}");
+    assert_eq!(row.frame_len, 128.0);
+    assert_eq!(row.dims.encap, "vlan+ipv4");
+    assert_eq!(row.max_pps, line.pps);
+    assert_eq!(row.bottleneck, line.bottleneck);
+    // 1e9 / ((128 + 4 + 20) × 8): the VLAN tag's 4 B on the far link.
+    assert_eq!(row.max_pps.round(), (1e9f64 / (152.0 * 8.0)).round());
+    let csv = String::from_utf8(
+        report::render_all(&a)
+            .into_iter()
+            .find(|(n, _)| *n == "results.csv")
+            .unwrap()
+            .1,
+    )
+    .unwrap();
+    let line_of = csv.lines().find(|l| l.starts_with(case)).unwrap();
+    assert!(line_of.contains(",128,"), "{line_of}");
+}
+
+/// #18 item 3: a run directory written before records carried typed facts (no `facts` in
+/// run.json, no `udp` in trial records, no `facts` in TCP figures) renders through the
+/// compatibility reader exactly as the same run with them: every exported byte is equal.
+#[test]
+fn an_old_format_run_renders_as_the_same_run_with_typed_facts() {
+    use bench_model::results::Record;
+    for name in ["run-demo", "run-wan", "run-matrix"] {
+        let typed = read_dir(&fixture(name));
+        assert!(
+            typed.info.facts.is_some(),
+            "{name}: the fixture carries run facts"
+        );
+        let mut old = read_dir(&fixture(name));
+        old.info.facts = None;
+        let mut stripped = 0;
+        for r in &mut old.loaded.records {
+            if let Record::Trial(t) = r {
+                stripped += usize::from(t.udp.take().is_some());
+                if let Some(f) = t.tcp.as_mut() {
+                    stripped += usize::from(f.facts.take().is_some());
+                }
+            }
+        }
+        assert!(stripped > 0, "{name}: its records carry facts");
+        let (a, b) = (typed.analyse(), old.analyse());
+        for ((file, x), (_, y)) in report::render_all(&a)
+            .into_iter()
+            .zip(report::render_all(&b))
+        {
+            assert!(
+                x == y,
+                "{name}/{file} differs between typed and old-format records"
+            );
+        }
+    }
 }

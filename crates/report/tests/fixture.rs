@@ -22,8 +22,8 @@ use bench_model::hooks::parse::{CpuSamples, Parsed};
 use bench_model::hooks::HookOutput;
 use bench_model::plan::{Methodology, Plan};
 use bench_model::results::{
-    read_records, DutCounters, EngineFacts, MethodologyDone, Record, RunInfo, TcpFigures, TrialKey,
-    TrialRecord,
+    read_records, DutCounters, EngineFacts, MethodologyDone, Record, RunFacts, RunInfo, TcpFacts,
+    TcpFigures, TrialKey, TrialRecord, UdpFacts,
 };
 use bench_model::search::sim::{SimDut, XorShift};
 use bench_model::search::{
@@ -105,6 +105,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
         1_795_090_000
     };
     let info = RunInfo {
+        facts: Some(RunFacts::of(&plan, &plan.cases().unwrap())),
         plan_name: plan.name.clone(),
         plan_text,
         version: "0.1.0".into(),
@@ -132,6 +133,10 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                     |req: &TrialRequest, out: &Outcome, iperf3: Option<serde_json::Value>| {
                         clock += (req.duration.as_secs_f64() * 1000.0) as u64 + 200;
                         records.push(Record::Trial(TrialRecord {
+                            // As the runner records them: UDP search trials only.
+                            udp: (m != Methodology::Iperf3)
+                                .then(|| UdpFacts::of(&plan, &case, out.offered.0))
+                                .flatten(),
                             key: TrialKey {
                                 case_id: case.id.clone(),
                                 repetition: rep,
@@ -313,6 +318,7 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
     let plan_text = std::fs::read_to_string(dir().join("run-wan.plan.toml")).unwrap();
     let plan = Plan::parse(&plan_text, "run-wan.plan.toml").unwrap();
     let info = RunInfo {
+        facts: Some(RunFacts::of(&plan, &plan.cases().unwrap())),
         plan_name: plan.name.clone(),
         plan_text,
         version: "0.1.0".into(),
@@ -360,6 +366,7 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
                     }
                     clock += (req.duration.as_secs_f64() * 1000.0) as u64 + 200;
                     records.push(Record::Trial(TrialRecord {
+                        udp: UdpFacts::of(&plan, &case, out.offered.0),
                         key: TrialKey {
                             case_id: case.id.clone(),
                             repetition: rep,
@@ -467,6 +474,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
     )
     .unwrap();
     let info = RunInfo {
+        facts: Some(RunFacts::of(&plan, &plan.cases().unwrap())),
         plan_name: plan.name.clone(),
         plan_text,
         version: "0.1.0".into(),
@@ -495,6 +503,9 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                             iperf3: Option<serde_json::Value>| {
                 clock += (req.duration.as_secs_f64() * 1000.0) as u64 + 200;
                 records.push(Record::Trial(TrialRecord {
+                    udp: (m != Methodology::Iperf3)
+                        .then(|| UdpFacts::of(&plan, &case, out.offered.0))
+                        .flatten(),
                     key: TrialKey {
                         case_id: case.id.clone(),
                         repetition: 0,
@@ -561,7 +572,19 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                         })
                         .collect(),
                 );
+                let directions = match bench_model::iperf3::report::parse(&raw.to_string()) {
+                    Ok(r) if r.backward.is_some() => 2,
+                    _ => 1,
+                };
                 let tcp = TcpFigures {
+                    facts: Some(TcpFacts::derive(
+                        plan.speed(),
+                        case.ip,
+                        wire::units::BitsPerSec(l4),
+                        mss,
+                        None,
+                        directions,
+                    )),
                     l4_bps: l4,
                     l2_bps: pps * f64::from(frame) * 8.0,
                     l1_bps: pps * f64::from(frame + 20) * 8.0,

@@ -8,7 +8,7 @@
 //! routers). The theoretical rate of a path is the minimum over its links.
 
 use core::fmt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::encap::{
     min_frame_size, EncapSpec, IpVersion, ETHERNET_HEADER, FCS, IPV4_HEADER, IPV6_FRAGMENT_HEADER,
@@ -77,7 +77,8 @@ pub fn parse_speed(text: &str) -> Result<BitsPerSec, LinerateError> {
 }
 
 /// A frame size as a plan or the command line gives it: one size, or a weighted mix.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Deserialize too: trial records carry it (`bench_model::results::UdpFacts`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum FrameSize {
     Fixed {

@@ -1133,10 +1133,22 @@ pub const ESTIMATE_LOAD_SHARE: f64 = 0.2;
 impl Plan {
     /// Parses and checks plan `text`; `file` is used in error messages.
     pub fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
+        Ok(Plan::parse_expanded(text, file)?.0)
+    }
+
+    /// [`Plan::parse`], keeping the cases its check expanded: a run expands its matrix once
+    /// and hands these down (estimate, preflight, runner, `run.json`).
+    pub fn parse_expanded(text: &str, file: &str) -> Result<(Plan, Vec<Case>), PlanErrors> {
         let plan = parse::parse(text, file)?;
         // Expansion problems (duplicate cases) are plan errors too.
-        plan.cases()?;
-        Ok(plan)
+        let cases = plan.cases()?;
+        Ok((plan, cases))
+    }
+
+    /// The plan's structure only, without the matrix expansion [`Plan::parse`] checks: for
+    /// comparing a stored plan with the one given (`--resume`), where the cases are not needed.
+    pub fn parse_unexpanded(text: &str, file: &str) -> Result<Plan, PlanErrors> {
+        parse::parse(text, file)
     }
 
     /// Whether `other` asks for the same measurements: equal except where its text has them
@@ -1153,6 +1165,11 @@ impl Plan {
 
     /// Reads and checks the plan at `path`.
     pub fn load(path: &Path) -> Result<Plan, PlanErrors> {
+        Ok(Plan::load_expanded(path)?.0)
+    }
+
+    /// [`Plan::load`], keeping the cases its check expanded ([`Plan::parse_expanded`]).
+    pub fn load_expanded(path: &Path) -> Result<(Plan, Vec<Case>), PlanErrors> {
         let file = path.display().to_string();
         let text = crate::files::read_text(path).map_err(|e| {
             PlanErrors(vec![PlanError {
@@ -1164,9 +1181,9 @@ impl Plan {
                 hint: None,
             }])
         })?;
-        let plan = Plan::parse(&text, &file)?;
+        let (plan, cases) = Plan::parse_expanded(&text, &file)?;
         plan.check_subscriber_tables()?;
-        Ok(plan)
+        Ok((plan, cases))
     }
 
     /// Reads every `[ports.NAME.pppoe] subscribers` table, so a bad line is a plan error
@@ -1526,12 +1543,25 @@ impl Plan {
     /// frames with the bytes its encapsulation adds (a PPPoE link carries frame + 8),
     /// DESIGN.md §4.
     pub fn line_pps(&self, case: &Case) -> wire::units::Pps {
+        wire::units::Pps(self.line_rate(case).pps)
+    }
+
+    /// [`Plan::line_pps`] with its L2 rate and bottleneck link, as trial records carry it
+    /// ([`crate::results::UdpFacts::line`]); a size the path cannot carry falls back to the
+    /// plain frame on the reference link.
+    pub fn line_rate(&self, case: &Case) -> crate::results::LineRate {
         let size = case.frame_size.unwrap_or(64) as usize;
-        let encap = self.path_encap(case);
-        let path = wire::linerate::Path::router(self.speed(), encap, 1500);
-        match path.rate(&wire::linerate::FrameSize::Fixed { bytes: size }, false) {
-            Ok(r) if r.max_pps.0 > 0.0 => r.max_pps,
-            _ => wire::linerate::max_frame_rate(self.speed(), size),
+        let frame = wire::linerate::FrameSize::Fixed { bytes: size };
+        match crate::results::LineRate::on_path(self.speed(), self.path_encap(case), &frame) {
+            Some(r) if r.pps > 0.0 => r,
+            _ => {
+                let pps = wire::linerate::max_frame_rate(self.speed(), size).0;
+                crate::results::LineRate {
+                    pps,
+                    l2_bps: pps * size as f64 * 8.0,
+                    bottleneck: "link".into(),
+                }
+            }
         }
     }
 
@@ -1686,17 +1716,21 @@ impl Plan {
     /// [`ESTIMATE_CAPACITY`] ± [`ESTIMATE_NOISE`], plus settle times. Real DUTs differ; the order of
     /// magnitude holds.
     pub fn estimate(&self) -> Result<Estimate, PlanErrors> {
-        let cases = self.cases()?;
+        Ok(self.estimate_cases(&self.cases()?))
+    }
+
+    /// [`Plan::estimate`] of the plan's already expanded `cases`.
+    pub fn estimate_cases(&self, cases: &[Case]) -> Estimate {
         let mut trials = 0u64;
         let mut seconds = 0.0;
-        for case in &cases {
+        for case in cases {
             let (t, s) = self.case_estimate(case);
             trials += t;
             seconds += s;
         }
         let mut switches = 0;
         let mut last: Option<&str> = None;
-        for c in &cases {
+        for c in cases {
             if last != Some(c.profile.as_str()) {
                 switches += 1;
                 last = Some(&c.profile);
@@ -1713,13 +1747,13 @@ impl Plan {
         }
         startup +=
             self.ports.iter().filter(|p| p.pppoe.is_some()).count() as f64 * STARTUP.pppoe_session;
-        Ok(Estimate {
+        Estimate {
             cases: cases.len(),
             trials,
             profile_switches: switches,
             seconds,
             startup,
-        })
+        }
     }
 }
 

@@ -24,6 +24,8 @@ pub use wire::invalid::InvalidCounts;
 
 mod conn;
 pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord};
+mod facts;
+pub use facts::{LineRate, RunFacts, TcpFacts, UdpFacts};
 
 /// File names inside a run directory.
 pub const RUN_JSON: &str = "run.json";
@@ -44,6 +46,10 @@ pub struct RunInfo {
     /// Host facts (kernel, CPUs, tool versions …), free-form.
     #[serde(default)]
     pub host: BTreeMap<String, String>,
+    /// What the run measures, typed (the cases as expanded, speed, repetitions, profiles), so
+    /// the report need not parse `plan_text`; absent in runs recorded before session 12.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<RunFacts>,
 }
 
 /// Identifies one trial within a run.
@@ -81,6 +87,10 @@ pub struct TrialRecord {
     /// How the packet engine ran a UDP trial (absent for iperf3 trials and in older runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineFacts>,
+    /// What a UDP trial's numbers mean: frame size, encapsulation, the path's 100 % and the
+    /// offered rate (absent for iperf3 trials and in runs recorded before session 12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpFacts>,
     /// The tester fell behind its schedule during this trial (it slipped frames or offered
     /// less than asked), so it says nothing about the DUT: the same request was measured again
     /// under the same key, and the search never saw this one. Kept so that nothing measured
@@ -273,6 +283,10 @@ pub struct TcpFigures {
     /// its CPU load; `None` without a lab DUT.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut: Option<DutCounters>,
+    /// The frame the rates are counted in, the directions and their line rate; absent in runs
+    /// recorded before session 12.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<TcpFacts>,
 }
 
 /// A throughput result compared with the tester's own calibrated ceiling.

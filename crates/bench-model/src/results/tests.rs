@@ -14,6 +14,7 @@ fn info() -> RunInfo {
         version: "0.1.0".into(),
         started_unix: 1_800_000_000,
         host: [("kernel".to_string(), "6.18".to_string())].into(),
+        facts: None,
     }
 }
 
@@ -39,6 +40,7 @@ fn trial(index: u32, request: TrialRequest, outcome: Outcome) -> Record {
         iperf3: None,
         tcp: None,
         engine: None,
+        udp: None,
         superseded: false,
         finished_unix_ms: 1_800_000_000_000 + u64::from(index),
     })
@@ -349,4 +351,42 @@ fn connection_trials_round_trip_and_resume_skips_superseded_ones() {
     let mut rd = RunDir::resume(&dir).unwrap().0;
     rd.append(&conn_trial(1, 2000, 1500, false)).unwrap();
     assert!(RunDir::resume(&dir).is_err());
+}
+
+/// #18 item 3: a UDP trial's facts as the runner records them for a case through an emulated
+/// PPPoE port: the frame size, the PPPoE encapsulation on the path, the path's 100 % (the WAN
+/// link's frame is 8 B longer, so it is the bottleneck) and the offered rate; they survive a
+/// round trip through `trials.jsonl`'s JSON.
+#[test]
+fn udp_facts_name_the_path_and_survive_a_round_trip() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plans/cpe-pppoe.toml"
+    ))
+    .unwrap();
+    let (plan, cases) = crate::plan::Plan::parse_expanded(&text, "cpe-pppoe.toml").unwrap();
+    let case = cases
+        .iter()
+        .find(|c| c.frame_size == Some(128) && c.ip == wire::encap::IpVersion::V4)
+        .expect("a 128 B IPv4 case");
+    let f = UdpFacts::of(&plan, case, 0.5).expect("a UDP case has facts");
+    assert_eq!(f.frame_bytes(), Some(128));
+    assert!(f.encap.pppoe, "{:?}", f.encap);
+    // 1e9 / ((128 + 8 + 20) × 8) on the PPPoE link.
+    assert_eq!(f.line.pps.round(), (1e9f64 / (156.0 * 8.0)).round());
+    assert_ne!(f.line.bottleneck, "link");
+    assert_eq!(f.line.pps, plan.line_pps(case).0);
+    assert_eq!(f.offered_pps, 0.5 * f.line.pps);
+    let json = serde_json::to_string(&f).unwrap();
+    assert!(
+        json.contains("\"frame\":{\"kind\":\"fixed\",\"bytes\":128}"),
+        "{json}"
+    );
+    let back: UdpFacts = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, f);
+    // A TCP case has none.
+    let tcp = cases.iter().find(|c| c.frame_size.is_none());
+    if let Some(t) = tcp {
+        assert_eq!(UdpFacts::of(&plan, t, 0.5), None);
+    }
 }

@@ -31,11 +31,13 @@ enum PlanCommand {
 }
 
 /// Loads and checks `path`; all errors at once, one per line, as a usage error (exit 2).
-pub fn load(path: &std::path::Path) -> CliResult<(Plan, String)> {
-    let plan = Plan::load(path).map_err(|e| CliError::Usage(format!("plan errors:\n{e}")))?;
+/// Returns the plan, its text and its cases, expanded here once for the whole command.
+pub fn load(path: &std::path::Path) -> CliResult<(Plan, String, Vec<bench::plan::Case>)> {
+    let (plan, cases) =
+        Plan::load_expanded(path).map_err(|e| CliError::Usage(format!("plan errors:\n{e}")))?;
     let text = bench::files::read_text(path)
         .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
-    Ok((plan, text))
+    Ok((plan, text, cases))
 }
 
 fn duration(secs: f64) -> String {
@@ -49,13 +51,13 @@ pub fn run(args: PlanArgs) -> CliResult {
         quiet,
         offline,
     } = args.command;
-    let (p, text) = load(&plan)?;
+    let (p, text, cases) = load(&plan)?;
     // What `run`'s preflight checks without root, here too, so a plan that checks OK does not
     // fail later for a missing program or interface.
     let problems = if offline {
         Vec::new()
     } else {
-        bench::runner::host_checks(&p)
+        bench::runner::host_checks(&p, &cases)
     };
     if !problems.is_empty() {
         let lines: Vec<String> = problems
@@ -67,12 +69,7 @@ pub fn run(args: PlanArgs) -> CliResult {
             lines.join("\n")
         )));
     }
-    let cases = p
-        .cases()
-        .map_err(|e| CliError::Usage(format!("plan errors:\n{e}")))?;
-    let est = p
-        .estimate()
-        .map_err(|e| CliError::Usage(format!("plan errors:\n{e}")))?;
+    let est = p.estimate_cases(&cases);
     if let bench::plan::Topology::Interfaces = p.topology {
         let desc: Vec<String> = p
             .ports

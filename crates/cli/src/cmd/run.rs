@@ -45,7 +45,9 @@ fn si(v: f64) -> String {
 }
 
 pub fn run(args: RunArgs) -> CliResult {
-    let (plan, text) = super::plan::load(&args.plan)?;
+    // The matrix is expanded here, once, and handed to the estimate, the runner and the
+    // progress printer.
+    let (plan, text, cases) = super::plan::load(&args.plan)?;
     let calibration = match &args.calibration {
         Some(p) => {
             Some(Calibration::load(p).map_err(|e| CliError::Usage(format!("--calibration {e}")))?)
@@ -68,9 +70,7 @@ pub fn run(args: RunArgs) -> CliResult {
         bench::files::check_output_dir(&dir)
             .map_err(|e| CliError::Usage(format!("--out {}: {e}", dir.display())))?;
     }
-    let est = plan
-        .estimate()
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let est = plan.estimate_cases(&cases);
     outln!(
         "plan {}: {} cases, estimated {}; results in {}{}",
         plan.name,
@@ -83,16 +83,12 @@ pub fn run(args: RunArgs) -> CliResult {
         }
     );
     let stop = super::stop_flag();
-    let cases: BTreeMap<String, Case> = plan
-        .cases()
-        .map_err(|e| CliError::Usage(e.to_string()))?
-        .into_iter()
-        .map(|c| (c.id.clone(), c))
-        .collect();
-    let mut progress = |e: Event<'_>| print_event(&plan, &cases, e);
+    let by_id: BTreeMap<String, Case> = cases.iter().map(|c| (c.id.clone(), c.clone())).collect();
+    let mut progress = |e: Event<'_>| print_event(&plan, &by_id, e);
     let result = runner::run(
         &plan,
         &text,
+        &cases,
         RunOptions {
             dir: dir.clone(),
             resume,

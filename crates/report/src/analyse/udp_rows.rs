@@ -2,18 +2,18 @@
 //! rate at overload): one row per case and methodology, and for a multi-goal search one per
 //! loss goal, since a user who asks for NDR and PDR wants to see both.
 //!
-//! Split out of [`crate::model::analyse`], which indexes the records and calls [`rows`] once
+//! Part of [`crate::analyse`], which indexes the records and calls [`rows`] once
 //! per (case, methodology).
 
 use std::collections::BTreeMap;
 
 use bench_model::plan::Methodology;
-use bench_model::results::TrialRecord;
+use bench_model::results::{TrialRecord, UdpFacts};
 use bench_model::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
 
 use crate::model::{
     cpu_at_load, direction_figures, engines_of, half_spread, invalid_of, loss_accounting, mean,
-    udp_max, Dims, NoiseBasis, Row,
+    Dims, NoiseBasis, Row,
 };
 use crate::sporadic::{self, SporadicLoss};
 
@@ -29,10 +29,14 @@ pub(crate) struct Records<'a> {
     /// Results the runner found within 10 % of the tester's calibrated ceiling: pps per
     /// direction.
     pub ceiling: &'a BTreeMap<(String, Methodology), f64>,
-    /// The 100 % per direction each search's loads were fractions of, as the runner recorded
-    /// it (`MethodologyDone::line_pps`; absent in older runs).
+    /// What each case's trials recorded about their frames and path, with the 100 % their
+    /// loads are fractions of (absent in runs recorded before session 12).
+    pub udp_facts: &'a BTreeMap<String, &'a UdpFacts>,
+    /// For runs without those facts ([`crate::compat::udp_line`]): the 100 % per direction
+    /// each search's loads were fractions of, as the runner recorded it in its `done` record
+    /// (`MethodologyDone::line_pps`, sessions 10 and 11), and the reference link speed.
     pub line_pps: &'a BTreeMap<(String, Methodology), f64>,
-    /// Reference link speed, bits/s.
+    /// See `line_pps`.
     pub speed: f64,
     /// Repetitions planned.
     pub reps: u32,
@@ -76,35 +80,25 @@ pub(crate) fn rows(
         }
         dims.bidirectional = n >= 2;
     }
-    let Some((computed_pps, computed_l2, bottleneck)) = udp_max(rec.speed, &dims, frame) else {
-        notes.push(format!(
-            "{case_id}: frame size {frame} B does not fit the path; no theoretical maximum"
-        ));
-        return Vec::new();
-    };
-    // The loads are fractions of what the runner offered as 100 %: turn them into rates with
-    // that, and say so where this report's own path arithmetic disagrees (a run recorded by
-    // another version, or a path the report does not know).
-    let directions = if dims.bidirectional { 2.0 } else { 1.0 };
-    let (max_pps, max_l2) = match rec.line_pps.get(&(case_id.to_string(), m)) {
-        Some(per_direction)
-            if (per_direction * directions - computed_pps).abs() > 1e-6 * computed_pps =>
-        {
-            let recorded = per_direction * directions;
-            notes.push(format!(
-                "{case_id} ({}): the run offered {:.0} frames/s as 100 % of line rate, this report's path arithmetic gives {:.0}; the figures use the run's",
-                m.name(),
-                recorded,
-                computed_pps
-            ));
-            (recorded, computed_l2 * recorded / computed_pps)
+    // The loads are fractions of the 100 % the runner offered: the trials recorded it with
+    // the path it was computed for (older runs: crate::compat).
+    let facts = rec.udp_facts.get(case_id);
+    let line = match facts {
+        Some(f) => f.line.clone(),
+        None => {
+            let recorded = rec.line_pps.get(&(case_id.to_string(), m)).copied();
+            match crate::compat::udp_line(rec.speed, recorded, &dims, frame, (case_id, m), notes) {
+                Some(l) => l,
+                None => return Vec::new(),
+            }
         }
-        _ => (computed_pps, computed_l2),
     };
+    let (max_pps, max_l2) = line.times(if dims.bidirectional { 2 } else { 1 });
     let limits = Limits {
         max_pps,
         max_l2,
-        bottleneck,
+        bottleneck: line.bottleneck,
+        encap: facts.map_or_else(|| crate::compat::encap_of(&dims), |f| f.encap),
     };
     // This case's trials (every repetition), for the engine and loss columns.
     let case_trials: Vec<&TrialRecord> = rec
@@ -178,6 +172,8 @@ struct Limits {
     max_pps: f64,
     max_l2: f64,
     bottleneck: String,
+    /// The path's encapsulation, for the charts' theoretical curves.
+    encap: wire::encap::EncapSpec,
 }
 
 /// One figure (a goal of a search, over its repetitions) before it becomes a row.
@@ -401,6 +397,7 @@ fn row(
         max_pps: limits.max_pps,
         max_l2_bps: limits.max_l2,
         bottleneck: limits.bottleneck.clone(),
+        path_encap: Some(limits.encap),
         percent: dut(pps.map(|p| 100.0 * p / limits.max_pps)),
         tester_limited: limited.is_some(),
         tester_reached_percent: limited,

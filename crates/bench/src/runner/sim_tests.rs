@@ -9,10 +9,16 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use std::path::Path;
+
+use wire::encap::IpVersion;
+
 use super::*;
 use crate::executor::{DutSwitches, TcpRun, TrialExecutor};
+use crate::results::RunDir;
 use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts, InvalidCounts};
 use crate::search::{ConnOutcome, ConnTrial};
+use crate::search::{LineFraction, Outcome, Status, TrialRequest};
 
 type Log = Rc<RefCell<Vec<String>>>;
 
@@ -222,8 +228,7 @@ fn run_calibrated(
     stop: &AtomicBool,
     calibration: Option<Calibration>,
 ) -> Result<RunSummary, RunError> {
-    let plan = Plan::parse(text, "sim.toml").expect("the test plan parses");
-    let cases = plan.cases().expect("cases");
+    let (plan, cases) = Plan::parse_expanded(text, "sim.toml").expect("the test plan parses");
     let mut progress = |_: Event<'_>| {};
     let mut opts = RunOptions {
         dir: dir.to_path_buf(),
@@ -232,7 +237,7 @@ fn run_calibrated(
         stop,
         progress: &mut progress,
     };
-    let opened = open_run_dir(&plan, text, &mut opts)?;
+    let opened = open_run_dir(&plan, text, &cases, &mut opts)?;
     run_on(Box::new(bed), &plan, &cases, opened, opts)
 }
 
@@ -538,4 +543,43 @@ fn a_tester_calibrated_at_line_rate_never_limits_a_result() {
     let dir = tempfile::tempdir().unwrap();
     run_sim(&text, dir.path(), false, SimBed::new(&log, 1.0), &stop).unwrap();
     assert_eq!(ceiling_of(dir.path()), None);
+}
+
+/// #18 item 3: what the runner records carries its facts typed. run.json has the cases as the
+/// runner expanded them (once) with the link speed and repetitions; every UDP trial its frame
+/// size, the path's encapsulation, the 100 % it offered fractions of (`Plan::line_rate`, the
+/// same the testbed paces to) and the offered rate in frames/s.
+#[test]
+fn records_carry_frame_size_encapsulation_line_rate_and_offered_rate() {
+    let text = plan_text(&UDP_64.replace("frame-size = [64]", "frame-size = [128]"));
+    let (plan, cases) = Plan::parse_expanded(&text, "sim.toml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let stop = AtomicBool::new(false);
+    run_sim(&text, dir.path(), false, SimBed::new(&log, 0.37), &stop).unwrap();
+    let (_, info, _) = RunDir::resume(dir.path()).unwrap();
+    let facts = info.facts.expect("run.json carries the run's facts");
+    assert_eq!(facts.cases, cases);
+    assert_eq!(facts.speed_bps, 1e9);
+    assert_eq!(facts.repetitions, 1);
+    assert_eq!(facts.profiles, ["forward"]);
+    let trials = trial_records(dir.path());
+    assert!(trials.len() >= 4, "a search of several trials");
+    let line = plan.line_rate(&cases[0]);
+    // 1e9 / ((128 + 20) × 8).
+    assert_eq!(line.pps.round(), (1e9f64 / (148.0 * 8.0)).round());
+    for t in &trials {
+        let f = t.udp.as_ref().expect("a UDP trial carries its facts");
+        assert_eq!(f.frame, wire::linerate::FrameSize::Fixed { bytes: 128 });
+        assert_eq!(f.frame_bytes(), Some(128));
+        assert_eq!(f.encap, wire::encap::EncapSpec::plain(IpVersion::V4));
+        assert_eq!(f.line, line);
+        assert_eq!(f.offered_pps, t.outcome.offered.0 * line.pps);
+    }
+    // The 100 % of the search is the one its trials recorded.
+    let done = records(dir.path()).into_iter().find_map(|r| match r {
+        Record::Done(d) => d.line_pps,
+        _ => None,
+    });
+    assert_eq!(done, Some(line.pps));
 }

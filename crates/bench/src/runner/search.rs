@@ -1,0 +1,229 @@
+//! One search of a UDP methodology, trial by trial: each trial recorded (with its typed
+//! facts) before the search sees it, a tester stall measured again, then the `done` record;
+//! connection and iperf3 methodologies are handed to their own modules.
+
+use crate::plan::{Case, Methodology};
+use crate::results::{CeilingCheck, MethodologyDone, Record, TrialKey, TrialRecord};
+use crate::search::{LatencySearch, LineFraction, Search, Status};
+
+use super::*;
+
+pub(super) fn run_methodology(
+    ctx: &mut Ctx,
+    case: &Case,
+    rep: u32,
+    m: Methodology,
+    index: usize,
+    total: usize,
+) -> Result<(), RunError> {
+    if ctx.resume.is_done(&case.id, rep, m) {
+        return Ok(());
+    }
+    let plan = ctx.plan;
+    if m.is_connection() {
+        return run_conn(ctx, case, rep, m);
+    }
+    let mut search: Box<dyn Search> = match m {
+        Methodology::Iperf3 => return run_iperf3(ctx, case, rep, index, total),
+        Methodology::Rfc2544Latency => {
+            let base = [Methodology::Rfc2544Throughput, Methodology::MultiGoal]
+                .into_iter()
+                .find_map(|t| ctx.done_results.get(&(case.id.clone(), rep, t)).cloned());
+            let built = match base {
+                Some(r) => LatencySearch::at_throughput(
+                    &r,
+                    0,
+                    plan.methodology.latency_trials,
+                    plan.methodology.latency_duration,
+                )
+                .map_err(|e| e.to_string()),
+                None => Err("latency needs a throughput methodology first in the case".into()),
+            };
+            match built {
+                Ok(s) => Box::new(s),
+                Err(why) => {
+                    ctx.note(format!("{} rep {rep} {}: {why}", case.id, m.name()));
+                    let d = MethodologyDone {
+                        case_id: case.id.clone(),
+                        repetition: rep,
+                        methodology: m,
+                        result: None,
+                        ceiling: None,
+                        line_pps: None,
+                    };
+                    ctx.append(&Record::Done(d.clone()))?;
+                    (ctx.opts.progress)(Event::Done(&d));
+                    return Ok(());
+                }
+            }
+        }
+        _ => plan
+            .search(case, m)
+            .ok_or_else(|| failed(format!("no search for {}", m.name())))?,
+    };
+    let recorded = ctx.resume.recorded(&case.id, rep, m);
+    let mut next = crate::search::replay(search.as_mut(), &recorded).map_err(|e| {
+        failed(format!(
+            "{} rep {rep} {}: {e}; start a new run instead of --resume",
+            case.id,
+            m.name()
+        ))
+    })?;
+    let mut trial_index = recorded.len() as u32;
+    let Some(frame_size) = case.frame_size else {
+        return Err(failed(format!(
+            "{}: UDP case without a frame size",
+            case.id
+        )));
+    };
+    let mut stalls_retried = 0u32;
+    // A stall that persisted after the retries: the search stops there, tester-limited.
+    let mut stalled_at: Option<(LineFraction, LineFraction)> = None;
+    // The highest load whose trial the tester kept (no stall) in this search.
+    let mut kept_max: Option<f64> = None;
+    while let Some(request) = next {
+        if ctx.stopped() {
+            return Err(RunError::Interrupted);
+        }
+        let res = ctx.bed.udp_trial(plan, case, &request, ctx.opts.stop);
+        if ctx.stopped() {
+            return Err(RunError::Interrupted);
+        }
+        let (outcome, engine) = match res {
+            Ok(o) => o,
+            Err(e) => {
+                let m = format!("{} rep {rep} {}: {e}", case.id, m.name());
+                ctx.note(format!("FAILED {m} (not marked done; --resume retries it)"));
+                ctx.summary.failures.push(m);
+                return Ok(());
+            }
+        };
+        // A trial in which the tester fell behind its schedule (frames slipped, or a stall
+        // that shows as a lower offered rate, e.g. 10 ms late near the end of a 0.5 s trial)
+        // says nothing about the DUT: record it as superseded and measure the same request
+        // again, a few times per search at most, so a tester that cannot keep up still ends
+        // tester-limited.
+        // An `mtu-probe` trial counts whether the frames sent arrived whole; its rate is only
+        // kept low, so only a tester far below it counts as stalled.
+        // A trial whose frames the tester's own receive backlog dropped (the lab's tester
+        // CPUs, `DutCounters::tester_backlog_drops`) lost them in the tester: the same.
+        let stalled = match request.probe {
+            Some(_) => outcome.is_tester_limited(crate::search::PROBE_TESTER_TOLERANCE),
+            None => {
+                engine.slipped_ratio() > SLIP_TOLERANCE
+                    || outcome.is_tester_limited(plan.run.tester_tolerance)
+            }
+        } || engine.tester_receive_drops() > 0;
+        // A stall at or below a load the tester already kept in this search is a transient
+        // of the machine, not the tester's ceiling: it gets more re-measurements, and if it
+        // persists the search stops tester-limited instead of taking a ceiling the tester
+        // has disproved (on a loaded machine one stall at 3 % would otherwise end a search
+        // at 0.6 % "tester-limited").
+        let below_kept = kept_max.is_some_and(|k| request.load.0 <= k);
+        let budget = if below_kept {
+            MAX_STALL_RETRIES + MAX_TRANSIENT_RETRIES
+        } else {
+            MAX_STALL_RETRIES
+        };
+        let superseded = stalled && stalls_retried < budget;
+        let rec = TrialRecord {
+            key: TrialKey {
+                case_id: case.id.clone(),
+                repetition: rep,
+                methodology: m,
+                index: trial_index,
+            },
+            request,
+            outcome,
+            // Tester-limited means one thing: the tester did not keep its own schedule (it
+            // slipped frames, offered less than asked, or its receive backlog dropped frames
+            // the DUT forwarded), never the DUT's loss.
+            tester_limited: stalled,
+            iperf3: None,
+            tcp: None,
+            udp: crate::results::UdpFacts::of(plan, case, outcome.offered.0),
+            engine: Some(engine),
+            superseded,
+            finished_unix_ms: now_ms(),
+        };
+        if superseded {
+            stalls_retried += 1;
+            let why = match rec.engine.as_ref().map_or(0, |e| e.tester_receive_drops()) {
+                0 => "the tester fell behind its schedule".to_string(),
+                n => format!("the tester's receive backlog dropped {n} frames"),
+            };
+            ctx.append(&Record::Trial(rec))?;
+            ctx.note(format!(
+                "{} rep {rep} {} trial {trial_index}: {why}; measuring it again",
+                case.id,
+                m.name()
+            ));
+            if !nap(plan.run.settle, ctx.opts.stop) {
+                return Err(RunError::Interrupted);
+            }
+            continue;
+        }
+        ctx.append(&Record::Trial(rec.clone()))?;
+        ctx.summary.trials_run += 1;
+        trial_index += 1;
+        let eta = ctx.eta();
+        (ctx.opts.progress)(Event::Trial {
+            index,
+            cases: total,
+            record: &rec,
+            eta,
+        });
+        if stalled {
+            // The search itself only compares offered with intended load, which a short stall
+            // or the tester's own receive drops barely move: tell it. A bisection goes on
+            // below this load (a DUT failure found there is the DUT's; an upper bound left
+            // at it says tester-limited per goal); any other search stops here, so no figure
+            // rests on a trial the tester stalled in.
+            if !search.bounds_tester_ceiling() || below_kept {
+                stalled_at = Some((request.load, outcome.offered));
+                break;
+            }
+            next = search.next_tester_limited(&outcome);
+        } else {
+            kept_max = Some(kept_max.map_or(request.load.0, |k| k.max(request.load.0)));
+            next = search.next(Some(&outcome));
+        }
+        if next.is_some() && !nap(plan.settle_after(m), ctx.opts.stop) {
+            return Err(RunError::Interrupted);
+        }
+    }
+    let mut result = search.result();
+    if let Some((intended, achieved)) = stalled_at {
+        result.status = Status::TesterLimited { intended, achieved };
+    }
+    let ceiling = match (&ctx.opts.calibration, result.throughput(0)) {
+        (Some(cal), Some(t)) => {
+            let pps = t.to_pps(plan.line_pps(case)).0;
+            cal.ceiling_pps(case.ip, frame_size).map(|c| CeilingCheck {
+                ceiling_pps: c,
+                result_pps: pps,
+                tester_limited: cal
+                    .is_tester_limited(case.ip, frame_size, pps)
+                    .unwrap_or(false),
+            })
+        }
+        _ => None,
+    };
+    let d = MethodologyDone {
+        case_id: case.id.clone(),
+        repetition: rep,
+        methodology: m,
+        result: Some(result.clone()),
+        ceiling,
+        // The 100 % every load of this search was a fraction of (UDP cases have a size; an
+        // MTU probe's loads are fractions of its own probe rate).
+        line_pps: case
+            .frame_size
+            .filter(|_| m != Methodology::MtuProbe)
+            .map(|_| plan.line_pps(case).0),
+    };
+    ctx.append(&Record::Done(d.clone()))?;
+    ctx.done_results.insert((case.id.clone(), rep, m), result);
+    (ctx.opts.progress)(Event::Done(&d));
+    Ok(())
+}

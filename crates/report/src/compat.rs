@@ -1,0 +1,322 @@
+//! The one compatibility reader (#18 item 3). Runs recorded by today's runner carry typed
+//! facts: `run.json` its expanded cases, link speed, repetitions and profiles
+//! ([`RunFacts`]), each UDP trial its frame size, encapsulation, the path's 100 % and the
+//! offered rate ([`bench_model::results::UdpFacts`]), each iperf3 run the frame its rates are
+//! counted in ([`TcpFacts`]). Runs recorded before lack some or all of them; this module
+//! derives what they lack the way earlier reports did — by parsing the plan text kept in
+//! `run.json`, case ids and encapsulation strings — and nothing else in the report parses
+//! those. A record that has its facts passes through untouched.
+
+use bench_model::iperf3;
+use bench_model::plan::{Case, Methodology, Plan};
+use bench_model::results::{LineRate, RunFacts, RunInfo, TcpFacts, TrialRecord};
+use wire::encap::{EncapSpec, IpVersion};
+use wire::linerate::FrameSize;
+use wire::units::BitsPerSec;
+
+use crate::model::{Dims, DEFAULT_SPEED};
+
+/// `run.json`'s facts: as the runner wrote them, else from its plan text (runs recorded
+/// before session 12). The second value is why the plan text could not be read, when it
+/// could not: the facts are then empty, the speed [`DEFAULT_SPEED`] and one repetition.
+pub(crate) fn run_facts(info: &RunInfo) -> (RunFacts, Option<String>) {
+    if let Some(f) = &info.facts {
+        return (f.clone(), None);
+    }
+    match Plan::parse_expanded(&info.plan_text, "run.json") {
+        Ok((plan, cases)) => (RunFacts::of(&plan, &cases), None),
+        Err(e) => (
+            RunFacts {
+                speed_bps: DEFAULT_SPEED,
+                repetitions: 1,
+                profiles: Vec::new(),
+                description: None,
+                ports: Vec::new(),
+                cases: Vec::new(),
+            },
+            Some(e.to_string()),
+        ),
+    }
+}
+
+/// `wire`'s spelling of a case's encapsulation: `vlan` on an IPv6 case is `vlan+ipv6`; values
+/// that already name the IP version (old runs' `encap` variable) are kept as written, and
+/// values `wire` cannot read are kept too (the theoretical maximum then falls back to plain).
+pub fn full_encap(value: &str, ip: u8) -> String {
+    let names_ip = value
+        .split('+')
+        .any(|p| matches!(p.trim(), "ipv4" | "ipv6" | "ip4" | "ip6"));
+    if names_ip {
+        return value.to_string();
+    }
+    match value.parse::<EncapSpec>() {
+        Ok(mut e) => {
+            if !e.dslite {
+                e.ip = ip_version(ip);
+            }
+            e.to_string()
+        }
+        Err(_) => value.to_string(),
+    }
+}
+
+fn ip_version(ip: u8) -> IpVersion {
+    if ip == 6 {
+        IpVersion::V6
+    } else {
+        IpVersion::V4
+    }
+}
+
+/// A recorded case's dimensions. The case's typed `encap` names its encapsulation; runs
+/// recorded before that dimension existed had a user variable named `encap`, read here.
+pub(crate) fn dims_of_case(c: &Case) -> Dims {
+    let ip = match c.ip {
+        IpVersion::V4 => 4,
+        IpVersion::V6 => 6,
+    };
+    let encap = c
+        .vars
+        .iter()
+        .find(|(k, _)| k == "encap")
+        .map(|(_, v)| full_encap(v, ip))
+        .or_else(|| c.encap.map(|e| e.to_string()))
+        .unwrap_or_else(|| EncapSpec::plain(c.ip).to_string());
+    Dims {
+        profile: c.profile.clone(),
+        protocol: c.protocol.to_string(),
+        ip,
+        encap,
+        frame_size: c.frame_size,
+        sessions: c.sessions,
+        mss: c.mss,
+        vars: c
+            .vars
+            .iter()
+            .filter(|(k, _)| k != "encap")
+            .cloned()
+            .collect(),
+        bidirectional: c.bidirectional,
+        offload: c.offload,
+        fastpath: c.fastpath,
+    }
+}
+
+/// Parses a case id (`profile/udp4/64B/s2/mss1200/k=v`), for a case `run.json` does not list
+/// (its plan unreadable).
+pub(crate) fn dims_of_case_id(id: &str) -> Dims {
+    let mut parts = id.split('/');
+    let profile = parts.next().unwrap_or("").to_string();
+    let proto = parts.next().unwrap_or("udp4");
+    let (protocol, ip) = if let Some(v) = proto.strip_prefix("tcp") {
+        ("tcp", v)
+    } else {
+        ("udp", proto.strip_prefix("udp").unwrap_or("4"))
+    };
+    let ip: u8 = ip.parse().unwrap_or(4);
+    let mut d = Dims {
+        profile,
+        protocol: protocol.into(),
+        ip,
+        encap: if ip == 6 { "ipv6" } else { "ipv4" }.into(),
+        frame_size: None,
+        sessions: None,
+        mss: None,
+        vars: Vec::new(),
+        bidirectional: false,
+        offload: None,
+        fastpath: None,
+    };
+    let switch = |v: &str| match v {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    };
+    for p in parts {
+        if p == "bidir" {
+            d.bidirectional = true;
+        } else if let Some((k, v)) = p.split_once('=') {
+            // The built-in switches are spelt `on`/`off`; a user dimension of the same
+            // name with other values (older plans: `fastpath=1`) stays a user dimension.
+            if k == "offload" && switch(v).is_some() {
+                d.offload = switch(v);
+            } else if k == "fastpath" && switch(v).is_some() {
+                d.fastpath = switch(v);
+            } else if k == "encap" {
+                d.encap = full_encap(v, ip);
+            } else {
+                d.vars.push((k.into(), v.into()));
+            }
+        } else if let Some(n) = p.strip_suffix('B').and_then(|x| x.parse().ok()) {
+            d.frame_size = Some(n);
+        } else if let Some(n) = p.strip_prefix("mss").and_then(|x| x.parse().ok()) {
+            d.mss = Some(n);
+        } else if let Some(n) = p.strip_prefix('s').and_then(|x| x.parse().ok()) {
+            d.sessions = Some(n);
+        }
+    }
+    d
+}
+
+/// The typed encapsulation of dimensions whose records did not carry one: their `encap`
+/// string, plain IP when `wire` cannot read it.
+pub(crate) fn encap_of(dims: &Dims) -> EncapSpec {
+    dims.encap
+        .parse()
+        .unwrap_or(EncapSpec::plain(ip_version(dims.ip)))
+}
+
+/// One direction's 100 % of a UDP case whose trials did not record it: the path arithmetic
+/// on its encapsulation string, or the runner's `MethodologyDone::line_pps` where it recorded
+/// that (session 10 to 11) and it disagrees (a note says so). `None`, with a note, when the
+/// size does not fit the path.
+pub(crate) fn udp_line(
+    speed: f64,
+    recorded_pps: Option<f64>,
+    dims: &Dims,
+    frame: u32,
+    label: (&str, Methodology),
+    notes: &mut Vec<String>,
+) -> Option<LineRate> {
+    let (case_id, m) = label;
+    let frame_size = FrameSize::Fixed {
+        bytes: frame as usize,
+    };
+    let Some(computed) = LineRate::on_path(BitsPerSec(speed), encap_of(dims), &frame_size) else {
+        notes.push(format!(
+            "{case_id}: frame size {frame} B does not fit the path; no theoretical maximum"
+        ));
+        return None;
+    };
+    // The loads are fractions of what the runner offered as 100 %: turn them into rates with
+    // that, and say so where this path arithmetic disagrees (a run recorded by another
+    // version, or a path the report does not know).
+    let directions = if dims.bidirectional { 2 } else { 1 };
+    match recorded_pps {
+        Some(recorded) if (recorded - computed.pps).abs() > 1e-6 * computed.pps => {
+            let (all, _) = computed.times(directions);
+            notes.push(format!(
+                "{case_id} ({}): the run offered {:.0} frames/s as 100 % of line rate, this report's path arithmetic gives {:.0}; the figures use the run's",
+                m.name(),
+                recorded * f64::from(directions),
+                all
+            ));
+            Some(LineRate {
+                pps: recorded,
+                l2_bps: computed.l2_bps * recorded / computed.pps,
+                bottleneck: computed.bottleneck,
+            })
+        }
+        _ => Some(computed),
+    }
+}
+
+/// What an iperf3 trial moved and what it means: (L4 bits/s, MSS, facts). From the runner's
+/// TCP figures, with their facts or (before session 12) derived from them; from the raw iperf3
+/// JSON alone for the oldest runs. `None` when the trial has neither.
+pub(crate) fn tcp_of(
+    t: &TrialRecord,
+    report: Option<&iperf3::report::Report>,
+    dims: &Dims,
+    speed: f64,
+) -> Option<(BitsPerSec, u32, TcpFacts)> {
+    let (l4, mss) = match (&t.tcp, report) {
+        (Some(f), _) => (BitsPerSec(f.l4_bps), f.mss),
+        (None, Some(r)) => (
+            r.total_received(),
+            r.tcp_mss
+                .map(|x| x as u32)
+                .or(dims.mss)
+                .unwrap_or(if dims.ip == 6 { 1440 } else { 1460 }),
+        ),
+        (None, None) => return None,
+    };
+    let facts = match t.tcp.as_ref().and_then(|f| f.facts) {
+        Some(f) => f,
+        None => TcpFacts::derive(
+            BitsPerSec(speed),
+            ip_version(dims.ip),
+            l4,
+            mss,
+            t.tcp.as_ref().and_then(|f| f.wire_count.as_ref()),
+            if report.is_some_and(|r| r.backward.is_some()) {
+                2
+            } else {
+                1
+            },
+        ),
+    };
+    Some((l4, mss, facts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The theoretical maximum of an old run's case, from its dimensions.
+    fn max_of(d: &Dims, frame: u32) -> Option<(f64, f64, String)> {
+        crate::model::udp_max(1e9, encap_of(d), d.bidirectional, frame)
+    }
+
+    #[test]
+    fn theoretical_maximum_follows_the_encapsulation() {
+        let plain = dims_of_case_id("forward/udp4/64B");
+        assert_eq!(plain.encap, "ipv4");
+        let (pps, _, link) = max_of(&plain, 64).unwrap();
+        assert_eq!(pps.round(), 1_488_095.0);
+        assert_eq!(link, "link");
+        // PPPoE adds 8 B on the WAN link: 1e9 / ((64 + 8 + 20) × 8).
+        let pppoe = dims_of_case_id("forward/udp4/64B/encap=ipv4+pppoe");
+        assert_eq!(pppoe.encap, "ipv4+pppoe");
+        let (pps, _, link) = max_of(&pppoe, 64).unwrap();
+        assert_eq!(pps.round(), (1e9f64 / (92.0 * 8.0)).round());
+        assert_eq!(link, "wan");
+        assert_eq!(pppoe.family(), "IPv4 UDP over ipv4+pppoe");
+    }
+
+    #[test]
+    fn encap_dimension_and_bidirectional_come_from_the_case_id() {
+        let d = dims_of_case_id("cpe/udp6/128B/encap=qinq/bidir");
+        assert_eq!(d.encap, "qinq+ipv6");
+        assert!(d.bidirectional);
+        assert_eq!(d.family(), "IPv6 UDP over qinq+ipv6, bidirectional");
+        // 1e9 / ((128 + 8 + 20) × 8), both directions.
+        let (pps, _, link) = max_of(&d, 128).unwrap();
+        assert_eq!(pps.round(), (2.0 * 1e9f64 / (156.0 * 8.0)).round());
+        assert_eq!(link, "wan");
+        assert_eq!(dims_of_case_id("x/udp4/64B/encap=plain").encap, "ipv4");
+        assert_eq!(full_encap("dslite", 4), "dslite");
+        // Old runs' user variable keeps its spelling; unreadable values are kept as written.
+        assert_eq!(full_encap("ipv4+pppoe", 4), "ipv4+pppoe");
+        assert_eq!(full_encap("gre", 4), "gre");
+    }
+
+    #[test]
+    fn switch_dimensions_parse_from_case_ids_and_read_in_points() {
+        let d = dims_of_case_id("napt/tcp4/s1/mss400/offload=on/fastpath=off");
+        assert_eq!(
+            (d.offload, d.fastpath, d.mss),
+            (Some(true), Some(false), Some(400))
+        );
+        assert!(d.vars.is_empty());
+        assert_eq!(
+            d.point(),
+            "1 session, MSS 400, offload on, fastpath off, IPv4 TCP"
+        );
+        // Older plans' user dimension of the same name with other values stays one.
+        let d = dims_of_case_id("pf-on/udp4/64B/fastpath=1");
+        assert_eq!(d.fastpath, None);
+        assert_eq!(d.vars, [("fastpath".to_string(), "1".to_string())]);
+    }
+
+    #[test]
+    fn case_ids_parse_back_into_dimensions() {
+        let d = dims_of_case_id("napt/tcp6/s4/mss1200/fast-path=on");
+        assert_eq!(
+            (d.protocol.as_str(), d.ip, d.sessions, d.mss),
+            ("tcp", 6, Some(4), Some(1200))
+        );
+        assert_eq!(d.vars, [("fast-path".to_string(), "on".to_string())]);
+        assert_eq!(d.point(), "4 sessions, MSS 1200, fast-path=on, IPv6 TCP");
+    }
+}
