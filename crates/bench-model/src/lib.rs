@@ -20,6 +20,7 @@
 pub mod files;
 pub mod hooks;
 pub mod iperf3;
+pub mod line_rate;
 pub mod oversize;
 pub mod plan;
 pub mod results;

@@ -9,6 +9,7 @@ pub(crate) mod analyse;
 pub mod compare;
 mod compat;
 pub mod connections;
+mod escape;
 pub mod html;
 pub mod model;
 pub mod mtu;

@@ -317,7 +317,7 @@ impl Row {
     /// The methodology as tables show it: a multi-goal row names its goal (`multi-goal NDR`,
     /// `multi-goal PDR 0.5 %`).
     pub fn methodology_label(&self) -> String {
-        crate::analyse::udp_rows::label(&self.methodology, self.loss_goal)
+        label(&self.methodology, self.loss_goal)
     }
 }
 
@@ -860,7 +860,7 @@ pub struct Analysis {
     pub connections: Vec<crate::connections::ConnRow>,
     /// `mtu-probe` results, per case and direction (crate::mtu).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub mtu: Vec<crate::mtu::MtuRow>,
+    pub mtu: Vec<MtuRow>,
     /// Findings: each profile against the baseline, per case.
     pub findings: Vec<Statement>,
     /// Findings summarised per dimension ([`Conclusion`]).
@@ -1413,6 +1413,41 @@ pub(crate) fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTabl
     // Stable: keeps the rows' family order within a switch and profile.
     out.sort_by_key(|t| (t.switch != "offload", order(&t.profile)));
     out
+}
+
+/// How a row's methodology reads in tables: a multi-goal row names its goal (NDR for zero
+/// loss, PDR with the loss it allows).
+pub fn label(methodology: &str, loss_goal: Option<f64>) -> String {
+    match loss_goal {
+        Some(r) if r <= 0.0 => format!("{methodology} NDR"),
+        Some(r) => format!("{methodology} PDR {} %", r * 100.0),
+        None => methodology.to_string(),
+    }
+}
+
+/// One direction of one `mtu-probe` search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MtuRow {
+    pub case_id: String,
+    pub dims: Dims,
+    pub repetition: u32,
+    /// `forward` / `reverse`.
+    pub direction: String,
+    /// The plan's ports, sender→receiver (`lan→wan`), or `A→B` / `B→A` without names.
+    pub path: String,
+    /// Sizes searched (reference frames with FCS).
+    pub min_size: u32,
+    pub max_size: u32,
+    /// The largest size that crossed whole; `None`: not even `min_size`.
+    pub largest_whole: Option<u32>,
+    /// The size probed above it (one byte up, or `min_size`), and what its frames did.
+    pub above_size: Option<u32>,
+    pub above_fate: Option<String>,
+    pub above_sent: Option<u64>,
+    pub above_received: Option<u64>,
+    pub above_fragments: Option<u64>,
+    /// `complete`, or why the figure is not a DUT figure (tester-limited, incomplete).
+    pub status: String,
 }
 
 #[cfg(test)]

@@ -5,34 +5,10 @@
 
 use bench_model::plan::Methodology;
 use bench_model::search::{Crossing, Finding, ProbeDirection, SearchResult, Status};
-use serde::{Deserialize, Serialize};
 
 use crate::model::Dims;
 
-/// One direction of one `mtu-probe` search.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MtuRow {
-    pub case_id: String,
-    pub dims: Dims,
-    pub repetition: u32,
-    /// `forward` / `reverse`.
-    pub direction: String,
-    /// The plan's ports, sender→receiver (`lan→wan`), or `A→B` / `B→A` without names.
-    pub path: String,
-    /// Sizes searched (reference frames with FCS).
-    pub min_size: u32,
-    pub max_size: u32,
-    /// The largest size that crossed whole; `None`: not even `min_size`.
-    pub largest_whole: Option<u32>,
-    /// The size probed above it (one byte up, or `min_size`), and what its frames did.
-    pub above_size: Option<u32>,
-    pub above_fate: Option<String>,
-    pub above_sent: Option<u64>,
-    pub above_received: Option<u64>,
-    pub above_fragments: Option<u64>,
-    /// `complete`, or why the figure is not a DUT figure (tester-limited, incomplete).
-    pub status: String,
-}
+pub use crate::model::MtuRow;
 
 /// Column keys and titles of `mtu-probe.csv` and the tables.
 pub const COLUMNS: [&str; 10] = [
@@ -155,7 +131,10 @@ pub fn csv(a: &crate::Analysis) -> Vec<u8> {
     let mut out = COLUMNS.join(",");
     out.push('\n');
     for r in &a.mtu {
-        let line: Vec<String> = cells(r).iter().map(|c| crate::text::csv_field(c)).collect();
+        let line: Vec<String> = cells(r)
+            .iter()
+            .map(|c| crate::escape::csv_field(c))
+            .collect();
         out.push_str(&line.join(","));
         out.push('\n');
     }
@@ -173,7 +152,10 @@ pub fn markdown(a: &crate::Analysis) -> String {
         "---|".repeat(TITLES.len())
     );
     for r in &a.mtu {
-        let c: Vec<String> = cells(r).iter().map(|x| crate::text::md_escape(x)).collect();
+        let c: Vec<String> = cells(r)
+            .iter()
+            .map(|x| crate::escape::md_escape(x))
+            .collect();
         o.push_str(&format!("| {} |\n", c.join(" | ")));
     }
     o.push('\n');

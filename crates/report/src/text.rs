@@ -1,6 +1,7 @@
 //! Text exporters: JSON summary, CSV, Markdown and the terminal table. One number format for
 //! all of them ([`num`]), so the same figure reads the same everywhere.
 
+use crate::escape::{csv_field, md_escape};
 use crate::model::{
     Analysis, BackToBackRow, LatencyRow, Row, SwitchCell, SwitchRow, SwitchTable, PERCENTILES,
 };
@@ -399,14 +400,6 @@ pub fn switch_titles(t: &SwitchTable) -> [String; 4] {
     ]
 }
 
-pub(crate) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// `results.csv`: one line per throughput row.
 pub fn csv(a: &Analysis) -> Vec<u8> {
     let cols = columns(a);
@@ -425,10 +418,6 @@ pub fn json(a: &Analysis) -> Vec<u8> {
     let mut v = serde_json::to_vec_pretty(a).unwrap_or_default();
     v.push(b'\n');
     v
-}
-
-pub(crate) fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
 }
 
 /// Missing-data lines (shared by Markdown, HTML and the terminal).

@@ -1549,14 +1549,14 @@ impl Plan {
     /// [`Plan::line_pps`] with its L2 rate and bottleneck link, as trial records carry it
     /// ([`crate::results::UdpFacts::line`]); a size the path cannot carry falls back to the
     /// plain frame on the reference link.
-    pub fn line_rate(&self, case: &Case) -> crate::results::LineRate {
+    pub fn line_rate(&self, case: &Case) -> crate::line_rate::LineRate {
         let size = case.frame_size.unwrap_or(64) as usize;
         let frame = wire::linerate::FrameSize::Fixed { bytes: size };
-        match crate::results::LineRate::on_path(self.speed(), self.path_encap(case), &frame) {
+        match crate::line_rate::LineRate::on_path(self.speed(), self.path_encap(case), &frame) {
             Some(r) if r.pps > 0.0 => r,
             _ => {
                 let pps = wire::linerate::max_frame_rate(self.speed(), size).0;
-                crate::results::LineRate {
+                crate::line_rate::LineRate {
                     pps,
                     l2_bps: pps * size as f64 * 8.0,
                     bottleneck: "link".into(),

@@ -14,6 +14,7 @@ use wire::linerate::FrameSize;
 use wire::units::BitsPerSec;
 
 use crate::iperf3::wire_count::WireCount;
+use crate::line_rate::LineRate;
 use crate::plan::{Case, Plan};
 
 /// What a run measures, written once to `run.json` from the runner's one expansion of the
@@ -47,42 +48,6 @@ impl RunFacts {
             ports: plan.ports.iter().map(|p| p.name.clone()).collect(),
             cases: cases.to_vec(),
         }
-    }
-}
-
-/// 100 % load of one direction of a path: the slowest link's frame rate, with the bytes of
-/// its encapsulation (DESIGN.md §4).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LineRate {
-    /// Test frames per second, one direction.
-    pub pps: f64,
-    /// The same at L2 (frames with FCS) on the reference link, bits/s.
-    pub l2_bps: f64,
-    /// The link that limits the rate (`wire::linerate::LinkLoad::link`).
-    pub bottleneck: String,
-}
-
-impl LineRate {
-    /// One direction of `wire::linerate::Path::router(speed, encap, 1500)` for `frame`;
-    /// `None` when the frame does not fit the path.
-    pub fn on_path(speed: BitsPerSec, encap: EncapSpec, frame: &FrameSize) -> Option<LineRate> {
-        let path = wire::linerate::Path::router(speed, encap, wire::linerate::ETHERNET_MTU);
-        let r = path.rate(frame, false).ok()?;
-        Some(LineRate {
-            pps: r.max_pps.0,
-            l2_bps: r.total_l2.0,
-            bottleneck: r
-                .links
-                .get(r.bottleneck)
-                .map(|l| l.link.clone())
-                .unwrap_or_default(),
-        })
-    }
-
-    /// This rate times `directions` (a bidirectional trial's 100 % is the sum of both).
-    pub fn times(&self, directions: u8) -> (f64, f64) {
-        let d = f64::from(directions.max(1));
-        (self.pps * d, self.l2_bps * d)
     }
 }
 

@@ -25,7 +25,8 @@ pub use wire::invalid::InvalidCounts;
 mod conn;
 pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord};
 mod facts;
-pub use facts::{LineRate, RunFacts, TcpFacts, UdpFacts};
+pub use crate::line_rate::LineRate;
+pub use facts::{RunFacts, TcpFacts, UdpFacts};
 
 /// File names inside a run directory.
 pub const RUN_JSON: &str = "run.json";

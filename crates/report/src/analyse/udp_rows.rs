@@ -12,8 +12,8 @@ use bench_model::results::{TrialRecord, UdpFacts};
 use bench_model::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
 
 use crate::model::{
-    cpu_at_load, direction_figures, engines_of, half_spread, invalid_of, loss_accounting, mean,
-    Dims, NoiseBasis, Row,
+    cpu_at_load, direction_figures, engines_of, half_spread, invalid_of, label, loss_accounting,
+    mean, Dims, NoiseBasis, Row,
 };
 use crate::sporadic::{self, SporadicLoss};
 
@@ -339,16 +339,6 @@ fn sporadic_of(trials: &[&TrialRecord], g: &GoalResult) -> Option<SporadicLoss> 
             sent: t.outcome.received + t.outcome.lost,
         });
     sporadic::find(points, g.loss_ratio, LineFraction(lower))
-}
-
-/// How a row's methodology reads in tables: a multi-goal row names its goal (NDR for zero
-/// loss, PDR with the loss it allows).
-pub fn label(methodology: &str, loss_goal: Option<f64>) -> String {
-    match loss_goal {
-        Some(r) if r <= 0.0 => format!("{methodology} NDR"),
-        Some(r) => format!("{methodology} PDR {} %", r * 100.0),
-        None => methodology.to_string(),
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
