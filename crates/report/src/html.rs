@@ -211,6 +211,26 @@ fn fig(o: &mut String, svg: &str) {
 /// Renders the report page.
 pub fn html(a: &Analysis) -> Vec<u8> {
     let mut o = String::new();
+    page_head(a, &mut o);
+    findings_section(a, &mut o);
+    let families = families_of(a);
+    profile_charts(a, &families, &mut o);
+    size_charts(a, &families, &mut o);
+    mss_charts(a, &families, &mut o);
+    switch_sections(a, &mut o);
+    loss_charts(a, &mut o);
+    // Latency: one chart per family and profile, percentiles against frame size.
+    if !a.latency.is_empty() {
+        latency_charts(a, &mut o);
+    }
+    tables(a, &mut o);
+    closing_sections(a, &mut o);
+    o.push_str("</body></html>\n");
+    o.into_bytes()
+}
+
+/// The page's head: title, the run's description and reference link.
+fn page_head(a: &Analysis, o: &mut String) {
     o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     o.push_str(&format!(
         "<title>wirerate report: {}</title><style>{CSS}</style></head><body>\n",
@@ -231,6 +251,10 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         if a.repetitions == 1 { "" } else { "s" },
         esc(a.baseline.as_deref().unwrap_or("none"))
     ));
+}
+
+/// What is missing from an unfinished run, and the findings against the baseline.
+fn findings_section(a: &Analysis, o: &mut String) {
     let missing = completeness_lines(a);
     if !missing.is_empty() {
         o.push_str("<div class=\"missing\" id=\"missing\"><h3>What is missing</h3><ul>");
@@ -276,12 +300,19 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             o.push_str("</ul></details>\n");
         }
     }
+}
 
-    // Families of rows (protocol × IP × encapsulation).
+/// Rows grouped in families (protocol × IP × encapsulation), as the charts show them.
+fn families_of(a: &Analysis) -> BTreeMap<FamilyKey, Vec<&Row>> {
     let mut families: BTreeMap<FamilyKey, Vec<&Row>> = BTreeMap::new();
     for r in &a.rows {
         families.entry(family_key(r)).or_default().push(r);
     }
+    families
+}
+
+/// One bar chart per family and profile; charts of one protocol share their y axis.
+fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut String) {
     // Shared y axes: every bar chart of one protocol uses the same maximum per unit.
     let mut max_mbps: BTreeMap<String, f64> = BTreeMap::new();
     let mut max_pps: BTreeMap<String, f64> = BTreeMap::new();
@@ -296,7 +327,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         *p = p.max(pps);
     }
     o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (with repetitions, half their spread plus half the search resolution; with one, the search's final bracket or the spread of iperf3's per-interval rates; where a search's own trials show sporadic loss, the range it spans). A multi-goal search has a chart per loss goal (NDR, PDR). Long profile names wrap; hover a label or bar for the full name. Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
-    for ((proto, ..), rows) in &families {
+    for ((proto, ..), rows) in families {
         let fam = rows[0].dims.family();
         let what = measure(rows);
         o.push_str(&format!(
@@ -305,7 +336,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         ));
         let (g, s, v) = grouped(a, rows, true, |r| r.l2_bps.map(|b| b / 1e6));
         fig(
-            &mut o,
+            o,
             &bar_chart(
                 &format!("{fam}: {what}, Mb/s (L2)"),
                 "profile",
@@ -318,7 +349,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         );
         let (g, s, v) = grouped(a, rows, true, |r| r.pps);
         fig(
-            &mut o,
+            o,
             &bar_chart(
                 &format!("{fam}: {what}, frames/s"),
                 "profile",
@@ -332,7 +363,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         if rows.iter().any(|r| r.dut_cpu_percent.is_some()) {
             let (g, s, v) = grouped(a, rows, false, |r| r.dut_cpu_percent);
             fig(
-                &mut o,
+                o,
                 &bar_chart(
                     &format!("{fam}: DUT CPU busy %"),
                     "profile",
@@ -346,8 +377,10 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         }
         o.push_str("</div>\n");
     }
+}
 
-    // Throughput and % of line rate against frame size, per encapsulation.
+/// Throughput and % of line rate against frame size, per encapsulation.
+fn size_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut String) {
     let udp: Vec<_> = families
         .iter()
         .filter(|(k, rows)| k.0 == "udp" && rows.iter().any(|r| r.dims.frame_size.is_some()))
@@ -463,7 +496,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             esc(&heading(&fam, rows))
         ));
         fig(
-            &mut o,
+            o,
             &line_chart(
                 &format!("{fam}: {what} vs frame size"),
                 "frame size, bytes",
@@ -473,7 +506,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             ),
         );
         fig(
-            &mut o,
+            o,
             &line_chart(
                 &format!("{fam}: percent of line rate vs frame size"),
                 "frame size, bytes",
@@ -484,8 +517,10 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         );
         o.push_str("</div>\n");
     }
+}
 
-    // TCP throughput against MSS.
+/// TCP throughput against MSS.
+fn mss_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut String) {
     let tcp_mss: Vec<_> = families
         .iter()
         .filter(|(k, rows)| {
@@ -541,7 +576,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
             s.points.sort_by(|x, y| x.0.total_cmp(&y.0));
         }
         fig(
-            &mut o,
+            o,
             &line_chart(
                 &format!("{fam}: throughput vs MSS"),
                 "MSS, bytes",
@@ -554,10 +589,10 @@ pub fn html(a: &Analysis) -> Vec<u8> {
     if !tcp_mss.is_empty() {
         o.push_str("</div>\n");
     }
+}
 
-    switch_sections(a, &mut o);
-
-    // Loss curves.
+/// Frame loss rate against offered load.
+fn loss_charts(a: &Analysis, o: &mut String) {
     if !a.loss_curves.is_empty() {
         o.push_str("<h2>Frame loss rate</h2>\n<div class=\"charts\">");
         let mut by_fam: BTreeMap<(String, Option<u32>, String), Vec<Series>> = BTreeMap::new();
@@ -575,7 +610,7 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         }
         for ((fam, _, point), series) in by_fam {
             fig(
-                &mut o,
+                o,
                 &line_chart(
                     &format!("{fam} {point}: frame loss rate"),
                     "offered load, % of line rate",
@@ -587,13 +622,10 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         }
         o.push_str("</div>\n");
     }
+}
 
-    // Latency: one chart per family and profile, percentiles against frame size.
-    if !a.latency.is_empty() {
-        latency_charts(a, &mut o);
-    }
-
-    // Tables.
+/// The tables: throughput against line rate, latency, back-to-back.
+fn tables(a: &Analysis, o: &mut String) {
     o.push_str("<h2>Throughput against line rate</h2>\n<p>pps and Mb/s measured (mean over repetitions; bidirectional tests sum both directions), the theoretical maximum for the encapsulation on the bottleneck link, and the percentage reached. Tester-limited cells are grey and carry no DUT figure.</p>\n<table class=\"results\" id=\"results\"><thead><tr>");
     let present = columns(a);
     let shown: Vec<(&str, &str)> = SHOWN
@@ -675,8 +707,12 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         }
         o.push_str("</table>\n");
     }
+}
+
+/// Connections, notes and the host's facts.
+fn closing_sections(a: &Analysis, o: &mut String) {
     if !a.connections.is_empty() {
-        connection_section(a, &mut o);
+        connection_section(a, o);
     }
     if !a.notes.is_empty() {
         o.push_str("<h2>Notes</h2><ul>");
@@ -692,8 +728,6 @@ pub fn html(a: &Analysis) -> Vec<u8> {
         }
         o.push_str("</table>\n");
     }
-    o.push_str("</body></html>\n");
-    o.into_bytes()
 }
 
 /// Palette index of each percentile's line, in [`PERCENTILES`] order.
