@@ -406,7 +406,7 @@ fn refused_frames_are_not_counted_as_sent() {
 
 /// Rate accuracy at 10 kpps and at the highest rate the XDP sender holds, ±1 % over 5 s, into
 /// a veth whose peer has GRO on. "Highest" is probed as in the AF_PACKET test
-/// (cli/tests/engine_trial.rs): an unpaced 1 s run, then paced 1 s runs from 90 % of that
+/// (engine/tests/trial_lab.rs): an unpaced 1 s run, then paced 1 s runs from 90 % of that
 /// downwards in steps of 10 % until one is held (no slipped frames, within ±0.5 %); the 5 s run
 /// is at 90 % of the rate held. Timing on a shared machine: #[ignore]d, run with
 /// `cargo test --release -p engine --test xdp_tx rate -- --ignored --nocapture`.

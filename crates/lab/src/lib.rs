@@ -34,6 +34,7 @@ pub mod ctnetlink;
 mod error;
 pub mod fastpath;
 pub mod feature;
+mod guard;
 mod lab;
 pub mod links;
 pub mod lock;
@@ -49,6 +50,7 @@ pub use cmd::install_interrupt_handler;
 pub use cpu::{dut_cpu, tester_cpus};
 pub use error::{LabError, Result};
 pub use fastpath::FastpathStats;
+pub use guard::LabGuard;
 pub use lab::{
     down, down_all, inventory, status, DutSample, Inventory, Lab, LabConfig, LabStatus, PeerInfo,
     PortInfo, DEFAULT_NAME,

@@ -117,12 +117,5 @@ pub fn run_plan_ok(plan: &Path, out: &Path) -> String {
 }
 
 /// A lab that is taken down when the test ends, however it ends (a failed assertion too).
-pub struct LabGuard(pub Option<lab::Lab>);
-
-impl Drop for LabGuard {
-    fn drop(&mut self) {
-        if let Some(l) = self.0.take() {
-            let _ = l.down();
-        }
-    }
-}
+#[allow(unused_imports)] // not every test binary uses it
+pub use lab::LabGuard;

@@ -19,15 +19,9 @@ use wire::template::{FrameTemplate, StreamSpec};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-mod common_run;
-use common_run::{is_root, LabGuard};
-
-impl std::ops::Deref for LabGuard {
-    type Target = Lab;
-    fn deref(&self) -> &Lab {
-        self.0.as_ref().unwrap()
-    }
-}
+mod common;
+use common::is_root;
+use lab::LabGuard;
 
 fn lab_or_skip(name: &str, topology: Topology, profile: Option<&str>) -> Option<LabGuard> {
     if !is_root() {
@@ -1199,7 +1193,7 @@ fn napt_identifies(engine: Backend, lab_name: &str) {
 
 /// Rate accuracy over 5 s (issue 4): achieved offered rate within ±1 % of intended, and every
 /// frame received. `#[ignore]`d because it takes ~20 s and needs a quiet machine:
-/// `cargo test --release -p cli --test engine_trial rate_accuracy -- --ignored --nocapture`.
+/// `cargo test --release -p engine --test trial_lab rate_accuracy -- --ignored --nocapture`.
 fn rate_accuracy(lab_name: &str, pps: Option<f64>) {
     rate_accuracy_with(Backend::AfPacket, lab_name, pps)
 }
