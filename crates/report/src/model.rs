@@ -2202,6 +2202,7 @@ mod tests {
                 ..Default::default()
             }),
             session_drops: Vec::new(),
+            streams: Vec::new(),
         }
     }
 

@@ -1486,13 +1486,12 @@ impl Plan {
     /// frames with the bytes its encapsulation adds (a PPPoE link carries frame + 8),
     /// DESIGN.md §4.
     pub fn line_pps(&self, case: &Case) -> wire::units::Pps {
-        let size = case.frame_size.unwrap_or(64) as usize;
-        let encap = self.path_encap(case);
-        let path = wire::linerate::Path::router(self.speed(), encap, 1500);
-        match path.rate(&wire::linerate::FrameSize::Fixed { bytes: size }, false) {
-            Ok(r) if r.max_pps.0 > 0.0 => r.max_pps,
-            _ => wire::linerate::max_frame_rate(self.speed(), size),
-        }
+        let bytes = case.frame_size.unwrap_or(64) as usize;
+        wire::linerate::path_max_pps(
+            self.speed(),
+            self.path_encap(case),
+            &wire::linerate::FrameSize::Fixed { bytes },
+        )
     }
 
     /// The stateful DUT a plan's time estimate assumes for `case`: its table holds the
