@@ -217,7 +217,7 @@ fn ports(args: &TrialArgs) -> CliResult<(PortSpec, PortSpec)> {
 }
 
 /// The trial's specification from the flags or the `--streams` file.
-fn spec(args: &TrialArgs) -> CliResult<TrialSpec> {
+pub(super) fn spec(args: &TrialArgs) -> CliResult<TrialSpec> {
     let speed = wire::linerate::parse_speed(&args.link_speed)
         .map_err(|e| usage(format!("--link-speed: {e}")))?;
     let streams = match &args.streams {
