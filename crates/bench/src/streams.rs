@@ -244,4 +244,32 @@ mod tests {
             assert!(one(bad, "ipv4").is_err(), "{bad}");
         }
     }
+
+    /// `far_encap` is the far link's encapsulation of the same packet: it sets the 100 %, not
+    /// the frames; one of another IP version, or that does not parse, is refused.
+    #[test]
+    fn a_far_encapsulation_sets_the_line_rate_not_the_frames() {
+        let one = |extra: &str| {
+            parse_streams_file(&format!("[[stream]]\nrate = \"50%\"\n{extra}"))
+                .unwrap()
+                .remove(0)
+                .spec()
+        };
+        let s = one("far_encap = \"pppoe+ipv4\"\n").unwrap();
+        assert!(s.far_encap.unwrap().pppoe && !s.encap.pppoe);
+        let (a, b) = ports();
+        let f =
+            parse_streams_file("[[stream]]\nrate = \"50%\"\nfar_encap = \"pppoe+ipv4\"\n").unwrap();
+        let built = build_streams(&f, &a, &b).unwrap();
+        assert_eq!(built[0].config.frames[0].len(), 60, "plain as sent");
+        assert_eq!(
+            built[0].config.pps(),
+            0.5 * 1e9 / ((64.0 + 8.0 + 20.0) * 8.0)
+        );
+        let e = one("far_encap = \"vlan+ipv6\"\n").unwrap_err();
+        assert!(e.contains("far encap 'vlan+ipv6'"), "{e}");
+        assert!(one("far_encap = \"bogus\"\n")
+            .unwrap_err()
+            .contains("encap 'bogus'"));
+    }
 }

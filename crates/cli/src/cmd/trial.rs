@@ -217,6 +217,15 @@ fn ports(args: &TrialArgs) -> CliResult<(PortSpec, PortSpec)> {
 }
 
 /// The trial's specification from the flags or the `--streams` file.
+/// `--json`: the engine's report, then what each stream sent as configured (the list a plan's
+/// trial record keeps as `engine.streams`).
+#[derive(serde::Serialize)]
+struct TrialJson<'a> {
+    #[serde(flatten)]
+    report: &'a trial::TrialReport,
+    sent: &'a [bench::results::SentStream],
+}
+
 pub(super) fn spec(args: &TrialArgs) -> CliResult<TrialSpec> {
     let speed = wire::linerate::parse_speed(&args.link_speed)
         .map_err(|e| usage(format!("--link-speed: {e}")))?;
@@ -295,13 +304,11 @@ pub fn run(args: TrialArgs) -> CliResult {
         return print_inside(&i.finish()?, Some(&r), args.json, print_table);
     }
     if args.json {
-        let mut v = serde_json::to_value(&r).map_err(|e| CliError::Failed(e.to_string()))?;
-        if let Some(o) = v.as_object_mut() {
-            let sent =
-                serde_json::to_value(&built.sent).map_err(|e| CliError::Failed(e.to_string()))?;
-            o.insert("sent".into(), sent);
-        }
-        let s = serde_json::to_string_pretty(&v).map_err(|e| CliError::Failed(e.to_string()))?;
+        let json = TrialJson {
+            report: &r,
+            sent: &built.sent,
+        };
+        let s = serde_json::to_string_pretty(&json).map_err(|e| CliError::Failed(e.to_string()))?;
         outln!("{s}");
     } else {
         let tx = match r.backend {
