@@ -247,6 +247,20 @@ pub struct RunSettings {
     /// it, else AF_PACKET with the reason in each trial record).
     #[serde(default)]
     pub backend: TxBackend,
+    /// Transmit and receive threads per port of UDP trials (`run.tx-threads`,
+    /// `run.rx-threads`, 1..=[`MAX_THREADS`]; default 1), as `wirerate trial --tx-threads` and
+    /// `--rx-threads` give them.
+    #[serde(default = "one_thread")]
+    pub tx_threads: u16,
+    #[serde(default = "one_thread")]
+    pub rx_threads: u16,
+}
+
+/// Most transmit or receive threads per port (the engine's `trial::MAX_THREADS`).
+pub const MAX_THREADS: u16 = 16;
+
+fn one_thread() -> u16 {
+    1
 }
 
 /// `run.backend`: which packet engine sends and counts a plan's UDP test frames.

@@ -71,5 +71,7 @@ pub fn udp_spec(plan: &Plan, case: &Case, request: &TrialRequest) -> Result<Tria
     let mut spec = TrialSpec::new(vec![s], plan.speed());
     spec.drain = UDP_DRAIN;
     spec.backend = engine_backend(plan.run.backend);
+    spec.tx_threads = usize::from(plan.run.tx_threads);
+    spec.rx_threads = usize::from(plan.run.rx_threads);
     Ok(spec)
 }

@@ -177,3 +177,12 @@ fn nonsense_is_refused_with_one_text() {
         .unwrap_err();
     assert_eq!(e, "port b has no ipv6 address (give --b-addr)");
 }
+
+/// A plan's thread limit is the engine's.
+#[test]
+fn plans_allow_the_engines_threads() {
+    assert_eq!(
+        usize::from(crate::plan::MAX_THREADS),
+        engine::trial::MAX_THREADS
+    );
+}

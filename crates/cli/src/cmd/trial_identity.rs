@@ -254,3 +254,27 @@ fn imix_from_flags_and_from_a_stream_file_is_one_trial() {
     assert_identical(&t, &s, 0.0);
     assert_eq!(t.sent[0].sizes, vec![64, 594, 1518]);
 }
+
+/// Threads per port: `run.tx-threads` / `run.rx-threads` in a plan, the flags on the command.
+#[test]
+fn threads_per_port_are_one_trial() {
+    let t = flags(&[
+        "--direction",
+        "both",
+        "--size",
+        "256",
+        "--rate",
+        "20%",
+        "--duration",
+        "1",
+        "--tx-threads",
+        "2",
+        "--rx-threads",
+        "2",
+    ]);
+    let plan = lab_plan("ip = [4]\nframe-size = [256]\nbidirectional = true")
+        .replace("[dut]\n", "[run]\ntx-threads = 2\nrx-threads = 2\n[dut]\n");
+    let p = from_plan(&plan, &at(0.2, 1));
+    assert_identical(&t, &p, 0.0);
+    assert_eq!((p.config.tx_threads, p.config.rx_threads), (2, 2));
+}
