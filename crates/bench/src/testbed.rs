@@ -565,7 +565,9 @@ impl Testbed {
             }
             if reverse_probe {
                 cfg.streams.remove(0);
-                sent.remove(0);
+                if !sent.is_empty() {
+                    sent.remove(0);
+                }
             }
         }
         // A PPPoE session or DS-Lite softwire on either port means the DUT encapsulates or
