@@ -17,8 +17,7 @@ use serde::{Deserialize, Serialize};
 use wire::encap::IpVersion;
 use wire::units::BitsPerSec;
 
-use crate::search::{LineFraction, TrialRequest};
-use crate::trial::UdpTrial;
+use wire::linerate::FrameSize;
 
 /// A result at or above `(1 − CEILING_MARGIN) ×` the ceiling is tester-limited.
 pub const CEILING_MARGIN: f64 = 0.10;
@@ -215,19 +214,28 @@ pub fn measure(
                 ));
                 continue;
             }
-            let t = UdpTrial {
-                ip,
-                frame_size,
-                speed,
-                drain: Duration::from_millis(300),
-                backend,
+            // One plain A→B stream at a fraction of line rate: the spec both front doors use.
+            let trial = |load: f64| -> crate::spec::TrialSpec {
+                let stream = crate::spec::StreamSpec::new(
+                    encap,
+                    FrameSize::Fixed {
+                        bytes: frame_size as usize,
+                    },
+                    crate::spec::Load::LineFraction(load),
+                    engine::stream::Limit::DurationNs(duration.as_nanos() as u64),
+                );
+                let mut spec = crate::spec::TrialSpec::new(vec![stream], speed);
+                spec.drain = Duration::from_millis(300);
+                spec.backend = backend;
+                spec
             };
-            let line = t.max_pps().0;
+            let line = trial(1.0).streams[0].max_pps(speed).0;
             let mut tried: Vec<Tried> = Vec::new();
             let mut load = 1.0;
             while tried.len() < MAX_TRIALS as usize {
-                let req = TrialRequest::rate(LineFraction(load), duration);
-                let (_, report) = t.run(&a, &b, &req, stop)?;
+                let built = trial(load).build(&a, &b, None)?;
+                let report = crate::spec::execute(&built.config, stop)
+                    .map_err(|e| format!("engine trial: {e}"))?;
                 if stop.load(std::sync::atomic::Ordering::SeqCst) {
                     return Err("interrupted".into());
                 }

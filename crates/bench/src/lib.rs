@@ -7,6 +7,8 @@
 //!
 //! - [`runner`]: the unattended loop over cases, repetitions and searches, resume, ceilings.
 //! - [`executor`]: the seam between the runner and what it measures on (tests simulate it).
+//! - [`spec`]: what a UDP trial sends, for `wirerate trial` and plans alike; its builder and
+//!   executor call.
 //! - [`testbed`], [`trial`]: one trial on the lab with the packet engine.
 //! - [`isp`]: the emulated ISP side of a port (PPPoE access concentrator, DS-Lite AFTR).
 //! - [`calibration`]: the tester's own ceiling per frame size.
@@ -23,6 +25,7 @@ pub mod mtu_probe;
 pub mod runner;
 pub mod session_json;
 pub mod sessions;
+pub mod spec;
 pub mod streams;
 pub mod testbed;
 pub mod trial;

@@ -106,6 +106,7 @@ pub fn not_sent(request: &TrialRequest, why: String) -> (Outcome, EngineFacts) {
         invalid: Default::default(),
         per_direction: Vec::new(),
         session_drops: Vec::new(),
+        streams: Vec::new(),
     };
     (outcome, facts)
 }

@@ -1,22 +1,16 @@
-//! The streams of `wirerate trial`: one definition per stream (from the command's flags or a
-//! `--streams` TOML file), turned into the engine's [`TrialStream`]s between two ports —
-//! addressed from the ports, inside a session when there is one ([`crate::inside`]). The values
-//! are parsed by the vocabulary's own parsers: rates by `engine::stream::Rate::parse`, times by
+//! The text form of `wirerate trial`'s streams: one definition per stream (from the command's
+//! flags or a `--streams` TOML file), turned into a [`crate::spec::StreamSpec`]. The values
+//! are parsed by the vocabulary's own parsers: rates by [`Load::parse`], times by
 //! `wire::units::parse_time` (as in plans), sizes by `wire::linerate::parse_sizes` (as in
-//! `wirerate linerate`) and checked by `wire::template` (as in plans).
+//! `wirerate linerate`) and checked by `wire::template` (as in plans) when the spec is built.
 
-use std::net::{IpAddr, Ipv4Addr};
-
-use engine::port::PortSpec;
-use engine::stream::{FlowMode, Flows, Limit, Rate, StreamConfig};
-use engine::trial::TrialStream;
+use engine::stream::{FlowMode, Flows, Limit};
 use serde::Deserialize;
-use wire::encap::{EncapSpec, IpVersion};
+use wire::encap::EncapSpec;
 use wire::linerate::{parse_sizes, FrameSize};
-use wire::template::{FrameTemplate, StreamSpec};
 use wire::units::parse_time;
 
-use crate::inside::Inside;
+use crate::spec::{Direction, Load, StreamSpec};
 
 /// One stream as written in TOML (or assembled from flags).
 #[derive(Debug, Clone, Deserialize)]
@@ -26,6 +20,10 @@ pub struct StreamDef {
     pub direction: String,
     #[serde(default = "d_encap")]
     pub encap: String,
+    /// The far link's encapsulation when the DUT changes it (a plan's `encap`); percent rates
+    /// count it.
+    #[serde(default)]
+    pub far_encap: Option<String>,
     #[serde(default = "d_size")]
     pub size: String,
     #[serde(default = "d_rate")]
@@ -98,137 +96,83 @@ fn frame_size(text: &str, encap: &EncapSpec) -> Result<FrameSize, String> {
     Ok(sizes.remove(0))
 }
 
-fn addr(p: &PortSpec, v: IpVersion) -> Result<IpAddr, String> {
-    match v {
-        IpVersion::V4 => p.ipv4.map(IpAddr::V4),
-        IpVersion::V6 => p.ipv6.map(IpAddr::V6),
-    }
-    .ok_or_else(|| {
-        format!(
-            "port {} has no {v} address (give --{}-addr)",
-            p.name, p.name
-        )
-    })
+fn parse_encap(text: &str) -> Result<EncapSpec, String> {
+    text.parse().map_err(|e| format!("encap '{text}': {e}"))
 }
 
-/// The trial's streams from their definitions, between ports `a` (0) and `b` (1), numbered
-/// from 1 in order; percent rates are of `link_bps`. With `inside`, the streams are pointed at
-/// the session or softwire (`wirerate trial --inside`). Every error is the user's to fix.
-pub fn build_streams(
-    defs: &[StreamDef],
-    a: &PortSpec,
-    b: &PortSpec,
-    link_bps: f64,
-    inside: Option<&Inside>,
-) -> Result<Vec<TrialStream>, String> {
-    let mut out = Vec::new();
-    for d in defs {
-        let encap: EncapSpec = d
-            .encap
-            .parse()
-            .map_err(|e| format!("encap '{}': {e}", d.encap))?;
-        let dirs: &[(usize, usize)] = match d.direction.as_str() {
-            "a-b" => &[(0, 1)],
-            "b-a" => &[(1, 0)],
-            "both" => &[(0, 1), (1, 0)],
-            o => return Err(format!("direction '{o}': give a-b, b-a or both")),
+impl StreamDef {
+    /// The stream this definition describes, its values parsed and checked (the numbers that
+    /// cannot run are refused by [`crate::spec::TrialSpec::build`], with the texts a plan's
+    /// trials get).
+    pub fn spec(&self) -> Result<StreamSpec, String> {
+        let encap = parse_encap(&self.encap)?;
+        let far_encap = match &self.far_encap {
+            Some(t) => {
+                let e = parse_encap(t)?;
+                if e.ip != encap.ip {
+                    return Err(format!(
+                        "far encap '{t}': the far link carries the same {} packet as encap '{}'",
+                        encap.ip, self.encap
+                    ));
+                }
+                Some(e)
+            }
+            None => None,
         };
-        let rate = Rate::parse(&d.rate, link_bps)?;
-        let limit = match (d.frames, d.duration) {
+        let direction = Direction::parse(&self.direction)?;
+        let load = Load::parse(&self.rate)?;
+        let limit = match (self.frames, self.duration) {
             (Some(n), _) => Limit::Frames(n),
             (None, Some(s)) if s > 0.0 && s <= 86_400.0 => Limit::DurationNs((s * 1e9) as u64),
             (None, Some(s)) => return Err(format!("duration {s}: give 0 < seconds ≤ 86400")),
             (None, None) => Limit::DurationNs(5_000_000_000),
         };
-        if let Some(k) = d.reorder_every {
-            if k < 2 {
-                return Err("reorder_every: give K ≥ 2".into());
-            }
-        }
-        for (what, n) in [
-            ("burst", d.burst),
-            ("src-ips", d.src_ips),
-            ("dst-ips", d.dst_ips),
-            ("src-ports", u32::from(d.src_ports)),
-            ("dst-ports", u32::from(d.dst_ports)),
-        ] {
-            if n == 0 {
-                return Err(format!("{what} 0: give at least 1"));
-            }
-        }
-        let burst_gap = match &d.burst_gap {
+        let burst_gap = match &self.burst_gap {
             Some(t) => Some(parse_time(t).map_err(|e| format!("burst gap: {e}"))?),
             None => None,
         };
-        for &(tx, rx) in dirs {
-            let (src, dst) = if tx == 0 { (a, b) } else { (b, a) };
-            let id = out.len() as u16 + 1;
-            let mut spec = StreamSpec::new(encap);
-            spec.stream_id = id;
-            if encap.dslite {
-                spec.src_ip = IpAddr::V4(Ipv4Addr::new(192, 0, 0, 2));
-                spec.dst_ip =
-                    addr(dst, IpVersion::V4).unwrap_or(IpAddr::V4(Ipv4Addr::new(203, 0, 113, 2)));
-                if let (Some(s6), Some(d6)) = (src.ipv6, dst.ipv6) {
-                    spec.tunnel_src = s6;
-                    spec.tunnel_dst = d6;
-                }
-            } else {
-                spec.src_ip = addr(src, encap.ip)?;
-                spec.dst_ip = addr(dst, encap.ip)?;
-            }
-            spec.tos = d.tos;
-            spec.dst_port = 9;
-            if let Some(i) = inside {
-                i.apply(&mut spec, tx)?;
-            }
-            let mut frames = Vec::new();
-            let mut weights = Vec::new();
-            for (size, w) in frame_size(&d.size, &encap)?.parts(encap.ip) {
-                let t = FrameTemplate::new(&spec, size).map_err(|e| format!("stream {id}: {e}"))?;
-                frames.push(t);
-                weights.push(w);
-            }
-            let rewrite_macs = !encap.pppoe && inside.is_none();
-            let config = StreamConfig {
-                id,
-                frames,
-                weights,
-                flows: Flows {
-                    src_ip_count: d.src_ips,
-                    dst_ip_count: d.dst_ips,
-                    src_port_count: d.src_ports,
-                    dst_port_count: d.dst_ports,
-                    mode: d
-                        .random_seed
-                        .map_or(FlowMode::Increment, |seed| FlowMode::Random { seed }),
-                },
-                rate,
-                burst: d.burst,
-                burst_gap,
-                limit,
-                reorder_every: d.reorder_every,
-                rewrite_macs,
-            };
-            config.check().map_err(|e| e.to_string())?;
-            out.push(TrialStream {
-                config,
-                tx_port: tx,
-                rx_port: rx,
-            });
-        }
+        let mut s = StreamSpec::new(encap, frame_size(&self.size, &encap)?, load, limit);
+        s.direction = direction;
+        s.far_encap = far_encap;
+        s.burst = self.burst;
+        s.burst_gap = burst_gap;
+        s.flows = Flows {
+            src_ip_count: self.src_ips,
+            dst_ip_count: self.dst_ips,
+            src_port_count: self.src_ports,
+            dst_port_count: self.dst_ports,
+            mode: self
+                .random_seed
+                .map_or(FlowMode::Increment, |seed| FlowMode::Random { seed }),
+        };
+        s.tos = self.tos;
+        s.reorder_every = self.reorder_every;
+        Ok(s)
     }
-    if out.is_empty() {
-        return Err("no streams: the TOML file needs at least one [[stream]]".into());
-    }
-    Ok(out)
+}
+
+/// The stream specs of `defs`, in order.
+pub fn specs(defs: &[StreamDef]) -> Result<Vec<StreamSpec>, String> {
+    defs.iter().map(StreamDef::spec).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::Ipv6Addr;
+    use engine::port::PortSpec;
+    use engine::trial::TrialStream;
+    use std::net::{Ipv4Addr, Ipv6Addr};
     use std::time::Duration;
+
+    /// The engine streams of `defs` between `a` and `b` at 1 Gb/s: what `wirerate trial` runs.
+    fn build_streams(
+        defs: &[StreamDef],
+        a: &PortSpec,
+        b: &PortSpec,
+    ) -> Result<Vec<TrialStream>, String> {
+        let spec = crate::spec::TrialSpec::new(specs(defs)?, wire::units::BitsPerSec(1e9));
+        Ok(spec.build(a, b, None)?.config.streams)
+    }
 
     fn ports() -> (PortSpec, PortSpec) {
         let mut a = PortSpec::new("a", "x");
@@ -245,7 +189,7 @@ mod tests {
         let (a, b) = ports();
         let f = parse_streams_file("[[stream]]\nburst = 16\nburst_gap = \"2ms\"\nframes = 160\n")
             .unwrap();
-        let s = build_streams(&f, &a, &b, 1e9, None).unwrap();
+        let s = build_streams(&f, &a, &b).unwrap();
         assert_eq!(s[0].config.burst, 16);
         assert_eq!(s[0].config.burst_gap, Some(Duration::from_millis(2)));
         // A gap with bursts of one frame, or of zero length, or without a unit, is refused.
@@ -255,7 +199,7 @@ mod tests {
             "[[stream]]\nburst = 4\nburst_gap = \"2\"\n",
         ] {
             let f = parse_streams_file(bad).unwrap();
-            assert!(build_streams(&f, &a, &b, 1e9, None).is_err(), "{bad}");
+            assert!(build_streams(&f, &a, &b).is_err(), "{bad}");
         }
     }
 
@@ -270,7 +214,7 @@ mod tests {
         assert_eq!(f[1].size, "imix");
         assert!(parse_streams_file("[[stream]]\nbogus = 1\n").is_err());
         let (a, b) = ports();
-        let s = build_streams(&f, &a, &b, 1e9, None).unwrap();
+        let s = build_streams(&f, &a, &b).unwrap();
         assert_eq!(s.len(), 3);
         assert_eq!((s[0].tx_port, s[1].tx_port), (0, 1));
         assert_eq!(s[2].config.frames.len(), 3);
@@ -288,7 +232,7 @@ mod tests {
                 "[[stream]]\nsize = \"{size}\"\nencap = \"{encap}\"\n"
             ))
             .unwrap();
-            build_streams(&f, &a, &b, 1e9, None)
+            build_streams(&f, &a, &b)
         };
         assert_eq!(one("1518", "ipv4").unwrap()[0].config.frames[0].len(), 1514);
         assert_eq!(one("9018", "ipv4").unwrap()[0].config.frames[0].len(), 9014);
@@ -299,5 +243,33 @@ mod tests {
         for bad in ["abc", "64,128", "64-128", ""] {
             assert!(one(bad, "ipv4").is_err(), "{bad}");
         }
+    }
+
+    /// `far_encap` is the far link's encapsulation of the same packet: it sets the 100 %, not
+    /// the frames; one of another IP version, or that does not parse, is refused.
+    #[test]
+    fn a_far_encapsulation_sets_the_line_rate_not_the_frames() {
+        let one = |extra: &str| {
+            parse_streams_file(&format!("[[stream]]\nrate = \"50%\"\n{extra}"))
+                .unwrap()
+                .remove(0)
+                .spec()
+        };
+        let s = one("far_encap = \"pppoe+ipv4\"\n").unwrap();
+        assert!(s.far_encap.unwrap().pppoe && !s.encap.pppoe);
+        let (a, b) = ports();
+        let f =
+            parse_streams_file("[[stream]]\nrate = \"50%\"\nfar_encap = \"pppoe+ipv4\"\n").unwrap();
+        let built = build_streams(&f, &a, &b).unwrap();
+        assert_eq!(built[0].config.frames[0].len(), 60, "plain as sent");
+        assert_eq!(
+            built[0].config.pps(),
+            0.5 * 1e9 / ((64.0 + 8.0 + 20.0) * 8.0)
+        );
+        let e = one("far_encap = \"vlan+ipv6\"\n").unwrap_err();
+        assert!(e.contains("far encap 'vlan+ipv6'"), "{e}");
+        assert!(one("far_encap = \"bogus\"\n")
+            .unwrap_err()
+            .contains("encap 'bogus'"));
     }
 }

@@ -20,19 +20,18 @@ use engine::stream::Rate;
 use engine::trial::TrialStream;
 use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
-use wire::units::BitsPerSec;
+use wire::units::{BitsPerSec, Pps};
 
 use crate::iperf3::wire_count::Side;
 
 use crate::hooks::Exec;
 use crate::isp::{SessionPort, SoftwirePort};
 use crate::plan::{Case, Plan, Port, Topology};
-use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts};
+use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts, SentStream};
 use crate::search::{
     ConnOutcome, ConnRate, ConnTrial, FailedSpan, LineFraction, LoadOutcome, Outcome,
     ProbeDirection, RealTest, TeardownOutcome, TrialRequest,
 };
-use crate::trial::UdpTrial;
 
 /// How long receivers keep counting after a UDP trial's last frame: far longer than any lab
 /// or home-gateway queue holds a frame (the lab DUT's backlog of 1,000 frames drains in a few
@@ -472,42 +471,38 @@ impl Testbed {
             .b
             .as_ref()
             .ok_or("UDP test frames need a receiving port (the endpoint topology has none)")?;
-        // An `mtu-probe` trial: its own frame size and rate, one direction.
+        // The case at this request as a trial spec (an `mtu-probe` trial: its own frame size
+        // and rate, one direction), built like `wirerate trial` builds its own: the 100 % is
+        // the path's, computed once by the spec.
         let probe = request.probe;
-        let frame_size = match probe {
-            Some(p) => p.frame_size,
-            None => case
-                .frame_size
-                .ok_or_else(|| format!("{}: UDP case without a frame size", case.id))?,
-        };
-        let udp = UdpTrial {
-            ip: case.ip,
-            frame_size,
-            speed: plan.speed(),
-            drain: UDP_DRAIN,
-            backend: crate::trial::engine_backend(plan.run.backend),
-        };
-        let max = plan.line_pps(case);
-        let pps = match probe {
-            Some(p) => request.load.0 * f64::from(p.pps),
-            None => request.load.to_pps(max).0,
-        }
-        .max(1.0);
-        let mut cfg = self.forward_config(&udp, b, request, pps)?;
+        let spec = crate::spec::from_plan::udp_spec(plan, case, request)?;
+        let frame_size = spec.streams.first().map_or(0, |s| match s.size {
+            wire::linerate::FrameSize::Fixed { bytes } => bytes as u32,
+            wire::linerate::FrameSize::Imix => 0,
+        });
+        let carrier = self.port_a_carrier();
+        let carrier = carrier.as_ref().map(|c| c as &dyn crate::spec::Carrier);
+        let built = spec.build(&self.a, b, carrier)?;
+        let max = built.max_pps.first().copied().unwrap_or(Pps(0.0));
+        let mut sent = built.sent;
+        let mut cfg = built.config;
         let reverse_probe = probe.is_some_and(|p| p.direction == ProbeDirection::Reverse);
         // Learning frames (below) are the forward stream's; a reverse probe's size may be one
         // the forward direction does not carry, so it learns with the smallest frame instead.
         let learning = if reverse_probe {
-            let small = UdpTrial {
-                frame_size: wire::encap::min_frame_size(case.ip) as u32,
-                ..udp.clone()
-            };
-            self.forward_config(&small, b, request, pps)?
+            let mut small = spec.clone();
+            for s in &mut small.streams {
+                s.size = wire::linerate::FrameSize::Fixed {
+                    bytes: wire::encap::min_frame_size(case.ip),
+                };
+                s.direction = crate::spec::Direction::AToB;
+            }
+            small.build(&self.a, b, carrier)?.config
         } else {
             cfg.clone()
         };
-        // RFC 2544 §14 bidirectional: the B→A copy of the (rate-adjusted) forward stream,
-        // inside port B's PPPoE session or softwire when it plays one.
+        // RFC 2544 §14 bidirectional: the B→A copy of the forward stream (the spec built it
+        // when port B is plain), inside port B's PPPoE session or softwire when it plays one.
         let far_end = self.far_end(plan);
         let mut reverse_dst_rewritten = false;
         // A probe runs one way: the reverse one alone, from port B.
@@ -515,11 +510,13 @@ impl Testbed {
         if with_reverse {
             let forward = cfg.streams.first().ok_or("no forward stream")?;
             let reverse = match &far_end {
-                FarEnd::Plain => udp.reverse_of(forward, &self.a, b)?,
+                FarEnd::Plain => None,
                 FarEnd::Session(info, isp_side) => {
                     // A home gateway's NAPT turns the reply tuple back into the LAN host's.
                     reverse_dst_rewritten = *isp_side;
-                    reverse_in_session(&udp, forward, &self.a, b, info, *isp_side)?
+                    Some(reverse_in_session(
+                        case.ip, frame_size, forward, &self.a, b, info, *isp_side,
+                    )?)
                 }
                 FarEnd::Softwire(port) => {
                     // The AFTR learns the CPE's softwire from its tunnelled packets: forward
@@ -544,7 +541,9 @@ impl Testbed {
                         format!("DS-Lite on port {port}: no B4 sent anything through its softwire within {:.0} s of learning frames, so the reverse stream has no tunnel to enter; nothing was measured (is the DUT's B4 up, and its AFTR address this port's?)", timeout.as_secs_f64())
                     })?;
                     let b4_side = !self.softwire_is_aftr(port);
-                    reverse_in_softwire(&udp, forward, &self.a, b, &info, b4_side)?
+                    Some(reverse_in_softwire(
+                        case.ip, frame_size, forward, &self.a, b, &info, b4_side,
+                    )?)
                 }
             };
             // The reverse direction through a NAPT needs the mapping the forward direction
@@ -552,9 +551,23 @@ impl Testbed {
             if reverse_dst_rewritten {
                 learn(&learning, stop)?;
             }
-            cfg.streams.push(reverse);
+            match reverse {
+                Some(r) => {
+                    if let Some(f) = sent.first() {
+                        sent.push(sent_of_reverse(f, &r));
+                    }
+                    cfg.streams.push(r)
+                }
+                None if cfg.streams.len() < 2 => {
+                    return Err(format!("{}: port B plays a session the testbed has no headers of, so the reverse stream has nothing to ride; nothing was measured", case.id));
+                }
+                None => {}
+            }
             if reverse_probe {
                 cfg.streams.remove(0);
+                if !sent.is_empty() {
+                    sent.remove(0);
+                }
             }
         }
         // A PPPoE session or DS-Lite softwire on either port means the DUT encapsulates or
@@ -595,7 +608,7 @@ impl Testbed {
         }
         self.place_receivers(&mut cfg)?;
         let before = self.dut_sample();
-        let report = engine::trial::run(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
+        let report = crate::spec::execute(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
         let after = self.dut_sample();
         let facts = EngineFacts {
             backend: report.backend.name().to_string(),
@@ -612,10 +625,11 @@ impl Testbed {
                 (Some(b), Some(a)) => Some(dut_delta(&b, &a, with_reverse && !reverse_probe)),
                 _ => None,
             },
-            per_direction: UdpTrial::per_direction(&report.streams, max),
+            per_direction: crate::trial::per_direction(&report.streams, max),
             session_drops: self.session_drops_since(&drops_before),
+            streams: sent,
         };
-        let mut o = udp.outcome(request, &report);
+        let mut o = crate::trial::outcome(request, &report.streams, max);
         let sent = report.streams.first().map_or(0, |s| s.tx.sent);
         if let Some(p) = probe {
             // A probe's load is a fraction of its own rate.
@@ -623,10 +637,6 @@ impl Testbed {
             if sent > 1 && p.pps > 0 {
                 o.offered = LineFraction(achieved / f64::from(p.pps));
             }
-        } else if sent > 1 && max.0 > 0.0 {
-            // `outcome` measures against the plain frame's line rate; the search works in
-            // fractions of this path's.
-            o.offered = LineFraction(o.offered.0 * udp.max_pps().0 / max.0);
         }
         Ok((o, facts))
     }
@@ -683,50 +693,16 @@ impl Testbed {
         Ok(())
     }
 
-    /// The engine configuration of the forward (A→B) stream of a UDP trial at `pps`: plain,
-    /// or inside port A's PPPoE session or DS-Lite softwire when it plays one.
-    fn forward_config(
-        &self,
-        udp: &UdpTrial,
-        b: &PortSpec,
-        request: &TrialRequest,
-        pps: f64,
-    ) -> Result<engine::trial::TrialConfig, String> {
-        let mut cfg = udp.config(&self.a, b, request)?;
-        if let Some(stream) = cfg.streams.first_mut() {
-            stream.config.rate = Rate::Pps(pps);
-            if let Some(info) = &self.a_session {
-                let mut encap = EncapSpec::plain(udp.ip);
-                encap.pppoe = true;
-                let mut spec = StreamSpec::new(encap);
-                spec.stream_id = stream.config.id;
-                if let (Some(s), Some(d)) = (self.a.ipv4, b.ipv4) {
-                    spec.src_ip = s.into();
-                    spec.dst_ip = d.into();
-                }
-                spec.dst_port = 9;
-                info.apply_to(&mut spec);
-                let t = FrameTemplate::new(&spec, udp.frame_size as usize)
-                    .map_err(|e| format!("frame size {} in PPPoE: {e}", udp.frame_size))?;
-                stream.config.frames = vec![t];
-                stream.config.rewrite_macs = false;
-            } else if let Some(info) = &self.a_softwire {
-                let mut encap = EncapSpec::plain(udp.ip);
-                encap.dslite = true;
-                let mut spec = StreamSpec::new(encap);
-                spec.stream_id = stream.config.id;
-                if let Some(d) = b.ipv4 {
-                    spec.dst_ip = d.into();
-                }
-                spec.dst_port = 9;
-                info.apply_to(&mut spec, true);
-                let t = FrameTemplate::new(&spec, udp.frame_size as usize)
-                    .map_err(|e| format!("frame size {} in DS-Lite: {e}", udp.frame_size))?;
-                stream.config.frames = vec![t];
-                stream.config.rewrite_macs = false;
-            }
+    /// What carries port A's frames when it plays a PPPoE session or DS-Lite B4 (`None`: a
+    /// plain port, whose frames the spec addresses from the ports alone).
+    fn port_a_carrier(&self) -> Option<PortACarrier> {
+        match (self.a_session, &self.a_softwire) {
+            (None, None) => None,
+            (session, softwire) => Some(PortACarrier {
+                session,
+                softwire: *softwire,
+            }),
         }
-        Ok(cfg)
     }
 
     /// What port B plays: where the reverse stream of a bidirectional trial starts.
@@ -974,6 +950,53 @@ impl Testbed {
     }
 }
 
+/// Port A's PPPoE session or DS-Lite softwire, into which its (forward) frames go.
+struct PortACarrier {
+    session: Option<SessionInfo>,
+    softwire: Option<SoftwireInfo>,
+}
+
+impl crate::spec::Carrier for PortACarrier {
+    fn carry(&self, frame: &mut StreamSpec, tx_port: usize) -> Result<(), String> {
+        if tx_port != 0 {
+            return Ok(());
+        }
+        if let Some(info) = &self.session {
+            info.apply_to(frame);
+        } else if let Some(info) = &self.softwire {
+            info.apply_to(frame, true);
+        }
+        Ok(())
+    }
+}
+
+/// The record of a reverse stream built inside port B's session or softwire: the forward
+/// stream's, with the reverse frame's own headers, addresses and lengths.
+fn sent_of_reverse(forward: &SentStream, r: &TrialStream) -> SentStream {
+    let mut s = forward.clone();
+    s.stream_id = r.config.id;
+    std::mem::swap(&mut s.tx_port, &mut s.rx_port);
+    s.lengths = r
+        .config
+        .frames
+        .iter()
+        .map(|t| (t.len() + wire::encap::FCS) as u32)
+        .collect();
+    if let Some(bytes) = r.config.frames.first().map(|t| t.bytes()) {
+        if let Ok(d) = wire::dissect::dissect(bytes) {
+            s.encap.pppoe = d.pppoe_session.is_some();
+            s.encap.dslite = d.tunnel.is_some();
+            s.src = d.src;
+            s.dst = d.dst;
+        }
+    }
+    if let Some((src, dst)) = forward_ports(r) {
+        s.src_port = src;
+        s.dst_port = dst;
+    }
+    s
+}
+
 /// What port B plays, for the reverse stream of a bidirectional trial.
 enum FarEnd {
     /// A plain port: the reverse stream is plain and resolves its next hop.
@@ -1019,38 +1042,40 @@ fn learn(cfg: &engine::trial::TrialConfig, stop: &AtomicBool) -> Result<(), Stri
 /// that sent the forward stream (to port A's address when IPCP gave the peer none). From a
 /// subscriber: to port A's address, behind the access concentrator.
 fn reverse_in_session(
-    udp: &UdpTrial,
+    ip: IpVersion,
+    frame_size: u32,
     forward: &TrialStream,
     a: &PortSpec,
     b: &PortSpec,
     info: &SessionInfo,
     isp_side: bool,
 ) -> Result<TrialStream, String> {
-    let mut encap = EncapSpec::plain(udp.ip);
+    let mut encap = EncapSpec::plain(ip);
     encap.pppoe = true;
     let mut spec = mirrored(encap, forward, a, b)?;
-    if let (true, Some(peer), IpVersion::V4) = (isp_side, info.negotiated.peer_ipv4, udp.ip) {
+    if let (true, Some(peer), IpVersion::V4) = (isp_side, info.negotiated.peer_ipv4, ip) {
         spec.dst_ip = peer.into();
     }
     info.apply_to(&mut spec);
-    reverse_stream(forward, &spec, udp.frame_size, "PPPoE")
+    reverse_stream(forward, &spec, frame_size, "PPPoE")
 }
 
 /// The reverse stream inside port B's DS-Lite softwire: inner IPv4 from B (or the B4's
 /// 192.0.0.2 when B plays the B4) to port A's address, in IPv6 between the tunnel's ends.
 fn reverse_in_softwire(
-    udp: &UdpTrial,
+    ip: IpVersion,
+    frame_size: u32,
     forward: &TrialStream,
     a: &PortSpec,
     b: &PortSpec,
     info: &SoftwireInfo,
     b4_side: bool,
 ) -> Result<TrialStream, String> {
-    let mut encap = EncapSpec::plain(udp.ip);
+    let mut encap = EncapSpec::plain(ip);
     encap.dslite = true;
     let mut spec = mirrored(encap, forward, a, b)?;
     info.apply_to(&mut spec, b4_side);
-    reverse_stream(forward, &spec, udp.frame_size, "DS-Lite")
+    reverse_stream(forward, &spec, frame_size, "DS-Lite")
 }
 
 /// A B→A stream spec: B's address to A's, the forward stream's UDP ports swapped.
@@ -1194,7 +1219,7 @@ impl crate::executor::TrialExecutor for Testbed {
 mod tests {
     use super::*;
     use emulate::ppp::link::Negotiated;
-    use engine::stream::{Limit, StreamConfig};
+    use engine::stream::{Limit, Rate, StreamConfig};
     use std::net::{Ipv4Addr, Ipv6Addr};
     use wire::ethernet::MacAddr;
 
@@ -1207,16 +1232,6 @@ mod tests {
         let mut b = PortSpec::new("wan", "eth2");
         b.ipv4 = Some(Ipv4Addr::new(198, 51, 100, 1));
         (a, b)
-    }
-
-    fn udp(frame_size: u32) -> UdpTrial {
-        UdpTrial {
-            ip: IpVersion::V4,
-            frame_size,
-            speed: BitsPerSec(1e9),
-            drain: UDP_DRAIN,
-            backend: engine::trial::Backend::Auto,
-        }
     }
 
     /// The plain forward stream A→B a UDP trial sends (1024 → 9).
@@ -1265,7 +1280,7 @@ mod tests {
                 peer_interface_id: None,
             },
         };
-        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &info, true).unwrap();
+        let r = reverse_in_session(IpVersion::V4, 64, &fwd, &a, &b, &info, true).unwrap();
         assert_eq!((r.tx_port, r.rx_port, r.config.id), (1, 0, 2));
         assert!(!r.config.rewrite_macs, "the session's MACs are the frame's");
         assert_eq!(r.config.rate, fwd.config.rate);
@@ -1283,17 +1298,17 @@ mod tests {
         // Without an IPCP address for the peer: to port A's own.
         let mut bare = info;
         bare.negotiated.peer_ipv4 = None;
-        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &bare, true).unwrap();
+        let r = reverse_in_session(IpVersion::V4, 64, &fwd, &a, &b, &bare, true).unwrap();
         let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
         assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
         // Port B as a subscriber sends to port A behind the access concentrator, not to the
         // concentrator's own IPCP address.
-        let r = reverse_in_session(&udp(64), &fwd, &a, &b, &info, false).unwrap();
+        let r = reverse_in_session(IpVersion::V4, 64, &fwd, &a, &b, &info, false).unwrap();
         let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
         assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
         assert_eq!(d.pppoe_session, Some(0x4b9e));
         // A size the session cannot carry as a template is an error naming it.
-        let e = reverse_in_session(&udp(20), &fwd, &a, &b, &info, true).unwrap_err();
+        let e = reverse_in_session(IpVersion::V4, 20, &fwd, &a, &b, &info, true).unwrap_err();
         assert!(e.contains("frame size 20 in PPPoE"), "{e}");
     }
 
@@ -1312,7 +1327,7 @@ mod tests {
             mtu: 1500,
             encap_limit: false,
         };
-        let r = reverse_in_softwire(&udp(1478), &fwd, &a, &b, &info, false).unwrap();
+        let r = reverse_in_softwire(IpVersion::V4, 1478, &fwd, &a, &b, &info, false).unwrap();
         let bytes = r.config.frames[0].bytes();
         // 1478 B is the largest reference frame whose tunnelled packet is 1500 bytes.
         assert_eq!(bytes.len(), 1478 + 40 - 4);
@@ -1323,7 +1338,7 @@ mod tests {
         assert_eq!(udp_ports(bytes), (9, 1024));
         assert_eq!((r.tx_port, r.rx_port, r.config.rewrite_macs), (1, 0, false));
         // Port B playing the B4 sends from its 192.0.0.2 (RFC 6333 §5.7).
-        let r = reverse_in_softwire(&udp(64), &fwd, &a, &b, &info, true).unwrap();
+        let r = reverse_in_softwire(IpVersion::V4, 64, &fwd, &a, &b, &info, true).unwrap();
         let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
         assert_eq!(d.src, IpAddr::V4(emulate::dslite::B4_IPV4));
     }

@@ -22,68 +22,17 @@ pub enum Rate {
     L1Bps(f64),
     /// Bits per second of the frame including FCS.
     L2Bps(f64),
-    /// Percent of the line rate of a link of `link_bps`.
-    PercentOfLine { percent: f64, link_bps: f64 },
     /// As fast as the port can send (for measuring the tester itself).
     Unlimited,
 }
 
 impl Rate {
-    /// Parses a rate: `10kpps`, `1.5Mpps` (frames/s); `100M`, `1Gbps` (L1 bit/s, as on the
-    /// wire; `-l1` may be added); `100M-l2` (L2, with FCS); `50%` (of `link_bps`). The one rate
-    /// parser of `wirerate trial`'s flags and stream files.
-    pub fn parse(text: &str, link_bps: f64) -> Result<Rate, String> {
-        let t = text.trim();
-        let lower = t.to_ascii_lowercase();
-        if let Some(p) = lower.strip_suffix('%') {
-            let percent: f64 = p
-                .trim()
-                .parse()
-                .map_err(|_| format!("rate '{t}': bad percentage"))?;
-            if !(percent > 0.0 && percent <= 100.0) {
-                return Err(format!("rate '{t}': give a percentage in (0, 100]"));
-            }
-            return Ok(Rate::PercentOfLine { percent, link_bps });
-        }
-        if let Some(p) = lower.strip_suffix("pps") {
-            let (num, mult) = match p.chars().last() {
-                Some('k') => (&p[..p.len() - 1], 1e3),
-                Some('m') => (&p[..p.len() - 1], 1e6),
-                Some('g') => (&p[..p.len() - 1], 1e9),
-                _ => (p, 1.0),
-            };
-            let v: f64 = num
-                .trim()
-                .parse()
-                .map_err(|_| format!("rate '{t}': bad number"))?;
-            if v.is_nan() || v <= 0.0 {
-                return Err(format!("rate '{t}': must be positive"));
-            }
-            return Ok(Rate::Pps(v * mult));
-        }
-        let (bits, l2) = match lower.strip_suffix("-l2") {
-            Some(b) => (b, true),
-            None => (lower.strip_suffix("-l1").unwrap_or(&lower), false),
-        };
-        let bps = wire::linerate::parse_speed(bits)
-            .map_err(|e| format!("rate '{t}': {e}; or use 10kpps, 50%, 100M-l2"))?
-            .0;
-        Ok(if l2 {
-            Rate::L2Bps(bps)
-        } else {
-            Rate::L1Bps(bps)
-        })
-    }
-
     /// Frames per second for frames of `avg_len_with_fcs` bytes on average.
     pub fn pps(&self, avg_len_with_fcs: f64) -> f64 {
         match *self {
             Rate::Pps(p) => p,
             Rate::L1Bps(b) => b / ((avg_len_with_fcs + 20.0) * 8.0),
             Rate::L2Bps(b) => b / (avg_len_with_fcs * 8.0),
-            Rate::PercentOfLine { percent, link_bps } => {
-                percent / 100.0 * link_bps / ((avg_len_with_fcs + 20.0) * 8.0)
-            }
             Rate::Unlimited => f64::INFINITY,
         }
     }
@@ -654,24 +603,6 @@ mod tests {
 
     use super::tests_support::signed_frame;
 
-    #[test]
-    fn rates_parse() {
-        assert_eq!(Rate::parse("10kpps", 1e9).unwrap(), Rate::Pps(10_000.0));
-        assert_eq!(Rate::parse("1.5Mpps", 1e9).unwrap(), Rate::Pps(1_500_000.0));
-        assert_eq!(Rate::parse("1G", 1e9).unwrap(), Rate::L1Bps(1e9));
-        assert_eq!(Rate::parse("100M-l2", 1e9).unwrap(), Rate::L2Bps(100e6));
-        assert_eq!(
-            Rate::parse("50%", 1e9).unwrap(),
-            Rate::PercentOfLine {
-                percent: 50.0,
-                link_bps: 1e9
-            }
-        );
-        assert!(Rate::parse("fast", 1e9).is_err());
-        assert!(Rate::parse("0pps", 1e9).is_err());
-        assert!(Rate::parse("150%", 1e9).unwrap_err().contains("(0, 100]"));
-    }
-
     fn udp_verifies(f: &[u8]) -> bool {
         let src: [u8; 4] = f[26..30].try_into().unwrap();
         let dst: [u8; 4] = f[30..34].try_into().unwrap();
@@ -979,16 +910,6 @@ mod tests {
     #[test]
     fn rates_convert_per_frame_size() {
         assert!((Rate::L1Bps(1e9).pps(64.0) - 1_488_095.238).abs() < 0.01);
-        assert!(
-            (Rate::PercentOfLine {
-                percent: 50.0,
-                link_bps: 1e9
-            }
-            .pps(64.0)
-                - 744_047.619)
-                .abs()
-                < 0.01
-        );
         assert!((Rate::L2Bps(512e3).pps(64.0) - 1000.0).abs() < 1e-9);
     }
 }

@@ -1552,6 +1552,7 @@ mod tests {
                 ..Default::default()
             }),
             session_drops: Vec::new(),
+            streams: Vec::new(),
         }
     }
 

@@ -677,6 +677,7 @@ fn invalid_frames_are_named_in_a_note_and_the_row() {
                     invalid,
                     per_direction: Vec::new(),
                     session_drops: Vec::new(),
+                    streams: Vec::new(),
                 });
                 marked = Some(t.key.case_id.clone());
                 break;
@@ -1567,6 +1568,7 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
             invalid: Default::default(),
             per_direction: vec![dir("a", "b", 1.0), dir("b", "a", 0.6)],
             session_drops: Vec::new(),
+            streams: Vec::new(),
         });
     }
     let a = files.analyse();

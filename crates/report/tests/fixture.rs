@@ -620,6 +620,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                         per_direction: Vec::new(),
                         dut: Some(dut_counters(offered, capacity, secs, &out)),
                         session_drops: Vec::new(),
+                        streams: Vec::new(),
                     };
                     push(req, &out, Some(engine), None, None);
                     out

@@ -34,6 +34,27 @@ pub fn max_frame_rate(speed: BitsPerSec, frame_len: usize) -> Pps {
     Pps(speed.0 / wire_bits(frame_len))
 }
 
+/// 100 % load of a stream of `size` over the usual router path ([`Path::router`] at the
+/// standard MTU): the test packets per second its slowest link carries, counting the
+/// encapsulation's bytes where it has any. The one place a load in "% of line rate" gets its
+/// unit, for plans and `wirerate trial` alike. Sizes the path cannot carry (below the smallest
+/// test frame, jumbo frames above the reference MTU, packets a tunnel would drop) fall back to
+/// the frame as sent on one link of `speed`, so every size still has a 100 %.
+pub fn path_max_pps(speed: BitsPerSec, encap: EncapSpec, size: &FrameSize) -> Pps {
+    match Path::router(speed, encap, ETHERNET_MTU).rate(size, false) {
+        Ok(r) if r.max_pps.0 > 0.0 => r.max_pps,
+        _ => {
+            let parts = size.parts(encap.ip);
+            let weight: f64 = parts.iter().map(|p| f64::from(p.1)).sum();
+            let bits: f64 = parts
+                .iter()
+                .map(|(s, w)| f64::from(*w) * wire_bits(s + encap.overhead()))
+                .sum();
+            Pps(speed.0 * weight / bits)
+        }
+    }
+}
+
 /// An error in a speed, size or path; the message says what is wrong and what would work.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinerateError(pub String);

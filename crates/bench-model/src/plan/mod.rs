@@ -278,6 +278,20 @@ pub struct RunSettings {
     /// it, else AF_PACKET with the reason in each trial record).
     #[serde(default)]
     pub backend: TxBackend,
+    /// Transmit and receive threads per port of UDP trials (`run.tx-threads`,
+    /// `run.rx-threads`, 1..=[`MAX_THREADS`]; default 1), as `wirerate trial --tx-threads` and
+    /// `--rx-threads` give them.
+    #[serde(default = "one_thread")]
+    pub tx_threads: u16,
+    #[serde(default = "one_thread")]
+    pub rx_threads: u16,
+}
+
+/// Most transmit or receive threads per port (the engine's `trial::MAX_THREADS`).
+pub const MAX_THREADS: u16 = 16;
+
+fn one_thread() -> u16 {
+    1
 }
 
 /// `run.backend`: which packet engine sends and counts a plan's UDP test frames.
@@ -1547,18 +1561,22 @@ impl Plan {
     }
 
     /// [`Plan::line_pps`] with its L2 rate and bottleneck link, as trial records carry it
-    /// ([`crate::results::UdpFacts::line`]); a size the path cannot carry falls back to the
-    /// plain frame on the reference link.
+    /// ([`crate::results::UdpFacts::line`]); its frames/s are always
+    /// `wire::linerate::path_max_pps`'s, the 100 % `wirerate trial` uses too (a size the path
+    /// cannot carry falls back to the frame as sent on one link).
     pub fn line_rate(&self, case: &Case) -> crate::line_rate::LineRate {
         let size = case.frame_size.unwrap_or(64) as usize;
         let frame = wire::linerate::FrameSize::Fixed { bytes: size };
         match crate::line_rate::LineRate::on_path(self.speed(), self.path_encap(case), &frame) {
             Some(r) if r.pps > 0.0 => r,
             _ => {
-                let pps = wire::linerate::max_frame_rate(self.speed(), size).0;
+                // The one 100 % of a size the path cannot carry (wire::linerate::path_max_pps):
+                // the frame as sent, its encapsulation included, on one link.
+                let encap = self.path_encap(case);
+                let pps = wire::linerate::path_max_pps(self.speed(), encap, &frame).0;
                 crate::line_rate::LineRate {
                     pps,
-                    l2_bps: pps * size as f64 * 8.0,
+                    l2_bps: pps * (size + encap.overhead()) as f64 * 8.0,
                     bottleneck: "link".into(),
                 }
             }

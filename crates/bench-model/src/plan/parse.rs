@@ -996,6 +996,8 @@ impl<'s> Walker<'s> {
             max_load: LineFraction::FULL,
             tester_tolerance: DEFAULT_TESTER_TOLERANCE,
             backend: TxBackend::Auto,
+            tx_threads: 1,
+            rx_threads: 1,
         };
         let Some(v) = get(root, "run") else { return r };
         let Some(t) = self.table(v, "run") else {
@@ -1013,8 +1015,21 @@ impl<'s> Walker<'s> {
                 "max-load",
                 "tester-tolerance",
                 "backend",
+                "tx-threads",
+                "rx-threads",
             ],
         );
+        for (key, slot) in [
+            ("tx-threads", &mut r.tx_threads),
+            ("rx-threads", &mut r.rx_threads),
+        ] {
+            let path = format!("run.{key}");
+            if let Some(x) =
+                get(t, key).and_then(|x| self.int(x, &path, 1, i64::from(super::MAX_THREADS)))
+            {
+                *slot = x as u16;
+            }
+        }
         if let Some(x) =
             get(t, "backend").and_then(|x| self.choice(x, "run.backend", &TxBackend::ALL))
         {

@@ -357,6 +357,24 @@ fn run_backend_defaults_to_auto_and_a_bad_value_names_line_and_choices() {
     assert_eq!(e.hint.as_deref(), Some("did you mean `xdp`?"));
 }
 
+/// `run.tx-threads` / `run.rx-threads`: `wirerate trial`'s `--tx-threads` / `--rx-threads` for
+/// a plan's UDP trials; 1 by default, 1..=16, a bad value named at its line.
+#[test]
+fn run_threads_default_to_one_and_out_of_range_is_refused_at_its_line() {
+    let plan = Plan::parse(&demo(), "lab-demo.toml").unwrap();
+    assert_eq!((plan.run.tx_threads, plan.run.rx_threads), (1, 1));
+    let two = demo().replace("[run]\n", "[run]\ntx-threads = 2\nrx-threads = 3\n");
+    let run = Plan::parse(&two, "p").unwrap().run;
+    assert_eq!((run.tx_threads, run.rx_threads), (2, 3));
+    for bad in ["tx-threads = 0", "rx-threads = 17", "tx-threads = \"2\""] {
+        let text = demo().replace("[run]\n", &format!("[run]\n{bad}\n"));
+        let errs = errors(&text);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!(errs[0].line, line_of(&text, bad), "{bad}");
+        assert!(errs[0].key.starts_with("run.") && errs[0].key.ends_with("-threads"));
+    }
+}
+
 /// Issue 19 rows 13 and 15: a string handed to ssh or `ip` can never become an option, and a
 /// lab profile the lab does not know is refused at its line by `plan check`, not by the run.
 #[test]

@@ -27,6 +27,8 @@ pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord};
 mod facts;
 pub use crate::line_rate::LineRate;
 pub use facts::{RunFacts, TcpFacts, UdpFacts};
+mod sent;
+pub use sent::SentStream;
 
 /// File names inside a run directory.
 pub const RUN_JSON: &str = "run.json";
@@ -104,7 +106,7 @@ pub struct TrialRecord {
 
 /// The packet engine's side of one UDP trial: which backend ran it and why, and whether the
 /// sender kept its schedule, so that a reader can tell a DUT figure from a tester figure.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineFacts {
     /// `xdp` or `af_packet`.
     pub backend: String,
@@ -136,6 +138,10 @@ pub struct EngineFacts {
     /// waited for the session to come back before the next trial. Empty in older runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub session_drops: Vec<SessionDrop>,
+    /// What each stream sent, as configured (the trial's deterministic part; empty in older
+    /// runs): `wirerate trial --json` prints the same list as `sent`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<SentStream>,
 }
 
 /// A PPPoE session of one of the run's ports going down (`bench::isp`).

@@ -142,6 +142,7 @@ impl TrialExecutor for SimBed {
             invalid: InvalidCounts::default(),
             per_direction: Vec::new(),
             session_drops: Vec::new(),
+            streams: Vec::new(),
         };
         Ok((outcome, facts))
     }

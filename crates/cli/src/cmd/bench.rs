@@ -115,15 +115,16 @@ struct RxArgs {
 /// `--rate` of `bench rx` in frames/s for frames of `size` bytes with FCS. A percentage has
 /// no link to be a percentage of here (two veths).
 fn source_pps(text: &str, size: usize) -> CliResult<f64> {
-    let rate = engine::stream::Rate::parse(text, 0.0)
-        .map_err(|e| CliError::Usage(format!("--rate: {e}")))?;
-    if matches!(rate, engine::stream::Rate::PercentOfLine { .. }) {
+    let rate =
+        bench::spec::Load::parse(text).map_err(|e| CliError::Usage(format!("--rate: {e}")))?;
+    if matches!(rate, bench::spec::Load::LineFraction(_)) {
         return Err(CliError::Usage(format!(
             "--rate '{text}': bench rx has no line rate to take a percentage of; give frames/s \
              (e.g. 4Mpps) or bit/s"
         )));
     }
-    Ok(rate.pps(size as f64))
+    // No line rate: a fraction was refused above, so the maximum is never used.
+    Ok(rate.pps(wire::units::Pps(0.0), &[(size, 1)]))
 }
 
 fn root() -> CliResult {

@@ -18,6 +18,8 @@ pub mod provision;
 pub mod report;
 pub mod run;
 pub mod trial;
+#[cfg(test)]
+mod trial_identity;
 pub mod trial_inside;
 pub mod trial_table;
 

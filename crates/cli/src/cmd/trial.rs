@@ -1,14 +1,17 @@
 //! `wirerate trial`: one trial of signed streams between two ports (the lab's, or named
 //! interfaces/namespaces), as a table or JSON. Streams come from flags or a TOML file.
-//! All measurement lives in `engine::trial`, the streams are built by `bench::streams`, a
-//! session is brought up by `bench::inside`; this module maps the flags and prints.
+//! The flags and `--streams` file map into a `bench::spec::TrialSpec`, which is built and
+//! executed by the same two calls a plan's trials make (`TrialSpec::build`,
+//! `bench::spec::execute`); a session is brought up by `bench::inside`. This module maps the
+//! flags and prints.
 
 use super::trial_inside::print as print_inside;
 use super::trial_table::print_table;
 use crate::error::{CliError, CliResult};
-use bench::streams::{build_streams, parse_streams_file, StreamDef};
+use bench::spec::{Carrier, ExecError, TrialSpec};
+use bench::streams::{parse_streams_file, specs, StreamDef};
 use engine::port::PortSpec;
-use engine::trial::{self, TrialConfig};
+use engine::trial;
 use engine::tx::TxBackend;
 use std::net::IpAddr;
 use std::sync::atomic::AtomicBool;
@@ -23,11 +26,13 @@ use std::time::Duration;
     --port-b veth1@ns2 --frames 100000 --rate 20kpps\n  \
     wirerate trial --lab lab --streams streams.toml\n\n\
 Rates: 10kpps, 1.5Mpps (frames/s); 100M or 1Gbps (L1 bit/s, as on the wire); 100M-l2 (L2,\n\
-with FCS); 50% (of --link-speed).\n\
+with FCS); 50% (of the line rate of the stream's path at --link-speed, counting --far-encap).\n\
 Bursts: --burst 32 sends 32 frames back to back per slot at the average --rate; add\n\
 --burst-gap 5ms to pace each burst's frames at --rate and keep the line idle 5 ms after it.\n\
-TOML: [[stream]] tables with the keys direction, encap, size, rate, duration, frames, burst,\n\
-burst_gap, src_ips, dst_ips, src_ports, dst_ports, random_seed, tos, reorder_every.")]
+TOML: [[stream]] tables with the keys direction, encap, far_encap, size, rate, duration, frames,\n\
+burst, burst_gap, src_ips, dst_ips, src_ports, dst_ports, random_seed, tos, reorder_every.\n\
+The same settings in a one-case plan give the same trial: --json prints what each stream sent\n\
+as `sent`, the list a plan's trial record keeps as `engine.streams`.")]
 pub struct TrialArgs {
     /// Use lab NAME's ports A and B (`wirerate lab up` first).
     #[arg(long, value_name = "NAME", conflicts_with_all = ["port_a", "port_b"])]
@@ -60,12 +65,16 @@ pub struct TrialArgs {
     /// Encapsulation (as in `wirerate linerate`): ipv4, ipv6, vlan+ipv4, ...
     #[arg(long, default_value = "ipv4")]
     encap: String,
+    /// The encapsulation the DUT puts the frames in on the far link (a plan's `encap`: plain
+    /// frames in, e.g. vlan+ipv4 or pppoe+ipv4 out); percent rates are of that path's line rate.
+    #[arg(long, value_name = "ENCAP")]
+    far_encap: Option<String>,
     /// Frame size with FCS, or `imix` (7×64, 4×594, 1×1518).
     #[arg(long, default_value = "64")]
     size: String,
     #[arg(long, default_value = "10kpps")]
     rate: String,
-    /// Link speed for percent rates.
+    /// Link speed for percent rates (100 % is the line rate of the stream's path at this speed).
     #[arg(long, default_value = "1G")]
     link_speed: String,
     /// Seconds to send (ignored with --frames).
@@ -207,20 +216,31 @@ fn ports(args: &TrialArgs) -> CliResult<(PortSpec, PortSpec)> {
     Ok((a, b))
 }
 
-pub fn run(args: TrialArgs) -> CliResult {
-    let link_bps = wire::linerate::parse_speed(&args.link_speed)
-        .map_err(|e| usage(format!("--link-speed: {e}")))?
-        .0;
-    let defs = match &args.streams {
+/// The trial's specification from the flags or the `--streams` file.
+/// `--json`: the engine's report, then what each stream sent as configured (the list a plan's
+/// trial record keeps as `engine.streams`).
+#[derive(serde::Serialize)]
+struct TrialJson<'a> {
+    #[serde(flatten)]
+    report: &'a trial::TrialReport,
+    sent: &'a [bench::results::SentStream],
+}
+
+pub(super) fn spec(args: &TrialArgs) -> CliResult<TrialSpec> {
+    let speed = wire::linerate::parse_speed(&args.link_speed)
+        .map_err(|e| usage(format!("--link-speed: {e}")))?;
+    let streams = match &args.streams {
         Some(path) => {
             let text = bench::files::read_text(path)
                 .map_err(|e| usage(format!("--streams {}: {e}", path.display())))?;
             parse_streams_file(&text)
+                .and_then(|defs| specs(&defs))
                 .map_err(|e| usage(format!("--streams {}: {e}", path.display())))?
         }
-        None => vec![StreamDef {
+        None => specs(&[StreamDef {
             direction: args.direction.clone(),
             encap: args.encap.clone(),
+            far_encap: args.far_encap.clone(),
             size: args.size.clone(),
             rate: args.rate.clone(),
             duration: Some(args.duration),
@@ -234,11 +254,23 @@ pub fn run(args: TrialArgs) -> CliResult {
             random_seed: args.random_seed,
             tos: args.tos,
             reorder_every: args.reorder_every,
-        }],
+        }])
+        .map_err(usage)?,
     };
     if !(args.drain >= 0.0 && args.drain <= 60.0) {
         return Err(usage("--drain: give 0..60 seconds"));
     }
+    let mut spec = TrialSpec::new(streams, speed);
+    spec.drain = Duration::from_secs_f64(args.drain);
+    spec.backend = args.backend;
+    spec.tx_method = args.tx_method;
+    spec.tx_threads = usize::from(args.tx_threads);
+    spec.rx_threads = usize::from(args.rx_threads);
+    Ok(spec)
+}
+
+pub fn run(args: TrialArgs) -> CliResult {
+    let spec = spec(&args)?;
     // One lab, one user: a second trial on the same lab would count this one's frames.
     let _lock = match &args.lab {
         Some(name) => Some(
@@ -250,10 +282,12 @@ pub fn run(args: TrialArgs) -> CliResult {
     let (mut a, mut b) = ports(&args)?;
     let inside_opts = args.inside.options()?;
     let mut inside = bench::inside::Inside::up(&inside_opts, &mut a, &mut b)?;
-    let mut streams = build_streams(&defs, &a, &b, link_bps, inside.as_ref()).map_err(usage)?;
+    let carrier = inside.as_ref().map(|i| i as &dyn Carrier);
+    let built = spec.build(&a, &b, carrier).map_err(usage)?;
+    let mut cfg = built.config;
     if let Some(i) = &mut inside {
-        streams = i.split_oversize(streams)?;
-        if streams.is_empty() {
+        cfg.streams = i.split_oversize(std::mem::take(&mut cfg.streams))?;
+        if cfg.streams.is_empty() {
             // Every size needs fragmenting: only the control planes send.
             return match inside {
                 Some(i) => print_inside(&i.finish()?, None, args.json, print_table),
@@ -261,22 +295,20 @@ pub fn run(args: TrialArgs) -> CliResult {
             };
         }
     }
-    let mut cfg = TrialConfig::new(vec![a, b], streams);
-    cfg.drain = Duration::from_secs_f64(args.drain);
-    cfg.backend = args.backend;
-    cfg.tx_ring.backend = args.tx_method;
-    cfg.tx_threads = usize::from(args.tx_threads);
-    cfg.rx_threads = usize::from(args.rx_threads);
     let stop = AtomicBool::new(false);
-    let r = trial::run(&cfg, &stop).map_err(|e| match e {
-        engine::Error::Config(m) => usage(m),
-        e => CliError::Failed(format!("trial: {e}")),
+    let r = bench::spec::execute(&cfg, &stop).map_err(|e| match e {
+        ExecError::Config(m) => usage(m),
+        ExecError::Failed(m) => CliError::Failed(format!("trial: {m}")),
     })?;
     if let Some(i) = inside {
         return print_inside(&i.finish()?, Some(&r), args.json, print_table);
     }
     if args.json {
-        let s = serde_json::to_string_pretty(&r).map_err(|e| CliError::Failed(e.to_string()))?;
+        let json = TrialJson {
+            report: &r,
+            sent: &built.sent,
+        };
+        let s = serde_json::to_string_pretty(&json).map_err(|e| CliError::Failed(e.to_string()))?;
         outln!("{s}");
     } else {
         let tx = match r.backend {
