@@ -20,6 +20,7 @@ pub mod calibration;
 pub mod executor;
 pub mod hand;
 pub mod inside;
+pub mod iperf3_run;
 pub mod isp;
 pub mod mtu_probe;
 pub mod runner;

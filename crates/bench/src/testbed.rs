@@ -33,10 +33,7 @@ use crate::search::{
     ProbeDirection, RealTest, TeardownOutcome, TrialRequest,
 };
 
-/// How long receivers keep counting after a UDP trial's last frame: far longer than any lab
-/// or home-gateway queue holds a frame (the lab DUT's backlog of 1,000 frames drains in a few
-/// ms); a frame later than this is lost, as RFC 2544 §26.1 asks.
-pub const UDP_DRAIN: Duration = Duration::from_millis(100);
+pub use crate::spec::from_plan::UDP_DRAIN;
 
 /// Seed of the RFC 4814 pseudorandom order in which connection trials open their tuples.
 pub const CONN_SEED: u64 = 4814;
@@ -44,34 +41,7 @@ pub const CONN_SEED: u64 = 4814;
 /// File in the run directory with the PPPoE session events and statistics, one JSON per line.
 pub const SESSIONS_JSONL: &str = "sessions.jsonl";
 
-/// Where iperf3's ends run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Iperf3Ends {
-    /// The client (the sending tester port's namespace).
-    pub client: Exec,
-    /// The server (the receiving port's namespace, or the DUT in the endpoint topology).
-    pub server: Exec,
-    /// `tcpdump` of the client SYNs where they arrive: (where, interface). `None` when the
-    /// far end is a remote DUT (its interfaces are not ours to name).
-    pub capture: Option<(Exec, String)>,
-    /// The port whose counters give the run's wire rate, and which side of it
-    /// (crate::iperf3::wire_count says why); `None`: iperf3's own figure stands.
-    pub wire_port: Option<(Exec, String, crate::iperf3::wire_count::Side)>,
-    /// The server's addresses the client connects to.
-    pub target_v4: Option<IpAddr>,
-    pub target_v6: Option<IpAddr>,
-}
-
-impl Iperf3Ends {
-    /// The server address for `ip`.
-    pub fn target(&self, ip: IpVersion) -> Result<IpAddr, String> {
-        match ip {
-            IpVersion::V4 => self.target_v4,
-            IpVersion::V6 => self.target_v6,
-        }
-        .ok_or_else(|| format!("no {ip} address for the iperf3 server"))
-    }
-}
+pub use crate::iperf3_run::Iperf3Ends;
 
 /// The ports of a run and what runs on them.
 pub struct Testbed {
@@ -1207,7 +1177,7 @@ impl crate::executor::TrialExecutor for Testbed {
         Result<crate::executor::TcpRun, String>,
         Option<crate::results::DutCounters>,
     ) {
-        self.with_dut_counters(|| crate::runner::iperf3_trial(&self.iperf3, case, plan, stop))
+        self.with_dut_counters(|| crate::iperf3_run::iperf3_trial(&self.iperf3, case, plan, stop))
     }
 
     fn down(self: Box<Self>) -> Result<(), String> {

@@ -55,8 +55,7 @@ pub use self::tcp::*;
 
 /// Hook commands (setup, stats) are killed after this long.
 pub const HOOK_TIMEOUT: Duration = Duration::from_secs(120);
-/// The TCP port of the iperf3 server wirerate starts in the far tester namespace.
-pub const IPERF3_PORT: u16 = 5201;
+pub use crate::iperf3_run::IPERF3_PORT;
 /// File in the run directory with every hook's raw (and parsed) output, one JSON per line.
 pub const HOOKS_JSONL: &str = "hooks.jsonl";
 /// Directory in the run directory with each iperf3 trial's raw `-J` output.

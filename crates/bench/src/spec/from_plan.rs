@@ -8,8 +8,12 @@ use wire::linerate::FrameSize;
 use super::{Direction, Load, StreamSpec, TrialSpec};
 use crate::plan::{Case, Plan};
 use crate::search::{ProbeDirection, TrialRequest};
-use crate::testbed::UDP_DRAIN;
 use crate::trial::engine_backend;
+
+/// How long receivers keep counting after a UDP trial's last frame: far longer than any lab
+/// or home-gateway queue holds a frame (the lab DUT's backlog of 1,000 frames drains in a few
+/// ms); a frame later than this is lost, as RFC 2544 §26.1 asks.
+pub const UDP_DRAIN: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Whether port `i` of the plan plays a PPPoE session or DS-Lite softwire (it then sends
 /// inside it, through the testbed's [`super::Carrier`]).

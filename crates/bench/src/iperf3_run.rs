@@ -1,0 +1,286 @@
+//! One iperf3 run on the testbed (the executor's side of a TCP trial): where its ends run
+//! ([`Iperf3Ends`]), the run itself with its SYN capture ([`iperf3_trial`]), and the child
+//! processes it starts. The runner decides which runs to make and records them
+//! (`runner::tcp`); the testbed makes them through this module, so neither imports the other.
+
+use std::io::Read;
+use std::net::IpAddr;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use wire::encap::IpVersion;
+use wire::units::BitsPerSec;
+
+use crate::hooks::{self, Exec, Hook, Sampler};
+use crate::iperf3::{self, ClientOptions};
+use crate::plan::{Case, Plan, Protocol};
+use crate::results::TcpFigures;
+
+/// The TCP port of the iperf3 server wirerate starts in the far tester namespace.
+pub const IPERF3_PORT: u16 = 5201;
+
+/// Where iperf3's ends run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Iperf3Ends {
+    /// The client (the sending tester port's namespace).
+    pub client: Exec,
+    /// The server (the receiving port's namespace, or the DUT in the endpoint topology).
+    pub server: Exec,
+    /// `tcpdump` of the client SYNs where they arrive: (where, interface). `None` when the
+    /// far end is a remote DUT (its interfaces are not ours to name).
+    pub capture: Option<(Exec, String)>,
+    /// The port whose counters give the run's wire rate, and which side of it
+    /// (crate::iperf3::wire_count says why); `None`: iperf3's own figure stands.
+    pub wire_port: Option<(Exec, String, crate::iperf3::wire_count::Side)>,
+    /// The server's addresses the client connects to.
+    pub target_v4: Option<IpAddr>,
+    pub target_v6: Option<IpAddr>,
+}
+
+impl Iperf3Ends {
+    /// The server address for `ip`.
+    pub fn target(&self, ip: IpVersion) -> Result<IpAddr, String> {
+        match ip {
+            IpVersion::V4 => self.target_v4,
+            IpVersion::V6 => self.target_v6,
+        }
+        .ok_or_else(|| format!("no {ip} address for the iperf3 server"))
+    }
+}
+
+/// MSS values from `tcpdump -v` output (`options [mss 1460,…]`), in order.
+pub fn parse_syn_mss(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(p) = rest.find("mss ") {
+        rest = &rest[p + 4..];
+        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        if let Ok(v) = digits.parse() {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Client SYNs (SYN without ACK) to the iperf3 port, IPv4 or IPv6 (no extension headers).
+pub(crate) fn syn_filter(port: u16) -> String {
+    format!(
+        "(ip and tcp dst port {port} and tcp[13] & 0x12 == 0x02) or (ip6 and ip6[6] == 6 and ip6[42:2] == {port} and ip6[53] & 0x12 == 0x02)"
+    )
+}
+
+pub(crate) fn default_mss(ip: IpVersion) -> u32 {
+    match ip {
+        IpVersion::V4 => 1460,
+        IpVersion::V6 => 1440,
+    }
+}
+
+/// One iperf3 run: server at the far end (port B's namespace, or the DUT in the endpoint
+/// topology; started and stopped here, its port awaited), SYN capture there, client in port
+/// A's namespace.
+pub fn iperf3_trial(
+    ends: &Iperf3Ends,
+    case: &Case,
+    plan: &Plan,
+    stop: &AtomicBool,
+) -> Result<(serde_json::Value, TcpFigures, Duration), String> {
+    let target = ends.target(case.ip)?.to_string();
+    let (ns_a, ns_b) = (&ends.client, &ends.server);
+    let server_cmd = iperf3::server_argv(IPERF3_PORT, None)
+        .iter()
+        .map(|a| hooks::shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let server = Sampler::start(
+        ns_b,
+        &Hook {
+            command: format!("exec {server_cmd}"),
+            parse: None,
+        },
+        &[],
+    )
+    .map_err(|e| format!("iperf3 server: {e}"))?;
+    if !server.wait_for_output("Server listening", Duration::from_secs(5)) {
+        let out = server.stop().map(|o| o.stderr).unwrap_or_default();
+        return Err(format!("iperf3 server did not start: {}", out.trim()));
+    }
+    let sessions = case.sessions.unwrap_or(1);
+    let capture = ends.capture.as_ref().and_then(|(exec, ifname)| {
+        Sampler::start(
+            exec,
+            &Hook {
+                command: format!(
+                    "exec tcpdump -i {} --immediate-mode -nn -v -l -c {} {} 2>&1",
+                    hooks::shell_quote(ifname),
+                    sessions + 1,
+                    hooks::shell_quote(&syn_filter(IPERF3_PORT))
+                ),
+                parse: None,
+            },
+            &[],
+        )
+        .ok()
+    });
+    let capture = match capture {
+        Some(c) if c.wait_for_output("listening on", Duration::from_secs(5)) => Some(c),
+        Some(c) => {
+            let _ = c.stop();
+            None
+        }
+        None => None,
+    };
+    let seconds = plan
+        .methodology
+        .iperf3_duration
+        .as_secs_f64()
+        .ceil()
+        .max(1.0) as u32;
+    let mut opts = ClientOptions::tcp(&target, IPERF3_PORT, seconds);
+    opts.parallel = sessions;
+    opts.mss = case.mss;
+    opts.omit = plan.methodology.iperf3_omit.as_secs_f64().ceil() as u32;
+    opts.reverse = plan.methodology.iperf3_reverse;
+    opts.bidir = plan.methodology.iperf3_bidir;
+    // UDP cases with `iperf3` listed: datagrams sized to the case's frame size.
+    let udp_payload = match (case.protocol, case.frame_size) {
+        (Protocol::Udp, Some(f)) => {
+            let ip_header = match case.ip {
+                IpVersion::V4 => 20,
+                IpVersion::V6 => 40,
+            };
+            let overhead = iperf3::UDP_HEADER + ip_header + iperf3::ETHERNET_OVERHEAD;
+            let p = f.saturating_sub(overhead).max(16);
+            opts.protocol = iperf3::L4::Udp;
+            opts.bitrate = Some(
+                plan.methodology
+                    .iperf3_udp_bitrate
+                    .unwrap_or(BitsPerSec(0.0)),
+            );
+            opts.length = Some(p);
+            opts.mss = None;
+            Some(p)
+        }
+        _ => None,
+    };
+    let argv = iperf3::wrap(ns_a, &opts.argv());
+    let started = Instant::now();
+    // Counted on the wire while iperf3 runs, one way only (with -R or --bidir the data also
+    // flows the other way, which these counters do not see).
+    let counting = match (&ends.wire_port, opts.reverse || opts.bidir) {
+        (Some(port), false) => iperf3::wire_count::window(
+            plan.methodology.iperf3_omit,
+            Duration::from_secs(u64::from(seconds)),
+        )
+        .map(|w| iperf3::wire_count::count_in_background(port.clone(), started, w)),
+        _ => None,
+    };
+    let client = run_interruptible(&argv, stop);
+    let elapsed = started.elapsed();
+    // tcpdump exits by itself after the control and data connections' SYNs ("N packets
+    // captured"); give it a moment, then stop it whatever it saw.
+    let syn_text = capture
+        .and_then(|c| {
+            c.wait_for_output("packets captured", Duration::from_secs(1));
+            c.stop().ok()
+        })
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    let _ = server.stop();
+    let json_text = client?;
+    let raw: serde_json::Value = serde_json::from_str(&json_text)
+        .map_err(|e| format!("iperf3 -J output is not JSON: {e}"))?;
+    let report = iperf3::parse(&json_text).map_err(|e| format!("iperf3: {e}"))?;
+    let mss = report
+        .tcp_mss
+        .map(|m| m as u32)
+        .or(case.mss)
+        .unwrap_or_else(|| default_mss(case.ip));
+    let l4 = report.total_received();
+    let rates = match udp_payload {
+        Some(p) => iperf3::udp_rates(l4, p, case.ip),
+        None => iperf3::tcp_rates(l4, mss, case.ip, true),
+    };
+    let wire_count = counting.and_then(|c| c.join().ok().flatten());
+    let (l2_bps, l1_bps) = match &wire_count {
+        Some(w) if w.frames > 0 => (w.l2_bps(), w.l1_bps()),
+        _ => (rates.l2.0, rates.l1.0),
+    };
+    let retransmits = match (&report.forward.retransmits, &report.backward) {
+        (Some(f), Some(b)) => Some(f + b.retransmits.unwrap_or(0)),
+        (f, _) => *f,
+    };
+    // What the report counts these rates in (the same arithmetic its compatibility reader
+    // applies to older records).
+    let facts = crate::results::TcpFacts::derive(
+        plan.speed(),
+        case.ip,
+        l4,
+        mss,
+        wire_count.as_ref(),
+        if report.backward.is_some() { 2 } else { 1 },
+    );
+    Ok((
+        raw,
+        TcpFigures {
+            l4_bps: l4.0,
+            l2_bps,
+            l1_bps,
+            wire_count,
+            mss,
+            retransmits,
+            syn_mss: parse_syn_mss(&syn_text),
+            cpu_local: report.cpu.host_total,
+            cpu_remote: report.cpu.remote_total,
+            dut: None,
+            facts: Some(facts),
+        },
+        elapsed,
+    ))
+}
+
+/// Runs `argv`, collecting stdout; killed (this child, by its handle) when `stop` is set.
+pub(crate) fn run_interruptible(argv: &[String], stop: &AtomicBool) -> Result<String, String> {
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", argv[0]))?;
+    let mut out = child.stdout.take().ok_or("no stdout")?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        if stop.load(Ordering::SeqCst) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("interrupted".into());
+        }
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let text = reader.join().unwrap_or_default();
+    if !status.success() {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        // iperf3 -J reports its errors inside the JSON.
+        let j = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(String::from));
+        return Err(format!(
+            "iperf3 client failed ({status}): {}",
+            j.unwrap_or_else(|| err.trim().to_string())
+        ));
+    }
+    Ok(text)
+}
