@@ -9,16 +9,7 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wirerate");
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+use lab::is_root;
 
 /// `wirerate ARGS` with a 60 s deadline: a hang is a failure, not a stalled suite.
 fn wr(args: &[&str]) -> Output {

@@ -73,10 +73,16 @@ pub fn tool(tool: &str) -> Result<PathBuf> {
     })
 }
 
+/// Whether the effective user is root: the one check the lab, the commands and every test that
+/// needs namespaces use.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Fail with [`LabError::NotRoot`] unless the effective user is root.
 pub fn require_root() -> Result<()> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         return Err(LabError::NotRoot);
     }
     Ok(())

@@ -46,7 +46,7 @@ pub mod stats;
 pub mod topology;
 pub mod tun;
 
-pub use cmd::install_interrupt_handler;
+pub use cmd::{install_interrupt_handler, is_root};
 pub use cpu::{dut_cpu, tester_cpus};
 pub use error::{LabError, Result};
 pub use fastpath::FastpathStats;

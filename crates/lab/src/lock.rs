@@ -143,8 +143,7 @@ mod tests {
     use super::*;
 
     fn root() -> bool {
-        // SAFETY: geteuid has no preconditions.
-        unsafe { libc::geteuid() == 0 }
+        crate::is_root()
     }
 
     /// A second user of one lab is refused and told who holds it; after the first lets go,

@@ -13,8 +13,7 @@ use lab::{Lab, LabConfig, LabError, MssBackend, Node, PortId, Profile, Topology}
 
 /// Why this test cannot run here, if it cannot.
 fn skip_reason(tools: &[&str]) -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !lab::is_root() {
         return Some("needs root (network namespaces)".into());
     }
     for t in tools {

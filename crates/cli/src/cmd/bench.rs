@@ -128,11 +128,7 @@ fn source_pps(text: &str, size: usize) -> CliResult<f64> {
 }
 
 fn root() -> CliResult {
-    let st = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let uid0 = st
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
-    if uid0 {
+    if lab::is_root() {
         Ok(())
     } else {
         Err(CliError::Usage(

@@ -9,9 +9,7 @@ use std::process::{Command, Stdio};
 use engine::port::PortSpec;
 
 /// Whether we are root (namespaces, AF_PACKET); the tests print `SKIP: …` otherwise.
-pub fn is_root() -> bool {
-    lab::cmd::require_root().is_ok()
-}
+pub use lab::is_root;
 
 /// Whether a test that plays an uplink with real kernels can run: root, and each of `tools`
 /// on PATH. Prints the `SKIP: …` reason when not; a missing tool fails the test in CI, where

@@ -12,16 +12,8 @@ use bench::results::{read_records, Record, TrialRecord};
 pub const WIRERATE: &str = env!("CARGO_BIN_EXE_wirerate");
 
 /// Whether this process runs as root (namespaces, AF_PACKET).
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+#[allow(unused_imports)] // not every test binary uses it
+pub use lab::is_root;
 
 /// Whether `tool` is on the PATH.
 pub fn has_tool(tool: &str) -> bool {

@@ -22,14 +22,7 @@ pub fn sh(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        == Some("0")
-}
+pub use lab::is_root;
 
 /// `if_a` (192.0.2.1) in namespace `…-a` ⇄ `if_b` (192.0.2.2) in `…-b`, IPv6 off. Removed on
 /// drop (the veth pair goes with its namespaces).

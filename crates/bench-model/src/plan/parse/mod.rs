@@ -73,10 +73,10 @@ mod ports;
 mod run;
 mod values;
 
-use checks::*;
-pub(super) use checks::{check_name, spell_encap, NameKind};
 #[cfg(test)]
 pub(super) use checks::is_endpoint;
+use checks::*;
+pub(super) use checks::{check_name, spell_encap, NameKind};
 use run::*;
 
 /// The bare or quoted TOML key that starts at byte `at` of `text`, if one does.
