@@ -225,6 +225,16 @@ impl Datagrams {
     fn queued(&self) -> Vec<Vec<u8>> {
         std::mem::take(&mut *self.outbox.lock().unwrap_or_else(|p| p.into_inner()))
     }
+
+    /// Starts (`true`) or stops keeping what the session or softwire delivers.
+    fn set_capture(&self, on: bool) {
+        self.capture.store(on, Ordering::SeqCst);
+    }
+
+    /// What was delivered while capturing, since the last call.
+    fn take_delivered(&self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut *self.delivered.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 struct Chans {
@@ -570,18 +580,12 @@ impl SessionPort {
     /// From now on (`true`), keeps the datagrams the session delivers for
     /// [`take_datagrams`](Self::take_datagrams); `false` drops them again.
     pub fn capture(&self, on: bool) {
-        self.datagrams.capture.store(on, Ordering::SeqCst);
+        self.datagrams.set_capture(on);
     }
 
     /// The datagrams delivered while capturing, since the last call.
     pub fn take_datagrams(&self) -> Vec<Vec<u8>> {
-        std::mem::take(
-            &mut *self
-                .datagrams
-                .delivered
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()),
-        )
+        self.datagrams.take_delivered()
     }
 
     /// Closes the sessions (LCP Terminate + PADT), stops the thread and returns the
@@ -776,18 +780,12 @@ impl SoftwirePort {
     /// From now on (`true`), keeps the IPv4 packets the softwire delivers for
     /// [`take_datagrams`](Self::take_datagrams); `false` drops them again.
     pub fn capture(&self, on: bool) {
-        self.datagrams.capture.store(on, Ordering::SeqCst);
+        self.datagrams.set_capture(on);
     }
 
     /// The IPv4 packets delivered while capturing, since the last call.
     pub fn take_datagrams(&self) -> Vec<Vec<u8>> {
-        std::mem::take(
-            &mut *self
-                .datagrams
-                .delivered
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()),
-        )
+        self.datagrams.take_delivered()
     }
 
     /// Whether this port plays the AFTR (the ISP side of the softwire).

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::executor::TrialExecutor;
 use crate::hooks::{self, Hook, HookOutput};
 use crate::plan::{Case, Methodology, Plan};
-use crate::results::{Record, Resume, RunDir};
+use crate::results::{MethodologyDone, Record, Resume, RunDir};
 
 use super::*;
 
@@ -123,5 +123,26 @@ impl Ctx<'_, '_> {
         self.run
             .append(r)
             .map_err(|e| failed(format!("{}: {e}", self.run.path().display())))
+    }
+
+    /// Records `m` of `case`, repetition `rep`, as finished without a result (it failed, or
+    /// had nothing to measure), and tells the progress display.
+    pub(super) fn done_without_result(
+        &mut self,
+        case: &Case,
+        rep: u32,
+        m: Methodology,
+    ) -> Result<(), RunError> {
+        let d = MethodologyDone {
+            case_id: case.id.clone(),
+            repetition: rep,
+            methodology: m,
+            result: None,
+            ceiling: None,
+            line_pps: None,
+        };
+        self.append(&Record::Done(d.clone()))?;
+        (self.opts.progress)(Event::Done(&d));
+        Ok(())
     }
 }

@@ -43,17 +43,7 @@ pub(super) fn run_methodology(
                 Ok(s) => Box::new(s),
                 Err(why) => {
                     ctx.note(format!("{} rep {rep} {}: {why}", case.id, m.name()));
-                    let d = MethodologyDone {
-                        case_id: case.id.clone(),
-                        repetition: rep,
-                        methodology: m,
-                        result: None,
-                        ceiling: None,
-                        line_pps: None,
-                    };
-                    ctx.append(&Record::Done(d.clone()))?;
-                    (ctx.opts.progress)(Event::Done(&d));
-                    return Ok(());
+                    return ctx.done_without_result(case, rep, m);
                 }
             }
         }

@@ -5,7 +5,7 @@ use wire::units::BitsPerSec;
 
 pub use crate::iperf3_run::{iperf3_trial, parse_syn_mss};
 use crate::plan::{Case, Methodology};
-use crate::results::{MethodologyDone, Record, TrialKey, TrialRecord};
+use crate::results::{Record, TrialKey, TrialRecord};
 use crate::search::{LineFraction, Outcome, TrialRequest};
 
 use super::*;
@@ -116,17 +116,7 @@ pub(super) fn run_iperf3(
             return Err(RunError::Interrupted);
         }
     }
-    let d = MethodologyDone {
-        case_id: case.id.clone(),
-        repetition: rep,
-        methodology: m,
-        result: None,
-        ceiling: None,
-        line_pps: None,
-    };
-    ctx.append(&Record::Done(d.clone()))?;
-    (ctx.opts.progress)(Event::Done(&d));
-    Ok(())
+    ctx.done_without_result(case, rep, m)
 }
 
 #[cfg(test)]
