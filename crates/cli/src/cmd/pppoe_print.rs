@@ -2,9 +2,11 @@
 
 use std::net::Ipv4Addr;
 
+use emulate::ppp::DownReason;
 use emulate::pppoe::client::Client;
 use emulate::pppoe::server::{Server, ServerEvent};
-use emulate::pppoe::SessionInfo;
+use emulate::pppoe::{HostileReason, SessionInfo};
+use emulate::util::Counter;
 use engine::control::ControlPort;
 use engine::tun::Tun;
 
@@ -121,18 +123,7 @@ pub(crate) fn print_server_stats(srv: &Server, json: bool, port: &ControlPort, t
             st.setup.max.0 as f64 / 1e6
         );
     }
-    for (k, v) in st.ended.iter() {
-        outln!("ended  {k:?}: {v}");
-    }
-    if st.after_end > 0 {
-        outln!(
-            "after the end (late PADT or Terminate-Ack): {}",
-            st.after_end
-        );
-    }
-    for (k, v) in st.hostile.iter() {
-        outln!("refused {k:?}: {v}");
-    }
+    print_endings(&st.ended, st.after_end, &st.hostile);
     outln!(
         "frames: rx {} (not PPPoE {}), tx {} (failed {})",
         port.stats.rx,
@@ -175,17 +166,20 @@ pub(crate) fn print_client_stats(c: &Client, json: bool, port: &ControlPort, tun
         if let Some(s) = st.setup {
             outln!("setup (PADI → up): {:.1} ms", s.0 as f64 / 1e6);
         }
-        for (k, v) in st.ended.iter() {
-            outln!("ended  {k:?}: {v}");
-        }
-        if st.after_end > 0 {
-            outln!(
-                "after the end (late PADT or Terminate-Ack): {}",
-                st.after_end
-            );
-        }
-        for (k, v) in st.hostile.iter() {
-            outln!("refused {k:?}: {v}");
-        }
+        print_endings(&st.ended, st.after_end, &st.hostile);
+    }
+}
+
+/// How sessions ended, by reason, and what was refused as hostile: the same lines for the AC
+/// and the subscriber.
+fn print_endings(ended: &Counter<DownReason>, after_end: u64, hostile: &Counter<HostileReason>) {
+    for (k, v) in ended.iter() {
+        outln!("ended  {k:?}: {v}");
+    }
+    if after_end > 0 {
+        outln!("after the end (late PADT or Terminate-Ack): {after_end}");
+    }
+    for (k, v) in hostile.iter() {
+        outln!("refused {k:?}: {v}");
     }
 }
