@@ -19,6 +19,7 @@ use crate::rx::Receiver;
 use crate::stream::{FrameGen, Limit, Rate, StreamConfig};
 use crate::sys;
 use crate::tx::TxBackend;
+use crate::xdp::rx_napi::SchedTimes;
 use crate::{Error, Result};
 use serde::Serialize;
 use std::io::Write;
@@ -1100,6 +1101,11 @@ pub struct RxBenchReport {
     /// XDP backend: where the receive poll ran ("softirq on CPU 0", "thread on CPU 0,
     /// SCHED_FIFO 50").
     pub napi: Option<String>,
+    /// XDP backend, NAPI thread: what the scheduler says of the receive thread from the
+    /// source's start to the end of the drain: its time on the CPU, its time runnable but
+    /// waiting for the CPU, and its runs ([`SchedTimes`]). Waits are what lets the veth's
+    /// 256-frame ring fill while the receiver is not slower than the sender.
+    pub napi_sched: Option<SchedTimes>,
     /// The XDP sender's own achieved rate (first to last send timestamp), when it is the source.
     pub source_pps: Option<f64>,
     /// XDP backend: how the program ran (native or SKB mode) and why, if not native.
@@ -1273,6 +1279,7 @@ fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         tx_dropped: 0,
         refused: cfg.frames.saturating_sub(sent),
         napi: None,
+        napi_sched: None,
         source_pps: None,
         xdp_mode: None,
         xdp_note: None,
@@ -1297,10 +1304,11 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         0,
         &XdpRxConfig::default(),
     )?;
+    let mut napi_tids = Vec::new();
     let napi = match cfg.napi {
         RxNapi::Thread => {
             let cpu = cfg.rx_cpu.unwrap_or(cfg.tx_cpu);
-            crate::xdp::rx_napi::thread_on_cpu(Some(&net.netns), &net.rx_if, cpu)?;
+            napi_tids = crate::xdp::rx_napi::thread_on_cpu(Some(&net.netns), &net.rx_if, cpu)?;
             format!(
                 "thread on CPU {cpu}, SCHED_FIFO {}",
                 crate::xdp::rx_napi::NAPI_PRIORITY
@@ -1320,6 +1328,7 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     let tx0 = net.counter(&net.tx_if, "tx_packets")?;
     let txd0 = net.counter(&net.tx_if, "tx_dropped")?;
     let drop0 = net.counter(&net.rx_if, "rx_dropped")?;
+    let sched0 = SchedTimes::of_threads(&napi_tids);
     let t0 = Instant::now();
     let (sent, source_pps) = match cfg.source {
         RxSource::Trafgen => {
@@ -1354,6 +1363,10 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     let mut secs = t0.elapsed().as_secs_f64();
     // Let the peer's NAPI finish what is queued.
     std::thread::sleep(Duration::from_millis(300));
+    let napi_sched = match (napi_tids.is_empty(), sched0) {
+        (false, Some(before)) => SchedTimes::of_threads(&napi_tids).map(|t| t.since(&before)),
+        _ => None,
+    };
     let r = rx
         .stream_report(2, Some(sent))?
         .ok_or_else(|| Error::Config("bench stream missing from the XDP receiver".into()))?;
@@ -1385,6 +1398,7 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         tx_dropped: net.counter(&net.tx_if, "tx_dropped")? - txd0,
         refused: cfg.frames.saturating_sub(sent),
         napi: Some(napi),
+        napi_sched,
         source_pps,
         xdp_mode: Some(rx.mode()),
         xdp_note: rx.mode_note().map(str::to_string),

@@ -648,6 +648,11 @@ fn bench_rx_xdp_source_counts_every_frame_once_and_refuses_none() {
     assert_eq!((r.received, r.duplicates), (r.sent, 0), "distinct = sent");
     assert_eq!((r.refused, r.tx_dropped), (0, 0), "the veth refused frames");
     assert!(r.counted_once && r.exact);
+    // The receive thread's scheduler figures cover the run: it was put on its CPU and ran.
+    let t = r
+        .napi_sched
+        .expect("the receive thread's /proc/<tid>/schedstat");
+    assert!(t.run_ns > 0 && t.runs > 0, "{t:?}");
     assert!(
         r.napi
             .as_deref()

@@ -174,6 +174,14 @@ pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
         if let Some(n) = &r.napi {
             outln!("  receive poll              {n}");
         }
+        if let Some(t) = r.napi_sched {
+            outln!(
+                "  receive thread            ran {:.3} s in {} runs, waited {:.3} ms for its CPU",
+                t.run_ns as f64 / 1e9,
+                t.runs,
+                t.wait_ns as f64 / 1e6
+            );
+        }
         if let Some(m) = r.xdp_mode {
             outln!("  XDP mode                  {:>10}", format!("{m:?}"));
         }
