@@ -16,9 +16,8 @@ use wire::encap::IpVersion;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 mod common_nat;
-mod common_run;
 use common_nat::{conntrack_count, counter, nft, sh};
-use common_run::LabGuard;
+use lab::LabGuard;
 
 fn napt_lab(name: &str) -> Option<LabGuard> {
     common_nat::napt_lab(name, "XDP NAT load")

@@ -1,6 +1,6 @@
 //! What the NAT tests read in the lab DUT: commands run there, its connection table's size
 //! and its nftables counters, and a napt lab to run them on (shared by nat_trial.rs,
-//! nat_real.rs and nat_xdp.rs, which all include `common_run` too).
+//! nat_real.rs and nat_xdp.rs).
 
 #![allow(dead_code)] // each test file uses part of this
 
@@ -8,7 +8,7 @@ use std::io::Write;
 
 use lab::{Lab, LabConfig, Node, Profile, Topology};
 
-use crate::common_run::{is_root, LabGuard};
+use lab::{is_root, LabGuard};
 
 /// A forward lab named `name` with the `napt` profile, rebuilt from scratch; `None` (after a
 /// `SKIP: the <what> tests need root …` line) when not root.
