@@ -15,9 +15,8 @@
 //! Each call to [`Pacer::due`] says how many frames are due now and not yet issued, capped at
 //! the batch size. Because the schedule is absolute, small delays are made up and no drift
 //! accumulates; after a stall the debt is capped at `max_debt` frames: anything beyond is
-//! *slipped* (dropped from the schedule and reported), so a stall never turns into a large
-//! burst (the cap is [`MAX_CATCH_UP`] frames, or four batches when they are larger; see there
-//! why it is not time but frames). The batch size follows the
+//! *slipped* (dropped from the schedule and reported), so a stall never turns into an unbounded
+//! burst (the cap is 10 ms worth of frames at the average rate). The batch size follows the
 //! rate inside a burst (about 50 µs worth of frames, at most [`MAX_BATCH`]; at least a whole
 //! burst when the burst's frames are due together).
 //!
@@ -29,20 +28,6 @@ use crate::stream::{Limit, StreamConfig};
 
 /// The largest number of frames handed to the kernel in one go.
 pub const MAX_BATCH: u64 = 256;
-
-/// The most frames a sender makes up back to back after falling behind its schedule (unless
-/// four of its batches, or one burst, are more); frames owed beyond it are slipped.
-///
-/// Why frames, and so few: frames made up leave as fast as the sender can send them, faster
-/// than any real link of the trial's speed would carry them, and they queue in the DUT's
-/// receive ring. A device's ring holds a few hundred frames (a veth's 256), so a catch-up of
-/// thousands is loss the tester made, not the DUT. Seen on the lab at 10 % of 1 Gb/s, 64 B,
-/// XDP sender, machine busy: with the earlier cap of 10 ms of frames every 2 s trial caught
-/// up 400–1,260 frames at once and the DUT refused 129–7,665 frames (8 of 8 trials); with
-/// catch-up capped at 64 frames it refused none in 3 of 3 (`wirerate trial --lab …`,
-/// docs/engine.md, "Catch-up after a stall"). A slipped frame is never sent: the trial then
-/// reads as the tester falling behind (the runner measures it again), not as DUT loss.
-pub const MAX_CATCH_UP: u64 = 64;
 
 /// The batch size at `rate` frames/s: about 50 µs worth of frames, 1 to [`MAX_BATCH`].
 fn batch_at(rate: f64) -> u64 {
@@ -125,13 +110,10 @@ impl Pacer {
         batch: u64,
         limit: Option<u64>,
     ) -> Self {
-        // Catch up at most MAX_CATCH_UP frames (or ~10 ms of the schedule at very low rates,
-        // whichever is less), and at least a few batches or one burst; more slips.
+        // Catch up at most ~10 ms worth of frames (and at least a few batches) after a stall:
+        // a busy machine delays wake-ups by milliseconds; longer stalls slip.
         let avg_rate = burst as f64 * 1e9 / period_ns;
-        let max_debt = ((avg_rate * 10e-3).ceil() as u64)
-            .min(MAX_CATCH_UP)
-            .max(4 * batch)
-            .max(burst);
+        let max_debt = ((avg_rate * 10e-3).ceil() as u64).max(4 * batch).max(burst);
         Pacer {
             start_ns,
             period_ns,
@@ -407,37 +389,6 @@ mod tests {
         assert_eq!(p.max_seen_debt(), 100);
         // And the schedule goes on from there, not from the stall.
         assert_eq!(p.due(now + 1_000), 1);
-    }
-
-    #[test]
-    fn default_catch_up_is_a_few_dozen_frames_not_milliseconds() {
-        // 10 % of 1 Gb/s at 64 B: a 5 ms stall owes 744 frames; 64 are made up, 680 slip.
-        let mut p = Pacer::new(0, 148_810.0, 1, None);
-        assert_eq!(p.shape().max_debt, MAX_CATCH_UP);
-        let (mut now, mut sent) = (5 * MS, 0);
-        loop {
-            let n = p.due(now);
-            if n == 0 {
-                break;
-            }
-            p.issue(n);
-            sent += n;
-        }
-        assert_eq!(sent, MAX_CATCH_UP);
-        assert_eq!(
-            p.slipped(),
-            745 - MAX_CATCH_UP,
-            "frames 0..=744 were due at 5 ms"
-        );
-        // The schedule goes on from there: the next frame is due at its own time.
-        now += 7_000;
-        assert_eq!(p.due(now), 1);
-        // At line rate the batches are larger than the cap: four batches may be made up.
-        let fast = Pacer::new(0, 1_488_095.0, 1, None);
-        assert_eq!(fast.shape().max_debt, 4 * batch_at(1_488_095.0));
-        assert!(fast.shape().max_debt > MAX_CATCH_UP);
-        // At very low rates 10 ms of the schedule is less than the cap.
-        assert_eq!(Pacer::new(0, 1_000.0, 1, None).shape().max_debt, 10);
     }
 
     #[test]
