@@ -102,6 +102,7 @@ pub fn not_sent(request: &TrialRequest, why: String) -> (Outcome, EngineFacts) {
         sent: 0,
         slipped: 0,
         refused_by_dut: 0,
+        max_catch_up: 0,
         dut: None,
         invalid: Default::default(),
         per_direction: Vec::new(),

@@ -586,6 +586,12 @@ impl Testbed {
             sent: report.streams.iter().map(|s| s.tx.sent).sum(),
             slipped: report.streams.iter().map(|s| s.tx.slipped).sum(),
             refused_by_dut: report.streams.iter().map(|s| s.tx.refused_by_peer).sum(),
+            max_catch_up: report
+                .streams
+                .iter()
+                .map(|s| s.tx.max_debt)
+                .max()
+                .unwrap_or(0),
             invalid: {
                 let mut t = engine::validate::InvalidCounts::default();
                 report.streams.iter().for_each(|s| t.merge(&s.rx.invalid));

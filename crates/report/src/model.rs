@@ -1542,6 +1542,7 @@ mod tests {
             sent: 1000,
             slipped: 0,
             refused_by_dut: 0,
+            max_catch_up: 0,
             invalid: Default::default(),
             per_direction: Vec::new(),
             dut: ingress_drops.map(|d| DutCounters {

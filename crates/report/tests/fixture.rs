@@ -616,6 +616,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                         sent: out.received + out.lost,
                         slipped: 0,
                         refused_by_dut: 0,
+                        max_catch_up: 0,
                         invalid: Default::default(),
                         per_direction: Vec::new(),
                         dut: Some(dut_counters(offered, capacity, secs, &out)),

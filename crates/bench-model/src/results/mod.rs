@@ -104,6 +104,10 @@ pub struct TrialRecord {
     pub finished_unix_ms: u64,
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 /// The packet engine's side of one UDP trial: which backend ran it and why, and whether the
 /// sender kept its schedule, so that a reader can tell a DUT figure from a tester figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,6 +123,14 @@ pub struct EngineFacts {
     /// Frames the DUT's port refused (its receive queue full): offered and lost by the DUT.
     #[serde(default)]
     pub refused_by_dut: u64,
+    /// The most frames any stream's sender owed its schedule at once (the engine's `max_debt`):
+    /// after a stall it sends them back to back, faster than the trial's link would carry them.
+    /// A catch-up larger than the DUT's receive ring (a veth's holds 256) can overflow it, so
+    /// a trial that lost frames with a large catch-up may show the tester's burst, not the
+    /// DUT's limit (docs/engine.md, "Catch-up after a stall"). Absent when zero (and in older
+    /// runs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_catch_up: u64,
     /// The DUT's own counters over the trial (lab DUTs), for checking the figure against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut: Option<DutCounters>,

@@ -390,3 +390,28 @@ fn udp_facts_name_the_path_and_survive_a_round_trip() {
         assert_eq!(UdpFacts::of(&plan, t, 0.5), None);
     }
 }
+
+#[test]
+fn the_largest_catch_up_is_kept_and_absent_when_zero() {
+    let mut facts = EngineFacts {
+        backend: "xdp".into(),
+        note: String::new(),
+        sent: 297_620,
+        slipped: 0,
+        refused_by_dut: 2_159,
+        max_catch_up: 723,
+        dut: None,
+        invalid: Default::default(),
+        per_direction: Vec::new(),
+        session_drops: Vec::new(),
+        streams: Vec::new(),
+    };
+    let json = serde_json::to_string(&facts).unwrap();
+    assert!(json.contains("\"max_catch_up\":723"), "{json}");
+    assert_eq!(serde_json::from_str::<EngineFacts>(&json).unwrap(), facts);
+    // Zero is left out, and a record without the key (older runs) reads as zero.
+    facts.max_catch_up = 0;
+    let json = serde_json::to_string(&facts).unwrap();
+    assert!(!json.contains("max_catch_up"), "{json}");
+    assert_eq!(serde_json::from_str::<EngineFacts>(&json).unwrap(), facts);
+}

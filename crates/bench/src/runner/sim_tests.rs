@@ -132,6 +132,7 @@ impl TrialExecutor for SimBed {
                 0
             },
             refused_by_dut: 0,
+            max_catch_up: 0,
             dut: Some(DutCounters {
                 ingress_rx: sent,
                 ingress_drops: sent - forwarded,
