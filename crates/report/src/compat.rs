@@ -90,11 +90,15 @@ pub(crate) fn dims_of_case(c: &Case) -> Dims {
         frame_size: c.frame_size,
         sessions: c.sessions,
         mss: c.mss,
+        // The stream dimensions (`flows=N`, `tos=N` in the id) label and group like user
+        // dimensions, so two cases that differ only in them are two rows, as for a run
+        // `run.json` does not list (its id parsed).
         vars: c
-            .vars
-            .iter()
-            .filter(|(k, _)| k != "encap")
-            .cloned()
+            .flows
+            .map(|n| ("flows".to_string(), n.to_string()))
+            .into_iter()
+            .chain(c.tos.map(|t| ("tos".to_string(), t.to_string())))
+            .chain(c.vars.iter().filter(|(k, _)| k != "encap").cloned())
             .collect(),
         bidirectional: c.bidirectional,
         offload: c.offload,
@@ -307,6 +311,30 @@ mod tests {
         let d = dims_of_case_id("pf-on/udp4/64B/fastpath=1");
         assert_eq!(d.fastpath, None);
         assert_eq!(d.vars, [("fastpath".to_string(), "1".to_string())]);
+    }
+
+    /// Two cases that differ only in a stream dimension (`flows`, `tos`) are two points of the
+    /// report, from `run.json`'s cases and from their ids alike.
+    #[test]
+    fn stream_dimensions_keep_cases_apart() {
+        let plan = bench_model::plan::Plan::parse(
+            "name = \"f\"\n[topology]\nkind = \"lab\"\nlab = \"forward\"\nspeed = \"1G\"\n[dut]\nkind = \"lab\"\n[dut.profiles.napt]\n[[matrix]]\nprotocol = [\"udp\"]\nframe-size = [64]\nflows = [1, 1000]\ntos = [184]\nmethodologies = [\"rfc2544-throughput\"]\n",
+            "f.toml",
+        )
+        .unwrap();
+        let cases = plan.cases().unwrap();
+        let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "napt/udp4/64B/flows=1/tos=184",
+                "napt/udp4/64B/flows=1000/tos=184"
+            ]
+        );
+        let (a, b) = (dims_of_case(&cases[0]), dims_of_case(&cases[1]));
+        assert_ne!(a, b);
+        assert_eq!(b.point(), "64 B, flows=1000, tos=184, IPv4 UDP");
+        assert_eq!(dims_of_case_id(&cases[1].id), b);
     }
 
     #[test]

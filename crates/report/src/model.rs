@@ -136,7 +136,7 @@ pub struct Dims {
     pub sessions: Option<u32>,
     /// TCP MSS.
     pub mss: Option<u32>,
-    /// User dimensions other than `encap`.
+    /// User dimensions other than `encap`, after the stream dimensions `flows` and `tos`.
     pub vars: Vec<(String, String)>,
     /// UDP trials ran A→B and B→A at once (`bidir` in the case id): rates are sums of both.
     #[serde(default)]

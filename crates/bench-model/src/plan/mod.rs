@@ -31,10 +31,12 @@ use crate::search::{
 mod mtu_probe;
 mod parse;
 mod source;
+mod stream;
 
 pub use mtu_probe::MtuProbeSettings;
 pub use parse::locate;
 pub use source::{did_you_mean, line_col, PlanError, PlanErrors};
+pub use stream::{StreamSettings, TxMethod, DEFAULT_DRAIN, MAX_DRAIN};
 
 /// Where the tester's ports are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -285,6 +287,10 @@ pub struct RunSettings {
     pub tx_threads: u16,
     #[serde(default = "one_thread")]
     pub rx_threads: u16,
+    /// What every UDP case's streams carry (flows, ToS, bursts, reordering) and how they are
+    /// sent (TX method, drain): `wirerate trial`'s stream flags as `[run]` keys.
+    #[serde(default)]
+    pub stream: StreamSettings,
 }
 
 /// Most transmit or receive threads per port (the engine's `trial::MAX_THREADS`).
@@ -948,6 +954,14 @@ pub struct Matrix {
     /// The DUT's fast path off and/or on, as a dimension (`fastpath` key). Empty: absent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fastpath: Vec<bool>,
+    /// Flows per UDP stream, as a dimension (`flows` key): that many distinct UDP source
+    /// ports (`run.src-ports` per case). Empty: absent (`[run]`'s counts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<u16>,
+    /// The ToS / traffic class byte of UDP test frames, as a dimension (`tos` key; overrides
+    /// `run.tos`). Empty: absent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tos: Vec<u8>,
 }
 
 /// A parsed and checked plan.
@@ -1008,6 +1022,13 @@ pub struct Case {
     /// The DUT's fast path for this case ([`Matrix::fastpath`]); `None`: not a dimension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fastpath: Option<bool>,
+    /// Flows (distinct UDP source ports) of this UDP case ([`Matrix::flows`]); `None`: not a
+    /// dimension (`run.src-ports` and the other `[run]` counts apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<u16>,
+    /// ToS / traffic class of this UDP case ([`Matrix::tos`]); `None`: `run.tos`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
 }
 
 /// `on` / `off`, as plans, case ids and hook variables spell a switch.
@@ -1028,7 +1049,8 @@ fn ip_number(ip: IpVersion) -> u8 {
 
 impl Case {
     /// Variables for hook commands: `WR_CASE`, `WR_PROFILE`, `WR_PROTOCOL`, `WR_IP`,
-    /// `WR_FRAME_SIZE`, `WR_SESSIONS`, `WR_MSS` (when set) and `WR_<NAME>` per user dimension.
+    /// `WR_FRAME_SIZE`, `WR_SESSIONS`, `WR_MSS`, `WR_FLOWS`, `WR_TOS` (when set) and
+    /// `WR_<NAME>` per user dimension.
     pub fn env(&self) -> Vec<(String, String)> {
         let mut v = vec![
             ("WR_CASE".to_string(), self.id.clone()),
@@ -1051,6 +1073,12 @@ impl Case {
         }
         if let Some(f) = self.fastpath {
             v.push(("WR_FASTPATH".to_string(), on_off(f).to_string()));
+        }
+        if let Some(n) = self.flows {
+            v.push(("WR_FLOWS".to_string(), n.to_string()));
+        }
+        if let Some(t) = self.tos {
+            v.push(("WR_TOS".to_string(), t.to_string()));
         }
         for (k, val) in &self.vars {
             v.push((env_name(k), val.clone()));
@@ -1270,46 +1298,50 @@ impl Plan {
                                 for &ms in &mss {
                                     for encap in encap_values(&m.encap, ip, protocol) {
                                         for (offload, fastpath) in switch_product(m) {
-                                            for vars in var_product(&m.vars) {
-                                                let methodologies = m
-                                                    .methodologies
-                                                    .iter()
-                                                    .copied()
-                                                    .filter(|x| {
-                                                        protocol == Protocol::Udp
-                                                            || !x.needs_engine()
-                                                    })
-                                                    // Once per block position: at its
-                                                    // largest size, the probe's top.
-                                                    .filter(|x| {
-                                                        *x != Methodology::MtuProbe
-                                                            || frame_size
-                                                                == m.frame_size
-                                                                    .iter()
-                                                                    .max()
-                                                                    .copied()
-                                                    })
-                                                    .collect();
-                                                let mut case = Case {
-                                                    id: String::new(),
-                                                    profile: profile.clone(),
-                                                    protocol,
-                                                    ip,
-                                                    frame_size,
-                                                    sessions: s,
-                                                    mss: ms,
-                                                    vars,
-                                                    methodologies,
-                                                    encap,
-                                                    bidirectional: m.bidirectional
-                                                        && protocol == Protocol::Udp,
-                                                    offload,
-                                                    fastpath,
-                                                };
-                                                case.id = case_id(&case);
-                                                let order =
-                                                    profile_index(profile).unwrap_or(usize::MAX);
-                                                cases.push((order, case, m.line));
+                                            for (flows, tos) in stream_product(m, protocol) {
+                                                for vars in var_product(&m.vars) {
+                                                    let methodologies = m
+                                                        .methodologies
+                                                        .iter()
+                                                        .copied()
+                                                        .filter(|x| {
+                                                            protocol == Protocol::Udp
+                                                                || !x.needs_engine()
+                                                        })
+                                                        // Once per block position: at its
+                                                        // largest size, the probe's top.
+                                                        .filter(|x| {
+                                                            *x != Methodology::MtuProbe
+                                                                || frame_size
+                                                                    == m.frame_size
+                                                                        .iter()
+                                                                        .max()
+                                                                        .copied()
+                                                        })
+                                                        .collect();
+                                                    let mut case = Case {
+                                                        id: String::new(),
+                                                        profile: profile.clone(),
+                                                        protocol,
+                                                        ip,
+                                                        frame_size,
+                                                        sessions: s,
+                                                        mss: ms,
+                                                        vars,
+                                                        methodologies,
+                                                        encap,
+                                                        bidirectional: m.bidirectional
+                                                            && protocol == Protocol::Udp,
+                                                        offload,
+                                                        fastpath,
+                                                        flows,
+                                                        tos,
+                                                    };
+                                                    case.id = case_id(&case);
+                                                    let order = profile_index(profile)
+                                                        .unwrap_or(usize::MAX);
+                                                    cases.push((order, case, m.line));
+                                                }
                                             }
                                         }
                                     }
@@ -1833,8 +1865,28 @@ fn switch_product(m: &Matrix) -> Vec<(Option<bool>, Option<bool>)> {
     out
 }
 
-/// `profile/proto+ip/size-or-sessions[/mssN][/offload=on][/fastpath=on][/var=value…]`:
-/// readable and independent of the case's position in the plan.
+/// The (flows, tos) pairs of a block for `protocol`; `None` where the block does not have the
+/// key, and for TCP (iperf3 sends its own streams).
+fn stream_product(m: &Matrix, protocol: Protocol) -> Vec<(Option<u16>, Option<u8>)> {
+    fn values<T: Copy>(v: &[T], protocol: Protocol) -> Vec<Option<T>> {
+        if v.is_empty() || protocol == Protocol::Tcp {
+            vec![None]
+        } else {
+            v.iter().copied().map(Some).collect()
+        }
+    }
+    let mut out = Vec::new();
+    for f in values(&m.flows, protocol) {
+        for t in values(&m.tos, protocol) {
+            out.push((f, t));
+        }
+    }
+    out
+}
+
+/// `profile/proto+ip/size-or-sessions[/mssN][/encap=…][/bidir][/offload=on][/fastpath=on]
+/// [/flows=N][/tos=N][/var=value…]`: readable and independent of the case's position in the
+/// plan.
 fn case_id(c: &Case) -> String {
     let mut id = format!("{}/{}{}", c.profile, c.protocol, ip_number(c.ip));
     if let Some(f) = c.frame_size {
@@ -1858,6 +1910,12 @@ fn case_id(c: &Case) -> String {
     if let Some(f) = c.fastpath {
         id.push_str(&format!("/fastpath={}", on_off(f)));
     }
+    if let Some(n) = c.flows {
+        id.push_str(&format!("/flows={n}"));
+    }
+    if let Some(t) = c.tos {
+        id.push_str(&format!("/tos={t}"));
+    }
     for (k, v) in &c.vars {
         id.push_str(&format!("/{k}={v}"));
     }
@@ -1876,3 +1934,5 @@ mod tests_mtu;
 mod tests_nat;
 #[cfg(test)]
 mod tests_ports;
+#[cfg(test)]
+mod tests_stream;

@@ -30,6 +30,8 @@ impl Walker<'_> {
                 "bidirectional",
                 "offload",
                 "fastpath",
+                "flows",
+                "tos",
             ],
         );
         let span = v.span();
@@ -159,6 +161,8 @@ impl Walker<'_> {
                 })
             })
         };
+        let flows = self.stream_dimension(t, path, "flows", u16::MAX.into());
+        let tos = self.stream_dimension(t, path, "tos", 255);
         let offload = switch(self, "offload");
         let fastpath = switch(self, "fastpath");
         let bidirectional = get(t, "bidirectional")
@@ -257,6 +261,8 @@ impl Walker<'_> {
             bidirectional,
             offload: offload.unwrap_or_default(),
             fastpath: fastpath.unwrap_or_default(),
+            flows: flows.into_iter().map(|n| n as u16).collect(),
+            tos: tos.into_iter().map(|n| n as u8).collect(),
         })
     }
 }
