@@ -1748,7 +1748,9 @@ impl Plan {
                 .iter()
                 .take(2)
                 .any(|p| p.pppoe.is_some() || p.dslite.is_some());
-        let per_trial = STARTUP.engine_trial * if learning { 2.0 } else { 1.0 };
+        // `engine_trial` counts the default drain; `run.drain` moves it.
+        let drain = self.run.stream.drain.as_secs_f64() - DEFAULT_DRAIN.as_secs_f64();
+        let per_trial = STARTUP.engine_trial * if learning { 2.0 } else { 1.0 } + drain;
         // Connection trials have their own, larger start-up (STARTUP.conn_trial).
         let conn = if case.methodologies.iter().any(|m| m.is_connection()) {
             let mut c = case.clone();

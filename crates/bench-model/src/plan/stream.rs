@@ -92,3 +92,76 @@ impl Default for StreamSettings {
         }
     }
 }
+
+impl StreamSettings {
+    /// What differs from one evenly spaced flow with ToS 0, on the ring, drained 100 ms, as
+    /// `plan check` prints it (`None` when nothing does): `src-ports 16 (pseudorandom, seed 7),
+    /// tos 184, burst 32, drain 2s`.
+    pub fn describe(&self) -> Option<String> {
+        let d = StreamSettings::default();
+        let mut v = Vec::new();
+        for (key, n, one) in [
+            ("src-ips", self.src_ips, d.src_ips),
+            ("dst-ips", self.dst_ips, d.dst_ips),
+            (
+                "src-ports",
+                u32::from(self.src_ports),
+                u32::from(d.src_ports),
+            ),
+            (
+                "dst-ports",
+                u32::from(self.dst_ports),
+                u32::from(d.dst_ports),
+            ),
+        ] {
+            if n != one {
+                v.push(format!("{key} {n}"));
+            }
+        }
+        if let Some(seed) = self.random_seed {
+            v.push(format!("pseudorandom flow fields (RFC 4814, seed {seed})"));
+        }
+        if self.tos != d.tos {
+            v.push(format!("tos {}", self.tos));
+        }
+        if self.burst != d.burst {
+            v.push(format!("burst {}", self.burst));
+        }
+        if let Some(g) = self.burst_gap {
+            v.push(format!("burst-gap {g:?}"));
+        }
+        if let Some(k) = self.reorder_every {
+            v.push(format!("reorder-every {k}"));
+        }
+        if self.tx_method != d.tx_method {
+            v.push("tx-method sendmmsg".to_string());
+        }
+        if self.drain != d.drain {
+            v.push(format!("drain {:?}", self.drain));
+        }
+        (!v.is_empty()).then(|| v.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_names_what_differs_from_the_defaults() {
+        assert_eq!(StreamSettings::default().describe(), None);
+        let s = StreamSettings {
+            src_ports: 16,
+            random_seed: Some(7),
+            tos: 184,
+            burst_gap: Some(Duration::from_millis(1)),
+            burst: 4,
+            drain: Duration::from_secs(2),
+            ..StreamSettings::default()
+        };
+        assert_eq!(
+            s.describe().as_deref(),
+            Some("src-ports 16, pseudorandom flow fields (RFC 4814, seed 7), tos 184, burst 4, burst-gap 1ms, drain 2s")
+        );
+    }
+}

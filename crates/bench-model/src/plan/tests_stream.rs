@@ -223,3 +223,23 @@ fn bad_flows_and_tos_dimensions_are_refused_at_their_key() {
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert_eq!(errs[0].key, "matrix[0].vars.tos");
 }
+
+/// `run.drain` is waited after every engine trial: the estimate counts it.
+#[test]
+fn a_longer_drain_lengthens_the_estimate_by_its_trials() {
+    let base = Plan::parse(&plan("", FR, ""), "p")
+        .unwrap()
+        .estimate()
+        .unwrap();
+    let long = Plan::parse(&plan("drain = \"2.1s\"", FR, ""), "p")
+        .unwrap()
+        .estimate()
+        .unwrap();
+    assert_eq!(base.trials, long.trials);
+    let added = long.startup - base.startup;
+    assert!(
+        (added - 2.0 * base.trials as f64).abs() < 1e-9,
+        "{added} s for {} trials",
+        base.trials
+    );
+}
