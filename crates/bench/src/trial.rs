@@ -150,7 +150,8 @@ pub fn intended_with_gaps(
     tx: &engine::tx::TxStreamReport,
 ) -> LineFraction {
     let in_burst = stream.pps();
-    if stream.burst_gap.is_none() || !(in_burst > 0.0) || !(tx.intended_pps > 0.0) {
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    if stream.burst_gap.is_none() || !positive(in_burst) || !positive(tx.intended_pps) {
         return load;
     }
     LineFraction(load.0 * tx.intended_pps / in_burst)

@@ -88,6 +88,7 @@ pub(crate) fn dims_of_case(c: &Case) -> Dims {
         ip,
         encap,
         frame_size: c.frame_size,
+        imix: c.imix,
         sessions: c.sessions,
         mss: c.mss,
         // The stream dimensions (`flows=N`, `tos=N` in the id) label and group like user
@@ -124,6 +125,7 @@ pub(crate) fn dims_of_case_id(id: &str) -> Dims {
         ip,
         encap: if ip == 6 { "ipv6" } else { "ipv4" }.into(),
         frame_size: None,
+        imix: false,
         sessions: None,
         mss: None,
         vars: Vec::new(),
@@ -139,6 +141,8 @@ pub(crate) fn dims_of_case_id(id: &str) -> Dims {
     for p in parts {
         if p == "bidir" {
             d.bidirectional = true;
+        } else if p == "imix" {
+            d.imix = true;
         } else if let Some((k, v)) = p.split_once('=') {
             // The built-in switches are spelt `on`/`off`; a user dimension of the same
             // name with other values (older plans: `fastpath=1`) stays a user dimension.
@@ -178,15 +182,12 @@ pub(crate) fn udp_line(
     speed: f64,
     recorded_pps: Option<f64>,
     dims: &Dims,
-    frame: u32,
+    frame: &FrameSize,
     label: (&str, Methodology),
     notes: &mut Vec<String>,
 ) -> Option<LineRate> {
     let (case_id, m) = label;
-    let frame_size = FrameSize::Fixed {
-        bytes: frame as usize,
-    };
-    let Some(computed) = LineRate::on_path(BitsPerSec(speed), encap_of(dims), &frame_size) else {
+    let Some(computed) = LineRate::on_path(BitsPerSec(speed), encap_of(dims), frame) else {
         notes.push(format!(
             "{case_id}: frame size {frame} B does not fit the path; no theoretical maximum"
         ));
@@ -335,6 +336,17 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(b.point(), "64 B, flows=1000, tos=184, IPv4 UDP");
         assert_eq!(dims_of_case_id(&cases[1].id), b);
+    }
+
+    /// An IMIX case is a point of its own beside the sizes, its frame the mix.
+    #[test]
+    fn imix_cases_are_their_own_point() {
+        let d = dims_of_case_id("napt/udp6/imix/tos=46");
+        assert!(d.imix);
+        assert_eq!(d.frame_size, None);
+        assert_eq!(d.frame(), Some(FrameSize::Imix));
+        assert_eq!(d.point(), "IMIX, tos=46, IPv6 UDP");
+        assert_ne!(d, dims_of_case_id("napt/udp6/82B/tos=46"));
     }
 
     #[test]

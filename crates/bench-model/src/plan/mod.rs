@@ -930,6 +930,10 @@ pub struct Matrix {
     pub ip: Vec<IpVersion>,
     /// UDP frame sizes (reference frame, with FCS).
     pub frame_size: Vec<u32>,
+    /// `"imix"` among the frame sizes: one more case per position, sending the simple IMIX
+    /// (7 × 64, 4 × 594, 1 × 1518 B), as `wirerate trial --size imix`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub imix: bool,
     /// TCP parallel sessions.
     pub sessions: Vec<u32>,
     /// TCP MSS values (`-M`); empty = iperf3's default.
@@ -998,8 +1002,11 @@ pub struct Case {
     pub protocol: Protocol,
     /// IP version.
     pub ip: IpVersion,
-    /// UDP frame size.
+    /// UDP frame size (`None` for TCP, and for an IMIX case: [`Case::imix`]).
     pub frame_size: Option<u32>,
+    /// A UDP case sending the simple IMIX instead of one size ([`Case::frame`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub imix: bool,
     /// TCP sessions.
     pub sessions: Option<u32>,
     /// TCP MSS.
@@ -1048,6 +1055,15 @@ fn ip_number(ip: IpVersion) -> u8 {
 }
 
 impl Case {
+    /// What a UDP case sends: its frame size, or the IMIX; `None` for TCP.
+    pub fn frame(&self) -> Option<wire::linerate::FrameSize> {
+        if self.imix {
+            return Some(wire::linerate::FrameSize::Imix);
+        }
+        self.frame_size
+            .map(|b| wire::linerate::FrameSize::Fixed { bytes: b as usize })
+    }
+
     /// Variables for hook commands: `WR_CASE`, `WR_PROFILE`, `WR_PROTOCOL`, `WR_IP`,
     /// `WR_FRAME_SIZE`, `WR_SESSIONS`, `WR_MSS`, `WR_FLOWS`, `WR_TOS` (when set) and
     /// `WR_<NAME>` per user dimension.
@@ -1060,6 +1076,9 @@ impl Case {
         ];
         let opt = |k: &str, x: Option<u32>| x.map(|x| (k.to_string(), x.to_string()));
         v.extend(opt("WR_FRAME_SIZE", self.frame_size));
+        if self.imix {
+            v.push(("WR_FRAME_SIZE".to_string(), "imix".to_string()));
+        }
         v.extend(opt("WR_SESSIONS", self.sessions));
         v.extend(opt("WR_MSS", self.mss));
         if let Some(e) = &self.encap {
@@ -1277,23 +1296,29 @@ impl Plan {
             for profile in &m.profile {
                 for &protocol in &m.protocol {
                     for &ip in &m.ip {
-                        let (sizes, sessions, mss): (Dim, Dim, Dim) = match protocol {
-                            Protocol::Udp => (
-                                m.frame_size.iter().copied().map(Some).collect(),
-                                vec![None],
-                                vec![None],
-                            ),
-                            Protocol::Tcp => (
-                                vec![None],
-                                m.sessions.iter().copied().map(Some).collect(),
-                                if m.mss.is_empty() {
-                                    vec![None]
-                                } else {
-                                    m.mss.iter().copied().map(Some).collect()
-                                },
-                            ),
-                        };
-                        for &frame_size in &sizes {
+                        // (frame size, IMIX): the sizes, then the IMIX.
+                        let (sizes, sessions, mss): (Vec<(Option<u32>, bool)>, Dim, Dim) =
+                            match protocol {
+                                Protocol::Udp => (
+                                    m.frame_size
+                                        .iter()
+                                        .map(|&f| (Some(f), false))
+                                        .chain(m.imix.then_some((None, true)))
+                                        .collect(),
+                                    vec![None],
+                                    vec![None],
+                                ),
+                                Protocol::Tcp => (
+                                    vec![(None, false)],
+                                    m.sessions.iter().copied().map(Some).collect(),
+                                    if m.mss.is_empty() {
+                                        vec![None]
+                                    } else {
+                                        m.mss.iter().copied().map(Some).collect()
+                                    },
+                                ),
+                            };
+                        for &(frame_size, imix) in &sizes {
                             for &s in &sessions {
                                 for &ms in &mss {
                                     for encap in encap_values(&m.encap, ip, protocol) {
@@ -1312,11 +1337,12 @@ impl Plan {
                                                         // largest size, the probe's top.
                                                         .filter(|x| {
                                                             *x != Methodology::MtuProbe
-                                                                || frame_size
-                                                                    == m.frame_size
-                                                                        .iter()
-                                                                        .max()
-                                                                        .copied()
+                                                                || (!imix
+                                                                    && frame_size
+                                                                        == m.frame_size
+                                                                            .iter()
+                                                                            .max()
+                                                                            .copied())
                                                         })
                                                         .collect();
                                                     let mut case = Case {
@@ -1325,6 +1351,7 @@ impl Plan {
                                                         protocol,
                                                         ip,
                                                         frame_size,
+                                                        imix,
                                                         sessions: s,
                                                         mss: ms,
                                                         vars,
@@ -1597,8 +1624,10 @@ impl Plan {
     /// `wire::linerate::path_max_pps`'s, the 100 % `wirerate trial` uses too (a size the path
     /// cannot carry falls back to the frame as sent on one link).
     pub fn line_rate(&self, case: &Case) -> crate::line_rate::LineRate {
-        let size = case.frame_size.unwrap_or(64) as usize;
-        let frame = wire::linerate::FrameSize::Fixed { bytes: size };
+        let frame = case
+            .frame()
+            .unwrap_or(wire::linerate::FrameSize::Fixed { bytes: 64 });
+        let size = frame.mean(case.ip);
         match crate::line_rate::LineRate::on_path(self.speed(), self.path_encap(case), &frame) {
             Some(r) if r.pps > 0.0 => r,
             _ => {
@@ -1608,7 +1637,7 @@ impl Plan {
                 let pps = wire::linerate::path_max_pps(self.speed(), encap, &frame).0;
                 crate::line_rate::LineRate {
                     pps,
-                    l2_bps: pps * (size + encap.overhead()) as f64 * 8.0,
+                    l2_bps: pps * (size + encap.overhead() as f64) * 8.0,
                     bottleneck: "link".into(),
                 }
             }
@@ -1893,6 +1922,9 @@ fn case_id(c: &Case) -> String {
     let mut id = format!("{}/{}{}", c.profile, c.protocol, ip_number(c.ip));
     if let Some(f) = c.frame_size {
         id.push_str(&format!("/{f}B"));
+    }
+    if c.imix {
+        id.push_str("/imix");
     }
     if let Some(s) = c.sessions {
         id.push_str(&format!("/s{s}"));

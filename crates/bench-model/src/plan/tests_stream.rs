@@ -243,3 +243,62 @@ fn a_longer_drain_lengthens_the_estimate_by_its_trials() {
         base.trials
     );
 }
+
+/// `"imix"` among the frame sizes: one more case per position (`…/imix`), sending the simple
+/// IMIX as `wirerate trial --size imix`, its 100 % the mix's path-aware line rate.
+#[test]
+fn imix_is_a_frame_size() {
+    let text = plan("", FR, "").replace("frame-size = [64]", "frame-size = [64, \"imix\"]");
+    let p = Plan::parse(&text, "p").unwrap();
+    let cases = p.cases().unwrap();
+    let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["napt/udp4/64B", "napt/udp4/imix"]);
+    let imix = &cases[1];
+    assert_eq!(
+        (imix.frame_size, imix.imix, imix.frame()),
+        (None, true, Some(wire::linerate::FrameSize::Imix))
+    );
+    assert!(imix
+        .env()
+        .contains(&("WR_FRAME_SIZE".into(), "imix".into())));
+    // 1 Gb/s over the mean wire length of 7 × 64, 4 × 594, 1 × 1518 B (+ 20 B each).
+    let mean_l1 = (7.0 * 84.0 + 4.0 * 614.0 + 1538.0) / 12.0;
+    assert!((p.line_pps(imix).0 - 1e9 / (mean_l1 * 8.0)).abs() < 1e-6);
+    // IPv6: the mix's smallest frame is IPv6's smallest test frame (82 B).
+    let v6 = text
+        .replace("frame-size", "ip = [6]\nframe-size")
+        .replace("[64,", "[82,");
+    let p6 = Plan::parse(&v6, "p").unwrap();
+    let c6 = p6.cases().unwrap();
+    assert_eq!(c6[1].id, "napt/udp6/imix");
+    let mean6 = (7.0 * 102.0 + 4.0 * 614.0 + 1538.0) / 12.0;
+    assert!((p6.line_pps(&c6[1]).0 - 1e9 / (mean6 * 8.0)).abs() < 1e-6);
+}
+
+#[test]
+fn imix_where_one_size_is_needed_is_refused_at_frame_size() {
+    let typo = plan("", FR, "").replace("frame-size = [64]", "frame-size = [\"imx\"]");
+    let errs = errors(&typo);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "matrix[0].frame-size[0]");
+    assert_eq!(errs[0].hint.as_deref(), Some("did you mean `imix`?"));
+    for m in [
+        "\"rfc2544-back-to-back\"",
+        "\"mtu-probe\"",
+        "\"forwarding-rate\", \"iperf3\"",
+        "\"nat-throughput\"",
+    ] {
+        let text = plan("", m, "").replace("frame-size = [64]", "frame-size = [64, \"imix\"]");
+        let errs = errors(&text);
+        assert_eq!(errs.len(), 1, "{m}: {errs:?}");
+        assert_eq!(errs[0].key, "matrix[0].frame-size", "{m}");
+        assert_eq!(errs[0].line, line_of(&text, "\"imix\""), "{m}");
+        assert!(
+            errs[0]
+                .message
+                .contains("put the IMIX in a block without it"),
+            "{m}: {}",
+            errs[0].message
+        );
+    }
+}

@@ -56,13 +56,15 @@ fn flows(s: &StreamSettings, case: &Case) -> Flows {
 /// (it is built from the session's headers, known only once the session is up). A reverse
 /// probe is built like a bidirectional trial; the caller drops the forward stream.
 pub fn udp_spec(plan: &Plan, case: &Case, request: &TrialRequest) -> Result<TrialSpec, String> {
-    let (bytes, load) = match request.probe {
+    let (size, load) = match request.probe {
         Some(p) => (
-            p.frame_size,
+            FrameSize::Fixed {
+                bytes: p.frame_size as usize,
+            },
             Load::Pps((request.load.0 * f64::from(p.pps)).max(1.0)),
         ),
         None => (
-            case.frame_size
+            case.frame()
                 .ok_or_else(|| format!("{}: UDP case without a frame size", case.id))?,
             Load::from(request.load),
         ),
@@ -75,14 +77,7 @@ pub fn udp_spec(plan: &Plan, case: &Case, request: &TrialRequest) -> Result<Tria
         Some(n) => Limit::Frames(n),
         None => Limit::DurationNs(request.duration.as_nanos() as u64),
     };
-    let mut s = StreamSpec::new(
-        sent_encap(plan, case),
-        FrameSize::Fixed {
-            bytes: bytes as usize,
-        },
-        load,
-        limit,
-    );
+    let mut s = StreamSpec::new(sent_encap(plan, case), size, load, limit);
     s.far_encap = Some(plan.path_encap(case));
     if both && !plays_session(plan, 1) {
         s.direction = Direction::Both;

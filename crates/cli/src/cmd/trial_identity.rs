@@ -230,9 +230,9 @@ fn rates_in_frames_and_bits_per_second_are_one_trial() {
     assert!(!differences(&t, &p, 1e-9).is_empty(), "L2 bit/s are not L1");
 }
 
-/// IMIX (plans have no IMIX size yet): the flags and a `--streams` file are one trial.
+/// IMIX: the flags, a `--streams` file and a plan's `frame-size = ["imix"]` are one trial.
 #[test]
-fn imix_from_flags_and_from_a_stream_file_is_one_trial() {
+fn imix_from_flags_a_stream_file_and_a_plan_is_one_trial() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("s.toml");
     std::fs::write(
@@ -253,6 +253,31 @@ fn imix_from_flags_and_from_a_stream_file_is_one_trial() {
     let s = from_flags(&[&["--streams", f.to_str().unwrap()][..], &PLAN_ENGINE[..]].concat());
     assert_identical(&t, &s, 0.0);
     assert_eq!(t.sent[0].sizes, vec![64, 594, 1518]);
+    let p = from_plan(
+        &lab_plan("ip = [4]\nframe-size = [\"imix\"]\nbidirectional = true"),
+        &at(0.4, 2),
+    );
+    assert_identical(&t, &p, 0.0);
+    assert_eq!(p.sent[1].weights, vec![7, 4, 1]);
+    // IPv6 with ToS: the mix starts at IPv6's smallest test frame.
+    let t = flags(&[
+        "--encap",
+        "ipv6",
+        "--size",
+        "imix",
+        "--rate",
+        "70%",
+        "--duration",
+        "1",
+        "--tos",
+        "32",
+    ]);
+    let p = from_plan(
+        &lab_plan_with_run("tos = 32", "ip = [6]\nframe-size = [\"imix\"]"),
+        &at(0.7, 1),
+    );
+    assert_identical(&t, &p, 0.0);
+    assert_eq!(p.sent[0].sizes, vec![82, 594, 1518]);
 }
 
 /// Threads per port: `run.tx-threads` / `run.rx-threads` in a plan, the flags on the command.
