@@ -118,6 +118,17 @@ fn a_pppoe_port_refuses_tcp_ipv6_and_frames_above_its_mru() {
         .unwrap();
     assert!(e.message.contains("exceeds the MRU 1454"), "{e}");
     assert!(e.message.contains("fragmented (2 frames there)"), "{e}");
+    // The IMIX's 1518 B frames likewise.
+    let errs = errors(&CPE.replace("[64, 1472]", "[64, \"imix\"]"));
+    let i = errs
+        .iter()
+        .find(|e| e.key == "matrix[0].frame-size")
+        .unwrap();
+    assert!(
+        i.message
+            .contains("largest frame that crosses whole is 1472 B"),
+        "{i}"
+    );
     assert!(
         e.message
             .contains("largest frame that crosses whole is 1472 B"),
