@@ -302,3 +302,22 @@ fn imix_where_one_size_is_needed_is_refused_at_frame_size() {
         );
     }
 }
+
+/// The shipped example plans/lab-flows.toml: 1 and 10,000 flows × 64 B and IMIX × forward and
+/// NAPT, pseudorandom source ports and ToS 184 for all.
+#[test]
+fn the_shipped_flows_plan_parses() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plans/lab-flows.toml"
+    ))
+    .unwrap();
+    let p = Plan::parse(&text, "lab-flows.toml").unwrap();
+    let cases = p.cases().unwrap();
+    assert_eq!(cases.len(), 8);
+    assert_eq!(cases[3].id, "forward/udp4/imix/flows=10000");
+    assert_eq!(
+        (p.run.stream.random_seed, p.run.stream.tos),
+        (Some(4814), 184)
+    );
+}
