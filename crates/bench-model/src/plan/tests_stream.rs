@@ -185,6 +185,18 @@ fn flows_and_tos_are_dimensions_with_their_own_case_ids() {
     let errs = errors(&mixed);
     assert_eq!(errs[0].key, "matrix[2].flows");
     assert!(errs[0].message.contains("this block runs none"));
+    // Beside a nat-* methodology, whose trials make their own flows, each value would repeat it.
+    let nat = plan(
+        "",
+        "\"forwarding-rate\", \"nat-throughput\"",
+        "tos = [0, 46]",
+    );
+    let errs = errors(&nat);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "matrix[0].tos");
+    assert!(errs[0]
+        .message
+        .contains("nat-throughput make their own flows"));
 }
 
 #[test]

@@ -148,6 +148,12 @@ impl Walker<'_> {
         };
         let udp = m.protocol.contains(&Protocol::Udp);
         let streams = udp && m.methodologies.iter().any(|x| builds_streams(*x));
+        let connections: Vec<&str> = m
+            .methodologies
+            .iter()
+            .filter(|x| x.is_connection())
+            .map(|x| x.name())
+            .collect();
         for key in ["flows", "tos"] {
             if let Some(v) = get(t, key) {
                 if !streams {
@@ -155,6 +161,13 @@ impl Walker<'_> {
                         v.span(),
                         &join(path, key),
                         "applies to the UDP test streams of the rfc2544-*, multi-goal, forwarding-rate and mtu-probe methodologies; this block runs none (TCP and the nat-* methodologies make their own flows)",
+                    );
+                } else if !connections.is_empty() {
+                    // Their trials would run once per value, the same each time.
+                    self.err(
+                        v.span(),
+                        &join(path, key),
+                        format!("{} make their own flows, so each `{key}` value would repeat the same measurement: put them in a block without `{key}`", connections.join(", ")),
                     );
                 }
             }
