@@ -179,7 +179,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
                     let path = format!("matrix[{i}]");
                     let lab_dut = dut.as_ref().is_some_and(|d| d.kind == DutKind::Lab);
                     if let Some(m) = w.matrix(item, &path, &profiles, lab_dut) {
-                        w.matrix_stream_fits(root, item, &path, &m, &run);
+                        w.matrix_stream_fits(root, item, &path, &m, &run, &ports);
                         if let Some(t) = &topology {
                             w.matrix_fits_ports(item, &path, &m, t, &ports);
                             w.matrix_encap_fits(item, &path, &m, t, &ports);

@@ -142,10 +142,40 @@ impl Walker<'_> {
         path: &str,
         m: &Matrix,
         run: &RunSettings,
+        ports: &[Port],
     ) {
         let Some(t) = item.get_ref().as_table() else {
             return;
         };
+        // Both ways through port B's session or softwire, the reverse stream rides the one
+        // mapping the forward stream's learning frames made (bench::testbed): more flows would
+        // find no mapping in the DUT's NAPT and count as its loss.
+        let b_session = ports
+            .get(1)
+            .is_some_and(|p| p.pppoe.is_some() || p.dslite.is_some());
+        if m.bidirectional && b_session {
+            let s = &run.stream;
+            let run_counts = [
+                ("src-ips", s.src_ips > 1),
+                ("dst-ips", s.dst_ips > 1),
+                ("src-ports", s.src_ports > 1),
+                ("dst-ports", s.dst_ports > 1),
+            ];
+            let at = match get(t, "flows") {
+                Some(v) if m.flows.iter().any(|&n| n > 1) => Some((v, join(path, "flows"))),
+                _ => run_counts
+                    .iter()
+                    .find(|(_, many)| *many)
+                    .and_then(|(k, _)| run_key(root, k).map(|v| (v, format!("run.{k}")))),
+            };
+            if let Some((v, key)) = at {
+                self.err(
+                    v.span(),
+                    &key,
+                    format!("{path} runs both ways through port `{}`'s session, whose reverse stream rides the one mapping the forward stream's learning frames made; more flows would find none in the DUT's NAT and count as its loss: give one flow, or drop `bidirectional`", ports[1].name),
+                );
+            }
+        }
         let udp = m.protocol.contains(&Protocol::Udp);
         let streams = udp && m.methodologies.iter().any(|x| builds_streams(*x));
         let connections: Vec<&str> = m
