@@ -606,6 +606,9 @@ impl Testbed {
             streams: sent,
         };
         let mut o = crate::trial::outcome(request, &report.streams, max);
+        if let (Some(c), Some(r)) = (cfg.streams.first(), report.streams.first()) {
+            o.intended = crate::trial::intended_with_gaps(o.intended, &c.config, &r.tx);
+        }
         let sent = report.streams.first().map_or(0, |s| s.tx.sent);
         if let Some(p) = probe {
             // A probe's load is a fraction of its own rate.
@@ -1077,7 +1080,20 @@ fn mirrored(
     let (src_port, dst_port) = forward_ports(forward).unwrap_or((1024, 9));
     spec.src_port = dst_port;
     spec.dst_port = src_port;
+    spec.tos = forward_tos(forward).unwrap_or(0);
     Ok(spec)
+}
+
+/// The ToS (IPv4) or traffic class (IPv6) byte of the forward stream's test packet, which the
+/// reverse stream carries too (`run.tos`, a block's `tos`).
+fn forward_tos(forward: &TrialStream) -> Option<u8> {
+    let bytes = forward.config.frames.first()?.bytes();
+    let d = wire::dissect::dissect(bytes).ok()?;
+    let ip = bytes.get(d.ip_offset..)?;
+    match d.src {
+        IpAddr::V4(_) => ip.get(1).copied(),
+        IpAddr::V6(_) => Some((ip.first()? << 4) | (ip.get(1)? >> 4)),
+    }
 }
 
 /// The UDP source and destination ports of the forward stream's first frame.

@@ -139,6 +139,24 @@ pub fn outcome(request: &TrialRequest, streams: &[StreamResult], max: Pps) -> Ou
     }
 }
 
+/// The load a trial intended on average: `load` itself, or with a burst gap (`run.burst-gap`,
+/// forwarding-rate trials only) the schedule's average, which is below the load the frames of
+/// a burst are paced at (`burst / (burst/rate + gap)`; the engine's `intended_pps`). So a
+/// tester that kept its schedule is not tester-limited, and the record's loads are what the
+/// DUT was offered.
+pub fn intended_with_gaps(
+    load: LineFraction,
+    stream: &engine::stream::StreamConfig,
+    tx: &engine::tx::TxStreamReport,
+) -> LineFraction {
+    let in_burst = stream.pps();
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    if stream.burst_gap.is_none() || !positive(in_burst) || !positive(tx.intended_pps) {
+        return load;
+    }
+    LineFraction(load.0 * tx.intended_pps / in_burst)
+}
+
 /// Each direction of a trial on its own (streams grouped by sending and receiving port, in
 /// the order they first appear: A→B first), for the record of a bidirectional trial; empty
 /// when the trial ran one way. `max` is one direction's line rate on the case's path, the
@@ -296,6 +314,39 @@ mod tests {
             per_direction(&[fwd], max).is_empty(),
             "a one-way trial has no per-direction facts"
         );
+    }
+
+    /// `run.burst-gap`: bursts of 10 frames paced at 50 % with a gap that halves the average
+    /// intend 25 % on average, which a tester that kept its schedule offered; without a gap the
+    /// load is what was intended.
+    #[test]
+    fn a_burst_gap_makes_the_schedule_average_the_intended_load() {
+        let max = max().0;
+        let frame = wire::template::FrameTemplate::new(
+            &wire::template::StreamSpec::new(wire::encap::EncapSpec::plain(
+                wire::encap::IpVersion::V4,
+            )),
+            64,
+        )
+        .unwrap();
+        let mut cfg = engine::stream::StreamConfig::single(
+            1,
+            frame,
+            engine::stream::Rate::Pps(0.5 * max),
+            engine::stream::Limit::DurationNs(1_000_000_000),
+        );
+        let tx = stream(1, "a", "b", 100, 100, 0.25 * max).tx;
+        let load = LineFraction(0.5);
+        assert_eq!(intended_with_gaps(load, &cfg, &tx), load);
+        cfg.burst = 10;
+        cfg.burst_gap = Some(Duration::from_micros(10));
+        let avg = intended_with_gaps(load, &cfg, &tx);
+        assert!((avg.0 - 0.25).abs() < 1e-12, "{avg:?}");
+        let req = TrialRequest::rate(load, Duration::from_secs(1));
+        let mut o = outcome(&req, &[stream(1, "a", "b", 100, 100, 0.25 * max)], Pps(max));
+        assert!(o.is_tester_limited(0.01), "against the load inside a burst");
+        o.intended = avg;
+        assert!(!o.is_tester_limited(0.01), "against the schedule's average");
     }
 
     #[test]

@@ -118,6 +118,13 @@ fn every_shipped_plan_checks_ok() {
             assert!(out.contains("wan (enp2s0, pppoe server mru 1454)"), "{out}");
             assert!(out.contains("encap=pppoe"), "{out}");
         }
+        if seen.last().unwrap() == "lab-flows.toml" {
+            assert!(out.contains("napt/udp4/imix/flows=10000"), "{out}");
+            assert!(
+                out.contains("UDP test streams ([run]): pseudorandom flow fields (RFC 4814, seed 4814), tos 184"),
+                "{out}"
+            );
+        }
     }
     seen.sort();
     assert_eq!(
@@ -126,6 +133,7 @@ fn every_shipped_plan_checks_ok() {
             "cpe-dslite.toml",
             "cpe-pppoe.toml",
             "lab-demo.toml",
+            "lab-flows.toml",
             "lab-nat-capacity.toml"
         ]
     );

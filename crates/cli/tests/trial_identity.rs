@@ -1,6 +1,8 @@
 //! `wirerate trial` and a one-case plan with the same settings send the same trial on a real
 //! lab (issue 18, item 2; the pure side is `src/cmd/trial_identity.rs`). Each front door runs
-//! once, plain one way and then both ways, on the lab's kernel DUT: the plan through
+//! once, plain one way, both ways, one way with 16 flows and ToS 184 (a plan's `flows` and
+//! `tos` dimensions, `--src-ports 16 --tos 184`) and with the IMIX (`frame-size = ["imix"]`,
+//! `--size imix`), on the lab's kernel DUT: the plan through
 //! `wirerate run` (its own lab, named `tid1`, built and removed by the run), then
 //! `wirerate trial --lab tid1 --json` on a lab of the same name and topology.
 //!
@@ -119,6 +121,12 @@ fn trial_and_a_one_case_plan_send_the_same_trial_on_a_lab() {
             "frame-size = [512]\nbidirectional = true",
             &["--size", "512", "--direction", "both"][..],
         ),
+        (
+            "flows and tos",
+            "frame-size = [256]\nflows = [16]\ntos = [184]",
+            &["--size", "256", "--src-ports", "16", "--tos", "184"][..],
+        ),
+        ("imix", "frame-size = [\"imix\"]", &["--size", "imix"][..]),
     ] {
         let dir = d.path().join(name.replace(' ', "-"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -131,12 +139,24 @@ fn trial_and_a_one_case_plan_send_the_same_trial_on_a_lab() {
         let (trial_backend, trial_sent) = trial.unwrap_or_else(|e| std::panic::resume_unwind(e));
         assert_eq!(plan_backend, trial_backend, "{name}: the backend");
         assert_eq!(plan_sent, trial_sent, "{name}: what each stream sent");
-        let directions = if name == "plain" { 1 } else { 2 };
+        let directions = if name == "both ways" { 2 } else { 1 };
         assert_eq!(plan_sent.len(), directions, "{name}");
-        // 5 % of the path's line rate at 1 Gb/s, from both front doors.
-        let size = f64::from(plan_sent[0].sizes[0]);
+        // 5 % of the path's line rate at 1 Gb/s, from both front doors (the IMIX's: its
+        // weighted mean frame on the wire).
+        let s = &plan_sent[0];
+        let weight: u32 = s.weights.iter().sum();
+        let size = s
+            .sizes
+            .iter()
+            .zip(&s.weights)
+            .map(|(b, w)| f64::from(*b) * f64::from(*w))
+            .sum::<f64>()
+            / f64::from(weight);
         let max = 1e9 / ((size + 20.0) * 8.0);
-        assert_eq!(plan_sent[0].max_pps, max, "{name}");
+        assert!((plan_sent[0].max_pps - max).abs() < 1e-9 * max, "{name}");
         assert!((plan_sent[0].pps - 0.05 * max).abs() < 1e-9 * max, "{name}");
+        if name == "flows and tos" {
+            assert_eq!((plan_sent[0].flows, plan_sent[0].tos), ([1, 1, 16, 1], 184));
+        }
     }
 }

@@ -88,13 +88,18 @@ pub(crate) fn dims_of_case(c: &Case) -> Dims {
         ip,
         encap,
         frame_size: c.frame_size,
+        imix: c.imix,
         sessions: c.sessions,
         mss: c.mss,
+        // The stream dimensions (`flows=N`, `tos=N` in the id) label and group like user
+        // dimensions, so two cases that differ only in them are two rows, as for a run
+        // `run.json` does not list (its id parsed).
         vars: c
-            .vars
-            .iter()
-            .filter(|(k, _)| k != "encap")
-            .cloned()
+            .flows
+            .map(|n| ("flows".to_string(), n.to_string()))
+            .into_iter()
+            .chain(c.tos.map(|t| ("tos".to_string(), t.to_string())))
+            .chain(c.vars.iter().filter(|(k, _)| k != "encap").cloned())
             .collect(),
         bidirectional: c.bidirectional,
         offload: c.offload,
@@ -120,6 +125,7 @@ pub(crate) fn dims_of_case_id(id: &str) -> Dims {
         ip,
         encap: if ip == 6 { "ipv6" } else { "ipv4" }.into(),
         frame_size: None,
+        imix: false,
         sessions: None,
         mss: None,
         vars: Vec::new(),
@@ -135,6 +141,8 @@ pub(crate) fn dims_of_case_id(id: &str) -> Dims {
     for p in parts {
         if p == "bidir" {
             d.bidirectional = true;
+        } else if p == "imix" {
+            d.imix = true;
         } else if let Some((k, v)) = p.split_once('=') {
             // The built-in switches are spelt `on`/`off`; a user dimension of the same
             // name with other values (older plans: `fastpath=1`) stays a user dimension.
@@ -174,15 +182,12 @@ pub(crate) fn udp_line(
     speed: f64,
     recorded_pps: Option<f64>,
     dims: &Dims,
-    frame: u32,
+    frame: &FrameSize,
     label: (&str, Methodology),
     notes: &mut Vec<String>,
 ) -> Option<LineRate> {
     let (case_id, m) = label;
-    let frame_size = FrameSize::Fixed {
-        bytes: frame as usize,
-    };
-    let Some(computed) = LineRate::on_path(BitsPerSec(speed), encap_of(dims), &frame_size) else {
+    let Some(computed) = LineRate::on_path(BitsPerSec(speed), encap_of(dims), frame) else {
         notes.push(format!(
             "{case_id}: frame size {frame} B does not fit the path; no theoretical maximum"
         ));
@@ -307,6 +312,41 @@ mod tests {
         let d = dims_of_case_id("pf-on/udp4/64B/fastpath=1");
         assert_eq!(d.fastpath, None);
         assert_eq!(d.vars, [("fastpath".to_string(), "1".to_string())]);
+    }
+
+    /// Two cases that differ only in a stream dimension (`flows`, `tos`) are two points of the
+    /// report, from `run.json`'s cases and from their ids alike.
+    #[test]
+    fn stream_dimensions_keep_cases_apart() {
+        let plan = bench_model::plan::Plan::parse(
+            "name = \"f\"\n[topology]\nkind = \"lab\"\nlab = \"forward\"\nspeed = \"1G\"\n[dut]\nkind = \"lab\"\n[dut.profiles.napt]\n[[matrix]]\nprotocol = [\"udp\"]\nframe-size = [64]\nflows = [1, 1000]\ntos = [184]\nmethodologies = [\"rfc2544-throughput\"]\n",
+            "f.toml",
+        )
+        .unwrap();
+        let cases = plan.cases().unwrap();
+        let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "napt/udp4/64B/flows=1/tos=184",
+                "napt/udp4/64B/flows=1000/tos=184"
+            ]
+        );
+        let (a, b) = (dims_of_case(&cases[0]), dims_of_case(&cases[1]));
+        assert_ne!(a, b);
+        assert_eq!(b.point(), "64 B, flows=1000, tos=184, IPv4 UDP");
+        assert_eq!(dims_of_case_id(&cases[1].id), b);
+    }
+
+    /// An IMIX case is a point of its own beside the sizes, its frame the mix.
+    #[test]
+    fn imix_cases_are_their_own_point() {
+        let d = dims_of_case_id("napt/udp6/imix/tos=46");
+        assert!(d.imix);
+        assert_eq!(d.frame_size, None);
+        assert_eq!(d.frame(), Some(FrameSize::Imix));
+        assert_eq!(d.point(), "IMIX, tos=46, IPv6 UDP");
+        assert_ne!(d, dims_of_case_id("napt/udp6/82B/tos=46"));
     }
 
     #[test]

@@ -118,6 +118,9 @@ fn second(d: &Dims) -> String {
     if let Some(f) = d.frame_size {
         p.push(format!("{f} B"));
     }
+    if d.imix {
+        p.push("IMIX".into());
+    }
     if let Some(s) = d.sessions {
         p.push(format!("{s} sess."));
     }

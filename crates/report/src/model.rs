@@ -132,11 +132,14 @@ pub struct Dims {
     pub encap: String,
     /// UDP frame size.
     pub frame_size: Option<u32>,
+    /// A UDP case that sent the simple IMIX (`imix` in the case id; `frame_size` is `None`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub imix: bool,
     /// TCP sessions.
     pub sessions: Option<u32>,
     /// TCP MSS.
     pub mss: Option<u32>,
-    /// User dimensions other than `encap`.
+    /// User dimensions other than `encap`, after the stream dimensions `flows` and `tos`.
     pub vars: Vec<(String, String)>,
     /// UDP trials ran A→B and B→A at once (`bidir` in the case id): rates are sums of both.
     #[serde(default)]
@@ -164,11 +167,23 @@ impl Dims {
         base
     }
 
+    /// What a UDP case sent: its frame size or the IMIX; `None` for TCP.
+    pub fn frame(&self) -> Option<wire::linerate::FrameSize> {
+        if self.imix {
+            return Some(wire::linerate::FrameSize::Imix);
+        }
+        self.frame_size
+            .map(|b| wire::linerate::FrameSize::Fixed { bytes: b as usize })
+    }
+
     /// Where in the matrix, without the profile: `64 B, IPv4 UDP`.
     pub fn point(&self) -> String {
         let mut parts = Vec::new();
         if let Some(f) = self.frame_size {
             parts.push(format!("{f} B"));
+        }
+        if self.imix {
+            parts.push("IMIX".to_string());
         }
         if let Some(s) = self.sessions {
             parts.push(format!("{s} session{}", if s == 1 { "" } else { "s" }));
@@ -201,6 +216,7 @@ impl Dims {
     fn context(&self) -> Dims {
         Dims {
             frame_size: None,
+            imix: false,
             sessions: None,
             mss: None,
             ..self.clone()

@@ -310,6 +310,7 @@ pub fn cell(r: &Row, column: &str) -> String {
         "protocol" => d.protocol.clone(),
         "ip" => d.ip.to_string(),
         "encap" => d.encap.clone(),
+        "frame_size" if d.imix => "imix".into(),
         "frame_size" => opt(d.frame_size),
         "sessions" => opt(d.sessions),
         "mss" => opt(d.mss),

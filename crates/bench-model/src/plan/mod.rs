@@ -31,10 +31,12 @@ use crate::search::{
 mod mtu_probe;
 mod parse;
 mod source;
+mod stream;
 
 pub use mtu_probe::MtuProbeSettings;
 pub use parse::locate;
 pub use source::{did_you_mean, line_col, PlanError, PlanErrors};
+pub use stream::{StreamSettings, TxMethod, DEFAULT_DRAIN, MAX_DRAIN};
 
 /// Where the tester's ports are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -285,6 +287,10 @@ pub struct RunSettings {
     pub tx_threads: u16,
     #[serde(default = "one_thread")]
     pub rx_threads: u16,
+    /// What every UDP case's streams carry (flows, ToS, bursts, reordering) and how they are
+    /// sent (TX method, drain): `wirerate trial`'s stream flags as `[run]` keys.
+    #[serde(default)]
+    pub stream: StreamSettings,
 }
 
 /// Most transmit or receive threads per port (the engine's `trial::MAX_THREADS`).
@@ -924,6 +930,10 @@ pub struct Matrix {
     pub ip: Vec<IpVersion>,
     /// UDP frame sizes (reference frame, with FCS).
     pub frame_size: Vec<u32>,
+    /// `"imix"` among the frame sizes: one more case per position, sending the simple IMIX
+    /// (7 × 64, 4 × 594, 1 × 1518 B), as `wirerate trial --size imix`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub imix: bool,
     /// TCP parallel sessions.
     pub sessions: Vec<u32>,
     /// TCP MSS values (`-M`); empty = iperf3's default.
@@ -948,6 +958,14 @@ pub struct Matrix {
     /// The DUT's fast path off and/or on, as a dimension (`fastpath` key). Empty: absent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fastpath: Vec<bool>,
+    /// Flows per UDP stream, as a dimension (`flows` key): that many distinct UDP source
+    /// ports (`run.src-ports` per case). Empty: absent (`[run]`'s counts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<u16>,
+    /// The ToS / traffic class byte of UDP test frames, as a dimension (`tos` key; overrides
+    /// `run.tos`). Empty: absent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tos: Vec<u8>,
 }
 
 /// A parsed and checked plan.
@@ -984,8 +1002,11 @@ pub struct Case {
     pub protocol: Protocol,
     /// IP version.
     pub ip: IpVersion,
-    /// UDP frame size.
+    /// UDP frame size (`None` for TCP, and for an IMIX case: [`Case::imix`]).
     pub frame_size: Option<u32>,
+    /// A UDP case sending the simple IMIX instead of one size ([`Case::frame`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub imix: bool,
     /// TCP sessions.
     pub sessions: Option<u32>,
     /// TCP MSS.
@@ -1008,6 +1029,13 @@ pub struct Case {
     /// The DUT's fast path for this case ([`Matrix::fastpath`]); `None`: not a dimension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fastpath: Option<bool>,
+    /// Flows (distinct UDP source ports) of this UDP case ([`Matrix::flows`]); `None`: not a
+    /// dimension (`run.src-ports` and the other `[run]` counts apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<u16>,
+    /// ToS / traffic class of this UDP case ([`Matrix::tos`]); `None`: `run.tos`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
 }
 
 /// `on` / `off`, as plans, case ids and hook variables spell a switch.
@@ -1027,8 +1055,18 @@ fn ip_number(ip: IpVersion) -> u8 {
 }
 
 impl Case {
+    /// What a UDP case sends: its frame size, or the IMIX; `None` for TCP.
+    pub fn frame(&self) -> Option<wire::linerate::FrameSize> {
+        if self.imix {
+            return Some(wire::linerate::FrameSize::Imix);
+        }
+        self.frame_size
+            .map(|b| wire::linerate::FrameSize::Fixed { bytes: b as usize })
+    }
+
     /// Variables for hook commands: `WR_CASE`, `WR_PROFILE`, `WR_PROTOCOL`, `WR_IP`,
-    /// `WR_FRAME_SIZE`, `WR_SESSIONS`, `WR_MSS` (when set) and `WR_<NAME>` per user dimension.
+    /// `WR_FRAME_SIZE`, `WR_SESSIONS`, `WR_MSS`, `WR_FLOWS`, `WR_TOS` (when set) and
+    /// `WR_<NAME>` per user dimension.
     pub fn env(&self) -> Vec<(String, String)> {
         let mut v = vec![
             ("WR_CASE".to_string(), self.id.clone()),
@@ -1038,6 +1076,9 @@ impl Case {
         ];
         let opt = |k: &str, x: Option<u32>| x.map(|x| (k.to_string(), x.to_string()));
         v.extend(opt("WR_FRAME_SIZE", self.frame_size));
+        if self.imix {
+            v.push(("WR_FRAME_SIZE".to_string(), "imix".to_string()));
+        }
         v.extend(opt("WR_SESSIONS", self.sessions));
         v.extend(opt("WR_MSS", self.mss));
         if let Some(e) = &self.encap {
@@ -1051,6 +1092,12 @@ impl Case {
         }
         if let Some(f) = self.fastpath {
             v.push(("WR_FASTPATH".to_string(), on_off(f).to_string()));
+        }
+        if let Some(n) = self.flows {
+            v.push(("WR_FLOWS".to_string(), n.to_string()));
+        }
+        if let Some(t) = self.tos {
+            v.push(("WR_TOS".to_string(), t.to_string()));
         }
         for (k, val) in &self.vars {
             v.push((env_name(k), val.clone()));
@@ -1249,67 +1296,79 @@ impl Plan {
             for profile in &m.profile {
                 for &protocol in &m.protocol {
                     for &ip in &m.ip {
-                        let (sizes, sessions, mss): (Dim, Dim, Dim) = match protocol {
-                            Protocol::Udp => (
-                                m.frame_size.iter().copied().map(Some).collect(),
-                                vec![None],
-                                vec![None],
-                            ),
-                            Protocol::Tcp => (
-                                vec![None],
-                                m.sessions.iter().copied().map(Some).collect(),
-                                if m.mss.is_empty() {
-                                    vec![None]
-                                } else {
-                                    m.mss.iter().copied().map(Some).collect()
-                                },
-                            ),
-                        };
-                        for &frame_size in &sizes {
+                        // (frame size, IMIX): the sizes, then the IMIX.
+                        let (sizes, sessions, mss): (Vec<(Option<u32>, bool)>, Dim, Dim) =
+                            match protocol {
+                                Protocol::Udp => (
+                                    m.frame_size
+                                        .iter()
+                                        .map(|&f| (Some(f), false))
+                                        .chain(m.imix.then_some((None, true)))
+                                        .collect(),
+                                    vec![None],
+                                    vec![None],
+                                ),
+                                Protocol::Tcp => (
+                                    vec![(None, false)],
+                                    m.sessions.iter().copied().map(Some).collect(),
+                                    if m.mss.is_empty() {
+                                        vec![None]
+                                    } else {
+                                        m.mss.iter().copied().map(Some).collect()
+                                    },
+                                ),
+                            };
+                        for &(frame_size, imix) in &sizes {
                             for &s in &sessions {
                                 for &ms in &mss {
                                     for encap in encap_values(&m.encap, ip, protocol) {
                                         for (offload, fastpath) in switch_product(m) {
-                                            for vars in var_product(&m.vars) {
-                                                let methodologies = m
-                                                    .methodologies
-                                                    .iter()
-                                                    .copied()
-                                                    .filter(|x| {
-                                                        protocol == Protocol::Udp
-                                                            || !x.needs_engine()
-                                                    })
-                                                    // Once per block position: at its
-                                                    // largest size, the probe's top.
-                                                    .filter(|x| {
-                                                        *x != Methodology::MtuProbe
-                                                            || frame_size
-                                                                == m.frame_size
-                                                                    .iter()
-                                                                    .max()
-                                                                    .copied()
-                                                    })
-                                                    .collect();
-                                                let mut case = Case {
-                                                    id: String::new(),
-                                                    profile: profile.clone(),
-                                                    protocol,
-                                                    ip,
-                                                    frame_size,
-                                                    sessions: s,
-                                                    mss: ms,
-                                                    vars,
-                                                    methodologies,
-                                                    encap,
-                                                    bidirectional: m.bidirectional
-                                                        && protocol == Protocol::Udp,
-                                                    offload,
-                                                    fastpath,
-                                                };
-                                                case.id = case_id(&case);
-                                                let order =
-                                                    profile_index(profile).unwrap_or(usize::MAX);
-                                                cases.push((order, case, m.line));
+                                            for (flows, tos) in stream_product(m, protocol) {
+                                                for vars in var_product(&m.vars) {
+                                                    let methodologies = m
+                                                        .methodologies
+                                                        .iter()
+                                                        .copied()
+                                                        .filter(|x| {
+                                                            protocol == Protocol::Udp
+                                                                || !x.needs_engine()
+                                                        })
+                                                        // Once per block position: at its
+                                                        // largest size, the probe's top.
+                                                        .filter(|x| {
+                                                            *x != Methodology::MtuProbe
+                                                                || (!imix
+                                                                    && frame_size
+                                                                        == m.frame_size
+                                                                            .iter()
+                                                                            .max()
+                                                                            .copied())
+                                                        })
+                                                        .collect();
+                                                    let mut case = Case {
+                                                        id: String::new(),
+                                                        profile: profile.clone(),
+                                                        protocol,
+                                                        ip,
+                                                        frame_size,
+                                                        imix,
+                                                        sessions: s,
+                                                        mss: ms,
+                                                        vars,
+                                                        methodologies,
+                                                        encap,
+                                                        bidirectional: m.bidirectional
+                                                            && protocol == Protocol::Udp,
+                                                        offload,
+                                                        fastpath,
+                                                        flows,
+                                                        tos,
+                                                    };
+                                                    case.id = case_id(&case);
+                                                    let order = profile_index(profile)
+                                                        .unwrap_or(usize::MAX);
+                                                    cases.push((order, case, m.line));
+                                                }
                                             }
                                         }
                                     }
@@ -1565,8 +1624,10 @@ impl Plan {
     /// `wire::linerate::path_max_pps`'s, the 100 % `wirerate trial` uses too (a size the path
     /// cannot carry falls back to the frame as sent on one link).
     pub fn line_rate(&self, case: &Case) -> crate::line_rate::LineRate {
-        let size = case.frame_size.unwrap_or(64) as usize;
-        let frame = wire::linerate::FrameSize::Fixed { bytes: size };
+        let frame = case
+            .frame()
+            .unwrap_or(wire::linerate::FrameSize::Fixed { bytes: 64 });
+        let size = frame.mean(case.ip);
         match crate::line_rate::LineRate::on_path(self.speed(), self.path_encap(case), &frame) {
             Some(r) if r.pps > 0.0 => r,
             _ => {
@@ -1576,7 +1637,7 @@ impl Plan {
                 let pps = wire::linerate::path_max_pps(self.speed(), encap, &frame).0;
                 crate::line_rate::LineRate {
                     pps,
-                    l2_bps: pps * (size + encap.overhead()) as f64 * 8.0,
+                    l2_bps: pps * (size + encap.overhead() as f64) * 8.0,
                     bottleneck: "link".into(),
                 }
             }
@@ -1716,7 +1777,9 @@ impl Plan {
                 .iter()
                 .take(2)
                 .any(|p| p.pppoe.is_some() || p.dslite.is_some());
-        let per_trial = STARTUP.engine_trial * if learning { 2.0 } else { 1.0 };
+        // `engine_trial` counts the default drain; `run.drain` moves it.
+        let drain = self.run.stream.drain.as_secs_f64() - DEFAULT_DRAIN.as_secs_f64();
+        let per_trial = STARTUP.engine_trial * if learning { 2.0 } else { 1.0 } + drain;
         // Connection trials have their own, larger start-up (STARTUP.conn_trial).
         let conn = if case.methodologies.iter().any(|m| m.is_connection()) {
             let mut c = case.clone();
@@ -1833,12 +1896,35 @@ fn switch_product(m: &Matrix) -> Vec<(Option<bool>, Option<bool>)> {
     out
 }
 
-/// `profile/proto+ip/size-or-sessions[/mssN][/offload=on][/fastpath=on][/var=value…]`:
-/// readable and independent of the case's position in the plan.
+/// The (flows, tos) pairs of a block for `protocol`; `None` where the block does not have the
+/// key, and for TCP (iperf3 sends its own streams).
+fn stream_product(m: &Matrix, protocol: Protocol) -> Vec<(Option<u16>, Option<u8>)> {
+    fn values<T: Copy>(v: &[T], protocol: Protocol) -> Vec<Option<T>> {
+        if v.is_empty() || protocol == Protocol::Tcp {
+            vec![None]
+        } else {
+            v.iter().copied().map(Some).collect()
+        }
+    }
+    let mut out = Vec::new();
+    for f in values(&m.flows, protocol) {
+        for t in values(&m.tos, protocol) {
+            out.push((f, t));
+        }
+    }
+    out
+}
+
+/// `profile/proto+ip/size-or-sessions[/mssN][/encap=…][/bidir][/offload=on][/fastpath=on]
+/// [/flows=N][/tos=N][/var=value…]`: readable and independent of the case's position in the
+/// plan.
 fn case_id(c: &Case) -> String {
     let mut id = format!("{}/{}{}", c.profile, c.protocol, ip_number(c.ip));
     if let Some(f) = c.frame_size {
         id.push_str(&format!("/{f}B"));
+    }
+    if c.imix {
+        id.push_str("/imix");
     }
     if let Some(s) = c.sessions {
         id.push_str(&format!("/s{s}"));
@@ -1858,6 +1944,12 @@ fn case_id(c: &Case) -> String {
     if let Some(f) = c.fastpath {
         id.push_str(&format!("/fastpath={}", on_off(f)));
     }
+    if let Some(n) = c.flows {
+        id.push_str(&format!("/flows={n}"));
+    }
+    if let Some(t) = c.tos {
+        id.push_str(&format!("/tos={t}"));
+    }
     for (k, v) in &c.vars {
         id.push_str(&format!("/{k}={v}"));
     }
@@ -1876,3 +1968,5 @@ mod tests_mtu;
 mod tests_nat;
 #[cfg(test)]
 mod tests_ports;
+#[cfg(test)]
+mod tests_stream;

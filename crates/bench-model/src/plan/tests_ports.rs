@@ -118,6 +118,17 @@ fn a_pppoe_port_refuses_tcp_ipv6_and_frames_above_its_mru() {
         .unwrap();
     assert!(e.message.contains("exceeds the MRU 1454"), "{e}");
     assert!(e.message.contains("fragmented (2 frames there)"), "{e}");
+    // The IMIX's 1518 B frames likewise.
+    let errs = errors(&CPE.replace("[64, 1472]", "[64, \"imix\"]"));
+    let i = errs
+        .iter()
+        .find(|e| e.key == "matrix[0].frame-size")
+        .unwrap();
+    assert!(
+        i.message
+            .contains("largest frame that crosses whole is 1472 B"),
+        "{i}"
+    );
     assert!(
         e.message
             .contains("largest frame that crosses whole is 1472 B"),
@@ -439,6 +450,29 @@ fn bidirectional_udp_through_pppoe_and_dslite_ports() {
     assert!(c64.bidirectional);
     let expect = 1e9 / ((64.0 + 40.0 + 20.0) * 8.0);
     assert!((plan.line_pps(&c64).0 - expect).abs() < 1e-6);
+    // More than one flow both ways: the reverse stream has one mapping to ride.
+    let flows = both.replace(
+        "bidirectional = true",
+        "bidirectional = true\nflows = [1, 100]",
+    );
+    let errs = errors(&flows);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "matrix[0].flows");
+    assert!(
+        errs[0].message.contains("the one mapping"),
+        "{}",
+        errs[0].message
+    );
+    let run = both.replace("[dut]\n", "[run]\ndst-ports = 4\n[dut]\n");
+    let errs = errors(&run);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "run.dst-ports");
+    assert!(Plan::parse(&both.replace("[dut]\n", "[run]\ntos = 46\n[dut]\n"), "p").is_ok());
+    assert!(Plan::parse(
+        &CPE.replace("[dut]\n", "[run]\nsrc-ports = 64\n[dut]\n"),
+        "p"
+    )
+    .is_ok());
     let errs = errors(&both.replace("encap = [\"pppoe\"]", "encap = [\"pppoe+vlan\"]"));
     assert!(
         has(

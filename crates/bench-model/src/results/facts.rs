@@ -68,10 +68,7 @@ impl UdpFacts {
     /// The facts of a trial of `case` that offered `offered` of line rate; `None` for a case
     /// without a frame size.
     pub fn of(plan: &Plan, case: &Case, offered: f64) -> Option<UdpFacts> {
-        let bytes = case.frame_size?;
-        let frame = FrameSize::Fixed {
-            bytes: bytes as usize,
-        };
+        let frame = case.frame()?;
         let encap = plan.path_encap(case);
         let line = plan.line_rate(case);
         Some(UdpFacts {

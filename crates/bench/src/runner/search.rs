@@ -60,12 +60,14 @@ pub(super) fn run_methodology(
         ))
     })?;
     let mut trial_index = recorded.len() as u32;
-    let Some(frame_size) = case.frame_size else {
+    if case.frame().is_none() {
         return Err(failed(format!(
             "{}: UDP case without a frame size",
             case.id
         )));
-    };
+    }
+    // The calibration's ceilings are per size; an IMIX case has none to compare with.
+    let frame_size = case.frame_size;
     let mut stalls_retried = 0u32;
     // A stall that persisted after the retries: the search stops there, tester-limited.
     let mut stalled_at: Option<(LineFraction, LineFraction)> = None;
@@ -186,8 +188,8 @@ pub(super) fn run_methodology(
     if let Some((intended, achieved)) = stalled_at {
         result.status = Status::TesterLimited { intended, achieved };
     }
-    let ceiling = match (&ctx.opts.calibration, result.throughput(0)) {
-        (Some(cal), Some(t)) => {
+    let ceiling = match (&ctx.opts.calibration, result.throughput(0), frame_size) {
+        (Some(cal), Some(t), Some(frame_size)) => {
             let pps = t.to_pps(plan.line_pps(case)).0;
             cal.ceiling_pps(case.ip, frame_size).map(|c| CeilingCheck {
                 ceiling_pps: c,
@@ -208,7 +210,7 @@ pub(super) fn run_methodology(
         // The 100 % every load of this search was a fraction of (UDP cases have a size; an
         // MTU probe's loads are fractions of its own probe rate).
         line_pps: case
-            .frame_size
+            .frame()
             .filter(|_| m != Methodology::MtuProbe)
             .map(|_| plan.line_pps(case).0),
     };

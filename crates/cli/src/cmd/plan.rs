@@ -132,6 +132,9 @@ pub fn run(args: PlanArgs) -> CliResult {
         duration(est.seconds),
         duration(est.startup),
     );
+    if let Some(s) = p.run.stream.describe() {
+        outln!("  UDP test streams ([run]): {s}");
+    }
     let st = bench::plan::STARTUP;
     outln!(
         "  start-up: lab {:.0} s, {:.0} s per profile load, {:.2} s per engine trial, {:.2} s per connection trial, {:.1} s per iperf3 trial, {:.0} s per PPPoE session; DUT hooks not included",

@@ -259,7 +259,7 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
             let case = cases.get(&d.case_id);
             // On the path's slowest link, with its encapsulation (PPPoE adds 8 bytes).
             let max = case
-                .filter(|c| c.frame_size.is_some())
+                .filter(|c| c.frame().is_some())
                 .map(|c| plan.line_pps(c).0);
             match (&res.status, &res.finding) {
                 (Status::Complete, Finding::Throughput { goals }) => {

@@ -32,7 +32,10 @@ Bursts: --burst 32 sends 32 frames back to back per slot at the average --rate; 
 TOML: [[stream]] tables with the keys direction, encap, far_encap, size, rate, duration, frames,\n\
 burst, burst_gap, src_ips, dst_ips, src_ports, dst_ports, random_seed, tos, reorder_every.\n\
 The same settings in a one-case plan give the same trial: --json prints what each stream sent\n\
-as `sent`, the list a plan's trial record keeps as `engine.streams`.")]
+as `sent`, the list a plan's trial record keeps as `engine.streams`. A plan's [run] keys\n\
+src-ips, dst-ips, src-ports, dst-ports, random-seed, tos, burst, burst-gap, reorder-every,\n\
+tx-method and drain are the flags of the same names (flows = [N] in a [[matrix]] block is\n\
+--src-ports N).")]
 pub struct TrialArgs {
     /// Use lab NAME's ports A and B (`wirerate lab up` first).
     #[arg(long, value_name = "NAME", conflicts_with_all = ["port_a", "port_b"])]

@@ -230,9 +230,9 @@ fn rates_in_frames_and_bits_per_second_are_one_trial() {
     assert!(!differences(&t, &p, 1e-9).is_empty(), "L2 bit/s are not L1");
 }
 
-/// IMIX (plans have no IMIX size yet): the flags and a `--streams` file are one trial.
+/// IMIX: the flags, a `--streams` file and a plan's `frame-size = ["imix"]` are one trial.
 #[test]
-fn imix_from_flags_and_from_a_stream_file_is_one_trial() {
+fn imix_from_flags_a_stream_file_and_a_plan_is_one_trial() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("s.toml");
     std::fs::write(
@@ -253,6 +253,31 @@ fn imix_from_flags_and_from_a_stream_file_is_one_trial() {
     let s = from_flags(&[&["--streams", f.to_str().unwrap()][..], &PLAN_ENGINE[..]].concat());
     assert_identical(&t, &s, 0.0);
     assert_eq!(t.sent[0].sizes, vec![64, 594, 1518]);
+    let p = from_plan(
+        &lab_plan("ip = [4]\nframe-size = [\"imix\"]\nbidirectional = true"),
+        &at(0.4, 2),
+    );
+    assert_identical(&t, &p, 0.0);
+    assert_eq!(p.sent[1].weights, vec![7, 4, 1]);
+    // IPv6 with ToS: the mix starts at IPv6's smallest test frame.
+    let t = flags(&[
+        "--encap",
+        "ipv6",
+        "--size",
+        "imix",
+        "--rate",
+        "70%",
+        "--duration",
+        "1",
+        "--tos",
+        "32",
+    ]);
+    let p = from_plan(
+        &lab_plan_with_run("tos = 32", "ip = [6]\nframe-size = [\"imix\"]"),
+        &at(0.7, 1),
+    );
+    assert_identical(&t, &p, 0.0);
+    assert_eq!(p.sent[0].sizes, vec![82, 594, 1518]);
 }
 
 /// Threads per port: `run.tx-threads` / `run.rx-threads` in a plan, the flags on the command.
@@ -277,4 +302,183 @@ fn threads_per_port_are_one_trial() {
     let p = from_plan(&plan, &at(0.2, 1));
     assert_identical(&t, &p, 0.0);
     assert_eq!((p.config.tx_threads, p.config.rx_threads), (2, 2));
+}
+
+/// `lab_plan(matrix)` with `run` as its `[run]` table's body.
+fn lab_plan_with_run(run: &str, matrix: &str) -> String {
+    lab_plan(matrix).replace("[dut]\n", &format!("[run]\n{run}\n[dut]\n"))
+}
+
+/// Flows: `run.src-ips` … `run.random-seed` are `--src-ips` … `--random-seed` (RFC 4814
+/// pseudorandom fields), and a block's `flows` dimension is `--src-ports`.
+#[test]
+fn flows_and_a_random_seed_are_one_trial() {
+    let t = flags(&[
+        "--size",
+        "128",
+        "--rate",
+        "20%",
+        "--duration",
+        "1",
+        "--src-ips",
+        "4",
+        "--dst-ips",
+        "2",
+        "--src-ports",
+        "16",
+        "--dst-ports",
+        "8",
+        "--random-seed",
+        "7",
+    ]);
+    let p = from_plan(
+        &lab_plan_with_run(
+            "src-ips = 4\ndst-ips = 2\nsrc-ports = 16\ndst-ports = 8\nrandom-seed = 7",
+            "ip = [4]\nframe-size = [128]",
+        ),
+        &at(0.2, 1),
+    );
+    assert_identical(&t, &p, 0.0);
+    assert_eq!(p.sent[0].flows, [4, 2, 16, 8]);
+    assert_eq!(p.sent[0].random_seed, Some(7));
+    // The dimension, both ways: 1000 source ports stepped, on each stream.
+    let t = flags(&[
+        "--direction",
+        "both",
+        "--size",
+        "64",
+        "--rate",
+        "10%",
+        "--duration",
+        "1",
+        "--src-ports",
+        "1000",
+    ]);
+    let p = from_plan(
+        &lab_plan("ip = [4]\nframe-size = [64]\nbidirectional = true\nflows = [1000]"),
+        &at(0.1, 1),
+    );
+    assert_identical(&t, &p, 0.0);
+    assert_eq!(p.sent[1].flows, [1, 1, 1000, 1]);
+}
+
+/// ToS / traffic class: `run.tos`, or a block's `tos` dimension over it, is `--tos`.
+#[test]
+fn tos_is_one_trial() {
+    for (ip, run, dim, tos) in [
+        ("4", "tos = 184", "", "184"),
+        ("6", "tos = 184", "\ntos = [46]", "46"),
+    ] {
+        let t = flags(&[
+            "--encap",
+            if ip == "4" { "ipv4" } else { "ipv6" },
+            "--size",
+            "256",
+            "--rate",
+            "25%",
+            "--duration",
+            "1",
+            "--tos",
+            tos,
+        ]);
+        let p = from_plan(
+            &lab_plan_with_run(run, &format!("ip = [{ip}]\nframe-size = [256]{dim}")),
+            &at(0.25, 1),
+        );
+        assert_identical(&t, &p, 0.0);
+        assert_eq!(p.sent[0].tos.to_string(), tos);
+    }
+}
+
+/// Bursts and their gap (forwarding-rate trials), and deliberate reordering.
+#[test]
+fn bursts_gaps_and_reordering_are_one_trial() {
+    let t = flags(&[
+        "--size",
+        "512",
+        "--rate",
+        "30%",
+        "--duration",
+        "2",
+        "--burst",
+        "16",
+        "--burst-gap",
+        "1ms",
+        "--reorder-every",
+        "10",
+    ]);
+    let p = from_plan(
+        &lab_plan_with_run(
+            "burst = 16\nburst-gap = \"1ms\"\nreorder-every = 10",
+            "ip = [4]\nframe-size = [512]",
+        ),
+        &at(0.3, 2),
+    );
+    assert_identical(&t, &p, 0.0);
+    assert_eq!(
+        (p.config.streams[0].config.burst, p.sent[0].burst_gap_ns),
+        (16, Some(1_000_000))
+    );
+    assert_eq!(p.config.streams[0].config.reorder_every, Some(10));
+    // Bursts back to back at the average load, with a search.
+    let t = flags(&[
+        "--size",
+        "64",
+        "--rate",
+        "40%",
+        "--duration",
+        "1",
+        "--burst",
+        "32",
+    ]);
+    let plan = lab_plan_with_run("burst = 32", "ip = [4]\nframe-size = [64]")
+        .replace("\"forwarding-rate\"", "\"rfc2544-throughput\"");
+    assert_identical(&t, &from_plan(&plan, &at(0.4, 1)), 0.0);
+}
+
+/// The TX method and the drain: `run.tx-method` / `run.drain` are `--tx-method` / `--drain`.
+#[test]
+fn the_tx_method_and_the_drain_are_one_trial() {
+    let t = from_flags(&[
+        "--size",
+        "1518",
+        "--rate",
+        "50%",
+        "--duration",
+        "1",
+        "--tx-method",
+        "sendmmsg",
+        "--drain",
+        "2.5",
+        "--backend",
+        "auto",
+    ]);
+    let p = from_plan(
+        &lab_plan_with_run(
+            "tx-method = \"sendmmsg\"\ndrain = \"2.5s\"",
+            "ip = [4]\nframe-size = [1518]",
+        ),
+        &at(0.5, 1),
+    );
+    assert_identical(&t, &p, 0.0);
+    assert_eq!(p.config.drain, Duration::from_millis(2500));
+    assert_eq!(p.config.tx_ring.backend, engine::tx::TxBackend::Sendmmsg);
+    // Another drain is another trial: the comparison sees it.
+    let other = from_flags(&[
+        "--size",
+        "1518",
+        "--rate",
+        "50%",
+        "--duration",
+        "1",
+        "--tx-method",
+        "sendmmsg",
+        "--drain",
+        "0.1",
+        "--backend",
+        "auto",
+    ]);
+    let d = differences(&other, &p, 0.0);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(d[0].starts_with("drain"), "{d:?}");
 }

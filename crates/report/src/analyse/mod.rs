@@ -161,6 +161,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             d.ip,
             d.encap.clone(),
             order(&d.profile),
+            // The sizes in order, then the IMIX.
+            d.imix,
             d.frame_size,
             d.sessions,
             d.mss,

@@ -60,7 +60,7 @@ pub(crate) fn rows(
     samples: CaseSamples,
     notes: &mut Vec<String>,
 ) -> Vec<Row> {
-    let Some(frame) = dims.frame_size else {
+    let Some(frame) = dims.frame() else {
         return Vec::new();
     };
     let mine = |(c, _, mm): &&SearchKey| c == case_id && *mm == m;
@@ -87,7 +87,7 @@ pub(crate) fn rows(
         Some(f) => f.line.clone(),
         None => {
             let recorded = rec.line_pps.get(&(case_id.to_string(), m)).copied();
-            match crate::compat::udp_line(rec.speed, recorded, &dims, frame, (case_id, m), notes) {
+            match crate::compat::udp_line(rec.speed, recorded, &dims, &frame, (case_id, m), notes) {
                 Some(l) => l,
                 None => return Vec::new(),
             }
@@ -353,7 +353,13 @@ fn row(
     invalid: &bench_model::results::InvalidCounts,
 ) -> Row {
     let directions: u8 = if dims.bidirectional { 2 } else { 1 };
-    let frame_len = dims.frame_size.map_or(0.0, f64::from);
+    // An IMIX row's frame is the mix's mean (7:4:1), as its line rate counts it.
+    let ip = if dims.ip == 6 {
+        wire::encap::IpVersion::V6
+    } else {
+        wire::encap::IpVersion::V4
+    };
+    let frame_len = dims.frame().map_or(0.0, |f| f.mean(ip));
     let pps = mean(&f.rep_pps);
     let limited = f.limited;
     let per_direction = if dims.bidirectional && limited.is_none() {

@@ -215,10 +215,13 @@ impl Walker<'_> {
                 // RFC 6333 §5.3: above the link's MTU the outer IPv6 packet is fragmented.
                 // (`mtu-probe` alone goes there on purpose: it finds where that starts.)
                 let mtu = ds.mtu;
-                if let Some(&bad) = m
+                // The IMIX's largest frame is 1518 B.
+                if let Some(bad) = m
                     .frame_size
                     .iter()
-                    .find(|&&f| ipv4_packet(f) + 40 > mtu as u32 && !probe_only)
+                    .copied()
+                    .chain(m.imix.then_some(1518))
+                    .find(|&f| ipv4_packet(f) + 40 > mtu as u32 && !probe_only)
                 {
                     self.err(
                         span_of("frame-size"),
@@ -239,10 +242,12 @@ impl Walker<'_> {
                     );
                 }
                 let mru = u32::from(pp.mru);
-                if let Some(&bad) = m
+                if let Some(bad) = m
                     .frame_size
                     .iter()
-                    .find(|&&f| ipv4_packet(f) > mru && !probe_only)
+                    .copied()
+                    .chain(m.imix.then_some(1518))
+                    .find(|&f| ipv4_packet(f) > mru && !probe_only)
                 {
                     self.err(
                         span_of("frame-size"),

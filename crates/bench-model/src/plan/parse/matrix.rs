@@ -30,6 +30,8 @@ impl Walker<'_> {
                 "bidirectional",
                 "offload",
                 "fastpath",
+                "flows",
+                "tos",
             ],
         );
         let span = v.span();
@@ -58,7 +60,20 @@ impl Walker<'_> {
                 })
             })
         };
-        let frame_size = ints(self, "frame-size", 1, wire::template::MAX_FRAME_SIZE as i64);
+        // Sizes in bytes, and `"imix"` (the simple IMIX, as `wirerate trial --size imix`).
+        let mut imix = false;
+        let frame_size = get(t, "frame-size").and_then(|x| {
+            self.list(x, &join(path, "frame-size"), |w, i, q| match i.get_ref() {
+                DeValue::String(_) => w.choice(i, q, &[("imix", ())]).map(|()| {
+                    imix = true;
+                    None
+                }),
+                _ => w
+                    .int(i, q, 1, wire::template::MAX_FRAME_SIZE as i64)
+                    .map(|n| Some(n as u32)),
+            })
+            .map(|v| v.into_iter().flatten().collect::<Vec<u32>>())
+        });
         let sessions = ints(self, "sessions", 1, 128);
         let mss = ints(self, "mss", 88, 9000);
         let profile = match get(t, "profile") {
@@ -159,6 +174,8 @@ impl Walker<'_> {
                 })
             })
         };
+        let flows = self.stream_dimension(t, path, "flows", u16::MAX.into());
+        let tos = self.stream_dimension(t, path, "tos", 255);
         let offload = switch(self, "offload");
         let fastpath = switch(self, "fastpath");
         let bidirectional = get(t, "bidirectional")
@@ -206,6 +223,29 @@ impl Walker<'_> {
                     &join(path, "frame-size"),
                     "applies to UDP cases only (TCP frame sizes follow from `mss`)",
                 );
+            }
+            if imix {
+                let fixed_only = [
+                    (
+                        Methodology::Rfc2544BackToBack,
+                        "its burst length is counted in frames of one size",
+                    ),
+                    (Methodology::MtuProbe, "it probes one size at a time"),
+                    (Methodology::Iperf3, "iperf3 sends datagrams of one size"),
+                ];
+                let connections = methodologies
+                    .iter()
+                    .filter(|x| x.is_connection())
+                    .map(|x| (*x, "its connections are frames of one size"));
+                for (x, why) in fixed_only.into_iter().chain(connections) {
+                    if methodologies.contains(&x) {
+                        self.err(
+                            fv.span(),
+                            &join(path, "frame-size"),
+                            format!("\"imix\" cannot run {} ({why}): put the IMIX in a block without it", x.name()),
+                        );
+                    }
+                }
             }
             // The template's own check and text, as `wirerate trial --size` reports it.
             for &v in &ip {
@@ -257,6 +297,9 @@ impl Walker<'_> {
             bidirectional,
             offload: offload.unwrap_or_default(),
             fastpath: fastpath.unwrap_or_default(),
+            imix,
+            flows: flows.into_iter().map(|n| n as u16).collect(),
+            tos: tos.into_iter().map(|n| n as u8).collect(),
         })
     }
 }

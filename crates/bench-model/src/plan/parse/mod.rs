@@ -18,7 +18,7 @@ use super::source::{did_you_mean, PlanErrors, Source};
 use super::{
     DsliteRole, DsliteSettings, Dut, DutKind, GoalSetting, Matrix, Methodology,
     MethodologySettings, Plan, Port, PppAuth, PppoeRole, PppoeSettings, Profile, Protocol,
-    RunSettings, Topology, TxBackend,
+    RunSettings, StreamSettings, Topology, TxBackend,
 };
 use crate::hooks::{Exec, Hook, Parser, ProfileHooks};
 use crate::search::{self, LineFraction, DEFAULT_TESTER_TOLERANCE};
@@ -71,6 +71,7 @@ mod checks;
 mod matrix;
 mod ports;
 mod run;
+mod stream;
 mod values;
 
 #[cfg(test)]
@@ -78,6 +79,7 @@ pub(super) use checks::is_endpoint;
 use checks::*;
 pub(super) use checks::{check_name, spell_encap, NameKind};
 use run::*;
+use stream::RUN_STREAM_KEYS;
 
 /// The bare or quoted TOML key that starts at byte `at` of `text`, if one does.
 fn key_at(text: &str, at: usize) -> Option<String> {
@@ -177,6 +179,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Plan, PlanErrors> {
                     let path = format!("matrix[{i}]");
                     let lab_dut = dut.as_ref().is_some_and(|d| d.kind == DutKind::Lab);
                     if let Some(m) = w.matrix(item, &path, &profiles, lab_dut) {
+                        w.matrix_stream_fits(root, item, &path, &m, &run, &ports);
                         if let Some(t) = &topology {
                             w.matrix_fits_ports(item, &path, &m, t, &ports);
                             w.matrix_encap_fits(item, &path, &m, t, &ports);

@@ -83,27 +83,28 @@ impl Walker<'_> {
             backend: TxBackend::Auto,
             tx_threads: 1,
             rx_threads: 1,
+            stream: StreamSettings::default(),
         };
         let Some(v) = get(root, "run") else { return r };
         let Some(t) = self.table(v, "run") else {
             return r;
         };
-        self.keys(
-            t,
-            "run",
-            &[
-                "repetitions",
-                "trial-duration",
-                "settle",
-                "profile-settle",
-                "min-load",
-                "max-load",
-                "tester-tolerance",
-                "backend",
-                "tx-threads",
-                "rx-threads",
-            ],
-        );
+        let allowed: Vec<&str> = [
+            "repetitions",
+            "trial-duration",
+            "settle",
+            "profile-settle",
+            "min-load",
+            "max-load",
+            "tester-tolerance",
+            "backend",
+            "tx-threads",
+            "rx-threads",
+        ]
+        .into_iter()
+        .chain(RUN_STREAM_KEYS)
+        .collect();
+        self.keys(t, "run", &allowed);
         for (key, slot) in [
             ("tx-threads", &mut r.tx_threads),
             ("rx-threads", &mut r.rx_threads),
@@ -154,6 +155,7 @@ impl Walker<'_> {
         {
             r.tester_tolerance = x;
         }
+        r.stream = self.run_stream(t, r.backend);
         r
     }
 
