@@ -423,15 +423,13 @@ impl Walker<'_> {
                 s.phase_gap = x;
             }
             if let Err(e) = search::TableCapacitySearch::new(s.config(run.tester_tolerance)) {
-                let key = if get(st, "start-connections").is_some() {
-                    "start-connections"
-                } else {
-                    "max-connections"
-                };
-                let span = get(st, key)
-                    .or_else(|| get(t, "nat-table-capacity"))
-                    .map_or(0..0, |v| v.span());
-                self.err(span, &join(p, key), e.0);
+                self.refuse_search(
+                    t,
+                    st,
+                    "nat-table-capacity",
+                    ["start-connections", "max-connections"],
+                    e.0,
+                );
             }
         }
         if let Some(st) = self.sub(t, "nat-connection-rate", &CONNECTION_RATE_KEYS) {
@@ -464,15 +462,7 @@ impl Walker<'_> {
                 s.phase_gap = x;
             }
             if let Err(e) = search::ConnectionRateSearch::new(s.config(run.tester_tolerance)) {
-                let key = if get(st, "min-rate").is_some() {
-                    "min-rate"
-                } else {
-                    "max-rate"
-                };
-                let span = get(st, key)
-                    .or_else(|| get(t, "nat-connection-rate"))
-                    .map_or(0..0, |v| v.span());
-                self.err(span, &join(p, key), e.0);
+                self.refuse_search(t, st, "nat-connection-rate", ["min-rate", "max-rate"], e.0);
             }
         }
         if let Some(st) = self.sub(t, "nat-teardown-rate", &TEARDOWN_RATE_KEYS) {
@@ -563,15 +553,7 @@ impl Walker<'_> {
                 .map_err(search::InvalidConfig)
                 .and_then(search::NatThroughputSearch::new)
             {
-                let key = if get(st, "min-rate").is_some() {
-                    "min-rate"
-                } else {
-                    "max-rate"
-                };
-                let span = get(st, key)
-                    .or_else(|| get(t, "nat-throughput"))
-                    .map_or(0..0, |v| v.span());
-                self.err(span, &join(p, key), e.0);
+                self.refuse_search(t, st, "nat-throughput", ["min-rate", "max-rate"], e.0);
             }
         }
     }

@@ -244,6 +244,28 @@ impl Walker<'_> {
         Some(st)
     }
 
+    /// Refuses the settings of search `methodology.NAME` (sub-table `st` of `t`) with `why`, the
+    /// search's own check: at key `first` when the plan sets it, else at `other`, else at the
+    /// sub-table.
+    pub(super) fn refuse_search(
+        &mut self,
+        t: &DeTable<'_>,
+        st: &DeTable<'_>,
+        name: &str,
+        [first, other]: [&str; 2],
+        why: String,
+    ) {
+        let key = if get(st, first).is_some() {
+            first
+        } else {
+            other
+        };
+        let span = get(st, key)
+            .or_else(|| get(t, name))
+            .map_or(0..0, |v| v.span());
+        self.err(span, &join(&join("methodology", name), key), why);
+    }
+
     /// A lab profile name that the lab knows (`forward`, `filter-stateful-100`, …): refused
     /// here, at its line, rather than by the run's preflight.
     pub(super) fn lab_profile(&mut self, v: &Value<'_>, path: &str) -> Option<String> {
