@@ -571,14 +571,9 @@ struct Window {
     cpu_secs: Option<f64>,
 }
 
-/// The first field of a `schedstat` file: nanoseconds on a CPU.
+/// The nanoseconds on a CPU in a `schedstat` file.
 fn task_cpu_ns(path: &str) -> Option<u64> {
-    std::fs::read_to_string(path)
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    SchedTimes::read(path).map(|t| t.run_ns)
 }
 
 /// The CPU time of every thread of process `pid` (ns).

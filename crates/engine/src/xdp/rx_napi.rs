@@ -127,13 +127,17 @@ impl SchedTimes {
         })
     }
 
+    /// The figures in the `schedstat` file at `path` (`/proc/<tid>/schedstat`,
+    /// `/proc/<pid>/task/<tid>/schedstat`).
+    pub fn read(path: &str) -> Option<SchedTimes> {
+        SchedTimes::parse(&std::fs::read_to_string(path).ok()?)
+    }
+
     /// The sum over `tids` now; `None` if any thread's figures cannot be read (the kernel lacks
     /// `CONFIG_SCHED_INFO`, or the thread is gone).
     pub fn of_threads(tids: &[libc::pid_t]) -> Option<SchedTimes> {
         tids.iter().try_fold(SchedTimes::default(), |acc, tid| {
-            let t = SchedTimes::parse(
-                &std::fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?,
-            )?;
+            let t = SchedTimes::read(&format!("/proc/{tid}/schedstat"))?;
             Some(SchedTimes {
                 run_ns: acc.run_ns + t.run_ns,
                 wait_ns: acc.wait_ns + t.wait_ns,
