@@ -269,7 +269,9 @@ static __always_inline int be16_at(const struct pkt *p, __u64 off, __u32 *out)
 	__u8 *q = at(p, off, 2);
 	if (!q)
 		return -1;
-	*out = ((__u32)q[0] << 8) | q[1];
+	/* One (possibly unaligned) 16-bit load, not two byte loads: packet reads are most of
+	 * the walk's instructions, and the JIT makes this one move and one byte swap. */
+	*out = bpf_ntohs(*(__u16 *)q);
 	return 0;
 }
 
@@ -828,6 +830,21 @@ __noinline int wr_sum_bytes(struct xdp_md *ctx, __u64 off, __u64 len)
 	return (int)be;
 }
 
+/* A ones' complement sum of 32-bit words as the CPU loaded them, folded to 16 bits. On a
+ * little-endian CPU each 16-bit word is then byte-swapped against the network's order, and a
+ * ones' complement sum of swapped words is the swapped sum (RFC 1071 §2(B)): a header that
+ * sums to 0xffff in network order sums to 0xffff here too, since 0xffff is its own swap.
+ * Loading 4 bytes at a time halves the loads and drops the shifts of a big-endian sum. */
+static __always_inline __u32 fold_native(__u64 sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u32)sum;
+}
+
 /* engine::validate::check_headers: the C_INV_* counter of the first failure, or 0 if the
  * headers are valid for the stream. */
 static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt *p, __s64 enc,
@@ -874,26 +891,23 @@ static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt 
 			return C_INV_LENGTH;
 	}
 	if (!v6) {
-		/* IPv4 header checksum: the ones' complement sum of the header is 0xffff. */
+		/* IPv4 header checksum: the ones' complement sum of the header is 0xffff. Summed
+		 * in 32-bit words as the CPU loads them (see fold_native). */
 		__u8 *h = at(p, ip, 20);
 		if (!h)
 			return C_INV_LENGTH;
-		__u32 words = (h[0] & 0x0f) * 2;
-		__u64 sum = 0;
-#pragma unroll
-		for (int i = 0; i < 10; i++) /* the fixed header, read once checked */
-			sum += ((__u32)h[2 * i] << 8) | h[2 * i + 1];
-		for (int i = 10; i < 30; i++) { /* options: a bounded loop, IHL is at most 15 */
-			if (i >= words)
+		__u32 ihl = h[0] & 0x0f;
+		__u64 sum = (__u64) * (__u32 *)h + *(__u32 *)(h + 4) + *(__u32 *)(h + 8) +
+			    *(__u32 *)(h + 12) + *(__u32 *)(h + 16);
+		for (int i = 5; i < 15; i++) { /* options: a bounded loop, IHL is at most 15 */
+			if (i >= ihl)
 				break;
-			__u32 w;
-			if (be16_at(p, ip + 2 * i, &w))
+			__u8 *o = at(p, ip + 4 * i, 4);
+			if (!o)
 				return C_INV_LENGTH;
-			sum += w;
+			sum += *(__u32 *)o;
 		}
-		sum = (sum & 0xffff) + (sum >> 16);
-		sum = (sum & 0xffff) + (sum >> 16);
-		if (sum != 0xffff)
+		if (fold_native(sum) != 0xffff)
 			return C_INV_CHECKSUM;
 	}
 	if (!frag) {
@@ -904,22 +918,22 @@ static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt 
 		if (c == 0 && v6)
 			return C_INV_CHECKSUM;
 		if (c != 0) {
-			/* Pseudo-header: addresses, protocol, UDP length. */
-			__u64 sum = IPPROTO_UDP_ + ulen;
+			/* Pseudo-header: addresses, protocol, UDP length; summed in words as the
+			 * CPU loads them (see fold_native), so the two big-endian values are
+			 * converted to that order. */
+			__u64 sum = (__u64)bpf_htons(IPPROTO_UDP_) + bpf_htons((__u16)ulen);
 			if (v6) {
 				__u8 *a = at(p, ip + 8, 32);
 				if (!a)
 					return C_INV_LENGTH;
 #pragma unroll
-				for (int i = 0; i < 16; i++)
-					sum += ((__u32)a[2 * i] << 8) | a[2 * i + 1];
+				for (int i = 0; i < 8; i++)
+					sum += *(__u32 *)(a + 4 * i);
 			} else {
 				__u8 *a = at(p, ip + 12, 8);
 				if (!a)
 					return C_INV_LENGTH;
-#pragma unroll
-				for (int i = 0; i < 4; i++)
-					sum += ((__u32)a[2 * i] << 8) | a[2 * i + 1];
+				sum += (__u64) * (__u32 *)a + *(__u32 *)(a + 4);
 			}
 			if (ulen <= SHORT_UDP) {
 				/* Small datagrams (64-byte frames carry 26 bytes) summed here: cheaper
@@ -928,29 +942,36 @@ static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt 
 				if (!q || udp + ulen > p->len)
 					return C_INV_LENGTH;
 #pragma unroll
-				for (int i = 0; i < SHORT_UDP / 2; i++) {
-					if (2 * i + 2 <= ulen) {
-						__u32 w;
-						if (be16_at(p, udp + 2 * i, &w))
+				for (int i = 0; i < SHORT_UDP / 4; i++) {
+					if (4 * i + 4 <= ulen) {
+						__u8 *w = at(p, udp + 4 * i, 4);
+						if (!w)
 							return C_INV_LENGTH;
-						sum += w;
-					} else if (2 * i + 1 == ulen) {
-						__u32 b;
-						if (u8_at(p, udp + 2 * i, &b))
-							return C_INV_LENGTH;
-						sum += b << 8;
+						sum += *(__u32 *)w;
 					}
+				}
+				__u64 o = udp + (ulen & ~3u);
+				if (ulen & 2) {
+					__u8 *w = at(p, o, 2);
+					if (!w)
+						return C_INV_LENGTH;
+					sum += *(__u16 *)w;
+					o += 2;
+				}
+				if (ulen & 1) {
+					/* The last byte, padded with a zero byte after it. */
+					__u8 *b = at(p, o, 1);
+					if (!b)
+						return C_INV_LENGTH;
+					sum += bpf_htons((__u16)b[0] << 8);
 				}
 			} else {
 				int d = wr_sum_bytes(ctx, udp, ulen);
 				if (d < 0)
 					return C_INV_LENGTH;
-				sum += (__u32)d;
+				sum += bpf_htons((__u16)d);
 			}
-			sum = (sum & 0xffff) + (sum >> 16);
-			sum = (sum & 0xffff) + (sum >> 16);
-			sum = (sum & 0xffff) + (sum >> 16);
-			if (sum != 0xffff)
+			if (fold_native(sum) != 0xffff)
 				return C_INV_CHECKSUM;
 		}
 	}
@@ -978,7 +999,7 @@ static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt 
 			base = ((__u32)e->dst_addr[0] << 24) | ((__u32)e->dst_addr[1] << 16) |
 			       ((__u32)e->dst_addr[2] << 8) | e->dst_addr[3];
 		}
-		__u32 low = ((__u32)l[0] << 24) | ((__u32)l[1] << 16) | ((__u32)l[2] << 8) | l[3];
+		__u32 low = bpf_ntohl(*(__u32 *)l);
 		if (low - base >= e->dst_count || (__u16)(port - e->dst_port) >= e->port_count)
 			return C_INV_ADDRESS;
 	}
@@ -999,12 +1020,10 @@ int wr_rx(struct xdp_md *ctx)
 		port_count(P_FOREIGN, p.len);
 		return XDP_PASS;
 	}
-	__u32 stream = ((__u32)sig[2] << 8) | sig[3];
-	__u32 seq32 = ((__u32)sig[4] << 24) | ((__u32)sig[5] << 16) | ((__u32)sig[6] << 8) | sig[7];
-	__u64 tx_ns = 0;
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-		tx_ns = (tx_ns << 8) | sig[8 + i];
+	/* Whole-field loads (wire::signature's big-endian layout), one byte swap each. */
+	__u32 stream = bpf_ntohs(*(__u16 *)(sig + 2));
+	__u32 seq32 = bpf_ntohl(*(__u32 *)(sig + 4));
+	__u64 tx_ns = bpf_be64_to_cpu(*(__u64 *)(sig + 8));
 	__u32 *slot1 = bpf_map_lookup_elem(&wr_rx_slots, &stream);
 	int pass = wr_pass_ours != 0;
 	if (!slot1 || *slot1 == 0) {

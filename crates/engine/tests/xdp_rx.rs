@@ -801,6 +801,33 @@ fn malformed_frames_of_expected_streams_are_invalid_alike() {
         t.stamp(&mut f, 8000 + size as u64, now);
         frames.push(f);
     }
+    // IPv4 with options (stream 40): the header checksum then covers more than the fixed 20
+    // bytes. 4 to 40 bytes of options (NOPs, then End of Options), checksum recomputed: valid,
+    // and each bit of the header flipped.
+    let mut options_frames = Vec::new();
+    for words in 1..=10usize {
+        let mut spec = StreamSpec::new("ipv4".parse().unwrap());
+        spec.stream_id = 40;
+        let t = FrameTemplate::new(&spec, 64).unwrap();
+        let mut f = t.bytes().to_vec();
+        t.stamp(&mut f, 9000 + words as u64, now);
+        let mut opts = vec![1u8; 4 * words];
+        *opts.last_mut().unwrap() = 0;
+        f.splice(34..34, opts);
+        f[14] = 0x45 + words as u8;
+        let total = u16::from_be_bytes([f[16], f[17]]) + 4 * words as u16;
+        f[16..18].copy_from_slice(&total.to_be_bytes());
+        f[24..26].copy_from_slice(&[0, 0]);
+        let sum = wire::checksum::checksum(&f[14..34 + 4 * words]);
+        f[24..26].copy_from_slice(&sum.to_be_bytes());
+        options_frames.push(f.clone());
+        frames.push(f.clone());
+        for pos in 14..34 + 4 * words {
+            let mut g = f.clone();
+            g[pos] ^= 0x10;
+            frames.push(g);
+        }
+    }
     let not_before = engine::sys::monotonic_ns() - 1_000_000_000;
     let rx = XdpReceiver::attach_with(&net.port_b(), &expect, not_before, &XdpRxConfig::default())
         .unwrap();
@@ -810,6 +837,13 @@ fn malformed_frames_of_expected_streams_are_invalid_alike() {
     for f in &frames {
         sw.on_frame(f, engine::sys::monotonic_ns());
     }
+    // The valid frames with options are valid to the software receiver too: both must then
+    // have summed the options (the comparison below would not see both refusing them).
+    let mut sw_options = Receiver::with_expect(&expect, not_before);
+    for f in &options_frames {
+        sw_options.on_frame(f, engine::sys::monotonic_ns());
+    }
+    assert_eq!(sw_options.report(40, None).unwrap().received, 10);
     assert_eq!(port.foreign, sw.foreign(), "foreign frames");
     assert_eq!(port.unexpected_streams, sw.unexpected(), "unexpected");
     let mut total = engine::validate::InvalidCounts::default();
