@@ -5,8 +5,10 @@
 # xdp-trafficgen), then sends N numbered frames from CPU 0 at that rate with the receiver's
 # poll on CPU 1 (a NAPI thread of its own, SCHED_FIFO), and prints whether every sequence number
 # was counted exactly once and none was refused, and how long the receive thread waited for its
-# CPU (runnable, not running: the veth's 256-frame ring fills meanwhile). Prints the machine's
-# load, since every rate here depends on it.
+# CPU (runnable, not running: the veth's 256-frame ring fills meanwhile), in how many events
+# the veth refused frames, the sender's largest catch-up after a hold-up, and the 99.9th
+# percentile of the counted frames' wait (send stamp to count; the ring is 256 / rate deep).
+# Prints the machine's load, since every rate here depends on it.
 #
 #   sudo scripts/bench-rx-at-tx-rate.sh [--rounds N] [--frames N]
 set -euo pipefail
@@ -26,7 +28,7 @@ if [ "$ncpu" -lt 2 ]; then
   echo "needs 2 CPUs (the sender on CPU 0, the receiver on CPU 1); this machine has $ncpu" >&2
   exit 2
 fi
-printf '%-5s %-16s %13s %13s %12s %10s %-9s %14s %s\n' round load tx-median rx-sent-at counted refused verdict "rx-waited-ms" "xdp-trafficgen"
+printf '%-5s %-16s %13s %13s %12s %10s %7s %9s %-9s %12s %11s %s\n' round load tx-median rx-sent-at counted refused events catch-up verdict "rx-waited-ms" "wait-p99.9us" "xdp-trafficgen"
 for round in $(seq 1 "$rounds"); do
   load=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' /)
   tx=$($W bench tx --backend xdp --against xdp-trafficgen --duration 2 --rounds 3 --json)
@@ -39,6 +41,9 @@ r = json.load(sys.stdin)
 v = "EXACT" if r["exact"] else ("once" if r["counted_once"] else "WRONG")
 t = r.get("napi_sched")
 waited = "%.1f" % (t["wait_ns"] / 1e6) if t else "n/a"
-print("%-5s %-16s %13d %13.0f %12d %10d %-9s %14s %d" % (sys.argv[1], sys.argv[2], int(sys.argv[3]), r["source_pps"] or 0, r["counted"], r["refused"], v, waited, int(sys.argv[4])))
+src = r.get("source") or {}
+w = r.get("wait")
+p999 = "%.0f" % (w["p999_ns"] / 1e3) if w else "n/a"
+print("%-5s %-16s %13d %13.0f %12d %10d %7s %9s %-9s %12s %11s %d" % (sys.argv[1], sys.argv[2], int(sys.argv[3]), r["source_pps"] or 0, r["counted"], r["refused"], src.get("refusal_events", "n/a"), src.get("max_catch_up", "n/a"), v, waited, p999, int(sys.argv[4])))
 ' "$round" "$load" "$pps" "$peer"
 done

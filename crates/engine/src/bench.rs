@@ -1103,6 +1103,14 @@ pub struct RxBenchReport {
     pub napi_sched: Option<SchedTimes>,
     /// The XDP sender's own achieved rate (first to last send timestamp), when it is the source.
     pub source_pps: Option<f64>,
+    /// XDP source: why frames were refused, if any. Refusals come in events (one per flush
+    /// the veth could not take whole): few events of many frames are the receiver away for a
+    /// while; each event's frames arrived while the 256-frame ring was full.
+    pub source: Option<RxSourceFacts>,
+    /// XDP source: how long counted frames took from their send stamps to the receiver (their
+    /// latency; on a veth mostly time in the ring). A ring full of frames sent at R frames/s
+    /// is 256 / R seconds deep: waits that long are the receiver falling behind.
+    pub wait: Option<crate::rx::LatencyReport>,
     /// XDP backend: how the program ran (native or SKB mode) and why, if not native.
     pub xdp_mode: Option<crate::xdp::rx::XdpMode>,
     pub xdp_note: Option<String>,
@@ -1117,6 +1125,16 @@ pub struct RxBenchReport {
     pub counted_once: bool,
     /// Counted once, and nothing refused: all N frames sent and counted.
     pub exact: bool,
+}
+
+/// What the XDP sender saw while it was `bench rx`'s source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RxSourceFacts {
+    /// Flushes in which the veth refused frames (it takes what fits, refuses the rest).
+    pub refusal_events: u64,
+    /// The most frames the paced sender owed its schedule at once, sent back to back after it
+    /// had been held up (0 unpaced): a burst faster than the rate asked.
+    pub max_catch_up: u64,
 }
 
 /// What `bench rx` checks, from its counts alone (so that a test can show it fails when a
@@ -1276,6 +1294,8 @@ fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         napi: None,
         napi_sched: None,
         source_pps: None,
+        source: None,
+        wait: None,
         xdp_mode: None,
         xdp_note: None,
         xdp_ns_per_frame: None,
@@ -1325,7 +1345,7 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     let drop0 = net.counter(&net.rx_if, "rx_dropped")?;
     let sched0 = SchedTimes::of_threads(&napi_tids);
     let t0 = Instant::now();
-    let (sent, source_pps) = match cfg.source {
+    let (sent, source_pps, source) = match cfg.source {
         RxSource::Trafgen => {
             let mut tg = Trafgen::spawn(
                 &net,
@@ -1348,11 +1368,11 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
                     err.trim()
                 )));
             }
-            (net.counter(&net.tx_if, "tx_packets")? - tx0, None)
+            (net.counter(&net.tx_if, "tx_packets")? - tx0, None, None)
         }
         RxSource::Xdp => {
-            let (sent, pps) = xdp_source(&net, &frame, cfg)?;
-            (sent, Some(pps))
+            let (sent, pps, facts) = xdp_source(&net, &frame, cfg)?;
+            (sent, Some(pps), Some(facts))
         }
     };
     let mut secs = t0.elapsed().as_secs_f64();
@@ -1395,6 +1415,8 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         napi: Some(napi),
         napi_sched,
         source_pps,
+        source,
+        wait: source.and(r.latency),
         xdp_mode: Some(rx.mode()),
         xdp_note: rx.mode_note().map(str::to_string),
         xdp_ns_per_frame: rx
@@ -1409,8 +1431,13 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
 }
 
 /// The XDP sender as the bench's source: `frames` frames from `tx_cpu`, unpaced or at
-/// `cfg.source_pps`. Returns the frames the device accepted and the sender's achieved rate.
-fn xdp_source(net: &BenchNet, frame: &FrameTemplate, cfg: &RxBenchConfig) -> Result<(u64, f64)> {
+/// `cfg.source_pps`. Returns the frames the device accepted, the sender's achieved rate and
+/// what it saw of refusals and catch-ups.
+fn xdp_source(
+    net: &BenchNet,
+    frame: &FrameTemplate,
+    cfg: &RxBenchConfig,
+) -> Result<(u64, f64, RxSourceFacts)> {
     let rate = cfg.source_pps.map_or(Rate::Unlimited, Rate::Pps);
     let stream = StreamConfig {
         rewrite_macs: false,
@@ -1427,7 +1454,11 @@ fn xdp_source(net: &BenchNet, frame: &FrameTemplate, cfg: &RxBenchConfig) -> Res
         .streams
         .first()
         .ok_or_else(|| Error::Config("the XDP sender reported no stream".into()))?;
-    Ok((s.sent, s.achieved_pps))
+    let facts = RxSourceFacts {
+        refusal_events: rep.backpressure_flushes,
+        max_catch_up: s.max_debt,
+    };
+    Ok((s.sent, s.achieved_pps, facts))
 }
 
 #[cfg(test)]

@@ -661,6 +661,20 @@ fn bench_rx_xdp_source_counts_every_frame_once_and_refuses_none() {
         "{:?}",
         r.napi
     );
+    // The sender's own account: nothing refused means no refusal event; unpaced, it never
+    // owed its schedule anything.
+    let s = r.source.expect("the XDP source's facts");
+    assert_eq!((s.refusal_events, s.max_catch_up), (0, 0), "{s:?}");
+    // Every counted frame's wait, send stamp to count, in order.
+    let w = r.wait.expect("the counted frames' waits");
+    assert!(
+        w.min_ns <= w.p50_ns
+            && w.p50_ns <= w.p99_ns
+            && w.p99_ns <= w.p999_ns
+            && w.p999_ns <= w.max_ns
+            && w.max_ns > 0,
+        "{w:?}"
+    );
 }
 
 /// The bench's verdict ([`engine::bench::RxVerdict`]) fed real counts: 1,000 numbered frames

@@ -171,6 +171,38 @@ pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
             };
             outln!("  XDP sender achieved       {:>10.0} frames/s{asked}", pps);
         }
+        if let Some(f) = r.source {
+            outln!(
+                "  refusal events            {:>10}   (flushes the veth could not take whole)",
+                f.refusal_events
+            );
+            if r.config.source_pps.is_some() {
+                outln!(
+                    "  sender's largest catch-up {:>10} frames   (owed after a hold-up, sent back to back)",
+                    f.max_catch_up
+                );
+            }
+        }
+        if let Some(w) = r.wait {
+            let deep = r
+                .source_pps
+                .filter(|&p| p > 0.0)
+                .map(|p| {
+                    format!(
+                        "   (the 256-frame ring is {:.0} µs deep at that rate)",
+                        256.0 / p * 1e6
+                    )
+                })
+                .unwrap_or_default();
+            let us = |ns: u64| ns as f64 / 1e3;
+            outln!(
+                "  frame wait (send to count) p50 {:.1} / p99 {:.1} / p99.9 {:.1} / max {:.1} µs{deep}",
+                us(w.p50_ns),
+                us(w.p99_ns),
+                us(w.p999_ns),
+                us(w.max_ns)
+            );
+        }
         if let Some(n) = &r.napi {
             outln!("  receive poll              {n}");
         }
