@@ -109,6 +109,12 @@ struct schedule {
 	__u64 max_seen_debt;
 	__u32 on;
 	__u32 slips_use_limit; /* duration-limited: slipped frames use up the limit */
+	/* The link (engine::pacing::Pacer::with_link), all ns << 16 after start_ns: one frame's
+	 * time at its line rate (0: no limit), how far ahead of now the link's theoretical
+	 * arrival time may be for a frame to go (depth - 1 frame times), and that time. */
+	__u64 link_gap_fp;
+	__u64 link_tolerance_fp;
+	__u64 link_tat_fp;
 };
 
 /* Keep in sync with engine::xdp::sys::RecipeState. */
@@ -225,6 +231,15 @@ static __always_inline int due_now(struct schedule *p, const struct stream_state
 	}
 	if (debt > p->max_seen_debt)
 		p->max_seen_debt = debt;
+	if (p->link_gap_fp) {
+		/* The link: the frame goes only if it conforms (a token bucket at the line rate);
+		 * otherwise it stays owed. now >= start_ns here (scheduled() found frames due). */
+		__u64 t = (now - p->start_ns) << 16;
+		__u64 tat = p->link_tat_fp > t ? p->link_tat_fp : t;
+		if (tat > t + p->link_tolerance_fp)
+			return 0;
+		p->link_tat_fp = tat + p->link_gap_fp;
+	}
 	return 1;
 }
 

@@ -20,6 +20,16 @@
 //! rate inside a burst (about 50 µs worth of frames, at most [`MAX_BATCH`]; at least a whole
 //! burst when the burst's frames are due together).
 //!
+//! **The link** ([`Pacer::with_link`]): a stream that leaves by a link of known line rate never
+//! gets frames faster than that link carries them, whatever the schedule owes: a catch-up
+//! after a stall and the frames of a burst "due together" go at most at the line rate, after
+//! an allowance of `depth` frames back to back (the sender's own batching; a veth takes frames
+//! 16 at a time from XDP anyway). It is the generic cell rate algorithm (ITU-T I.371, a token
+//! bucket): a theoretical arrival time advancing one frame time per frame. Without it, a sender
+//! on a veth — which has no line rate — made up a 10 ms stall at up to 9 Mpps into a DUT whose
+//! 1 Gb/s link carries 1.49 Mpps (docs/engine.md "Catch-up after a stall"). Frames the link
+//! holds back stay owed, and slip like any debt beyond `max_debt`.
+//!
 //! Pure arithmetic on the times it is given: no clock, no sleeping (the caller does that).
 //! [`StreamPacing::for_stream`] builds the pacer a stream's configuration asks for, for every
 //! transmit backend.
@@ -28,6 +38,10 @@ use crate::stream::{Limit, StreamConfig};
 
 /// The largest number of frames handed to the kernel in one go.
 pub const MAX_BATCH: u64 = 256;
+
+/// The fewest frames a link takes back to back before its line rate applies: the kernel hands
+/// XDP frames to a device 16 at a time (`DEV_MAP_BULK_SIZE`).
+pub const LINK_DEPTH_MIN: u64 = 16;
 
 /// The batch size at `rate` frames/s: about 50 µs worth of frames, 1 to [`MAX_BATCH`].
 fn batch_at(rate: f64) -> u64 {
@@ -44,6 +58,10 @@ pub struct PacerShape {
     pub limit: u64,
     pub max_debt: u64,
     pub slips_use_limit: bool,
+    /// The link's time per frame, ns (0: no link limit), and how many frames may go back to
+    /// back before it applies ([`Pacer::with_link`]).
+    pub link_gap_ns: f64,
+    pub link_depth: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -67,6 +85,15 @@ pub struct Pacer {
     /// Duration-limited schedules: slipped frames use up the limit (the schedule ends on
     /// time); frame-limited ones: exactly `limit` frames are issued, however late.
     slips_use_limit: bool,
+    /// The link's time per frame, ns; 0: no link limit.
+    link_gap_ns: f64,
+    /// Frames that may go back to back before the link's rate applies (≥ 1).
+    link_depth: u64,
+    /// The link's theoretical arrival time of the next frame (ns after `start_ns`): frames
+    /// conform while it is at most `(link_depth - 1) · link_gap_ns` ahead of now.
+    link_tat: f64,
+    /// The time of the last [`Pacer::due`], for [`Pacer::issue`] (ns after `start_ns`).
+    last_due: f64,
 }
 
 impl Pacer {
@@ -126,7 +153,41 @@ impl Pacer {
             limit: limit.unwrap_or(u64::MAX),
             max_seen_debt: 0,
             slips_use_limit: false,
+            link_gap_ns: 0.0,
+            link_depth: 1,
+            link_tat: 0.0,
+            last_due: 0.0,
         }
+    }
+
+    /// Hands frames to a link that carries at most `link_pps` frames/s: at most `depth`
+    /// (≥ 1) back to back, then one per `1/link_pps` (see the module doc). A link slower than
+    /// the schedule's own rate is not a limit the schedule can keep; the rate asked wins then
+    /// (the link is taken to carry it).
+    pub fn with_link(mut self, link_pps: f64, depth: u64) -> Self {
+        if link_pps.is_finite() && link_pps > 0.0 {
+            let fastest = if self.spacing_ns > 0.0 {
+                1e9 / self.spacing_ns
+            } else {
+                self.avg_rate()
+            };
+            self.link_gap_ns = 1e9 / link_pps.max(fastest);
+            self.link_depth = depth.max(1);
+        }
+        self
+    }
+
+    /// Frames the link takes at `now` (ns after start), `u64::MAX` without a link limit.
+    fn link_allows(&self, now: f64) -> u64 {
+        if self.link_gap_ns <= 0.0 {
+            return u64::MAX;
+        }
+        let tolerance = (self.link_depth - 1) as f64 * self.link_gap_ns;
+        let tat = self.link_tat.max(now);
+        if tat > now + tolerance {
+            return 0;
+        }
+        ((now + tolerance - tat) / self.link_gap_ns).floor() as u64 + 1
     }
 
     /// Makes slipped frames count toward the limit, so the schedule ends at its planned time
@@ -165,6 +226,8 @@ impl Pacer {
             limit: self.limit,
             max_debt: self.max_debt,
             slips_use_limit: self.slips_use_limit,
+            link_gap_ns: self.link_gap_ns,
+            link_depth: self.link_depth,
         }
     }
 
@@ -227,13 +290,19 @@ impl Pacer {
             debt = self.max_debt;
         }
         self.max_seen_debt = self.max_seen_debt.max(debt);
+        let now = now_ns.saturating_sub(self.start_ns) as f64;
+        self.last_due = now;
         debt.min(self.batch)
             .min(self.limit - self.issued.min(self.limit))
+            .min(self.link_allows(now))
     }
 
-    /// Records that `n` frames were issued.
+    /// Records that `n` frames were issued (at the time of the last [`Pacer::due`]).
     pub fn issue(&mut self, n: u64) {
         self.issued += n;
+        if self.link_gap_ns > 0.0 && n > 0 {
+            self.link_tat = self.link_tat.max(self.last_due) + n as f64 * self.link_gap_ns;
+        }
     }
 
     /// When frame `n` of the schedule is due (monotonic ns).
@@ -242,9 +311,16 @@ impl Pacer {
         self.start_ns + (k as f64 * self.period_ns + j as f64 * self.spacing_ns).round() as u64
     }
 
-    /// When the next frame not yet issued is due (monotonic ns).
+    /// When the next frame not yet issued may go (monotonic ns): when the schedule makes it
+    /// due, or later when the link is still busy with the frames before it.
     pub fn next_due_ns(&self) -> u64 {
-        self.due_ns(self.issued + self.slipped)
+        let due = self.due_ns(self.issued + self.slipped);
+        if self.link_gap_ns <= 0.0 {
+            return due;
+        }
+        let tolerance = (self.link_depth - 1) as f64 * self.link_gap_ns;
+        let link_free = self.start_ns + (self.link_tat - tolerance).max(0.0).ceil() as u64;
+        due.max(link_free)
     }
 
     /// The time the schedule ends for a duration-limited stream is the caller's business; for a
@@ -314,13 +390,19 @@ impl StreamPacing {
                 intended_pps: 0.0,
             };
         }
-        let pacer = match cfg.limit {
+        let mut pacer = match cfg.limit {
             Limit::Frames(n) => paced(Some(n)),
             Limit::DurationNs(d) => {
                 let n = paced(None).frames_within(d);
                 paced(Some(n)).slips_use_limit()
             }
         };
+        if let Some(link_pps) = cfg.link_pps() {
+            // Back to back up to a batch (the user-space senders hand the kernel a batch at
+            // once) or a devmap bulk of 16 (how XDP frames reach a device), then the line rate.
+            let depth = pacer.batch().max(LINK_DEPTH_MIN);
+            pacer = pacer.with_link(link_pps, depth);
+        }
         StreamPacing {
             intended_pps: match cfg.burst_gap {
                 Some(_) => pacer.avg_rate(),
@@ -389,6 +471,86 @@ mod tests {
         assert_eq!(p.max_seen_debt(), 100);
         // And the schedule goes on from there, not from the stall.
         assert_eq!(p.due(now + 1_000), 1);
+    }
+
+    /// Frames a pacer hands out when asked at every `step_ns` up to `end_ns`, with the times
+    /// they were handed out.
+    fn drain(p: &mut Pacer, from_ns: u64, end_ns: u64, step_ns: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut now = from_ns;
+        while now <= end_ns {
+            let n = p.due(now);
+            if n > 0 {
+                p.issue(n);
+                out.push((now, n));
+            }
+            now += step_ns;
+        }
+        out
+    }
+
+    #[test]
+    fn a_catch_up_leaves_no_faster_than_the_link() {
+        // 100 kpps on a link carrying 1 Mpps (1 µs a frame), 16 back to back allowed; a 5 ms
+        // stall owes 500 frames.
+        let mut p = Pacer::new(0, 100_000.0, 1, None).with_link(1_000_000.0, 16);
+        assert_eq!(p.due(0), 1);
+        p.issue(1);
+        let sent = drain(&mut p, 5 * MS, 6 * MS, 100);
+        // The first 16 at once (less the one the idle link already spent nothing on), then one
+        // per µs: never more than 16 + (t - t0) / 1 µs frames by time t.
+        let t0 = sent[0].0;
+        let mut total = 0;
+        for &(t, n) in &sent {
+            total += n;
+            assert!(
+                total <= 16 + (t - t0) / 1_000,
+                "{total} frames by {} ns after the catch-up began",
+                t - t0
+            );
+        }
+        // Still all caught up (the debt is below the cap), at the link's pace: ~480 µs.
+        let caught = p.issued();
+        assert!(caught > 500, "{caught} issued");
+        assert_eq!(p.slipped(), 0);
+        // Without the link the same stall goes out at once, a batch at a time.
+        let mut q = Pacer::new(0, 100_000.0, 1, None);
+        assert_eq!(q.due(0), 1);
+        q.issue(1);
+        let unlimited = drain(&mut q, 5 * MS, 5 * MS, 100);
+        assert_eq!(unlimited.iter().map(|s| s.1).sum::<u64>(), q.batch());
+    }
+
+    #[test]
+    fn the_link_does_not_slow_a_schedule_it_can_carry() {
+        // 1 Mpps on a link of exactly 1 Mpps, asked every 100 ns for 10 ms: every frame goes
+        // when due, nothing owed or slipped. A schedule faster than its link is not throttled
+        // below its own rate (the link is taken to carry it).
+        for (rate, link) in [(1e6, 1e6), (1e6, 1e7), (2e6, 1e6)] {
+            let mut p = Pacer::new(0, rate, 1, Some(10_000)).with_link(link, 16);
+            let sent = drain(&mut p, 0, 20 * MS, 100);
+            let frames: u64 = sent.iter().map(|s| s.1).sum();
+            assert_eq!(frames, 10_000, "rate {rate}, link {link}");
+            assert_eq!(p.slipped(), 0);
+            let last = sent.last().unwrap().0;
+            let end = (10_000.0 / rate * 1e9) as u64;
+            assert!(
+                last <= end,
+                "rate {rate}, link {link}: done at {last} ns, due by {end}"
+            );
+        }
+    }
+
+    #[test]
+    fn next_due_waits_for_the_link() {
+        let mut p = Pacer::new(0, 1000.0, 100, None).with_link(1e6, 16); // bursts of 100
+        assert_eq!(p.due(0), 16);
+        p.issue(16);
+        // 84 frames of the burst are owed, but the link is busy for 16 µs less the 15 it let
+        // go early: the next frame may go at 1 µs.
+        assert_eq!(p.due(0), 0);
+        assert_eq!(p.next_due_ns(), 1_000);
+        assert_eq!(p.due(1_000), 1);
     }
 
     #[test]

@@ -829,6 +829,7 @@ mod tests {
             limit: Limit::Frames(1),
             reorder_every: None,
             rewrite_macs: true,
+            link_l1_bps: None,
         };
         let streams = [
             (stream("ipv4", 1, &[64, 594, 1518]), 0u32),

@@ -146,6 +146,12 @@ pub struct StreamConfig {
     /// Overwrite the destination MAC with the resolved next hop and the source MAC with the
     /// port's own (the default); `false` sends the base frames' MACs unchanged.
     pub rewrite_macs: bool,
+    /// The line rate of the link the stream leaves by, bits/s as on the wire (L1: preamble,
+    /// SFD, inter-frame gap and FCS counted, as [`Rate::L1Bps`]). A paced stream never gets
+    /// frames faster than that link carries them, also when it catches up after a stall
+    /// ([`crate::pacing::Pacer::with_link`]). `None`: no limit (a bench measuring the
+    /// tester). A trial sets the link's reference speed: a veth has no line rate of its own.
+    pub link_l1_bps: Option<f64>,
 }
 
 impl StreamConfig {
@@ -164,7 +170,15 @@ impl StreamConfig {
             limit,
             reorder_every: None,
             rewrite_macs: true,
+            link_l1_bps: None,
         }
+    }
+
+    /// The most frames/s the stream's link carries of its frames (their weighted mean wire
+    /// cost), if it has a line rate.
+    pub fn link_pps(&self) -> Option<f64> {
+        let bps = self.link_l1_bps.filter(|b| b.is_finite() && *b > 0.0)?;
+        Some(Rate::L1Bps(bps).pps(self.avg_len_with_fcs()))
     }
 
     /// Average frame length including the 4-byte FCS, weighted by `weights`.
@@ -622,6 +636,7 @@ mod tests {
             limit: Limit::Frames(10),
             reorder_every: None,
             rewrite_macs: true,
+            link_l1_bps: None,
         }
     }
 

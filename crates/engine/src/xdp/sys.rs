@@ -184,6 +184,9 @@ pub struct Schedule {
     pub max_seen_debt: u64,
     pub on: u32,
     pub slips_use_limit: u32,
+    pub link_gap_fp: u64,
+    pub link_tolerance_fp: u64,
+    pub link_tat_fp: u64,
 }
 
 /// `struct recipe_state` of `bpf/tx.bpf.c`.
@@ -259,7 +262,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<StreamState>(), 40);
         assert_eq!(std::mem::size_of::<RecipeState>(), 32);
         assert_eq!(std::mem::size_of::<Ctl>(), 16);
-        assert_eq!(std::mem::size_of::<Schedule>(), 8 * 8 + 4 * 2);
+        assert_eq!(std::mem::size_of::<Schedule>(), 8 * 8 + 4 * 2 + 8 * 3);
         assert_eq!(std::mem::size_of::<XdpMd>(), 24);
         assert_eq!(std::mem::size_of::<TestRunAttr>(), 80);
     }
