@@ -9,8 +9,9 @@
 //!   (`mpu 84`, a 64-byte frame's wire cost). Segmentation offloads (TSO/GSO) are turned off on
 //!   those ports, so the qdisc sees the frames a wire would carry, not 64 KB super-packets.
 //!   Only traffic of the kernel's own stack goes through it (iperf3, ARP/ND): the engine sends
-//!   with qdisc bypass (AF_PACKET) or from XDP, paced by its own schedule at no more than the
-//!   line rate, so the shaper never stands between the engine and the DUT.
+//!   with qdisc bypass (AF_PACKET) or from XDP, paced by its own schedule and never faster than
+//!   the line rate, a catch-up after a stall included (`engine::stream::StreamConfig::
+//!   link_l1_bps`), so the shaper never stands between the engine and the DUT.
 //! - **The DUT's offloads are off unless asked for** ([`Lab::set_dut_offload`]): off means GRO
 //!   merges nothing on the DUT's ports (`gro_max_size 0`; GRO itself stays enabled because a
 //!   veth without NAPI refuses the frames the engine's XDP backend transmits) and TSO/GSO are

@@ -279,6 +279,9 @@ impl TrialSpec {
                     limit: s.limit,
                     reorder_every: s.reorder_every,
                     rewrite_macs: !s.encap.pppoe && carrier.is_none(),
+                    // The tester's port is a link of the reference speed: catch-ups and
+                    // bursts never leave it faster than such a link would carry them.
+                    link_l1_bps: Some(self.speed.0),
                 };
                 config.check().map_err(|e| e.to_string())?;
                 sent.push(sent_stream(
