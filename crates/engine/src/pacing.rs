@@ -28,7 +28,9 @@
 //! bucket): a theoretical arrival time advancing one frame time per frame. Without it, a sender
 //! on a veth — which has no line rate — made up a 10 ms stall at up to 9 Mpps into a DUT whose
 //! 1 Gb/s link carries 1.49 Mpps (docs/engine.md "Catch-up after a stall"). Frames the link
-//! holds back stay owed, and slip like any debt beyond `max_debt`.
+//! holds back stay owed, and slip like any debt beyond `max_debt`. One exception: where the
+//! schedule is above half the line rate, a catch-up may go at twice the schedule's rate
+//! ([`CATCH_UP_OVER_SCHEDULE`]), else a stall near line rate could never be made up.
 //!
 //! Pure arithmetic on the times it is given: no clock, no sleeping (the caller does that).
 //! [`StreamPacing::for_stream`] builds the pacer a stream's configuration asks for, for every
@@ -38,6 +40,10 @@ use crate::stream::{Limit, StreamConfig};
 
 /// The largest number of frames handed to the kernel in one go.
 pub const MAX_BATCH: u64 = 256;
+
+/// How much faster than its schedule's rate a stream may catch up when its link has less room
+/// than that ([`Pacer::with_link`]).
+pub const CATCH_UP_OVER_SCHEDULE: f64 = 2.0;
 
 /// The fewest frames a link takes back to back before its line rate applies: the kernel hands
 /// XDP frames to a device 16 at a time (`DEV_MAP_BULK_SIZE`).
@@ -161,9 +167,12 @@ impl Pacer {
     }
 
     /// Hands frames to a link that carries at most `link_pps` frames/s: at most `depth`
-    /// (≥ 1) back to back, then one per `1/link_pps` (see the module doc). A link slower than
-    /// the schedule's own rate is not a limit the schedule can keep; the rate asked wins then
-    /// (the link is taken to carry it).
+    /// (≥ 1) back to back, then one per `1/link_pps` (see the module doc) — or one per
+    /// `1/(CATCH_UP_OVER_SCHEDULE × rate)` where that is faster, i.e. where the schedule
+    /// leaves the link less room than its own rate again: near the line rate a real link
+    /// cannot make up a stall at all, and a sender on a VM that stalls for milliseconds would
+    /// then fall behind for good in every trial near line rate (tester-limited, no DUT
+    /// figure). There the catch-up may exceed the link, by at most the schedule's own rate.
     pub fn with_link(mut self, link_pps: f64, depth: u64) -> Self {
         if link_pps.is_finite() && link_pps > 0.0 {
             let fastest = if self.spacing_ns > 0.0 {
@@ -171,7 +180,7 @@ impl Pacer {
             } else {
                 self.avg_rate()
             };
-            self.link_gap_ns = 1e9 / link_pps.max(fastest);
+            self.link_gap_ns = 1e9 / link_pps.max(CATCH_UP_OVER_SCHEDULE * fastest);
             self.link_depth = depth.max(1);
         }
         self
@@ -497,8 +506,8 @@ mod tests {
         assert_eq!(p.due(0), 1);
         p.issue(1);
         let sent = drain(&mut p, 5 * MS, 6 * MS, 100);
-        // The first 16 at once (less the one the idle link already spent nothing on), then one
-        // per µs: never more than 16 + (t - t0) / 1 µs frames by time t.
+        // Up to 16 back to back, then one per µs: never more than 16 + (t - t0) / 1 µs frames
+        // by time t.
         let t0 = sent[0].0;
         let mut total = 0;
         for &(t, n) in &sent {
@@ -539,6 +548,23 @@ mod tests {
                 "rate {rate}, link {link}: done at {last} ns, due by {end}"
             );
         }
+    }
+
+    #[test]
+    fn near_the_line_rate_a_stall_is_made_up_at_twice_the_schedule() {
+        // 1 Mpps on a 1 Mpps link: 1 ms late, 1000 frames owed. The link alone could never
+        // make them up (it is full); the catch-up goes at 2 Mpps: never more than 16 + 2 per µs,
+        // and owed no more after about 1 ms.
+        let mut p = Pacer::new(0, 1e6, 1, None).with_link(1e6, 16);
+        let sent = drain(&mut p, MS, 3 * MS, 100);
+        let mut total = 0;
+        for &(t, n) in &sent {
+            total += n;
+            assert!(total <= 16 + 2 * (t - MS) / 1_000, "{total} frames by {t} ns");
+        }
+        let by = |t: u64| sent.iter().filter(|s| s.0 <= t).map(|s| s.1).sum::<u64>();
+        assert!(by(2 * MS + 100) >= 2000, "{} frames by 2.1 ms", by(2 * MS + 100));
+        assert_eq!(p.slipped(), 0);
     }
 
     #[test]
