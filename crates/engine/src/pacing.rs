@@ -560,10 +560,17 @@ mod tests {
         let mut total = 0;
         for &(t, n) in &sent {
             total += n;
-            assert!(total <= 16 + 2 * (t - MS) / 1_000, "{total} frames by {t} ns");
+            assert!(
+                total <= 16 + 2 * (t - MS) / 1_000,
+                "{total} frames by {t} ns"
+            );
         }
         let by = |t: u64| sent.iter().filter(|s| s.0 <= t).map(|s| s.1).sum::<u64>();
-        assert!(by(2 * MS + 100) >= 2000, "{} frames by 2.1 ms", by(2 * MS + 100));
+        assert!(
+            by(2 * MS + 100) >= 2000,
+            "{} frames by 2.1 ms",
+            by(2 * MS + 100)
+        );
         assert_eq!(p.slipped(), 0);
     }
 

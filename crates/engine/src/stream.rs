@@ -148,7 +148,8 @@ pub struct StreamConfig {
     pub rewrite_macs: bool,
     /// The line rate of the link the stream leaves by, bits/s as on the wire (L1: preamble,
     /// SFD, inter-frame gap and FCS counted, as [`Rate::L1Bps`]). A paced stream never gets
-    /// frames faster than that link carries them, also when it catches up after a stall
+    /// frames faster than that link carries them, also when it catches up after a stall —
+    /// except that a catch-up may go at twice the stream's own rate where that is faster
     /// ([`crate::pacing::Pacer::with_link`]). `None`: no limit (a bench measuring the
     /// tester). A trial sets the link's reference speed: a veth has no line rate of its own.
     pub link_l1_bps: Option<f64>,

@@ -280,7 +280,8 @@ impl TrialSpec {
                     reorder_every: s.reorder_every,
                     rewrite_macs: !s.encap.pppoe && carrier.is_none(),
                     // The tester's port is a link of the reference speed: catch-ups and
-                    // bursts never leave it faster than such a link would carry them.
+                    // bursts leave it no faster than such a link carries them (or twice the
+                    // stream's rate, near line rate: engine::pacing::Pacer::with_link).
                     link_l1_bps: Some(self.speed.0),
                 };
                 config.check().map_err(|e| e.to_string())?;

@@ -78,6 +78,8 @@ pub struct TrialArgs {
     #[arg(long, default_value = "10kpps")]
     rate: String,
     /// Link speed for percent rates (100 % is the line rate of the stream's path at this speed).
+    /// The sender also makes up a stall no faster than this link carries the frames (or at twice
+    /// the stream's rate, where that is faster).
     #[arg(long, default_value = "1G")]
     link_speed: String,
     /// Seconds to send (ignored with --frames).
