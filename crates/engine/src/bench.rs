@@ -1127,6 +1127,10 @@ pub struct RxBenchReport {
     pub exact: bool,
 }
 
+/// Frames a veth's receive ring holds (the kernel's fixed `VETH_RING_SIZE`): at R frames/s it
+/// lasts `VETH_RING_FRAMES / R` seconds of a receiver away.
+pub const VETH_RING_FRAMES: u64 = 256;
+
 /// What the XDP sender saw while it was `bench rx`'s source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RxSourceFacts {

@@ -64,10 +64,11 @@ pub struct PacerShape {
     pub limit: u64,
     pub max_debt: u64,
     pub slips_use_limit: bool,
-    /// The link's time per frame, ns (0: no link limit), and how many frames may go back to
-    /// back before it applies ([`Pacer::with_link`]).
+    /// The link's time per frame, ns (0: no link limit), and how far ahead of now its
+    /// theoretical arrival time may be for a frame to go, ns: `depth - 1` frame times
+    /// ([`Pacer::with_link`]).
     pub link_gap_ns: f64,
-    pub link_depth: u64,
+    pub link_tolerance_ns: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -93,10 +94,10 @@ pub struct Pacer {
     slips_use_limit: bool,
     /// The link's time per frame, ns; 0: no link limit.
     link_gap_ns: f64,
-    /// Frames that may go back to back before the link's rate applies (≥ 1).
-    link_depth: u64,
-    /// The link's theoretical arrival time of the next frame (ns after `start_ns`): frames
-    /// conform while it is at most `(link_depth - 1) · link_gap_ns` ahead of now.
+    /// `depth - 1` frame times: frames conform while the link's theoretical arrival time is
+    /// at most this far ahead of now (`depth` frames may go back to back).
+    link_tolerance_ns: f64,
+    /// The link's theoretical arrival time of the next frame (ns after `start_ns`).
     link_tat: f64,
     /// The time of the last [`Pacer::due`], for [`Pacer::issue`] (ns after `start_ns`).
     last_due: f64,
@@ -160,7 +161,7 @@ impl Pacer {
             max_seen_debt: 0,
             slips_use_limit: false,
             link_gap_ns: 0.0,
-            link_depth: 1,
+            link_tolerance_ns: 0.0,
             link_tat: 0.0,
             last_due: 0.0,
         }
@@ -181,7 +182,7 @@ impl Pacer {
                 self.avg_rate()
             };
             self.link_gap_ns = 1e9 / link_pps.max(CATCH_UP_OVER_SCHEDULE * fastest);
-            self.link_depth = depth.max(1);
+            self.link_tolerance_ns = (depth.max(1) - 1) as f64 * self.link_gap_ns;
         }
         self
     }
@@ -191,12 +192,11 @@ impl Pacer {
         if self.link_gap_ns <= 0.0 {
             return u64::MAX;
         }
-        let tolerance = (self.link_depth - 1) as f64 * self.link_gap_ns;
         let tat = self.link_tat.max(now);
-        if tat > now + tolerance {
+        if tat > now + self.link_tolerance_ns {
             return 0;
         }
-        ((now + tolerance - tat) / self.link_gap_ns).floor() as u64 + 1
+        ((now + self.link_tolerance_ns - tat) / self.link_gap_ns).floor() as u64 + 1
     }
 
     /// Makes slipped frames count toward the limit, so the schedule ends at its planned time
@@ -236,7 +236,7 @@ impl Pacer {
             max_debt: self.max_debt,
             slips_use_limit: self.slips_use_limit,
             link_gap_ns: self.link_gap_ns,
-            link_depth: self.link_depth,
+            link_tolerance_ns: self.link_tolerance_ns,
         }
     }
 
@@ -327,8 +327,8 @@ impl Pacer {
         if self.link_gap_ns <= 0.0 {
             return due;
         }
-        let tolerance = (self.link_depth - 1) as f64 * self.link_gap_ns;
-        let link_free = self.start_ns + (self.link_tat - tolerance).max(0.0).ceil() as u64;
+        let link_free =
+            self.start_ns + (self.link_tat - self.link_tolerance_ns).max(0.0).ceil() as u64;
         due.max(link_free)
     }
 

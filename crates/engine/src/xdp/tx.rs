@@ -844,7 +844,7 @@ fn run_kernel_paced(
         on: 1,
         slips_use_limit: u32::from(shape.slips_use_limit),
         link_gap_fp: fixed(shape.link_gap_ns),
-        link_tolerance_fp: fixed(shape.link_gap_ns * shape.link_depth.saturating_sub(1) as f64),
+        link_tolerance_fp: fixed(shape.link_tolerance_ns),
         ..Default::default()
     };
     // Measured in `open`, before the start instant.

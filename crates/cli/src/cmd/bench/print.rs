@@ -188,9 +188,10 @@ pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
                 .source_pps
                 .filter(|&p| p > 0.0)
                 .map(|p| {
+                    let ring = engine::bench::VETH_RING_FRAMES;
                     format!(
-                        "   (the 256-frame ring is {:.0} µs deep at that rate)",
-                        256.0 / p * 1e6
+                        "   (the {ring}-frame ring is {:.0} µs deep at that rate)",
+                        ring as f64 / p * 1e6
                     )
                 })
                 .unwrap_or_default();
