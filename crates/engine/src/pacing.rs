@@ -28,7 +28,9 @@
 //! bucket): a theoretical arrival time advancing one frame time per frame. Without it, a sender
 //! on a veth — which has no line rate — made up a 10 ms stall at up to 9 Mpps into a DUT whose
 //! 1 Gb/s link carries 1.49 Mpps (docs/engine.md "Catch-up after a stall"). Frames the link
-//! holds back stay owed, and slip like any debt beyond `max_debt`. One exception: where the
+//! holds back stay owed, and slip like any debt beyond `max_debt`. Streams sharing a port
+//! share its link: a trial gives each its part ([`crate::trial::TrialConfig::paced_streams`]),
+//! since a stall holds them all and they catch up together. One exception: where the
 //! schedule is above half the line rate, a catch-up may go at twice the schedule's rate
 //! ([`CATCH_UP_OVER_SCHEDULE`]), else a stall near line rate could never be made up.
 //!

@@ -152,6 +152,8 @@ pub struct StreamConfig {
     /// except that a catch-up may go at twice the stream's own rate where that is faster
     /// ([`crate::pacing::Pacer::with_link`]). `None`: no limit (a bench measuring the
     /// tester). A trial sets the link's reference speed: a veth has no line rate of its own.
+    /// Several streams leaving one port share its link: a trial paces each at its part of it
+    /// ([`crate::trial::TrialConfig::paced_streams`]).
     pub link_l1_bps: Option<f64>,
 }
 

@@ -124,11 +124,12 @@ pub struct EngineFacts {
     #[serde(default)]
     pub refused_by_dut: u64,
     /// The most frames any stream's sender owed its schedule at once (the engine's `max_debt`):
-    /// after a stall it sends them back to back, faster than the trial's link would carry them.
-    /// A catch-up larger than the DUT's receive ring (a veth's holds 256) can overflow it, so
-    /// a trial that lost frames with a large catch-up may show the tester's burst, not the
-    /// DUT's limit (docs/engine.md, "Catch-up after a stall"). Absent when zero (and in older
-    /// runs).
+    /// after a stall it sends them at the trial's line rate (the port's share of it), or at
+    /// up to twice the stream's own rate where that is faster, near line rate; runs before
+    /// session 14 sent them back to back. A catch-up larger than the DUT's receive ring (a
+    /// veth's holds 256) can still overflow it near line rate, so a trial that lost frames
+    /// with a large catch-up may show the tester's burst, not the DUT's limit (docs/engine.md,
+    /// "Catch-up after a stall"). Absent when zero (and in older runs).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub max_catch_up: u64,
     /// The DUT's own counters over the trial (lab DUTs), for checking the figure against.

@@ -98,6 +98,43 @@ impl TrialConfig {
         }
     }
 
+    /// The streams as their senders pace them: a port is one link, however many streams
+    /// leave by it, so where several paced streams share a sending port each gets the part of
+    /// its [`link_l1_bps`](StreamConfig::link_l1_bps) that its own average bit rate (L1) is of
+    /// the port's total. A catch-up after a stall, which all streams of a thread make at
+    /// once, then leaves the port no faster than the link together (each stream's pacer
+    /// alone would allow the whole link). A stream alone on its port, or unpaced, keeps its
+    /// link as configured; in the order of [`streams`](Self::streams).
+    pub fn paced_streams(&self) -> Vec<StreamConfig> {
+        let l1_bps = |c: &StreamConfig| {
+            let p = crate::pacing::StreamPacing::for_stream(c, 0);
+            if p.unpaced || c.link_pps().is_none() {
+                0.0
+            } else {
+                p.intended_pps * (c.avg_len_with_fcs() + 20.0) * 8.0
+            }
+        };
+        let rates: Vec<f64> = self.streams.iter().map(|s| l1_bps(&s.config)).collect();
+        self.streams
+            .iter()
+            .zip(&rates)
+            .map(|(s, &own)| {
+                let port_total: f64 = self
+                    .streams
+                    .iter()
+                    .zip(&rates)
+                    .filter(|(o, _)| o.tx_port == s.tx_port)
+                    .map(|(_, r)| r)
+                    .sum();
+                let mut c = s.config.clone();
+                if own > 0.0 && port_total > own {
+                    c.link_l1_bps = c.link_l1_bps.map(|link| link * own / port_total);
+                }
+                c
+            })
+            .collect()
+    }
+
     /// What the receiver of `s` requires of its frames: the override in
     /// [`expect`](Self::expect), else [`Expect::of`](crate::validate::Expect::of) its config.
     pub fn expect_of(&self, s: &StreamConfig) -> crate::validate::Expect {
@@ -105,5 +142,77 @@ impl TrialConfig {
             .iter()
             .find(|(id, _)| *id == s.id)
             .map_or_else(|| crate::validate::Expect::of(s), |(_, e)| *e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::{Limit, Rate};
+
+    fn stream(id: u16, tx_port: usize, size: usize, rate: Rate) -> TrialStream {
+        let mut spec = wire::template::StreamSpec::new(wire::encap::EncapSpec::default());
+        spec.stream_id = id;
+        let frame = wire::template::FrameTemplate::new(&spec, size).unwrap();
+        let mut config = StreamConfig::single(id, frame, rate, Limit::Frames(1_000));
+        config.link_l1_bps = Some(1e9);
+        TrialStream {
+            config,
+            tx_port,
+            rx_port: 1 - tx_port,
+        }
+    }
+
+    fn links(cfg: &TrialConfig) -> Vec<Option<f64>> {
+        cfg.paced_streams().iter().map(|s| s.link_l1_bps).collect()
+    }
+
+    #[test]
+    fn streams_of_one_port_share_its_link_by_their_bit_rates() {
+        // Port 0: 300 and 100 Mb/s (L1) of 64 B frames; port 1: one stream, alone.
+        let cfg = TrialConfig::new(
+            vec![PortSpec::new("a", "a0"), PortSpec::new("b", "b0")],
+            vec![
+                stream(1, 0, 64, Rate::L1Bps(300e6)),
+                stream(2, 1, 64, Rate::L1Bps(500e6)),
+                stream(3, 0, 64, Rate::L1Bps(100e6)),
+            ],
+        );
+        let l = links(&cfg);
+        assert!((l[0].unwrap() - 750e6).abs() < 1.0, "{l:?}");
+        assert_eq!(l[1], Some(1e9), "a stream alone on its port keeps the link");
+        assert!((l[2].unwrap() - 250e6).abs() < 1.0, "{l:?}");
+        // Shares by bits, not frames: 1518 B frames at the same L1 rate as 64 B ones get the
+        // same half, though they are 20 times fewer frames.
+        let cfg = TrialConfig::new(
+            vec![PortSpec::new("a", "a0")],
+            vec![
+                stream(1, 0, 64, Rate::L1Bps(200e6)),
+                stream(2, 0, 1518, Rate::L1Bps(200e6)),
+            ],
+        );
+        let l = links(&cfg);
+        assert!((l[0].unwrap() - 500e6).abs() < 1.0, "{l:?}");
+        assert!((l[1].unwrap() - 500e6).abs() < 1.0, "{l:?}");
+    }
+
+    #[test]
+    fn unpaced_and_linkless_streams_take_no_share() {
+        let mut linkless = stream(3, 0, 64, Rate::L1Bps(400e6));
+        linkless.config.link_l1_bps = None;
+        let cfg = TrialConfig::new(
+            vec![PortSpec::new("a", "a0")],
+            vec![
+                stream(1, 0, 64, Rate::L1Bps(100e6)),
+                stream(2, 0, 64, Rate::Unlimited),
+                linkless,
+            ],
+        );
+        // The paced stream with a link is the only one the link is shared by.
+        assert_eq!(links(&cfg), vec![Some(1e9), Some(1e9), None]);
+        // Everything but the link is the stream's own.
+        let paced = cfg.paced_streams();
+        assert_eq!(paced[0].id, 1);
+        assert_eq!(paced[0].rate, cfg.streams[0].config.rate);
     }
 }

@@ -460,6 +460,8 @@ fn run_on(
         }
     }
     announce_receivers(cfg, &mut note);
+    // What the senders pace: streams of one port share its link (TrialConfig::paced_streams).
+    let paced = cfg.paced_streams();
     // XDP: the programs count the streams (attached before anything is sent); each port keeps
     // one AF_PACKET receive thread expecting no stream, which answers ARP/ND.
     let xdp_rx = match backend {
@@ -542,8 +544,9 @@ fn run_on(
             let streams: Vec<&StreamConfig> = cfg
                 .streams
                 .iter()
-                .filter(|s| s.tx_port == p)
-                .map(|s| &s.config)
+                .zip(&paced)
+                .filter(|(s, _)| s.tx_port == p)
+                .map(|(_, c)| c)
                 .collect();
             if streams.is_empty() {
                 continue;
