@@ -32,6 +32,12 @@ pub struct Point {
     pub lost: u64,
     /// Frames sent (received + lost).
     pub sent: u64,
+    /// The most frames the tester owed its schedule at once in the trial (its largest
+    /// catch-up after a stall, `engine.max_catch_up`); 0 when none or not recorded.
+    pub catch_up: u64,
+    /// Frames the DUT's ingress port refused or dropped (its receive ring or backlog full:
+    /// `engine.refused_by_dut` plus the lab DUT's `ingress_drops`); 0 when none or unknown.
+    pub dut_port_drops: u64,
 }
 
 impl Point {
@@ -53,6 +59,11 @@ pub const MARGIN: f64 = 0.01;
 /// The most a trial may have lost to count as evidence of what the device forwards without
 /// being overloaded: CSIT's PDR goal.
 pub const NEAR_LOSSLESS: f64 = 0.005;
+
+/// The frames a veth port's receive ring holds (the kernel's `VETH_RING_SIZE`), the lab DUT's
+/// ports among them: a catch-up larger than that, faster than the DUT forwards, can fill it
+/// whatever the DUT's capacity at the trial's rate.
+pub const PORT_RING_FRAMES: u64 = 256;
 
 /// How far below the best forwarding a loss must strike before a reader is told about it in
 /// a note: a device whose capacity wobbles by a few percent from trial to trial contradicts
@@ -88,11 +99,36 @@ impl SporadicLoss {
         self.lossy.offered.0 * (1.0 - self.loss_goal) <= WELL_BELOW * self.best.forwarded()
     }
 
+    /// Whether the tester itself may have made the loss: in the lossy trial it caught up more
+    /// frames at once after a stall than a port's ring holds ([`PORT_RING_FRAMES`]). The
+    /// catch-up is paced at the trial's line rate (or twice the stream's rate near it), still
+    /// faster than a DUT forwarding less than that.
+    pub fn tester_burst_suspected(&self) -> bool {
+        self.lossy.catch_up > PORT_RING_FRAMES
+    }
+
     /// One sentence for the report's notes.
     pub fn describe(&self) -> String {
         let pct = |x: f64| format!("{:.2} %", 100.0 * x);
+        let cause = if self.tester_burst_suspected() {
+            format!(
+                "; in that trial the tester had fallen behind and caught up {} frames at once (more than the {} a veth port's ring holds{}), so the loss may be the tester's burst rather than the device's",
+                self.lossy.catch_up,
+                PORT_RING_FRAMES,
+                if self.lossy.dut_port_drops > 0 {
+                    format!(
+                        "; the DUT's ingress port dropped {} frames",
+                        self.lossy.dut_port_drops
+                    )
+                } else {
+                    String::new()
+                }
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "sporadic loss: {} of {} frames were lost at {} of line rate, while a trial at {} forwarded {} of line rate; a device limited by its capacity would not lose frames below what it forwards, so this loss struck at random and the {} result ({}) could be anywhere up to {} in another run; findings count that range as its noise (compare at a loss goal sporadic loss does not decide, or measure repetitions)",
+            "sporadic loss: {} of {} frames were lost at {} of line rate{cause}, while a trial at {} forwarded {} of line rate; a device limited by its capacity would not lose frames below what it forwards, so this loss struck at random and the {} result ({}) could be anywhere up to {} in another run; findings count that range as its noise (compare at a loss goal sporadic loss does not decide, or measure repetitions)",
             self.lossy.lost,
             self.lossy.sent,
             pct(self.lossy.offered.0),
@@ -145,6 +181,8 @@ mod tests {
             offered: LineFraction(offered),
             lost,
             sent,
+            catch_up: 0,
+            dut_port_drops: 0,
         }
     }
 
@@ -197,6 +235,51 @@ mod tests {
             p(0.061, 22, 15_000),
         ];
         assert_eq!(find(trials, 0.005, LineFraction(0.376)), None);
+    }
+
+    #[test]
+    fn a_lossy_trial_after_a_catch_up_larger_than_a_port_ring_names_the_tester() {
+        let lossy = |catch_up, dut_port_drops| Point {
+            catch_up,
+            dut_port_drops,
+            ..p(0.061, 22, 15_000)
+        };
+        let with = |l: Point| {
+            find(
+                vec![p(0.376, 100, 100_000), l, p(0.0545, 0, 14_000)],
+                0.0,
+                LineFraction(0.0545),
+            )
+            .expect("sporadic")
+        };
+        // A ring's worth of catch-up is within what the port takes: nothing said.
+        let s = with(lossy(PORT_RING_FRAMES, 0));
+        assert!(!s.tester_burst_suspected());
+        assert!(!s.describe().contains("catch"), "{}", s.describe());
+        // One frame more, and the note names the tester's burst, with the DUT port's drops.
+        let s = with(lossy(PORT_RING_FRAMES + 1, 22));
+        assert!(s.tester_burst_suspected());
+        assert!(
+            s.describe().contains(
+                "lost at 6.10 % of line rate; in that trial the tester had fallen behind and caught up 257 frames at once (more than the 256 a veth port's ring holds; the DUT's ingress port dropped 22 frames), so the loss may be the tester's burst"
+            ),
+            "{}",
+            s.describe()
+        );
+        // Only the lossy trial's own catch-up counts, not another trial's.
+        let s = find(
+            vec![
+                Point {
+                    catch_up: 5_000,
+                    ..p(0.376, 100, 100_000)
+                },
+                lossy(0, 0),
+            ],
+            0.0,
+            LineFraction(0.0545),
+        )
+        .expect("sporadic");
+        assert!(!s.tester_burst_suspected());
     }
 
     #[test]

@@ -337,6 +337,10 @@ fn sporadic_of(trials: &[&TrialRecord], g: &GoalResult) -> Option<SporadicLoss> 
             offered: t.outcome.offered,
             lost: t.outcome.lost,
             sent: t.outcome.received + t.outcome.lost,
+            catch_up: t.engine.as_ref().map_or(0, |e| e.max_catch_up),
+            dut_port_drops: t.engine.as_ref().map_or(0, |e| {
+                e.refused_by_dut + e.dut.map_or(0, |d| d.ingress_drops)
+            }),
         });
     sporadic::find(points, g.loss_ratio, LineFraction(lower))
 }
