@@ -35,8 +35,9 @@ pub struct Point {
     /// The most frames the tester owed its schedule at once in the trial (its largest
     /// catch-up after a stall, `engine.max_catch_up`); 0 when none or not recorded.
     pub catch_up: u64,
-    /// Frames the DUT's ingress port refused or dropped (its receive ring or backlog full:
-    /// `engine.refused_by_dut` plus the lab DUT's `ingress_drops`); 0 when none or unknown.
+    /// Frames the DUT's ingress port refused or dropped (its receive ring or backlog full: the
+    /// larger of `engine.refused_by_dut` and the lab DUT's `ingress_drops`, which see the same
+    /// frames from either side); 0 when none or unknown.
     pub dut_port_drops: u64,
 }
 
