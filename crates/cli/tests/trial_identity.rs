@@ -73,8 +73,15 @@ methodologies = ["forwarding-rate"]
 fn plan_side(dir: &Path, matrix: &str) -> (String, Vec<SentStream>) {
     let out = dir.join("run");
     run_plan_ok(&plan_file(dir, &plan(matrix)), &out);
-    let t = trials(&out);
-    assert_eq!(t.len(), 1, "one trial: {t:?}");
+    // One trial measured; a busy machine may add superseded ones before it (the tester fell
+    // behind and the runner measured the same request again: the same streams, kept apart).
+    let all = trials(&out);
+    let t: Vec<_> = all.iter().filter(|t| !t.superseded).collect();
+    assert_eq!(t.len(), 1, "one trial measured: {all:?}");
+    assert!(
+        all.iter().all(|s| s.key == t[0].key),
+        "superseded records are of the same request: {all:?}"
+    );
     let engine = t[0].engine.clone().expect("a UDP trial's engine facts");
     (engine.backend, engine.streams)
 }
