@@ -289,6 +289,15 @@ pub fn run(args: TrialArgs) -> CliResult {
     let mut inside = bench::inside::Inside::up(&inside_opts, &mut a, &mut b)?;
     let carrier = inside.as_ref().map(|i| i as &dyn Carrier);
     let built = spec.build(&a, &b, carrier).map_err(usage)?;
+    for (port, asked, link) in built.config.ports_over_their_link() {
+        eprintln!(
+            "wirerate: port {} is asked {:.1} % of its {} link ({} of L1 bits with its streams together): more than a link of that speed carries; the veth carries it, but no real port of that speed could offer this load",
+            built.config.ports[port].name,
+            100.0 * asked / link,
+            wire::units::BitsPerSec(link),
+            wire::units::BitsPerSec(asked)
+        );
+    }
     let mut cfg = built.config;
     if let Some(i) = &mut inside {
         cfg.streams = i.split_oversize(std::mem::take(&mut cfg.streams))?;

@@ -106,15 +106,11 @@ impl TrialConfig {
     /// alone would allow the whole link). A stream alone on its port, or unpaced, keeps its
     /// link as configured; in the order of [`streams`](Self::streams).
     pub fn paced_streams(&self) -> Vec<StreamConfig> {
-        let l1_bps = |c: &StreamConfig| {
-            let p = crate::pacing::StreamPacing::for_stream(c, 0);
-            if p.unpaced || c.link_pps().is_none() {
-                0.0
-            } else {
-                p.intended_pps * (c.avg_len_with_fcs() + 20.0) * 8.0
-            }
-        };
-        let rates: Vec<f64> = self.streams.iter().map(|s| l1_bps(&s.config)).collect();
+        let rates: Vec<f64> = self
+            .streams
+            .iter()
+            .map(|s| paced_l1_bps(&s.config))
+            .collect();
         self.streams
             .iter()
             .zip(&rates)
@@ -135,6 +131,23 @@ impl TrialConfig {
             .collect()
     }
 
+    /// The sending ports whose paced streams together ask more than the port's link carries:
+    /// (port index, their average L1 bits/s together, the link's). A veth carries such a load
+    /// (it has no line rate), but no real port of the link's speed could offer it, so a caller
+    /// warns. A single stream asked above its link counts too.
+    pub fn ports_over_their_link(&self) -> Vec<(usize, f64, f64)> {
+        (0..self.ports.len())
+            .filter_map(|p| {
+                let mine = || self.streams.iter().filter(move |s| s.tx_port == p);
+                let link = mine()
+                    .filter_map(|s| s.config.link_l1_bps)
+                    .fold(0.0, f64::max);
+                let asked: f64 = mine().map(|s| paced_l1_bps(&s.config)).sum();
+                (link > 0.0 && asked > link * (1.0 + 1e-9)).then_some((p, asked, link))
+            })
+            .collect()
+    }
+
     /// What the receiver of `s` requires of its frames: the override in
     /// [`expect`](Self::expect), else [`Expect::of`](crate::validate::Expect::of) its config.
     pub fn expect_of(&self, s: &StreamConfig) -> crate::validate::Expect {
@@ -142,6 +155,17 @@ impl TrialConfig {
             .iter()
             .find(|(id, _)| *id == s.id)
             .map_or_else(|| crate::validate::Expect::of(s), |(_, e)| *e)
+    }
+}
+
+/// A paced stream's average rate in L1 bits/s (preamble, SFD, inter-frame gap and FCS
+/// counted), 0 for an unpaced stream or one without a link.
+fn paced_l1_bps(c: &StreamConfig) -> f64 {
+    let p = crate::pacing::StreamPacing::for_stream(c, 0);
+    if p.unpaced || c.link_pps().is_none() {
+        0.0
+    } else {
+        p.intended_pps * (c.avg_len_with_fcs() + 20.0) * 8.0
     }
 }
 
@@ -194,6 +218,34 @@ mod tests {
         let l = links(&cfg);
         assert!((l[0].unwrap() - 500e6).abs() < 1.0, "{l:?}");
         assert!((l[1].unwrap() - 500e6).abs() < 1.0, "{l:?}");
+    }
+
+    #[test]
+    fn ports_asked_more_than_their_link_are_named() {
+        let ports = || vec![PortSpec::new("a", "a0"), PortSpec::new("b", "b0")];
+        // 60 + 60 % on port A; 100 % exactly on port B (a search's top load): only A.
+        let cfg = TrialConfig::new(
+            ports(),
+            vec![
+                stream(1, 0, 64, Rate::L1Bps(600e6)),
+                stream(2, 0, 1518, Rate::L1Bps(600e6)),
+                stream(3, 1, 64, Rate::L1Bps(1e9)),
+            ],
+        );
+        let over = cfg.ports_over_their_link();
+        assert_eq!(over.len(), 1, "{over:?}");
+        let (port, asked, link) = over[0];
+        assert_eq!(port, 0);
+        assert!((asked - 1.2e9).abs() < 1.0 && link == 1e9, "{over:?}");
+        // Within the link together: nothing to say.
+        let cfg = TrialConfig::new(
+            ports(),
+            vec![
+                stream(1, 0, 64, Rate::L1Bps(500e6)),
+                stream(2, 0, 64, Rate::L1Bps(500e6)),
+            ],
+        );
+        assert!(cfg.ports_over_their_link().is_empty());
     }
 
     #[test]
