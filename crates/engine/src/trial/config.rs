@@ -106,22 +106,12 @@ impl TrialConfig {
     /// alone would allow the whole link). A stream alone on its port, or unpaced, keeps its
     /// link as configured; in the order of [`streams`](Self::streams).
     pub fn paced_streams(&self) -> Vec<StreamConfig> {
-        let rates: Vec<f64> = self
-            .streams
-            .iter()
-            .map(|s| paced_l1_bps(&s.config))
-            .collect();
+        let totals = self.port_l1_totals();
         self.streams
             .iter()
-            .zip(&rates)
-            .map(|(s, &own)| {
-                let port_total: f64 = self
-                    .streams
-                    .iter()
-                    .zip(&rates)
-                    .filter(|(o, _)| o.tx_port == s.tx_port)
-                    .map(|(_, r)| r)
-                    .sum();
+            .map(|s| {
+                let own = paced_l1_bps(&s.config);
+                let port_total = totals.get(s.tx_port).copied().unwrap_or(own);
                 let mut c = s.config.clone();
                 if own > 0.0 && port_total > own {
                     c.link_l1_bps = c.link_l1_bps.map(|link| link * own / port_total);
@@ -136,16 +126,30 @@ impl TrialConfig {
     /// (it has no line rate), but no real port of the link's speed could offer it, so a caller
     /// warns. A single stream asked above its link counts too.
     pub fn ports_over_their_link(&self) -> Vec<(usize, f64, f64)> {
-        (0..self.ports.len())
-            .filter_map(|p| {
-                let mine = || self.streams.iter().filter(move |s| s.tx_port == p);
-                let link = mine()
+        self.port_l1_totals()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(p, asked)| {
+                let link = self
+                    .streams
+                    .iter()
+                    .filter(|s| s.tx_port == p)
                     .filter_map(|s| s.config.link_l1_bps)
                     .fold(0.0, f64::max);
-                let asked: f64 = mine().map(|s| paced_l1_bps(&s.config)).sum();
                 (link > 0.0 && asked > link * (1.0 + 1e-9)).then_some((p, asked, link))
             })
             .collect()
+    }
+
+    /// Per port (by index), the average L1 bits/s its paced streams with a link send together.
+    fn port_l1_totals(&self) -> Vec<f64> {
+        let mut totals = vec![0.0; self.ports.len()];
+        for s in &self.streams {
+            if let Some(t) = totals.get_mut(s.tx_port) {
+                *t += paced_l1_bps(&s.config);
+            }
+        }
+        totals
     }
 
     /// What the receiver of `s` requires of its frames: the override in
