@@ -40,8 +40,9 @@ use wire::dissect::Dissection;
 use crate::stream::StreamConfig;
 
 /// Slack for timestamps: the receive time of the AF_PACKET backend is the kernel's realtime
-/// stamp moved onto CLOCK_MONOTONIC by an offset taken when the receiver started, which NTP
-/// slewing may move by up to 0.05 % of the trial's length.
+/// stamp moved onto CLOCK_MONOTONIC by the clocks' offset (`crate::rx_clock`, which follows
+/// steps of the realtime clock; a frame that waited in the ring across a step smaller than its
+/// wait may be off by that step, a few milliseconds at most).
 pub const FUTURE_TOLERANCE_NS: u64 = 100_000_000;
 
 /// The reasons and their counts are vocabulary shared with the result records, so they live in

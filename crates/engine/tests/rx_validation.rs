@@ -231,31 +231,41 @@ fn malformed_frames_are_counted_by_reason(backend: Backend) {
     let want = expected(&injected);
     assert_eq!(report.backend, backend);
     let s = &report.streams[0];
-    println!(
-        "{}: sent {} received {} invalid {:?}",
+    let port_b = report.rx_ports.iter().find(|p| p.port == "b").unwrap();
+    // Everything a failure needs to be read from the CI log alone.
+    let seen = format!(
+        "{}: sent {} received {} lost {:?} duplicates {} out of order {} invalid {:?} \
+         negative latency {} latency {:?}; port b ring drops {}, clock steps {} (largest {} ns)",
         backend.name(),
         s.tx.sent,
         s.rx.received,
-        s.rx.invalid
+        s.rx.lost,
+        s.rx.duplicates,
+        s.rx.out_of_order,
+        s.rx.invalid,
+        s.rx.negative_latency,
+        s.rx.latency,
+        port_b.ring_drops,
+        port_b.clock_steps,
+        port_b.largest_clock_step_ns
     );
+    println!("{seen}");
     // The good stream's figures are exact.
-    assert_eq!(s.tx.sent, FRAMES);
+    assert_eq!(s.tx.sent, FRAMES, "{seen}");
     assert_eq!(
         (s.rx.received, s.rx.lost, s.rx.duplicates, s.rx.out_of_order),
         (FRAMES, Some(0), 0, 0),
-        "good stream on {}",
-        backend.name()
+        "good stream: {seen}"
     );
-    assert_eq!(s.rx.highest_seq, Some(FRAMES - 1));
-    assert_eq!(s.rx.negative_latency, 0);
+    assert_eq!(s.rx.highest_seq, Some(FRAMES - 1), "{seen}");
+    assert_eq!(s.rx.negative_latency, 0, "{seen}");
     // No forged latency: every measured frame was sent during this trial (a bound of
     // correctness, not of speed: the whole trial takes about a second).
     let lat = s.rx.latency.expect("latency");
-    assert!(lat.max_ns < 30_000_000_000, "{lat:?}");
+    assert!(lat.max_ns < 30_000_000_000, "{seen}");
     // Every malformed frame counted by its reason, for the stream and for its port.
-    assert_eq!(s.rx.invalid, want, "by reason on {}", backend.name());
-    let port_b = report.rx_ports.iter().find(|p| p.port == "b").unwrap();
-    assert_eq!(port_b.invalid, want);
+    assert_eq!(s.rx.invalid, want, "by reason: {seen}");
+    assert_eq!(port_b.invalid, want, "{seen}");
     assert_eq!(report.total.invalid, want.total());
 }
 

@@ -101,6 +101,13 @@ pub fn print_table(r: &TrialReport) {
                 p.port
             );
         }
+        if p.clock_steps > 0 {
+            outln!(
+                "  note: port {}: the machine's realtime clock stepped during the trial (largest {:.1} ms); receive times followed it, a frame waiting in the ring across a smaller step may be off by that step",
+                p.port,
+                p.largest_clock_step_ns as f64 / 1e6
+            );
+        }
     }
     for s in &r.streams {
         if !s.rx.invalid.is_zero() {

@@ -453,6 +453,9 @@ pub struct RxPacket<'a> {
     pub ts_realtime_ns: u64,
     /// The packet's status bits (e.g. [`TP_STATUS_LOSING`]).
     pub status: u32,
+    /// The first packet of a block just handed over: every packet of the block was received
+    /// (and stamped) before the caller sees this one, so a clock read now bounds their stamps.
+    pub first_in_block: bool,
 }
 
 impl RxPacket<'_> {
@@ -530,7 +533,7 @@ impl RxRing {
             }
             let num = self.map.read_u32(base + v3::NUM_PKTS) as usize;
             let mut off = self.map.read_u32(base + v3::OFFSET_TO_FIRST_PKT) as usize;
-            for _ in 0..num {
+            for i in 0..num {
                 let p = base + off;
                 let snap = self.map.read_u32(p + v3::PKT_SNAPLEN) as usize;
                 let mac = usize::from(self.map.read_u16(p + v3::PKT_MAC));
@@ -542,6 +545,7 @@ impl RxRing {
                     ts_realtime_ns: u64::from(self.map.read_u32(p + v3::PKT_SEC)) * 1_000_000_000
                         + u64::from(self.map.read_u32(p + v3::PKT_NSEC)),
                     status: self.map.read_u32(p + v3::PKT_STATUS),
+                    first_in_block: i == 0,
                 };
                 f(&self.sock, pkt);
                 seen += 1;

@@ -21,6 +21,7 @@
 use crate::port::{PortSpec, RxRingConfig, TxRingConfig};
 use crate::resolve::{self, Identity};
 use crate::rx::{steering, IpdvReport, Receiver, StreamRxReport};
+use crate::rx_clock::RxClock;
 use crate::stream::{FrameGen, StreamConfig};
 use crate::sys;
 use crate::tx::{self, TxPortReport};
@@ -129,11 +130,20 @@ fn rx_thread(
     let mut ring_drops = 0u64;
     let mut frames = 0u64;
     let _ = ring.socket().take_stats(); // start the drop counter from zero
-    let offset = sys::realtime_minus_monotonic_ns();
+                                        // Receive stamps are CLOCK_REALTIME; the clock follows steps of it (module `rx_clock`).
+    let sample = || (sys::realtime_minus_monotonic_ns(), sys::monotonic_ns());
+    let (offset, at) = sample();
+    let mut clock = RxClock::new(offset, at);
     while !stop.load(Ordering::Relaxed) {
+        let (offset, at) = sample();
+        clock.resample(offset, at);
         frames +=
             ring.drain(5, |sock, pkt| {
-                let rx_ns = (pkt.ts_realtime_ns as i64 - offset).max(0) as u64;
+                if pkt.first_in_block {
+                    let (offset, at) = sample();
+                    clock.resample(offset, at);
+                }
+                let rx_ns = clock.to_monotonic(pkt.ts_realtime_ns);
                 if receiver.on_frame_len(pkt.data, pkt.len_on_wire(), rx_ns)
                     == crate::rx::Class::Foreign
                 {
@@ -149,7 +159,11 @@ fn rx_thread(
     // Whatever is still in the ring arrived within the drain time: count it.
     frames += ring
         .drain(0, |_, pkt| {
-            let rx_ns = (pkt.ts_realtime_ns as i64 - offset).max(0) as u64;
+            if pkt.first_in_block {
+                let (offset, at) = sample();
+                clock.resample(offset, at);
+            }
+            let rx_ns = clock.to_monotonic(pkt.ts_realtime_ns);
             receiver.on_frame_len(pkt.data, pkt.len_on_wire(), rx_ns);
         })
         .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))? as u64;
@@ -164,6 +178,8 @@ fn rx_thread(
         answered,
         ring_drops,
         frames,
+        clock_steps: clock.steps(),
+        largest_clock_step_ns: clock.largest_step_ns(),
     })
 }
 

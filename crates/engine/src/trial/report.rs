@@ -65,6 +65,12 @@ pub struct PortRxSummary {
     pub ring_drops: u64,
     /// Frames each receive thread of the port saw (one entry per thread).
     pub frames_per_thread: Vec<u64>,
+    /// Steps of the machine's realtime clock its AF_PACKET receive threads saw (summed over
+    /// threads; each sees the same step) and the largest, in nanoseconds. Receive times follow
+    /// the steps (module `rx_clock`), so latencies stay right; a step is said because a frame
+    /// waiting in the ring across a step smaller than its wait may be misplaced by the step.
+    pub clock_steps: u64,
+    pub largest_clock_step_ns: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -91,6 +97,9 @@ pub(crate) struct RxDone {
     pub(crate) answered: u64,
     pub(crate) ring_drops: u64,
     pub(crate) frames: u64,
+    /// Steps of the realtime clock the thread's receive clock followed, and the largest.
+    pub(crate) clock_steps: u64,
+    pub(crate) largest_clock_step_ns: u64,
 }
 
 /// The sender's report of trial stream `s`.
@@ -122,6 +131,8 @@ pub(crate) fn control_ports(cfg: &TrialConfig, rx_done: &[RxDone]) -> Vec<PortRx
                 answered: 0,
                 ring_drops: 0,
                 frames_per_thread: Vec::new(),
+                clock_steps: 0,
+                largest_clock_step_ns: 0,
             });
         }
         let l = rx_ports.last_mut().expect("pushed above");
@@ -131,6 +142,8 @@ pub(crate) fn control_ports(cfg: &TrialConfig, rx_done: &[RxDone]) -> Vec<PortRx
         l.answered += r.answered;
         l.ring_drops += r.ring_drops;
         l.frames_per_thread.push(r.frames);
+        l.clock_steps += r.clock_steps;
+        l.largest_clock_step_ns = l.largest_clock_step_ns.max(r.largest_clock_step_ns);
     }
     rx_ports
 }
