@@ -19,7 +19,17 @@
 //! frame waited in the ring (a block is handed over within the ring's retire time, 2 ms, plus
 //! the receive loop's delay). Smaller steps may misplace such a frame by at most the step.
 //!
-//! Pure arithmetic: the caller reads the clocks (`sys::realtime_minus_monotonic_ns`).
+//! The arithmetic ([`RxClock::new`], [`resample`](RxClock::resample),
+//! [`to_monotonic`](RxClock::to_monotonic)) is pure and unit-tested; [`RxClock::start`],
+//! [`resample_now`](RxClock::resample_now) and [`receive_time`](RxClock::receive_time) read
+//! the clocks for a receive loop.
+
+use crate::sys::{self, RxPacket};
+
+/// realtime − monotonic, and the monotonic time it was read at.
+fn read_clocks() -> (i64, u64) {
+    (sys::realtime_minus_monotonic_ns(), sys::monotonic_ns())
+}
 
 /// A change of the realtime − monotonic offset larger than this between two samples is a step.
 /// Slewing does not change the offset, and it is read with a bracket of well under a
@@ -60,6 +70,28 @@ impl RxClock {
             steps: 0,
             largest_step_ns: 0,
         }
+    }
+
+    /// Starts from the clocks as they read now (when a receiver starts).
+    pub fn start() -> RxClock {
+        let (offset, at) = read_clocks();
+        RxClock::new(offset, at)
+    }
+
+    /// Re-reads the clocks: at each poll of the ring, so that samples stay close together
+    /// while no block is handed over. Returns whether the realtime clock stepped.
+    pub fn resample_now(&mut self) -> bool {
+        let (offset, at) = read_clocks();
+        self.resample(offset, at)
+    }
+
+    /// The monotonic receive time of `pkt`, re-reading the clocks first when it is the first
+    /// of a block just handed over (every frame of the block was stamped before that).
+    pub fn receive_time(&mut self, pkt: &RxPacket<'_>) -> u64 {
+        if pkt.first_in_block {
+            self.resample_now();
+        }
+        self.to_monotonic(pkt.ts_realtime_ns)
     }
 
     /// Records a new sample of the offset taken at monotonic time `at`, after the frames about

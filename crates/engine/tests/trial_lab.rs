@@ -619,8 +619,9 @@ fn reorder_is_counted(engine: Backend, lab_name: &str) {
     assert_eq!((s.rx.lost, s.rx.duplicates), (Some(path), 0));
 }
 
-/// One frame seen by [`capture`]: kernel receive time (CLOCK_REALTIME ns), stream, sequence
-/// and the signature's send time (CLOCK_MONOTONIC ns, one clock read per sender batch).
+/// One frame seen by [`capture`]: kernel receive time (CLOCK_MONOTONIC ns, across steps of the
+/// realtime clock the kernel stamps with), stream, sequence and the signature's send time
+/// (CLOCK_MONOTONIC ns, one clock read per sender batch).
 type Seen = (u64, u16, u32, u64);
 
 /// Records every signed frame arriving on `spec` until `stop` is set: a second RX ring next
@@ -632,20 +633,18 @@ fn capture(spec: &PortSpec, ready: &AtomicBool, stop: &AtomicBool) -> Vec<Seen> 
         .expect("capture ring");
     ready.store(true, Ordering::Release);
     let mut seen = Vec::new();
-    let mut on = |pkt: engine::sys::RxPacket<'_>| {
+    let mut clock = engine::rx_clock::RxClock::start();
+    let mut on = |clock: &mut engine::rx_clock::RxClock, pkt: engine::sys::RxPacket<'_>| {
+        let rx_ns = clock.receive_time(&pkt);
         if let Some((_, sig)) = wire::dissect::signature(pkt.data) {
-            seen.push((
-                pkt.ts_realtime_ns,
-                sig.stream_id(),
-                sig.seq32(),
-                sig.timestamp_ns(),
-            ));
+            seen.push((rx_ns, sig.stream_id(), sig.seq32(), sig.timestamp_ns()));
         }
     };
     while !stop.load(Ordering::Acquire) {
-        ring.drain(5, |_, pkt| on(pkt)).expect("capture");
+        clock.resample_now();
+        ring.drain(5, |_, pkt| on(&mut clock, pkt)).expect("capture");
     }
-    ring.drain(0, |_, pkt| on(pkt)).expect("capture");
+    ring.drain(0, |_, pkt| on(&mut clock, pkt)).expect("capture");
     seen
 }
 

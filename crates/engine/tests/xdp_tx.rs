@@ -114,7 +114,7 @@ fn stream(
     }
 }
 
-/// A captured frame: its bytes and when it arrived (CLOCK_MONOTONIC ns, approximately).
+/// A captured frame: its bytes and when it arrived (CLOCK_MONOTONIC ns).
 struct Captured {
     bytes: Vec<u8>,
     rx_mono_ns: u64,
@@ -130,21 +130,19 @@ fn capture_while<T: Send>(port: &PortSpec, f: impl FnOnce() -> T + Send) -> (T, 
             let mut ring = port.open_rx(ifindex, &RxRingConfig::default()).unwrap();
             ready_tx.send(()).unwrap();
             let mut got = Vec::new();
-            let mono_minus_real = engine::sys::monotonic_ns() as i128
-                - std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as i128;
-            let mut take = |p: engine::sys::RxPacket<'_>| {
+            // Kernel stamps are CLOCK_REALTIME: onto the monotonic clock, across steps.
+            let mut clock = engine::rx_clock::RxClock::start();
+            let mut take = |clock: &mut engine::rx_clock::RxClock, p: engine::sys::RxPacket<'_>| {
                 got.push(Captured {
                     bytes: p.data.to_vec(),
-                    rx_mono_ns: (p.ts_realtime_ns as i128 + mono_minus_real) as u64,
+                    rx_mono_ns: clock.receive_time(&p),
                 })
             };
             while !stop.load(Ordering::Relaxed) {
-                ring.drain(5, |_, p| take(p)).unwrap();
+                clock.resample_now();
+                ring.drain(5, |_, p| take(&mut clock, p)).unwrap();
             }
-            ring.drain(0, |_, p| take(p)).unwrap();
+            ring.drain(0, |_, p| take(&mut clock, p)).unwrap();
             let drops = ring.socket().take_stats().map(|(_, d)| d).unwrap_or(0);
             assert_eq!(
                 drops, 0,

@@ -131,19 +131,12 @@ fn rx_thread(
     let mut frames = 0u64;
     let _ = ring.socket().take_stats(); // start the drop counter from zero
                                         // Receive stamps are CLOCK_REALTIME; the clock follows steps of it (module `rx_clock`).
-    let sample = || (sys::realtime_minus_monotonic_ns(), sys::monotonic_ns());
-    let (offset, at) = sample();
-    let mut clock = RxClock::new(offset, at);
+    let mut clock = RxClock::start();
     while !stop.load(Ordering::Relaxed) {
-        let (offset, at) = sample();
-        clock.resample(offset, at);
+        clock.resample_now();
         frames +=
             ring.drain(5, |sock, pkt| {
-                if pkt.first_in_block {
-                    let (offset, at) = sample();
-                    clock.resample(offset, at);
-                }
-                let rx_ns = clock.to_monotonic(pkt.ts_realtime_ns);
+                let rx_ns = clock.receive_time(&pkt);
                 if receiver.on_frame_len(pkt.data, pkt.len_on_wire(), rx_ns)
                     == crate::rx::Class::Foreign
                 {
@@ -159,11 +152,7 @@ fn rx_thread(
     // Whatever is still in the ring arrived within the drain time: count it.
     frames += ring
         .drain(0, |_, pkt| {
-            if pkt.first_in_block {
-                let (offset, at) = sample();
-                clock.resample(offset, at);
-            }
-            let rx_ns = clock.to_monotonic(pkt.ts_realtime_ns);
+            let rx_ns = clock.receive_time(&pkt);
             receiver.on_frame_len(pkt.data, pkt.len_on_wire(), rx_ns);
         })
         .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))? as u64;
