@@ -642,9 +642,11 @@ fn capture(spec: &PortSpec, ready: &AtomicBool, stop: &AtomicBool) -> Vec<Seen> 
     };
     while !stop.load(Ordering::Acquire) {
         clock.resample_now();
-        ring.drain(5, |_, pkt| on(&mut clock, pkt)).expect("capture");
+        ring.drain(5, |_, pkt| on(&mut clock, pkt))
+            .expect("capture");
     }
-    ring.drain(0, |_, pkt| on(&mut clock, pkt)).expect("capture");
+    ring.drain(0, |_, pkt| on(&mut clock, pkt))
+        .expect("capture");
     seen
 }
 
