@@ -39,7 +39,7 @@ pub use crate::hand::SessionError;
 
 mod oversize;
 
-use oversize::{row, send_slow, signature_id, Oversize};
+use oversize::{collect_until, row, send_slow, signature_id, Oversize};
 
 /// The host "behind the ISP" the subscriber's DS-Lite traffic goes to.
 const REMOTE: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 2);
@@ -384,14 +384,14 @@ impl Inside {
                         tx.send_datagrams(fr);
                         n
                     });
-                    std::thread::sleep(Duration::from_millis(300));
                     let mut re = Ipv4Reassembler::new(ReassemblyConfig::default());
-                    let whole = rx
-                        .take_datagrams()
-                        .iter()
-                        .filter_map(|p| re.push(control::now(), p).ok().flatten())
-                        .filter(|p| signature_id(p) == Some(o.id))
-                        .count() as u64;
+                    let whole = collect_until(sent, || {
+                        rx.take_datagrams()
+                            .iter()
+                            .filter_map(|p| re.push(control::now(), p).ok().flatten())
+                            .filter(|p| signature_id(p) == Some(o.id))
+                            .count() as u64
+                    });
                     rows.push(row(o, sent, frags, whole));
                 }
                 // The subscriber hangs up (LCP Terminate, PADT), as a CPE does; then the AC.
@@ -431,12 +431,12 @@ impl Inside {
                     };
                     let _ = rx.take_datagrams();
                     let (sent, frags) = send_slow(o, |p| tx.encapsulate(b_info.local, p));
-                    std::thread::sleep(Duration::from_millis(300));
-                    let whole = rx
-                        .take_datagrams()
-                        .iter()
-                        .filter(|p| signature_id(p) == Some(o.id))
-                        .count() as u64;
+                    let whole = collect_until(sent, || {
+                        rx.take_datagrams()
+                            .iter()
+                            .filter(|p| signature_id(p) == Some(o.id))
+                            .count() as u64
+                    });
                     rows.push(row(o, sent, frags, whole));
                 }
                 lines.extend(aftr.take_lines());
