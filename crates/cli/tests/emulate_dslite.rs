@@ -214,19 +214,28 @@ fn loopback_trial_through_dslite_both_ways() {
             }
         }
     }
-    std::thread::sleep(Duration::from_millis(500));
+    // Collected until every packet is in (both directions of every size), not after a fixed
+    // wait that a busy machine could outlast; a hang guard of 20 s, then the checks below say
+    // what is missing.
     let mut got: BTreeMap<u16, Vec<u32>> = BTreeMap::new();
-    for e in aftr.with(|a| a.take_events()) {
-        if let AftrEvent::Packet { b4, packet } = e {
-            assert_eq!(b4, B4A);
-            let (id, seq) = signature_of(&packet).expect("signed");
-            got.entry(id).or_default().push(seq);
+    let expected = 2 * oversize.len() * n_frag as usize;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while got.values().map(Vec::len).sum::<usize>() < expected
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+        for e in aftr.with(|a| a.take_events()) {
+            if let AftrEvent::Packet { b4, packet } = e {
+                assert_eq!(b4, B4A);
+                let (id, seq) = signature_of(&packet).expect("signed");
+                got.entry(id).or_default().push(seq);
+            }
         }
-    }
-    for e in b4.with(|b| b.take_events()) {
-        if let B4Event::Packet(packet) = e {
-            let (id, seq) = signature_of(&packet).expect("signed");
-            got.entry(id).or_default().push(seq);
+        for e in b4.with(|b| b.take_events()) {
+            if let B4Event::Packet(packet) = e {
+                let (id, seq) = signature_of(&packet).expect("signed");
+                got.entry(id).or_default().push(seq);
+            }
         }
     }
     let (a_m, a_port) = aftr.finish().expect("AFTR thread");
