@@ -136,13 +136,15 @@ fn frame(encap: &str, id: u16, seq: u64) -> Vec<u8> {
     f
 }
 
-/// Waits until the XDP receiver has seen `total` frames (ours + unexpected + foreign).
+/// Waits until the XDP receiver has seen `total` frames (ours + unexpected + foreign); a hang
+/// guard of 20 s (it returns as soon as they are in), then the caller's checks say what is
+/// missing.
 fn settle(rx: &XdpReceiver, total: u64) -> engine::xdp::rx::XdpPortCounters {
     let t0 = Instant::now();
     loop {
         let c = rx.port_counters().unwrap();
         if c.ours + c.unexpected_streams + c.foreign >= total
-            || t0.elapsed() > Duration::from_secs(3)
+            || t0.elapsed() > Duration::from_secs(20)
         {
             std::thread::sleep(Duration::from_millis(100));
             return rx.port_counters().unwrap();
@@ -709,7 +711,16 @@ fn bench_rx_verdict_catches_a_frame_counted_twice() {
         rep.streams[0].sent
     };
     let verdict = |frames: u64, sent: u64| {
-        std::thread::sleep(Duration::from_millis(200));
+        // Until every frame sent is counted (a hang guard of 20 s, not a fixed wait).
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(20) {
+            let r = rx.stream_report(2, Some(sent)).unwrap().unwrap();
+            if r.received + r.duplicates >= sent {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(50)); // a duplicate would land meanwhile
         let r = rx.stream_report(2, Some(sent)).unwrap().unwrap();
         let v = RxVerdict::of(
             frames,
