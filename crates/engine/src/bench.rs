@@ -1493,6 +1493,8 @@ fn settle(want: u64, mut count: impl FnMut() -> Result<u64>) -> Result<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn settling_waits_for_the_count_or_a_quiet_time() {
         // The count grows over several readings: returned once it reaches what was sent.
@@ -1510,8 +1512,6 @@ mod tests {
         );
         assert!(t0.elapsed() >= Duration::from_millis(300));
     }
-
-    use super::*;
 
     #[test]
     fn schedstat_gives_this_threads_cpu_time_and_it_grows_while_it_runs() {

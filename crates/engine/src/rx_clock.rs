@@ -2,10 +2,11 @@
 //! signature carries its send time on CLOCK_MONOTONIC, and latency is their difference. The
 //! two clocks differ by an offset that stays put while NTP slews (it slews both alike) but that
 //! a **step** of the realtime clock (an NTP `makestep`, `date -s`, a VM agent setting the time
-//! after the VM was paused, a leap second) moves at once. Converting with one offset taken at the receiver's start, a
-//! step of −0.5 s in the middle of a trial made every later frame look 0.5 s in the future:
-//! 21,528 of 40,000 frames counted invalid by timestamp and as lost (measured by stepping the
-//! clock during `tests/rx_validation.rs`).
+//! after the VM was paused, a leap second) moves at once. Converting with one offset taken at
+//! the receiver's start, a step of −0.5 s in the middle of a trial made every later frame look
+//! 0.5 s in the future: 21,528 of 40,000 frames counted invalid by timestamp and as lost
+//! (measured by stepping the clock during `tests/rx_validation.rs`; `tests/clock_step.rs`
+//! does it by hand).
 //!
 //! [`RxClock`] follows the offset instead: the receive loop [`resample`](RxClock::resample)s it
 //! whenever the ring hands over a block (every frame in the block was stamped before that
@@ -157,7 +158,7 @@ mod tests {
         let mut c = RxClock::new(OFFSET, 10 * MS);
         assert!(
             !c.resample(OFFSET + 3_000, 15 * MS),
-            "slewing is not a step"
+            "a change within the reading's noise is not a step"
         );
         assert_eq!(c.to_monotonic(stamp(14 * MS, OFFSET + 3_000)), 14 * MS);
         assert_eq!((c.steps(), c.largest_step_ns()), (0, 0));
