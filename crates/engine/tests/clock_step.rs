@@ -9,7 +9,7 @@
 //! `cargo test --release -p engine --test clock_step -- --ignored --nocapture`.
 
 use engine::stream::{Limit, Rate, StreamConfig};
-use engine::trial::{self, Backend, TrialConfig, TrialStream};
+use engine::trial::{self, Backend};
 use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -43,7 +43,6 @@ fn af_packet_trial_follows_steps_of_the_realtime_clock() {
         return;
     }
     let net = Net::new("clkstep", "cs0", "cs1");
-    let (a, b) = net.ports();
     let mut spec = StreamSpec::new("ipv4".parse::<EncapSpec>().unwrap());
     spec.stream_id = 5;
     spec.src_ip = Ipv4Addr::new(192, 0, 2, 1).into();
@@ -54,14 +53,7 @@ fn af_packet_trial_follows_steps_of_the_realtime_clock() {
         Rate::Pps(20_000.0),
         Limit::Frames(FRAMES),
     );
-    let mut cfg = TrialConfig::new(
-        vec![a, b],
-        vec![TrialStream {
-            config: stream,
-            tx_port: 0,
-            rx_port: 1,
-        }],
-    );
+    let mut cfg = net.one_way_trial(stream);
     cfg.backend = Backend::AfPacket;
     cfg.drain = Duration::from_millis(300);
     let stop = AtomicBool::new(false);

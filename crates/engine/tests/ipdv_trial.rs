@@ -15,7 +15,7 @@
 
 use engine::rx::IpdvReport;
 use engine::stream::{Limit, Rate, StreamConfig};
-use engine::trial::{self, Backend, StreamResult, TrialConfig, TrialStream};
+use engine::trial::{self, Backend, StreamResult};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use wire::template::{FrameTemplate, StreamSpec};
@@ -29,19 +29,11 @@ const FRAMES: u64 = 10_000;
 
 /// One trial of the paced stream on `backend`; `Err` carries the engine's message.
 fn trial_on(net: &Net, backend: Backend) -> Result<StreamResult, String> {
-    let (a, b) = net.ports();
     let mut spec = StreamSpec::new("ipv4".parse().unwrap());
     spec.stream_id = ID;
     let t = FrameTemplate::new(&spec, 64).unwrap();
     let stream = StreamConfig::single(ID, t, Rate::Pps(20_000.0), Limit::Frames(FRAMES));
-    let mut cfg = TrialConfig::new(
-        vec![a, b],
-        vec![TrialStream {
-            config: stream,
-            tx_port: 0,
-            rx_port: 1,
-        }],
-    );
+    let mut cfg = net.one_way_trial(stream);
     cfg.backend = backend;
     cfg.drain = Duration::from_millis(300);
     let report = trial::run(&cfg, &AtomicBool::new(false)).map_err(|e| e.to_string())?;

@@ -11,7 +11,7 @@
 //! Needs root (namespaces, AF_PACKET, XDP); without it each test prints `SKIP: …`.
 
 use engine::stream::{Limit, Rate, StreamConfig};
-use engine::trial::{self, Backend, TrialConfig, TrialStream};
+use engine::trial::{self, Backend};
 use engine::validate::InvalidCounts;
 use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
@@ -183,21 +183,14 @@ fn malformed_frames_are_counted_by_reason(backend: Backend) {
         return;
     }
     let net = Net::new("rxval", "rv0", "rv1");
-    let (a, b) = net.ports();
+    let (a, _) = net.ports();
     let stream = StreamConfig::single(
         ID,
         template("ipv4"),
         Rate::Pps(20_000.0),
         Limit::Frames(FRAMES),
     );
-    let mut cfg = TrialConfig::new(
-        vec![a.clone(), b],
-        vec![TrialStream {
-            config: stream,
-            tx_port: 0,
-            rx_port: 1,
-        }],
-    );
+    let mut cfg = net.one_way_trial(stream);
     cfg.backend = backend;
     // The receivers count for a second after the good stream ends: the injection (made about
     // 0.1 s into the stream's 2 s) still counts on a machine that holds this thread that long.

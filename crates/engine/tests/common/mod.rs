@@ -4,6 +4,8 @@
 #![allow(dead_code)] // each test binary uses its own part
 
 use engine::port::PortSpec;
+use engine::stream::StreamConfig;
+use engine::trial::{TrialConfig, TrialStream};
 use std::net::Ipv4Addr;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -74,6 +76,21 @@ impl Net {
         b.ipv4 = Some(Ipv4Addr::new(192, 0, 2, 2));
         b.next_hop_v4 = Some(Ipv4Addr::new(192, 0, 2, 1));
         (a, b)
+    }
+}
+
+impl Net {
+    /// A trial of one stream from port A to port B of this pair.
+    pub fn one_way_trial(&self, stream: StreamConfig) -> TrialConfig {
+        let (a, b) = self.ports();
+        TrialConfig::new(
+            vec![a, b],
+            vec![TrialStream {
+                config: stream,
+                tx_port: 0,
+                rx_port: 1,
+            }],
+        )
     }
 }
 
