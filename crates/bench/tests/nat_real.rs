@@ -30,8 +30,10 @@ fn trial(lab: &Lab, n: u64, pps: f64) -> ConnTrialConfig {
     c.connections = n;
     c.rate_pps = pps;
     c.validation_rate_pps = pps;
-    c.gap = Duration::from_millis(300);
-    c.drain = Duration::from_millis(200);
+    // A second between the phases and after the last frame: a busy machine that holds the
+    // DUT or the responder for a few hundred ms must not turn late frames into lost ones.
+    c.gap = Duration::from_secs(1);
+    c.drain = Duration::from_secs(1);
     c.permutation_seed = Some(4814);
     c
 }

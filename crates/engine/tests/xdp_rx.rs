@@ -290,6 +290,9 @@ fn counts_match_the_af_packet_accounting_through_every_encapsulation() {
         return;
     }
     let net = Net::new();
+    // The frames are stamped now, before the program is loaded and verified: no latency can
+    // exceed the time from here to the end of counting, however slow the machine.
+    let stamped_from = engine::sys::monotonic_ns();
     let (ids, mut frames) = workload();
     let hostile = hostile();
     frames.extend(hostile.iter().cloned());
@@ -298,6 +301,7 @@ fn counts_match_the_af_packet_accounting_through_every_encapsulation() {
     assert!(net.xdp_shown_on_wr1());
     net.send(&frames);
     let port = settle(&rx, frames.len() as u64);
+    let longest_possible = engine::sys::monotonic_ns() - stamped_from;
     // The software receiver, fed the same frames in the same order.
     let mut sw = Receiver::new(&ids);
     for f in &frames {
@@ -328,7 +332,10 @@ fn counts_match_the_af_packet_accounting_through_every_encapsulation() {
             l.min_ns > 0 && l.min_ns <= l.p50_ns && l.p50_ns <= l.max_ns,
             "{l:?}"
         );
-        assert!(l.max_ns < 1_000_000_000, "{l:?}");
+        assert!(
+            l.max_ns <= longest_possible,
+            "{l:?}: more than the {longest_possible} ns since the frames were stamped"
+        );
     }
     // The pattern's figures, pinned (not only "the same as the software receiver").
     let r = rx.stream_report(10, Some(40)).unwrap().unwrap();
