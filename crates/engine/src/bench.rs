@@ -1383,7 +1383,7 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     // Let the peer's NAPI finish what is queued: until every frame put on the wire is counted,
     // or the count stood still for 300 ms (a fixed 300 ms could end before a receive thread
     // held off its CPU caught up), at most 5 s.
-    settle(sent, || {
+    crate::settle::until_count(sent, || {
         Ok(rx
             .stream_report(2, Some(sent))?
             .map_or(0, |r| r.received + r.duplicates))
@@ -1471,47 +1471,9 @@ fn xdp_source(
     Ok((s.sent, s.achieved_pps, facts))
 }
 
-/// Waits until `count` reaches `want`, or has not changed for 300 ms, at most 5 s in all
-/// (reading it every 10 ms): a receiver's backlog drained without a fixed wait that a busy
-/// machine can outlast. Returns the last count.
-fn settle(want: u64, mut count: impl FnMut() -> Result<u64>) -> Result<u64> {
-    const QUIET: Duration = Duration::from_millis(300);
-    const MAX: Duration = Duration::from_secs(5);
-    let start = Instant::now();
-    let mut last = count()?;
-    let mut changed = start;
-    while last < want && changed.elapsed() < QUIET && start.elapsed() < MAX {
-        std::thread::sleep(Duration::from_millis(10));
-        let now = count()?;
-        if now != last {
-            last = now;
-            changed = Instant::now();
-        }
-    }
-    Ok(last)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn settling_waits_for_the_count_or_a_quiet_time() {
-        // The count grows over several readings: returned once it reaches what was sent.
-        let mut readings = [10u64, 50, 90, 100].into_iter();
-        assert_eq!(
-            settle(100, || Ok(readings.next().unwrap_or(100))).unwrap(),
-            100
-        );
-        // It stops short: returned after it stood still for the quiet time.
-        let t0 = Instant::now();
-        let mut readings = [10u64, 40].into_iter();
-        assert_eq!(
-            settle(100, || Ok(readings.next().unwrap_or(40))).unwrap(),
-            40
-        );
-        assert!(t0.elapsed() >= Duration::from_millis(300));
-    }
 
     #[test]
     fn schedstat_gives_this_threads_cpu_time_and_it_grows_while_it_runs() {

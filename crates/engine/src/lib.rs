@@ -16,6 +16,7 @@
 //! | [`tx`] | the transmit loop on a TX ring: exact "accepted by the kernel" counts |
 //! | [`rx`] | classification and per-stream receive accounting |
 //! | [`rx_clock`] | AF_PACKET receive stamps (CLOCK_REALTIME) onto the signature's clock, across steps of the realtime clock |
+//! | [`settle`] | waiting for a receive count to reach what was sent or stand still, instead of a fixed sleep |
 //! | [`validate`] | receive-side validation: which signed frames count for a stream, invalid ones by reason |
 //! | [`trial`] | one timed run of a set of streams between ports |
 //! | [`control`] | runs an `emulate` control plane (PPPoE, ARP/ND, DS-Lite) on a port's socket |
@@ -31,6 +32,7 @@ pub mod port;
 pub mod resolve;
 pub mod rx;
 pub mod rx_clock;
+pub mod settle;
 pub mod stream;
 pub mod sys;
 pub mod trial;

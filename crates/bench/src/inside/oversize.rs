@@ -3,7 +3,7 @@
 //! sent fragmented through the control planes by [`Inside::finish`], and counted as they are
 //! reassembled at the far end.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use engine::control;
 use engine::stream::Limit;
@@ -129,30 +129,18 @@ pub(super) fn send_slow(o: &Oversize, mut send: impl FnMut(&[u8]) -> usize) -> (
     (o.packets, frags)
 }
 
-/// How long the receiving end must stay silent before what it reassembled of an oversize
-/// stream is final, and the longest the wait may take in all.
-const QUIET: Duration = Duration::from_millis(300);
-const SETTLE_MAX: Duration = Duration::from_secs(5);
-
-/// Waits for the whole datagrams of a stream after it was sent: `take` returns how many more
-/// arrived since it was last called. Returns when `want` are in, or when nothing arrived for
-/// [`QUIET`], at most [`SETTLE_MAX`] after the start: a busy machine's late datagrams still
-/// count (a fixed 300 ms wait counted them lost), a stream whose datagrams are dropped ends
-/// the wait after the quiet time, as before.
+/// The whole datagrams of a stream that arrive after it was sent: `take` returns how many more
+/// came since it was last called; collected until `want` are in or none came for a while
+/// (`engine::settle`).
 pub(super) fn collect_until(want: u64, mut take: impl FnMut() -> u64) -> u64 {
-    let start = Instant::now();
-    let mut last_arrival = start;
     let mut got = 0;
-    loop {
-        std::thread::sleep(Duration::from_millis(10));
-        let more = take();
-        if more > 0 {
-            got += more;
-            last_arrival = Instant::now();
-        }
-        if got >= want || last_arrival.elapsed() >= QUIET || start.elapsed() >= SETTLE_MAX {
-            return got;
-        }
+    let settled = engine::settle::until_count(want, || {
+        got += take();
+        Ok::<_, std::convert::Infallible>(got)
+    });
+    match settled {
+        Ok(n) => n,
+        Err(never) => match never {},
     }
 }
 
@@ -167,23 +155,4 @@ pub(super) fn row(o: &Oversize, sent: u64, frags: u64, whole: u64) -> serde_json
         "fate": fate, "frames_on_link": o.frames_on_link, "packets": sent,
         "fragments": frags, "reassembled": whole, "capped": o.capped,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn collecting_ends_when_all_arrived_or_after_a_quiet_time() {
-        // Datagrams trickle in over several calls: all of them count.
-        let mut arrivals = [2u64, 0, 0, 3, 0, 1].into_iter();
-        assert_eq!(collect_until(6, || arrivals.next().unwrap_or(0)), 6);
-        // Some never arrive: the wait ends after the quiet time with what came.
-        let t0 = Instant::now();
-        let mut arrivals = [4u64].into_iter();
-        assert_eq!(collect_until(10, || arrivals.next().unwrap_or(0)), 4);
-        assert!(t0.elapsed() >= QUIET);
-        // Nothing at all (a stream the path drops).
-        assert_eq!(collect_until(5, || 0), 0);
-    }
 }

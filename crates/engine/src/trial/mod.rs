@@ -130,7 +130,8 @@ fn rx_thread(
     let mut ring_drops = 0u64;
     let mut frames = 0u64;
     let _ = ring.socket().take_stats(); // start the drop counter from zero
-                                        // Receive stamps are CLOCK_REALTIME; the clock follows steps of it (module `rx_clock`).
+
+    // Receive stamps are CLOCK_REALTIME; the clock follows steps of it (module `rx_clock`).
     let mut clock = RxClock::start();
     while !stop.load(Ordering::Relaxed) {
         clock.resample_now();

@@ -65,8 +65,8 @@ pub struct PortRxSummary {
     pub ring_drops: u64,
     /// Frames each receive thread of the port saw (one entry per thread).
     pub frames_per_thread: Vec<u64>,
-    /// Steps of the machine's realtime clock its AF_PACKET receive threads saw (summed over
-    /// threads; each sees the same step) and the largest, in nanoseconds. Receive times follow
+    /// Steps of the machine's realtime clock its AF_PACKET receive threads saw (the most any
+    /// one saw: every thread sees the same step) and the largest, in nanoseconds. Receive times follow
     /// the steps (module `rx_clock`), so latencies stay right; a step is said because a frame
     /// waiting in the ring across a step smaller than its wait may be misplaced by the step.
     pub clock_steps: u64,
@@ -142,7 +142,7 @@ pub(crate) fn control_ports(cfg: &TrialConfig, rx_done: &[RxDone]) -> Vec<PortRx
         l.answered += r.answered;
         l.ring_drops += r.ring_drops;
         l.frames_per_thread.push(r.frames);
-        l.clock_steps += r.clock_steps;
+        l.clock_steps = l.clock_steps.max(r.clock_steps);
         l.largest_clock_step_ns = l.largest_clock_step_ns.max(r.largest_clock_step_ns);
     }
     rx_ports
