@@ -235,6 +235,59 @@ fn trial_bounds_and_oversize_frames_are_refused() {
     assert!(down.status.success());
 }
 
+/// `bench rx --against xdp-bench` compares XDP receivers behind the XDP sender: asked of the
+/// other receivers, sources or poll modes, it is refused before anything is set up (no root
+/// needed), and so is `--xdp-bench-op` without it.
+#[test]
+fn bench_rx_against_xdp_bench_refuses_what_it_cannot_compare() {
+    let rx = |extra: &[&str]| wr(&[&["bench", "rx", "-n", "1000"], extra].concat());
+    refused(
+        &rx(&["--against", "xdp-bench"]),
+        "compares XDP receivers behind the XDP sender: add --backend xdp --source xdp",
+    );
+    refused(
+        &rx(&["--backend", "xdp", "--against", "xdp-bench"]),
+        "add --backend xdp --source xdp",
+    );
+    refused(
+        &rx(&[
+            "--backend",
+            "xdp",
+            "--source",
+            "xdp",
+            "--rx-napi",
+            "softirq",
+            "--against",
+            "xdp-bench",
+        ]),
+        "drop --rx-napi softirq",
+    );
+    refused(
+        &rx(&[
+            "--backend",
+            "xdp",
+            "--source",
+            "xdp",
+            "--xdp-bench-op",
+            "parse-ip",
+        ]),
+        "it needs --against xdp-bench",
+    );
+    refused(
+        &rx(&[
+            "--backend",
+            "xdp",
+            "--source",
+            "xdp",
+            "--against",
+            "xdp-bench",
+            "--xdp-bench-op",
+            "swap",
+        ]),
+        "no-touch, read-data, parse-ip",
+    );
+}
+
 /// Row 5: calibrate with a size the link cannot carry is an error before anything is measured, and SIGTERM in the middle
 /// of a calibration removes its lab (it died with its namespaces left behind).
 #[test]

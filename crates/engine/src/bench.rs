@@ -10,6 +10,9 @@
 //!   XDP frames (the peer's `xdp_packets`) and skbs alike, each once.
 //! - [`rx`]: trafgen sends exactly N signed frames at full speed into a veth; our receiver on
 //!   the peer must count exactly N.
+//! - [`rx_against_xdp_bench`] (`rx_against`): our XDP receiver and xdp-tools' `xdp-bench
+//!   drop` behind the same XDP sender at the same rate: the frames the veth refuses behind a
+//!   receiver that does no work are the floor the machine sets.
 //!
 //! The fixture ([`BenchNet`]) is a namespace `wr-bench-<pid>` with one veth pair
 //! `wrb0`/`wrb1`, removed on drop. External tools run through `ip netns exec`.
@@ -28,6 +31,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wire::template::FrameTemplate;
+
+mod rx_against;
+pub use rx_against::{
+    rx_against_xdp_bench, RxRoundFigures, RxVsRound, VsXdpBenchReport, XdpBenchOp,
+};
 
 fn run_cmd(argv: &[&str], stdin: Option<&str>) -> Result<String> {
     let mut c = Command::new(argv[0]);

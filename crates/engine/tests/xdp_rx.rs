@@ -686,6 +686,84 @@ fn bench_rx_xdp_source_counts_every_frame_once_and_refuses_none() {
     );
 }
 
+/// xdp-tools' xdp-bench beside the checkout (`../shared/tools/xdp-tools`), if it is there.
+fn xdp_bench_beside_the_checkout() -> Option<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    root.ancestors()
+        .map(|d| d.join("shared/tools/xdp-tools/xdp-bench"))
+        .find(|p| p.is_file())
+}
+
+/// `wirerate bench rx --backend xdp --source xdp --against xdp-bench` in short: one round of
+/// each receiver behind the same paced sender. Both rounds account for every frame asked
+/// (sent + refused = N), ours counts every frame put on the wire once, and xdp-bench's own
+/// summary shows its program saw every accepted frame plus the sender's one probe frame (so
+/// it was attached before the first frame and the round waited for the last). Counts only.
+#[test]
+fn bench_rx_against_xdp_bench_puts_both_receivers_behind_the_same_sender() {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, XDP)");
+        return;
+    }
+    let Some(tool) = xdp_bench_beside_the_checkout() else {
+        println!(
+            "SKIP: no xdp-bench in shared/tools/xdp-tools above {}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        return;
+    };
+    let n = 200_000;
+    let cfg = engine::bench::RxBenchConfig {
+        frames: n,
+        backend: engine::bench::RxBackend::Xdp,
+        source: engine::bench::RxSource::Xdp,
+        source_pps: Some(400_000.0),
+        ..Default::default()
+    };
+    let tag = format!("h16x-{}", std::process::id());
+    let r = engine::bench::rx_against_xdp_bench(
+        &cfg,
+        &tag,
+        &tool,
+        engine::bench::XdpBenchOp::NoTouch,
+        1,
+    )
+    .unwrap();
+    println!("{r:?}");
+    assert_eq!(r.rounds.len(), 1);
+    let (ours, theirs) = (r.rounds[0].wirerate, r.rounds[0].tool);
+    for f in [ours, theirs] {
+        assert_eq!(f.sent + f.refused, n, "sent + refused = N: {f:?}");
+        assert!(f.source_pps > 0.0, "{f:?}");
+    }
+    assert_eq!(
+        ours.counted,
+        Some(ours.sent),
+        "ours counted what was put on the wire"
+    );
+    assert_eq!(ours.counted_once, Some(true));
+    assert!(r.counted_once_every_round);
+    let seen = theirs
+        .counted
+        .expect("xdp-bench's summary: Packets received");
+    assert_eq!(
+        seen,
+        theirs.sent + 1,
+        "xdp-bench saw every accepted frame and the probe"
+    );
+    assert_eq!(
+        theirs.counted_once, None,
+        "xdp-bench does not check sequence numbers"
+    );
+    assert!(
+        theirs.napi_wait_ns.is_some(),
+        "its NAPI thread was found and pinned"
+    );
+    // Nothing of either run is left behind.
+    let left = sh(&["ip", "netns", "list"]);
+    assert!(!left.contains(&format!("wr-bench-{tag}")), "{left}");
+}
+
 /// The bench's verdict ([`engine::bench::RxVerdict`]) fed real counts: 1,000 numbered frames
 /// through the veth into the XDP receiver pass; the same stream's first frame sent once more
 /// (a frame counted twice: the totals still add up, the distinct count does not) fails.

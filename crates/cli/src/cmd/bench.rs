@@ -3,7 +3,7 @@
 mod against;
 mod print;
 
-use against::xdp_trafficgen;
+use against::{xdp_tool, xdp_trafficgen};
 
 use crate::error::{CliError, CliResult};
 use std::time::Duration;
@@ -108,6 +108,21 @@ struct RxArgs {
     /// a CPU of its own here the sender can outrun the rate it reaches in `bench tx`.
     #[arg(long)]
     rate: Option<String>,
+    /// Compare with the cheapest receiver there is: xdp-bench (xdp-tools ≥ 1.6, found like
+    /// `bench tx --against xdp-trafficgen`; or xdp-bench=PATH) dropping every frame unread
+    /// (`drop -p no-touch`) on the same veth, in the same NAPI thread on the same CPU, behind
+    /// the same sender at the same --rate, in alternating --rounds. Frames the veth refuses
+    /// behind it are the floor this machine sets; needs --backend xdp --source xdp.
+    #[arg(long, value_name = "xdp-bench[=PATH]|PATH")]
+    against: Option<String>,
+    /// With --against: alternating rounds per receiver (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// With --against: what xdp-bench's program does to each frame before dropping it:
+    /// no-touch (the default, the floor), read-data (reads the frame: the cache miss of a
+    /// frame written on the sender's CPU) or parse-ip.
+    #[arg(long, value_name = "no-touch|read-data|parse-ip")]
+    xdp_bench_op: Option<engine::bench::XdpBenchOp>,
     #[arg(long)]
     json: bool,
 }
@@ -205,6 +220,7 @@ pub fn run(args: BenchArgs) -> CliResult {
                     "--rx-napi places the XDP receiver's poll; it needs --backend xdp".into(),
                 ));
             }
+            against_usage(&a)?;
             let source_pps = a
                 .rate
                 .as_deref()
@@ -221,6 +237,9 @@ pub fn run(args: BenchArgs) -> CliResult {
                 napi: a.rx_napi.unwrap_or_default(),
                 source_pps,
             };
+            if let Some(against) = &a.against {
+                return rx_against(&a, &cfg, against, &tag);
+            }
             let r = engine::bench::rx(&cfg, &tag)
                 .map_err(|e| CliError::Failed(format!("bench rx: {e}")))?;
             if a.json {
@@ -243,6 +262,61 @@ pub fn run(args: BenchArgs) -> CliResult {
                 )))
             }
         }
+    }
+}
+
+/// What `--against` and `--xdp-bench-op` of `bench rx` need of the other options (checked
+/// before anything is set up).
+fn against_usage(a: &RxArgs) -> CliResult {
+    if a.against.is_none() {
+        return match a.xdp_bench_op {
+            Some(_) => Err(CliError::Usage(
+                "--xdp-bench-op says what xdp-bench does to each frame; it needs --against xdp-bench".into(),
+            )),
+            None => Ok(()),
+        };
+    }
+    if a.backend != engine::bench::RxBackend::Xdp || a.source != engine::bench::RxSource::Xdp {
+        return Err(CliError::Usage(
+            "--against xdp-bench compares XDP receivers behind the XDP sender: add --backend xdp --source xdp".into(),
+        ));
+    }
+    if a.rx_napi == Some(engine::bench::RxNapi::Softirq) {
+        return Err(CliError::Usage(
+            "--against xdp-bench runs both receivers in a NAPI thread of their own; drop --rx-napi softirq".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `bench rx --against xdp-bench`: fails only when our receiver miscounted in a round (its
+/// correctness); the frames the veth refused behind either receiver are the measurement.
+fn rx_against(
+    a: &RxArgs,
+    cfg: &engine::bench::RxBenchConfig,
+    against: &str,
+    tag: &str,
+) -> CliResult {
+    let tool = xdp_tool(against, "xdp-bench")?;
+    let r = engine::bench::rx_against_xdp_bench(
+        cfg,
+        tag,
+        &tool,
+        a.xdp_bench_op.unwrap_or_default(),
+        a.rounds.clamp(1, 20),
+    )
+    .map_err(|e| CliError::Failed(format!("bench rx: {e}")))?;
+    if a.json {
+        json(&r)?;
+    } else {
+        print::rx_against(&r);
+    }
+    if r.counted_once_every_round {
+        Ok(())
+    } else {
+        Err(CliError::Failed(
+            "our receiver did not count every frame put on the wire exactly once in every round (see the rounds above)".into(),
+        ))
     }
 }
 

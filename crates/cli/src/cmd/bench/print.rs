@@ -1,7 +1,10 @@
 //! `wirerate bench`'s tables: the tester's rates next to the reference sender's, and the
 //! receive count against what was put on the wire.
 
-use engine::bench::{RxBenchReport, TxBenchConfig, TxBenchReport, VsXdpTrafficgenReport};
+use engine::bench::{
+    RxBenchReport, RxRoundFigures, TxBenchConfig, TxBenchReport, VsXdpBenchReport,
+    VsXdpTrafficgenReport,
+};
 
 use super::{RxArgs, TxArgs};
 
@@ -241,5 +244,80 @@ pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
     outln!(
         "  {}   (exact: counted once, and the veth refused none of the N frames)",
         if r.exact { "EXACT" } else { "NOT EXACT" }
+    );
+}
+
+/// Against xdp-bench: per round, what the veth refused behind our receiver and behind one that
+/// does no work, and whether ours counted every frame put on the wire once.
+pub(super) fn rx_against(r: &VsXdpBenchReport) {
+    let c = &r.config;
+    let rate = match c.source_pps {
+        Some(p) => format!("paced at {p:.0} frames/s"),
+        None => "unpaced".to_string(),
+    };
+    outln!(
+        "bench rx against {} (drop -p {}): the XDP sender on CPU {} puts {} frames ({} B with FCS, {rate}) into one veth per run; the receive poll is a SCHED_FIFO NAPI thread on CPU {}; {} alternating rounds; load {} → {}",
+        r.tool,
+        r.tool_op.name(),
+        c.tx_cpu,
+        c.frames,
+        c.frame_len + 4,
+        c.rx_cpu.unwrap_or(c.tx_cpu),
+        r.rounds.len(),
+        r.load_before,
+        r.load_after
+    );
+    outln!(
+        "  {:<5} {:<10} {:>12} {:>9} {:>8} {:>13} {:>12} {:>10}  counted once",
+        "round",
+        "receiver",
+        "refused",
+        "share",
+        "events",
+        "sender pps",
+        "counted",
+        "waited ms"
+    );
+    let row = |i: usize, who: &str, f: &RxRoundFigures| {
+        outln!(
+            "  {:<5} {:<10} {:>12} {:>8.2}% {:>8} {:>13.0} {:>12} {:>10}  {}",
+            i + 1,
+            who,
+            f.refused,
+            100.0 * f.refused_share(c.frames),
+            f.refusal_events,
+            f.source_pps,
+            f.counted.map_or("n/a".to_string(), |n| n.to_string()),
+            f.napi_wait_ns
+                .map_or("n/a".to_string(), |w| format!("{:.1}", w as f64 / 1e6)),
+            match f.counted_once {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "-",
+            }
+        );
+    };
+    for (i, round) in r.rounds.iter().enumerate() {
+        row(i, "wirerate", &round.wirerate);
+        row(i, "xdp-bench", &round.tool);
+    }
+    let floor = if r.tool_op == engine::bench::XdpBenchOp::NoTouch {
+        " (the floor: refused while the receive poll was away, whatever a receiver costs)"
+    } else {
+        ""
+    };
+    outln!(
+        "  refused (median share of N): wirerate {:.2} %, xdp-bench -p {} {:.2} %{floor}",
+        100.0 * r.wirerate_refused_share,
+        r.tool_op.name(),
+        100.0 * r.tool_refused_share
+    );
+    outln!(
+        "  wirerate counted every frame put on the wire exactly once in every round: {}",
+        if r.counted_once_every_round {
+            "yes"
+        } else {
+            "NO"
+        }
     );
 }
