@@ -14,7 +14,7 @@
 
 mod common_isp;
 
-use common_isp::{is_root, NsPair};
+use common_isp::{is_root, Capture, NsPair};
 use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port};
 use engine::control::{self, Background};
 use std::collections::BTreeMap;
@@ -110,24 +110,20 @@ fn loopback_trial_through_dslite_both_ways() {
         [(&ns.a, "wrdl0", "up"), (&ns.b, "wrdl1", "down")]
             .into_iter()
             .map(|(n, dev, dir)| {
-                let c = Command::new("ip")
-                    .args([
-                        "netns", "exec", n, "tcpdump", "-i", dev, "-Q", "in", "-B", "32768",
-                    ])
-                    .args(["-s", "128", "-U", "-w"])
-                    .arg(pcap(dir))
-                    .arg("ip6 and not icmp6")
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .expect("tcpdump");
-                (dir, c)
+                let mut c = Command::new("ip");
+                c.args([
+                    "netns", "exec", n, "tcpdump", "-i", dev, "-Q", "in", "-B", "32768",
+                ])
+                .args(["-s", "128", "-U", "-w"])
+                .arg(pcap(dir))
+                .arg("ip6 and not icmp6")
+                .stdout(Stdio::null());
+                (dir, Capture::start(c))
             })
             .collect()
     } else {
         Vec::new()
     };
-    std::thread::sleep(Duration::from_millis(700));
 
     let encap: EncapSpec = "dslite".parse().unwrap();
     let path = Path::router(wire::units::BitsPerSec(1e9), encap, 1500);
@@ -289,11 +285,7 @@ fn loopback_trial_through_dslite_both_ways() {
         // (direction, frame length, inner IPv4 length or "" for a later fragment) → frames.
         let mut seen: BTreeMap<(String, String, String), u64> = BTreeMap::new();
         for (dir, d) in dumps {
-            let _ = Command::new("kill")
-                .args(["-INT", &d.id().to_string()])
-                .status();
-            let out = d.wait_with_output().expect("tcpdump");
-            let err = String::from_utf8_lossy(&out.stderr);
+            let (_, err) = d.stop();
             eprintln!("tcpdump ({dir}): {err}");
             assert!(
                 err.lines()

@@ -8,7 +8,7 @@
 
 mod common_isp;
 
-use common_isp::{is_root, NsPair};
+use common_isp::{is_root, Capture, NsPair};
 use emulate::ppp::link::DownReason;
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
 use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
@@ -818,17 +818,13 @@ fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
     let mut c2 = spawn(&["pppoe", "client", "--netns", &ns.b, "--dev", "wrem1"]);
     assert_eq!(first_line(&mut c2)["event"], "up");
     let dump = have_tcpdump.then(|| {
-        let d = Command::new("ip")
-            .args([
-                "netns", "exec", &ns.b, "tcpdump", "-i", "wrem1", "-Q", "in", "-c", "1",
-            ])
-            .args(["-n", "-l", "ether proto 0x8863 and ether[15] = 0xa7"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("tcpdump");
-        std::thread::sleep(Duration::from_millis(700));
-        d
+        let mut d = Command::new("ip");
+        d.args([
+            "netns", "exec", &ns.b, "tcpdump", "-i", "wrem1", "-Q", "in", "-c", "1",
+        ])
+        .args(["-n", "-l", "ether proto 0x8863 and ether[15] = 0xa7"])
+        .stdout(Stdio::piped());
+        Capture::start(d)
     });
     signal(&server, "-INT");
     let so = wait_exit(server);
@@ -871,8 +867,8 @@ fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
     );
     match dump {
         Some(d) => {
-            let d = wait_exit(d);
-            let text = String::from_utf8_lossy(&d.stdout);
+            let (stdout, _) = d.wait();
+            let text = String::from_utf8_lossy(&stdout);
             eprintln!("tcpdump: {text}");
             assert!(
                 text.contains("PADT"),

@@ -133,3 +133,93 @@ impl Drop for NsPair {
         self.remove();
     }
 }
+
+/// A tcpdump that is capturing. [`Capture::start`] returns once tcpdump has said "listening
+/// on" (device opened, filter set), so a frame sent after it returns is captured: a fixed
+/// sleep before the first frame was a guess that a busy machine can outlast. Its standard
+/// error is kept for [`Capture::stop`] / [`Capture::wait`] (the drop count it prints at exit).
+/// Killed if dropped still running (a failed assertion).
+pub struct Capture {
+    child: Option<std::process::Child>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long tcpdump may take to start listening.
+const CAPTURE_START: std::time::Duration = std::time::Duration::from_secs(20);
+
+impl Capture {
+    /// Spawns `cmd` (a tcpdump, usually under `ip netns exec`) with its standard error piped
+    /// and waits for its "listening on" line; panics with what it printed if none comes.
+    pub fn start(mut cmd: Command) -> Capture {
+        use std::io::BufRead;
+        let mut child = cmd.stderr(Stdio::piped()).spawn().expect("tcpdump");
+        let err = child.stderr.take().expect("piped stderr");
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let kept = stderr.clone();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let listening = line.contains("listening on");
+                let mut k = kept.lock().unwrap();
+                k.push_str(&line);
+                k.push('\n');
+                drop(k);
+                if listening {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        let cap = Capture {
+            child: Some(child),
+            stderr,
+            reader: Some(reader),
+        };
+        if rx.recv_timeout(CAPTURE_START).is_err() {
+            panic!(
+                "tcpdump did not start listening within {CAPTURE_START:?}: {}",
+                cap.stderr.lock().unwrap()
+            );
+        }
+        cap
+    }
+
+    /// SIGINT, then what it wrote: standard output and standard error.
+    pub fn stop(self) -> (Vec<u8>, String) {
+        if let Some(c) = &self.child {
+            let _ = Command::new("kill")
+                .args(["-INT", &c.id().to_string()])
+                .status();
+        }
+        self.wait()
+    }
+
+    /// Waits (at most 30 s, then kills it) for it to exit by itself (`-c N`), then what it
+    /// wrote: standard output and standard error.
+    pub fn wait(mut self) -> (Vec<u8>, String) {
+        let mut child = self.child.take().expect("running");
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while child.try_wait().expect("try_wait").is_none() {
+            if std::time::Instant::now() > end {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().expect("tcpdump's output");
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        let err = self.stderr.lock().unwrap().clone();
+        (out.stdout, err)
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
