@@ -274,6 +274,10 @@ fn bench_rx_against_xdp_bench_refuses_what_it_cannot_compare() {
         "it needs --against xdp-bench",
     );
     refused(
+        &rx(&["--backend", "xdp", "--source", "xdp", "--rounds", "2"]),
+        "--rounds alternates our receiver with xdp-bench",
+    );
+    refused(
         &rx(&[
             "--backend",
             "xdp",

@@ -115,9 +115,9 @@ struct RxArgs {
     /// behind it are the floor this machine sets; needs --backend xdp --source xdp.
     #[arg(long, value_name = "xdp-bench[=PATH]|PATH")]
     against: Option<String>,
-    /// With --against: alternating rounds per receiver (medians are reported).
-    #[arg(long, default_value_t = 3)]
-    rounds: u32,
+    /// With --against: alternating rounds per receiver (medians are reported; default 3).
+    #[arg(long)]
+    rounds: Option<u32>,
     /// With --against: what xdp-bench's program does to each frame before dropping it:
     /// no-touch (the default, the floor), read-data (reads the frame: the cache miss of a
     /// frame written on the sender's CPU) or parse-ip.
@@ -269,12 +269,17 @@ pub fn run(args: BenchArgs) -> CliResult {
 /// before anything is set up).
 fn against_usage(a: &RxArgs) -> CliResult {
     if a.against.is_none() {
-        return match a.xdp_bench_op {
-            Some(_) => Err(CliError::Usage(
+        if a.xdp_bench_op.is_some() {
+            return Err(CliError::Usage(
                 "--xdp-bench-op says what xdp-bench does to each frame; it needs --against xdp-bench".into(),
-            )),
-            None => Ok(()),
-        };
+            ));
+        }
+        if a.rounds.is_some() {
+            return Err(CliError::Usage(
+                "--rounds alternates our receiver with xdp-bench; it needs --against xdp-bench (without it bench rx makes one run)".into(),
+            ));
+        }
+        return Ok(());
     }
     if a.backend != engine::bench::RxBackend::Xdp || a.source != engine::bench::RxSource::Xdp {
         return Err(CliError::Usage(
@@ -303,7 +308,7 @@ fn rx_against(
         tag,
         &tool,
         a.xdp_bench_op.unwrap_or_default(),
-        a.rounds.clamp(1, 20),
+        a.rounds.unwrap_or(3).clamp(1, 20),
     )
     .map_err(|e| CliError::Failed(format!("bench rx: {e}")))?;
     if a.json {

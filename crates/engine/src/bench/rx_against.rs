@@ -182,6 +182,8 @@ fn xdp_bench_round(
 ) -> Result<RxRoundFigures> {
     let net = BenchNet::new(tag, false, None)?;
     let frame = bench_frame(cfg.frame_len, 2)?;
+    // `-i 60`: only the summary it prints when interrupted is read; a long interval keeps it
+    // from writing a line a second into a pipe nobody reads meanwhile.
     let mut c = Command::new("ip");
     c.args(["netns", "exec", &net.netns])
         .arg(tool)
