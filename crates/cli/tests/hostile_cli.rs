@@ -241,6 +241,8 @@ fn trial_bounds_and_oversize_frames_are_refused() {
 #[test]
 fn bench_rx_against_xdp_bench_refuses_what_it_cannot_compare() {
     let rx = |extra: &[&str]| wr(&[&["bench", "rx", "-n", "1000"], extra].concat());
+    // The XDP receiver behind the XDP sender, and more.
+    let xdp = |extra: &[&str]| rx(&[&["--backend", "xdp", "--source", "xdp"], extra].concat());
     refused(
         &rx(&["--against", "xdp-bench"]),
         "compares XDP receivers behind the XDP sender: add --backend xdp --source xdp",
@@ -250,44 +252,19 @@ fn bench_rx_against_xdp_bench_refuses_what_it_cannot_compare() {
         "add --backend xdp --source xdp",
     );
     refused(
-        &rx(&[
-            "--backend",
-            "xdp",
-            "--source",
-            "xdp",
-            "--rx-napi",
-            "softirq",
-            "--against",
-            "xdp-bench",
-        ]),
+        &xdp(&["--rx-napi", "softirq", "--against", "xdp-bench"]),
         "drop --rx-napi softirq",
     );
     refused(
-        &rx(&[
-            "--backend",
-            "xdp",
-            "--source",
-            "xdp",
-            "--xdp-bench-op",
-            "parse-ip",
-        ]),
+        &xdp(&["--xdp-bench-op", "parse-ip"]),
         "it needs --against xdp-bench",
     );
     refused(
-        &rx(&["--backend", "xdp", "--source", "xdp", "--rounds", "2"]),
+        &xdp(&["--rounds", "2"]),
         "--rounds alternates our receiver with xdp-bench",
     );
     refused(
-        &rx(&[
-            "--backend",
-            "xdp",
-            "--source",
-            "xdp",
-            "--against",
-            "xdp-bench",
-            "--xdp-bench-op",
-            "swap",
-        ]),
+        &xdp(&["--against", "xdp-bench", "--xdp-bench-op", "swap"]),
         "no-touch, read-data, parse-ip",
     );
 }

@@ -223,7 +223,7 @@ pub fn trafgen_config(frame: &[u8]) -> String {
     format!("{{ {} }}\n", bytes.join(", "))
 }
 
-/// trafgen (or xdp-trafficgen) running in its own process group (its per-CPU children die
+/// trafgen (or xdp-trafficgen, xdp-bench) running in its own process group (its children die
 /// with it), with its configuration file if it has one.
 struct Trafgen {
     child: Child,
@@ -285,6 +285,26 @@ impl Trafgen {
             child,
             _cfg: Some(cfg),
         })
+    }
+
+    /// Starts `c` (a measuring tool, usually under `ip netns exec`) in a process group of its
+    /// own, so that it and its children are killed on every way out (see `Drop`). `tool`
+    /// names it in the error.
+    fn spawn_tool(mut c: Command, tool: &std::path::Path) -> Result<Self> {
+        let child = c
+            .process_group(0)
+            .spawn()
+            .map_err(|e| Error::io(format!("starting {}", tool.display()), e))?;
+        Ok(Trafgen { child, _cfg: None })
+    }
+
+    /// What it wrote to its (piped) standard error, once it has exited; empty if not piped.
+    fn stderr_text(&mut self) -> String {
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        err.trim().to_string()
     }
 
     fn kill_group(&mut self) {
@@ -666,11 +686,8 @@ fn measure_trafgen(
     let mut tg = Trafgen::spawn(net, &net.tx_if, frame.bytes(), cfg.cpu, None)?;
     let rate = counter_rate(net, cfg.warmup, cfg.duration);
     if let Ok(Some(st)) = tg.child.try_wait() {
-        let mut err = String::new();
-        if let Some(mut e) = tg.child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut err);
-        }
-        return Ok(Err(format!("trafgen exited early ({st}): {}", err.trim())));
+        let err = tg.stderr_text();
+        return Ok(Err(format!("trafgen exited early ({st}): {}", err)));
     }
     tg.kill_group();
     Ok(Ok(rate?))
@@ -871,24 +888,13 @@ fn measure_xdp_trafficgen(
     ])
     .arg(&net.tx_if)
     .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .process_group(0);
-    let child = c
-        .spawn()
-        .map_err(|e| Error::io(format!("starting {}", tool.display()), e))?;
-    // Its own process group, killed like trafgen's; it has no configuration file.
-    let mut tg = Trafgen { child, _cfg: None };
+    .stderr(Stdio::piped());
+    let mut tg = Trafgen::spawn_tool(c, tool)?;
     let pid = tg.child.id();
     let rate = counter_window(net, cfg.warmup, cfg.duration, &|| process_cpu_ns(pid));
     if let Ok(Some(st)) = tg.child.try_wait() {
-        let mut err = String::new();
-        if let Some(mut e) = tg.child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut err);
-        }
-        return Ok(Err(format!(
-            "xdp-trafficgen exited early ({st}): {}",
-            err.trim()
-        )));
+        let err = tg.stderr_text();
+        return Ok(Err(format!("xdp-trafficgen exited early ({st}): {}", err)));
     }
     tg.kill_group();
     Ok(Ok(rate?))
@@ -1269,14 +1275,8 @@ fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
             .map_err(|_| Error::Thread("receiver panicked".into()))??;
         let status = status?;
         if !status.success() {
-            let mut err = String::new();
-            if let Some(mut e) = tg.child.stderr.take() {
-                let _ = std::io::Read::read_to_string(&mut e, &mut err);
-            }
-            return Err(Error::Config(format!(
-                "trafgen failed ({status}): {}",
-                err.trim()
-            )));
+            let err = tg.stderr_text();
+            return Err(Error::Config(format!("trafgen failed ({status}): {}", err)));
         }
         Ok((r, secs))
     })?;
@@ -1371,14 +1371,8 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
                 .wait()
                 .map_err(|e| Error::io("waiting for trafgen", e))?;
             if !status.success() {
-                let mut err = String::new();
-                if let Some(mut e) = tg.child.stderr.take() {
-                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
-                }
-                return Err(Error::Config(format!(
-                    "trafgen failed ({status}): {}",
-                    err.trim()
-                )));
+                let err = tg.stderr_text();
+                return Err(Error::Config(format!("trafgen failed ({status}): {}", err)));
             }
             (net.counter(&net.tx_if, "tx_packets")? - tx0, None, None)
         }

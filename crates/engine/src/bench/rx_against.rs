@@ -16,7 +16,6 @@ use super::{RxBackend, RxNapi};
 use crate::xdp::rx_napi::{self, SchedTimes};
 use crate::{Error, Result};
 use serde::Serialize;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -190,13 +189,8 @@ fn xdp_bench_round(
         .args(["drop", "-p", op.name(), "-i", "60"])
         .arg(&net.rx_if)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let child = c
-        .spawn()
-        .map_err(|e| Error::io(format!("starting {}", tool.display()), e))?;
-    // Killed with its process group on every way out, like trafgen.
-    let mut xb = Trafgen { child, _cfg: None };
+        .stderr(Stdio::piped());
+    let mut xb = Trafgen::spawn_tool(c, tool)?;
     wait_attached(&net, &mut xb, tool)?;
     let cpu = cfg.rx_cpu.unwrap_or(cfg.tx_cpu);
     let tids = rx_napi::thread_on_cpu(Some(&net.netns), &net.rx_if, cpu)?;
@@ -240,15 +234,15 @@ fn wait_attached(net: &BenchNet, xb: &mut Trafgen, tool: &Path) -> Result<()> {
             return Ok(());
         }
         if let Ok(Some(st)) = xb.child.try_wait() {
-            let mut err = String::new();
-            if let Some(mut e) = xb.child.stderr.take() {
-                let _ = std::io::Read::read_to_string(&mut e, &mut err);
-            }
+            let err = match xb.stderr_text() {
+                e if e.is_empty() => "it printed nothing".to_string(),
+                e => e,
+            };
             return Err(Error::Config(format!(
-                "{} exited before attaching its program ({st}): {} (xdp-tools ≥ 1.6 is needed: \
-                 Debian's 1.3.1 cannot load its programs on new kernels)",
+                "{} exited before attaching its program ({st}): {err}; is it xdp-tools' \
+                 xdp-bench, version 1.6 or later? (Debian's 1.3.1 cannot load its programs on \
+                 new kernels)",
                 tool.display(),
-                err.trim()
             )));
         }
         if t0.elapsed() > ATTACH_TIMEOUT {
