@@ -1318,6 +1318,32 @@ fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     })
 }
 
+/// `bench rx`'s receiving veth polled in SCHED_FIFO NAPI threads of its own pinned to one CPU
+/// (`xdp::rx_napi`), with the scheduler's account of them from when they were pinned (before
+/// the first frame is sent).
+struct NapiThreads {
+    tids: Vec<libc::pid_t>,
+    cpu: usize,
+    before: Option<SchedTimes>,
+}
+
+impl NapiThreads {
+    /// On `cfg.rx_cpu`, by default the sender's CPU. The veth must already run NAPI (an XDP
+    /// program attached to it).
+    fn pin(net: &BenchNet, cfg: &RxBenchConfig) -> Result<Self> {
+        let cpu = cfg.rx_cpu.unwrap_or(cfg.tx_cpu);
+        let tids = crate::xdp::rx_napi::thread_on_cpu(Some(&net.netns), &net.rx_if, cpu)?;
+        let before = SchedTimes::of_threads(&tids);
+        Ok(NapiThreads { tids, cpu, before })
+    }
+
+    /// Their run time, wait for the CPU and runs since they were pinned.
+    fn sched(&self) -> Option<SchedTimes> {
+        let before = self.before?;
+        SchedTimes::of_threads(&self.tids).map(|t| t.since(&before))
+    }
+}
+
 /// `bench rx --backend xdp`: the XDP receiver on the peer counts in maps; the source is
 /// trafgen or the XDP sender. Exact: see [`RxVerdict`]. The receiving veth's poll runs as
 /// `cfg.napi` says (default: a SCHED_FIFO NAPI thread on the sender's CPU).
@@ -1331,15 +1357,17 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         0,
         &XdpRxConfig::default(),
     )?;
-    let mut napi_tids = Vec::new();
+    let mut napi_threads = None;
     let napi = match cfg.napi {
         RxNapi::Thread => {
-            let cpu = cfg.rx_cpu.unwrap_or(cfg.tx_cpu);
-            napi_tids = crate::xdp::rx_napi::thread_on_cpu(Some(&net.netns), &net.rx_if, cpu)?;
-            format!(
-                "thread on CPU {cpu}, SCHED_FIFO {}",
+            let t = NapiThreads::pin(&net, cfg)?;
+            let n = format!(
+                "thread on CPU {}, SCHED_FIFO {}",
+                t.cpu,
                 crate::xdp::rx_napi::NAPI_PRIORITY
-            )
+            );
+            napi_threads = Some(t);
+            n
         }
         RxNapi::Softirq => {
             if cfg.rx_cpu.is_some() {
@@ -1355,7 +1383,6 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
     let tx0 = net.counter(&net.tx_if, "tx_packets")?;
     let txd0 = net.counter(&net.tx_if, "tx_dropped")?;
     let drop0 = net.counter(&net.rx_if, "rx_dropped")?;
-    let sched0 = SchedTimes::of_threads(&napi_tids);
     let t0 = Instant::now();
     let (sent, source_pps, source) = match cfg.source {
         RxSource::Trafgen => {
@@ -1390,10 +1417,7 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
             .stream_report(2, Some(sent))?
             .map_or(0, |r| r.received + r.duplicates))
     })?;
-    let napi_sched = match (napi_tids.is_empty(), sched0) {
-        (false, Some(before)) => SchedTimes::of_threads(&napi_tids).map(|t| t.since(&before)),
-        _ => None,
-    };
+    let napi_sched = napi_threads.as_ref().and_then(NapiThreads::sched);
     let r = rx
         .stream_report(2, Some(sent))?
         .ok_or_else(|| Error::Config("bench stream missing from the XDP receiver".into()))?;

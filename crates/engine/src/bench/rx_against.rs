@@ -11,9 +11,8 @@
 //! veth accept (N − accepted = refused), and every accepted frame reaches the receiver's
 //! program (the peer's `rx_packets` is waited for until it has them all).
 
-use super::{bench_frame, loadavg, median, xdp_source, BenchNet, RxBenchConfig, RxSource, Trafgen};
-use super::{RxBackend, RxNapi};
-use crate::xdp::rx_napi::{self, SchedTimes};
+use super::{bench_frame, loadavg, median, xdp_source, BenchNet, NapiThreads, RxBenchConfig};
+use super::{RxBackend, RxNapi, RxSource, Trafgen};
 use crate::{Error, Result};
 use serde::Serialize;
 use std::path::Path;
@@ -192,19 +191,14 @@ fn xdp_bench_round(
         .stderr(Stdio::piped());
     let mut xb = Trafgen::spawn_tool(c, tool)?;
     wait_attached(&net, &mut xb, tool)?;
-    let cpu = cfg.rx_cpu.unwrap_or(cfg.tx_cpu);
-    let tids = rx_napi::thread_on_cpu(Some(&net.netns), &net.rx_if, cpu)?;
+    let napi = NapiThreads::pin(&net, cfg)?;
     let rx0 = net.counter(&net.rx_if, "rx_packets")?;
-    let sched0 = SchedTimes::of_threads(&tids);
     let (sent, pps, facts) = xdp_source(&net, &frame, cfg)?;
     // Every accepted frame reaches the program; wait until the peer has polled them all.
     crate::settle::until_count(sent, || {
         Ok::<_, Error>(net.counter(&net.rx_if, "rx_packets")? - rx0)
     })?;
-    let napi_wait_ns = match sched0 {
-        Some(before) => SchedTimes::of_threads(&tids).map(|t| t.since(&before).wait_ns),
-        None => None,
-    };
+    let napi_wait_ns = napi.sched().map(|t| t.wait_ns);
     xb.kill_group();
     let mut text = String::new();
     if let Some(mut o) = xb.child.stdout.take() {
