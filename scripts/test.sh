@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 mkdir -p target
 log=target/test-suite.log
+suite_start=$(date +%s)
 # Release mode: the engine's rate tests measure a real sender, not a debug build.
 # --show-output prints what passing tests printed, so their SKIP lines reach the log.
 set +e
@@ -55,5 +56,11 @@ if [ -n "$skips" ]; then
         rc=1
     fi
 fi
+# Growth stays visible: the ten slowest test binaries (libtest's own "finished in" figure)
+# and the suite's wall time, build included.
+echo
+echo "The ten slowest test binaries (seconds, as libtest timed them):"
+awk -f scripts/dev/slowest-tests.awk "$log" | sort -rn | head -10
+echo "suite wall time: $(( $(date +%s) - suite_start )) s (build included)"
 echo "full output: $log"
 exit "$rc"
