@@ -500,11 +500,11 @@ fn nft_dup_is_counted_as_duplicates() {
     dup_is_counted_as_duplicates(Backend::AfPacket, "et3");
 }
 
-/// Was `#[ignore]`d in session 2 (4–25 of 10,000 frames vanished in the DUT with no
-/// interface counter moving). Explained by A/B in one binary: without the receiving ports'
-/// announcement 2 of 5 runs lost 43 and 123 frames, with it 10 of 10 passed. Most likely the
-/// XDP sender's first frames, arriving at once, overflowed the DUT's queue of frames waiting
-/// for its own ARP resolution of port B, which counts its drops on no interface.
+/// Was `#[ignore]`d on 2026-11-22 (c63feb8 to bd10eb3; 4–25 of 10,000 frames vanished in the DUT
+/// with no interface counter moving). Explained by A/B in one binary: without the receiving ports'
+/// announcement 2 of 5 runs lost 43 and 123 frames, with it 10 of 10 passed. Most likely the XDP
+/// sender's first frames, arriving at once, overflowed the DUT's queue of frames waiting for its
+/// own ARP resolution of port B, which counts its drops on no interface.
 #[test]
 fn nft_dup_is_counted_as_duplicates_xdp() {
     dup_is_counted_as_duplicates(Backend::Xdp, "et3x");
@@ -1333,13 +1333,13 @@ fn rate_accuracy_max_xdp() {
 /// - duplicates: the DUT duplicates every 8th frame (`dup`), counted by its rule;
 /// - reordering: the stream swaps every 100th pair (the sender's option).
 ///
-/// Each backend is held to the rule counters exactly (lost = the rule's drops + path loss,
-/// covered by the kernel's drop counters; out of order = the swapped pairs), and the two
-/// backends' lost/out-of-order counts must be equal when neither saw path loss. Duplicates are
-/// compared with what arrived: a copy the kernel DUT makes can vanish inside it uncounted
-/// (session 1: nf_dup's copies die on unresolved neighbours without a drop counter), so each
-/// backend's duplicates must equal the copies that arrived (kernel count − received), and
-/// equal the DUT's count when every copy arrived.
+/// Each backend is held to the rule counters exactly (lost = the rule's drops + path loss, covered
+/// by the kernel's drop counters; out of order = the swapped pairs), and the two backends'
+/// lost/out-of-order counts must be equal when neither saw path loss. Duplicates are compared with
+/// what arrived: a copy the kernel DUT makes can vanish inside it uncounted (seen on 2026-11-22:
+/// nf_dup's copies die on unresolved neighbours without a drop counter), so each backend's
+/// duplicates must equal the copies that arrived (kernel count − received), and equal the DUT's
+/// count when every copy arrived.
 #[test]
 fn both_backends_count_the_same_faults_the_same() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -9,15 +9,15 @@
 //! element past `size` atomically). The table is separate from the profile's `inet wirerate` so
 //! that it composes with any conntrack profile.
 //!
-//! Why a set and not `ct state new ct count over N drop` (sessions 8–10): nf_conncount keeps
-//! the counted connections in one list that it walks on insertion to drop the gone ones, so
-//! setting up a connection cost more the fuller the table was — measured through the
-//! 10,000-rule firewall at 8,000 connections, load 7–8: 6,211 and 5,133 connections/s with the
-//! rule, 7,828 and 6,930 without it, and near the cap its set-up fell behind the capacity
-//! search's 2,500/s (session 10 found 9,999 of 10,000). A hash set's insertion costs the same
-//! at any fill. What the set does not do is forget: a connection that ends (times out, or is
-//! deleted) keeps its place until the table is reset, so a trial must be shorter than the
-//! DUT's timeouts — which RFC 9693 asks anyway.
+//! Why a set and not `ct state new ct count over N drop` (until ffbda4b): nf_conncount keeps the
+//! counted connections in one list that it walks on insertion to drop the gone ones, so setting up
+//! a connection cost more the fuller the table was — measured through the 10,000-rule firewall at
+//! 8,000 connections, load 7–8: 6,211 and 5,133 connections/s with the rule, 7,828 and 6,930
+//! without it, and near the cap its set-up fell behind the capacity search's 2,500/s (a run of
+//! 2026-11-26 found 9,999 of 10,000). A hash set's insertion costs the same at any fill. What the
+//! set does not do is forget: a connection that ends (times out, or is deleted) keeps its place
+//! until the table is reset, so a trial must be shorter than the DUT's timeouts — which RFC 9693
+//! asks anyway.
 //!
 //! **Emptying it.** `conntrack -F` empties the kernel's table, and the limit table is created
 //! afresh, which empties its sets.

@@ -15,7 +15,7 @@
 //! an overloaded DUT's ring fills, and this kernel's veth refuses frames then (its queue stops,
 //! or it drops them: docs/engine.md, "When the DUT's port refuses a frame"). Every sender
 //! counts such a frame as offered and lost at the DUT's port (`refused_by_dut`, DESIGN.md §7)
-//! instead of waiting for room — before session 9 the AF_PACKET senders waited, and this was
+//! instead of waiting for room — before 5679a37 the AF_PACKET senders waited, and this was
 //! only done while the fast path was on.
 
 use crate::error::{LabError, Result};

@@ -17,7 +17,7 @@ use wire::units::BitsPerSec;
 use crate::model::{Dims, DEFAULT_SPEED};
 
 /// `run.json`'s facts: as the runner wrote them, else from its plan text (runs recorded
-/// before session 12). The second value is why the plan text could not be read, when it
+/// before eb18b68). The second value is why the plan text could not be read, when it
 /// could not: the facts are then empty, the speed [`DEFAULT_SPEED`] and one repetition.
 pub(crate) fn run_facts(info: &RunInfo) -> (RunFacts, Option<String>) {
     if let Some(f) = &info.facts {
@@ -174,10 +174,10 @@ pub(crate) fn encap_of(dims: &Dims) -> EncapSpec {
         .unwrap_or(EncapSpec::plain(ip_version(dims.ip)))
 }
 
-/// One direction's 100 % of a UDP case whose trials did not record it: the path arithmetic
-/// on its encapsulation string, or the runner's `MethodologyDone::line_pps` where it recorded
-/// that (session 10 to 11) and it disagrees (a note says so). `None`, with a note, when the
-/// size does not fit the path.
+/// One direction's 100 % of a UDP case whose trials did not record it: the path arithmetic on its
+/// encapsulation string, or the runner's `MethodologyDone::line_pps` where it recorded that (runs
+/// from 3fcea2d to eb18b68) and it disagrees (a note says so). `None`, with a note, when the size
+/// does not fit the path.
 pub(crate) fn udp_line(
     speed: f64,
     recorded_pps: Option<f64>,
@@ -217,7 +217,7 @@ pub(crate) fn udp_line(
 }
 
 /// What an iperf3 trial moved and what it means: (L4 bits/s, MSS, facts). From the runner's
-/// TCP figures, with their facts or (before session 12) derived from them; from the raw iperf3
+/// TCP figures, with their facts or (before eb18b68) derived from them; from the raw iperf3
 /// JSON alone for the oldest runs. `None` when the trial has neither.
 pub(crate) fn tcp_of(
     t: &TrialRecord,

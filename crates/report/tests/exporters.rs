@@ -1926,11 +1926,10 @@ methodologies = ["multi-goal"]
     assert!(html.contains("throughput at ≤ 0.5 % loss (PDR)"));
 }
 
-/// #18 item 3, runs of sessions 10 and 11 (trials without `UdpFacts`): the loads of a search
-/// are fractions of the 100 % the runner offered (`MethodologyDone::line_pps`); the
+/// #18 item 3, runs recorded from 3fcea2d to eb18b68 (trials without `UdpFacts`): the loads of a
+/// search are fractions of the 100 % the runner offered (`MethodologyDone::line_pps`); the
 /// compatibility reader turns them into rates with that figure and says so where its own path
-/// arithmetic disagrees. (The fixtures agree on plain, VLAN, QinQ, MPLS and bidirectional
-/// paths.)
+/// arithmetic disagrees. (The fixtures agree on plain, VLAN, QinQ, MPLS and bidirectional paths.)
 #[test]
 fn rates_come_from_the_100_percent_the_run_recorded() {
     use bench_model::results::Record;

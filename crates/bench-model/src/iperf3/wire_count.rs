@@ -90,7 +90,7 @@ struct Reading {
 ///
 /// It runs where the port is (`ip netns exec … sh -c`), which costs a process start or two:
 /// 5–30 ms on a loaded 2-vCPU machine, varying from call to call. Timing the reading from this
-/// process (an `Instant` after the command returned, as until session 10) put that variation
+/// process (an `Instant` after the command returned, as until 16cf261) put that variation
 /// into the window's length: 20 ms over a 2.6 s window is 0.8 %, enough for a TCP run at line
 /// rate to read 100.6 % of it. So bash's own clock (`$EPOCHREALTIME`, µs) is read immediately
 /// before and after the two `read` builtins, with no process started in between.

@@ -1137,13 +1137,13 @@ pub struct Startup {
     /// Loading one lab profile (one `nft -f`; 10,000 rules take 0.3–0.6 s).
     pub profile: f64,
     /// Per engine trial: programs loaded, next hop resolved, the 100 ms drain, DUT counters read.
-    /// Session 11's demo on a fresh clone (load ~1): 0.64 s between the ends of consecutive
-    /// trials of a case beyond the trial's own duration, median of 271, of which 0.1 s is the
-    /// plan's settle: 0.54 s.
+    /// The demo on a fresh clone of 2ddc443 (2026-11-26, load ~1): 0.64 s between the ends of
+    /// consecutive trials of a case beyond the trial's own duration, median of 271, of which
+    /// 0.1 s is the plan's settle: 0.54 s.
     pub engine_trial: f64,
     /// Per connection trial (RFC 9693) on the lab: the DUT's table emptied and its counters read
     /// three times (a dozen `ip netns exec` processes), three threads set up, both ports
-    /// resolving the DUT, the drain, an XDP load's programs. Measured in session 11 over a whole
+    /// resolving the DUT, the drain, an XDP load's programs. Measured on 2026-11-26 over a whole
     /// `lab-nat-capacity` run at load 6–7: 0.8 s per trial through napt, 1.8–2.1 s through the
     /// 10,000-rule firewall (its nftables commands load the whole ruleset); 1.45 s on average.
     pub conn_trial: f64,
@@ -1168,14 +1168,15 @@ pub const STARTUP: Startup = Startup {
 /// emptied before every trial anyway, and their AF_PACKET phases leave nothing on the tester
 /// to wait for. `run.settle` exists for what an overloading XDP load leaves behind (the
 /// kernel freeing the sender's page pools on the tester CPU), which only `nat-throughput`
-/// trials have. Session 10's plan spent 50 of its 107 trials' seconds in such pauses.
+/// trials have. A `lab-nat-capacity` run of 2026-11-26, before this bound (95460d1), spent 50 of
+/// its 107 trials' seconds in such pauses.
 pub const CONN_SETTLE: Duration = Duration::from_millis(200);
 
 /// The DUT a plan's time estimate assumes: it forwards half of line rate.
 pub const ESTIMATE_CAPACITY: LineFraction = LineFraction(0.5);
 
 /// How much the estimate's DUT's capacity varies from trial to trial (relative, ±). A sharp
-/// DUT predicts too few trials: session 11's demo on a fresh clone ran 351 engine and iperf3
+/// DUT predicts too few trials: the demo on a fresh clone of 2ddc443 ran 351 engine and iperf3
 /// trials where a sharp DUT predicted 206 (sporadic loss makes the searches re-test); ±2 %
 /// predicts 296 and puts the whole estimate within 2 % of that run's 8 m 17 s.
 pub const ESTIMATE_NOISE: f64 = 0.02;
@@ -1188,7 +1189,7 @@ pub const ESTIMATE_RATE_SHARE: f64 = 0.25;
 
 /// … and forwards this share of `nat-throughput`'s `max-rate` each way at any N: inside the
 /// range, so the estimate counts a whole bisection per N (the lab DUT on the loaded machine
-/// forwarded 20–37k of its plan's 150,000 in session 11).
+/// forwarded 20–37k of its plan's 150,000 on 2026-11-26).
 pub const ESTIMATE_LOAD_SHARE: f64 = 0.2;
 
 impl Plan {

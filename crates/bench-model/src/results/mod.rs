@@ -50,7 +50,7 @@ pub struct RunInfo {
     #[serde(default)]
     pub host: BTreeMap<String, String>,
     /// What the run measures, typed (the cases as expanded, speed, repetitions, profiles), so
-    /// the report need not parse `plan_text`; absent in runs recorded before session 12.
+    /// the report need not parse `plan_text`; absent in runs recorded before eb18b68.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facts: Option<RunFacts>,
 }
@@ -91,7 +91,7 @@ pub struct TrialRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineFacts>,
     /// What a UDP trial's numbers mean: frame size, encapsulation, the path's 100 % and the
-    /// offered rate (absent for iperf3 trials and in runs recorded before session 12).
+    /// offered rate (absent for iperf3 trials and in runs recorded before eb18b68).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<UdpFacts>,
     /// The tester fell behind its schedule during this trial (it slipped frames or offered
@@ -126,7 +126,7 @@ pub struct EngineFacts {
     /// The most frames any stream's sender owed its schedule at once (the engine's `max_debt`):
     /// after a stall it sends them at the trial's line rate (the port's share of it), or at
     /// up to twice the stream's own rate where that is faster, near line rate; runs before
-    /// session 14 sent them back to back. A catch-up larger than the DUT's receive ring (a
+    /// 9bbdc5d sent them back to back. A catch-up larger than the DUT's receive ring (a
     /// veth's holds 256) can still overflow it near line rate, so a trial that lost frames
     /// with a large catch-up may show the tester's burst, not the DUT's limit (docs/engine.md,
     /// "Catch-up after a stall"). Absent when zero (and in older runs).
@@ -269,7 +269,7 @@ pub struct MethodologyDone {
     /// path (`Plan::line_pps`: the slowest link, each with its encapsulation's bytes), for the
     /// UDP searches: every load of the search is a fraction of it. The report turns fractions
     /// into rates with it instead of redoing the path arithmetic (#18 item 3); absent in runs
-    /// recorded before session 10 and for methodologies without a load.
+    /// recorded before 3fcea2d and for methodologies without a load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_pps: Option<f64>,
 }
@@ -304,7 +304,7 @@ pub struct TcpFigures {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut: Option<DutCounters>,
     /// The frame the rates are counted in, the directions and their line rate; absent in runs
-    /// recorded before session 12.
+    /// recorded before eb18b68.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facts: Option<TcpFacts>,
 }

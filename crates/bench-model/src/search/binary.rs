@@ -254,7 +254,7 @@ mod tests {
         assert!(goals[0].lower.unwrap().0 > 0.79, "{goals:?}");
     }
 
-    /// Session 10's search stopped at its first trial when the tester could not offer 100 %;
+    /// Before 849994c the search stopped at its first trial when the tester could not offer 100 %;
     /// a DUT slower than the tester's ceiling is now measured under it.
     #[test]
     fn a_tester_ceiling_above_the_duts_capacity_still_gives_a_dut_figure() {

@@ -933,7 +933,7 @@ mod tests {
     }
 
     /// The tester stalls above 70 %; the DUT's limit is lower: the search goes on under the
-    /// tester's ceiling and brackets the DUT's (session 10 stopped at the first trial).
+    /// tester's ceiling and brackets the DUT's (before 849994c it stopped at the first trial).
     #[test]
     fn a_tester_ceiling_above_the_duts_capacity_still_gives_a_dut_figure() {
         let mut dut = SimDut::sharp(LineFraction(0.45)).with_tester_ceiling(LineFraction(0.7));

@@ -338,7 +338,7 @@ pub struct GoalResult {
     pub regular: Option<bool>,
     /// The upper bound is the tester's ceiling, not a DUT failure: at that load the tester fell
     /// behind (or lost frames itself), so the bisection stayed below it and the lower bound is
-    /// only "at least" — never a DUT figure. False in records written before session 11.
+    /// only "at least" — never a DUT figure. False in records written before 849994c.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tester_bound: bool,
 }

@@ -731,7 +731,7 @@ impl TableCapacityConfig {
 ///   are neither exactly the newest nor exactly the oldest ([`PastCapacity::Mixed`], or
 ///   [`PastCapacity::Unknown`]) is not the shape of a full table but of a DUT that could not
 ///   keep up with the set-up rate (its input queue overflowed here and there). It is measured
-///   once more at half the rate, and that trial decides. Session 10's run found 9,999 for a
+///   once more at half the rate, and that trial decides. A run of 2026-11-26 found 9,999 for a
 ///   table of 10,000 this way: the trial at 10,000 lost 376 connections in no clear order.
 ///
 /// RFC 9693 ("Measurement of the Connection Tracking Table Capacity") measures the maximum

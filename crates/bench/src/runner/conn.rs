@@ -64,13 +64,13 @@ pub(super) fn run_conn(
         };
         // A preliminary phase whose sender stalled and then handed the DUT the frames due in
         // the meantime at once: the DUT's port refused part of that burst, which says nothing
-        // about the asked rate (session 11: stalls of 150–970 ms at load 7.5, 28–585
+        // about the asked rate (2026-11-26: stalls of 150–970 ms at load 7.5, 28–585
         // connections refused, napt's capacity read as 3,415 instead of 6,000). Its average
         // rate hides it; the lateness and the refusals show it.
         let burst = phases.preliminary_refused_by_dut > 0
             && phases.preliminary_max_late_ns > CONN_STALL.as_nanos() as u64;
         // Frames the tester's own receive rings dropped (a receiver not scheduled in time):
-        // connections the tester lost, not the DUT (session 11, load 11: 120 of 4,000 replies
+        // connections the tester lost, not the DUT (2026-11-26, load 11: 120 of 4,000 replies
         // lost with the DUT's ports dropping none).
         let rx_drops = phases.tester_rx_drops > 0 && !outcome.passed();
         let tester_limited =

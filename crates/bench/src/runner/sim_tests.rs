@@ -394,7 +394,7 @@ fn a_tester_that_cannot_offer_the_load_ends_the_search_tester_limited_after_retr
 }
 
 /// The tester cannot offer more than 60 %, the DUT forwards 37 %: the search measures the DUT
-/// under the tester's ceiling (session 10 stopped at the first trial without a figure).
+/// under the tester's ceiling (before 849994c it stopped at the first trial without a figure).
 #[test]
 fn a_dut_slower_than_the_testers_ceiling_is_measured_under_it() {
     let text = plan_text(UDP_64);

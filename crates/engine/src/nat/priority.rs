@@ -4,7 +4,7 @@
 //! turns call by call ([`crate::xdp::turns`]). Any other runnable thread on that CPU — another
 //! engineer's compiler on a shared machine, a kernel worker — takes slices from the sender
 //! whose turn it is, and a sender more than its debt cap (10 ms) behind its schedule slips:
-//! the trial is tester-limited, not a figure. Session 9 ran the whole tester under
+//! the trial is tester-limited, not a figure. A run of 2026-11-26 put the whole tester under
 //! `nice -n -15`; the engine now raises the senders itself, so a plain `wirerate run` gets the
 //! same, and the record says what it got.
 //!

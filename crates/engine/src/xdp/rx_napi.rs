@@ -8,8 +8,8 @@
 //! ordinary thread with less weight than the sender (nice −10). The sender's next batch then
 //! finds the ring partly full and the veth refuses the excess (`tx_dropped`, whole 16-frame
 //! bulks): seen with `perf record -e napi:napi_poll -e sched:sched_switch` as two polls of 64,
-//! a `ksoftirqd/0` wake-up, and 128 frames refused by the next batch (docs/engine.md, "bench
-//! rx at the sender's top rate").
+//! a `ksoftirqd/0` wake-up, and 128 frames refused by the next batch (docs/measurements.md,
+//! "`bench rx` at the sender's top rate").
 //!
 //! In a SCHED_FIFO thread the poll runs before any ordinary task of its CPU whenever the ring
 //! has frames, and is not cut short for them. The lab does the same for its DUT's interfaces

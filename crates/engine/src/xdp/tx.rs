@@ -81,8 +81,8 @@ const LIVE_BATCH: u32 = 64;
 /// be taken. A batch of 256 then found one slot short whenever the ring's positions were not a
 /// multiple of 16 — after the sender's one probe frame, after any run whose length was not a
 /// multiple of 16 (IMIX sizes, a run cut by a signal) — and the veth refused a frame (`bench
-/// rx`: 1 refused frame per run, docs/engine.md "bench rx at the sender's top rate"). 240 fits
-/// an emptied ring in every position.
+/// rx`: 1 refused frame per run, docs/measurements.md "`bench rx` at the sender's top rate").
+/// 240 fits an emptied ring in every position.
 const LIVE_BATCH_UNPACED: u32 = sys::MAX_LIVE_BATCH - VETH_SLOTS_HELD;
 /// Slots of a veth's ring that an emptied ring may still hold (`ptr_ring` releases consumed
 /// slots in batches of two cache lines of pointers: 16 on x86-64).

@@ -19,8 +19,9 @@ pub(crate) struct Index<'a> {
     pub done: BTreeMap<SearchKey, Option<&'a SearchResult>>,
     /// Results the runner found within 10 % of the tester's calibrated ceiling: (case, m) → pps.
     pub ceiling: BTreeMap<(String, Methodology), f64>,
-    /// The 100 % per direction each search's loads were fractions of, as the runner recorded
-    /// it in its `done` record (sessions 10 and 11; read by [`crate::compat::udp_line`]).
+    /// The 100 % per direction each search's loads were fractions of, as the runner recorded it in
+    /// its `done` record (runs recorded from 3fcea2d to eb18b68; read by
+    /// [`crate::compat::udp_line`]).
     pub line_pps: BTreeMap<(String, Methodology), f64>,
     /// The typed facts of each UDP case's trials (frames, path, 100 %), by case id.
     pub udp_facts: BTreeMap<String, &'a UdpFacts>,

@@ -30,11 +30,11 @@ pub(crate) struct Records<'a> {
     /// direction.
     pub ceiling: &'a BTreeMap<(String, Methodology), f64>,
     /// What each case's trials recorded about their frames and path, with the 100 % their
-    /// loads are fractions of (absent in runs recorded before session 12).
+    /// loads are fractions of (absent in runs recorded before eb18b68).
     pub udp_facts: &'a BTreeMap<String, &'a UdpFacts>,
     /// For runs without those facts ([`crate::compat::udp_line`]): the 100 % per direction
     /// each search's loads were fractions of, as the runner recorded it in its `done` record
-    /// (`MethodologyDone::line_pps`, sessions 10 and 11), and the reference link speed.
+    /// (`MethodologyDone::line_pps`, runs from 3fcea2d to eb18b68), and the reference link speed.
     pub line_pps: &'a BTreeMap<(String, Methodology), f64>,
     /// See `line_pps`.
     pub speed: f64,

@@ -227,7 +227,7 @@ fn rate_ceiling(r: &ConnSearchResult) -> Option<TesterShort> {
     }
 }
 
-/// Session 10's firewall: the tester could not open 5,000 connections at `max-rate`, and the
+/// A firewall run of 2026-11-26: the tester could not open 5,000 connections at `max-rate`, and the
 /// old search stopped there with no figure. A tester-limited trial is a ceiling now: the
 /// bisection goes on below it and brackets the DUT's own insertion limit.
 #[test]
@@ -356,10 +356,10 @@ fn misleading_hints_cost_a_few_trials_never_the_answer() {
     );
 }
 
-/// Session 10, run 3: the trial at 10,000 through the 10,000-rule firewall (a table of
-/// 10,000) lost 376 connections in no clear order — the DUT's input queue overflowed while
-/// it set them up — and the old search took it as "10,000 does not fit" and answered 9,999.
-/// Such a failure is measured again at half the rate now, and the answer is exact.
+/// A run of 2026-11-26 (run 3 that day): the trial at 10,000 through the 10,000-rule firewall (a
+/// table of 10,000) lost 376 connections in no clear order — the DUT's input queue overflowed while
+/// it set them up — and the old search took it as "10,000 does not fit" and answered 9,999. Such a
+/// failure is measured again at half the rate now, and the answer is exact.
 #[test]
 fn a_failure_in_no_clear_order_is_measured_again_slower_and_the_capacity_stays_exact() {
     let capacity = 10_000u64;

@@ -185,8 +185,8 @@ fn throughput_when_the_maximum_passes_is_a_lower_bound_after_one_trial_per_n() {
 
 #[test]
 fn a_tester_short_of_the_load_ends_that_n_not_the_search() {
-    // Session 9's failure: one tester-limited N stopped the search, and every later N had no
-    // figure. Now the short trial is a ceiling for its N only.
+    // The failure of a run of 2026-11-26: one tester-limited N stopped the search, and every later
+    // N had no figure. Now the short trial is a ceiling for its N only.
     let dut = SimStatefulDut::new(5000, 1e6, TablePolicy::DropNew);
     let mut s = NatThroughputSearch::new(throughput_cfg(&[1, 10], 1000.0, 64_000.0, 0.05)).unwrap();
     let r = drive_conn(&mut s, |t| {
@@ -451,10 +451,10 @@ proptest! {
     }
 }
 
-/// Session 10, run 3: the firewall's full table was "not established" at the plan's
-/// preliminary rate on a loaded DUT. A trial that misses connections is measured again with
-/// them set up at half the rate, and the rest of that N keeps the slower rate, so the full
-/// table's throughput is still measured; the next N starts at the plan's rate again.
+/// A run of 2026-11-26 (run 3 that day): the firewall's full table was "not established" at the
+/// plan's preliminary rate on a loaded DUT. A trial that misses connections is measured again with
+/// them set up at half the rate, and the rest of that N keeps the slower rate, so the full table's
+/// throughput is still measured; the next N starts at the plan's rate again.
 #[test]
 fn a_table_the_dut_cannot_set_up_at_the_plans_rate_is_set_up_at_half_of_it() {
     let mut dut = SimStatefulDut::new(10_000, 3_000.0, TablePolicy::DropNew);
