@@ -270,6 +270,11 @@ pub struct Row {
     /// How `noise_pps` was measured.
     #[serde(default)]
     pub noise_basis: NoiseBasis,
+    /// A UDP search's resolution: the mean width of its repetitions' final brackets, frames/s
+    /// (0 for iperf3 and forwarding rates). Each repetition's figure is a lower bound anywhere
+    /// within such a step, which `compare`'s test over repetitions counts; not exported.
+    #[serde(skip)]
+    pub resolution_pps: f64,
     /// Theoretical maximum frames per second on the bottleneck link (directions summed).
     pub max_pps: f64,
     /// Theoretical maximum L2 bits per second at the reference link (directions summed).
