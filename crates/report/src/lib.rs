@@ -10,6 +10,8 @@ pub mod compare;
 mod compat;
 pub mod connections;
 mod escape;
+pub mod finding_list;
+pub mod headline;
 pub mod html;
 pub mod model;
 pub mod mtu;

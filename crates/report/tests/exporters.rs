@@ -810,6 +810,117 @@ fn compare_of_simulated_a_b_pairs_finds_the_changed_cases() {
     );
 }
 
+/// Issue 33 item 5: the report answers first. report.html: the headline tables come before
+/// the first chart and the findings; summary.md: before the findings and the results table.
+/// The headline's cells are the results table's figures, and the findings say each thing
+/// once.
+#[test]
+fn the_headline_comes_first_and_findings_are_said_once() {
+    for run in ["run-demo", "run-matrix", "run-wan", "run-demo-killed"] {
+        let a = load(run);
+        let html = String::from_utf8(report::html::html(&a)).unwrap();
+        let at = |needle: &str| html.find(needle);
+        let headline =
+            at("<section id=\"headline\">").unwrap_or_else(|| panic!("{run}: no headline"));
+        let first_table = at("<table class=\"headline\"").unwrap();
+        let chart = at("<svg").unwrap_or_else(|| panic!("{run}: no chart"));
+        assert!(
+            headline < first_table && first_table < chart,
+            "{run}: a chart before the headline"
+        );
+        if let Some(f) = at("id=\"findings\"") {
+            assert!(first_table < f, "{run}: findings before the headline");
+            assert!(chart < f, "{run}: findings before the charts");
+        }
+        assert!(first_table < at("id=\"results\"").unwrap(), "{run}");
+        // Every row of the results table has its cell in a headline table, with its figure.
+        let results = html_table(&html);
+        let cells: Vec<&str> = html[..chart].split("<td class=\"v").skip(1).collect();
+        for ((case, m), row) in &results {
+            let td = cells
+                .iter()
+                .find(|td| td.contains(&format!("data-case=\"{case}\" data-methodology=\"{m}\"")))
+                .unwrap_or_else(|| panic!("{run}: {case} [{m}] is not in the headline"));
+            let shown = &td[td.find("<b>").unwrap() + 3..td.find("</b>").unwrap()];
+            let pct = &row["percent_line_rate"];
+            if pct.is_empty() {
+                assert!(
+                    shown == "TL" || shown == "no figure",
+                    "{run} {case}: {shown}"
+                );
+            } else {
+                // One decimal here, two in the table: the same figure within their rounding.
+                let want: f64 = pct.parse().unwrap();
+                let got: f64 = shown.trim_end_matches(" %").parse().unwrap();
+                assert!(
+                    (got - want).abs() <= 0.0501,
+                    "{run} {case} [{m}]: {shown} vs {pct}"
+                );
+            }
+        }
+        let md = String::from_utf8(report::text::markdown(&a)).unwrap();
+        let glance = md
+            .find("## At a glance")
+            .unwrap_or_else(|| panic!("{run}: {md}"));
+        let table = md.find("## Throughput against line rate").unwrap();
+        assert!(glance < table, "{run}");
+        if let Some(f) = md.find("## Findings") {
+            assert!(glance < f && f < table, "{run}");
+        }
+        assert!(!md.contains("Per case:"), "{run}");
+        // One list: no line twice, no pair of rows compared twice, each ends in its noise.
+        let list = report::finding_list::list(&a);
+        let mut claims: Vec<&str> = list.findings.iter().map(|l| l.claim.as_str()).collect();
+        let mut pairs: Vec<&[(String, String)]> = list
+            .findings
+            .iter()
+            .flat_map(|l| l.cites.chunks(2))
+            .collect();
+        let (n, m) = (claims.len(), pairs.len());
+        claims.sort_unstable();
+        claims.dedup();
+        pairs.sort();
+        pairs.dedup();
+        assert_eq!(
+            (claims.len(), pairs.len()),
+            (n, m),
+            "{run}: {:#?}",
+            list.findings
+        );
+        // Every summary and every significant per-case statement is on it.
+        let on_it = |cites: &[(String, String)]| {
+            list.findings
+                .iter()
+                .any(|l| l.cites.chunks(2).any(|p| p == cites))
+        };
+        for c in &a.conclusions {
+            assert!(on_it(&c.cites), "{run}: {}", c.text);
+        }
+        for f in a.findings.iter().filter(|f| f.significant) {
+            assert!(on_it(&f.cites), "{run}: {}", f.text);
+        }
+        let ul = &html[html.find("id=\"findings\"").unwrap_or(0)..];
+        let ul = &ul[..ul.find("</ul>").unwrap_or(0)];
+        for l in &list.findings {
+            let noise = report::finding_list::noise_text(l.noise_percent.unwrap());
+            let md_line = md
+                .lines()
+                .find(|x| x.starts_with(&format!("- {}", l.claim)))
+                .unwrap_or_else(|| panic!("{run}: {} not in summary.md", l.claim));
+            let bare = md_line.trim_end_matches(|c: char| "⁰¹²³⁴⁵⁶⁷⁸⁹˒".contains(c));
+            assert!(bare.ends_with(&noise), "{run}: {md_line}");
+            assert!(ul.contains(&format!("{}</span>", noise)), "{run}");
+            assert!(!l.claim.contains("noise"), "{run}: {}", l.claim);
+        }
+        println!(
+            "{run}: {} findings, {} other comparisons, noise measures {:?}",
+            list.findings.len(),
+            list.others.len(),
+            list.bases
+        );
+    }
+}
+
 #[test]
 fn encapsulations_and_bidirectional_sums_against_their_own_line_rate() {
     let a = load("run-wan");
