@@ -97,7 +97,8 @@ fn report_renders_in_chromium_with_its_charts_and_no_errors() {
         "{stdout}"
     );
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
-    assert!(md.contains("filter-stateful-100: −48 % vs forward at 128 B, IPv4 UDP"));
+    assert!(md
+        .contains("- filter-stateful-100 costs 48 % of forward's rate at 128 B, IPv4 UDP ± 1.5 %"));
     for f in [
         "report.html",
         "results.csv",
@@ -172,6 +173,36 @@ fn report_renders_in_chromium_with_its_charts_and_no_errors() {
     );
     assert!(dom.contains(">TL<"), "the tester-limited bar is marked");
     assert!(dom.contains("id=\"results\""));
+
+    // Issue 33 item 5: the first 1400×900 px show the headline tables, all three of the demo's,
+    // above the first chart and the findings. Control: pushed down by a tall block, the same
+    // check sees the table leave the screen.
+    let pushed = html.replacen("<body>", "<body><div style=\"height:1200px\"></div>", 1);
+    let control = first_screen(&pushed, "report-first-screen-control");
+    assert!(
+        control.table_bottoms[0] > control.viewport.1,
+        "the check is blind: {control:?}"
+    );
+    let seen = first_screen(&html, "report-first-screen");
+    // Headless Chromium's page is 1400 px wide and at most 900 px high (less with --dump-dom:
+    // the window's own bars), so fitting it fits the 1400×900 screenshot.
+    assert!(
+        seen.viewport.0 == 1400.0 && seen.viewport.1 > 0.0 && seen.viewport.1 <= 900.0,
+        "{seen:?}"
+    );
+    assert_eq!(seen.table_bottoms.len(), 3, "{seen:?}");
+    assert!(seen.table_top >= 0.0, "{seen:?}");
+    for bottom in &seen.table_bottoms {
+        assert!(
+            *bottom <= seen.viewport.1,
+            "a headline table below the first screen: {seen:?}"
+        );
+    }
+    let last = seen.table_bottoms.iter().copied().fold(0.0, f64::max);
+    assert!(
+        seen.chart_top > last && seen.findings_top > seen.chart_top,
+        "{seen:?}"
+    );
 
     // The screenshot, for a person to look at.
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -289,6 +320,73 @@ fn compare_cli_reports_verdicts() {
     assert!(!ok && stderr.contains("regressed"), "{stderr}");
     let (ok, _, stderr) = wirerate(&["report", "/nonexistent-run-dir"]);
     assert!(!ok && stderr.contains("run.json"), "{stderr}");
+}
+
+/// Where the headline tables, the first chart and the findings lie in a 1400×900 window, as
+/// Chromium lays the page out; a `<pre id="first-screen">` with JSON that `--dump-dom`
+/// returns. Injected into a copy of the page, like [`GEOMETRY_SCRIPT`].
+const FIRST_SCREEN_SCRIPT: &str = r#"<script>
+(() => {
+  const box = s => { const e = document.querySelector(s); return e ? e.getBoundingClientRect() : null; };
+  const tables = [...document.querySelectorAll('table.headline')].map(t => t.getBoundingClientRect());
+  const pre = document.createElement('pre');
+  pre.id = 'first-screen';
+  pre.textContent = JSON.stringify({
+    viewport: [window.innerWidth, window.innerHeight],
+    table_top: tables.length ? tables[0].top : -1,
+    table_bottoms: tables.map(t => t.bottom),
+    chart_top: (box('svg.chart') || { top: -1 }).top,
+    findings_top: (box('#findings') || { top: -1 }).top,
+  });
+  document.body.appendChild(pre);
+})();
+</script>"#;
+
+/// What [`FIRST_SCREEN_SCRIPT`] measured, CSS pixels from the top of the window.
+#[derive(Debug)]
+struct FirstScreen {
+    viewport: (f64, f64),
+    table_top: f64,
+    table_bottoms: Vec<f64>,
+    chart_top: f64,
+    findings_top: f64,
+}
+
+/// Lays `html` out in Chromium at 1400×900 with [`FIRST_SCREEN_SCRIPT`] and reads the result.
+fn first_screen(html: &str, name: &str) -> FirstScreen {
+    let page = out_dir(name).join("first-screen.html");
+    let with = html.replace("</body>", &format!("{FIRST_SCREEN_SCRIPT}</body>"));
+    assert_ne!(with, html, "the page has a </body>");
+    std::fs::write(&page, with).unwrap();
+    let (dom, stderr) = chromium(
+        &page,
+        &[
+            "--dump-dom".to_string(),
+            "--window-size=1400,900".to_string(),
+        ],
+    );
+    let errors = console_errors(&stderr);
+    assert!(errors.is_empty(), "page errors: {errors:#?}");
+    let open = "<pre id=\"first-screen\">";
+    let start = dom.find(open).expect("the script ran") + open.len();
+    let json = &dom[start..start + dom[start..].find("</pre>").unwrap()];
+    let v: serde_json::Value = serde_json::from_str(&json.replace("&amp;", "&")).unwrap();
+    let f = |k: &str| v[k].as_f64().unwrap();
+    FirstScreen {
+        viewport: (
+            v["viewport"][0].as_f64().unwrap(),
+            v["viewport"][1].as_f64().unwrap(),
+        ),
+        table_top: f("table_top"),
+        table_bottoms: v["table_bottoms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect(),
+        chart_top: f("chart_top"),
+        findings_top: f("findings_top"),
+    }
 }
 
 /// Measures, in the page Chromium laid out, every grouped-bar chart's category labels: pairs

@@ -6,7 +6,7 @@ use crate::model::{udp_max, Analysis, Dims, LatencyRow, Row, PERCENTILES};
 use crate::svg::{bar_chart, esc, line_chart, Bar, Series};
 use crate::text::{
     cell, columns, completeness_lines, latency_cells, latency_titles, num, status, switch_cell,
-    switch_delta, switch_titles, CONCLUSIONS_INTRO, LATENCY_COLUMNS, SWITCH_SECTIONS,
+    switch_delta, switch_titles, LATENCY_COLUMNS, SWITCH_SECTIONS,
 };
 
 const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#222;max-width:1240px}
@@ -17,7 +17,19 @@ h1{font-size:1.6em;margin-bottom:4px}h2{margin-top:32px;border-bottom:1px solid 
 .chart .tl{font-size:10px;fill:#900;font-weight:600}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px solid #ccc;padding:2px 6px}
 td{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.tester-limited td{background:#f3f3f3;color:#777}
-tr.partial td{background:#fffbe8}li.sig{font-weight:600}";
+tr.partial td{background:#fffbe8}li.sig{font-weight:600}
+.banner{background:#fff4e5;border:1px solid #e69f00;padding:4px 12px;margin:8px 0;font-weight:600}
+.glance{display:flex;flex-wrap:wrap;gap:4px 32px;align-items:flex-start}
+table.headline{font-size:13px;margin:4px 0 8px}table.headline caption{text-align:left;font-weight:600;font-size:14px;padding:0 0 4px}
+table.headline th{background:#f4f4f4;font-weight:600;text-align:center}table.headline th.p{text-align:left;background:#fafafa}
+table.headline .set{font-weight:400;color:#555}table.headline td.m{color:#444;font-size:12px}
+table.headline td.v{text-align:right;font-variant-numeric:tabular-nums;min-width:96px}
+table.headline td.v span{font-size:11px;color:#333;padding-left:6px}table.headline td.v i{display:block;font-size:10px;font-style:normal;color:#900}
+table.headline td.na{color:#999;text-align:center}table.headline td.tl{color:#900;background:repeating-linear-gradient(135deg,#f2f2f2 0 4px,#fff 4px 8px)}
+table.headline tbody{border-top:2px solid #999}
+.legend{color:#444;font-size:12px;max-width:1200px;margin:4px 0}.nav{font-size:13px;margin:6px 0 0}
+ul.findings li{margin:2px 0}ul.findings .nz{white-space:nowrap;color:#333}ul.findings sup{color:#555}
+.scale{display:inline-block;width:14px;height:10px;border:1px solid #ccc;vertical-align:middle;margin:0 1px}";
 
 /// The results-table columns the page shows ([`crate::text::columns`] name, header); the other
 /// dimension columns are in the case id. The switch, per-direction and power columns appear
@@ -211,21 +223,25 @@ fn fig(o: &mut String, svg: &str) {
     o.push_str(svg);
 }
 
-/// Renders the report page.
+/// Renders the report page: the answer first (how fast each profile is at each frame size),
+/// then the charts, then the findings, then everything else.
 pub fn html(a: &Analysis) -> Vec<u8> {
     let mut o = String::new();
+    let list = crate::finding_list::list(a);
     page_head(a, &mut o);
-    findings_section(a, &mut o);
+    headline_section(a, &list, &mut o);
+    missing_section(a, &mut o);
     let families = families_of(a);
     profile_charts(a, &families, &mut o);
     size_charts(a, &families, &mut o);
     mss_charts(a, &families, &mut o);
-    switch_sections(a, &mut o);
     loss_charts(a, &mut o);
     // Latency: one chart per family and profile, percentiles against frame size.
     if !a.latency.is_empty() {
         latency_charts(a, &mut o);
     }
+    findings_section(&list, &mut o);
+    switch_sections(a, &mut o);
     tables(a, &mut o);
     closing_sections(a, &mut o);
     o.push_str("</body></html>\n");
@@ -256,8 +272,162 @@ fn page_head(a: &Analysis, o: &mut String) {
     ));
 }
 
-/// What is missing from an unfinished run, and the findings against the baseline.
-fn findings_section(a: &Analysis, o: &mut String) {
+/// The run's answer at a glance ([`crate::headline`]): a table per traffic family, profiles
+/// against frame sizes (or sessions × MSS), each figure shaded by its share of line rate; a
+/// legend; and where to read on.
+fn headline_section(a: &Analysis, list: &crate::finding_list::List, o: &mut String) {
+    let tables = crate::headline::tables(a);
+    let unfinished = !a.completeness.is_complete();
+    if let Some(first) = completeness_lines(a).first() {
+        o.push_str(&format!(
+            "<p class=\"banner\">{} <a href=\"#missing\">What is missing</a></p>\n",
+            esc(first)
+        ));
+    }
+    if tables.is_empty() {
+        return;
+    }
+    o.push_str("<section id=\"headline\"><div class=\"glance\">\n");
+    for t in &tables {
+        headline_table(t, unfinished, o);
+    }
+    o.push_str("</div>\n");
+    o.push_str(&format!(
+        "<p class=\"legend\">{} Shade: {}</p>\n",
+        esc(&crate::headline::legend(a, &tables)),
+        [0.0, 25.0, 50.0, 75.0, 100.0]
+            .iter()
+            .map(|p| format!(
+                "<span class=\"scale\" style=\"background:{}\"></span>{p:.0} %",
+                shade(*p)
+            ))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
+    let n = list.findings.len();
+    o.push_str(&format!(
+        "<p class=\"nav\">Read on: <a href=\"#charts\">charts</a> · <a href=\"#findings-head\">{n} finding{} beyond noise</a> · <a href=\"#results\">results table</a>{}</p>\n</section>\n",
+        if n == 1 { "" } else { "s" },
+        if a.notes.is_empty() {
+            ""
+        } else {
+            " · <a href=\"#notes\">notes</a>"
+        }
+    ));
+}
+
+/// A cell's background for a share of line rate: a sequential scale from pale yellow at 0 %
+/// through green to teal at 100 % (ColorBrewer's YlGnBu, light end: ordered by lightness, so it
+/// reads without colour vision), dark text readable on all of it.
+fn shade(percent: f64) -> String {
+    const STOPS: [(u8, u8, u8); 5] = [
+        (0xff, 0xff, 0xd9),
+        (0xed, 0xf8, 0xb1),
+        (0xc7, 0xe9, 0xb4),
+        (0x7f, 0xcd, 0xbb),
+        (0x41, 0xb6, 0xc4),
+    ];
+    let x = percent.clamp(0.0, 100.0) / 25.0;
+    let i = (x.floor() as usize).min(STOPS.len() - 2);
+    let f = x - i as f64;
+    let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    format!(
+        "#{:02x}{:02x}{:02x}",
+        mix(a.0, b.0),
+        mix(a.1, b.1),
+        mix(a.2, b.2)
+    )
+}
+
+/// One family's headline table.
+fn headline_table(t: &crate::headline::Table, unfinished: bool, o: &mut String) {
+    let caption = crate::headline::caption(t);
+    o.push_str(&format!(
+        "<table class=\"headline\" data-family=\"{}\"><caption>{}</caption><thead><tr><th class=\"p\">profile</th>",
+        esc(&t.family),
+        esc(&caption)
+    ));
+    if t.one_measure.is_none() {
+        o.push_str("<th>measure</th>");
+    }
+    for c in &t.columns {
+        o.push_str(&format!("<th>{}</th>", esc(c)));
+    }
+    o.push_str("</tr></thead>\n");
+    // A body per group: a rule between profiles, none between one profile's measures.
+    for g in &t.groups {
+        o.push_str("<tbody>");
+        for (i, (measure, cells)) in g.lines.iter().enumerate() {
+            o.push_str("<tr>");
+            if i == 0 {
+                let set = if g.setting.is_empty() {
+                    String::new()
+                } else {
+                    format!(" <span class=\"set\">{}</span>", esc(&g.setting))
+                };
+                o.push_str(&format!(
+                    "<th class=\"p\"{}>{}{set}</th>",
+                    if g.lines.len() > 1 {
+                        format!(" rowspan=\"{}\"", g.lines.len())
+                    } else {
+                        String::new()
+                    },
+                    esc(&g.profile)
+                ));
+            }
+            if t.one_measure.is_none() {
+                o.push_str(&format!("<td class=\"m\">{}</td>", esc(measure)));
+            }
+            for r in cells {
+                let c = crate::headline::cell(*r, unfinished, status);
+                let class = match (&c.shade, r) {
+                    (_, Some(r)) if r.tester_limited => "v tl",
+                    (_, None) => "v na",
+                    _ => "v",
+                };
+                let style = c
+                    .shade
+                    .map(|p| format!(" style=\"background:{}\"", shade(p)))
+                    .unwrap_or_default();
+                let title = match (&c.case, &c.mark) {
+                    (Some(k), Some(m)) => format!(" title=\"{}: {}\"", esc(k), esc(m)),
+                    (Some(k), None) => format!(" title=\"{}\"", esc(k)),
+                    _ => String::new(),
+                };
+                let data = r
+                    .map(|r| {
+                        format!(
+                            " data-case=\"{}\" data-methodology=\"{}\"",
+                            esc(&r.case_id),
+                            esc(&r.methodology_label())
+                        )
+                    })
+                    .unwrap_or_default();
+                let rate = if c.rate.is_empty() {
+                    String::new()
+                } else {
+                    format!("<span>{}</span>", esc(&c.rate))
+                };
+                let mark = c
+                    .mark
+                    .as_ref()
+                    .map(|m| format!("<i>{}</i>", esc(m)))
+                    .unwrap_or_default();
+                o.push_str(&format!(
+                    "<td class=\"{class}\"{style}{title}{data}><b>{}</b>{rate}{mark}</td>",
+                    esc(&c.main)
+                ));
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</tbody>\n");
+    }
+    o.push_str("</table>\n");
+}
+
+/// What an unfinished run lacks, in full (the banner above the tables says so in one line).
+fn missing_section(a: &Analysis, o: &mut String) {
     let missing = completeness_lines(a);
     if !missing.is_empty() {
         o.push_str("<div class=\"missing\" id=\"missing\"><h3>What is missing</h3><ul>");
@@ -266,42 +436,62 @@ fn findings_section(a: &Analysis, o: &mut String) {
         }
         o.push_str("</ul></div>\n");
     }
-    if !a.findings.is_empty() || !a.conclusions.is_empty() {
-        let (sig, rest): (Vec<_>, Vec<_>) = a.findings.iter().partition(|f| f.significant);
-        o.push_str("<h2>Findings</h2>\n");
-        if !a.conclusions.is_empty() {
-            o.push_str(&format!(
-                "<p>{}</p><ul id=\"conclusions\">",
-                esc(CONCLUSIONS_INTRO)
-            ));
-            for c in &a.conclusions {
-                o.push_str(&format!(
-                    "<li class=\"sig\" data-dimension=\"{}\">{}</li>",
-                    esc(&c.dimension),
-                    esc(&c.text)
-                ));
-            }
-            o.push_str("</ul>\n");
+}
+
+/// The one list of findings ([`crate::finding_list`]): a line each, ending in its noise, the
+/// noise measures explained once below; the comparisons within noise folded away.
+fn findings_section(list: &crate::finding_list::List, o: &mut String) {
+    use crate::finding_list::noise_text;
+    if list.findings.is_empty() && list.others.is_empty() {
+        return;
+    }
+    let line = |l: &crate::finding_list::Line| {
+        let marks: Vec<String> = list.marks(l).iter().map(|m| m.to_string()).collect();
+        let noise = l
+            .noise_percent
+            .map(|p| format!(" <span class=\"nz\">{}</span>", esc(&noise_text(p))))
+            .unwrap_or_default();
+        let sup = if marks.is_empty() {
+            String::new()
+        } else {
+            format!("<sup>{}</sup>", marks.join(","))
+        };
+        format!("{}{noise}{sup}", esc(&l.claim))
+    };
+    o.push_str("<h2 id=\"findings-head\">Findings</h2>\n<ul class=\"findings\" id=\"findings\">");
+    if list.findings.is_empty() {
+        o.push_str("<li>No profile differs from the baseline by more than the noise.</li>");
+    }
+    for l in &list.findings {
+        o.push_str(&format!("<li>{}</li>", line(l)));
+    }
+    o.push_str("</ul>\n");
+    let (head, entries) = list.legend();
+    o.push_str(&format!(
+        "<p class=\"legend\" id=\"noise-legend\">{}",
+        esc(&head)
+    ));
+    for crate::finding_list::LegendEntry { mark, name, what } in entries {
+        match mark {
+            Some(m) => o.push_str(&format!(" <sup>{m}</sup> {}: {}.", esc(name), esc(what))),
+            None => o.push_str(&format!(
+                " Every figure's noise here is the {}: {}.",
+                esc(name),
+                esc(what)
+            )),
         }
-        o.push_str("<p>Each profile against the baseline profile, only where the difference exceeds the noise of both figures.</p><ul id=\"findings\">");
-        if sig.is_empty() {
-            o.push_str("<li>No profile differs from the baseline by more than the noise.</li>");
+    }
+    o.push_str("</p>\n");
+    if !list.others.is_empty() {
+        o.push_str(&format!(
+            "<details><summary>{} comparison{} within noise or not comparable</summary><ul class=\"findings\">",
+            list.others.len(),
+            if list.others.len() == 1 { "" } else { "s" }
+        ));
+        for l in &list.others {
+            o.push_str(&format!("<li class=\"noise\">{}</li>", line(l)));
         }
-        for f in &sig {
-            o.push_str(&format!("<li class=\"sig\">{}</li>", esc(&f.text)));
-        }
-        o.push_str("</ul>\n");
-        if !rest.is_empty() {
-            o.push_str(&format!(
-                "<details><summary>{} comparison{} within noise or not comparable</summary><ul>",
-                rest.len(),
-                if rest.len() == 1 { "" } else { "s" }
-            ));
-            for f in &rest {
-                o.push_str(&format!("<li class=\"noise\">{}</li>", esc(&f.text)));
-            }
-            o.push_str("</ul></details>\n");
-        }
+        o.push_str("</ul></details>\n");
     }
 }
 
@@ -329,7 +519,7 @@ fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &m
         let p = max_pps.entry(r.dims.protocol.clone()).or_default();
         *p = p.max(pps);
     }
-    o.push_str("<h2>Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (with repetitions, half their spread plus half the search resolution; with one, the search's final bracket or the spread of iperf3's per-interval rates; where a search's own trials show sporadic loss, the range it spans). A multi-goal search has a chart per loss goal (NDR, PDR). Long profile names wrap; hover a label or bar for the full name. Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
+    o.push_str("<h2 id=\"charts\">Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (with repetitions, half their spread plus half the search resolution; with one, the search's final bracket or the spread of iperf3's per-interval rates; where a search's own trials show sporadic loss, the range it spans). A multi-goal search has a chart per loss goal (NDR, PDR). Long profile names wrap; hover a label or bar for the full name. Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
     for ((proto, ..), rows) in families {
         let fam = rows[0].dims.family();
         let what = measure(rows);
@@ -718,7 +908,7 @@ fn closing_sections(a: &Analysis, o: &mut String) {
         connection_section(a, o);
     }
     if !a.notes.is_empty() {
-        o.push_str("<h2>Notes</h2><ul>");
+        o.push_str("<h2 id=\"notes\">Notes</h2><ul>");
         for n in &a.notes {
             o.push_str(&format!("<li>{}</li>", esc(n)));
         }

@@ -10,15 +10,20 @@ pub mod compare;
 mod compat;
 pub mod connections;
 mod escape;
+pub mod finding_list;
+pub mod headline;
 pub mod html;
 pub mod model;
 pub mod mtu;
 pub mod sporadic;
+pub mod stats;
 pub mod svg;
 pub mod text;
 
 pub use analyse::analyse;
-pub use compare::{caveats, compare, compare_text, CompareRow, Verdict};
+pub use compare::{
+    caveats, compare, compare_text, drift, drift_caveats, CompareRow, Drift, Verdict,
+};
 pub use model::{dut_stats_from_hooks, Analysis, CaseStats, HookRecord, RunInput};
 
 /// File names the report writes into a run directory.

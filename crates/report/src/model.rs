@@ -270,6 +270,11 @@ pub struct Row {
     /// How `noise_pps` was measured.
     #[serde(default)]
     pub noise_basis: NoiseBasis,
+    /// A UDP search's resolution: the mean width of its repetitions' final brackets, frames/s
+    /// (0 for iperf3 and forwarding rates). Each repetition's figure is a lower bound anywhere
+    /// within such a step, which `compare`'s test over repetitions counts; not exported.
+    #[serde(skip)]
+    pub resolution_pps: f64,
     /// Theoretical maximum frames per second on the bottleneck link (directions summed).
     pub max_pps: f64,
     /// Theoretical maximum L2 bits per second at the reference link (directions summed).
@@ -378,6 +383,26 @@ impl NoiseBasis {
                 "its trials' disagreement (frames lost below a rate forwarded elsewhere)"
             }
             NoiseBasis::None => "no noise measured",
+        }
+    }
+
+    /// What the measure is, for a legend that explains it once for every line that uses it.
+    pub fn explain(self) -> &'static str {
+        match self {
+            NoiseBasis::Repetitions => {
+                "half the spread of the repetitions' figures, plus half the search's final step for UDP"
+            }
+            NoiseBasis::SearchBracket => {
+                "one repetition of a search: its final bracket, the figure being the bracket's lower bound and the device's rate anywhere up to its upper bound"
+            }
+            NoiseBasis::Iperf3Intervals => {
+                "one iperf3 run: the standard deviation of its per-interval rates (slow start left out), relative to their mean"
+            }
+            NoiseBasis::Trials => "a forwarding rate: half the spread of its trials at the offered load",
+            NoiseBasis::SporadicLoss => {
+                "the search's own trials disagree: frames were lost below a rate forwarded in another trial, so the figure may lie anywhere up to the best forwarded"
+            }
+            NoiseBasis::None => "nothing measured it (older records); such lines are not judged",
         }
     }
 }
@@ -654,6 +679,11 @@ pub struct Statement {
     /// How the noise of the two figures was measured ([`NoiseBasis::describe`]).
     #[serde(default)]
     pub noise: String,
+    /// The sentence without its noise, for the report's one list of findings
+    /// ([`crate::finding_list`]), which gives the noise as `± N %` and its measure in a legend
+    /// once; `text` keeps the whole sentence for summary.json. Not exported.
+    #[serde(skip)]
+    pub claim: String,
 }
 
 /// A summary of one dimension of the matrix, as a person would write it ("fastpath on: +80 %
@@ -676,6 +706,9 @@ pub struct Conclusion {
     pub noise: String,
     /// The sentence.
     pub text: String,
+    /// The sentence without its noise (see [`Statement::claim`]). Not exported.
+    #[serde(skip)]
+    pub claim: String,
 }
 
 /// One direction of a bidirectional case's figure.
@@ -1020,13 +1053,15 @@ pub(crate) fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
         ];
         let point = format!("{}{}", r.dims.point(), goal_words(r));
         if b.tester_limited {
+            let text = format!(
+                "{}: no comparison with {baseline} at {point}: {baseline} is tester-limited there",
+                r.dims.profile
+            );
             out.push(Statement {
                 profile: r.dims.profile.clone(),
                 baseline: baseline.into(),
-                text: format!(
-                    "{}: no comparison with {baseline} at {point}: {baseline} is tester-limited there",
-                    r.dims.profile
-                ),
+                claim: text.clone(),
+                text,
                 point,
                 delta_percent: 0.0,
                 noise_percent: 0.0,
@@ -1038,6 +1073,25 @@ pub(crate) fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
         }
         let Some(c) = compare_rows(r, b) else {
             continue;
+        };
+        let claim = if c.significant {
+            format!(
+                "{}{}",
+                profile_claim(&r.dims.profile, baseline, c.delta, &point),
+                methodology_qualifier(&r.methodology)
+            )
+        } else if !c.measured {
+            format!(
+                "{}: {} vs {baseline} at {point}, not judged",
+                r.dims.profile,
+                signed_percent(c.delta)
+            )
+        } else {
+            format!(
+                "{}: within noise of {baseline} at {point} ({})",
+                r.dims.profile,
+                signed_percent(c.delta)
+            )
         };
         let text = if c.significant {
             format!(
@@ -1073,14 +1127,32 @@ pub(crate) fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
             text,
             cites,
             noise: c.basis,
+            claim,
         });
     }
     out
 }
 
+/// A profile against the baseline as findings say it: `napt costs 19 % of forward's rate at
+/// 128 B, IPv4 UDP` or `napt forwards 15 % more than forward at …` (`at`: the point, with its
+/// loss goal).
+fn profile_claim(profile: &str, baseline: &str, delta: f64, at: &str) -> String {
+    if delta < 0.0 {
+        format!(
+            "{profile} costs {} of {baseline}'s rate at {at}",
+            pct_word(delta)
+        )
+    } else {
+        format!(
+            "{profile} forwards {} more than {baseline} at {at}",
+            pct_word(delta)
+        )
+    }
+}
+
 /// A multi-goal row's loss goal as statements name it (`, at zero loss`, `, at ≤ 0.5 % loss`);
 /// empty for rows of one figure.
-fn goal_words(r: &Row) -> String {
+pub(crate) fn goal_words(r: &Row) -> String {
     match r.loss_goal {
         Some(g) if g <= 0.0 => ", at zero loss".into(),
         Some(g) => format!(", at ≤ {} % loss", g * 100.0),
@@ -1246,17 +1318,11 @@ pub(crate) fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
             }
             let profile = &s.dims.profile;
             let text = match dimension {
-                "profile" if c.delta < 0.0 => format!(
-                    "{profile} costs {} of {baseline}'s rate at {}{}",
-                    pct_word(c.delta),
-                    s.dims.point(),
-                    goal_words(s)
-                ),
-                "profile" => format!(
-                    "{profile} forwards {} more than {baseline} at {}{}",
-                    pct_word(c.delta),
-                    s.dims.point(),
-                    goal_words(s)
+                "profile" => profile_claim(
+                    profile,
+                    baseline,
+                    c.delta,
+                    &format!("{}{}", s.dims.point(), goal_words(s)),
                 ),
                 "ip" => {
                     let mut at = Vec::new();
@@ -1308,6 +1374,7 @@ pub(crate) fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
                     c.basis
                 ),
                 noise: c.basis,
+                claim: format!("{text}{}", methodology_qualifier(&s.methodology)),
             });
         }
     }

@@ -456,9 +456,6 @@ pub fn completeness_lines(a: &Analysis) -> Vec<String> {
     v
 }
 
-/// What the per-dimension summary says about itself (Markdown and HTML).
-pub const CONCLUSIONS_INTRO: &str = "In short: each dimension at the first point both figures measured (the smallest frame size, or the smallest MSS with the fewest sessions), only where the difference exceeds the noise of both figures; each line names its noise measure.";
-
 /// The switch tables' sections: (switch, heading, what the cells are).
 pub const SWITCH_SECTIONS: [(&str, &str, &str); 2] = [
     (
@@ -491,6 +488,13 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
         if a.repetitions == 1 { "" } else { "s" }
     ));
     let missing = completeness_lines(a);
+    if let Some(first) = missing.first() {
+        o.push_str(&format!(
+            "**{}** (What is missing: below)\n\n",
+            md_escape(first)
+        ));
+    }
+    markdown_headline(a, &mut o);
     if !missing.is_empty() {
         o.push_str("## What is missing\n\n");
         for l in &missing {
@@ -498,30 +502,7 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
         }
         o.push('\n');
     }
-    if !a.findings.is_empty() || !a.conclusions.is_empty() {
-        o.push_str("## Findings\n\n");
-        if !a.conclusions.is_empty() {
-            o.push_str(&format!("{CONCLUSIONS_INTRO}\n\n"));
-            for c in &a.conclusions {
-                o.push_str(&format!("- **{}**\n", md_escape(&c.text)));
-            }
-            o.push_str("\nPer case:\n\n");
-        }
-        let (sig, rest): (Vec<_>, Vec<_>) = a.findings.iter().partition(|f| f.significant);
-        if sig.is_empty() {
-            o.push_str("- No profile differs from the baseline by more than the noise.\n");
-        }
-        for f in &sig {
-            o.push_str(&format!("- **{}**\n", md_escape(&f.text)));
-        }
-        if !rest.is_empty() {
-            o.push_str("\nWithin noise or not comparable:\n\n");
-            for f in &rest {
-                o.push_str(&format!("- {}\n", md_escape(&f.text)));
-            }
-        }
-        o.push('\n');
-    }
+    markdown_findings(&crate::finding_list::list(a), &mut o);
     o.push_str("## Throughput against line rate\n\n");
     o.push_str("Measured rates sum both directions where a test was bidirectional; the maximum is the theoretical rate of the encapsulated frame on the bottleneck link. Tester-limited cells carry no DUT figure.\n\n");
     let cols = columns(a);
@@ -633,6 +614,116 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
         }
     }
     o.into_bytes()
+}
+
+/// `summary.md`'s first section: the headline tables ([`crate::headline`]) and their legend.
+fn markdown_headline(a: &Analysis, o: &mut String) {
+    let tables = crate::headline::tables(a);
+    if tables.is_empty() {
+        return;
+    }
+    let unfinished = !a.completeness.is_complete();
+    o.push_str("## At a glance\n\n");
+    for t in &tables {
+        o.push_str(&format!("### {}\n\n", crate::headline::caption(t)));
+        let mut head = vec!["profile".to_string()];
+        if t.one_measure.is_none() {
+            head.push("measure".into());
+        }
+        head.extend(t.columns.iter().cloned());
+        let fixed = head.len() - t.columns.len();
+        o.push_str(&format!(
+            "| {} |\n|{}{}\n",
+            head.iter()
+                .map(|h| md_escape(h))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            "---|".repeat(fixed),
+            "---:|".repeat(t.columns.len())
+        ));
+        for g in &t.groups {
+            for (i, (measure, cells)) in g.lines.iter().enumerate() {
+                let mut line = Vec::new();
+                line.push(match (i, g.setting.is_empty()) {
+                    (0, true) => md_escape(&g.profile),
+                    (0, false) => format!("{}, {}", md_escape(&g.profile), md_escape(&g.setting)),
+                    _ => String::new(),
+                });
+                if t.one_measure.is_none() {
+                    line.push(md_escape(measure));
+                }
+                for r in cells {
+                    let c = crate::headline::cell(*r, unfinished, status);
+                    let mut text = c.main.clone();
+                    if !c.rate.is_empty() {
+                        text.push_str(&format!(" · {}", c.rate));
+                    }
+                    if let Some(m) = &c.mark {
+                        text.push_str(&format!(" ({m})"));
+                    }
+                    line.push(md_escape(&text));
+                }
+                o.push_str(&format!("| {} |\n", line.join(" | ")));
+            }
+        }
+        o.push('\n');
+    }
+    o.push_str(&format!(
+        "{}\n\n",
+        md_escape(&crate::headline::legend(a, &tables))
+    ));
+}
+
+/// `summary.md`'s findings ([`crate::finding_list`]): one line each ending in its noise, the
+/// noise measures in a legend once, then the comparisons within noise.
+fn markdown_findings(list: &crate::finding_list::List, o: &mut String) {
+    use crate::finding_list::noise_text;
+    if list.findings.is_empty() && list.others.is_empty() {
+        return;
+    }
+    let line = |l: &crate::finding_list::Line| {
+        let mut s = md_escape(&l.claim);
+        if let Some(p) = l.noise_percent {
+            s.push_str(&format!(" {}", noise_text(p)));
+        }
+        let marks: Vec<String> = list.marks(l).iter().map(|m| superscript(*m)).collect();
+        s.push_str(&marks.join("˒"));
+        s
+    };
+    o.push_str("## Findings\n\n");
+    if list.findings.is_empty() {
+        o.push_str("- No profile differs from the baseline by more than the noise.\n");
+    }
+    for l in &list.findings {
+        o.push_str(&format!("- {}\n", line(l)));
+    }
+    let (head, entries) = list.legend();
+    o.push_str(&format!("\n{}", md_escape(&head)));
+    for crate::finding_list::LegendEntry { mark, name, what } in entries {
+        match mark {
+            Some(m) => o.push_str(&format!(" {} {name}: {what}.", superscript(m))),
+            None => o.push_str(&format!(
+                " Every figure's noise here is the {name}: {what}."
+            )),
+        }
+    }
+    o.push_str("\n\n");
+    if !list.others.is_empty() {
+        o.push_str("Within noise or not comparable:\n\n");
+        for l in &list.others {
+            o.push_str(&format!("- {}\n", line(l)));
+        }
+        o.push('\n');
+    }
+}
+
+/// A legend mark as Markdown writes it: `¹`, `²`, …, `¹⁰`.
+fn superscript(n: usize) -> String {
+    const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+    n.to_string()
+        .chars()
+        .map(|c| DIGITS[c.to_digit(10).unwrap_or(0) as usize])
+        .collect()
 }
 
 /// The table the terminal shows at the end of a run.

@@ -117,6 +117,7 @@ pub(crate) fn row(
         l4_bps: mean(&rep_l4),
         noise_pps,
         noise_basis,
+        resolution_pps: 0.0,
         rep_pps,
         max_pps,
         max_l2_bps: max_pps * frame_len * 8.0,

@@ -183,6 +183,8 @@ struct Figure<'a> {
     rep_pps: Vec<f64>,
     noise_pps: f64,
     noise_basis: NoiseBasis,
+    /// The mean width of the final brackets (the search's resolution), frames/s.
+    resolution_pps: f64,
     /// Percent of line rate the tester reached, when it (not the DUT) set the pace.
     limited: Option<f64>,
     conditional: Vec<f64>,
@@ -210,6 +212,7 @@ fn figure<'a>(
         rep_pps: Vec::new(),
         noise_pps: 0.0,
         noise_basis: NoiseBasis::None,
+        resolution_pps: 0.0,
         limited: None,
         conditional: Vec::new(),
         irregular: 0,
@@ -314,6 +317,7 @@ fn figure<'a>(
         (1, Some(w)) if w.is_finite() => (w, NoiseBasis::SearchBracket),
         _ => (mean(&widths).unwrap_or(0.0) / 2.0, NoiseBasis::None),
     };
+    f.resolution_pps = mean(&widths).unwrap_or(0.0);
     // Sporadic loss makes the figure as uncertain as the range its trials contradict
     // themselves over, when that is wider than what else measured its noise (and only then
     // is it worth a note).
@@ -395,6 +399,7 @@ fn row(
         l4_bps: None,
         noise_pps: f.noise_pps,
         noise_basis: f.noise_basis,
+        resolution_pps: f.resolution_pps,
         rep_pps: f.rep_pps,
         max_pps: limits.max_pps,
         max_l2_bps: limits.max_l2,
