@@ -58,6 +58,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let mut profiles: Vec<String> = run.profiles.clone();
 
     notes.extend(session_drop_notes(index.trials.values().flatten().copied()));
+    notes.extend(input.stats.iter().filter_map(|s| s.hook_warning.clone()));
     let superseded = index.superseded;
     if superseded > 0 {
         notes.push(format!(
