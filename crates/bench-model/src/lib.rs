@@ -13,6 +13,8 @@
 //! - [`hooks`]: DUT hook commands as data, how they are run, and parsers for the statistics
 //!   they print.
 //! - [`files`]: opening the user's files (plans, outputs) so that a FIFO or device is refused.
+//! - [`port_link`]: what the tester knows of its real ports' links (wire speed, offloads,
+//!   its own drop counters) and the label of a figure above line rate.
 //!
 //! The `bench` crate executes a plan with these (runner, testbed, ISP sessions, calibration);
 //! `report` renders what [`results`] stored.
@@ -23,6 +25,7 @@ pub mod iperf3;
 pub mod line_rate;
 pub mod oversize;
 pub mod plan;
+pub mod port_link;
 pub mod results;
 pub mod search;
 

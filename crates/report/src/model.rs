@@ -343,6 +343,11 @@ pub struct Row {
     /// them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub irregular_repetitions: usize,
+    /// A figure above 100 % of line rate, which no wire of that speed carries: what it is
+    /// instead (`bench_model::port_link::AboveLine`, from the run's port links). Its label is
+    /// the row's status, never `ok`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above_line: Option<bench_model::port_link::AboveLine>,
 }
 
 impl Row {
@@ -1586,6 +1591,7 @@ mod tests {
             }),
             session_drops: Vec::new(),
             streams: Vec::new(),
+            tester_port_drops: Vec::new(),
         }
     }
 

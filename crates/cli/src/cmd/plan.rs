@@ -1,6 +1,6 @@
-//! `wirerate plan check PLAN`: validate a plan, run the preflight checks that need no root
-//! (`bench::runner::host_checks`), and print its expanded matrix with a time estimate.
-//! Nothing is sent and nothing is created.
+//! `wirerate plan check PLAN`: validate a plan, run the preflight checks that create nothing
+//! (`bench::runner::host_checks`, `link_checks`), and print its expanded matrix with a time
+//! estimate. Nothing is sent and nothing is created.
 
 use crate::error::{CliError, CliResult};
 use bench::plan::Plan;
@@ -46,18 +46,23 @@ fn duration(secs: f64) -> String {
 }
 
 pub fn run(args: PlanArgs) -> CliResult {
-    let PlanCommand::Check {
-        plan,
-        quiet,
-        offline,
-    } = args.command;
+    let (plan, quiet, offline) = match args.command {
+        PlanCommand::Check {
+            plan,
+            quiet,
+            offline,
+        } => (plan, quiet, offline),
+    };
     let (p, text, cases) = load(&plan)?;
     // What `run`'s preflight checks without root, here too, so a plan that checks OK does not
     // fail later for a missing program or interface.
-    let problems = if offline {
-        Vec::new()
+    let (problems, link_notes) = if offline {
+        (Vec::new(), Vec::new())
     } else {
-        bench::runner::host_checks(&p, &cases)
+        let mut problems = bench::runner::host_checks(&p, &cases);
+        let mut links = bench::runner::link_checks(&p);
+        problems.append(&mut links.problems);
+        (problems, links.notes)
     };
     if !problems.is_empty() {
         let lines: Vec<String> = problems
@@ -143,7 +148,10 @@ pub fn run(args: PlanArgs) -> CliResult {
     if offline {
         outln!("  checked offline: the file only (not this host's interfaces, ssh, hook programs)");
     } else {
-        outln!("  checked here: interfaces, DUT host over ssh, hook programs, iperf3/tcpdump; `run` also probes the kernel features of lab profiles (needs root)");
+        outln!("  checked here: interfaces and their link speeds, DUT host over ssh, hook programs, iperf3/tcpdump; `run` also probes the kernel features of lab profiles (needs root)");
+    }
+    for n in &link_notes {
+        outln!("  {n}");
     }
     if !pending.is_empty() {
         let lines: Vec<String> = pending.iter().map(|x| x.describe(&p.file, &text)).collect();
