@@ -13,10 +13,10 @@
 //! - [`isp`]: the emulated ISP side of a port (PPPoE access concentrator, DS-Lite AFTR).
 //! - [`calibration`]: the tester's own ceiling per frame size.
 //! - [`sessions`]: many PPPoE subscribers at once and their setup statistics.
-//! - [`iface`]: what the host says about an interface (wire speed, offloads, the driver's
-//!   counters), for the preflight and the testbed.
+//! - [`iface`]: what the host says about an interface (addresses, next hops, wire speed,
+//!   offloads, the driver's counters), for `plan new`, the preflight and the testbed.
 
-pub use bench_model::{files, hooks, iperf3, oversize, plan, port_link, results, search};
+pub use bench_model::{files, hooks, iperf3, oversize, plan, plan_new, port_link, results, search};
 
 pub mod calibration;
 pub mod executor;

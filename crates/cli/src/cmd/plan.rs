@@ -1,14 +1,18 @@
 //! `wirerate plan check PLAN`: validate a plan, run the preflight checks that create nothing
 //! (`bench::runner::host_checks`, `link_checks`), and print its expanded matrix with a time
-//! estimate. Nothing is sent and nothing is created.
+//! estimate. Nothing is sent and nothing is created. `wirerate plan new` writes a plan
+//! (`plan_new`).
 
 use crate::error::{CliError, CliResult};
 use bench::plan::Plan;
 use std::path::PathBuf;
 
-/// Work with plan files.
+/// Work with plan files: write one for your device, check one.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  wirerate plan check plans/lab-demo.toml")]
+#[command(after_help = "Examples:\n  \
+    wirerate plan new router --a enp1s0@wr-a --b enp2s0@wr-b -o router.toml\n  \
+    wirerate plan new gateway-pppoe --lan enp1s0@wr-lan --wan enp2s0@wr-wan --ssh root@192.168.1.1\n  \
+    wirerate plan check router.toml")]
 pub struct PlanArgs {
     #[command(subcommand)]
     command: PlanCommand,
@@ -16,6 +20,25 @@ pub struct PlanArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum PlanCommand {
+    /// Write a commented plan for a router, a home gateway or an endpoint, from what this host
+    /// says about the interfaces (addresses, next hops, MTU, link speed); `plan check` accepts
+    /// it as written.
+    #[command(
+        after_help = "The ports are IFACE or IFACE@NETNS (an interface inside a network namespace).\n\
+Read from the host: each port's first global IPv4/IPv6 address, its next hop (the default\n\
+route's gateway, another route's, the one neighbour, else a guess marked CHECK), its MTU and\n\
+its link speed (sysfs). A port without a wire speed (a veth, a TUN) needs --speed; figures\n\
+above 100 % of it are labelled \"no wire speed on this port\". Without -o the plan goes to\n\
+standard output; -o never overwrites a file.\n\n\
+Examples:\n  \
+    wirerate plan new router --a wrpna@wr-pn-a --b wrpnb@wr-pn-b --speed 1G -o router.toml\n  \
+    wirerate plan new gateway-dslite --lan enp1s0 --wan enp2s0@wr-wan\n  \
+    wirerate plan new endpoint --port enp1s0 --ssh root@192.0.2.1 --quick"
+    )]
+    New {
+        #[command(subcommand)]
+        setup: super::plan_new::NewSetup,
+    },
     /// Check a plan (errors name file, line and key) and print its cases and a time estimate.
     Check {
         /// The plan file (TOML).
@@ -47,6 +70,7 @@ fn duration(secs: f64) -> String {
 
 pub fn run(args: PlanArgs) -> CliResult {
     let (plan, quiet, offline) = match args.command {
+        PlanCommand::New { setup } => return super::plan_new::run(setup),
         PlanCommand::Check {
             plan,
             quiet,
