@@ -13,6 +13,10 @@
 //! - [`hooks`]: DUT hook commands as data, how they are run, and parsers for the statistics
 //!   they print.
 //! - [`files`]: opening the user's files (plans, outputs) so that a FIFO or device is refused.
+//! - [`port_link`]: what the tester knows of its real ports' links (wire speed, offloads,
+//!   its own drop counters) and the label of a figure above line rate.
+//! - [`plan_new`]: the commented plan `wirerate plan new` writes for a router, a home gateway
+//!   or an endpoint, from what the host says about its interfaces.
 //!
 //! The `bench` crate executes a plan with these (runner, testbed, ISP sessions, calibration);
 //! `report` renders what [`results`] stored.
@@ -23,6 +27,8 @@ pub mod iperf3;
 pub mod line_rate;
 pub mod oversize;
 pub mod plan;
+pub mod plan_new;
+pub mod port_link;
 pub mod results;
 pub mod search;
 

@@ -13,12 +13,15 @@
 //! - [`isp`]: the emulated ISP side of a port (PPPoE access concentrator, DS-Lite AFTR).
 //! - [`calibration`]: the tester's own ceiling per frame size.
 //! - [`sessions`]: many PPPoE subscribers at once and their setup statistics.
+//! - [`iface`]: what the host says about an interface (addresses, next hops, wire speed,
+//!   offloads, the driver's counters), for `plan new`, the preflight and the testbed.
 
-pub use bench_model::{files, hooks, iperf3, oversize, plan, results, search};
+pub use bench_model::{files, hooks, iperf3, oversize, plan, plan_new, port_link, results, search};
 
 pub mod calibration;
 pub mod executor;
 pub mod hand;
+pub mod iface;
 pub mod inside;
 pub mod iperf3_run;
 pub mod isp;

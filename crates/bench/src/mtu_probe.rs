@@ -108,6 +108,7 @@ pub fn not_sent(request: &TrialRequest, why: String) -> (Outcome, EngineFacts) {
         per_direction: Vec::new(),
         session_drops: Vec::new(),
         streams: Vec::new(),
+        tester_port_drops: Vec::new(),
     };
     (outcome, facts)
 }

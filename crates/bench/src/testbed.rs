@@ -62,9 +62,20 @@ pub struct Testbed {
     /// which the reverse stream of a bidirectional trial goes.
     b_session: Option<SessionInfo>,
     log: Option<File>,
+    /// The real ports whose own drop counters are read around every UDP trial
+    /// ([`Testbed::watch_tester_counters`]).
+    watched: Vec<WatchedPort>,
     /// The lab's lock, held from before the lab is built until after it is removed (declared
     /// last: dropped after everything else).
     lock: Option<lab::LabLock>,
+}
+
+/// A real port whose own drop counters are read around every UDP trial: any rise makes the
+/// trial tester-limited (`crate::iface::counters` says which count and why).
+struct WatchedPort {
+    port: String,
+    iface: crate::iface::Iface,
+    counters: Vec<String>,
 }
 
 fn ns_exec(ns: &Option<String>) -> Exec {
@@ -90,7 +101,7 @@ fn port_spec(p: &Port, label: &str) -> PortSpec {
 }
 
 /// Whether `ifname` exists in namespace `ns` (or here).
-fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), String> {
+pub(crate) fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), String> {
     if let Some(n) = ns {
         if !lab::netns::exists(n) && !n.contains('/') {
             return Err(format!(
@@ -225,6 +236,7 @@ impl Testbed {
                 a_softwire: None,
                 b_session: None,
                 log: None,
+                watched: Vec::new(),
                 lock: None,
             })
         })();
@@ -268,6 +280,7 @@ impl Testbed {
             a_softwire: None,
             b_session: None,
             log: Some(log),
+            watched: Vec::new(),
             lock: None,
         };
         // Control planes first (all of them started, then waited for), so a DUT that brings
@@ -399,6 +412,52 @@ impl Testbed {
     /// The lab this run built, if any.
     pub fn lab(&self) -> Option<&lab::Lab> {
         self.lab.as_ref()
+    }
+
+    /// Reads the tester's own drop counters of these ports (the preflight's
+    /// [`crate::port_link::PortLink::tester_counters`]) around every UDP trial from now on.
+    pub fn watch_tester_counters(&mut self, links: &[crate::port_link::PortLink]) {
+        self.watched = links
+            .iter()
+            .filter(|l| !l.tester_counters.is_empty())
+            .map(|l| WatchedPort {
+                port: l.port.clone(),
+                iface: crate::iface::Iface {
+                    interface: l.interface.clone(),
+                    namespace: l.namespace.clone(),
+                },
+                counters: l.tester_counters.clone(),
+            })
+            .collect();
+    }
+
+    /// The watched ports' counters now (a port whose counters cannot be read: none).
+    fn read_watched(&self) -> Vec<std::collections::BTreeMap<String, u64>> {
+        self.watched
+            .iter()
+            .map(|w| w.iface.counters().unwrap_or_default())
+            .collect()
+    }
+
+    /// The rises of the watched counters since `before` ([`Self::read_watched`]).
+    fn watched_rises(
+        &self,
+        before: &[std::collections::BTreeMap<String, u64>],
+    ) -> Vec<crate::results::TesterPortDrop> {
+        let after = self.read_watched();
+        self.watched
+            .iter()
+            .zip(before.iter().zip(&after))
+            .flat_map(|(w, (b, a))| {
+                crate::iface::counters::rises(&w.counters, b, a)
+                    .into_iter()
+                    .map(|(counter, frames)| crate::results::TesterPortDrop {
+                        port: w.port.clone(),
+                        counter,
+                        frames,
+                    })
+            })
+            .collect()
     }
 
     /// Writes the control planes' events since the last call to `sessions.jsonl`.
@@ -578,8 +637,10 @@ impl Testbed {
         }
         self.place_receivers(&mut cfg)?;
         let before = self.dut_sample();
+        let ports_before = self.read_watched();
         let report = crate::spec::execute(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
         let after = self.dut_sample();
+        let tester_port_drops = self.watched_rises(&ports_before);
         let facts = EngineFacts {
             backend: report.backend.name().to_string(),
             note: report.backend_note.clone(),
@@ -604,6 +665,7 @@ impl Testbed {
             per_direction: crate::trial::per_direction(&report.streams, max),
             session_drops: self.session_drops_since(&drops_before),
             streams: sent,
+            tester_port_drops,
         };
         let mut o = crate::trial::outcome(request, &report.streams, max);
         if let (Some(c), Some(r)) = (cfg.streams.first(), report.streams.first()) {

@@ -54,7 +54,8 @@ pub struct Cli {
 enum Command {
     /// Run a plan unattended: every case of its matrix, results after every trial, a report.
     Run(cmd::run::RunArgs),
-    /// Check a plan file and print its expanded matrix with a time estimate.
+    /// Write a plan for your device (`plan new`), or check one and print its expanded matrix
+    /// with a time estimate (`plan check`).
     Plan(cmd::plan::PlanArgs),
     /// Measure the tester's own ceiling per frame size on a direct link (no DUT).
     Calibrate(cmd::calibrate::CalibrateArgs),

@@ -338,3 +338,56 @@ fn calibrate_refuses_and_cleans_up_after_sigterm() {
     );
     assert!(!out.exists(), "an interrupted calibration saves nothing");
 }
+
+/// `plan new` (issue 33) with ports it cannot use: a name that could become an option or a
+/// path, an interface that does not exist, one without an address to send from. Each is a
+/// clear error with exit status 2, and nothing is written.
+#[test]
+fn plan_new_refuses_ports_it_cannot_use() {
+    refused(
+        &wr(&["plan", "new", "router", "--a=-x", "--b", "lo"]),
+        "`-x` is not an interface name",
+    );
+    refused(
+        &wr(&["plan", "new", "router", "--a", "a/b", "--b", "lo"]),
+        "`a/b` is not an interface name",
+    );
+    refused(
+        &wr(&["plan", "new", "router", "--a", "lo@../x", "--b", "lo"]),
+        "`../x` is not a network namespace name",
+    );
+    refused(
+        &wr(&[
+            "plan",
+            "new",
+            "router",
+            "--a",
+            "wr-nosuch0",
+            "--b",
+            "lo",
+            "--speed",
+            "1G",
+        ]),
+        "port a: interface wr-nosuch0",
+    );
+    // The loopback has no global address: nothing to send test frames from.
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("plan.toml");
+    refused(
+        &wr(&[
+            "plan",
+            "new",
+            "router",
+            "--a",
+            "lo",
+            "--b",
+            "lo",
+            "--speed",
+            "1G",
+            "-o",
+            out.to_str().unwrap(),
+        ]),
+        "port a (lo) needs an address and a next hop",
+    );
+    assert!(!out.exists(), "a plan was written");
+}

@@ -247,3 +247,46 @@ fn closed_stdout_is_not_a_panic() {
         assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
     }
 }
+
+/// Issue 33: a snapshot parser given as a sampler (`cat /proc/stat` with `parse = "proc-stat"`
+/// ran, ended at once, and the DUT CPU column stayed empty without a word) is refused by `plan
+/// check` and by `run` at its `parse` key, naming the stages that fit; where it fits, the
+/// same hook checks OK.
+#[test]
+fn a_snapshot_parser_as_a_sampler_is_refused_naming_the_stage() {
+    let d = tempfile::tempdir().unwrap();
+    let hook = "samplers = [{ command = \"cat /proc/stat\", parse = \"proc-stat\" }]";
+    let text = BASE.replace(
+        "[dut.profiles.forward]\n",
+        &format!("[dut.profiles.forward]\n{hook}\n"),
+    );
+    let p = plan(d.path(), "sampler.toml", &text);
+    let col = hook.find("\"proc-stat\"").unwrap() + 1;
+    let c = wirerate(&["plan", "check", p.to_str().unwrap()]);
+    assert_eq!(c.status.code(), Some(2), "{}", stderr(&c));
+    let e = stderr(&c);
+    assert!(
+        e.contains(&format!(
+            "sampler.toml:9:{col}: `dut.profiles.forward.samplers[0].parse`: `proc-stat` reads counters at one instant"
+        )),
+        "{e}"
+    );
+    assert!(
+        e.contains("it fits `stats-before` and `stats-after`, not `samplers`"),
+        "{e}"
+    );
+    let out = d.path().join("out");
+    let o = wirerate(&["run", p.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not `samplers`"), "{}", stderr(&o));
+    assert!(!out.exists(), "a run directory was created");
+    no_namespace("h8bad");
+    // In the stages that read it, the same command and parser check OK.
+    let fixed = BASE.replace(
+        "[dut.profiles.forward]\n",
+        "[dut.profiles.forward]\nstats-before = [{ command = \"cat /proc/stat\", parse = \"proc-stat\" }]\nstats-after = [{ command = \"cat /proc/stat\", parse = \"proc-stat\" }]\n",
+    );
+    let p = plan(d.path(), "fixed.toml", &fixed);
+    let c = wirerate(&["plan", "check", p.to_str().unwrap()]);
+    assert!(c.status.success(), "{}", stderr(&c));
+}

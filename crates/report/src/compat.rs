@@ -33,6 +33,7 @@ pub(crate) fn run_facts(info: &RunInfo) -> (RunFacts, Option<String>) {
                 description: None,
                 ports: Vec::new(),
                 cases: Vec::new(),
+                links: Vec::new(),
             },
             Some(e.to_string()),
         ),

@@ -832,7 +832,7 @@ fn tables(a: &Analysis, o: &mut String) {
     for r in &a.rows {
         o.push_str(&format!(
             "<tr class=\"{}\" data-case=\"{}\" data-methodology=\"{}\">",
-            status(r),
+            status(r).replace(' ', "-"),
             esc(&r.case_id),
             esc(&r.methodology_label())
         ));

@@ -33,6 +33,10 @@ pub struct CaseStats {
     /// DUT power in watts during the case: the mean of a `power` sampler's readings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut_power_watts: Option<f64>,
+    /// What a reader must know about the case's hooks: a sampler that ended by itself before
+    /// the case did (`HookOutput::sampler_ended_warning`), shown in the report's notes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_warning: Option<String>,
 }
 
 /// One line of `hooks.jsonl` as the runner writes it (`bench_model::runner`): a DUT hook's output,
@@ -71,12 +75,23 @@ pub fn dut_stats_from_hooks(lines: &[HookRecord]) -> Vec<CaseStats> {
             repetition,
             dut_cpu_percent: cpu,
             dut_power_watts: power,
+            hook_warning: None,
         });
     };
+    let mut warnings = Vec::new();
     for l in lines {
         let Some(case) = l.case_id.as_deref() else {
             continue;
         };
+        if l.stage == "sampler" && l.output.sampler_ended_early() {
+            warnings.push(CaseStats {
+                case_id: case.into(),
+                repetition: 0,
+                dut_cpu_percent: None,
+                dut_power_watts: None,
+                hook_warning: Some(l.output.sampler_ended_warning(case, l.output.command())),
+            });
+        }
         match (l.stage.as_str(), &l.output.parsed) {
             ("sampler", Some(Parsed::Vmstat(s))) => {
                 if let Some(m) = s.mean() {
@@ -101,6 +116,7 @@ pub fn dut_stats_from_hooks(lines: &[HookRecord]) -> Vec<CaseStats> {
             _ => {}
         }
     }
+    out.extend(warnings);
     out
 }
 
@@ -332,6 +348,11 @@ pub struct Row {
     /// them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub irregular_repetitions: usize,
+    /// A figure above 100 % of line rate, which no wire of that speed carries: what it is
+    /// instead (`bench_model::port_link::AboveLine`, from the run's port links). Its label is
+    /// the row's status, never `ok`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above_line: Option<bench_model::port_link::AboveLine>,
 }
 
 impl Row {
@@ -1637,6 +1658,7 @@ mod tests {
             }),
             session_drops: Vec::new(),
             streams: Vec::new(),
+            tester_port_drops: Vec::new(),
         }
     }
 
@@ -1731,6 +1753,38 @@ mod tests {
             j(100.0),
         ]);
         assert_eq!(iperf3_interval_spread(&odd), Some(0.0));
+    }
+
+    /// A sampler that ended by itself (issue 33: `cat /proc/stat` given as a sampler) is a
+    /// note; one the runner stopped is not.
+    #[test]
+    fn a_sampler_that_ended_by_itself_is_a_note() {
+        let line = |status: &str| -> HookRecord {
+            serde_json::from_str(&format!(
+                r#"{{"case_id": "default/udp4/64B", "profile": "default", "stage": "sampler",
+                   "output": {{"argv": ["sh", "-c", "cat /proc/stat"], "status": {status},
+                               "stdout": "cpu  1 2 3 4\n", "stderr": ""}}}}"#
+            ))
+            .unwrap()
+        };
+        let stats = dut_stats_from_hooks(&[line("null"), line("0")]);
+        let warned: Vec<&String> = stats
+            .iter()
+            .filter_map(|s| s.hook_warning.as_ref())
+            .collect();
+        assert_eq!(warned.len(), 1, "{stats:?}");
+        assert!(
+            warned[0].starts_with(
+                "default/udp4/64B: sampler `cat /proc/stat` ended by itself (exit status 0)"
+            ),
+            "{}",
+            warned[0]
+        );
+        assert!(
+            warned[0].contains("its first words: cpu  1 2 3 4"),
+            "{}",
+            warned[0]
+        );
     }
 
     #[test]

@@ -284,10 +284,13 @@ pub fn connections_csv(a: &Analysis) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// A row's status word: `ok`, `tester-limited`, `partial` (fewer repetitions than planned).
+/// A row's status word: `ok`, `tester-limited`, the label of a figure above line rate (`no
+/// wire speed on this port`, `above line rate`), `partial` (fewer repetitions than planned).
 pub fn status(r: &Row) -> &'static str {
     if r.tester_limited {
         "tester-limited"
+    } else if let Some(a) = r.above_line {
+        a.label()
     } else if (r.repetitions as u32) < r.repetitions_planned {
         "partial"
     } else {

@@ -1049,6 +1049,7 @@ fn invalid_frames_are_named_in_a_note_and_the_row() {
                     per_direction: Vec::new(),
                     session_drops: Vec::new(),
                     streams: Vec::new(),
+                    tester_port_drops: Vec::new(),
                 });
                 marked = Some(t.key.case_id.clone());
                 break;
@@ -1941,6 +1942,7 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
             per_direction: vec![dir("a", "b", 1.0), dir("b", "a", 0.6)],
             session_drops: Vec::new(),
             streams: Vec::new(),
+            tester_port_drops: Vec::new(),
         });
     }
     let a = files.analyse();

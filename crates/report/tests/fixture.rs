@@ -622,6 +622,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                         dut: Some(dut_counters(offered, capacity, secs, &out)),
                         session_drops: Vec::new(),
                         streams: Vec::new(),
+                        tester_port_drops: Vec::new(),
                     };
                     push(req, &out, Some(engine), None, None);
                     out

@@ -16,6 +16,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub mod parse;
+pub mod stage;
+
+pub use stage::{Reads, Stage};
 
 /// Where a hook command runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,7 +176,9 @@ pub struct ProfileHooks {
 pub struct HookOutput {
     /// The exact argument vector that ran.
     pub argv: Vec<String>,
-    /// Exit code; `None` when killed by a signal (a stopped sampler, a timeout).
+    /// Exit code; `None` when wirerate ended it: a sampler it stopped, a hook killed by its
+    /// timeout. A sampler that ended by itself before it was stopped keeps its status (128 + N
+    /// when signal N ended it, as a shell reports it): [`HookOutput::sampler_ended_early`].
     pub status: Option<i32>,
     /// Standard output, lossily decoded.
     pub stdout: String,
@@ -188,6 +193,43 @@ impl HookOutput {
     /// True when the command exited with status 0.
     pub fn success(&self) -> bool {
         self.status == Some(0)
+    }
+
+    /// For a sampler's output: it ended by itself before the case did. A sampler is meant to
+    /// run until [`Sampler::stop`] ends it (which records no status), so whatever it measured
+    /// covers part of the case at most, and a snapshot command (`cat /proc/stat`) gives one
+    /// line and no figure; the runner warns and the report says so in its notes.
+    pub fn sampler_ended_early(&self) -> bool {
+        self.status.is_some()
+    }
+
+    /// The command line that ran: what follows `sh -c` in [`HookOutput::argv`] (for ssh, the
+    /// remote line).
+    pub fn command(&self) -> &str {
+        self.argv
+            .windows(3)
+            .find(|w| w[0] == "sh" && w[1] == "-c")
+            .map(|w| w[2].as_str())
+            .unwrap_or_else(|| self.argv.last().map_or("", String::as_str))
+    }
+
+    /// The warning, for the run's progress and the report's notes, about a sampler of case
+    /// `case_id` that ended by itself ([`HookOutput::sampler_ended_early`]), running `command`.
+    pub fn sampler_ended_warning(&self, case_id: &str, command: &str) -> String {
+        let said = self
+            .stderr
+            .lines()
+            .chain(self.stdout.lines())
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map_or(String::new(), |l| {
+                let l: String = l.chars().take(100).collect();
+                format!("; its first words: {l}")
+            });
+        format!(
+            "{case_id}: sampler `{command}` ended by itself (exit status {}) before the case did, so its figures cover part of the case at most{said} (hooks.jsonl has its output). A sampler must run until it is stopped (`vmstat 1`, a meter read in a loop); a command that prints once belongs in stats-before and stats-after",
+            self.status.map_or("-".into(), |s| s.to_string())
+        )
     }
 }
 
@@ -297,6 +339,11 @@ impl Sampler {
         })
     }
 
+    /// The hook's command line, as the plan gave it.
+    pub fn command(&self) -> &str {
+        &self.hook.command
+    }
+
     /// Waits until the sampler's output contains `needle`, at most `deadline`; true if it does.
     pub fn wait_for_output(&self, needle: &str, deadline: Duration) -> bool {
         let end = std::time::Instant::now() + deadline;
@@ -320,24 +367,36 @@ impl Sampler {
     }
 
     /// Stops the sampler (SIGTERM to the process group it leads, then SIGKILL to the child
-    /// itself) and returns what it printed.
+    /// itself) and returns what it printed. A sampler still running is recorded without a
+    /// status, however it died; one that had ended by itself keeps its exit status
+    /// ([`HookOutput::sampler_ended_early`]).
     pub fn stop(mut self) -> std::io::Result<HookOutput> {
-        // The group this sampler leads (created in `start`): the shell and what it started.
-        let _ = Command::new("kill")
-            .args(["-TERM", "--", &format!("-{}", self.child.id())])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let status = self.child.wait()?;
+        use std::os::unix::process::ExitStatusExt;
+        let ended = self.child.try_wait()?;
+        if ended.is_none() {
+            // The group this sampler leads (created in `start`): the shell and what it started.
+            let _ = Command::new("kill")
+                .args(["-TERM", "--", &format!("-{}", self.child.id())])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            let _ = self.child.kill();
+        }
+        // Reaps the child either way (one that had ended is a zombie until now).
+        self.child.wait()?;
         for r in self.readers.drain(..) {
             let _ = r.join();
         }
+        let status = ended.map(|st| {
+            st.code()
+                .or_else(|| st.signal().map(|n| 128 + n))
+                .unwrap_or(-1)
+        });
         let stdout = text(&self.stdout);
         Ok(HookOutput {
             parsed: self.hook.parse.and_then(|p| p.parse(&stdout)),
             argv: self.argv,
-            status: status.code(),
+            status,
             stdout,
             stderr: text(&self.stderr),
         })
@@ -444,7 +503,44 @@ mod tests {
         let s = Sampler::start(&Exec::Local, &hook, &[]).unwrap();
         assert!(s.wait_for_output("started", Duration::from_secs(10)));
         let out = s.stop().unwrap();
-        assert_eq!(out.status, None, "killed by a signal");
+        assert_eq!(out.status, None, "stopped by wirerate");
+        assert!(!out.sampler_ended_early());
         assert_eq!(out.stdout, "started\n");
+    }
+
+    /// A sampler whose command ends by itself (a snapshot such as `cat /proc/stat` given as a
+    /// sampler, a meter that fails) keeps its exit status and output, so the runner can warn
+    /// and the report can say so.
+    #[test]
+    fn a_sampler_that_ends_by_itself_keeps_its_status_and_output() {
+        let hook = Hook {
+            command: "echo one line; echo oops >&2; exit 3".into(),
+            parse: None,
+        };
+        let s = Sampler::start(&Exec::Local, &hook, &[]).unwrap();
+        assert!(s.wait_for_output("one line", Duration::from_secs(10)));
+        // Its stdout closes when it exits; wait for that before stopping it.
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        let mut s = s;
+        while s.child.try_wait().unwrap().is_none() && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let out = s.stop().unwrap();
+        assert_eq!(out.status, Some(3));
+        assert!(out.sampler_ended_early());
+        assert_eq!(out.stdout, "one line\n");
+        assert_eq!(out.stderr, "oops\n");
+        // Ended by a signal of its own: 128 + N, as a shell says.
+        let hook = Hook {
+            command: "kill -TERM $$".into(),
+            parse: None,
+        };
+        let mut s = Sampler::start(&Exec::Local, &hook, &[]).unwrap();
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        while s.child.try_wait().unwrap().is_none() && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let out = s.stop().unwrap();
+        assert_eq!(out.status, Some(128 + 15));
     }
 }

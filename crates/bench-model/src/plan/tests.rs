@@ -142,6 +142,55 @@ fn missing_hook_command_is_reported_at_the_hook() {
     assert_eq!(errs[0].message, "must not be empty");
 }
 
+/// A parser where its output is never read (issue 33: `cat /proc/stat` as a sampler ran, ended
+/// at once, and the CPU column stayed empty without a word) is refused at its `parse` key,
+/// naming the stages it fits.
+#[test]
+fn a_parser_in_a_stage_it_cannot_read_names_the_stage_that_fits() {
+    let text = demo().replace(
+        "stats-after = [{ command = \"nft list ruleset\", parse = \"nft\" }]",
+        "samplers = [{ command = \"cat /proc/stat\", parse = \"proc-stat\" }]",
+    );
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(
+        errs[0].key,
+        "dut.profiles.filter-stateful-100.samplers[0].parse"
+    );
+    assert_eq!(
+        errs[0].line,
+        line_of(&text, "samplers = [{ command = \"cat")
+    );
+    assert!(
+        errs[0]
+            .message
+            .contains("it fits `stats-before` and `stats-after`, not `samplers`"),
+        "{}",
+        errs[0].message
+    );
+    // A stream parser once, to completion: refused the other way round.
+    let text = demo().replace("parse = \"nft\"", "parse = \"power\"");
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(
+        errs[0].key,
+        "dut.profiles.filter-stateful-100.stats-after[0].parse"
+    );
+    assert!(
+        errs[0]
+            .message
+            .contains("it fits `samplers`, not `stats-after`"),
+        "{}",
+        errs[0].message
+    );
+    // Where they fit, they parse.
+    let text = demo().replace(
+        "stats-after = [{ command = \"nft list ruleset\", parse = \"nft\" }]",
+        "samplers = [{ command = \"vmstat 1\", parse = \"vmstat\" }]\nstats-before = [{ command = \"cat /proc/stat\", parse = \"proc-stat\" }]",
+    );
+    assert!(Plan::parse(&text, "plan.toml").is_ok());
+}
+
 #[test]
 fn wrong_type_names_expected_and_found() {
     let text = demo().replace("repetitions = 1", "repetitions = \"two\"");

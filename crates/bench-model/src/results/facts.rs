@@ -35,6 +35,11 @@ pub struct RunFacts {
     pub ports: Vec<String>,
     /// Every case of the plan, as expanded (ids, dimensions, methodologies).
     pub cases: Vec<Case>,
+    /// The links under the plan's real ports as the preflight found them (wire speed,
+    /// offloads, the tester's own drop counters); empty for a lab run, whose links are shaped
+    /// to `speed_bps`, and in runs recorded before these facts existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<crate::port_link::PortLink>,
 }
 
 impl RunFacts {
@@ -47,6 +52,7 @@ impl RunFacts {
             description: plan.description.clone(),
             ports: plan.ports.iter().map(|p| p.name.clone()).collect(),
             cases: cases.to_vec(),
+            links: Vec::new(),
         }
     }
 }

@@ -155,6 +155,24 @@ pub struct EngineFacts {
     /// runs): `wirerate trial --json` prints the same list as `sent`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<SentStream>,
+    /// Rises of the tester's own drop counters on its real ports over the trial (`ethtool -S`:
+    /// a NIC's missed or no-buffer frames, a veth end's receive failures): frames the tester
+    /// lost or failed to send, so the trial is tester-limited. Empty when none rose (and in
+    /// lab runs and older runs, where none were read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tester_port_drops: Vec<TesterPortDrop>,
+}
+
+/// One of the tester's own drop counters that rose over a trial (`bench::iface::counters`
+/// says which count).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TesterPortDrop {
+    /// The plan's name of the port.
+    pub port: String,
+    /// The counter, as `ethtool -S` names it (`rx_missed_errors`).
+    pub counter: String,
+    /// How much it rose.
+    pub frames: u64,
 }
 
 /// A PPPoE session of one of the run's ports going down (`bench::isp`).
@@ -195,6 +213,12 @@ impl EngineFacts {
     /// the DUT's counters): forwarded by the DUT, lost by the tester.
     pub fn tester_receive_drops(&self) -> u64 {
         self.dut.map_or(0, |d| d.tester_backlog_drops)
+    }
+
+    /// How much the tester's own port counters rose over the trial, all counters summed
+    /// ([`EngineFacts::tester_port_drops`]).
+    pub fn tester_port_drop_total(&self) -> u64 {
+        self.tester_port_drops.iter().map(|d| d.frames).sum()
     }
 
     /// Slipped frames as a share of the schedule (sent + slipped).

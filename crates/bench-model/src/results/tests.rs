@@ -405,6 +405,7 @@ fn the_largest_catch_up_is_kept_and_absent_when_zero() {
         per_direction: Vec::new(),
         session_drops: Vec::new(),
         streams: Vec::new(),
+        tester_port_drops: Vec::new(),
     };
     let json = serde_json::to_string(&facts).unwrap();
     assert!(json.contains("\"max_catch_up\":723"), "{json}");

@@ -192,8 +192,21 @@ pub(super) fn run_case(
         }
     }
     for s in samplers {
-        if let Ok(out) = s.stop() {
-            ctx.record_hook(Some(case), &profile.name, "sampler", &out);
+        let command = s.command().to_string();
+        match s.stop() {
+            Ok(out) => {
+                ctx.record_hook(Some(case), &profile.name, "sampler", &out);
+                if out.sampler_ended_early() {
+                    ctx.note(format!(
+                        "WARNING {}",
+                        out.sampler_ended_warning(&case.id, &command)
+                    ));
+                }
+            }
+            Err(e) => ctx.note(format!(
+                "WARNING {}: sampler `{command}` could not be stopped and read: {e}",
+                case.id
+            )),
         }
     }
     ctx.run_hooks(

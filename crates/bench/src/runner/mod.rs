@@ -4,7 +4,9 @@
 //!
 //! 1. [`preflight`]: everything that can be checked before traffic — lab profiles known to
 //!    this kernel, every hook command present (locally, or on the DUT over ssh, after an ssh
-//!    reachability check), iperf3 and tcpdump for TCP cases.
+//!    reachability check), iperf3 and tcpdump for TCP cases, and each real port's link (its
+//!    wire speed against the plan's, its offloads, its own drop counters: [`link_checks`]),
+//!    recorded in `run.json`.
 //! 2. The lab is (re)built, so nothing a killed run left behind (an iperf3 server, a capture)
 //!    survives into this one.
 //! 3. Per profile: the lab profile, setup hooks, `profile-settle`; per case: stats-before hooks
@@ -174,15 +176,20 @@ pub fn run(
     cases: &[Case],
     mut opts: RunOptions<'_>,
 ) -> Result<RunSummary, RunError> {
-    preflight(plan, cases, plan_text)?;
-    let opened = open_run_dir(plan, plan_text, cases, &mut opts)?;
+    let links = preflight(plan, cases, plan_text)?;
+    // Said once, before the first figure: a port without a wire speed, offloads, counters.
+    for n in &links.notes {
+        (opts.progress)(Event::Note(n.clone()));
+    }
+    let opened = open_run_dir(plan, plan_text, cases, &links.links, &mut opts)?;
     // The lab (rebuilt, so nothing a killed run left survives), or the real interfaces with
     // their PPPoE sessions up; nothing has been sent when this fails.
-    let bed = match Testbed::up(plan, &opts.dir, opts.stop) {
+    let mut bed = match Testbed::up(plan, &opts.dir, opts.stop) {
         Ok(b) => b,
         Err(_) if opts.stop.load(Ordering::SeqCst) => return Err(RunError::Interrupted),
         Err(e) => return Err(failed(e)),
     };
+    bed.watch_tester_counters(&links.links);
     run_on(Box::new(bed), plan, cases, opened, opts)
 }
 

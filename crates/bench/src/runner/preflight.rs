@@ -186,6 +186,89 @@ pub fn host_checks(plan: &Plan, cases: &[Case]) -> Vec<Problem> {
     problems
 }
 
+/// The links under a plan's real ports, as the preflight found them, with what it refuses and
+/// what it says once at the start of a run.
+#[derive(Debug, Clone, Default)]
+pub struct LinkCheck {
+    /// One per port whose interface exists, in plan order: recorded in `run.json`
+    /// (`facts.links`) and used by the testbed (the tester's own drop counters).
+    pub links: Vec<crate::port_link::PortLink>,
+    /// A link slower than its port's `speed` (both figures).
+    pub problems: Vec<Problem>,
+    /// What a user must know before the figures: a port without a wire speed, the offloads
+    /// that make the kernel count segments, the counters read around each trial.
+    pub notes: Vec<String>,
+}
+
+/// The links under the plan's real ports (`topology.kind = "interfaces"`; a lab's links are
+/// shaped to the plan's speed): each port's wire speed against its `speed` — slower is refused
+/// with both figures; none (a veth, a TUN) is said once, and the report labels every figure
+/// above line rate of such a run "no wire speed on this port" — its offloads, and which of its
+/// own counters say the tester lost frames (`crate::iface::counters`). A port whose interface
+/// is missing is skipped here ([`host_checks`] reports it).
+pub fn link_checks(plan: &Plan) -> LinkCheck {
+    let mut out = LinkCheck::default();
+    if !matches!(plan.topology, crate::plan::Topology::Interfaces) {
+        return out;
+    }
+    for p in &plan.ports {
+        let iface = crate::iface::Iface {
+            interface: p.interface.clone(),
+            namespace: p.namespace.clone(),
+        };
+        if crate::testbed::interface_exists(&p.namespace, &p.interface).is_err() {
+            continue;
+        }
+        let link = iface.link(&p.name);
+        let speed = p.speed.unwrap_or(plan.speed());
+        let place = link.describe();
+        if let Some(why) = link.wire.refusal(speed) {
+            out.problems.push(Problem::at(
+                format!("ports.{}.speed", p.name),
+                format!("port {place}: {why}"),
+            ));
+        }
+        out.notes.extend(link_notes(&link, speed));
+        out.links.push(link);
+    }
+    out
+}
+
+/// What to say once about one port's link (`speed`: the plan's for that port).
+pub fn link_notes(
+    link: &crate::port_link::PortLink,
+    speed: wire::units::BitsPerSec,
+) -> Vec<String> {
+    use crate::port_link::{speed_text, WireSpeed};
+    let place = link.describe();
+    let mut notes = Vec::new();
+    if let WireSpeed::Unknown { why } = &link.wire {
+        notes.push(format!(
+            "port {place}: no wire speed ({why}); loads are fractions of the plan's {}, and any figure above 100 % of it is labelled \"no wire speed on this port\"",
+            speed_text(speed.0)
+        ));
+    }
+    if !link.offloads.is_empty() {
+        let on = link.offloads.iter().any(|o| o.on);
+        notes.push(format!(
+            "port {place}: offloads {}{}",
+            crate::iface::offloads::describe(&link.offloads),
+            if on {
+                " (with segmentation or receive coalescing on, TCP's figures count what the kernel moved, not frames on a wire)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !link.tester_counters.is_empty() {
+        notes.push(format!(
+            "port {place}: the tester's own drop counters ({}) are read around every UDP trial; a rise makes the trial tester-limited",
+            link.tester_counters.join(", ")
+        ));
+    }
+    notes
+}
+
 /// The checks that need root: the kernel features each lab profile needs (probed in a scratch
 /// namespace).
 pub fn root_checks(plan: &Plan) -> Vec<Problem> {
@@ -207,14 +290,17 @@ pub fn root_checks(plan: &Plan) -> Vec<Problem> {
     problems
 }
 
-/// Everything that can be checked before any traffic is sent ([`host_checks`] and
-/// [`root_checks`]); every problem found is listed, located in the plan's `text`.
-pub fn preflight(plan: &Plan, cases: &[Case], text: &str) -> Result<(), RunError> {
+/// Everything that can be checked before any traffic is sent ([`host_checks`],
+/// [`root_checks`], [`link_checks`]); every problem found is listed, located in the plan's
+/// `text`. The links found, with what to say about them, when nothing is wrong.
+pub fn preflight(plan: &Plan, cases: &[Case], text: &str) -> Result<LinkCheck, RunError> {
     let mut problems = not_yet_executable(plan);
     problems.extend(root_checks(plan));
     problems.extend(host_checks(plan, cases));
+    let mut links = link_checks(plan);
+    problems.append(&mut links.problems);
     if problems.is_empty() {
-        Ok(())
+        Ok(links)
     } else {
         Err(RunError::Preflight(
             problems

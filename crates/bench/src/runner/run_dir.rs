@@ -24,6 +24,7 @@ pub(super) fn open_run_dir(
     plan: &Plan,
     plan_text: &str,
     cases: &[Case],
+    links: &[crate::port_link::PortLink],
     opts: &mut RunOptions<'_>,
 ) -> Result<Opened, RunError> {
     let opened = if opts.resume {
@@ -60,7 +61,10 @@ pub(super) fn open_run_dir(
             version: env!("CARGO_PKG_VERSION").to_string(),
             started_unix: now_ms() / 1000,
             host: host_facts(),
-            facts: Some(crate::results::RunFacts::of(plan, cases)),
+            facts: Some(crate::results::RunFacts {
+                links: links.to_vec(),
+                ..crate::results::RunFacts::of(plan, cases)
+            }),
         };
         let rd = RunDir::create(&opts.dir, &info).map_err(failed)?;
         Opened {

@@ -98,14 +98,17 @@ pub(super) fn run_methodology(
         // An `mtu-probe` trial counts whether the frames sent arrived whole; its rate is only
         // kept low, so only a tester far below it counts as stalled.
         // A trial whose frames the tester's own receive backlog dropped (the lab's tester
-        // CPUs, `DutCounters::tester_backlog_drops`) lost them in the tester: the same.
+        // CPUs, `DutCounters::tester_backlog_drops`) lost them in the tester: the same; and
+        // one in which a real port's own drop counters rose (a NIC's missed or no-buffer
+        // frames, `EngineFacts::tester_port_drops`).
         let stalled = match request.probe {
             Some(_) => outcome.is_tester_limited(crate::search::PROBE_TESTER_TOLERANCE),
             None => {
                 engine.slipped_ratio() > SLIP_TOLERANCE
                     || outcome.is_tester_limited(plan.run.tester_tolerance)
             }
-        } || engine.tester_receive_drops() > 0;
+        } || engine.tester_receive_drops() > 0
+            || engine.tester_port_drop_total() > 0;
         // A stall at or below a load the tester already kept in this search is a transient
         // of the machine, not the tester's ceiling: it gets more re-measurements, and if it
         // persists the search stops tester-limited instead of taking a ceiling the tester
@@ -140,9 +143,20 @@ pub(super) fn run_methodology(
         };
         if superseded {
             stalls_retried += 1;
-            let why = match rec.engine.as_ref().map_or(0, |e| e.tester_receive_drops()) {
-                0 => "the tester fell behind its schedule".to_string(),
-                n => format!("the tester's receive backlog dropped {n} frames"),
+            let why = match rec.engine.as_ref() {
+                Some(e) if e.tester_port_drop_total() > 0 => {
+                    let each: Vec<String> = e
+                        .tester_port_drops
+                        .iter()
+                        .map(|d| format!("{} +{} on port {}", d.counter, d.frames, d.port))
+                        .collect();
+                    format!("the tester's own port counters rose ({})", each.join(", "))
+                }
+                Some(e) if e.tester_receive_drops() > 0 => format!(
+                    "the tester's receive backlog dropped {} frames",
+                    e.tester_receive_drops()
+                ),
+                _ => "the tester fell behind its schedule".to_string(),
             };
             ctx.append(&Record::Trial(rec))?;
             ctx.note(format!(

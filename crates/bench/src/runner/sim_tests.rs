@@ -31,6 +31,10 @@ struct SimBed {
     /// The most the tester's receive backlog takes, as a fraction of line rate: what the DUT
     /// forwards above it is dropped there (`DutCounters::tester_backlog_drops`).
     tester_rx_ceiling: f64,
+    /// Whether the frames the tester's receive side cannot take are counted by a real port's
+    /// NIC (`rx_missed_errors`, `EngineFacts::tester_port_drops`) instead of the lab's
+    /// tester backlog.
+    receive_drops_on_nic: bool,
     /// UDP trials (1-based calls) in which the tester stalls: it slips frames, whatever the load.
     stall_calls: Vec<usize>,
     /// Raise `stop` during the n-th UDP trial (1-based), as a Ctrl-C would.
@@ -45,6 +49,7 @@ impl SimBed {
             capacity,
             tester_ceiling: 1.0,
             tester_rx_ceiling: 1.0,
+            receive_drops_on_nic: false,
             stall_calls: Vec::new(),
             stop_during: None,
             udp_trials: 0,
@@ -137,13 +142,26 @@ impl TrialExecutor for SimBed {
                 ingress_rx: sent,
                 ingress_drops: sent - forwarded,
                 egress_tx: forwarded,
-                tester_backlog_drops: forwarded - received,
+                tester_backlog_drops: if self.receive_drops_on_nic {
+                    0
+                } else {
+                    forwarded - received
+                },
                 ..DutCounters::default()
             }),
             invalid: InvalidCounts::default(),
             per_direction: Vec::new(),
             session_drops: Vec::new(),
             streams: Vec::new(),
+            tester_port_drops: if self.receive_drops_on_nic && forwarded > received {
+                vec![crate::results::TesterPortDrop {
+                    port: "b".into(),
+                    counter: "rx_missed_errors".into(),
+                    frames: forwarded - received,
+                }]
+            } else {
+                Vec::new()
+            },
         };
         Ok((outcome, facts))
     }
@@ -239,7 +257,7 @@ fn run_calibrated(
         stop,
         progress: &mut progress,
     };
-    let opened = open_run_dir(&plan, text, &cases, &mut opts)?;
+    let opened = open_run_dir(&plan, text, &cases, &[], &mut opts)?;
     run_on(Box::new(bed), &plan, &cases, opened, opts)
 }
 
@@ -454,6 +472,39 @@ fn frames_the_testers_receive_backlog_dropped_are_never_the_duts_loss() {
         "{results:?}"
     );
     assert_eq!(results[0].throughput(0), None);
+}
+
+/// The same with a real port's NIC counting what it missed (`rx_missed_errors`, issue 33):
+/// any rise of the tester's own counters makes the trial tester-limited, never the DUT's loss.
+#[test]
+fn frames_the_testers_nic_missed_are_never_the_duts_loss() {
+    let text = plan_text(UDP_64);
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let mut bed = SimBed::new(&log, 0.5);
+    bed.tester_rx_ceiling = 0.3;
+    bed.receive_drops_on_nic = true;
+    let stop = AtomicBool::new(false);
+    run_sim(&text, dir.path(), false, bed, &stop).unwrap();
+    let trials = trial_records(dir.path());
+    let missed: Vec<_> = trials
+        .iter()
+        .filter(|t| {
+            t.engine
+                .as_ref()
+                .is_some_and(|e| e.tester_port_drop_total() > 0)
+        })
+        .collect();
+    assert!(!missed.is_empty());
+    for t in &missed {
+        assert!(t.tester_limited, "{t:?}");
+    }
+    // Below the NIC's ceiling nothing rose, and those trials are the DUT's.
+    for t in trials.iter().filter(|t| t.request.load.0 <= 0.3 - 1e-6) {
+        assert!(!t.tester_limited, "{t:?}");
+    }
+    let results = done_results(dir.path());
+    assert_eq!(results[0].throughput(0), None, "{results:?}");
 }
 
 #[test]

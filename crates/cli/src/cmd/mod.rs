@@ -10,6 +10,7 @@ pub mod hand;
 pub mod lab;
 pub mod linerate;
 pub mod plan;
+pub mod plan_new;
 pub mod pppoe;
 pub mod pppoe_args;
 pub mod pppoe_fleet;

@@ -1,14 +1,18 @@
-//! `wirerate plan check PLAN`: validate a plan, run the preflight checks that need no root
-//! (`bench::runner::host_checks`), and print its expanded matrix with a time estimate.
-//! Nothing is sent and nothing is created.
+//! `wirerate plan check PLAN`: validate a plan, run the preflight checks that create nothing
+//! (`bench::runner::host_checks`, `link_checks`), and print its expanded matrix with a time
+//! estimate. Nothing is sent and nothing is created. `wirerate plan new` writes a plan
+//! (`plan_new`).
 
 use crate::error::{CliError, CliResult};
 use bench::plan::Plan;
 use std::path::PathBuf;
 
-/// Work with plan files.
+/// Work with plan files: write one for your device, check one.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  wirerate plan check plans/lab-demo.toml")]
+#[command(after_help = "Examples:\n  \
+    wirerate plan new router --a enp1s0@wr-a --b enp2s0@wr-b -o router.toml\n  \
+    wirerate plan new gateway-pppoe --lan enp1s0@wr-lan --wan enp2s0@wr-wan --ssh root@192.168.1.1\n  \
+    wirerate plan check router.toml")]
 pub struct PlanArgs {
     #[command(subcommand)]
     command: PlanCommand,
@@ -16,6 +20,25 @@ pub struct PlanArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum PlanCommand {
+    /// Write a commented plan for a router, a home gateway or an endpoint, from what this host
+    /// says about the interfaces (addresses, next hops, MTU, link speed); `plan check` accepts
+    /// it as written.
+    #[command(
+        after_help = "The ports are IFACE or IFACE@NETNS (an interface inside a network namespace).\n\
+Read from the host: each port's first global IPv4/IPv6 address, its next hop (the default\n\
+route's gateway, another route's, the one neighbour, else a guess marked CHECK), its MTU and\n\
+its link speed (sysfs). A port without a wire speed (a veth, a TUN) needs --speed; figures\n\
+above 100 % of it are labelled \"no wire speed on this port\". Without -o the plan goes to\n\
+standard output; -o never overwrites a file.\n\n\
+Examples:\n  \
+    wirerate plan new router --a wrpna@wr-pn-a --b wrpnb@wr-pn-b --speed 1G -o router.toml\n  \
+    wirerate plan new gateway-dslite --lan enp1s0 --wan enp2s0@wr-wan\n  \
+    wirerate plan new endpoint --port enp1s0 --ssh root@192.0.2.1 --quick"
+    )]
+    New {
+        #[command(subcommand)]
+        setup: super::plan_new::NewSetup,
+    },
     /// Check a plan (errors name file, line and key) and print its cases and a time estimate.
     Check {
         /// The plan file (TOML).
@@ -46,18 +69,24 @@ fn duration(secs: f64) -> String {
 }
 
 pub fn run(args: PlanArgs) -> CliResult {
-    let PlanCommand::Check {
-        plan,
-        quiet,
-        offline,
-    } = args.command;
+    let (plan, quiet, offline) = match args.command {
+        PlanCommand::New { setup } => return super::plan_new::run(setup),
+        PlanCommand::Check {
+            plan,
+            quiet,
+            offline,
+        } => (plan, quiet, offline),
+    };
     let (p, text, cases) = load(&plan)?;
     // What `run`'s preflight checks without root, here too, so a plan that checks OK does not
     // fail later for a missing program or interface.
-    let problems = if offline {
-        Vec::new()
+    let (problems, link_notes) = if offline {
+        (Vec::new(), Vec::new())
     } else {
-        bench::runner::host_checks(&p, &cases)
+        let mut problems = bench::runner::host_checks(&p, &cases);
+        let mut links = bench::runner::link_checks(&p);
+        problems.append(&mut links.problems);
+        (problems, links.notes)
     };
     if !problems.is_empty() {
         let lines: Vec<String> = problems
@@ -143,7 +172,10 @@ pub fn run(args: PlanArgs) -> CliResult {
     if offline {
         outln!("  checked offline: the file only (not this host's interfaces, ssh, hook programs)");
     } else {
-        outln!("  checked here: interfaces, DUT host over ssh, hook programs, iperf3/tcpdump; `run` also probes the kernel features of lab profiles (needs root)");
+        outln!("  checked here: interfaces and their link speeds, DUT host over ssh, hook programs, iperf3/tcpdump; `run` also probes the kernel features of lab profiles (needs root)");
+    }
+    for n in &link_notes {
+        outln!("  {n}");
     }
     if !pending.is_empty() {
         let lines: Vec<String> = pending.iter().map(|x| x.describe(&p.file, &text)).collect();

@@ -58,6 +58,7 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let mut profiles: Vec<String> = run.profiles.clone();
 
     notes.extend(session_drop_notes(index.trials.values().flatten().copied()));
+    notes.extend(input.stats.iter().filter_map(|s| s.hook_warning.clone()));
     let superseded = index.superseded;
     if superseded > 0 {
         notes.push(format!(
@@ -124,6 +125,15 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
             }
         }
     }
+    // A figure above line rate did not cross a wire of that speed: labelled, never `ok`.
+    let mut above = BTreeSet::new();
+    for r in &mut rows {
+        r.above_line = r
+            .percent
+            .and_then(|p| bench_model::port_link::AboveLine::of(p, &run.links));
+        above.extend(r.above_line);
+    }
+    notes.extend(above.into_iter().map(|a| a.note().to_string()));
     if tcp_timestamps_note {
         notes.push(
             "TCP frame rates assume full-size segments with TCP timestamps (Linux's default): payload = MSS − 12 B".into(),

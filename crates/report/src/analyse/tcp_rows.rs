@@ -135,6 +135,7 @@ pub(crate) fn row(
         trial_frames_invalid: None,
         conditional_pps: None,
         irregular_repetitions: 0,
+        above_line: None,
     };
     let lab_cpu = mean(&rep_cpu);
     if let Some(n) = unsaturated_tcp_note(&row, lab_cpu) {

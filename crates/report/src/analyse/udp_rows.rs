@@ -418,6 +418,7 @@ fn row(
         trial_frames_invalid: (!invalid.is_zero()).then(|| invalid.total()),
         conditional_pps: dut(mean(&f.conditional)),
         irregular_repetitions: f.irregular,
+        above_line: None,
     }
 }
 

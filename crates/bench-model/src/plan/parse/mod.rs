@@ -20,7 +20,7 @@ use super::{
     MethodologySettings, Plan, Port, PppAuth, PppoeRole, PppoeSettings, Profile, Protocol,
     RunSettings, StreamSettings, Topology, TxBackend,
 };
-use crate::hooks::{Exec, Hook, Parser, ProfileHooks};
+use crate::hooks::{Exec, Hook, Parser, ProfileHooks, Stage};
 use crate::search::{self, LineFraction, DEFAULT_TESTER_TOLERANCE};
 
 type Value<'i> = Spanned<DeValue<'i>>;

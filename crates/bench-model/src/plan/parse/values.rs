@@ -312,7 +312,9 @@ impl Walker<'_> {
         out
     }
 
-    pub(super) fn hook(&mut self, v: &Value<'_>, path: &str) -> Option<Hook> {
+    /// One hook of `stage`; a parser that cannot read that stage's output is refused at its
+    /// `parse` key, naming the stages it fits ([`Parser::misfit`]).
+    pub(super) fn hook(&mut self, v: &Value<'_>, path: &str, stage: Stage) -> Option<Hook> {
         match v.get_ref() {
             DeValue::String(_) => Some(Hook {
                 command: self.nonempty(v, path)?,
@@ -321,8 +323,17 @@ impl Walker<'_> {
             DeValue::Table(t) => {
                 self.keys(t, path, &["command", "parse"]);
                 let parsers: Vec<(&str, Parser)> = Parser::ALL.to_vec();
-                let parse =
-                    get(t, "parse").and_then(|p| self.choice(p, &join(path, "parse"), &parsers));
+                let at = join(path, "parse");
+                let parse = get(t, "parse").and_then(|p| {
+                    let parser = self.choice(p, &at, &parsers)?;
+                    match parser.misfit(stage) {
+                        None => Some(parser),
+                        Some(why) => {
+                            self.err(p.span(), &at, why);
+                            None
+                        }
+                    }
+                });
                 let cmd = self.required(t, &v.span(), path, "command")?;
                 Some(Hook {
                     command: self.nonempty(cmd, &join(path, "command"))?,
@@ -342,16 +353,17 @@ impl Walker<'_> {
 
     pub(super) fn hooks(&mut self, t: &DeTable<'_>, path: &str) -> ProfileHooks {
         let mut h = ProfileHooks::default();
-        for (key, slot) in [
-            ("setup", &mut h.setup),
-            ("teardown", &mut h.teardown),
-            ("stats-before", &mut h.stats_before),
-            ("stats-after", &mut h.stats_after),
-            ("samplers", &mut h.samplers),
+        for (stage, slot) in [
+            (Stage::Setup, &mut h.setup),
+            (Stage::Teardown, &mut h.teardown),
+            (Stage::StatsBefore, &mut h.stats_before),
+            (Stage::StatsAfter, &mut h.stats_after),
+            (Stage::Sampler, &mut h.samplers),
         ] {
+            let key = stage.key();
             if let Some(v) = get(t, key) {
                 *slot = self
-                    .list(v, &join(path, key), |w, item, p| w.hook(item, p))
+                    .list(v, &join(path, key), |w, item, p| w.hook(item, p, stage))
                     .unwrap_or_default();
             }
         }
