@@ -475,7 +475,8 @@ pub(crate) fn unsaturated_tcp_note(r: &Row, lab_cpu: Option<f64>) -> Option<Stri
 }
 
 /// One note per trial during which a PPPoE session of the run went down (#14 item 5): when,
-/// on which port and why, in trial order.
+/// on which port and why, in trial order. Superseded trials count too (the caller passes every
+/// trial record): the device dropped its session whatever the tester did in that trial.
 pub(crate) fn session_drop_notes<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> Vec<String> {
     let mut hit: Vec<&TrialRecord> = trials
         .filter(|t| {
@@ -501,12 +502,17 @@ pub(crate) fn session_drop_notes<'a>(trials: impl Iterator<Item = &'a TrialRecor
                 })
                 .collect();
             format!(
-                "{} ({}, repetition {}, trial {}): {} while the trial ran; its loss is the DUT's, and the run waited for the session to come back before the next trial",
+                "{} ({}, repetition {}, trial {}): {} while the trial ran; its loss is the DUT's, and the run waited for the session to come back before the next trial{}",
                 t.key.case_id,
                 t.key.methodology.name(),
                 t.key.repetition,
                 t.key.index,
-                drops.join("; ")
+                drops.join("; "),
+                if t.superseded {
+                    " (the tester also fell behind in that trial, so it was measured again and is not used for any figure)"
+                } else {
+                    ""
+                }
             )
         })
         .collect()

@@ -2441,3 +2441,62 @@ fn an_old_format_run_renders_as_the_same_run_with_typed_facts() {
         }
     }
 }
+
+/// A PPPoE session that went down during a trial the tester also fell behind in (so the trial
+/// was superseded and measured again) is still reported: the device dropped its session, and
+/// that is a fact about the device whatever the tester did. (A loaded machine made CI's
+/// run_cpe_both_ways find no note: superseded trials were left out of the notes.)
+#[test]
+fn a_session_drop_in_a_superseded_trial_is_still_a_note() {
+    use bench_model::results::{EngineFacts, Record, SessionDrop};
+    let d = fixture("run-demo");
+    let info: RunInfo =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+    let mut records = read_records(&d.join("trials.jsonl")).unwrap().records;
+    let t = records
+        .iter_mut()
+        .find_map(|r| match r {
+            Record::Trial(t) if t.tcp.is_none() && t.iperf3.is_none() => Some(t),
+            _ => None,
+        })
+        .expect("a UDP trial");
+    t.superseded = true;
+    t.engine = Some(EngineFacts {
+        backend: "xdp".into(),
+        note: String::new(),
+        sent: t.outcome.received + t.outcome.lost,
+        slipped: 100,
+        refused_by_dut: 0,
+        max_catch_up: 0,
+        dut: None,
+        invalid: Default::default(),
+        per_direction: Vec::new(),
+        session_drops: vec![SessionDrop {
+            port: "wan".into(),
+            unix_ms: 1_795_300_000_000,
+            reason: "PeerPadt".into(),
+        }],
+        streams: Vec::new(),
+        tester_port_drops: Vec::new(),
+    });
+    let case = t.key.case_id.clone();
+    let a = analyse(RunInput {
+        info: &info,
+        records: &records,
+        torn_tail: false,
+        stats: &[],
+    });
+    let note = a
+        .notes
+        .iter()
+        .find(|n| n.contains("the PPPoE session on port wan went down at 22:26:40.000 UTC (PeerPadt)"))
+        .unwrap_or_else(|| panic!("no session-drop note: {:#?}", a.notes));
+    assert!(note.starts_with(&case), "{note}");
+    assert!(note.ends_with("so it was measured again and is not used for any figure)"), "{note}");
+    let summary = report::render_all(&a)
+        .into_iter()
+        .find(|(name, _)| *name == "summary.md")
+        .map(|(_, b)| String::from_utf8(b).unwrap())
+        .unwrap();
+    assert!(summary.contains("went down at 22:26:40.000 UTC"), "{summary}");
+}

@@ -57,7 +57,12 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let mut dims = CaseDims::new(cases, &index.udp_facts);
     let mut profiles: Vec<String> = run.profiles.clone();
 
-    notes.extend(session_drop_notes(index.trials.values().flatten().copied()));
+    // Every trial, superseded ones too: a session that went down is a fact about the device
+    // even when the tester also fell behind in that trial and measured it again.
+    notes.extend(session_drop_notes(input.records.iter().filter_map(|r| match r {
+        bench_model::results::Record::Trial(t) => Some(t),
+        _ => None,
+    })));
     notes.extend(input.stats.iter().filter_map(|s| s.hook_warning.clone()));
     let superseded = index.superseded;
     if superseded > 0 {
