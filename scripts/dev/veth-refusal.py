@@ -2,7 +2,7 @@
 """What this kernel does when an AF_PACKET sender transmits into a veth whose peer's receive
 ring is full (docs/engine.md, "When the DUT's port refuses a frame").
 
-Builds its own two namespaces (wr-h9lx-t, wr-h9lx-d) and one veth (wr-t <-> wr-d), makes the
+Builds its own two namespaces (wr-vrefusal-t, wr-vrefusal-d) and one veth (wr-t <-> wr-d), makes the
 peer's receive slow on purpose — threaded NAPI pinned to the last CPU at SCHED_FIFO 50, as the
 lab does, and a netdev ingress chain of RULES non-matching rules that every frame walks inside
 that poll, then a counted drop — and sends FRAMES 64-byte frames as fast as Python can, once
@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 
-NS_T, NS_D = "wr-h9lx-t", "wr-h9lx-d"
+NS_T, NS_D = "wr-vrefusal-t", "wr-vrefusal-d"
 FRAMES = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
 RULES = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
 BATCH = 64
@@ -75,14 +75,14 @@ def setup(qdisc):
         nsx(NS_T, "tc", "qdisc", "replace", "dev", "wr-t", "root", "handle", "1:", "tbf",
             "rate", "1gbit", "burst", "32kb", "latency", "5ms")
     rules = "\n".join(
-        f"add rule netdev h9lx in ip saddr 192.0.2.{i % 250 + 1} udp dport {i + 1} accept"
+        f"add rule netdev vrefusal in ip saddr 192.0.2.{i % 250 + 1} udp dport {i + 1} accept"
         for i in range(RULES))
-    script = ("add table netdev h9lx\n"
-              "add chain netdev h9lx in { type filter hook ingress device wr-d priority 0; }\n"
-              "add rule netdev h9lx in counter name seen\n" + rules +
-              "\nadd rule netdev h9lx in drop\n")
-    script = script.replace("add rule netdev h9lx in counter name seen\n",
-                            "add counter netdev h9lx seen\nadd rule netdev h9lx in counter name seen\n")
+    script = ("add table netdev vrefusal\n"
+              "add chain netdev vrefusal in { type filter hook ingress device wr-d priority 0; }\n"
+              "add rule netdev vrefusal in counter name seen\n" + rules +
+              "\nadd rule netdev vrefusal in drop\n")
+    script = script.replace("add rule netdev vrefusal in counter name seen\n",
+                            "add counter netdev vrefusal seen\nadd rule netdev vrefusal in counter name seen\n")
     subprocess.run(["ip", "netns", "exec", NS_D, "nft", "-f", "-"], input=script, text=True,
                    check=True)
     nsx(NS_D, "sh", "-c", "echo 1 > /sys/class/net/wr-d/threaded")
@@ -110,7 +110,7 @@ def counters():
             if v.strip().isdigit() and int(v) != 0:
                 out[k] = int(v)
         return out
-    seen = json.loads(nsx(NS_D, "nft", "-j", "list", "counter", "netdev", "h9lx", "seen"))
+    seen = json.loads(nsx(NS_D, "nft", "-j", "list", "counter", "netdev", "vrefusal", "seen"))
     seen = [x["counter"]["packets"] for x in seen["nftables"] if "counter" in x][0]
     q = nsx(NS_T, "tc", "-s", "-j", "qdisc", "show", "dev", "wr-t")
     qdrops = sum(x.get("drops", 0) for x in json.loads(q)) if q.strip() else 0

@@ -1,5 +1,5 @@
 //! Issue 7, DS-Lite on real ports: our B4 (port b) and our AFTR (port a) over a veth pair
-//! between two `wr-h6…` namespaces, through `engine::control::Background` on AF_PACKET
+//! between two `wr-dslt…` namespaces, through `engine::control::Background` on AF_PACKET
 //! sockets. Root is needed (else `SKIP: …`); the tshark cross-check skips without tshark and
 //! tcpdump (fails under CI).
 //!
@@ -73,7 +73,7 @@ fn loopback_trial_through_dslite_both_ways() {
     if !have_tshark && std::env::var_os("CI").is_some() {
         panic!("tshark and tcpdump are needed for the DS-Lite cross-check");
     }
-    let ns = NsPair::new("wr-h6dl", "wrdl", "t");
+    let ns = NsPair::new("wr-dslt", "wrdl", "t");
     let aftr = Background::start(ns.port_a("aftr"), |mac| {
         AftrPort::new(AftrConfig::new(AFTR, MacAddr(mac)))
     })
@@ -104,7 +104,7 @@ fn loopback_trial_through_dslite_both_ways() {
     // Captures for tshark, one per port and only what arrives there (`-Q in`): the engine's
     // senders bypass the qdisc layer, so a capture sees only a port's incoming frames.
     let pcap = |side: &str| {
-        std::env::temp_dir().join(format!("wr-h6-dslite-{}-{side}.pcap", std::process::id()))
+        std::env::temp_dir().join(format!("wr-dslite-{}-{side}.pcap", std::process::id()))
     };
     let dumps: Vec<_> = if have_tshark {
         [(&ns.a, "wrdl0", "up"), (&ns.b, "wrdl1", "down")]
@@ -360,7 +360,7 @@ fn cli_aftr_and_b4_bring_a_softwire_up() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let ns = NsPair::new("wr-h6dl", "wrdl", "x");
+    let ns = NsPair::new("wr-dslt", "wrdl", "x");
     let bin = env!("CARGO_BIN_EXE_wirerate");
     let aftr = Command::new(bin)
         .args([
@@ -434,7 +434,7 @@ fn sigint_stops_the_dslite_commands_cleanly() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let ns = NsPair::new("wr-h6dl", "wrdl", "i");
+    let ns = NsPair::new("wr-dslt", "wrdl", "i");
     let bin = env!("CARGO_BIN_EXE_wirerate");
     let spawn = |args: &[&str]| {
         Command::new(bin)

@@ -7,7 +7,7 @@
 //! facts (MRUs, addresses and authentication of PPPoE; AFTR, B4 and tunnel MTU of DS-Lite).
 //! Received counts, times and session ids are measured and may differ. Root is needed (else
 //! `SKIP: …`, which fails the suite under WIRERATE_REQUIRE_ROOT=1). Namespaces
-//! `wr-h12i<pid><tag>a/b`, removed on drop.
+//! `wr-inid<pid><tag>a/b`, removed on drop.
 
 mod common_isp;
 mod common_run;
@@ -37,8 +37,8 @@ backend = "af_packet"
 /// `wirerate trial --inside KIND` from B to A: 512 B at 1 % of 1G for 1 s, JSON.
 fn trial(ns: &NsPair, kind: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_wirerate"))
-        .args(["trial", "--port-a", &format!("wr12i0@{}", ns.a)])
-        .args(["--port-b", &format!("wr12i1@{}", ns.b)])
+        .args(["trial", "--port-a", &format!("wrinid0@{}", ns.a)])
+        .args(["--port-b", &format!("wrinid1@{}", ns.b)])
         .args(["--inside", kind, "--encap", kind, "--direction", "b-a"])
         .args(["--size", "512", "--rate", "1%", "--link-speed", "1G"])
         .args(["--duration", "1", "--backend", "af_packet", "--json"])
@@ -149,11 +149,11 @@ fn trial_inside_pppoe_and_a_plan_run_the_same_trial() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let ns = NsPair::new("wr-h12i", "wr12i", "p");
+    let ns = NsPair::new("wr-inid", "wrinid", "p");
     let t = trial(&ns, "pppoe");
     // `trial --inside pppoe`'s settings (bench::inside::InsideOptions::pppoe) as plan keys.
     let ports = r#"[ports.b]
-interface = "wr12i1"
+interface = "wrinid1"
 namespace = "NS_B"
 speed = "1G"
 [ports.b.pppoe]
@@ -163,7 +163,7 @@ user = "wirerate"
 password = "wirerate"
 timeout = "15s"
 [ports.a]
-interface = "wr12i0"
+interface = "wrinid0"
 namespace = "NS_A"
 speed = "1G"
 [ports.a.pppoe]
@@ -183,11 +183,11 @@ fn trial_inside_dslite_and_a_plan_run_the_same_trial() {
         println!("SKIP: needs root (network namespaces, AF_PACKET)");
         return;
     }
-    let ns = NsPair::new("wr-h12i", "wr12i", "d");
+    let ns = NsPair::new("wr-inid", "wrinid", "d");
     let t = trial(&ns, "dslite");
     // `trial --inside dslite`'s settings (bench::inside::InsideOptions::dslite) as plan keys.
     let ports = r#"[ports.b]
-interface = "wr12i1"
+interface = "wrinid1"
 namespace = "NS_B"
 speed = "1G"
 [ports.b.dslite]
@@ -197,7 +197,7 @@ peer = "2001:db8:d::1"
 mtu = 1500
 timeout = "15s"
 [ports.a]
-interface = "wr12i0"
+interface = "wrinid0"
 namespace = "NS_A"
 ipv4 = "203.0.113.2"
 speed = "1G"

@@ -1,6 +1,6 @@
 //! Issue 14 item 3, the independent cross-check of the AFTR port's IPv6 provisioning: Debian's
 //! own clients — `rdisc6` (ndisc6) for Router Advertisements and `dhcpcd` 9 (dhcpcd-base) for
-//! DHCPv6 — against `wirerate dslite aftr --provision` over a veth pair between two `wr-h14-`
+//! DHCPv6 — against `wirerate dslite aftr --provision` over a veth pair between two `wr-dc6-`
 //! namespaces. Nothing of `wire` or `emulate` is on the client side.
 //!
 //! `dhcpcd_gets_address_prefix_dns_and_aftr_name_then_a_b4_comes_up`:
@@ -42,11 +42,11 @@ impl Lab {
     fn new() -> Lab {
         let id = std::process::id() % 100_000;
         let lab = Lab {
-            a: format!("wr-h14-{id}a"),
-            b: format!("wr-h14-{id}b"),
-            dev_a: format!("wrh14{id}a"),
-            dev_b: format!("wrh14{id}b"),
-            dir: std::env::temp_dir().join(format!("wr-h14-{id}")),
+            a: format!("wr-dc6-{id}a"),
+            b: format!("wr-dc6-{id}b"),
+            dev_a: format!("wrdc6{id}a"),
+            dev_b: format!("wrdc6{id}b"),
+            dir: std::env::temp_dir().join(format!("wr-dc6-{id}")),
         };
         lab.remove();
         std::fs::create_dir_all(&lab.dir).expect("hook directory");
@@ -371,7 +371,7 @@ fn cli_refuses_provisioning_flags_that_cannot_work() {
     ];
     for (args, want) in cases {
         let out = Command::new(bin)
-            .args(["dslite", "aftr", "--dev", "wr-h14-none"])
+            .args(["dslite", "aftr", "--dev", "wr-dc6-none"])
             .args(args)
             .output()
             .expect("wirerate");

@@ -24,7 +24,7 @@
 //! ours over one veth, so that both receivers classify inside the session or softwire.
 //!
 //! Root is needed (else `SKIP: …`); nft, tcpdump and tshark must be installed (a missing one
-//! skips, but fails under `CI`). Namespaces `wr-h9c<pid><tag>…`, removed on drop.
+//! skips, but fails under `CI`). Namespaces `wr-cpe<pid><tag>…`, removed on drop.
 
 #[path = "common_cpe/mod.rs"]
 mod common_cpe;
@@ -110,13 +110,13 @@ fn ports_text(c: &Cpe, u: &Uplink) -> String {
         r#"[topology]
 kind = "interfaces"
 [ports.lan]
-interface = "h9cl0"
+interface = "cpel0"
 namespace = "{lan}"
 ipv4 = "192.0.2.2"
 gateway-v4 = "192.0.2.1"
 speed = "1G"
 [ports.wan]
-interface = "h9cw1"
+interface = "cpew1"
 namespace = "{isp}"
 speed = "1G"
 {wan}[dut]
@@ -186,10 +186,10 @@ fn tshark(pcap: &Path, display: &str, fields: &[&str]) -> Vec<Vec<String>> {
 
 /// Runs the plan against the gateway of `u`; returns (run directory, stdout, pcap).
 /// The gateway brings its WAN up: our PPPoE client (or B4) in the gateway's namespace, handing
-/// the session's packets to its TUN device `h9cwan`.
+/// the session's packets to its TUN device `cpewan`.
 fn dial(c: &Cpe, u: &Uplink) -> Proc {
     let mut args: Vec<&str> = u.gateway.to_vec();
-    args.extend(["--netns", &c.gw, "--dev", "h9cw0", "--tun", "h9cwan"]);
+    args.extend(["--netns", &c.gw, "--dev", "cpew0", "--tun", "cpewan"]);
     args.extend(["--duration", "300"]);
     Proc::spawn(
         Command::new(WIRERATE)
@@ -219,7 +219,7 @@ fn run_through(c: &Cpe, u: &Uplink, backend: &str, dir: &Path) -> (PathBuf, Stri
     let dump = Proc::spawn(
         Command::new("ip")
             .args([
-                "netns", "exec", &c.gw, "tcpdump", "-i", "h9cw0", "-U", "-s", "128", "-w",
+                "netns", "exec", &c.gw, "tcpdump", "-i", "cpew0", "-U", "-s", "128", "-w",
             ])
             .arg(&pcap)
             .arg(u.capture)
@@ -361,7 +361,7 @@ fn udp_both_ways_through_a_napt_gateway_on_our_pppoe_uplink() {
     if !can_run() {
         return;
     }
-    let c = Cpe::new("h9c", "p", PPPOE.napt);
+    let c = Cpe::new("cpe", "p", PPPOE.napt);
     for backend in BACKENDS {
         println!("--- backend {backend}");
         let d = tempfile::tempdir().unwrap();
@@ -436,7 +436,7 @@ fn udp_both_ways_through_a_gateway_on_our_dslite_uplink() {
     if !can_run() {
         return;
     }
-    let c = Cpe::new("h9c", "d", DSLITE.napt);
+    let c = Cpe::new("cpe", "d", DSLITE.napt);
     for backend in BACKENDS {
         println!("--- backend {backend}");
         let d = tempfile::tempdir().unwrap();
@@ -502,10 +502,10 @@ fn udp_both_ways_between_our_own_subscriber_and_isp_ends() {
         return;
     }
     let id = std::process::id() % 100_000;
-    let (lan, isp) = (format!("wr-h9c{id}olan"), format!("wr-h9c{id}oisp"));
+    let (lan, isp) = (format!("wr-cpe{id}olan"), format!("wr-cpe{id}oisp"));
     let pair = Cpe {
         lan: lan.clone(),
-        gw: format!("wr-h9c{id}ogw"),
+        gw: format!("wr-cpe{id}ogw"),
         isp: isp.clone(),
     };
     pair.remove();
@@ -514,11 +514,11 @@ fn udp_both_ways_between_our_own_subscriber_and_isp_ends() {
         sh(ns, "sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
     }
     ip(&[
-        "link", "add", "h9cl0", "netns", &lan, "type", "veth", "peer", "name", "h9cw1", "netns",
+        "link", "add", "cpel0", "netns", &lan, "type", "veth", "peer", "name", "cpew1", "netns",
         &isp,
     ]);
-    sh(&lan, "ip link set h9cl0 up");
-    sh(&isp, "ip link set h9cw1 up");
+    sh(&lan, "ip link set cpel0 up");
+    sh(&isp, "ip link set cpew1 up");
     let subscriber = [
         (
             &PPPOE,
@@ -558,7 +558,7 @@ fn a_session_dropped_during_a_trial_is_flagged_and_the_run_goes_on_after_the_red
     if !can_run() {
         return;
     }
-    let c = Cpe::new("h9c", "x", true);
+    let c = Cpe::new("cpe", "x", true);
     let d = tempfile::tempdir().unwrap();
     let text = format!(
         r#"name = "cpe-session-drop"
@@ -602,7 +602,7 @@ methodologies = ["forwarding-rate"]
     let tun_packets = || -> u64 {
         sh(
             &c.gw,
-            "cat /sys/class/net/h9cwan/statistics/tx_packets /sys/class/net/h9cwan/statistics/rx_packets",
+            "cat /sys/class/net/cpewan/statistics/tx_packets /sys/class/net/cpewan/statistics/rx_packets",
         )
         .split_whitespace()
         .filter_map(|n| n.parse::<u64>().ok())

@@ -293,7 +293,7 @@ fn tbf_ground_truth() {
 [topology]
 kind = "lab"
 lab = "forward"
-name = "h8tbf"
+name = "tbftruth"
 speed = "100M"
 [dut]
 kind = "lab"
@@ -422,7 +422,7 @@ fn policer_ground_truth() {
         d.path(),
         &policer_plan(
             "policer",
-            "h8pol",
+            "policergoal",
             r#"[methodology.multi-goal]
 goals = [0.0]
 width = 0.005
@@ -508,7 +508,7 @@ fn forwarding_rate_ground_truth() {
         d.path(),
         &policer_plan(
             "policer-fr",
-            "h8pfr",
+            "policerfr",
             r#"[methodology.forwarding-rate]
 trials = 2
 [[matrix]]
@@ -566,7 +566,7 @@ fn iperf3_figures_match_iperf3() {
 [topology]
 kind = "lab"
 lab = "forward"
-name = "h8tcp"
+name = "iperf3match"
 [dut]
 kind = "lab"
 [dut.profiles.forward]
@@ -686,7 +686,7 @@ fn kill9_then_resume() {
 [topology]
 kind = "lab"
 lab = "forward"
-name = "h8k9"
+name = "kill9resume"
 speed = "100M"
 [dut]
 kind = "lab"
@@ -849,7 +849,7 @@ fn sigint_stops_cleanly() {
 [topology]
 kind = "lab"
 lab = "forward"
-name = "h8int"
+name = "sigintstop"
 [dut]
 kind = "lab"
 [dut.profiles.forward]
@@ -905,7 +905,7 @@ methodologies = ["rfc2544-throughput"]
     );
     let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let ns = String::from_utf8_lossy(&ns.stdout);
-    assert!(!ns.contains("wr-h8int-"), "lab left behind: {ns}");
+    assert!(!ns.contains("wr-sigintstop-"), "lab left behind: {ns}");
     let before = trials(&out);
     assert!(searches_done(&out) < 6, "the run was not stopped early");
     let o = run(&[
@@ -951,7 +951,7 @@ fn run_with_a_closed_stdout_measures_records_and_tears_down() {
 [topology]
 kind = "lab"
 lab = "forward"
-name = "h19pipe"
+name = "closedstdout"
 [dut]
 kind = "lab"
 [dut.profiles.forward]
@@ -1000,7 +1000,7 @@ methodologies = ["rfc2544-throughput"]
     assert!(out.join("report.html").exists(), "no report");
     let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let ns = String::from_utf8_lossy(&ns.stdout);
-    assert!(!ns.contains("wr-h19pipe-"), "lab left behind: {ns}");
+    assert!(!ns.contains("wr-closedstdout-"), "lab left behind: {ns}");
 }
 
 /// Issue 14 item 1 (plain lab cases): a bidirectional trial's record keeps each direction on
@@ -1027,7 +1027,7 @@ fn bidirectional_records_keep_each_direction() {
 [topology]
 kind = "lab"
 lab = "forward"
-name = "h14bd"
+name = "bidirrecords"
 speed = "100M"
 [dut]
 kind = "lab"
@@ -1139,7 +1139,7 @@ fn a_case_without_the_fastpath_dimension_gets_its_profile_again() {
 [topology]
 kind = "lab"
 lab = "forward"
-name = "h9lfp"
+name = "fastpathagain"
 speed = "1G"
 [dut]
 kind = "lab"

@@ -21,7 +21,7 @@
 //! threshold: frames of the threshold size + overhead arrive there, none larger.
 //!
 //! Root is needed (else `SKIP: …`); nft, tcpdump and tshark must be installed.
-//! Namespaces `wr-h10m<pid><tag>…`, removed on drop.
+//! Namespaces `wr-mtup<pid><tag>…`, removed on drop.
 
 #[path = "common_cpe/mod.rs"]
 mod common_cpe;
@@ -95,20 +95,20 @@ fn plan_text(c: &Cpe, u: &Uplink) -> String {
 [topology]
 kind = "interfaces"
 [ports.lan]
-interface = "h10ml0"
+interface = "mtupl0"
 namespace = "{lan}"
 ipv4 = "192.0.2.2"
 gateway-v4 = "192.0.2.1"
 speed = "1G"
 [ports.wan]
-interface = "h10mw1"
+interface = "mtupw1"
 namespace = "{isp}"
 speed = "1G"
 {wan}[dut]
 kind = "device"
 [dut.profiles.gateway]
 # The gateway dials once the run's ISP side is up: wait for its WAN device before probing.
-setup = ["sh -c 'for i in $(seq 200); do ip -n {gw} link show h10mwan >/dev/null 2>&1 && sleep 1 && exit 0; sleep 0.1; done; exit 1'"]
+setup = ["sh -c 'for i in $(seq 200); do ip -n {gw} link show mtupwan >/dev/null 2>&1 && sleep 1 && exit 0; sleep 0.1; done; exit 1'"]
 [run]
 settle = "100ms"
 # A frame held up to a second in the user-space uplink (a busy machine) still counts.
@@ -154,7 +154,7 @@ fn probe_through(c: &Cpe, u: &Uplink, dir: &Path) -> (PathBuf, String, PathBuf) 
     let dump = Proc::spawn(
         Command::new("ip")
             .args([
-                "netns", "exec", &c.gw, "tcpdump", "-i", "h10mw0", "-U", "-s", "96", "-w",
+                "netns", "exec", &c.gw, "tcpdump", "-i", "mtupw0", "-U", "-s", "96", "-w",
             ])
             .arg(&pcap)
             .arg(u.capture)
@@ -169,7 +169,7 @@ fn probe_through(c: &Cpe, u: &Uplink, dir: &Path) -> (PathBuf, String, PathBuf) 
     });
     std::thread::sleep(Duration::from_millis(500));
     let mut args: Vec<&str> = u.gateway.to_vec();
-    args.extend(["--netns", &c.gw, "--dev", "h10mw0", "--tun", "h10mwan"]);
+    args.extend(["--netns", &c.gw, "--dev", "mtupw0", "--tun", "mtupwan"]);
     args.extend(["--duration", "300"]);
     let gateway = Proc::spawn(
         Command::new(WIRERATE)
@@ -321,7 +321,7 @@ fn mtu_probe_through_a_napt_gateway_on_our_pppoe_uplink_finds_1472() {
     if !common_isp::root_and_tools(&["nft", "tshark", "tcpdump"]) {
         return;
     }
-    let c = Cpe::new("h10m", "p", PPPOE.napt);
+    let c = Cpe::new("mtup", "p", PPPOE.napt);
     let d = tempfile::tempdir().unwrap();
     let (out, stdout, pcap) = probe_through(&c, &PPPOE, d.path());
     println!("{stdout}");
@@ -334,7 +334,7 @@ fn mtu_probe_through_a_gateway_on_our_dslite_uplink_finds_1478() {
     if !common_isp::root_and_tools(&["nft", "tshark", "tcpdump"]) {
         return;
     }
-    let c = Cpe::new("h10m", "d", DSLITE.napt);
+    let c = Cpe::new("mtup", "d", DSLITE.napt);
     let d = tempfile::tempdir().unwrap();
     let (out, stdout, pcap) = probe_through(&c, &DSLITE, d.path());
     println!("{stdout}");
@@ -352,10 +352,10 @@ fn mtu_probe_through_a_kernel_router_with_a_1400_byte_link() {
     if !common_isp::root_and_tools(&["nft"]) {
         return;
     }
-    let c = Cpe::new("h10m", "k", false);
+    let c = Cpe::new("mtup", "k", false);
     sh(
         &c.gw,
-        "ip addr add 198.51.100.1/24 dev h10mw0; ip link set h10mw0 mtu 1400",
+        "ip addr add 198.51.100.1/24 dev mtupw0; ip link set mtupw0 mtu 1400",
     );
     let text = plan_text(&c, &PPPOE)
         .replace(

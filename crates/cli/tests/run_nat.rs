@@ -107,7 +107,7 @@ fn capacity_search_finds_the_configured_table_size() {
     }
     let limit = 1_500u64;
     let text = plan(
-        "h15r1",
+        "naptrun1",
         "napt",
         limit,
         "nat-table-capacity",
@@ -153,7 +153,7 @@ fn connection_rate_is_confirmed_by_the_dut_table() {
     // the queue absorbs the whole preliminary phase at any rate.
     let n = 3_000u64;
     let text = plan(
-        "h15r2",
+        "naptrun2",
         "filter-stateful-10000",
         100_000,
         "nat-connection-rate",

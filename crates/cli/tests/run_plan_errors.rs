@@ -37,7 +37,7 @@ const BASE: &str = r#"name = "bad"
 [topology]
 kind = "lab"
 lab = "forward"
-name = "h8bad"
+name = "badplan"
 [dut]
 kind = "lab"
 [dut.profiles.forward]
@@ -158,7 +158,7 @@ fn typo_is_reported_with_line_key_and_hint_before_anything_runs() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("did you mean"), "{}", stderr(&o));
     assert!(!out.exists(), "a run directory was created");
-    no_namespace("h8bad");
+    no_namespace("badplan");
 }
 
 #[test]
@@ -182,7 +182,7 @@ fn missing_hook_command_is_named_before_anything_runs() {
         "{e}"
     );
     assert!(!out.exists(), "a run directory was created");
-    no_namespace("h8bad");
+    no_namespace("badplan");
     // Issue 19 row 15: plan check finds it too, at the same place, with no root needed.
     let c = wirerate(&["plan", "check", p.to_str().unwrap()]);
     assert_eq!(c.status.code(), Some(2));
@@ -219,7 +219,7 @@ fn unreachable_ssh_host_is_named_before_anything_runs() {
         "{e}"
     );
     assert!(!out.exists(), "a run directory was created");
-    no_namespace("h8bad");
+    no_namespace("badplan");
 }
 
 /// Issue 19 rows 1–2: a command whose standard output is a closed pipe (`| head -1`) ends
@@ -280,7 +280,7 @@ fn a_snapshot_parser_as_a_sampler_is_refused_naming_the_stage() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("not `samplers`"), "{}", stderr(&o));
     assert!(!out.exists(), "a run directory was created");
-    no_namespace("h8bad");
+    no_namespace("badplan");
     // In the stages that read it, the same command and parser check OK.
     let fixed = BASE.replace(
         "[dut.profiles.forward]\n",

@@ -1,5 +1,5 @@
 //! `wirerate run` on real interfaces (issues 5 and 7), without touching the host's own: each
-//! test builds its own namespaces and veths (`wr-h4<pid><tag>-*`), removed on drop even when
+//! test builds its own namespaces and veths (`wr-prt<pid><tag>-*`), removed on drop even when
 //! the test fails. Root is needed; without it each test prints `SKIP: …`.
 //!
 //! - `real_ports_through_a_linux_router`: tester A — router namespace (plain IP forwarding) —
@@ -56,7 +56,7 @@ fn sh(cmd: &str) {
     );
 }
 
-/// Namespaces `wr-h4<pid><tag>-<node>`, deleted on drop.
+/// Namespaces `wr-prt<pid><tag>-<node>`, deleted on drop.
 struct Nets {
     prefix: String,
     nodes: Vec<String>,
@@ -64,7 +64,7 @@ struct Nets {
 
 impl Nets {
     fn new(tag: &str, nodes: &[&str]) -> Nets {
-        let prefix = format!("wr-h4{}{tag}", std::process::id() % 100_000);
+        let prefix = format!("wr-prt{}{tag}", std::process::id() % 100_000);
         let n = Nets {
             prefix,
             nodes: nodes.iter().map(|s| s.to_string()).collect(),
@@ -102,10 +102,10 @@ impl Nets {
 }
 
 impl Nets {
-    /// Two namespaces `c` and `s` joined by one veth `wrh4c` — `wrh4s`: a port plays each end.
+    /// Two namespaces `c` and `s` joined by one veth `wrptc` — `wrpts`: a port plays each end.
     fn one_link(tag: &str) -> Nets {
         let n = Nets::new(tag, &["c", "s"]);
-        n.veth("c", "wrh4c", "s", "wrh4s");
+        n.veth("c", "wrptc", "s", "wrpts");
         n
     }
 
@@ -149,25 +149,25 @@ fn real_ports_through_a_linux_router() {
         return;
     }
     let n = Nets::new("r", &["a", "dut", "b"]);
-    n.veth("a", "wrh4a", "dut", "wrh4ra");
-    n.veth("b", "wrh4b", "dut", "wrh4rb");
+    n.veth("a", "wrpta", "dut", "wrptra");
+    n.veth("b", "wrptb", "dut", "wrptrb");
     let (a, r, b) = (n.ns("a"), n.ns("dut"), n.ns("b"));
     // A plain Linux router: addresses, forwarding, default routes on the testers (iperf3 uses
     // the kernel's stack; the engine answers ARP/ND and resolves its next hop itself).
     for cmd in [
-        format!("ip -n {r} addr add 198.51.100.1/24 dev wrh4ra"),
-        format!("ip -n {r} addr add 203.0.113.1/24 dev wrh4rb"),
-        format!("ip -n {r} addr add 2001:db8:a::1/64 dev wrh4ra nodad"),
-        format!("ip -n {r} addr add 2001:db8:b::1/64 dev wrh4rb nodad"),
+        format!("ip -n {r} addr add 198.51.100.1/24 dev wrptra"),
+        format!("ip -n {r} addr add 203.0.113.1/24 dev wrptrb"),
+        format!("ip -n {r} addr add 2001:db8:a::1/64 dev wrptra nodad"),
+        format!("ip -n {r} addr add 2001:db8:b::1/64 dev wrptrb nodad"),
         format!(
             "ip netns exec {r} sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1"
         ),
-        format!("ip -n {a} addr add 198.51.100.2/24 dev wrh4a"),
-        format!("ip -n {a} addr add 2001:db8:a::2/64 dev wrh4a nodad"),
+        format!("ip -n {a} addr add 198.51.100.2/24 dev wrpta"),
+        format!("ip -n {a} addr add 2001:db8:a::2/64 dev wrpta nodad"),
         format!("ip -n {a} route add default via 198.51.100.1"),
         format!("ip -n {a} -6 route add default via 2001:db8:a::1"),
-        format!("ip -n {b} addr add 203.0.113.2/24 dev wrh4b"),
-        format!("ip -n {b} addr add 2001:db8:b::2/64 dev wrh4b nodad"),
+        format!("ip -n {b} addr add 203.0.113.2/24 dev wrptb"),
+        format!("ip -n {b} addr add 2001:db8:b::2/64 dev wrptb nodad"),
         format!("ip -n {b} route add default via 203.0.113.1"),
         format!("ip -n {b} -6 route add default via 2001:db8:b::1"),
     ] {
@@ -181,7 +181,7 @@ fn real_ports_through_a_linux_router() {
 [topology]
 kind = "interfaces"
 [ports.lan]
-interface = "wrh4a"
+interface = "wrpta"
 namespace = "{a}"
 ipv4 = "198.51.100.2"
 gateway-v4 = "198.51.100.1"
@@ -189,7 +189,7 @@ ipv6 = "2001:db8:a::2"
 gateway-v6 = "2001:db8:a::1"
 speed = "1G"
 [ports.wan]
-interface = "wrh4b"
+interface = "wrptb"
 namespace = "{b}"
 ipv4 = "203.0.113.2"
 gateway-v4 = "203.0.113.1"
@@ -200,9 +200,9 @@ speed = "1G"
 kind = "device"
 netns = "{r}"
 [dut.profiles.counted]
-setup = ["nft add table inet wrh4 && nft add chain inet wrh4 fw '{{ type filter hook forward priority 0; }}' && nft add rule inet wrh4 fw udp dport 9 counter"]
-stats-after = ["nft list table inet wrh4"]
-teardown = ["nft delete table inet wrh4"]
+setup = ["nft add table inet wrpt && nft add chain inet wrpt fw '{{ type filter hook forward priority 0; }}' && nft add rule inet wrpt fw udp dport 9 counter"]
+stats-after = ["nft list table inet wrpt"]
+teardown = ["nft delete table inet wrpt"]
 [run]
 trial-duration = "1s"
 settle = "100ms"
@@ -232,7 +232,7 @@ methodologies = ["iperf3"]
         "{}",
         String::from_utf8_lossy(&check.stderr)
     );
-    assert!(String::from_utf8_lossy(&check.stdout).contains("ports: lan (wrh4a in"));
+    assert!(String::from_utf8_lossy(&check.stdout).contains("ports: lan (wrpta in"));
     let out = d.path().join("run");
     let stdout = run_plan_ok(&plan, &out);
     println!("{stdout}");
@@ -277,7 +277,7 @@ methodologies = ["iperf3"]
     assert!(tcp.l4_bps > 0.0, "{tcp:?}");
     assert_eq!(tcp.syn_mss.first(), Some(&1460), "{tcp:?}");
     // Nothing of the plan's interfaces was removed, and no lab was built.
-    sh(&format!("ip -n {a} link show wrh4a"));
+    sh(&format!("ip -n {a} link show wrpta"));
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&list.stdout).contains("wr-wr-"));
 }
@@ -286,7 +286,7 @@ const PPPOE_PLAN: &str = r#"name = "pppoe-loop"
 [topology]
 kind = "interfaces"
 [ports.subscriber]
-interface = "wrh4c"
+interface = "wrptc"
 namespace = "NS_C"
 speed = "1G"
 [ports.subscriber.pppoe]
@@ -295,7 +295,7 @@ user = "cpe"
 password = "secret"
 timeout = "15s"
 [ports.isp]
-interface = "wrh4s"
+interface = "wrpts"
 namespace = "NS_S"
 speed = "1G"
 [ports.isp.pppoe]
@@ -489,7 +489,7 @@ fn dslite_ports_carry_the_trials() {
 [topology]
 kind = "interfaces"
 [ports.b4]
-interface = "wrh4c"
+interface = "wrptc"
 namespace = "{}"
 speed = "1G"
 [ports.b4.dslite]
@@ -498,7 +498,7 @@ address = "2001:db8:c::2"
 peer = "2001:db8:d::1"
 timeout = "10s"
 [ports.aftr]
-interface = "wrh4s"
+interface = "wrpts"
 namespace = "{}"
 ipv4 = "203.0.113.2"
 speed = "1G"

@@ -3,7 +3,7 @@
 //! big for the session's MRU or the tunnel's MTU, are refused with the text a plan gives
 //! (issue 18), and with `--fragment-oversize` reported as fragmented (sent through the control
 //! planes, fragmented and reassembled) instead of as lost frames. Root is needed
-//! (else `SKIP: …`). Namespaces `wr-h6ti<pid><tag>a/b`, removed on drop.
+//! (else `SKIP: …`). Namespaces `wr-tins<pid><tag>a/b`, removed on drop.
 
 mod common_isp;
 
@@ -12,7 +12,7 @@ use std::process::Command;
 
 /// Runs `wirerate trial --inside KIND` with streams of 64 and 1518 B both ways (a TOML file).
 fn run_inside_output(kind: &str, tag: &str, extra: &[&str]) -> std::process::Output {
-    let ns = NsPair::new("wr-h6ti", "wrti", tag);
+    let ns = NsPair::new("wr-tins", "wrti", tag);
     let dir = tempfile::tempdir().unwrap();
     let toml = dir.path().join("streams.toml");
     std::fs::write(

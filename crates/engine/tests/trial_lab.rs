@@ -662,7 +662,7 @@ fn capture(spec: &PortSpec, ready: &AtomicBool, stop: &AtomicBool) -> Vec<Seen> 
 #[test]
 fn burst_gap_shows_on_the_wire() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(lab) = lab_or_skip("h3-burstgap", Topology::Direct, None) else {
+    let Some(lab) = lab_or_skip("burst-gap", Topology::Direct, None) else {
         return;
     };
     let (a, ai) = port(&lab, PortId::A, "a");
@@ -782,7 +782,7 @@ fn burst_gap_shows_on_the_wire() {
 #[test]
 fn two_tx_and_two_rx_threads_count_exactly() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(lab) = lab_or_skip("h3-threads", Topology::Direct, None) else {
+    let Some(lab) = lab_or_skip("rx-threads", Topology::Direct, None) else {
         return;
     };
     let (a, ai) = port(&lab, PortId::A, "a");
@@ -875,7 +875,7 @@ fn two_tx_and_two_rx_threads_count_exactly() {
 #[test]
 fn two_xdp_tx_threads_count_exactly() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(lab) = lab_or_skip("h3-xdpthreads", Topology::Direct, None) else {
+    let Some(lab) = lab_or_skip("xdp-rx-threads", Topology::Direct, None) else {
         return;
     };
     let (a, ai) = port(&lab, PortId::A, "a");
@@ -933,7 +933,7 @@ fn two_xdp_tx_threads_count_exactly() {
 #[test]
 fn auto_backend_picks_xdp_when_it_fits_and_says_why_not_otherwise() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(lab) = lab_or_skip("h3-auto", Topology::Direct, None) else {
+    let Some(lab) = lab_or_skip("auto-backend", Topology::Direct, None) else {
         return;
     };
     let (a, ai) = port(&lab, PortId::A, "a");

@@ -1,4 +1,4 @@
-//! The XDP sender on a real veth pair in a namespace this test creates (`wr-h1-xdptx-<pid>-<n>`):
+//! The XDP sender on a real veth pair in a namespace this test creates (`wr-xdptx-<pid>-<n>`):
 //! frames arrive with the right signature, flows and checksums, the counts are exact, and
 //! refused frames are not counted as sent. Needs root; without it each test prints SKIP.
 //!
@@ -27,7 +27,7 @@ struct Net(String);
 impl Net {
     fn new(gro: bool) -> Net {
         let ns = format!(
-            "wr-h1-xdptx-{}-{}",
+            "wr-xdptx-{}-{}",
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed)
         );

@@ -285,7 +285,7 @@ methodologies = ["iperf3"]
 [topology]
 kind = "lab"
 lab = "endpoint"
-name = "h4ep"
+name = "epports"
 [dut]
 kind = "lab"
 profiles = ["forward"]

@@ -68,7 +68,7 @@ fn lab_plan(matrix: &str) -> String {
 [topology]
 kind = "lab"
 lab = "forward"
-name = "s12i"
+name = "trialident"
 speed = "1G"
 [dut]
 kind = "lab"

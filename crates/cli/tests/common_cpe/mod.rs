@@ -28,7 +28,7 @@ pub struct Cpe {
 }
 
 impl Cpe {
-    /// The rig with interfaces named from `prefix` (`h9c` → `h9cl0`, …, `h9cwan`).
+    /// The rig with interfaces named from `prefix` (`cpe` → `cpel0`, …, `cpewan`).
     pub fn new(prefix: &str, tag: &str, napt: bool) -> Cpe {
         let id = std::process::id() % 100_000;
         let n = |s: &str| format!("wr-{prefix}{id}{tag}{s}");
