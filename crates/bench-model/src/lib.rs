@@ -17,6 +17,9 @@
 //! The `bench` crate executes a plan with these (runner, testbed, ISP sessions, calibration);
 //! `report` renders what [`results`] stored.
 
+// No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
+#![forbid(unsafe_code)]
+
 pub mod files;
 pub mod hooks;
 pub mod iperf3;

@@ -14,6 +14,9 @@
 //! - [`calibration`]: the tester's own ceiling per frame size.
 //! - [`sessions`]: many PPPoE subscribers at once and their setup statistics.
 
+// No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
+#![forbid(unsafe_code)]
+
 pub use bench_model::{files, hooks, iperf3, oversize, plan, results, search};
 
 pub mod calibration;

@@ -23,6 +23,9 @@
 //! | [`xdp`] | the XDP backend: BPF programs that stamp and send (live frames) and count in maps |
 //! | [`bench`] | measuring the tester itself (TX/RX rates, next to trafgen) |
 
+// `unsafe` only in the `sys` modules (this one and `xdp::sys`), which allow it.
+#![deny(unsafe_code)]
+
 pub mod bench;
 pub mod control;
 pub mod flowset;
@@ -34,6 +37,7 @@ pub mod rx;
 pub mod rx_clock;
 pub mod settle;
 pub mod stream;
+#[allow(unsafe_code)]
 pub mod sys;
 pub mod trial;
 pub mod tun;

@@ -25,7 +25,12 @@
 //! # Ok::<(), lab::LabError>(())
 //! ```
 //!
-//! See docs/lab.md for the topologies, the profiles, CPU isolation and its limits.
+//! See docs/lab.md for the topologies, the profiles, CPU isolation and its limits. The few
+//! system calls the standard library does not wrap (flock, signals, kill, CPU affinity and
+//! priority, setns, netlink) are the only `unsafe` and live in one private module, `sys`.
+
+// `unsafe` only in `sys`, which allows it.
+#![deny(unsafe_code)]
 
 pub mod cmd;
 pub mod conntrack;
@@ -43,6 +48,8 @@ pub mod netns;
 pub mod probe;
 pub mod profile;
 pub mod stats;
+#[allow(unsafe_code)]
+mod sys;
 pub mod topology;
 pub mod tun;
 
