@@ -38,7 +38,6 @@ pub mod cpu;
 pub mod ctnetlink;
 mod error;
 pub mod fastpath;
-pub mod feature;
 mod guard;
 mod lab;
 pub mod links;
@@ -46,12 +45,14 @@ pub mod lock;
 mod napi;
 pub mod netns;
 pub mod probe;
-pub mod profile;
 pub mod stats;
 #[allow(unsafe_code)]
 mod sys;
-pub mod topology;
 pub mod tun;
+
+/// The lab's vocabulary, at the paths it always had (`lab::profile`, `lab::topology`, …): it
+/// lives in the pure crate `lab-model`, which plans and reports use without this crate.
+pub use lab_model::{feature, profile, topology, Error as ModelError, LINK_MTU};
 
 pub use cmd::{install_interrupt_handler, is_root};
 pub use cpu::{dut_cpu, tester_cpus};
@@ -68,10 +69,6 @@ pub use probe::{catalogue, features, CatalogueEntry, Feature, Features, Support}
 pub use profile::{MssBackend, Profile};
 pub use stats::StatsSnapshot;
 pub use topology::{Node, PortId, Topology};
-
-/// The MTU of every lab link: Ethernet's 1500, so frames of at most 1518 B with FCS, as on the
-/// devices the lab stands in for (plans refuse larger frames on the lab).
-pub const LINK_MTU: u32 = 1500;
 
 /// Alias so `lab::profiles::catalogue()` reads naturally.
 pub mod profiles {

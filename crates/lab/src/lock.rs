@@ -171,6 +171,9 @@ mod tests {
     #[test]
     fn bad_names_never_become_paths() {
         let err = LabLock::acquire("../etc", "x", Duration::ZERO).unwrap_err();
-        assert!(matches!(err, LabError::InvalidName { .. }));
+        assert!(matches!(
+            err,
+            LabError::Model(lab_model::Error::InvalidName { .. })
+        ));
     }
 }
