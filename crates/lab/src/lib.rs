@@ -25,6 +25,9 @@
 //! # Ok::<(), lab::LabError>(())
 //! ```
 //!
+//! Without a DUT, [`veth::VethPair`] is two namespaces joined by one veth pair, for the tester
+//! measured against peer tools and the engine's namespace tests.
+//!
 //! See docs/lab.md for the topologies, the profiles, CPU isolation and its limits. The few
 //! system calls the standard library does not wrap (flock, signals, kill, CPU affinity and
 //! priority, setns, netlink) are the only `unsafe` and live in one private module, `sys`.
@@ -49,6 +52,7 @@ pub mod stats;
 #[allow(unsafe_code)]
 mod sys;
 pub mod tun;
+pub mod veth;
 
 /// The lab's vocabulary, at the paths it always had (`lab::profile`, `lab::topology`, …): it
 /// lives in the pure crate `lab-model`, which plans and reports use without this crate.
