@@ -96,12 +96,6 @@ pub fn test_run_live(
     Ok(())
 }
 
-/// The calling thread's id (what `bpf_get_current_pid_tgid()` returns in its low 32 bits).
-pub fn gettid() -> u32 {
-    // SAFETY: gettid(2) has no arguments and cannot fail.
-    unsafe { libc::gettid() as u32 }
-}
-
 /// Moves the calling thread (only) into a new, empty network namespace.
 pub fn unshare_netns() -> std::io::Result<()> {
     // SAFETY: unshare(2) with CLONE_NEWNET only changes the calling thread's namespace; it
