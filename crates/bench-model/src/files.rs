@@ -108,13 +108,21 @@ pub fn read_text(path: &Path) -> io::Result<String> {
 mod tests {
     use super::*;
 
+    /// A FIFO at `path`, made by coreutils' `mkfifo` (the crate has no `unsafe`, so no
+    /// mkfifo(3)).
+    fn make_fifo(path: &Path) {
+        let st = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("running mkfifo (coreutils)");
+        assert!(st.success(), "mkfifo {}: {st}", path.display());
+    }
+
     #[test]
     fn fifos_directories_and_devices_are_refused_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("plan.toml");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        make_fifo(&fifo);
         let e = read_text(&fifo).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
         assert!(e.to_string().contains("a FIFO"), "{e}");
@@ -139,9 +147,7 @@ mod tests {
     fn outputs_that_are_fifos_devices_or_directories_are_refused_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("out.pcap");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        make_fifo(&fifo);
         // Would block forever without a reader if it were opened for writing.
         let e = create_regular(&fifo).unwrap_err();
         assert!(e.to_string().contains("a FIFO"), "{e}");

@@ -1,6 +1,6 @@
 //! `bench-model`: what a benchmark is and what it found, without running anything on a
 //! network. Everything a user's result depends on is here and tested without a network, a
-//! lab or the engine's BPF toolchain (issue 18: this crate, `wire`, `emulate`, `lab` and
+//! lab or the engine's BPF toolchain (issue 18: this crate, `wire`, `emulate`, `lab-model` and
 //! `report` build without clang):
 //!
 //! - [`search`]: RFC 2544, RFC 2889 and MLRsearch-style methodologies and the RFC 9693
@@ -20,6 +20,9 @@
 //!
 //! The `bench` crate executes a plan with these (runner, testbed, ISP sessions, calibration);
 //! `report` renders what [`results`] stored.
+
+// No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
+#![forbid(unsafe_code)]
 
 pub mod files;
 pub mod hooks;

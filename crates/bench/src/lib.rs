@@ -16,6 +16,9 @@
 //! - [`iface`]: what the host says about an interface (addresses, next hops, wire speed,
 //!   offloads, the driver's counters), for `plan new`, the preflight and the testbed.
 
+// No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
+#![forbid(unsafe_code)]
+
 pub use bench_model::{files, hooks, iperf3, oversize, plan, plan_new, port_link, results, search};
 
 pub mod calibration;

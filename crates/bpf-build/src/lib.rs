@@ -9,6 +9,9 @@
 //! (`bpf-linker`), which this project cannot assume; Debian's clang is one package away
 //! (`scripts/install-deps.sh` installs it together with libbpf-dev for `bpf_helpers.h`).
 
+// No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -1,6 +1,9 @@
 //! The `wirerate` binary: argument parsing and wiring only. Measurement, search and rendering
 //! live in the library crates.
 
+// No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
+#![forbid(unsafe_code)]
+
 /// `println!` that never panics: once standard output is gone (a closed pipe, `wirerate … |
 /// head -1`), the rest is discarded and the command carries on, so a run keeps measuring,
 /// records every trial and tears its lab down (Rust ignores SIGPIPE; `println!` would panic).

@@ -22,6 +22,9 @@
 //!
 //! See `docs/emulate.md` for the behaviour each machine promises.
 
+// No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
+#![forbid(unsafe_code)]
+
 pub mod arp_nd;
 pub mod control_plane;
 pub mod dhcpv6;

@@ -2,7 +2,8 @@
 //!
 //! wirerate's packet engine (issue 4): ports on AF_PACKET, streams with paced transmission,
 //! signature-verified receive with exact loss, duplicate, reordering and latency accounting,
-//! and trials that run a set of streams between ports.
+//! and trials that run a set of streams between ports. It sends and receives; measuring it
+//! side by side with other tools (`wirerate bench`) is the `tester-bench` crate's job.
 //!
 //! | module | job |
 //! |---|---|
@@ -21,9 +22,10 @@
 //! | [`trial`] | one timed run of a set of streams between ports |
 //! | [`control`] | runs an `emulate` control plane (PPPoE, ARP/ND, DS-Lite) on a port's socket |
 //! | [`xdp`] | the XDP backend: BPF programs that stamp and send (live frames) and count in maps |
-//! | [`bench`] | measuring the tester itself (TX/RX rates, next to trafgen) |
 
-pub mod bench;
+// `unsafe` only in the `sys` modules (this one and `xdp::sys`), which allow it.
+#![deny(unsafe_code)]
+
 pub mod control;
 pub mod flowset;
 pub mod nat;
@@ -34,6 +36,7 @@ pub mod rx;
 pub mod rx_clock;
 pub mod settle;
 pub mod stream;
+#[allow(unsafe_code)]
 pub mod sys;
 pub mod trial;
 pub mod tun;

@@ -1,6 +1,6 @@
 //! IPDV (RFC 8219 §7.3.2) from whole trials on both backends (#17 item 4): the same paced
 //! stream from port A to port B over a veth pair (each end in a namespace of its own,
-//! `wr-ipdv-<pid>-<n>-{a,b}`, removed on drop), once with the XDP backend and once with
+//! `wr-ipdv-<pid>-<n>-{va,vb}`, removed on drop), once with the XDP backend and once with
 //! AF_PACKET. Both trial reports must carry IPDV for the stream, follow the pairing rule
 //! (without loss or reordering every frame after the first forms a pair), and give plausible,
 //! mutually consistent figures: Dmin ≤ 0 ≤ Dmax and a median near zero, as paced traffic

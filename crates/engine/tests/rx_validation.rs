@@ -1,6 +1,6 @@
 //! Receive-side validation during a real trial (#19 row 12), on both backends: while a good
 //! stream runs from port A to port B over a veth pair (each end in a namespace of its own,
-//! `wr-rxval-<pid>-<n>-{a,b}`, removed on drop), another socket on A injects frames that carry
+//! `wr-rxval-<pid>-<n>-{va,vb}`, removed on drop), another socket on A injects frames that carry
 //! the same stream's valid signature but are malformed in one way each: a corrupted payload or
 //! IPv4 header, a wrong UDP length, trailing bytes, a VLAN tag the stream does not have, a
 //! first fragment, a foreign destination address or port, a sequence number beyond what the

@@ -1,5 +1,5 @@
 //! The XDP receiver (`engine::xdp::rx`) on a real veth pair, each end in a namespace of its
-//! own (`wr-h2-<pid>-<n>-{a,b}`, removed on drop): exact counts of crafted frames through
+//! own (`wr-xdprx-<pid>-<n>-{va,vb}`, removed on drop): exact counts of crafted frames through
 //! every encapsulation, the same duplicates/reordering/loss figures as the AF_PACKET
 //! accounting (`engine::rx::Receiver`) fed the same frames, hostile bytes counted as foreign,
 //! ARP and ping still working while it is attached, nothing left on the interface afterwards.
@@ -8,7 +8,7 @@ use engine::port::{PortSpec, RxRingConfig};
 use engine::rx::{Receiver, StreamRxReport};
 use engine::xdp::rx::{XdpMode, XdpReceiver, XdpRxConfig};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wire::encap::EncapSpec;
 use wire::template::{FrameTemplate, StreamSpec};
@@ -17,62 +17,20 @@ mod common;
 use common::{is_root, sh};
 
 /// `wr0` (192.0.2.1) in namespace `a` ⇄ `wr1` (192.0.2.2) in namespace `b`, no IPv6 (so no
-/// background ND/MLD frames disturb exact foreign counts). Removed on drop.
-struct Net {
-    a: String,
-    b: String,
+/// background ND/MLD frames disturb exact foreign counts): the shared pair (`common::Net`,
+/// removed on drop) with what these tests do on it.
+struct Net(common::Net);
+
+impl std::ops::Deref for Net {
+    type Target = common::Net;
+    fn deref(&self) -> &common::Net {
+        &self.0
+    }
 }
 
 impl Net {
     fn new() -> Net {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let base = format!("wr-h2-{}-{n}", std::process::id());
-        let net = Net {
-            a: format!("{base}-a"),
-            b: format!("{base}-b"),
-        };
-        for ns in [&net.a, &net.b] {
-            sh(&["ip", "netns", "add", ns]);
-            for k in ["all", "default"] {
-                sh(&[
-                    "ip",
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    &format!("net.ipv6.conf.{k}.disable_ipv6=1"),
-                ]);
-            }
-        }
-        sh(&[
-            "ip", "-n", &net.a, "link", "add", "wr0", "type", "veth", "peer", "name", "wr1",
-            "netns", &net.b,
-        ]);
-        sh(&[
-            "ip",
-            "-n",
-            &net.a,
-            "addr",
-            "add",
-            "192.0.2.1/24",
-            "dev",
-            "wr0",
-        ]);
-        sh(&[
-            "ip",
-            "-n",
-            &net.b,
-            "addr",
-            "add",
-            "192.0.2.2/24",
-            "dev",
-            "wr1",
-        ]);
-        sh(&["ip", "-n", &net.a, "link", "set", "wr0", "up"]);
-        sh(&["ip", "-n", &net.b, "link", "set", "wr1", "up"]);
-        net
+        Net(common::Net::new("xdprx", "wr0", "wr1"))
     }
 
     fn port_a(&self) -> PortSpec {
@@ -87,8 +45,11 @@ impl Net {
         p
     }
 
+    /// Whether `ip link` shows an XDP program on `wr1` (`prog/xdp id N`, in any mode): not
+    /// any "xdp" in the output, which the peer's namespace name (`link-netns wr-xdprx-…`)
+    /// carries too.
     fn xdp_shown_on_wr1(&self) -> bool {
-        sh(&["ip", "-n", &self.b, "link", "show", "wr1"]).contains("xdp")
+        sh(&["ip", "-n", &self.b, "link", "show", "wr1"]).contains("prog/xdp")
     }
 
     /// Sends `frames` in order out of `wr0` (AF_PACKET, one thread: they arrive in order).
@@ -108,14 +69,6 @@ impl Net {
         })
         .join()
         .unwrap();
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
     }
 }
 
@@ -602,235 +555,6 @@ fn killed_process_leaves_no_program() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// `wirerate bench rx --backend xdp` in short: trafgen sends exactly N frames at full speed,
-/// the XDP receiver counts exactly N.
-#[test]
-fn bench_rx_xdp_counts_trafgen_exactly() {
-    if !is_root() {
-        println!("SKIP: needs root (network namespaces, XDP)");
-        return;
-    }
-    if Command::new("trafgen").arg("-v").output().is_err() {
-        println!("SKIP: trafgen (netsniff-ng) is not installed");
-        return;
-    }
-    let cfg = engine::bench::RxBenchConfig {
-        frames: 300_000,
-        backend: engine::bench::RxBackend::Xdp,
-        ..Default::default()
-    };
-    let tag = format!("h2-{}", std::process::id());
-    let r = engine::bench::rx(&cfg, &tag).unwrap();
-    println!("{r:?}");
-    assert_eq!(r.sent, 300_000, "trafgen sent");
-    assert_eq!(r.counted, 300_000, "XDP counted");
-    assert_eq!((r.received, r.duplicates), (1, 299_999), "one static frame");
-    assert!(r.exact);
-}
-
-/// `wirerate bench rx --backend xdp --source xdp` in short: the XDP sender's N numbered frames
-/// at full speed into the XDP receiver, whose veth poll runs in a SCHED_FIFO NAPI thread on
-/// the sender's CPU (the default). The accounting adds up (sent + refused = N, counted =
-/// distinct = sent, no duplicates) and, with the poll in its thread, the veth refuses none:
-/// the ring is emptied after every batch whatever else runs on the CPU. Counts only.
-#[test]
-fn bench_rx_xdp_source_counts_every_frame_once_and_refuses_none() {
-    if !is_root() {
-        println!("SKIP: needs root (network namespaces, XDP)");
-        return;
-    }
-    let n = 400_000;
-    let cfg = engine::bench::RxBenchConfig {
-        frames: n,
-        backend: engine::bench::RxBackend::Xdp,
-        source: engine::bench::RxSource::Xdp,
-        ..Default::default()
-    };
-    assert_eq!(cfg.napi, engine::bench::RxNapi::Thread, "the default");
-    let tag = format!("h10r-{}", std::process::id());
-    let r = engine::bench::rx(&cfg, &tag).unwrap();
-    println!("{r:?}");
-    assert_eq!(r.sent + r.refused, n, "sent + refused = N");
-    assert_eq!(r.counted, r.sent, "counted = sent");
-    assert_eq!((r.received, r.duplicates), (r.sent, 0), "distinct = sent");
-    assert_eq!((r.refused, r.tx_dropped), (0, 0), "the veth refused frames");
-    assert!(r.counted_once && r.exact);
-    // The receive thread's scheduler figures cover the run: it was put on its CPU and ran.
-    let t = r
-        .napi_sched
-        .expect("the receive thread's /proc/<tid>/schedstat");
-    assert!(t.run_ns > 0 && t.runs > 0, "{t:?}");
-    assert!(
-        r.napi
-            .as_deref()
-            .unwrap_or("")
-            .starts_with("thread on CPU 0"),
-        "{:?}",
-        r.napi
-    );
-    // The sender's own account: nothing refused means no refusal event; unpaced, it never
-    // owed its schedule anything.
-    let s = r.source.expect("the XDP source's facts");
-    assert_eq!((s.refusal_events, s.max_catch_up), (0, 0), "{s:?}");
-    // Every counted frame's wait, send stamp to count, in order.
-    let w = r.wait.expect("the counted frames' waits");
-    assert!(
-        w.min_ns <= w.p50_ns
-            && w.p50_ns <= w.p99_ns
-            && w.p99_ns <= w.p999_ns
-            && w.p999_ns <= w.max_ns
-            && w.max_ns > 0,
-        "{w:?}"
-    );
-}
-
-/// xdp-tools' xdp-bench beside the checkout (`../shared/tools/xdp-tools`), if it is there.
-fn xdp_bench_beside_the_checkout() -> Option<std::path::PathBuf> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    root.ancestors()
-        .map(|d| d.join("shared/tools/xdp-tools/xdp-bench"))
-        .find(|p| p.is_file())
-}
-
-/// `wirerate bench rx --backend xdp --source xdp --against xdp-bench` in short: one round of
-/// each receiver behind the same paced sender. Both rounds account for every frame asked
-/// (sent + refused = N), ours counts every frame put on the wire once, and xdp-bench's own
-/// summary shows its program saw every accepted frame plus the sender's one probe frame (so
-/// it was attached before the first frame and the round waited for the last). Counts only.
-#[test]
-fn bench_rx_against_xdp_bench_puts_both_receivers_behind_the_same_sender() {
-    if !is_root() {
-        println!("SKIP: needs root (network namespaces, XDP)");
-        return;
-    }
-    let Some(tool) = xdp_bench_beside_the_checkout() else {
-        println!(
-            "SKIP: no xdp-bench in shared/tools/xdp-tools above {}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        return;
-    };
-    let n = 200_000;
-    let cfg = engine::bench::RxBenchConfig {
-        frames: n,
-        backend: engine::bench::RxBackend::Xdp,
-        source: engine::bench::RxSource::Xdp,
-        source_pps: Some(400_000.0),
-        ..Default::default()
-    };
-    let tag = format!("h16x-{}", std::process::id());
-    let r = engine::bench::rx_against_xdp_bench(
-        &cfg,
-        &tag,
-        &tool,
-        engine::bench::XdpBenchOp::NoTouch,
-        1,
-    )
-    .unwrap();
-    println!("{r:?}");
-    assert_eq!(r.rounds.len(), 1);
-    let (ours, theirs) = (r.rounds[0].wirerate, r.rounds[0].tool);
-    for f in [ours, theirs] {
-        assert_eq!(f.sent + f.refused, n, "sent + refused = N: {f:?}");
-        assert!(f.source_pps > 0.0, "{f:?}");
-    }
-    assert_eq!(
-        ours.counted,
-        Some(ours.sent),
-        "ours counted what was put on the wire"
-    );
-    assert_eq!(ours.counted_once, Some(true));
-    assert!(r.counted_once_every_round);
-    let seen = theirs
-        .counted
-        .expect("xdp-bench's summary: Packets received");
-    assert_eq!(
-        seen,
-        theirs.sent + 1,
-        "xdp-bench saw every accepted frame and the probe"
-    );
-    assert_eq!(
-        theirs.counted_once, None,
-        "xdp-bench does not check sequence numbers"
-    );
-    assert!(
-        theirs.napi_wait_ns.is_some(),
-        "its NAPI thread was found and pinned"
-    );
-    // Nothing of either run is left behind.
-    let left = sh(&["ip", "netns", "list"]);
-    assert!(!left.contains(&format!("wr-bench-{tag}")), "{left}");
-}
-
-/// The bench's verdict ([`engine::bench::RxVerdict`]) fed real counts: 1,000 numbered frames
-/// through the veth into the XDP receiver pass; the same stream's first frame sent once more
-/// (a frame counted twice: the totals still add up, the distinct count does not) fails.
-#[test]
-fn bench_rx_verdict_catches_a_frame_counted_twice() {
-    use engine::bench::{bench_frame, BenchNet, RxVerdict};
-    use engine::stream::{Limit, Rate, StreamConfig};
-    if !is_root() {
-        println!("SKIP: needs root (network namespaces, XDP)");
-        return;
-    }
-    let net = BenchNet::new(&format!("h10r2-{}", std::process::id()), false, None).unwrap();
-    let frame = bench_frame(60, 2).unwrap();
-    let rx =
-        XdpReceiver::attach(&net.port(&net.rx_if, None), &[2], &XdpRxConfig::default()).unwrap();
-    engine::xdp::rx_napi::thread_on_cpu(Some(&net.netns), &net.rx_if, 0).unwrap();
-    let send = |frames: u64| -> u64 {
-        let stream = StreamConfig {
-            rewrite_macs: false,
-            ..StreamConfig::single(2, frame.clone(), Rate::Unlimited, Limit::Frames(frames))
-        };
-        let port = net.port(&net.tx_if, Some(0));
-        let stop = AtomicBool::new(false);
-        let rep = std::thread::scope(|s| {
-            s.spawn(|| engine::xdp::tx::run_port(&port, std::slice::from_ref(&stream), 0, &stop))
-                .join()
-                .unwrap()
-        })
-        .unwrap();
-        rep.streams[0].sent
-    };
-    let verdict = |frames: u64, sent: u64| {
-        // Until every frame sent is counted (a hang guard of 20 s, not a fixed wait).
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(20) {
-            let r = rx.stream_report(2, Some(sent)).unwrap().unwrap();
-            if r.received + r.duplicates >= sent {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(50)); // a duplicate would land meanwhile
-        let r = rx.stream_report(2, Some(sent)).unwrap().unwrap();
-        let v = RxVerdict::of(
-            frames,
-            sent,
-            r.received + r.duplicates,
-            r.received,
-            r.duplicates,
-            true,
-        );
-        (r.received, r.duplicates, v)
-    };
-    let sent = send(1000);
-    assert_eq!(sent, 1000);
-    let (distinct, dups, v) = verdict(1000, sent);
-    assert_eq!((distinct, dups), (1000, 0));
-    assert!(v.counted_once && v.exact, "{v:?}");
-    // The stream again, one frame: sequence number 0 a second time.
-    let again = send(1);
-    assert_eq!(again, 1);
-    let (distinct, dups, v) = verdict(1001, sent + again);
-    assert_eq!((distinct, dups), (1000, 1));
-    assert!(
-        !v.counted_once && !v.exact,
-        "a frame counted twice passed: {v:?}"
-    );
 }
 
 /// Signed frames of *expected* streams, each with one bit flipped somewhere (every byte

@@ -1,4 +1,5 @@
-//! The XDP sender on a real veth pair in a namespace this test creates (`wr-xdptx-<pid>-<n>`):
+//! The XDP sender on a real veth pair between two namespaces this test creates
+//! (`wr-xdptx-<pid>-<n>-{va,vb}`, lab's veth pair):
 //! frames arrive with the right signature, flows and checksums, the counts are exact, and
 //! refused frames are not counted as sent. Needs root; without it each test prints SKIP.
 //!
@@ -7,9 +8,9 @@
 
 use engine::port::{PortSpec, RxRingConfig};
 use engine::stream::{FlowMode, Flows, FrameGen, Limit, Rate, StreamConfig};
+use lab::veth::{End, VethPair, VethPairSpec};
 use std::collections::HashMap;
 use std::net::Ipv6Addr;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use wire::checksum;
 use wire::encap::{EncapSpec, IpVersion};
@@ -20,66 +21,55 @@ use common::{is_root, sh};
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
-/// A namespace with veth `wx0` ⇄ `wx1`, both up, GRO on `wx1` (so it accepts XDP frames) if
-/// asked; removed on drop.
-struct Net(String);
+/// Veth `wx0` in namespace `…-va` ⇄ `wx1` in `…-vb` (lab's veth pair: both up, IPv6 off, no
+/// addresses), GRO on `wx1` (so it accepts XDP frames) if asked; removed on drop.
+struct Net(VethPair);
 
 impl Net {
     fn new(gro: bool) -> Net {
-        let ns = format!(
+        let base = format!(
             "wr-xdptx-{}-{}",
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed)
         );
-        sh(&["ip", "netns", "add", &ns]);
-        let net = Net(ns);
-        let ns = net.0.as_str();
-        sh(&[
-            "ip", "-n", ns, "link", "add", "wx0", "type", "veth", "peer", "name", "wx1",
-        ]);
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            ns,
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-        ]);
-        sh(&["ip", "-n", ns, "link", "set", "wx0", "up"]);
-        sh(&["ip", "-n", ns, "link", "set", "wx1", "up"]);
+        let pair = VethPair::up(&VethPairSpec::new(&base, "wx0", "wx1"))
+            .unwrap_or_else(|e| panic!("veth pair {base}: {e}"));
+        let net = Net(pair);
         net.gro(gro);
         net
     }
 
+    /// The end an interface of the pair is.
+    fn end(ifname: &str) -> End {
+        if ifname == "wx0" {
+            End::A
+        } else {
+            End::B
+        }
+    }
+
     fn gro(&self, on: bool) {
         let v = if on { "on" } else { "off" };
-        sh(&[
-            "ip", "netns", "exec", &self.0, "ethtool", "-K", "wx1", "gro", v,
-        ]);
+        let ns = self.0.netns(End::B);
+        sh(&["ip", "netns", "exec", ns, "ethtool", "-K", "wx1", "gro", v]);
     }
 
     fn port(&self, ifname: &str) -> PortSpec {
         let mut p = PortSpec::new(ifname, ifname);
-        p.netns = Some(self.0.clone());
+        p.netns = Some(self.0.netns(Self::end(ifname)).to_string());
         p
     }
 
     /// `ethtool -S` counter of an interface.
     fn ethtool(&self, ifname: &str, name: &str) -> u64 {
-        let s = sh(&["ip", "netns", "exec", &self.0, "ethtool", "-S", ifname]);
+        let ns = self.0.netns(Self::end(ifname));
+        let s = sh(&["ip", "netns", "exec", ns, "ethtool", "-S", ifname]);
         s.lines()
             .find_map(|l| l.trim().strip_prefix(&format!("{name}:")))
             .unwrap_or_else(|| panic!("no {name} in ethtool -S {ifname}: {s}"))
             .trim()
             .parse()
             .unwrap()
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
     }
 }
 
@@ -356,7 +346,7 @@ fn refused_frames_are_not_counted_as_sent() {
     );
     let port = net.port("wx0");
     let stop = AtomicBool::new(false);
-    let ns = net.0.clone();
+    let ns = net.0.netns(End::B).to_string();
     let ((first, second), _) = capture_while(&net.port("wx1"), || {
         std::thread::scope(|sc| {
             sc.spawn(|| {

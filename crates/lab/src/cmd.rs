@@ -7,7 +7,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -76,8 +75,7 @@ pub fn tool(tool: &str) -> Result<PathBuf> {
 /// Whether the effective user is root: the one check the lab, the commands and every test that
 /// needs namespaces use.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    crate::sys::is_root()
 }
 
 /// Fail with [`LabError::NotRoot`] unless the effective user is root.
@@ -88,28 +86,16 @@ pub fn require_root() -> Result<()> {
     Ok(())
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 /// Turn SIGINT and SIGTERM into a flag that [`crate::Lab::up`] checks between steps, so an
 /// interrupted `lab up` removes what it has built instead of dying half-way. Call once from a
 /// binary (the CLI does); libraries embedding the lab may leave signals alone.
 pub fn install_interrupt_handler() {
-    let handler: extern "C" fn(libc::c_int) = on_signal;
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(sig, handler as libc::sighandler_t);
-        }
-    }
+    crate::sys::note_termination_signals();
 }
 
 /// True once SIGINT or SIGTERM arrived after [`install_interrupt_handler`].
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    crate::sys::termination_signalled()
 }
 
 pub(crate) fn check_interrupted() -> Result<()> {
@@ -161,11 +147,9 @@ pub fn run_with(argv: &[&str], stdin: Option<&[u8]>, timeout: Duration) -> Resul
     let out = match rx.recv_timeout(timeout) {
         Ok(r) => r.map_err(|e| LabError::io(format!("waiting for `{}`", describe(argv)), e))?,
         Err(_) => {
-            // SAFETY: kill(2) on the process group our own child leads; the child has not been
-            // reaped yet (the waiting thread is still blocked in wait), so the id is still ours.
-            unsafe {
-                libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
-            }
+            // The process group our own child leads; the child has not been reaped yet (the
+            // waiting thread is still blocked in wait), so the id is still ours.
+            let _ = crate::sys::kill(-(pid as libc::pid_t), libc::SIGKILL);
             let _ = rx.recv();
             return Err(LabError::Timeout {
                 argv: describe(argv),

@@ -28,8 +28,6 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::cmd;
 use crate::error::{LabError, Result};
 
@@ -78,33 +76,8 @@ pub fn limit_ruleset(limit: Option<u64>) -> String {
     s
 }
 
-/// The DUT's connection table counters at one moment (sums over CPUs from `conntrack -S`,
-/// entries from `conntrack -C`, and the capacity rule's refusals).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct ConntrackStats {
-    /// Entries in the table now.
-    pub entries: u64,
-    pub insert: u64,
-    pub insert_failed: u64,
-    pub drop: u64,
-    pub early_drop: u64,
-    /// New connections the capacity rule dropped (0 without a rule).
-    pub refused: u64,
-}
-
-impl ConntrackStats {
-    /// The counters' growth from `before` to `self` (entries as they are now).
-    pub fn since(&self, before: &ConntrackStats) -> ConntrackStats {
-        ConntrackStats {
-            entries: self.entries,
-            insert: self.insert.saturating_sub(before.insert),
-            insert_failed: self.insert_failed.saturating_sub(before.insert_failed),
-            drop: self.drop.saturating_sub(before.drop),
-            early_drop: self.early_drop.saturating_sub(before.early_drop),
-            refused: self.refused.saturating_sub(before.refused),
-        }
-    }
-}
+/// The counters themselves are vocabulary (trial records embed them): `lab-model`.
+pub use lab_model::conntrack::ConntrackStats;
 
 /// Sums `conntrack -S` lines (`cpu=0 found=0 invalid=0 insert=0 insert_failed=0 drop=0 …`).
 pub fn parse_stats(text: &str) -> ConntrackStats {

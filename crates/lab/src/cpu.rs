@@ -78,43 +78,6 @@ pub fn rps_mask(cpus: &[usize]) -> String {
     out
 }
 
-/// Restrict the calling thread (and what it later execs) to `cpus`. Used in `pre_exec` of lab
-/// commands so tester processes stay off the DUT's CPU and DUT processes stay on it.
-pub(crate) fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
-    set_affinity_of(0, cpus)
-}
-
-/// Restrict thread `pid` (0: the caller) to `cpus`.
-pub(crate) fn set_affinity_of(pid: libc::pid_t, cpus: &[usize]) -> std::io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; zeroed is its empty value. CPU_SET only writes inside
-    // the set for indices below CPU_SETSIZE, which we check.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            if c < libc::CPU_SETSIZE as usize {
-                libc::CPU_SET(c, &mut set);
-            }
-        }
-        if libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// Run thread `pid` with the real-time policy SCHED_FIFO at `priority` (1..99).
-pub(crate) fn set_fifo(pid: libc::pid_t, priority: i32) -> std::io::Result<()> {
-    let param = libc::sched_param {
-        sched_priority: priority,
-    };
-    // SAFETY: sched_setscheduler reads the sched_param we pass by reference for the duration
-    // of the call only.
-    if unsafe { libc::sched_setscheduler(pid, libc::SCHED_FIFO, &param) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

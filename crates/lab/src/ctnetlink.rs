@@ -11,10 +11,12 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+
+use crate::sys;
 
 /// nfnetlink subsystem of conntrack, and its "delete" message (linux/netfilter/nfnetlink.h,
 /// nfnetlink_conntrack.h).
@@ -68,18 +70,10 @@ fn flush(sock: &OwnedFd, seq: u32) -> io::Result<u64> {
     let req = flush_request(seq);
     let mut buf = [0u8; 256];
     let t0 = Instant::now();
-    // SAFETY: `req` is a valid buffer of its length; the socket is ours and open.
-    let n = unsafe { libc::send(sock.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `buf` is writable for its length.
-    let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    sys::send(sock, &req)?;
+    let n = sys::recv(sock, &mut buf);
     let dt = t0.elapsed().as_nanos() as u64;
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    parse_ack(&buf[..n as usize], seq)?;
+    parse_ack(&buf[..n?], seq)?;
     Ok(dt.max(1))
 }
 
@@ -103,24 +97,9 @@ pub fn teardown(ns: &str) -> io::Result<Teardown> {
     let f = File::open(&path)?;
     std::thread::scope(|s| {
         s.spawn(move || -> io::Result<Teardown> {
-            // SAFETY: plain system call on a descriptor we own; only this thread, which ends
-            // here, changes namespace.
-            if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: plain system call; the descriptor is checked and then owned.
-            let fd = unsafe {
-                libc::socket(
-                    libc::AF_NETLINK,
-                    libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                    libc::NETLINK_NETFILTER,
-                )
-            };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: `fd` was just returned by socket(2) and nothing else owns it.
-            let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+            // Only this thread, which ends here, changes namespace.
+            sys::enter_netns(&f)?;
+            let sock = sys::netlink_socket(libc::NETLINK_NETFILTER)?;
             let entries_before = count()?;
             let delete_ns = flush(&sock, 1)?;
             let entries_after = count()?;

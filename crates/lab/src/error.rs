@@ -14,20 +14,13 @@ pub enum LabError {
         tool: &'static str,
         package: &'static str,
     },
-    /// A profile name that does not follow any pattern of the catalogue.
-    UnknownProfile { given: String, valid: String },
-    /// A profile name with a bad parameter (for example `mss-clamp-0`).
-    InvalidProfile { given: String, reason: String },
+    /// A name or combination the lab's vocabulary refuses (`lab-model`): an unknown or invalid
+    /// profile, topology, node or lab name, the fast path with a profile it must not run with.
+    Model(lab_model::Error),
     /// The profile is valid but needs a kernel feature this machine lacks.
     Unsupported { profile: String, feature: String },
     /// The profile does not make sense on this topology (for example NAPT without a port B).
     ProfileNotForTopology { profile: String, topology: String },
-    /// A lab name that would not give valid, unambiguous `wr-` names.
-    InvalidName { name: String, reason: String },
-    /// Unknown node in `lab exec NODE`.
-    UnknownNode(String),
-    /// Unknown topology name.
-    UnknownTopology(String),
     /// The node or port does not exist in this lab's topology.
     NoSuchNode { node: String, topology: String },
     /// No complete lab of that name exists.
@@ -62,9 +55,6 @@ pub enum LabError {
     /// A link speed the lab cannot shape to.
     /// `min` and `max`: the range the links can shape (`links::MIN_WIRE_BPS`, `MAX_WIRE_BPS`).
     InvalidSpeed { bps: u64, min: u64, max: u64 },
-    /// The fast path must not run with this profile (packets would skip rules they must walk)
-    /// or on this topology.
-    FastpathRefused { profile: String, reason: String },
     /// The DUT's XDP programs are not what the lab put there (a foreign program, or the fast
     /// path on one interface only after a crash).
     FastpathState { detail: String },
@@ -80,19 +70,14 @@ impl LabError {
             self,
             LabError::NotRoot
                 | LabError::ToolMissing { .. }
-                | LabError::UnknownProfile { .. }
-                | LabError::InvalidProfile { .. }
+                | LabError::Model(_)
                 | LabError::Unsupported { .. }
                 | LabError::ProfileNotForTopology { .. }
-                | LabError::InvalidName { .. }
-                | LabError::UnknownNode(_)
-                | LabError::UnknownTopology(_)
                 | LabError::NoSuchNode { .. }
                 | LabError::NotUp { .. }
                 | LabError::TopologyMismatch { .. }
                 | LabError::Busy { .. }
                 | LabError::InvalidSpeed { .. }
-                | LabError::FastpathRefused { .. }
                 | LabError::FastpathNotBuilt
         )
     }
@@ -149,12 +134,7 @@ impl fmt::Display for LabError {
                 "a lab link speed of {bps} b/s cannot be shaped: give one from {min} to {max} \
                  b/s (for example 1G)"
             ),
-            LabError::UnknownProfile { given, valid } => {
-                write!(f, "unknown profile `{given}`; valid profiles: {valid}")
-            }
-            LabError::InvalidProfile { given, reason } => {
-                write!(f, "invalid profile `{given}`: {reason}")
-            }
+            LabError::Model(e) => write!(f, "{e}"),
             LabError::Unsupported { profile, feature } => {
                 write!(
                     f,
@@ -165,16 +145,6 @@ impl fmt::Display for LabError {
                 f,
                 "profile `{profile}` does not apply to the `{topology}` topology; \
                  use --topology forward"
-            ),
-            LabError::InvalidName { name, reason } => {
-                write!(f, "invalid lab name `{name}`: {reason}")
-            }
-            LabError::UnknownNode(n) => {
-                write!(f, "unknown node `{n}`; nodes are a, dut and b")
-            }
-            LabError::UnknownTopology(t) => write!(
-                f,
-                "unknown topology `{t}`; topologies are forward, endpoint and direct"
             ),
             LabError::NoSuchNode { node, topology } => {
                 write!(f, "the `{topology}` topology has no node `{node}`")
@@ -205,10 +175,6 @@ impl fmt::Display for LabError {
             LabError::Parse { context, detail } => {
                 write!(f, "could not understand {context}: {}", one_line(detail))
             }
-            LabError::FastpathRefused { profile, reason } => write!(
-                f,
-                "the fast path cannot be combined with profile `{profile}`: {reason}"
-            ),
             LabError::FastpathState { detail } => write!(
                 f,
                 "the DUT's fast path is in an unexpected state ({detail}); \
@@ -229,10 +195,17 @@ impl fmt::Display for LabError {
     }
 }
 
+impl From<lab_model::Error> for LabError {
+    fn from(e: lab_model::Error) -> Self {
+        LabError::Model(e)
+    }
+}
+
 impl std::error::Error for LabError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             LabError::Io { source, .. } => Some(source),
+            LabError::Model(e) => Some(e),
             _ => None,
         }
     }

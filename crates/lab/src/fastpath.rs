@@ -23,8 +23,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::cmd;
 use crate::error::{LabError, Result};
-use crate::profile::Profile;
-use crate::topology::Topology;
 
 /// The DUT interfaces the program is attached to (both directions of the forward topology).
 pub const DUT_IFACES: [&str; 2] = ["wr-dut-a", "wr-dut-b"];
@@ -44,74 +42,17 @@ const OBJECTS: Option<(&[u8], &[u8])> = None;
 /// Where object files are written for `ip` to load (removed after each load).
 const RUN_DIR: &str = "/run/wirerate";
 
-/// Which build of the fast path runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Program {
-    /// No conntrack lookups: everything routable is forwarded (no netfilter on the DUT).
-    Forward,
-    /// Only confirmed, established conntrack entries' packets, with their NAT applied.
-    Conntrack,
-}
+/// Which program goes with which profile is vocabulary (plans check it): `lab-model`.
+pub use lab_model::fastpath::{program_for, Program};
 
-impl Program {
-    /// The program's name in the kernel (`ip link` shows it), which is how an attached fast
-    /// path is recognised.
-    pub fn kernel_name(self) -> &'static str {
-        match self {
-            Program::Forward => "wr_fp_fwd",
-            Program::Conntrack => "wr_fp_ct",
-        }
-    }
-
-    fn object(self) -> Result<&'static [u8]> {
-        let (fwd, ct) = OBJECTS.ok_or(LabError::FastpathNotBuilt)?;
-        Ok(match self {
-            Program::Forward => fwd,
-            Program::Conntrack => ct,
-        })
-    }
-
-    fn from_kernel_name(name: &str) -> Option<Program> {
-        [Program::Forward, Program::Conntrack]
-            .into_iter()
-            .find(|p| p.kernel_name() == name)
-    }
-}
-
-impl std::fmt::Display for Program {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Program::Forward => "forward",
-            Program::Conntrack => "conntrack",
-        })
-    }
-}
-
-/// Which fast path goes with `profile` on `topology`, or why the combination is refused.
-///
-/// Refused: any topology but `forward` (nothing is forwarded), and `filter-stateless-N`, whose
-/// rules every packet must walk (the fast path would let packets skip the firewall). The MSS
-/// clamp is allowed: it acts on TCP SYNs only, and both programs hand every SYN to the stack.
-pub fn program_for(profile: &Profile, topology: Topology) -> Result<Program> {
-    let refuse = |reason: String| LabError::FastpathRefused {
-        profile: profile.to_string(),
-        reason,
-    };
-    if topology != Topology::Forward {
-        return Err(refuse(format!(
-            "the `{topology}` topology forwards nothing (the fast path needs --topology forward)"
-        )));
-    }
-    match *profile {
-        Profile::Forward | Profile::Fastpath | Profile::MssClamp { .. } => Ok(Program::Forward),
-        Profile::FilterStateful { .. } | Profile::Napt { .. } => Ok(Program::Conntrack),
-        Profile::FilterStateless { rules } => Err(refuse(format!(
-            "every packet must walk its {rules} rules, and the fast path would let packets skip \
-             them; use filter-stateful-N (established flows skip the rules, as with the \
-             kernel's flowtable) or turn the fast path off"
-        ))),
-    }
+/// The object file of `program`, or [`LabError::FastpathNotBuilt`] in a build without the
+/// `fastpath` feature.
+fn object(program: Program) -> Result<&'static [u8]> {
+    let (fwd, ct) = OBJECTS.ok_or(LabError::FastpathNotBuilt)?;
+    Ok(match program {
+        Program::Forward => fwd,
+        Program::Conntrack => ct,
+    })
 }
 
 /// The fast path's counters, summed over both interfaces and all CPUs. Every packet that
@@ -260,7 +201,7 @@ impl ObjectFile {
             program.kernel_name(),
             std::process::id()
         ));
-        std::fs::write(&path, program.object()?)
+        std::fs::write(&path, object(program)?)
             .map_err(|e| LabError::io(format!("writing {}", path.display()), e))?;
         Ok(ObjectFile(path))
     }
@@ -462,29 +403,17 @@ pub(crate) fn probe(ns: &str, ifname: &str, program: Program) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::Profile;
+    use crate::topology::Topology;
 
+    /// The refusal reaches the lab's users as a usage error (exit status 2), with the
+    /// vocabulary's text (the combinations themselves: `lab_model::fastpath`'s tests).
     #[test]
-    fn combinations() {
-        let f = Topology::Forward;
-        let p = |s: &str| Profile::parse(s).unwrap();
-        assert_eq!(program_for(&p("forward"), f).unwrap(), Program::Forward);
-        assert_eq!(program_for(&p("fastpath"), f).unwrap(), Program::Forward);
-        assert_eq!(
-            program_for(&p("mss-clamp-1200"), f).unwrap(),
-            Program::Forward
-        );
-        for s in ["filter-stateful-0", "napt", "napt+filter-stateful-100"] {
-            assert_eq!(program_for(&p(s), f).unwrap(), Program::Conntrack, "{s}");
-        }
-        let e = program_for(&p("filter-stateless-100"), f).unwrap_err();
-        let msg = e.to_string();
+    fn a_refused_combination_is_a_usage_error() {
+        let p = Profile::parse("filter-stateless-100").unwrap();
+        let e = LabError::from(program_for(&p, Topology::Forward).unwrap_err());
         assert!(e.is_usage());
-        assert!(
-            msg.contains("filter-stateless-100") && msg.contains("100 rules"),
-            "{msg}"
-        );
-        let e = program_for(&p("forward"), Topology::Endpoint).unwrap_err();
-        assert!(e.to_string().contains("endpoint"), "{e}");
+        assert!(e.to_string().contains("filter-stateless-100"), "{e}");
     }
 
     #[test]
@@ -499,7 +428,7 @@ mod tests {
     #[cfg(feature = "fastpath")]
     fn objects_are_embedded_elf() {
         for p in [Program::Forward, Program::Conntrack] {
-            assert_eq!(&p.object().unwrap()[..4], b"\x7fELF");
+            assert_eq!(&object(p).unwrap()[..4], b"\x7fELF");
             assert_eq!(Program::from_kernel_name(p.kernel_name()), Some(p));
         }
     }

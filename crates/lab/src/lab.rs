@@ -595,7 +595,8 @@ impl Lab {
     /// Switch the DUT's XDP fast path on or off (see [`crate::fastpath`] and docs/lab.md, "The
     /// fast path"). On: checks the active profile first and refuses, changing nothing, a
     /// combination in which packets would skip rules they must walk
-    /// ([`LabError::FastpathRefused`], e.g. `filter-stateless-N`) or a kernel without the
+    /// (`lab_model::Error::FastpathRefused` in [`LabError::Model`], e.g. `filter-stateless-N`)
+    /// or a kernel without the
     /// XDP support it needs; picks the program that fits the profile (plain forwarding, or
     /// conntrack-established flows only). Idempotent. Off: removes it (fine when it is off).
     /// Either way the DUT's receive polls stay on the DUT's CPU, as in every profile
@@ -608,10 +609,12 @@ impl Lab {
             }
             return Ok(());
         }
-        let profile = self.profile()?.ok_or_else(|| LabError::FastpathRefused {
-            profile: "(none recorded)".into(),
-            reason: "the lab records no active profile; apply one with `wirerate lab profile`"
-                .into(),
+        let profile = self.profile()?.ok_or_else(|| {
+            LabError::Model(lab_model::Error::FastpathRefused {
+                profile: "(none recorded)".into(),
+                reason: "the lab records no active profile; apply one with `wirerate lab profile`"
+                    .into(),
+            })
         })?;
         let program = fastpath::program_for(&profile, self.topology)?;
         let need = match program {

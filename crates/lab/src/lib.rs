@@ -25,7 +25,15 @@
 //! # Ok::<(), lab::LabError>(())
 //! ```
 //!
-//! See docs/lab.md for the topologies, the profiles, CPU isolation and its limits.
+//! Without a DUT, [`veth::VethPair`] is two namespaces joined by one veth pair, for the tester
+//! measured against peer tools and the engine's namespace tests.
+//!
+//! See docs/lab.md for the topologies, the profiles, CPU isolation and its limits. The few
+//! system calls the standard library does not wrap (flock, signals, kill, CPU affinity and
+//! priority, setns, netlink) are the only `unsafe` and live in one private module, `sys`.
+
+// `unsafe` only in `sys`, which allows it.
+#![deny(unsafe_code)]
 
 pub mod cmd;
 pub mod conntrack;
@@ -33,7 +41,6 @@ pub mod cpu;
 pub mod ctnetlink;
 mod error;
 pub mod fastpath;
-pub mod feature;
 mod guard;
 mod lab;
 pub mod links;
@@ -41,10 +48,15 @@ pub mod lock;
 mod napi;
 pub mod netns;
 pub mod probe;
-pub mod profile;
 pub mod stats;
-pub mod topology;
+#[allow(unsafe_code)]
+mod sys;
 pub mod tun;
+pub mod veth;
+
+/// The lab's vocabulary, at the paths it always had (`lab::profile`, `lab::topology`, …): it
+/// lives in the pure crate `lab-model`, which plans and reports use without this crate.
+pub use lab_model::{feature, profile, topology, Error as ModelError, LINK_MTU};
 
 pub use cmd::{install_interrupt_handler, is_root};
 pub use cpu::{dut_cpu, tester_cpus};
@@ -61,10 +73,6 @@ pub use probe::{catalogue, features, CatalogueEntry, Feature, Features, Support}
 pub use profile::{MssBackend, Profile};
 pub use stats::StatsSnapshot;
 pub use topology::{Node, PortId, Topology};
-
-/// The MTU of every lab link: Ethernet's 1500, so frames of at most 1518 B with FCS, as on the
-/// devices the lab stands in for (plans refuse larger frames on the lab).
-pub const LINK_MTU: u32 = 1500;
 
 /// Alias so `lab::profiles::catalogue()` reads naturally.
 pub mod profiles {

@@ -14,7 +14,6 @@
 use crate::error::{LabError, Result};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
-use std::os::unix::io::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -38,21 +37,6 @@ pub struct LabLock {
 
 fn path_of(name: &str) -> PathBuf {
     PathBuf::from(LOCK_DIR).join(format!("{name}.lock"))
-}
-
-/// Tries once to take the exclusive flock on `file`: `Ok(true)` taken, `Ok(false)` held
-/// elsewhere.
-fn try_flock(file: &File) -> std::io::Result<bool> {
-    // SAFETY: flock on a file descriptor we own; it has no memory effects.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EWOULDBLOCK) => Ok(false),
-        _ => Err(e),
-    }
 }
 
 fn open(name: &str) -> Result<File> {
@@ -91,7 +75,9 @@ impl LabLock {
         let mut file = open(name)?;
         let deadline = Instant::now() + wait;
         loop {
-            if try_flock(&file).map_err(|e| LabError::io(format!("locking lab {name}"), e))? {
+            if crate::sys::try_lock_exclusive(&file)
+                .map_err(|e| LabError::io(format!("locking lab {name}"), e))?
+            {
                 break;
             }
             if Instant::now() >= deadline || crate::cmd::interrupted() {
@@ -130,7 +116,7 @@ impl LabLock {
 /// the moment after. It takes the lock for an instant to find out, which [`USER_WAIT`] covers.
 pub fn holder(name: &str) -> Option<String> {
     let mut file = File::open(path_of(name)).ok()?;
-    match try_flock(&file) {
+    match crate::sys::try_lock_exclusive(&file) {
         // Free: our probe took it and drops it with `file`.
         Ok(true) => None,
         Ok(false) => Some(holder_of(&mut file)),
@@ -185,6 +171,9 @@ mod tests {
     #[test]
     fn bad_names_never_become_paths() {
         let err = LabLock::acquire("../etc", "x", Duration::ZERO).unwrap_err();
-        assert!(matches!(err, LabError::InvalidName { .. }));
+        assert!(matches!(
+            err,
+            LabError::Model(lab_model::Error::InvalidName { .. })
+        ));
     }
 }

@@ -57,8 +57,8 @@ fn pin_napi_threads() -> Result<()> {
         // A thread that ended meanwhile (another lab switched its fast path off) is fine.
         let gone = |e: &std::io::Error| e.raw_os_error() == Some(libc::ESRCH);
         for r in [
-            crate::cpu::set_affinity_of(pid, &[cpu]),
-            crate::cpu::set_fifo(pid, NAPI_PRIORITY),
+            crate::sys::set_affinity_of(pid, &[cpu]),
+            crate::sys::set_fifo(pid, NAPI_PRIORITY),
         ] {
             match r {
                 Err(e) if !gone(&e) => return Err(LabError::io(&what, e)),

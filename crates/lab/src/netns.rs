@@ -5,12 +5,12 @@
 //! crash. Everything the lab creates lives inside `wr-` namespaces, so deleting them removes
 //! every veth too.
 
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::cmd;
 use crate::error::Result;
+use crate::sys;
 use crate::topology::PREFIX;
 
 /// Every named network namespace whose name starts with `wr-`.
@@ -71,21 +71,17 @@ fn pids(ns: &str) -> Vec<i32> {
         .unwrap_or_default()
 }
 
+/// `pids` are what `ip netns pids` reported inside our own lab namespace.
 fn signal_all(pids: &[i32], sig: libc::c_int) {
     for &p in pids {
         if p > 1 {
-            // SAFETY: kill(2) with a pid that `ip netns pids` reported inside our own lab
-            // namespace; no memory is involved.
-            unsafe {
-                libc::kill(p, sig);
-            }
+            let _ = sys::kill(p, sig);
         }
     }
 }
 
 fn alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) == 0 }
+    sys::process_exists(pid)
 }
 
 /// A command that runs `argv` inside `ns`, restricted to `cpus` (empty = no restriction).
@@ -94,13 +90,7 @@ pub fn command(ns: &str, argv: &[&str], cpus: &[usize]) -> Result<Command> {
     let mut c = Command::new(ip);
     c.args(["netns", "exec", ns]).args(argv);
     if !cpus.is_empty() {
-        let cpus = cpus.to_vec();
-        // SAFETY: the closure runs in the forked child before exec; it only calls
-        // sched_setaffinity (async-signal-safe) on a CPU set built from data moved in, and
-        // allocates nothing.
-        unsafe {
-            c.pre_exec(move || crate::cpu::set_affinity(&cpus));
-        }
+        sys::run_on_cpus(&mut c, cpus.to_vec());
     }
     Ok(c)
 }

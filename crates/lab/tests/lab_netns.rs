@@ -655,7 +655,7 @@ fn mss_clamp_1200_seen_in_syn_at_b() {
 fn unsupported_and_unknown_profiles_are_clear() {
     require!();
     with_deadline("it-errors", 30, || {
-        let e = Profile::parse("filter-bogus-3").unwrap_err();
+        let e = lab::LabError::from(Profile::parse("filter-bogus-3").unwrap_err());
         assert!(e.is_usage() && e.to_string().contains("valid profiles"));
         let f = lab::features().unwrap();
         println!("features: {f:?}");
@@ -1211,7 +1211,10 @@ fn fastpath_refuses_firewall_bypass_and_follows_profile_switches() {
         assert!(tx(Node::B).contains("tx-checksumming: on"));
         // Refused, nothing changed: every packet must walk those rules.
         let e = lab.set_fastpath(true).unwrap_err();
-        assert!(matches!(e, LabError::FastpathRefused { .. }), "{e}");
+        assert!(
+            matches!(e, LabError::Model(lab::ModelError::FastpathRefused { .. })),
+            "{e}"
+        );
         assert!(e.is_usage());
         let msg = e.to_string();
         assert!(

@@ -5,6 +5,9 @@
 //! [`model::RunInput`], calls [`analyse()`] once, and writes what the exporters return, so
 //! every format shows the same numbers.
 
+// No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
+#![forbid(unsafe_code)]
+
 pub(crate) mod analyse;
 pub mod compare;
 mod compat;

@@ -63,9 +63,9 @@ pub const NEAR_LOSSLESS: f64 = 0.005;
 
 /// The frames a veth port's receive ring holds (the kernel's `VETH_RING_SIZE`), the lab DUT's
 /// ports among them: a catch-up larger than that, faster than the DUT forwards, can fill it
-/// whatever the DUT's capacity at the trial's rate. The same figure as the engine's
-/// `engine::bench::VETH_RING_FRAMES`; the report does not depend on the engine (it builds
-/// without clang), and the two crates share no home for it.
+/// whatever the DUT's capacity at the trial's rate. The same figure as the bench's
+/// `tester_bench::VETH_RING_FRAMES`; the report does not depend on the engine or the bench (it
+/// builds without clang), and the two crates share no home for it.
 pub const PORT_RING_FRAMES: u64 = 256;
 
 /// How far below the best forwarding a loss must strike before a reader is told about it in

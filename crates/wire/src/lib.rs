@@ -11,6 +11,9 @@
 //!
 //! This crate does no I/O, reads no clock and does not allocate per packet.
 
+// No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
+#![forbid(unsafe_code)]
+
 pub mod bytes;
 pub mod checksum;
 pub mod error;

@@ -44,8 +44,8 @@ pub struct ConnPhases {
 /// (`entries` is the table's size at that moment).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ConnDutCounters {
-    pub preliminary: lab::conntrack::ConntrackStats,
-    pub trial: lab::conntrack::ConntrackStats,
+    pub preliminary: lab_model::conntrack::ConntrackStats,
+    pub trial: lab_model::conntrack::ConntrackStats,
     /// The DUT's interface and backlog counters over the preliminary phase (A→B): where the
     /// frames of connections that were never created went (input queue drops, backlog drops).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -46,7 +46,7 @@ struct TxArgs {
     /// sendmmsg, or xdp (the kernel stamps and sends each frame; the peer then drops with an
     /// XDP program, for trafgen too).
     #[arg(long, default_value = "ring")]
-    backend: engine::bench::TxBenchBackend,
+    backend: tester_bench::TxBenchBackend,
     /// Also measure our other backend, in the same rounds.
     #[arg(long)]
     both_backends: bool,
@@ -94,15 +94,15 @@ struct RxArgs {
     /// kernel's default, on the sender's CPU; it falls behind when other tasks want the CPU
     /// and the veth then refuses frames).
     #[arg(long)]
-    rx_napi: Option<engine::bench::RxNapi>,
+    rx_napi: Option<tester_bench::RxNapi>,
     /// Our receiver: af_packet (the RX ring, the default) or xdp (a BPF program counting in
     /// maps on the receiving veth).
     #[arg(long, default_value = "af_packet")]
-    backend: engine::bench::RxBackend,
+    backend: tester_bench::RxBackend,
     /// What sends the N frames: trafgen (the default), or xdp (wirerate's XDP sender, with
     /// consecutive sequence numbers; needs --backend xdp).
     #[arg(long, default_value = "trafgen")]
-    source: engine::bench::RxSource,
+    source: tester_bench::RxSource,
     /// XDP source only: send at this rate (frames/s: 4Mpps, 4000000pps; or bit/s: 2.5G)
     /// instead of as fast as it can, e.g. at the median `bench tx --backend xdp` measured: with
     /// a CPU of its own here the sender can outrun the rate it reaches in `bench tx`.
@@ -122,7 +122,7 @@ struct RxArgs {
     /// no-touch (the default, the floor), read-data (reads the frame: the cache miss of a
     /// frame written on the sender's CPU) or parse-ip.
     #[arg(long, value_name = "no-touch|read-data|parse-ip")]
-    xdp_bench_op: Option<engine::bench::XdpBenchOp>,
+    xdp_bench_op: Option<tester_bench::XdpBenchOp>,
     #[arg(long)]
     json: bool,
 }
@@ -175,7 +175,7 @@ pub fn run(args: BenchArgs) -> CliResult {
                 return Err(CliError::Usage("--duration: give 0 < seconds ≤ 600".into()));
             }
             root()?;
-            let cfg = engine::bench::TxBenchConfig {
+            let cfg = tester_bench::TxBenchConfig {
                 duration: Duration::from_secs_f64(a.duration),
                 frame_len: frame_len(a.size)?,
                 cpu: a.cpu,
@@ -188,14 +188,14 @@ pub fn run(args: BenchArgs) -> CliResult {
             };
             if a.tx_threads == 0
                 || (a.tx_threads > 1
-                    && (a.against == "trafgen" || a.backend != engine::bench::TxBenchBackend::Xdp))
+                    && (a.against == "trafgen" || a.backend != tester_bench::TxBenchBackend::Xdp))
             {
                 return Err(CliError::Usage(
                     "--tx-threads: give N ≥ 1; more than one only with --backend xdp --against xdp-trafficgen".into(),
                 ));
             }
             if let Some(tool) = xdp_trafficgen(&a.against)? {
-                let r = engine::bench::tx_against_xdp_trafficgen(&cfg, &tag, &tool)
+                let r = tester_bench::tx_against_xdp_trafficgen(&cfg, &tag, &tool)
                     .map_err(|e| CliError::Failed(format!("bench tx: {e}")))?;
                 if a.json {
                     return json(&r);
@@ -203,7 +203,7 @@ pub fn run(args: BenchArgs) -> CliResult {
                 print::tx_against(&a, &cfg, &r);
                 return Ok(());
             }
-            let r = engine::bench::tx(&cfg, &tag)
+            let r = tester_bench::tx(&cfg, &tag)
                 .map_err(|e| CliError::Failed(format!("bench tx: {e}")))?;
             if a.json {
                 return json(&r);
@@ -215,7 +215,7 @@ pub fn run(args: BenchArgs) -> CliResult {
             if a.frames == 0 {
                 return Err(CliError::Usage("-n: give at least one frame".into()));
             }
-            if a.rx_napi.is_some() && a.backend != engine::bench::RxBackend::Xdp {
+            if a.rx_napi.is_some() && a.backend != tester_bench::RxBackend::Xdp {
                 return Err(CliError::Usage(
                     "--rx-napi places the XDP receiver's poll; it needs --backend xdp".into(),
                 ));
@@ -227,7 +227,7 @@ pub fn run(args: BenchArgs) -> CliResult {
                 .map(|r| source_pps(r, a.size))
                 .transpose()?;
             root()?;
-            let cfg = engine::bench::RxBenchConfig {
+            let cfg = tester_bench::RxBenchConfig {
                 frames: a.frames,
                 frame_len: frame_len(a.size)?,
                 tx_cpu: a.tx_cpu,
@@ -240,7 +240,7 @@ pub fn run(args: BenchArgs) -> CliResult {
             if let Some(against) = &a.against {
                 return rx_against(&a, &cfg, against, &tag);
             }
-            let r = engine::bench::rx(&cfg, &tag)
+            let r = tester_bench::rx(&cfg, &tag)
                 .map_err(|e| CliError::Failed(format!("bench rx: {e}")))?;
             if a.json {
                 json(&r)?;
@@ -281,12 +281,12 @@ fn against_usage(a: &RxArgs) -> CliResult {
         }
         return Ok(());
     }
-    if a.backend != engine::bench::RxBackend::Xdp || a.source != engine::bench::RxSource::Xdp {
+    if a.backend != tester_bench::RxBackend::Xdp || a.source != tester_bench::RxSource::Xdp {
         return Err(CliError::Usage(
             "--against xdp-bench compares XDP receivers behind the XDP sender: add --backend xdp --source xdp".into(),
         ));
     }
-    if a.rx_napi == Some(engine::bench::RxNapi::Softirq) {
+    if a.rx_napi == Some(tester_bench::RxNapi::Softirq) {
         return Err(CliError::Usage(
             "--against xdp-bench runs both receivers in a NAPI thread of their own; drop --rx-napi softirq".into(),
         ));
@@ -298,12 +298,12 @@ fn against_usage(a: &RxArgs) -> CliResult {
 /// correctness); the frames the veth refused behind either receiver are the measurement.
 fn rx_against(
     a: &RxArgs,
-    cfg: &engine::bench::RxBenchConfig,
+    cfg: &tester_bench::RxBenchConfig,
     against: &str,
     tag: &str,
 ) -> CliResult {
     let tool = xdp_tool(against, "xdp-bench")?;
-    let r = engine::bench::rx_against_xdp_bench(
+    let r = tester_bench::rx_against_xdp_bench(
         cfg,
         tag,
         &tool,

@@ -121,7 +121,8 @@ fn parse_topology(s: &str) -> Result<Topology, String> {
     s.parse::<Topology>().map_err(|e| e.to_string())
 }
 
-fn cli_err(e: LabError) -> CliError {
+fn cli_err(e: impl Into<LabError>) -> CliError {
+    let e = e.into();
     if e.is_usage() {
         CliError::Usage(e.to_string())
     } else {

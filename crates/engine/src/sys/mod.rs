@@ -7,7 +7,7 @@
 //! - [`RxRing`]: a `PACKET_RX_RING` (TPACKET_V3) whose blocks we walk and hand back.
 //! - [`MmsgBatch`] (`mmsg.rs`): the sendmmsg backend's reusable frames and headers.
 //! - Thread placement (`thread.rs`): [`enter_netns`] (setns), [`pin_to_cpu`],
-//!   [`set_timer_slack_ns`].
+//!   [`set_timer_slack_ns`], [`gettid`].
 //! - Clocks (`clock.rs`): [`monotonic_ns`], [`realtime_ns`], [`sleep_until`].
 //!
 //! Every `unsafe` block carries a `// SAFETY:` line.
@@ -24,7 +24,7 @@ pub use clock::{
 pub use mmsg::MmsgBatch;
 pub use socket::PacketSocket;
 pub use thread::{
-    allowed_cpus, enter_netns, ifindex, pin_thread_to_cpu, pin_to_cpu, set_thread_fifo,
+    allowed_cpus, enter_netns, gettid, ifindex, pin_thread_to_cpu, pin_to_cpu, set_thread_fifo,
     set_thread_nice, set_timer_slack_ns,
 };
 

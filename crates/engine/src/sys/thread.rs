@@ -72,11 +72,17 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
         .collect())
 }
 
+/// The calling thread's id (what `bpf_get_current_pid_tgid()` returns in its low 32 bits, and
+/// the name of its `/proc/self/task/TID`).
+pub fn gettid() -> u32 {
+    // SAFETY: gettid(2) has no arguments and cannot fail.
+    unsafe { libc::gettid() as u32 }
+}
+
 /// Sets the calling thread's nice value (Linux: per thread). Negative values need root; the
 /// engine asks for a higher weight so that a busy machine delays its threads less.
 pub fn set_thread_nice(nice: i32) -> io::Result<()> {
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
+    let tid = gettid();
     // SAFETY: plain system call on our own thread id.
     cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) }).map(drop)
 }

@@ -11,28 +11,12 @@
 
 use super::rx::XdpMode;
 use super::sys::Conn;
+pub use super::sys::Totals;
 use crate::port::PortSpec;
 use crate::{Error, Result};
 use aya::maps::{Array, MapData, PerCpuArray};
 use aya::programs::{Xdp, XdpFlags};
 use aya::{Ebpf, EbpfLoader};
-
-/// `struct totals` of `bpf/conn_rx.bpf.c`, summed over the CPUs.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
-    /// Frames that arrived on their connection's tuple.
-    pub received: u64,
-    /// Frames of the stream on another tuple than their connection's.
-    pub misdirected: u64,
-    /// Frames of the stream with an index past N.
-    pub out_of_range: u64,
-    /// Signed frames of another stream.
-    pub other_streams: u64,
-}
-
-// SAFETY: #[repr(C)], four u64: no padding, any bit pattern valid.
-unsafe impl aya::Pod for Totals {}
 
 /// The program attached to one port, expecting one stream on N connections.
 pub struct ConnReceiver {

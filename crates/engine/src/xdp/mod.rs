@@ -17,6 +17,7 @@ pub mod mode;
 pub mod objects;
 pub mod rx;
 pub mod rx_napi;
+#[allow(unsafe_code)]
 pub(crate) mod sys;
 pub(crate) mod trial;
 pub mod turns;

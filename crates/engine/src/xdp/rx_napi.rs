@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn this_threads_schedstat_is_readable_and_grows() {
-        let me = crate::xdp::sys::gettid() as libc::pid_t;
+        let me = crate::sys::gettid() as libc::pid_t;
         let Some(a) = SchedTimes::of_threads(&[me]) else {
             eprintln!("SKIP: /proc/<tid>/schedstat unreadable (kernel without CONFIG_SCHED_INFO)");
             return;

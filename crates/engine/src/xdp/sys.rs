@@ -3,7 +3,8 @@
 //! - [`test_run_live`]: `bpf(BPF_PROG_TEST_RUN)` with `BPF_F_TEST_XDP_LIVE_FRAMES`, which runs
 //!   an XDP program `repeat` times over a frame and sends what it returns `XDP_TX` for out of
 //!   the ingress interface (kernel ≥ 5.18; net/bpf/test_run.c).
-//! - The map value types shared with `bpf/tx.bpf.c` (`#[repr(C)]`, [`aya::Pod`]).
+//! - The map value types shared with `bpf/tx.bpf.c` and `bpf/conn_rx.bpf.c` (`#[repr(C)]`,
+//!   [`aya::Pod`]).
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 
@@ -93,12 +94,6 @@ pub fn test_run_live(
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// The calling thread's id (what `bpf_get_current_pid_tgid()` returns in its low 32 bits).
-pub fn gettid() -> u32 {
-    // SAFETY: gettid(2) has no arguments and cannot fail.
-    unsafe { libc::gettid() as u32 }
 }
 
 /// Moves the calling thread (only) into a new, empty network namespace.
@@ -232,6 +227,24 @@ impl Default for Header {
 // SAFETY: #[repr(C)] u32 followed by a u8 array whose size is a multiple of 4: no padding, any
 // bit pattern is valid.
 unsafe impl aya::Pod for Header {}
+
+/// `struct totals` of `bpf/conn_rx.bpf.c`, summed over the CPUs (the connection receiver,
+/// `super::conn_rx`, reads it).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Frames that arrived on their connection's tuple.
+    pub received: u64,
+    /// Frames of the stream on another tuple than their connection's.
+    pub misdirected: u64,
+    /// Frames of the stream with an index past N.
+    pub out_of_range: u64,
+    /// Signed frames of another stream.
+    pub other_streams: u64,
+}
+
+// SAFETY: #[repr(C)], four u64: no padding, any bit pattern valid.
+unsafe impl aya::Pod for Totals {}
 
 // SAFETY: plain #[repr(C)] integers with no padding holes (sizes checked by the test below),
 // so any bit pattern is a valid value and the bytes the kernel copies are exactly the fields.

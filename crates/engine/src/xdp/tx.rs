@@ -441,7 +441,7 @@ impl XdpSender {
     fn set_thread(&mut self) -> Result<()> {
         let mut c = array::<Ctl>(&mut self.bpf, "ctl")?;
         let mut v = c.get(&0, 0).map_err(|e| bpf_err("ctl", e))?;
-        v.tid = sys::gettid();
+        v.tid = crate::sys::gettid();
         c.set(0, v, 0).map_err(|e| bpf_err("ctl", e))
     }
 

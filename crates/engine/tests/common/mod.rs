@@ -1,11 +1,13 @@
 //! Shared by the engine's namespace tests: running a command, the root check, and a veth pair
-//! between two namespaces of the test's own (`wr-<tag>-<pid>-<n>-{a,b}`, removed on drop).
+//! between two namespaces of the test's own (`wr-<tag>-<pid>-<n>-{va,vb}`, removed on drop):
+//! lab's one veth fixture ([`lab::veth::VethPair`]) with the addresses and ports the tests use.
 
 #![allow(dead_code)] // each test binary uses its own part
 
 use engine::port::PortSpec;
 use engine::stream::StreamConfig;
 use engine::trial::{TrialConfig, TrialStream};
+use lab::veth::{End, VethPair, VethPairSpec};
 use std::net::Ipv4Addr;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,13 +28,14 @@ pub fn sh(args: &[&str]) -> String {
 
 pub use lab::is_root;
 
-/// `if_a` (192.0.2.1) in namespace `…-a` ⇄ `if_b` (192.0.2.2) in `…-b`, IPv6 off. Removed on
+/// `if_a` (192.0.2.1) in namespace `…-va` ⇄ `if_b` (192.0.2.2) in `…-vb`, IPv6 off. Removed on
 /// drop (the veth pair goes with its namespaces).
 pub struct Net {
     pub a: String,
     pub b: String,
     pub if_a: &'static str,
     pub if_b: &'static str,
+    _pair: VethPair,
 }
 
 impl Net {
@@ -41,28 +44,18 @@ impl Net {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
         let base = format!("wr-{tag}-{}-{n}", std::process::id());
-        let net = Net {
-            a: format!("{base}-a"),
-            b: format!("{base}-b"),
+        let pair = VethPair::up(&VethPairSpec {
+            addrs: Some(("192.0.2.1/24", "192.0.2.2/24")),
+            ..VethPairSpec::new(&base, if_a, if_b)
+        })
+        .unwrap_or_else(|e| panic!("veth pair {base}: {e}"));
+        Net {
+            a: pair.netns(End::A).to_string(),
+            b: pair.netns(End::B).to_string(),
             if_a,
             if_b,
-        };
-        for ns in [&net.a, &net.b] {
-            sh(&["ip", "netns", "add", ns]);
-            for k in ["all", "default"] {
-                let key = format!("net.ipv6.conf.{k}.disable_ipv6=1");
-                sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", &key]);
-            }
+            _pair: pair,
         }
-        let (a, b) = (net.a.as_str(), net.b.as_str());
-        sh(&[
-            "ip", "-n", a, "link", "add", if_a, "type", "veth", "peer", "name", if_b, "netns", b,
-        ]);
-        sh(&["ip", "-n", a, "addr", "add", "192.0.2.1/24", "dev", if_a]);
-        sh(&["ip", "-n", b, "addr", "add", "192.0.2.2/24", "dev", if_b]);
-        sh(&["ip", "-n", a, "link", "set", if_a, "up"]);
-        sh(&["ip", "-n", b, "link", "set", if_b, "up"]);
-        net
     }
 
     /// Port A and port B as the engine sees them.
@@ -91,13 +84,5 @@ impl Net {
                 rx_port: 1,
             }],
         )
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
     }
 }

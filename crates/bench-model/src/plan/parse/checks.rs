@@ -103,11 +103,11 @@ impl Walker<'_> {
         let (Some(t), Topology::Lab { topology, .. }) = (v.get_ref().as_table(), topo) else {
             return;
         };
-        let Ok(lab_topology) = topology.parse::<lab::Topology>() else {
+        let Ok(lab_topology) = topology.parse::<lab_model::Topology>() else {
             return;
         };
         if let (true, Some(x)) = (
-            !m.offload.is_empty() && !lab_topology.has(lab::Node::Dut),
+            !m.offload.is_empty() && !lab_topology.has(lab_model::Node::Dut),
             get(t, "offload"),
         ) {
             self.err(
@@ -124,10 +124,10 @@ impl Walker<'_> {
                 .iter()
                 .find(|p| &p.name == name)
                 .map(|p| p.lab.clone().unwrap_or_else(|| p.name.clone()));
-            let Some(lp) = lab_name.and_then(|n| lab::Profile::parse(&n).ok()) else {
+            let Some(lp) = lab_name.and_then(|n| lab_model::Profile::parse(&n).ok()) else {
                 continue; // a bad lab profile is reported where it is written
             };
-            if let Err(e) = lab::fastpath::program_for(&lp, lab_topology) {
+            if let Err(e) = lab_model::fastpath::program_for(&lp, lab_topology) {
                 self.err(
                     x.span(),
                     &join(path, "fastpath"),
@@ -395,12 +395,12 @@ impl Walker<'_> {
         // The lab's veths keep the kernel's default MTU; a larger frame would be refused by the
         // tester's own port. (Through PPPoE or DS-Lite the MRU/MTU checks above apply.)
         if matches!(topo, Topology::Lab { .. }) && pppoe_port.is_none() && dslite_port.is_none() {
-            let largest = lab::LINK_MTU + 18;
+            let largest = lab_model::LINK_MTU + 18;
             if let Some(&bad) = m.frame_size.iter().find(|&&f| f > largest) {
                 self.err(
                     span_of("frame-size"),
                     &join(path, "frame-size"),
-                    format!("{bad} B does not fit the lab's links: their MTU {} carries frames of at most {largest} B (with FCS); the lab does not do jumbo frames", lab::LINK_MTU),
+                    format!("{bad} B does not fit the lab's links: their MTU {} carries frames of at most {largest} B (with FCS); the lab does not do jumbo frames", lab_model::LINK_MTU),
                 );
             }
         }

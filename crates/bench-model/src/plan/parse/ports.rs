@@ -472,7 +472,7 @@ impl Walker<'_> {
                         Some(match get(p, "lab") {
                             Some(l) => self.lab_profile(l, &join(&path, "lab")).unwrap_or_default(),
                             None => {
-                                if let Err(e) = lab::Profile::parse(name) {
+                                if let Err(e) = lab_model::Profile::parse(name) {
                                     self.err(
                                         prof.span(),
                                         &path,

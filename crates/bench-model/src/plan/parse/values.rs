@@ -270,7 +270,7 @@ impl Walker<'_> {
     /// here, at its line, rather than by the run's preflight.
     pub(super) fn lab_profile(&mut self, v: &Value<'_>, path: &str) -> Option<String> {
         let name = self.nonempty(v, path)?;
-        match lab::Profile::parse(&name) {
+        match lab_model::Profile::parse(&name) {
             Ok(_) => Some(name),
             Err(e) => {
                 self.err(v.span(), path, e.to_string());
@@ -288,8 +288,8 @@ impl Walker<'_> {
         lab_profile: &str,
     ) -> (Option<u64>, Option<Duration>) {
         let stateful = matches!(
-            lab::Profile::parse(lab_profile),
-            Ok(lab::Profile::FilterStateful { .. } | lab::Profile::Napt { .. })
+            lab_model::Profile::parse(lab_profile),
+            Ok(lab_model::Profile::FilterStateful { .. } | lab_model::Profile::Napt { .. })
         );
         let mut out = (None, None);
         for key in ["table-size", "udp-timeout"] {

@@ -1,7 +1,7 @@
 //! `wirerate bench`'s tables: the tester's rates next to the reference sender's, and the
 //! receive count against what was put on the wire.
 
-use engine::bench::{
+use tester_bench::{
     RxBenchReport, RxRoundFigures, TxBenchConfig, TxBenchReport, VsXdpBenchReport,
     VsXdpTrafficgenReport,
 };
@@ -112,7 +112,7 @@ pub(super) fn tx(a: &TxArgs, cfg: &TxBenchConfig, r: &TxBenchReport) {
                 cfg.backend.name(),
                 r.ratio,
                 // Issue 4's target for AF_PACKET, issue 8's for XDP.
-                if cfg.backend == engine::bench::TxBenchBackend::Xdp {
+                if cfg.backend == tester_bench::TxBenchBackend::Xdp {
                     "6x"
                 } else {
                     "1.10x"
@@ -135,12 +135,12 @@ pub(super) fn tx(a: &TxArgs, cfg: &TxBenchConfig, r: &TxBenchReport) {
 /// The receive count: sent, refused, counted, foreign, drops, exact or not.
 pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
     let (src, rcv) = match (a.source, a.backend) {
-        (engine::bench::RxSource::Trafgen, _) => ("trafgen", "trafgen -n"),
-        (engine::bench::RxSource::Xdp, _) => ("XDP sender", "XDP sender, N ="),
+        (tester_bench::RxSource::Trafgen, _) => ("trafgen", "trafgen -n"),
+        (tester_bench::RxSource::Xdp, _) => ("XDP sender", "XDP sender, N ="),
     };
     let backend = match a.backend {
-        engine::bench::RxBackend::AfPacket => "AF_PACKET RX ring",
-        engine::bench::RxBackend::Xdp => "XDP receiver",
+        tester_bench::RxBackend::AfPacket => "AF_PACKET RX ring",
+        tester_bench::RxBackend::Xdp => "XDP receiver",
     };
     outln!(
         "bench rx: {rcv} {} ({}-byte frames) into the {backend}",
@@ -153,7 +153,7 @@ pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
         r.refused
     );
     outln!("  wirerate counted          {:>10}", r.counted);
-    if a.source == engine::bench::RxSource::Xdp {
+    if a.source == tester_bench::RxSource::Xdp {
         outln!(
             "    distinct / duplicates   {:>10} / {}",
             r.received,
@@ -161,11 +161,11 @@ pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
         );
     }
     outln!("  foreign frames            {:>10}", r.foreign);
-    if a.backend == engine::bench::RxBackend::AfPacket {
+    if a.backend == tester_bench::RxBackend::AfPacket {
         outln!("  RX ring drops             {:>10}", r.ring_drops);
     }
     outln!("  peer backlog drops        {:>10}", r.peer_rx_dropped);
-    if a.backend == engine::bench::RxBackend::Xdp {
+    if a.backend == tester_bench::RxBackend::Xdp {
         outln!("  sender veth tx_dropped    {:>10}", r.tx_dropped);
         if let Some(pps) = r.source_pps {
             let asked = match r.config.source_pps {
@@ -191,7 +191,7 @@ pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
                 .source_pps
                 .filter(|&p| p > 0.0)
                 .map(|p| {
-                    let ring = engine::bench::VETH_RING_FRAMES;
+                    let ring = tester_bench::VETH_RING_FRAMES;
                     format!(
                         "   (the {ring}-frame ring is {:.0} µs deep at that rate)",
                         ring as f64 / p * 1e6
@@ -232,7 +232,7 @@ pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
         }
     }
     outln!("  {:.3} s, {:.0} frames/s", r.seconds, r.rx_pps);
-    let once = if a.source == engine::bench::RxSource::Xdp {
+    let once = if a.source == tester_bench::RxSource::Xdp {
         "every sequence number put on the wire counted once, no duplicates"
     } else {
         "every frame put on the wire counted"
@@ -301,7 +301,7 @@ pub(super) fn rx_against(r: &VsXdpBenchReport) {
         row(i, "wirerate", &round.wirerate);
         row(i, "xdp-bench", &round.tool);
     }
-    let floor = if r.tool_op == engine::bench::XdpBenchOp::NoTouch {
+    let floor = if r.tool_op == tester_bench::XdpBenchOp::NoTouch {
         " (the floor: refused while the receive poll was away, whatever a receiver costs)"
     } else {
         ""

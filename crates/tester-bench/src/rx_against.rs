@@ -11,12 +11,14 @@
 //! veth accept (N − accepted = refused), and every accepted frame reaches the receiver's
 //! program (the peer's `rx_packets` is waited for until it has them all).
 
-use super::{bench_frame, loadavg, median, xdp_source, BenchNet, NapiThreads, RxBenchConfig};
-use super::{RxBackend, RxNapi, RxSource, Trafgen};
-use crate::{Error, Result};
+use crate::net::{bench_frame, lab_failed, BenchNet};
+use crate::peer::PeerProcess;
+use crate::rx::{xdp_source, NapiThreads, RxBackend, RxBenchConfig, RxNapi, RxSource};
+use crate::window::{loadavg, median};
+use engine::{Error, Result};
 use serde::Serialize;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// How long xdp-bench may take to load and attach its program.
@@ -137,7 +139,7 @@ pub fn rx_against_xdp_bench(
     let load_before = loadavg();
     let mut out = Vec::new();
     for _ in 0..rounds.max(1) {
-        let ours = super::rx(cfg, tag)?;
+        let ours = crate::rx::rx(cfg, tag)?;
         let wirerate = RxRoundFigures {
             sent: ours.sent,
             refused: ours.refused,
@@ -182,28 +184,28 @@ fn xdp_bench_round(
     let frame = bench_frame(cfg.frame_len, 2)?;
     // `-i 60`: only the summary it prints when interrupted is read; a long interval keeps it
     // from writing a line a second into a pipe nobody reads meanwhile.
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", &net.netns])
-        .arg(tool)
-        .args(["drop", "-p", op.name(), "-i", "60"])
-        .arg(&net.rx_if)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut xb = Trafgen::spawn_tool(c, tool)?;
+    let tool_arg = tool.to_string_lossy();
+    let argv = [
+        tool_arg.as_ref(),
+        "drop",
+        "-p",
+        op.name(),
+        "-i",
+        "60",
+        net.rx_if(),
+    ];
+    let mut c = lab::netns::command(net.rx_netns(), &argv, &[]).map_err(lab_failed)?;
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut xb = PeerProcess::spawn(c, tool)?;
     wait_attached(&net, &mut xb, tool)?;
     let napi = NapiThreads::pin(&net, cfg)?;
-    let rx0 = net.counter(&net.rx_if, "rx_packets")?;
+    let rx0 = net.rx_counter("rx_packets")?;
     let (sent, pps, facts) = xdp_source(&net, &frame, cfg)?;
     // Every accepted frame reaches the program; wait until the peer has polled them all.
-    crate::settle::until_count(sent, || {
-        Ok::<_, Error>(net.counter(&net.rx_if, "rx_packets")? - rx0)
-    })?;
+    engine::settle::until_count(sent, || Ok::<_, Error>(net.rx_counter("rx_packets")? - rx0))?;
     let napi_wait_ns = napi.sched().map(|t| t.wait_ns);
     xb.kill_group();
-    let mut text = String::new();
-    if let Some(mut o) = xb.child.stdout.take() {
-        let _ = std::io::Read::read_to_string(&mut o, &mut text);
-    }
+    let text = xb.stdout_text();
     Ok(RxRoundFigures {
         sent,
         refused: cfg.frames.saturating_sub(sent),
@@ -217,14 +219,10 @@ fn xdp_bench_round(
 
 /// Waits until the receiving veth carries an XDP program (xdp-bench attached it), or says why
 /// not: xdp-bench exited (its error), or [`ATTACH_TIMEOUT`] passed.
-fn wait_attached(net: &BenchNet, xb: &mut Trafgen, tool: &Path) -> Result<()> {
+fn wait_attached(net: &BenchNet, xb: &mut PeerProcess, tool: &Path) -> Result<()> {
     let t0 = Instant::now();
     loop {
-        let link = super::run_cmd(
-            &["ip", "-n", &net.netns, "link", "show", "dev", &net.rx_if],
-            None,
-        )?;
-        if link.contains("prog/xdp") || link.contains(" xdp ") {
+        if net.rx_has_xdp()? {
             return Ok(());
         }
         if let Ok(Some(st)) = xb.child.try_wait() {
@@ -243,7 +241,7 @@ fn wait_attached(net: &BenchNet, xb: &mut Trafgen, tool: &Path) -> Result<()> {
             return Err(Error::Config(format!(
                 "{} did not attach an XDP program to {} within {} s",
                 tool.display(),
-                net.rx_if,
+                net.rx_if(),
                 ATTACH_TIMEOUT.as_secs()
             )));
         }

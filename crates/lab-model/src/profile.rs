@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{LabError, Result};
+use crate::error::{Error, Result};
 use crate::feature::Feature;
 use crate::topology::Topology;
 
@@ -41,7 +41,7 @@ pub enum Profile {
     /// TCP MSS on forwarded SYNs clamped to `mss` (lowered only, like TCPMSS `--set-mss`).
     MssClamp { mss: u16 },
     /// `forward` with the XDP fast path on. The fast path is a switch that composes with other
-    /// profiles ([`crate::Lab::set_fastpath`]); this name is kept so plans written when it was
+    /// profiles (`lab::Lab::set_fastpath`); this name is kept so plans written when it was
     /// a profile of its own still parse. Applying it applies `forward` and turns the fast path
     /// on, so the lab then reports profile `forward` with the fast path on.
     Fastpath,
@@ -61,7 +61,7 @@ impl Profile {
     /// Parse a profile name such as `filter-stateful-100` or `napt+filter-stateful-10`.
     pub fn parse(s: &str) -> Result<Profile> {
         let given = s.trim();
-        let invalid = |reason: String| LabError::InvalidProfile {
+        let invalid = |reason: String| Error::InvalidProfile {
             given: given.to_string(),
             reason,
         };
@@ -100,7 +100,7 @@ impl Profile {
             }
             return Ok(Profile::MssClamp { mss });
         }
-        Err(LabError::UnknownProfile {
+        Err(Error::UnknownProfile {
             given: given.to_string(),
             valid: PATTERNS.join(", "),
         })
@@ -327,7 +327,7 @@ impl fmt::Display for Profile {
 }
 
 impl FromStr for Profile {
-    type Err = LabError;
+    type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         Profile::parse(s)
     }
@@ -340,7 +340,7 @@ impl From<Profile> for String {
 }
 
 impl TryFrom<String> for Profile {
-    type Error = LabError;
+    type Error = Error;
     fn try_from(s: String) -> Result<Self> {
         Profile::parse(&s)
     }
@@ -369,7 +369,7 @@ mod tests {
     #[test]
     fn bad_names_explain_themselves() {
         let e = Profile::parse("filter-fancy").unwrap_err();
-        assert!(matches!(e, LabError::UnknownProfile { .. }));
+        assert!(matches!(e, Error::UnknownProfile { .. }));
         let msg = e.to_string();
         assert!(
             msg.contains("filter-stateless-N") && msg.contains("mss-clamp-M"),
@@ -378,11 +378,11 @@ mod tests {
         assert!(!msg.contains('\n'));
         assert!(matches!(
             Profile::parse("mss-clamp-0").unwrap_err(),
-            LabError::InvalidProfile { .. }
+            Error::InvalidProfile { .. }
         ));
         assert!(matches!(
             Profile::parse("filter-stateless-x").unwrap_err(),
-            LabError::InvalidProfile { .. }
+            Error::InvalidProfile { .. }
         ));
         assert!(Profile::parse("filter-stateless-1000001").is_err());
     }

@@ -1,5 +1,6 @@
 //! Topologies as data: which namespaces, veth links, addresses and routes a lab has. Pure (no
-//! I/O), so the plan can be unit-tested and the builder in `lab.rs` just walks it.
+//! I/O), so the plan can be unit-tested and the lab's builder (`lab::Lab::up`) just walks
+//! it.
 //!
 //! Addresses come only from documentation ranges (DESIGN.md §6). Every lab uses the same
 //! addresses: they live in the lab's own namespaces, so parallel labs never collide.
@@ -10,7 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{LabError, Result};
+use crate::error::{Error, Result};
 
 /// Prefix of every namespace and link the lab creates.
 pub const PREFIX: &str = "wr-";
@@ -66,12 +67,12 @@ impl fmt::Display for Topology {
 }
 
 impl FromStr for Topology {
-    type Err = LabError;
+    type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         Topology::ALL
             .into_iter()
             .find(|t| t.as_str() == s)
-            .ok_or_else(|| LabError::UnknownTopology(s.to_string()))
+            .ok_or_else(|| Error::UnknownTopology(s.to_string()))
     }
 }
 
@@ -93,7 +94,7 @@ impl Node {
         }
     }
 
-    pub(crate) fn from_suffix(s: &str) -> Option<Node> {
+    fn from_suffix(s: &str) -> Option<Node> {
         match s {
             "a" => Some(Node::A),
             "dut" => Some(Node::Dut),
@@ -110,9 +111,9 @@ impl fmt::Display for Node {
 }
 
 impl FromStr for Node {
-    type Err = LabError;
+    type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        Node::from_suffix(&s.to_ascii_lowercase()).ok_or_else(|| LabError::UnknownNode(s.into()))
+        Node::from_suffix(&s.to_ascii_lowercase()).ok_or_else(|| Error::UnknownNode(s.into()))
     }
 }
 
@@ -136,7 +137,7 @@ impl PortId {
 /// `wr-<name>-dut` is a valid namespace name and parses back unambiguously.
 pub fn validate_name(name: &str) -> Result<()> {
     let bad = |reason: &str| {
-        Err(LabError::InvalidName {
+        Err(Error::InvalidName {
             name: name.to_string(),
             reason: reason.to_string(),
         })

@@ -1,5 +1,5 @@
 //! The kernel capabilities a lab profile may need. A profile names what it needs
-//! ([`crate::profile`]); the probe finds out what this kernel has ([`crate::probe`]). The
+//! ([`crate::profile`]); the lab's probe finds out what this kernel has (`lab::probe`). The
 //! vocabulary lives here so that neither of those two modules imports the other's job.
 
 use std::fmt;
