@@ -22,23 +22,27 @@
 // except the IPDV state below.
 //
 // IPDV (RFC 8219 §7.3.2, RFC 3393/5481; engine::rx::StreamRx::on_frame): IPDV(i) = D(i) - D(i-1)
-// of frames whose sequence numbers are consecutive, signed. Per stream, the sequence number and
-// one-way delay of the last frame that raised the stream's highest sequence number are shared
-// by all CPUs in one 64-bit word (wr_rx_ipdv_last), replaced by compare-and-swap: a frame with
-// the next sequence number forms a pair with it, a frame further ahead (a gap: loss) starts
-// afresh without a pair, an older one (reordered, late) is ignored -- the AF_PACKET receiver's
-// rules, in the order the program accounts frames. Shared rather than per CPU because on veth
-// the receiving CPU is the sending thread's CPU, which changes whenever the scheduler moves that
-// thread: per-CPU state would lose the pairs across every move. One word rather than a
-// bpf_spin_lock because the lock (interrupts saved and restored, a paravirtual unlock on a VM)
-// cost a fifth of the program's time per frame (perf, `bench rx --backend xdp --source xdp
-// --rx-cpu 1`). The word keeps the low 24 bits of sequence number + 1 and the low 40 bits of
-// the delay: only a frame that raised the highest sequence number (known in 64 bits) replaces
-// it, the 24 bits only order two frames racing on two CPUs, and the difference of two delays
-// modulo 2^40 is the IPDV exactly while |IPDV| < 2^39 ns (9 minutes; the histograms clamp at
-// 10 s). The pairs' values go to per-CPU
-// histograms, one for IPDV >= 0 and one for the magnitudes of IPDV < 0 (|IPDV| + 1, the latency
-// histogram's buckets), with exact per-CPU minimum and maximum.
+// of frames whose sequence numbers are consecutive, signed. A frame with the next sequence number
+// after the last frame that raised the stream's highest forms a pair with it, a frame further
+// ahead (a gap: loss) starts afresh without a pair, an older one (reordered, late) is ignored --
+// the AF_PACKET receiver's rules, in the order the program accounts frames. The frame a pair
+// would start from is the highest's own: the compare-and-swap that raises the highest tells a
+// frame exactly which highest it replaced, so "the last raiser was seq - 1" needs no state of
+// its own, and the raiser's one-way delay sits beside the highest, in the same cache line
+// (struct seq_state), written by the raiser after its compare-and-swap with a plain store. It
+// is tagged with the raiser's sequence number, so a pair is formed only from the delay of
+// exactly frame seq - 1. Shared rather than per CPU because on veth the receiving CPU is the
+// sending thread's CPU, which changes whenever the scheduler moves that thread: per-CPU state
+// would lose the pairs across every move. Not a compare-and-swap of its own (as before
+// 2026-11-28) nor a bpf_spin_lock (before 6226b1b): one queue's frames are accounted one at a
+// time by its NAPI instance, and there the plain store is exact; when one stream's frames are
+// accounted on two CPUs at the same instant, a raiser may read its predecessor's delay before
+// that predecessor stored it, and then forms no pair (as if reordered) -- never a wrong one,
+// the tag says whose delay it is. The word keeps the low 24 bits of sequence number + 1 and
+// the low 40 bits of the delay; the difference of two delays modulo 2^40 is the IPDV exactly
+// while |IPDV| < 2^39 ns (9 minutes; the histograms clamp at 10 s). The pairs' values go to
+// per-CPU histograms, one for IPDV >= 0 and one for the magnitudes of IPDV < 0 (|IPDV| + 1,
+// the latency histogram's buckets), with exact per-CPU minimum and maximum.
 //
 // Receive-side validation (engine::validate; docs/engine.md "Receive-side validation"): a
 // signed frame of an expected stream counts only if its encapsulation is the stream's (tags,
@@ -174,28 +178,27 @@ struct {
 	__uint(max_entries, 2 * MAX_STREAMS);
 } wr_rx_ipdv_hist SEC(".maps");
 
-/* Per slot: the frame an IPDV pair would start from (see the top of this file), packed:
- * bits 40-63 its extended sequence number + 1 (mod 2^24), bits 0-39 its one-way delay,
- * rx - tx in ns (mod 2^40). 0: none yet. */
+/* The IPDV word of struct seq_state (see the top of this file), packed: bits 40-63 the raiser's
+ * extended sequence number + 1 (mod 2^24), bits 0-39 its one-way delay, rx - tx in ns
+ * (mod 2^40). */
 #define IPDV_SEQ_BITS 24
 #define IPDV_DELAY_BITS 40
 #define IPDV_SEQ_MASK ((1ULL << IPDV_SEQ_BITS) - 1)
 #define IPDV_DELAY_MASK ((1ULL << IPDV_DELAY_BITS) - 1)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, MAX_STREAMS);
-} wr_rx_ipdv_last SEC(".maps");
+/* A stream's sequence state shared by all CPUs, one cache line's worth. Mirrored in xdp/rx.rs
+ * (SeqState). */
+struct seq_state {
+	__u64 high1; /* highest extended sequence number + 1 (0: nothing yet); compare-and-swap */
+	__u64 ipdv;  /* the frame that raised high1: sequence tag and delay; 0: none yet */
+};
 
-/* Highest extended sequence number + 1 per slot (0: nothing yet). Shared by all CPUs. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct seq_state);
 	__uint(max_entries, MAX_STREAMS);
-} wr_rx_high SEC(".maps");
+} wr_rx_seq SEC(".maps");
 
 /* The duplicate window: slot * 2^16 + (seq mod 2^16) -> (seq >> 16) + 1. Shared. */
 struct {
@@ -592,45 +595,26 @@ static __always_inline void ipdv_record(struct ctr *c, __u32 slot, __s64 d)
 	c->v[C_IPDV_PAIRS]++;
 }
 
-/* The IPDV step for a frame of `slot` that raised the stream's highest sequence number (its
- * extended sequence number `seq` is above the highest the frame's CPU read, in full 64 bits):
- * if it is the next after the shared last frame, records the pair; either way it becomes the
- * last frame. Older frames never come here (the rules ignore them). Lock-free: a
- * compare-and-swap on the packed word. When another CPU replaced the word in between, the 24
- * bits tell which frame is newer (the two are at most a few frames apart then); a word up to
- * a duplicate window (2^16) ahead of this frame is newer and stays, anything else is older
- * (a gap of any size, aliasing only within 2^16 of a multiple of 2^24 lost frames). A frame
- * that loses four races in a row forms no pair, as if reordered. */
-static __always_inline void ipdv_pair(struct ctr *c, __u32 slot, __u64 seq, __s64 transit)
+/* The IPDV step for a frame of `slot` with extended sequence number `seq` that raised the
+ * stream's highest from `prev1` (the high1 its compare-and-swap replaced): pairs with the frame
+ * that raised it before, if that was seq - 1 and its delay is in the word under its own tag;
+ * either way the frame's own delay becomes the word. Plain load and store (see the top of this
+ * file): only a raiser writes the word, in the line its compare-and-swap has just made this
+ * CPU's. */
+static __always_inline void ipdv_step(struct ctr *c, struct seq_state *st, __u32 slot, __u64 seq,
+				      __u64 prev1, __s64 transit)
 {
-	__u64 *lp = bpf_map_lookup_elem(&wr_rx_ipdv_last, &slot);
-	if (!lp)
+	__u64 old = *(volatile __u64 *)&st->ipdv;
+	*(volatile __u64 *)&st->ipdv =
+		(((seq + 1) & IPDV_SEQ_MASK) << IPDV_DELAY_BITS) | ((__u64)transit & IPDV_DELAY_MASK);
+	/* prev1 == seq: the highest before was seq - 1; the word is its own when its tag, that
+	 * frame's sequence number + 1, is seq. */
+	if (prev1 != seq || old == 0 || (old >> IPDV_DELAY_BITS) != (seq & IPDV_SEQ_MASK))
 		return;
-	__u64 next1 = (seq + 1) & IPDV_SEQ_MASK;
-	__u64 word = (next1 << IPDV_DELAY_BITS) | ((__u64)transit & IPDV_DELAY_MASK);
-	__u64 old = *(volatile __u64 *)lp;
-	for (int i = 0; i < 4; i++) {
-		int pair = 0;
-		if (old != 0) {
-			/* How far the word's frame is ahead of this one, mod 2^24. */
-			__u64 behind = ((old >> IPDV_DELAY_BITS) - next1) & IPDV_SEQ_MASK;
-			if (behind < WIN)
-				return;
-			/* The word holds seq - 1 exactly when its seq + 1 is this seq. */
-			pair = (old >> IPDV_DELAY_BITS) == (seq & IPDV_SEQ_MASK);
-		}
-		__u64 prev = __sync_val_compare_and_swap(lp, old, word);
-		if (prev == old) {
-			if (pair) {
-				/* The delays' difference mod 2^40, sign-extended from bit 39. */
-				__u64 diff = ((__u64)transit - old) & IPDV_DELAY_MASK;
-				__s64 d = (__s64)(diff << (64 - IPDV_DELAY_BITS)) >> (64 - IPDV_DELAY_BITS);
-				ipdv_record(c, slot, d);
-			}
-			return;
-		}
-		old = prev;
-	}
+	/* The delays' difference mod 2^40, sign-extended from bit 39. */
+	__u64 diff = ((__u64)transit - old) & IPDV_DELAY_MASK;
+	__s64 d = (__s64)(diff << (64 - IPDV_DELAY_BITS)) >> (64 - IPDV_DELAY_BITS);
+	ipdv_record(c, slot, d);
 }
 
 /* engine::rx::StreamRx::on_frame for one frame of the stream in `slot`. */
@@ -638,9 +622,10 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 				    __u64 len, __u64 seq_limit)
 {
 	struct ctr *c = bpf_map_lookup_elem(&wr_rx_ctr, &slot);
-	__u64 *hp = bpf_map_lookup_elem(&wr_rx_high, &slot);
-	if (!c || !hp)
+	struct seq_state *st = bpf_map_lookup_elem(&wr_rx_seq, &slot);
+	if (!c || !st)
 		return;
+	__u64 *hp = &st->high1;
 	__u64 high1 = *(volatile __u64 *)hp;
 	__u64 seq = extend(seq32, high1);
 	/* engine::validate::check_seq_time, before the frame can move any sequence state. */
@@ -654,6 +639,8 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		return;
 	}
 	int ooo = 0;
+	/* The highest this frame replaced (+1), if it raised it: the IPDV step needs it. */
+	__u64 raised_from = ~0ULL;
 	/* A new highest sequence number: the only frames that move the IPDV state. */
 	int newer = high1 == 0 || seq > high1 - 1;
 	if (high1 != 0 && seq < high1 - 1) {
@@ -681,7 +668,11 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		__u64 cur = high1;
 		for (int i = 0; i < 8; i++) {
 			__u64 prev = __sync_val_compare_and_swap(hp, cur, seq + 1);
-			if (prev == cur || prev >= seq + 1)
+			if (prev == cur) {
+				raised_from = cur;
+				break;
+			}
+			if (prev >= seq + 1)
 				break;
 			cur = prev;
 		}
@@ -725,9 +716,10 @@ received:
 	}
 	c->v[C_LAST_TRANSIT] = (__u64)transit;
 	c->v[C_HAS_TRANSIT] = 1;
-	/* IPDV: only a frame with the next sequence number after the last one forms a pair. */
-	if (newer)
-		ipdv_pair(c, slot, seq, transit);
+	/* IPDV: only a frame that raised the highest moves its state (the rules ignore older
+	 * frames), and only one right after the last raiser forms a pair. */
+	if (raised_from != ~0ULL)
+		ipdv_step(c, st, slot, seq, raised_from, transit);
 }
 
 static __always_inline void port_count(__u32 which, __u64 bytes)

@@ -21,8 +21,10 @@
 //!   per-CPU values weighted by frames;
 //! - IPDV (RFC 8219 §7.3.2; [`XdpReceiver::stream_ipdv`]) pairs frames with consecutive
 //!   sequence numbers by the AF_PACKET receiver's rules, from per-stream state shared by all
-//!   CPUs in one word replaced by compare-and-swap (so a pair whose frames were received on two CPUs still counts:
-//!   on veth the receiving CPU follows the sending thread from CPU to CPU); the values go to
+//!   CPUs beside the highest sequence number: the frame that raised the highest leaves its
+//!   delay there, and the compare-and-swap that raises it tells the next frame whether the
+//!   last raiser was its predecessor (so a pair whose frames were received on two CPUs still
+//!   counts: on veth the receiving CPU follows the sending thread from CPU to CPU); the values go to
 //!   per-CPU histograms of the same buckets as latency, one per sign, and the extremes are
 //!   exact. Pairs, minimum and maximum equal the AF_PACKET receiver's for the same frames in
 //!   the same order; the median agrees within the bucket width (±0.4 %, exact below 128 ns).
@@ -121,6 +123,9 @@ fn expect_words(e: &Expect) -> ExpectWords {
     w
 }
 type PortCtr = [u64; p::N];
+/// `struct seq_state` of `bpf/rx.bpf.c`: the highest sequence number + 1, and the IPDV word of
+/// the frame that raised it.
+type SeqState = [u64; 2];
 type Hist = [u64; NBUCKETS];
 
 pub use super::mode::XdpMode;
@@ -241,8 +246,7 @@ impl XdpReceiver {
             .set_max_entries("wr_rx_ctr", n)
             .set_max_entries("wr_rx_hist", n)
             .set_max_entries("wr_rx_ipdv_hist", 2 * n)
-            .set_max_entries("wr_rx_ipdv_last", n)
-            .set_max_entries("wr_rx_high", n)
+            .set_max_entries("wr_rx_seq", n)
             .set_max_entries("wr_rx_win", n * WINDOW as u32)
             .set_max_entries("wr_rx_expect", n)
             .set_global("wr_pass_ours", &pass, true)
@@ -377,15 +381,15 @@ impl XdpReceiver {
         let slot = slot as u32;
         let ctrs = self.per_cpu::<Ctr>("wr_rx_ctr", slot)?;
         let hists = self.per_cpu::<Hist>("wr_rx_hist", slot)?;
-        let high: Array<&MapData, u64> = Array::try_from(
+        let seq: Array<&MapData, SeqState> = Array::try_from(
             self.bpf
-                .map("wr_rx_high")
-                .ok_or_else(|| Error::Config("rx.bpf.o has no map wr_rx_high".into()))?,
+                .map("wr_rx_seq")
+                .ok_or_else(|| Error::Config("rx.bpf.o has no map wr_rx_seq".into()))?,
         )
-        .map_err(|e| Error::Config(format!("wr_rx_high: {}", chain(&e))))?;
-        let high1 = high
+        .map_err(|e| Error::Config(format!("wr_rx_seq: {}", chain(&e))))?;
+        let [high1, _ipdv] = seq
             .get(&slot, 0)
-            .map_err(|e| Error::Config(format!("reading wr_rx_high: {}", chain(&e))))?;
+            .map_err(|e| Error::Config(format!("reading wr_rx_seq: {}", chain(&e))))?;
         let mut buckets = vec![0u64; NBUCKETS];
         for h in &hists {
             for (b, n) in buckets.iter_mut().zip(h.iter()) {
