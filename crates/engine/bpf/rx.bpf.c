@@ -998,10 +998,119 @@ static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt 
 	return 0;
 }
 
+/* The frame a rate test sends most -- Ethernet, IPv4 without options, UDP, a signature of an
+ * expected stream -- checked at fixed offsets behind one bounds check, instead of walked with a
+ * check per field (perf of the program, 2026-11-28: a quarter of its samples were the walk's
+ * bounds checks). It accepts a frame only when every check the general path makes passes
+ * (find_udp, check_headers: the conditions below are theirs for this header stack), and then
+ * accounts it exactly as the general path would; any frame it does not accept, valid or not,
+ * goes to the general path, which judges it alone (the reason of an invalid frame, foreign,
+ * unexpected). 1: counted here; 0: not judged. */
+static __always_inline int fast_ipv4(struct xdp_md *ctx, __u64 now)
+{
+	__u8 *d = (void *)(long)ctx->data;
+	__u8 *end = (void *)(long)ctx->data_end;
+	/* Ethernet 14 + IPv4 20 + UDP 8 + the signature 16 */
+	if (d + 58 > end)
+		return 0;
+	__u64 len = end - d;
+	/* IPv4 (the version nibble is not checked: ipv4_udp does not), no options, UDP, neither
+	 * a fragment nor a first fragment. */
+	if (*(__u16 *)(d + 12) != bpf_htons(ETH_IPV4) || (d[14] & 0x0f) != 5 ||
+	    d[23] != IPPROTO_UDP_ || (*(__u16 *)(d + 20) & bpf_htons(0x3fff)) != 0 ||
+	    d[42] != 'W' || d[43] != 'R')
+		return 0;
+	/* Lengths (check_headers): the IP packet ends at the end of the frame, or before it only
+	 * in the padding of a frame of at most 60 bytes; the UDP length is the IP payload, and it
+	 * holds the signature (shorter ones: the general path). */
+	__u64 ip_end = 14 + (__u64)bpf_ntohs(*(__u16 *)(d + 16));
+	__u32 ulen = bpf_ntohs(*(__u16 *)(d + 38));
+	if (ip_end > len || (ip_end < len && len > 60) || ulen < 24 || 34 + (__u64)ulen != ip_end)
+		return 0;
+	__u32 stream = bpf_ntohs(*(__u16 *)(d + 44));
+	__u32 *slot1 = bpf_map_lookup_elem(&wr_rx_slots, &stream);
+	if (!slot1 || *slot1 == 0)
+		return 0;
+	__u32 slot = *slot1 - 1;
+	struct expect *e = bpf_map_lookup_elem(&wr_rx_expect, &slot);
+	if (!e)
+		return 0;
+	if (e->check_shape && (e->vlan_tags | e->mpls_labels | e->pppoe | e->tunnel | e->ipv6))
+		return 0;
+	/* The IPv4 header checksum (see fold_native). */
+	__u64 sum = (__u64) * (__u32 *)(d + 14) + *(__u32 *)(d + 18) + *(__u32 *)(d + 22) +
+		    *(__u32 *)(d + 26) + *(__u32 *)(d + 30);
+	if (fold_native(sum) != 0xffff)
+		return 0;
+	/* The UDP checksum, optional (zero) over IPv4: pseudo-header, then the datagram. */
+	if (*(__u16 *)(d + 40) != 0) {
+		sum = (__u64)bpf_htons(IPPROTO_UDP_) + bpf_htons((__u16)ulen) + *(__u32 *)(d + 26) +
+		      *(__u32 *)(d + 30);
+		if (ulen <= SHORT_UDP) {
+			/* The first 24 bytes (header and signature) are inside the bounds checked
+			 * above; the rest, at most 8 bytes, as the general path sums it. */
+			sum += (__u64) * (__u32 *)(d + 34) + *(__u32 *)(d + 38) + *(__u32 *)(d + 42) +
+			       *(__u32 *)(d + 46) + *(__u32 *)(d + 50) + *(__u32 *)(d + 54);
+			__u32 rest = ulen - 24;
+			__u8 *r = d + 58;
+			if (rest >= 4) {
+				if (r + 4 > end)
+					return 0;
+				sum += *(__u32 *)r;
+				r += 4;
+				rest -= 4;
+			}
+			if (rest >= 4) {
+				if (r + 4 > end)
+					return 0;
+				sum += *(__u32 *)r;
+				r += 4;
+				rest -= 4;
+			}
+			if (rest >= 2) {
+				if (r + 2 > end)
+					return 0;
+				sum += *(__u16 *)r;
+				r += 2;
+				rest -= 2;
+			}
+			if (rest) {
+				if (r + 1 > end)
+					return 0;
+				sum += bpf_htons((__u16)r[0] << 8);
+			}
+		} else {
+			int w = wr_sum_bytes(ctx, 34, ulen);
+			if (w < 0)
+				return 0;
+			sum += bpf_htons((__u16)w);
+		}
+		if (fold_native(sum) != 0xffff)
+			return 0;
+	}
+	/* The destination address and port (check_headers: the last 32 address bits, the
+	 * flows' counts). */
+	if (e->check_dst) {
+		__u32 base = ((__u32)e->dst_addr[0] << 24) | ((__u32)e->dst_addr[1] << 16) |
+			     ((__u32)e->dst_addr[2] << 8) | e->dst_addr[3];
+		__u32 low = bpf_ntohl(*(__u32 *)(d + 30));
+		__u16 port = bpf_ntohs(*(__u16 *)(d + 36));
+		if (low - base >= e->dst_count || (__u16)(port - e->dst_port) >= e->port_count)
+			return 0;
+	}
+	port_count(P_OURS, len);
+	account(slot, bpf_ntohl(*(__u32 *)(d + 46)), bpf_be64_to_cpu(*(__u64 *)(d + 50)), now, len,
+		e->seq_limit);
+	return 1;
+}
+
 SEC("xdp")
 int wr_rx(struct xdp_md *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
+	int pass = wr_pass_ours != 0;
+	if (fast_ipv4(ctx, now))
+		return pass ? XDP_PASS : XDP_DROP;
 	struct pkt p;
 	pkt_of(ctx, &p);
 	struct shape sh = {};
@@ -1017,7 +1126,6 @@ int wr_rx(struct xdp_md *ctx)
 	__u32 seq32 = bpf_ntohl(*(__u32 *)(sig + 4));
 	__u64 tx_ns = bpf_be64_to_cpu(*(__u64 *)(sig + 8));
 	__u32 *slot1 = bpf_map_lookup_elem(&wr_rx_slots, &stream);
-	int pass = wr_pass_ours != 0;
 	if (!slot1 || *slot1 == 0) {
 		port_count(P_UNEXPECTED, p.len);
 		return pass ? XDP_PASS : XDP_DROP;
