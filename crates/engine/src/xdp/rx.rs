@@ -55,35 +55,37 @@ const MAX_EXP: u32 = 33;
 const NBUCKETS: usize = ((MAX_EXP - SUB_BITS + 2) as usize) * SUB as usize;
 const HIST_MAX_NS: u64 = 10_000_000_000;
 
-/// Per-stream counter indices, mirrored from `bpf/rx.bpf.c`.
+/// Per-stream counter indices, mirrored from `bpf/rx.bpf.c` (what every received frame
+/// writes first, in one 64-byte run).
 mod c {
     pub const RECEIVED: usize = 0;
     pub const BYTES: usize = 1;
-    pub const DUPLICATES: usize = 2;
-    pub const OUT_OF_ORDER: usize = 3;
-    pub const LATE: usize = 4;
-    pub const NEGATIVE: usize = 5;
-    pub const LAT_SUM: usize = 6;
-    pub const LAT_MIN: usize = 7;
-    pub const LAT_MAX: usize = 8;
-    pub const FIRST_RX: usize = 9;
-    pub const LAST_RX: usize = 10;
-    pub const JITTER16: usize = 11;
+    pub const LAST_RX: usize = 2;
+    pub const LAT_SUM: usize = 3;
+    pub const LAT_MIN: usize = 4;
+    pub const LAT_MAX: usize = 5;
+    pub const JITTER16: usize = 6;
+    /// IPDV pairs of this CPU and their extremes (signed, as u64).
+    pub const IPDV_PAIRS: usize = 8;
+    pub const IPDV_MIN: usize = 9;
+    pub const IPDV_MAX: usize = 10;
+    pub const FIRST_RX: usize = 11;
+    pub const DUPLICATES: usize = 12;
+    pub const OUT_OF_ORDER: usize = 13;
+    pub const LATE: usize = 14;
+    pub const NEGATIVE: usize = 15;
     /// The first of the invalid-by-reason counters (in `validate::Invalid` order).
     pub const INV: usize = 16;
-    /// IPDV pairs of this CPU and their extremes (signed, as u64).
-    pub const IPDV_PAIRS: usize = 24;
-    pub const IPDV_MIN: usize = 25;
-    pub const IPDV_MAX: usize = 26;
-    pub const N: usize = 32;
+    pub const N: usize = 24;
 }
 
-/// Per-port counter indices, mirrored from `bpf/rx.bpf.c`.
+/// Per-port counter indices, mirrored from `bpf/rx.bpf.c`. (Index 3 is unused: frames of
+/// expected streams are the sum of their streams' counters, see
+/// [`XdpReceiver::port_counters`].)
 mod p {
     pub const FOREIGN: usize = 0;
     pub const FOREIGN_BYTES: usize = 1;
     pub const UNEXPECTED: usize = 2;
-    pub const OURS: usize = 3;
     pub const N: usize = 8;
 }
 
@@ -360,14 +362,20 @@ impl XdpReceiver {
         Ok(v.iter().copied().collect())
     }
 
-    /// The port's counters so far.
+    /// The port's counters so far. `ours` is summed from the streams' own counters (every
+    /// frame of an expected stream is exactly one of received, duplicate or invalid), so the
+    /// program spends no write on it per frame.
     pub fn port_counters(&self) -> Result<XdpPortCounters> {
         let mut out = XdpPortCounters::default();
         for v in self.per_cpu::<PortCtr>("wr_rx_port", 0)? {
             out.foreign += v[p::FOREIGN];
             out.foreign_bytes += v[p::FOREIGN_BYTES];
             out.unexpected_streams += v[p::UNEXPECTED];
-            out.ours += v[p::OURS];
+        }
+        for slot in 0..self.ids.len() as u32 {
+            for v in self.per_cpu::<Ctr>("wr_rx_ctr", slot)? {
+                out.ours += frames_of_stream(&v);
+            }
         }
         Ok(out)
     }
@@ -458,6 +466,14 @@ impl XdpReceiver {
     pub fn detach(self) {
         drop(self);
     }
+}
+
+/// Frames of one stream a CPU's counters account for: each is exactly one of received,
+/// duplicate or invalid (by one reason).
+fn frames_of_stream(v: &Ctr) -> u64 {
+    v[c::RECEIVED]
+        + v[c::DUPLICATES]
+        + v[c::INV..c::INV + Invalid::ALL.len()].iter().sum::<u64>()
 }
 
 /// The lowest latency (ns) a histogram bucket holds and its width, mirrored from `bucket_of`
