@@ -1025,7 +1025,7 @@ fn one_stream_received_on_two_cpus_is_counted_exactly() {
     const N: u64 = 60_000;
     const D: u64 = 5_000;
     const ID: u16 = 7;
-    assert!(N < engine::xdp::rx::WINDOW);
+    const { assert!(N < engine::xdp::rx::WINDOW) };
     let net = Net::with_queues(2);
     // XPS: a frame sent from cpus[q] leaves on transmit queue q (and arrives on receive queue q).
     for (q, &cpu) in cpus[..2].iter().enumerate() {
