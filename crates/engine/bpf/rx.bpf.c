@@ -22,23 +22,27 @@
 // except the IPDV state below.
 //
 // IPDV (RFC 8219 §7.3.2, RFC 3393/5481; engine::rx::StreamRx::on_frame): IPDV(i) = D(i) - D(i-1)
-// of frames whose sequence numbers are consecutive, signed. Per stream, the sequence number and
-// one-way delay of the last frame that raised the stream's highest sequence number are shared
-// by all CPUs in one 64-bit word (wr_rx_ipdv_last), replaced by compare-and-swap: a frame with
-// the next sequence number forms a pair with it, a frame further ahead (a gap: loss) starts
-// afresh without a pair, an older one (reordered, late) is ignored -- the AF_PACKET receiver's
-// rules, in the order the program accounts frames. Shared rather than per CPU because on veth
-// the receiving CPU is the sending thread's CPU, which changes whenever the scheduler moves that
-// thread: per-CPU state would lose the pairs across every move. One word rather than a
-// bpf_spin_lock because the lock (interrupts saved and restored, a paravirtual unlock on a VM)
-// cost a fifth of the program's time per frame (perf, `bench rx --backend xdp --source xdp
-// --rx-cpu 1`). The word keeps the low 24 bits of sequence number + 1 and the low 40 bits of
-// the delay: only a frame that raised the highest sequence number (known in 64 bits) replaces
-// it, the 24 bits only order two frames racing on two CPUs, and the difference of two delays
-// modulo 2^40 is the IPDV exactly while |IPDV| < 2^39 ns (9 minutes; the histograms clamp at
-// 10 s). The pairs' values go to per-CPU
-// histograms, one for IPDV >= 0 and one for the magnitudes of IPDV < 0 (|IPDV| + 1, the latency
-// histogram's buckets), with exact per-CPU minimum and maximum.
+// of frames whose sequence numbers are consecutive, signed. A frame with the next sequence number
+// after the last frame that raised the stream's highest forms a pair with it, a frame further
+// ahead (a gap: loss) starts afresh without a pair, an older one (reordered, late) is ignored --
+// the AF_PACKET receiver's rules, in the order the program accounts frames. The frame a pair
+// would start from is the highest's own: the compare-and-swap that raises the highest tells a
+// frame exactly which highest it replaced, so "the last raiser was seq - 1" needs no state of
+// its own, and the raiser's one-way delay sits beside the highest, in the same cache line
+// (struct seq_state), written by the raiser after its compare-and-swap with a plain store. It
+// is tagged with the raiser's sequence number, so a pair is formed only from the delay of
+// exactly frame seq - 1. Shared rather than per CPU because on veth the receiving CPU is the
+// sending thread's CPU, which changes whenever the scheduler moves that thread: per-CPU state
+// would lose the pairs across every move. Not a compare-and-swap of its own (as before
+// 2026-11-28) nor a bpf_spin_lock (before 6226b1b): one queue's frames are accounted one at a
+// time by its NAPI instance, and there the plain store is exact; when one stream's frames are
+// accounted on two CPUs at the same instant, a raiser may read its predecessor's delay before
+// that predecessor stored it, and then forms no pair (as if reordered) -- never a wrong one,
+// the tag says whose delay it is. The word keeps the low 24 bits of sequence number + 1 and
+// the low 40 bits of the delay; the difference of two delays modulo 2^40 is the IPDV exactly
+// while |IPDV| < 2^39 ns (9 minutes; the histograms clamp at 10 s). The pairs' values go to
+// per-CPU histograms, one for IPDV >= 0 and one for the magnitudes of IPDV < 0 (|IPDV| + 1,
+// the latency histogram's buckets), with exact per-CPU minimum and maximum.
 //
 // Receive-side validation (engine::validate; docs/engine.md "Receive-side validation"): a
 // signed frame of an expected stream counts only if its encapsulation is the stream's (tags,
@@ -72,22 +76,28 @@
 #define NBUCKETS ((MAX_EXP - SUB_BITS + 2) * SUB) /* 3584 */
 #define HIST_MAX_NS 10000000000ULL
 
-/* Per-stream counters, one u64 each (index into struct ctr.v). */
+/* Per-stream counters, one u64 each (index into struct ctr.v). The eight every received frame
+ * writes come first, in 64 bytes, then the IPDV ones a frame that forms a pair writes: a frame
+ * touches as few cache lines of its CPU's counters as it can (a receiving CPU shared with
+ * other work finds them evicted between polls). Mirrored in xdp/rx.rs (mod c). */
 enum {
 	C_RECEIVED,
 	C_BYTES,
+	C_LAST_RX,
+	C_LAT_SUM,
+	C_LAT_MIN,
+	C_LAT_MAX,
+	C_JITTER16, /* RFC 3550 jitter x16 (the RFC's own integer form) */
+	C_LAST_TRANSIT, /* of this CPU's previous received frame, if C_RECEIVED was > 0 */
+	/* IPDV of this CPU's pairs: how many, and the extremes (signed, stored as u64). */
+	C_IPDV_PAIRS,
+	C_IPDV_MIN,
+	C_IPDV_MAX,
+	C_FIRST_RX,
 	C_DUPLICATES,
 	C_OUT_OF_ORDER,
 	C_LATE,
 	C_NEGATIVE,
-	C_LAT_SUM,
-	C_LAT_MIN,
-	C_LAT_MAX,
-	C_FIRST_RX,
-	C_LAST_RX,
-	C_JITTER16, /* RFC 3550 jitter x16 (the RFC's own integer form) */
-	C_LAST_TRANSIT,
-	C_HAS_TRANSIT,
 	/* Invalid frames by reason, in the order of engine::validate::Invalid. */
 	C_INV_CHECKSUM = 16,
 	C_INV_LENGTH,
@@ -96,11 +106,7 @@ enum {
 	C_INV_ADDRESS,
 	C_INV_SEQUENCE,
 	C_INV_TIMESTAMP,
-	/* IPDV of this CPU's pairs: how many, and the extremes (signed, stored as u64). */
-	C_IPDV_PAIRS = 24,
-	C_IPDV_MIN,
-	C_IPDV_MAX,
-	C_NCTR = 32,
+	C_NCTR = 24,
 };
 
 /* What one stream's frames must look like (engine::validate::Expect), per slot. Mirrored in
@@ -126,7 +132,7 @@ enum {
 	P_FOREIGN,
 	P_FOREIGN_BYTES,
 	P_UNEXPECTED,
-	P_OURS, /* frames of expected streams, duplicates included */
+	P_OURS, /* not counted here: user space sums the streams' received, duplicates, invalid */
 	P_NCTR = 8,
 };
 
@@ -174,28 +180,27 @@ struct {
 	__uint(max_entries, 2 * MAX_STREAMS);
 } wr_rx_ipdv_hist SEC(".maps");
 
-/* Per slot: the frame an IPDV pair would start from (see the top of this file), packed:
- * bits 40-63 its extended sequence number + 1 (mod 2^24), bits 0-39 its one-way delay,
- * rx - tx in ns (mod 2^40). 0: none yet. */
+/* The IPDV word of struct seq_state (see the top of this file), packed: bits 40-63 the raiser's
+ * extended sequence number + 1 (mod 2^24), bits 0-39 its one-way delay, rx - tx in ns
+ * (mod 2^40). */
 #define IPDV_SEQ_BITS 24
 #define IPDV_DELAY_BITS 40
 #define IPDV_SEQ_MASK ((1ULL << IPDV_SEQ_BITS) - 1)
 #define IPDV_DELAY_MASK ((1ULL << IPDV_DELAY_BITS) - 1)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, MAX_STREAMS);
-} wr_rx_ipdv_last SEC(".maps");
+/* A stream's sequence state shared by all CPUs, one cache line's worth. Mirrored in xdp/rx.rs
+ * (SeqState). */
+struct seq_state {
+	__u64 high1; /* highest extended sequence number + 1 (0: nothing yet); compare-and-swap */
+	__u64 ipdv;  /* the frame that raised high1: sequence tag and delay; 0: none yet */
+};
 
-/* Highest extended sequence number + 1 per slot (0: nothing yet). Shared by all CPUs. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct seq_state);
 	__uint(max_entries, MAX_STREAMS);
-} wr_rx_high SEC(".maps");
+} wr_rx_seq SEC(".maps");
 
 /* The duplicate window: slot * 2^16 + (seq mod 2^16) -> (seq >> 16) + 1. Shared. */
 struct {
@@ -592,45 +597,26 @@ static __always_inline void ipdv_record(struct ctr *c, __u32 slot, __s64 d)
 	c->v[C_IPDV_PAIRS]++;
 }
 
-/* The IPDV step for a frame of `slot` that raised the stream's highest sequence number (its
- * extended sequence number `seq` is above the highest the frame's CPU read, in full 64 bits):
- * if it is the next after the shared last frame, records the pair; either way it becomes the
- * last frame. Older frames never come here (the rules ignore them). Lock-free: a
- * compare-and-swap on the packed word. When another CPU replaced the word in between, the 24
- * bits tell which frame is newer (the two are at most a few frames apart then); a word up to
- * a duplicate window (2^16) ahead of this frame is newer and stays, anything else is older
- * (a gap of any size, aliasing only within 2^16 of a multiple of 2^24 lost frames). A frame
- * that loses four races in a row forms no pair, as if reordered. */
-static __always_inline void ipdv_pair(struct ctr *c, __u32 slot, __u64 seq, __s64 transit)
+/* The IPDV step for a frame of `slot` with extended sequence number `seq` that raised the
+ * stream's highest from `prev1` (the high1 its compare-and-swap replaced): pairs with the frame
+ * that raised it before, if that was seq - 1 and its delay is in the word under its own tag;
+ * either way the frame's own delay becomes the word. Plain load and store (see the top of this
+ * file): only a raiser writes the word, in the line its compare-and-swap has just made this
+ * CPU's. */
+static __always_inline void ipdv_step(struct ctr *c, struct seq_state *st, __u32 slot, __u64 seq,
+				      __u64 prev1, __s64 transit)
 {
-	__u64 *lp = bpf_map_lookup_elem(&wr_rx_ipdv_last, &slot);
-	if (!lp)
+	__u64 old = *(volatile __u64 *)&st->ipdv;
+	*(volatile __u64 *)&st->ipdv =
+		(((seq + 1) & IPDV_SEQ_MASK) << IPDV_DELAY_BITS) | ((__u64)transit & IPDV_DELAY_MASK);
+	/* prev1 == seq: the highest before was seq - 1; the word is its own when its tag, that
+	 * frame's sequence number + 1, is seq. */
+	if (prev1 != seq || old == 0 || (old >> IPDV_DELAY_BITS) != (seq & IPDV_SEQ_MASK))
 		return;
-	__u64 next1 = (seq + 1) & IPDV_SEQ_MASK;
-	__u64 word = (next1 << IPDV_DELAY_BITS) | ((__u64)transit & IPDV_DELAY_MASK);
-	__u64 old = *(volatile __u64 *)lp;
-	for (int i = 0; i < 4; i++) {
-		int pair = 0;
-		if (old != 0) {
-			/* How far the word's frame is ahead of this one, mod 2^24. */
-			__u64 behind = ((old >> IPDV_DELAY_BITS) - next1) & IPDV_SEQ_MASK;
-			if (behind < WIN)
-				return;
-			/* The word holds seq - 1 exactly when its seq + 1 is this seq. */
-			pair = (old >> IPDV_DELAY_BITS) == (seq & IPDV_SEQ_MASK);
-		}
-		__u64 prev = __sync_val_compare_and_swap(lp, old, word);
-		if (prev == old) {
-			if (pair) {
-				/* The delays' difference mod 2^40, sign-extended from bit 39. */
-				__u64 diff = ((__u64)transit - old) & IPDV_DELAY_MASK;
-				__s64 d = (__s64)(diff << (64 - IPDV_DELAY_BITS)) >> (64 - IPDV_DELAY_BITS);
-				ipdv_record(c, slot, d);
-			}
-			return;
-		}
-		old = prev;
-	}
+	/* The delays' difference mod 2^40, sign-extended from bit 39. */
+	__u64 diff = ((__u64)transit - old) & IPDV_DELAY_MASK;
+	__s64 d = (__s64)(diff << (64 - IPDV_DELAY_BITS)) >> (64 - IPDV_DELAY_BITS);
+	ipdv_record(c, slot, d);
 }
 
 /* engine::rx::StreamRx::on_frame for one frame of the stream in `slot`. */
@@ -638,9 +624,10 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 				    __u64 len, __u64 seq_limit)
 {
 	struct ctr *c = bpf_map_lookup_elem(&wr_rx_ctr, &slot);
-	__u64 *hp = bpf_map_lookup_elem(&wr_rx_high, &slot);
-	if (!c || !hp)
+	struct seq_state *st = bpf_map_lookup_elem(&wr_rx_seq, &slot);
+	if (!c || !st)
 		return;
+	__u64 *hp = &st->high1;
 	__u64 high1 = *(volatile __u64 *)hp;
 	__u64 seq = extend(seq32, high1);
 	/* engine::validate::check_seq_time, before the frame can move any sequence state. */
@@ -654,6 +641,8 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		return;
 	}
 	int ooo = 0;
+	/* The highest this frame replaced (+1), if it raised it: the IPDV step needs it. */
+	__u64 raised_from = ~0ULL;
 	/* A new highest sequence number: the only frames that move the IPDV state. */
 	int newer = high1 == 0 || seq > high1 - 1;
 	if (high1 != 0 && seq < high1 - 1) {
@@ -681,7 +670,11 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		__u64 cur = high1;
 		for (int i = 0; i < 8; i++) {
 			__u64 prev = __sync_val_compare_and_swap(hp, cur, seq + 1);
-			if (prev == cur || prev >= seq + 1)
+			if (prev == cur) {
+				raised_from = cur;
+				break;
+			}
+			if (prev >= seq + 1)
 				break;
 			cur = prev;
 		}
@@ -689,11 +682,12 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 received:
 	if (ooo)
 		c->v[C_OUT_OF_ORDER]++;
-	if (c->v[C_RECEIVED] == 0) {
+	__u64 before = c->v[C_RECEIVED];
+	if (before == 0) {
 		c->v[C_FIRST_RX] = rx_ns;
 		c->v[C_LAT_MIN] = ~0ULL;
 	}
-	c->v[C_RECEIVED]++;
+	c->v[C_RECEIVED] = before + 1;
 	c->v[C_BYTES] += len;
 	c->v[C_LAST_RX] = rx_ns;
 	__u64 lat;
@@ -717,17 +711,17 @@ received:
 	}
 	/* RFC 3550 §6.4.1 / A.8: J16 += |D| - J16/16 (rounded), in this CPU's arrival order. */
 	__s64 transit = (__s64)rx_ns - (__s64)tx_ns;
-	if (c->v[C_HAS_TRANSIT]) {
+	if (before != 0) {
 		__s64 d = transit - (__s64)c->v[C_LAST_TRANSIT];
 		__u64 ad = d < 0 ? (__u64)(-d) : (__u64)d;
 		__u64 j = c->v[C_JITTER16];
 		c->v[C_JITTER16] = j + ad - ((j + 8) >> 4);
 	}
 	c->v[C_LAST_TRANSIT] = (__u64)transit;
-	c->v[C_HAS_TRANSIT] = 1;
-	/* IPDV: only a frame with the next sequence number after the last one forms a pair. */
-	if (newer)
-		ipdv_pair(c, slot, seq, transit);
+	/* IPDV: only a frame that raised the highest moves its state (the rules ignore older
+	 * frames), and only one right after the last raiser forms a pair. */
+	if (raised_from != ~0ULL)
+		ipdv_step(c, st, slot, seq, raised_from, transit);
 }
 
 static __always_inline void port_count(__u32 which, __u64 bytes)
@@ -739,10 +733,8 @@ static __always_inline void port_count(__u32 which, __u64 bytes)
 	if (which == P_FOREIGN) {
 		pc->v[P_FOREIGN]++;
 		pc->v[P_FOREIGN_BYTES] += bytes;
-	} else if (which == P_UNEXPECTED) {
-		pc->v[P_UNEXPECTED]++;
 	} else {
-		pc->v[P_OURS]++;
+		pc->v[P_UNEXPECTED]++;
 	}
 }
 
@@ -1006,10 +998,118 @@ static __always_inline __u32 check_headers(struct xdp_md *ctx, const struct pkt 
 	return 0;
 }
 
+/* The frame a rate test sends most -- Ethernet, IPv4 without options, UDP, a signature of an
+ * expected stream -- checked at fixed offsets behind one bounds check, instead of walked with a
+ * check per field (perf of the program, 2026-11-28: a quarter of its samples were the walk's
+ * bounds checks). It accepts a frame only when every check the general path makes passes
+ * (find_udp, check_headers: the conditions below are theirs for this header stack), and then
+ * accounts it exactly as the general path would; any frame it does not accept, valid or not,
+ * goes to the general path, which judges it alone (the reason of an invalid frame, foreign,
+ * unexpected). 1: counted here; 0: not judged. */
+static __always_inline int fast_ipv4(struct xdp_md *ctx, __u64 now)
+{
+	__u8 *d = (void *)(long)ctx->data;
+	__u8 *end = (void *)(long)ctx->data_end;
+	/* Ethernet 14 + IPv4 20 + UDP 8 + the signature 16 */
+	if (d + 58 > end)
+		return 0;
+	__u64 len = end - d;
+	/* IPv4 (the version nibble is not checked: ipv4_udp does not), no options, UDP, neither
+	 * a fragment nor a first fragment. */
+	if (*(__u16 *)(d + 12) != bpf_htons(ETH_IPV4) || (d[14] & 0x0f) != 5 ||
+	    d[23] != IPPROTO_UDP_ || (*(__u16 *)(d + 20) & bpf_htons(0x3fff)) != 0 ||
+	    d[42] != 'W' || d[43] != 'R')
+		return 0;
+	/* Lengths (check_headers): the IP packet ends at the end of the frame, or before it only
+	 * in the padding of a frame of at most 60 bytes; the UDP length is the IP payload, and it
+	 * holds the signature (shorter ones: the general path). */
+	__u64 ip_end = 14 + (__u64)bpf_ntohs(*(__u16 *)(d + 16));
+	__u32 ulen = bpf_ntohs(*(__u16 *)(d + 38));
+	if (ip_end > len || (ip_end < len && len > 60) || ulen < 24 || 34 + (__u64)ulen != ip_end)
+		return 0;
+	__u32 stream = bpf_ntohs(*(__u16 *)(d + 44));
+	__u32 *slot1 = bpf_map_lookup_elem(&wr_rx_slots, &stream);
+	if (!slot1 || *slot1 == 0)
+		return 0;
+	__u32 slot = *slot1 - 1;
+	struct expect *e = bpf_map_lookup_elem(&wr_rx_expect, &slot);
+	if (!e)
+		return 0;
+	if (e->check_shape && (e->vlan_tags | e->mpls_labels | e->pppoe | e->tunnel | e->ipv6))
+		return 0;
+	/* The IPv4 header checksum (see fold_native). */
+	__u64 sum = (__u64) * (__u32 *)(d + 14) + *(__u32 *)(d + 18) + *(__u32 *)(d + 22) +
+		    *(__u32 *)(d + 26) + *(__u32 *)(d + 30);
+	if (fold_native(sum) != 0xffff)
+		return 0;
+	/* The UDP checksum, optional (zero) over IPv4: pseudo-header, then the datagram. */
+	if (*(__u16 *)(d + 40) != 0) {
+		sum = (__u64)bpf_htons(IPPROTO_UDP_) + bpf_htons((__u16)ulen) + *(__u32 *)(d + 26) +
+		      *(__u32 *)(d + 30);
+		if (ulen <= SHORT_UDP) {
+			/* The first 24 bytes (header and signature) are inside the bounds checked
+			 * above; the rest, at most 8 bytes, as the general path sums it. */
+			sum += (__u64) * (__u32 *)(d + 34) + *(__u32 *)(d + 38) + *(__u32 *)(d + 42) +
+			       *(__u32 *)(d + 46) + *(__u32 *)(d + 50) + *(__u32 *)(d + 54);
+			__u32 rest = ulen - 24;
+			__u8 *r = d + 58;
+			if (rest >= 4) {
+				if (r + 4 > end)
+					return 0;
+				sum += *(__u32 *)r;
+				r += 4;
+				rest -= 4;
+			}
+			if (rest >= 4) {
+				if (r + 4 > end)
+					return 0;
+				sum += *(__u32 *)r;
+				r += 4;
+				rest -= 4;
+			}
+			if (rest >= 2) {
+				if (r + 2 > end)
+					return 0;
+				sum += *(__u16 *)r;
+				r += 2;
+				rest -= 2;
+			}
+			if (rest) {
+				if (r + 1 > end)
+					return 0;
+				sum += bpf_htons((__u16)r[0] << 8);
+			}
+		} else {
+			int w = wr_sum_bytes(ctx, 34, ulen);
+			if (w < 0)
+				return 0;
+			sum += bpf_htons((__u16)w);
+		}
+		if (fold_native(sum) != 0xffff)
+			return 0;
+	}
+	/* The destination address and port (check_headers: the last 32 address bits, the
+	 * flows' counts). */
+	if (e->check_dst) {
+		__u32 base = ((__u32)e->dst_addr[0] << 24) | ((__u32)e->dst_addr[1] << 16) |
+			     ((__u32)e->dst_addr[2] << 8) | e->dst_addr[3];
+		__u32 low = bpf_ntohl(*(__u32 *)(d + 30));
+		__u16 port = bpf_ntohs(*(__u16 *)(d + 36));
+		if (low - base >= e->dst_count || (__u16)(port - e->dst_port) >= e->port_count)
+			return 0;
+	}
+	account(slot, bpf_ntohl(*(__u32 *)(d + 46)), bpf_be64_to_cpu(*(__u64 *)(d + 50)), now, len,
+		e->seq_limit);
+	return 1;
+}
+
 SEC("xdp")
 int wr_rx(struct xdp_md *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
+	int pass = wr_pass_ours != 0;
+	if (fast_ipv4(ctx, now))
+		return pass ? XDP_PASS : XDP_DROP;
 	struct pkt p;
 	pkt_of(ctx, &p);
 	struct shape sh = {};
@@ -1025,12 +1125,10 @@ int wr_rx(struct xdp_md *ctx)
 	__u32 seq32 = bpf_ntohl(*(__u32 *)(sig + 4));
 	__u64 tx_ns = bpf_be64_to_cpu(*(__u64 *)(sig + 8));
 	__u32 *slot1 = bpf_map_lookup_elem(&wr_rx_slots, &stream);
-	int pass = wr_pass_ours != 0;
 	if (!slot1 || *slot1 == 0) {
 		port_count(P_UNEXPECTED, p.len);
 		return pass ? XDP_PASS : XDP_DROP;
 	}
-	port_count(P_OURS, p.len);
 	__u32 slot = *slot1 - 1;
 	struct expect *e = bpf_map_lookup_elem(&wr_rx_expect, &slot);
 	if (!e)

@@ -21,8 +21,10 @@
 //!   per-CPU values weighted by frames;
 //! - IPDV (RFC 8219 §7.3.2; [`XdpReceiver::stream_ipdv`]) pairs frames with consecutive
 //!   sequence numbers by the AF_PACKET receiver's rules, from per-stream state shared by all
-//!   CPUs in one word replaced by compare-and-swap (so a pair whose frames were received on two CPUs still counts:
-//!   on veth the receiving CPU follows the sending thread from CPU to CPU); the values go to
+//!   CPUs beside the highest sequence number: the frame that raised the highest leaves its
+//!   delay there, and the compare-and-swap that raises it tells the next frame whether the
+//!   last raiser was its predecessor (so a pair whose frames were received on two CPUs still
+//!   counts: on veth the receiving CPU follows the sending thread from CPU to CPU); the values go to
 //!   per-CPU histograms of the same buckets as latency, one per sign, and the extremes are
 //!   exact. Pairs, minimum and maximum equal the AF_PACKET receiver's for the same frames in
 //!   the same order; the median agrees within the bucket width (±0.4 %, exact below 128 ns).
@@ -53,35 +55,37 @@ const MAX_EXP: u32 = 33;
 const NBUCKETS: usize = ((MAX_EXP - SUB_BITS + 2) as usize) * SUB as usize;
 const HIST_MAX_NS: u64 = 10_000_000_000;
 
-/// Per-stream counter indices, mirrored from `bpf/rx.bpf.c`.
+/// Per-stream counter indices, mirrored from `bpf/rx.bpf.c` (what every received frame
+/// writes first, in one 64-byte run).
 mod c {
     pub const RECEIVED: usize = 0;
     pub const BYTES: usize = 1;
-    pub const DUPLICATES: usize = 2;
-    pub const OUT_OF_ORDER: usize = 3;
-    pub const LATE: usize = 4;
-    pub const NEGATIVE: usize = 5;
-    pub const LAT_SUM: usize = 6;
-    pub const LAT_MIN: usize = 7;
-    pub const LAT_MAX: usize = 8;
-    pub const FIRST_RX: usize = 9;
-    pub const LAST_RX: usize = 10;
-    pub const JITTER16: usize = 11;
+    pub const LAST_RX: usize = 2;
+    pub const LAT_SUM: usize = 3;
+    pub const LAT_MIN: usize = 4;
+    pub const LAT_MAX: usize = 5;
+    pub const JITTER16: usize = 6;
+    /// IPDV pairs of this CPU and their extremes (signed, as u64).
+    pub const IPDV_PAIRS: usize = 8;
+    pub const IPDV_MIN: usize = 9;
+    pub const IPDV_MAX: usize = 10;
+    pub const FIRST_RX: usize = 11;
+    pub const DUPLICATES: usize = 12;
+    pub const OUT_OF_ORDER: usize = 13;
+    pub const LATE: usize = 14;
+    pub const NEGATIVE: usize = 15;
     /// The first of the invalid-by-reason counters (in `validate::Invalid` order).
     pub const INV: usize = 16;
-    /// IPDV pairs of this CPU and their extremes (signed, as u64).
-    pub const IPDV_PAIRS: usize = 24;
-    pub const IPDV_MIN: usize = 25;
-    pub const IPDV_MAX: usize = 26;
-    pub const N: usize = 32;
+    pub const N: usize = 24;
 }
 
-/// Per-port counter indices, mirrored from `bpf/rx.bpf.c`.
+/// Per-port counter indices, mirrored from `bpf/rx.bpf.c`. (Index 3 is unused: frames of
+/// expected streams are the sum of their streams' counters, see
+/// [`XdpReceiver::port_counters`].)
 mod p {
     pub const FOREIGN: usize = 0;
     pub const FOREIGN_BYTES: usize = 1;
     pub const UNEXPECTED: usize = 2;
-    pub const OURS: usize = 3;
     pub const N: usize = 8;
 }
 
@@ -121,6 +125,9 @@ fn expect_words(e: &Expect) -> ExpectWords {
     w
 }
 type PortCtr = [u64; p::N];
+/// `struct seq_state` of `bpf/rx.bpf.c`: the highest sequence number + 1, and the IPDV word of
+/// the frame that raised it.
+type SeqState = [u64; 2];
 type Hist = [u64; NBUCKETS];
 
 pub use super::mode::XdpMode;
@@ -241,8 +248,7 @@ impl XdpReceiver {
             .set_max_entries("wr_rx_ctr", n)
             .set_max_entries("wr_rx_hist", n)
             .set_max_entries("wr_rx_ipdv_hist", 2 * n)
-            .set_max_entries("wr_rx_ipdv_last", n)
-            .set_max_entries("wr_rx_high", n)
+            .set_max_entries("wr_rx_seq", n)
             .set_max_entries("wr_rx_win", n * WINDOW as u32)
             .set_max_entries("wr_rx_expect", n)
             .set_global("wr_pass_ours", &pass, true)
@@ -356,14 +362,20 @@ impl XdpReceiver {
         Ok(v.iter().copied().collect())
     }
 
-    /// The port's counters so far.
+    /// The port's counters so far. `ours` is summed from the streams' own counters (every
+    /// frame of an expected stream is exactly one of received, duplicate or invalid), so the
+    /// program spends no write on it per frame.
     pub fn port_counters(&self) -> Result<XdpPortCounters> {
         let mut out = XdpPortCounters::default();
         for v in self.per_cpu::<PortCtr>("wr_rx_port", 0)? {
             out.foreign += v[p::FOREIGN];
             out.foreign_bytes += v[p::FOREIGN_BYTES];
             out.unexpected_streams += v[p::UNEXPECTED];
-            out.ours += v[p::OURS];
+        }
+        for slot in 0..self.ids.len() as u32 {
+            for v in self.per_cpu::<Ctr>("wr_rx_ctr", slot)? {
+                out.ours += frames_of_stream(&v);
+            }
         }
         Ok(out)
     }
@@ -377,15 +389,15 @@ impl XdpReceiver {
         let slot = slot as u32;
         let ctrs = self.per_cpu::<Ctr>("wr_rx_ctr", slot)?;
         let hists = self.per_cpu::<Hist>("wr_rx_hist", slot)?;
-        let high: Array<&MapData, u64> = Array::try_from(
+        let seq: Array<&MapData, SeqState> = Array::try_from(
             self.bpf
-                .map("wr_rx_high")
-                .ok_or_else(|| Error::Config("rx.bpf.o has no map wr_rx_high".into()))?,
+                .map("wr_rx_seq")
+                .ok_or_else(|| Error::Config("rx.bpf.o has no map wr_rx_seq".into()))?,
         )
-        .map_err(|e| Error::Config(format!("wr_rx_high: {}", chain(&e))))?;
-        let high1 = high
+        .map_err(|e| Error::Config(format!("wr_rx_seq: {}", chain(&e))))?;
+        let [high1, _ipdv] = seq
             .get(&slot, 0)
-            .map_err(|e| Error::Config(format!("reading wr_rx_high: {}", chain(&e))))?;
+            .map_err(|e| Error::Config(format!("reading wr_rx_seq: {}", chain(&e))))?;
         let mut buckets = vec![0u64; NBUCKETS];
         for h in &hists {
             for (b, n) in buckets.iter_mut().zip(h.iter()) {
@@ -454,6 +466,14 @@ impl XdpReceiver {
     pub fn detach(self) {
         drop(self);
     }
+}
+
+/// Frames of one stream a CPU's counters account for: each is exactly one of received,
+/// duplicate or invalid (by one reason).
+fn frames_of_stream(v: &Ctr) -> u64 {
+    v[c::RECEIVED]
+        + v[c::DUPLICATES]
+        + v[c::INV..c::INV + Invalid::ALL.len()].iter().sum::<u64>()
 }
 
 /// The lowest latency (ns) a histogram bucket holds and its width, mirrored from `bucket_of`

@@ -41,11 +41,18 @@ pub struct Net {
 impl Net {
     /// A new pair; `tag` names the test in the namespaces, so concurrent tests never collide.
     pub fn new(tag: &str, if_a: &'static str, if_b: &'static str) -> Net {
+        Net::with_queues(tag, if_a, if_b, 1)
+    }
+
+    /// The pair with `queues` transmit and receive queues on each end (1: the kernel's
+    /// default).
+    pub fn with_queues(tag: &str, if_a: &'static str, if_b: &'static str, queues: usize) -> Net {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
         let base = format!("wr-{tag}-{}-{n}", std::process::id());
         let pair = VethPair::up(&VethPairSpec {
             addrs: Some(("192.0.2.1/24", "192.0.2.2/24")),
+            queues: if queues > 1 { queues } else { 0 },
             ..VethPairSpec::new(&base, if_a, if_b)
         })
         .unwrap_or_else(|e| panic!("veth pair {base}: {e}"));
