@@ -24,14 +24,18 @@
 
 pub mod arp_nd;
 pub mod control_plane;
+pub mod dhcpv4;
 pub mod dhcpv6;
+pub mod dns;
 pub mod dslite;
+pub mod frames;
 mod impls;
 pub mod ipfrag;
 pub mod ppp;
 pub mod pppoe;
 pub mod pppoe_v6;
 pub mod provision;
+pub mod ranges;
 pub mod router_adv;
 pub mod softwire;
 pub mod util;

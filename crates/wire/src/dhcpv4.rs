@@ -390,7 +390,7 @@ pub struct Ipv4List<'a>(&'a [u8]);
 impl<'a> Ipv4List<'a> {
     /// Refuses an empty value or one that is not a multiple of four bytes.
     pub fn new(bytes: &'a [u8]) -> Result<Ipv4List<'a>> {
-        if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
+        if bytes.is_empty() || bytes.len() & 3 != 0 {
             return Err(Error::Malformed("dhcp address list length"));
         }
         Ok(Ipv4List(bytes))
