@@ -10,6 +10,7 @@ use wire::tcp::{TcpPacket, TcpRepr};
 use wire::udp::{UdpPacket, UdpRepr};
 
 /// IP protocol numbers.
+pub const PROTO_ICMP: u8 = 1;
 pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 
@@ -161,4 +162,66 @@ pub fn parse_ip(frame: &[u8]) -> Option<IpFrame<'_>> {
         }
         _ => None,
     }
+}
+
+/// An IPv4 packet (identification `ident`) carrying an ICMP message of type `icmp_type`, code
+/// 0, whose bytes after the checksum are `rest`; the ICMP checksum is computed here.
+pub fn ipv4_icmp(src: Ipv4Addr, dst: Ipv4Addr, ident: u16, icmp_type: u8, rest: &[u8]) -> Vec<u8> {
+    let mut p = vec![0u8; 24 + rest.len()];
+    let _ = Ipv4Repr {
+        src,
+        dst,
+        protocol: PROTO_ICMP,
+        payload_len: 4 + rest.len(),
+        ttl: 64,
+        tos: 0,
+        ident,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(&mut p[..]));
+    p[20] = icmp_type;
+    p[24..].copy_from_slice(rest);
+    let c = wire::checksum::checksum(&p[20..]);
+    p[22..24].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// A 36-byte ICMP echo request inside IPv4 (20 + 8 + 8 bytes of "wirerate").
+pub fn echo_request(src: Ipv4Addr, dst: Ipv4Addr, ident: u16, seq: u16) -> Vec<u8> {
+    let mut rest = [0u8; 12];
+    rest[..2].copy_from_slice(&ident.to_be_bytes());
+    rest[2..4].copy_from_slice(&seq.to_be_bytes());
+    rest[4..].copy_from_slice(b"wirerate");
+    ipv4_icmp(src, dst, seq, 8, &rest)
+}
+
+/// (source, destination, is_reply, identifier, sequence, ICMP message) of an echo.
+pub type Echo<'a> = (Ipv4Addr, Ipv4Addr, bool, u16, u16, &'a [u8]);
+
+/// An unfragmented ICMP echo request/reply with a good checksum.
+pub fn parse_echo(packet: &[u8]) -> Option<Echo<'_>> {
+    let ip = Ipv4Packet::new_checked(packet).ok()?;
+    let r = Ipv4Repr::parse(&ip).ok()?;
+    if r.protocol != PROTO_ICMP || r.more_frags || r.frag_offset != 0 {
+        return None;
+    }
+    let icmp = ip.payload();
+    if icmp.len() < 8 || icmp[1] != 0 || !wire::checksum::verifies(icmp) {
+        return None;
+    }
+    let reply = match icmp[0] {
+        0 => true,
+        8 => false,
+        _ => return None,
+    };
+    let id = u16::from_be_bytes([icmp[4], icmp[5]]);
+    let seq = u16::from_be_bytes([icmp[6], icmp[7]]);
+    Some((r.src, r.dst, reply, id, seq, icmp))
+}
+
+/// The answer to an echo request: same identifier, sequence and data.
+pub fn echo_reply(src: Ipv4Addr, dst: Ipv4Addr, request: &[u8]) -> Vec<u8> {
+    ipv4_icmp(src, dst, 0, 0, request.get(4..).unwrap_or(&[]))
 }
