@@ -33,6 +33,8 @@ declare -A PROBE=(
   # dhcpcd (DHCPv6 IA_NA, IA_PD, DNS, AFTR-Name) and rdisc6 (Router Advertisements).
   [dhcpcd-base]=/usr/sbin/dhcpcd
   [ndisc6]=/usr/bin/rdisc6
+  # dig, the DNS client our ISP side's DNS server is checked against (UDP and TCP).
+  [dnsutils]=/usr/bin/dig
 )
 
 missing=()

@@ -16,13 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use emulate::dhcpv6::{Dhcpv6Event, Leased};
 use emulate::ppp::link::Credential;
 use emulate::ppp::AuthMethod;
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
 use emulate::pppoe::server::{Server, ServerConfig, ServerEvent};
 use emulate::pppoe::SessionInfo;
-use emulate::provision::ProvisionEvent;
 use emulate::softwire::{AftrConfig, AftrEvent, AftrPort, B4Config, B4Event, B4Port, SoftwireInfo};
 use engine::control::{self, ControlPort};
 use engine::port::PortSpec;
@@ -34,24 +32,6 @@ use wire::units::Nanos;
 use crate::plan::{DsliteRole, DsliteSettings, PppAuth, PppoeRole, PppoeSettings};
 use crate::results::SessionDrop;
 use crate::session_json as sj;
-
-/// A DHCPv6 binding change on the AFTR's link as a `sessions.jsonl` line: `lease`, `renew`,
-/// `release` or `expire`, with the client's MAC, IAID and address or prefix.
-fn provision_json(e: &ProvisionEvent) -> Value {
-    let ProvisionEvent::Dhcp { mac, event } = e;
-    let (what, iaid, leased) = match event {
-        Dhcpv6Event::Bound { iaid, leased, .. } => ("lease", iaid, leased),
-        Dhcpv6Event::Renewed { iaid, leased, .. } => ("renew", iaid, leased),
-        Dhcpv6Event::Released { iaid, leased, .. } => ("release", iaid, leased),
-        Dhcpv6Event::Expired { iaid, leased, .. } => ("expire", iaid, leased),
-    };
-    let mut v = json!({ "event": what, "mac": mac.to_string(), "iaid": iaid });
-    match leased {
-        Leased::Address(a) => v["address"] = a.to_string().into(),
-        Leased::Prefix(p, n) => v["prefix"] = format!("{p}/{n}").into(),
-    }
-    v
-}
 
 /// One line of `sessions.jsonl`: an event of a port's control plane, or its final statistics.
 pub type SessionLine = Value;
@@ -70,11 +50,13 @@ pub struct Internet {
 pub const INTERNET_TUN: &str = "wr-inet0";
 
 impl Internet {
-    /// Creates the namespace `wr-inet<pid>-<port>` and the TUN device in it, configured.
-    fn create(
+    /// Creates the namespace `wr-inet<pid>-<port>` and the TUN device in it: `addr`/32 on it,
+    /// `mtu`, routes to `routes` (where the subscribers are).
+    pub(crate) fn create(
         port: &str,
         addr: std::net::Ipv4Addr,
-        cfg: &PppoeSettings,
+        mtu: u32,
+        routes: Vec<String>,
     ) -> Result<(Internet, Tun), String> {
         let netns = format!("wr-inet{}-{port}", std::process::id());
         let _ = lab::netns::delete(&netns);
@@ -95,15 +77,8 @@ impl Internet {
             )
             .map_err(|e| e.to_string())?;
             // The same Internet side `wirerate pppoe server --tun` makes by hand.
-            let net = emulate::pppoe::documentation_net(cfg.pool);
-            crate::hand::internet_tun(
-                &inet.tun,
-                Some(&inet.netns),
-                1492,
-                addr,
-                net.map(|n| format!("{n}/24")).into_iter().collect(),
-            )
-            .map_err(|e| e.to_string())
+            crate::hand::internet_tun(&inet.tun, Some(&inet.netns), mtu, addr, routes)
+                .map_err(|e| e.to_string())
         })();
         match made {
             Ok(tun) => Ok((inet, tun)),
@@ -114,7 +89,7 @@ impl Internet {
         }
     }
 
-    fn remove(&self) {
+    pub(crate) fn remove(&self) {
         let _ = lab::netns::delete(&self.netns);
     }
 }
@@ -147,7 +122,7 @@ fn auth(list: &[PppAuth]) -> Vec<AuthMethod> {
         .collect()
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -452,7 +427,9 @@ impl SessionPort {
         let (port2, cfg2, role) = (port.clone(), cfg.clone(), cfg.role);
         let (internet, tun) = match (role, cfg.internet) {
             (PppoeRole::Server, Some(addr)) => {
-                let (i, t) = Internet::create(name, addr, cfg)?;
+                let net = emulate::pppoe::documentation_net(cfg.pool);
+                let routes = net.map(|n| format!("{n}/24")).into_iter().collect();
+                let (i, t) = Internet::create(name, addr, 1492, routes)?;
                 (Some(i), Some(t))
             }
             _ => (None, None),
@@ -679,7 +656,7 @@ impl SoftwirePort {
                                     v["event"] = "up".into();
                                     push(v);
                                 }
-                                AftrEvent::Provision(p) => push(provision_json(&p)),
+                                AftrEvent::Provision(p) => push(sj::provision(&p)),
                                 AftrEvent::Packet { packet, .. } => d1.delivered(packet),
                             }
                         }

@@ -10,7 +10,8 @@
 //! - [`spec`]: what a UDP trial sends, for `wirerate trial` and plans alike; its builder and
 //!   executor call.
 //! - [`testbed`], [`trial`]: one trial on the lab with the packet engine.
-//! - [`isp`]: the emulated ISP side of a port (PPPoE access concentrator, DS-Lite AFTR).
+//! - [`isp`]: the emulated ISP side of a port (PPPoE access concentrator, DS-Lite AFTR);
+//!   [`ipoe_port`]: an IPoE WAN's (DHCPv4, RA + DHCPv6, DNS).
 //! - [`calibration`]: the tester's own ceiling per frame size.
 //! - [`sessions`]: many PPPoE subscribers at once and their setup statistics.
 //! - [`iface`]: what the host says about an interface (addresses, next hops, wire speed,
@@ -27,6 +28,7 @@ pub mod hand;
 pub mod iface;
 pub mod inside;
 pub mod iperf3_run;
+pub mod ipoe_port;
 pub mod isp;
 pub mod mtu_probe;
 pub mod runner;

@@ -4,8 +4,12 @@
 //! `trial --inside` commands print the same fields under the same names because they all come
 //! from here.
 
+use emulate::dhcpv4::Dhcpv4Event;
+use emulate::dhcpv6::{Dhcpv6Event, Leased};
 use emulate::dslite::TunnelStats;
+use emulate::ipoe::IpoePort;
 use emulate::pppoe::SessionInfo;
+use emulate::provision::ProvisionEvent;
 use emulate::softwire::SoftwireInfo;
 use engine::tun::{Direction, SynSeen, Tun};
 use serde_json::{json, Map, Value};
@@ -89,4 +93,79 @@ pub fn syn(s: &SynSeen) -> Value {
     json!({"event": "syn", "direction": direction(s.direction),
         "src": s.src.to_string(), "dst": s.dst.to_string(),
         "src_port": s.src_port, "dst_port": s.dst_port, "mss": s.mss})
+}
+
+/// A DHCPv6 binding change on an ISP port's link as a `sessions.jsonl` line: `lease`, `renew`,
+/// `release` or `expire`, with the client's MAC, IAID and address or prefix.
+pub fn provision(e: &ProvisionEvent) -> Value {
+    let ProvisionEvent::Dhcp { mac, event } = e;
+    let (what, iaid, leased) = match event {
+        Dhcpv6Event::Bound { iaid, leased, .. } => ("lease", iaid, leased),
+        Dhcpv6Event::Renewed { iaid, leased, .. } => ("renew", iaid, leased),
+        Dhcpv6Event::Released { iaid, leased, .. } => ("release", iaid, leased),
+        Dhcpv6Event::Expired { iaid, leased, .. } => ("expire", iaid, leased),
+    };
+    let mut v = json!({ "event": what, "mac": mac.to_string(), "iaid": iaid });
+    match leased {
+        Leased::Address(a) => v["address"] = a.to_string().into(),
+        Leased::Prefix(p, n) => v["prefix"] = format!("{p}/{n}").into(),
+    }
+    v
+}
+
+/// A DHCPv4 lease change on an IPoE port as a `sessions.jsonl` line: `lease`, `renew`,
+/// `release`, `decline`, `expire` (with the client's MAC, the address and for the first two
+/// the lease time) or `nak` (the address asked for and why).
+pub fn lease(e: &Dhcpv4Event) -> Value {
+    let (what, mac, addr) = match e {
+        Dhcpv4Event::Bound { mac, addr, .. } => ("lease", mac, Some(addr)),
+        Dhcpv4Event::Renewed { mac, addr, .. } => ("renew", mac, Some(addr)),
+        Dhcpv4Event::Released { mac, addr, .. } => ("release", mac, Some(addr)),
+        Dhcpv4Event::Declined { mac, addr, .. } => ("decline", mac, Some(addr)),
+        Dhcpv4Event::Expired { mac, addr, .. } => ("expire", mac, Some(addr)),
+        Dhcpv4Event::Nak { mac, requested, .. } => ("nak", mac, requested.as_ref()),
+    };
+    let mut v = json!({"event": what, "protocol": "dhcpv4", "mac": mac.to_string(),
+        "address": addr.map(|a| a.to_string())});
+    match e {
+        Dhcpv4Event::Bound { lease, .. } | Dhcpv4Event::Renewed { lease, .. } => {
+            v["lease_s"] = (*lease).into();
+        }
+        Dhcpv4Event::Nak { why, .. } => v["reason"] = format!("{why:?}").into(),
+        _ => {}
+    }
+    v
+}
+
+/// An IPoE port's counts: DHCPv4 messages by type, NAKs and drops by reason, leases now and
+/// expired; the DNS server's queries by outcome and its UDP/TCP traffic; echo replies and
+/// what the relay carried.
+pub fn ipoe_stats(m: &IpoePort) -> Value {
+    let d = &m.dhcp().stats;
+    let mut v = json!({
+        "role": "ipoe",
+        "dhcp_rx": counts(&d.rx), "dhcp_tx": counts(&d.tx), "naks": counts(&d.naks),
+        "dhcp_dropped": counts(&d.dropped), "leases": d.leases_now, "expired": d.expired,
+        "declined": d.declined, "echo_replies": m.stats.echo_replies,
+        "relayed_up": m.stats.relayed_up, "relayed_down": m.stats.relayed_down,
+        "dropped": counts(&m.stats.dropped),
+    });
+    if let Some(s) = m.dns() {
+        v["dns"] = json!({
+            "queries": s.responder().stats.queries,
+            "outcomes": counts(&s.responder().stats.outcomes),
+            "udp_rx": s.stats.udp_rx, "udp_tx": s.stats.udp_tx,
+            "tcp_rx": s.stats.tcp_rx, "tcp_tx": s.stats.tcp_tx,
+            "tcp": counts(&s.tcp().stats.events),
+            "dropped": counts(&s.stats.dropped),
+        });
+    }
+    if let Some(p) = m.provisioner() {
+        let ds = &p.dhcp().stats;
+        v["provision"] = json!({
+            "rs_rx": p.stats.rs_rx, "dhcp_rx": p.stats.dhcp_rx, "dhcp_tx": p.stats.dhcp_tx,
+            "bindings": ds.bindings_now,
+        });
+    }
+    v
 }

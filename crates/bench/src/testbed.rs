@@ -25,6 +25,7 @@ use wire::units::{BitsPerSec, Pps};
 use crate::iperf3::wire_count::Side;
 
 use crate::hooks::Exec;
+use crate::ipoe_port::LeasePort;
 use crate::isp::{SessionPort, SoftwirePort};
 use crate::plan::{Case, Plan, Port, Topology};
 use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts, SentStream};
@@ -54,6 +55,8 @@ pub struct Testbed {
     pub iperf3: Iperf3Ends,
     sessions: Vec<SessionPort>,
     softwires: Vec<SoftwirePort>,
+    /// IPoE ports (the ISP side of a gateway's DHCP WAN).
+    leases: Vec<LeasePort>,
     /// The PPPoE session port A's frames ride, if A plays one.
     a_session: Option<SessionInfo>,
     /// The DS-Lite softwire port A's frames ride, if A plays a B4.
@@ -232,6 +235,7 @@ impl Testbed {
                 iperf3,
                 sessions: Vec::new(),
                 softwires: Vec::new(),
+                leases: Vec::new(),
                 a_session: None,
                 a_softwire: None,
                 b_session: None,
@@ -276,6 +280,7 @@ impl Testbed {
             },
             sessions: Vec::new(),
             softwires: Vec::new(),
+            leases: Vec::new(),
             a_session: None,
             a_softwire: None,
             b_session: None,
@@ -316,6 +321,38 @@ impl Testbed {
                         let _ = tb.down();
                         return Err(e);
                     }
+                }
+            }
+        }
+        // IPoE: the port answers DHCP at once; the gateway's lease is waited for below.
+        let mut dhcp = Vec::new();
+        for (i, p) in plan.ports.iter().enumerate().take(2) {
+            if let Some(cfg) = &p.ipoe {
+                let spec = if i == 0 { &a } else { b.as_ref().unwrap_or(&a) };
+                match LeasePort::start(&p.name, spec, cfg) {
+                    Ok(s) => {
+                        tb.leases.push(s);
+                        dhcp.push((i, cfg.timeout, cfg.gateway));
+                    }
+                    Err(e) => {
+                        let _ = tb.down();
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        for (k, (i, timeout, gateway)) in dhcp.into_iter().enumerate() {
+            let got = tb.leases[k].wait_up(timeout, stop);
+            tb.flush_log();
+            if let Err(e) = got {
+                let _ = tb.down();
+                return Err(format!("{e} (see {SESSIONS_JSONL} for what was tried)"));
+            }
+            // Test frames to this port go to our gateway address, where the DUT's NAPT sends
+            // them (the lease is the way back).
+            if i == 1 {
+                if let Some(b) = b.as_mut() {
+                    b.ipv4 = b.ipv4.or(Some(gateway));
                 }
             }
         }
@@ -369,6 +406,12 @@ impl Testbed {
                 .iter()
                 .find(|s| s.port == p.name)
                 .and_then(|s| s.internet.clone())
+                .or_else(|| {
+                    tb.leases
+                        .iter()
+                        .find(|s| s.port == p.name)
+                        .and_then(|s| s.internet.clone())
+                })
         });
         tb.iperf3 = match (pb, b) {
             (Some(_), Some(_)) if internet.is_some() => {
@@ -467,7 +510,8 @@ impl Testbed {
             .sessions
             .iter()
             .flat_map(|s| s.take_lines())
-            .chain(self.softwires.iter().flat_map(|s| s.take_lines()));
+            .chain(self.softwires.iter().flat_map(|s| s.take_lines()))
+            .chain(self.leases.iter().flat_map(|s| s.take_lines()));
         for line in lines {
             if let Ok(mut v) = serde_json::to_vec(&line) {
                 v.push(b'\n');
@@ -489,6 +533,7 @@ impl Testbed {
     ) -> Result<(Outcome, EngineFacts), String> {
         self.flush_log();
         self.sessions_back_up(plan, stop)?;
+        self.leases_back_up(plan, stop)?;
         let drops_before = self.session_drop_counts();
         if let Some(s) = self.softwires.iter().find(|s| !s.is_up()) {
             return Err(format!(
@@ -545,6 +590,14 @@ impl Testbed {
                     reverse_dst_rewritten = *isp_side;
                     Some(reverse_in_session(
                         case.ip, frame_size, forward, &self.a, b, info, *isp_side,
+                    )?)
+                }
+                FarEnd::Lease(info) => {
+                    // The reply to what the DUT's NAPT made of the forward stream, like an
+                    // access concentrator's (learning frames first, below).
+                    reverse_dst_rewritten = true;
+                    Some(reverse_to_lease(
+                        case.ip, frame_size, forward, &self.a, b, info,
                     )?)
                 }
                 FarEnd::Softwire(port) => {
@@ -607,7 +660,7 @@ impl Testbed {
             .ports
             .iter()
             .take(2)
-            .any(|p| p.pppoe.is_some() || p.dslite.is_some())
+            .any(|p| p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some())
         {
             for s in &cfg.streams {
                 let base = cfg.expect_of(&s.config);
@@ -682,18 +735,49 @@ impl Testbed {
         Ok((o, facts))
     }
 
-    /// How many session drops each PPPoE port has seen so far.
+    /// Every drop so far of each port that can lose its uplink: PPPoE sessions, then IPoE
+    /// leases.
+    fn all_drops(&self) -> Vec<Vec<crate::results::SessionDrop>> {
+        self.sessions
+            .iter()
+            .map(|s| s.drops())
+            .chain(self.leases.iter().map(|l| l.drops()))
+            .collect()
+    }
+
+    /// How many session (and lease) drops each such port has seen so far.
     fn session_drop_counts(&self) -> Vec<usize> {
-        self.sessions.iter().map(|s| s.drops().len()).collect()
+        self.all_drops().iter().map(Vec::len).collect()
     }
 
     /// The session drops since `before` ([`Self::session_drop_counts`]).
     fn session_drops_since(&self, before: &[usize]) -> Vec<crate::results::SessionDrop> {
-        self.sessions
-            .iter()
+        self.all_drops()
+            .into_iter()
             .zip(before)
-            .flat_map(|(s, &n)| s.drops().into_iter().skip(n))
+            .flat_map(|(d, &n)| d.into_iter().skip(n))
             .collect()
+    }
+
+    /// Waits for every IPoE port without a lease to get one again (the gateway rebooted, or
+    /// let its lease run out), as long as the port's `timeout`; the run stops otherwise.
+    fn leases_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), String> {
+        for k in 0..self.leases.len() {
+            if self.leases[k].lease().is_some() {
+                continue;
+            }
+            let port = self.leases[k].port.clone();
+            let timeout = plan
+                .ports
+                .iter()
+                .find(|p| p.name == port)
+                .and_then(|p| p.ipoe.as_ref())
+                .map_or(Duration::from_secs(30), |c| c.timeout);
+            let got = self.leases[k].wait_up(timeout, stop);
+            self.flush_log();
+            got.map_err(|e| format!("the IPoE lease on port {port} ended (sessions.jsonl says how) and no new one came: {e}; the run stops here, its finished trials are kept"))?;
+        }
+        Ok(())
     }
 
     /// Waits for every PPPoE session that went down to come back (#14 item 5): a DUT that
@@ -756,6 +840,16 @@ impl Testbed {
         }
         if pb.dslite.is_some() {
             return FarEnd::Softwire(pb.name.clone());
+        }
+        if pb.ipoe.is_some() {
+            if let Some(info) = self
+                .leases
+                .iter()
+                .find(|l| l.port == pb.name)
+                .and_then(|l| l.lease())
+            {
+                return FarEnd::Lease(info);
+            }
         }
         FarEnd::Plain
     }
@@ -968,6 +1062,12 @@ impl Testbed {
                 Err(e) => errors.push(e),
             }
         }
+        for s in &mut self.leases {
+            match s.finish() {
+                Ok(v) => stats.push(v),
+                Err(e) => errors.push(e),
+            }
+        }
         self.flush_log();
         if let Some(f) = self.log.as_mut() {
             for v in stats {
@@ -1046,6 +1146,8 @@ enum FarEnd {
     Session(SessionInfo, bool),
     /// A DS-Lite AFTR or B4 (the plan's name of port B).
     Softwire(String),
+    /// An IPoE port: the gateway's lease.
+    Lease(emulate::ipoe::LeaseInfo),
 }
 
 /// How many forward frames [`learn`] sends, and how fast.
@@ -1099,6 +1201,22 @@ fn reverse_in_session(
     }
     info.apply_to(&mut spec);
     reverse_stream(forward, &spec, frame_size, "PPPoE")
+}
+
+/// The reverse stream from an IPoE port: plain IPv4 from our gateway address and the forward
+/// destination port to the gateway's leased address and the forward source port (the reply
+/// its NAPT maps back to port A), at the MAC of the lease.
+fn reverse_to_lease(
+    ip: IpVersion,
+    frame_size: u32,
+    forward: &TrialStream,
+    a: &PortSpec,
+    b: &PortSpec,
+    info: &emulate::ipoe::LeaseInfo,
+) -> Result<TrialStream, String> {
+    let mut spec = mirrored(EncapSpec::plain(ip), forward, a, b)?;
+    info.apply_to(&mut spec);
+    reverse_stream(forward, &spec, frame_size, "IPoE")
 }
 
 /// The reverse stream inside port B's DS-Lite softwire: inner IPv4 from B (or the B4's
@@ -1364,6 +1482,35 @@ mod tests {
         // A size the session cannot carry as a template is an error naming it.
         let e = reverse_in_session(IpVersion::V4, 20, &fwd, &a, &b, &info, true).unwrap_err();
         assert!(e.contains("frame size 20 in PPPoE"), "{e}");
+    }
+
+    #[test]
+    fn the_reverse_stream_of_an_ipoe_port_goes_to_the_lease() {
+        let (a, b) = ports();
+        let fwd = forward(&a, &b, 1518);
+        let info = emulate::ipoe::LeaseInfo {
+            local_mac: AC_MAC,
+            local: Ipv4Addr::new(198, 51, 100, 1),
+            peer_mac: CPE_MAC,
+            peer: Ipv4Addr::new(198, 51, 100, 10),
+        };
+        let r = reverse_to_lease(IpVersion::V4, 1518, &fwd, &a, &b, &info).unwrap();
+        assert_eq!((r.tx_port, r.rx_port, r.config.id), (1, 0, 2));
+        assert!(!r.config.rewrite_macs, "the lease's MACs are the frame's");
+        let bytes = r.config.frames[0].bytes();
+        assert_eq!(bytes.len(), 1518 - 4, "plain: IPoE adds nothing");
+        assert_eq!(
+            (&bytes[0..6], &bytes[6..12]),
+            (&CPE_MAC.0[..], &AC_MAC.0[..])
+        );
+        let d = wire::dissect::dissect(bytes).unwrap();
+        assert_eq!(d.src, IpAddr::V4(Ipv4Addr::new(198, 51, 100, 1)));
+        assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(198, 51, 100, 10)));
+        assert_eq!(
+            udp_ports(bytes),
+            (9, 1024),
+            "the NAPT's reply to the forward tuple"
+        );
     }
 
     #[test]

@@ -11,12 +11,14 @@ control_plane!(
     crate::dslite::Aftr,
     crate::dslite::B4,
     crate::softwire::AftrPort,
-    crate::softwire::B4Port
+    crate::softwire::B4Port,
+    crate::ipoe::IpoePort
 );
 
 ip_relay!(
     crate::pppoe::server::Server,
     crate::pppoe::client::Client,
     crate::softwire::AftrPort,
-    crate::softwire::B4Port
+    crate::softwire::B4Port,
+    crate::ipoe::IpoePort
 );

@@ -17,6 +17,9 @@
 //! - [`router_adv`], [`dhcpv6`], [`provision`]: IPv6 provisioning of an ISP port — Router
 //!   Advertisements and a stateful DHCPv6 server (IA_NA, IA_PD, DNS, AFTR-Name);
 //!   [`pppoe_v6`]: the same inside every PPPoE session after IPv6CP.
+//! - [`dhcpv4`], [`dns`], [`ipoe`]: the ISP side of an IPoE WAN — a DHCPv4 server with a
+//!   lease table, an authoritative DNS server (UDP and TCP), and the port that puts them
+//!   beside the IPv6 provisioning; [`ranges`]: the address ranges they may hand out.
 //! - [`softwire`]: the AFTR and B4 on a port: ND for the tunnel endpoint, a tunnel probe,
 //!   and the data-path view of a softwire ([`softwire::SoftwireInfo`]).
 //!
@@ -27,14 +30,19 @@
 
 pub mod arp_nd;
 pub mod control_plane;
+pub mod dhcpv4;
 pub mod dhcpv6;
+pub mod dns;
 pub mod dslite;
+pub mod frames;
 mod impls;
 pub mod ipfrag;
+pub mod ipoe;
 pub mod ppp;
 pub mod pppoe;
 pub mod pppoe_v6;
 pub mod provision;
+pub mod ranges;
 pub mod router_adv;
 pub mod softwire;
 pub mod util;

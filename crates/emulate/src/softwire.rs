@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use wire::ethernet::MacAddr;
-use wire::ipv4::{Ipv4Packet, Ipv4Repr};
+use wire::ipv4::Ipv4Packet;
 use wire::template::StreamSpec;
 use wire::units::Nanos;
 
@@ -26,11 +26,10 @@ use crate::arp_nd::{NeighborConfig, NeighborEvent, Neighbors};
 use crate::dslite::{
     Aftr, TunnelConfig, TunnelDrop, TunnelEvent, TunnelStats, AFTR_IPV4, B4, B4_IPV4,
 };
+use crate::frames::{echo_reply, echo_request, parse_echo};
 use crate::provision::{ProvisionConfig, ProvisionEvent, Provisioner};
 use crate::util::{add, min_deadline, Counter};
 
-/// IP protocol number of ICMP.
-const ICMP: u8 = 1;
 /// Identifier of our tunnel probes ("WR").
 const PROBE_ID: u16 = 0x5752;
 /// Received packets kept as events before further ones are only counted (test traffic reaches
@@ -71,68 +70,6 @@ impl SoftwireInfo {
             spec.src_ip = B4_IPV4.into();
         }
     }
-}
-
-/// An IPv4 packet (identification `ident`) carrying an ICMP message of type `icmp_type`, code
-/// 0, whose bytes after the checksum are `rest`; the ICMP checksum is computed here.
-fn ipv4_icmp(src: Ipv4Addr, dst: Ipv4Addr, ident: u16, icmp_type: u8, rest: &[u8]) -> Vec<u8> {
-    let mut p = vec![0u8; 24 + rest.len()];
-    let _ = Ipv4Repr {
-        src,
-        dst,
-        protocol: ICMP,
-        payload_len: 4 + rest.len(),
-        ttl: 64,
-        tos: 0,
-        ident,
-        dont_frag: false,
-        more_frags: false,
-        frag_offset: 0,
-    }
-    .emit(&mut Ipv4Packet::new_unchecked(&mut p[..]));
-    p[20] = icmp_type;
-    p[24..].copy_from_slice(rest);
-    let c = wire::checksum::checksum(&p[20..]);
-    p[22..24].copy_from_slice(&c.to_be_bytes());
-    p
-}
-
-/// A 36-byte ICMP echo request inside IPv4 (20 + 8 + 8 bytes of "wirerate").
-fn echo_request(src: Ipv4Addr, dst: Ipv4Addr, ident: u16, seq: u16) -> Vec<u8> {
-    let mut rest = [0u8; 12];
-    rest[..2].copy_from_slice(&ident.to_be_bytes());
-    rest[2..4].copy_from_slice(&seq.to_be_bytes());
-    rest[4..].copy_from_slice(b"wirerate");
-    ipv4_icmp(src, dst, seq, 8, &rest)
-}
-
-/// (source, destination, is_reply, identifier, sequence, ICMP message) of an echo.
-type Echo<'a> = (Ipv4Addr, Ipv4Addr, bool, u16, u16, &'a [u8]);
-
-/// An unfragmented ICMP echo request/reply with a good checksum.
-fn parse_echo(packet: &[u8]) -> Option<Echo<'_>> {
-    let ip = Ipv4Packet::new_checked(packet).ok()?;
-    let r = Ipv4Repr::parse(&ip).ok()?;
-    if r.protocol != ICMP || r.more_frags || r.frag_offset != 0 {
-        return None;
-    }
-    let icmp = ip.payload();
-    if icmp.len() < 8 || icmp[1] != 0 || !wire::checksum::verifies(icmp) {
-        return None;
-    }
-    let reply = match icmp[0] {
-        0 => true,
-        8 => false,
-        _ => return None,
-    };
-    let id = u16::from_be_bytes([icmp[4], icmp[5]]);
-    let seq = u16::from_be_bytes([icmp[6], icmp[7]]);
-    Some((r.src, r.dst, reply, id, seq, icmp))
-}
-
-/// The answer to an echo request: same identifier, sequence and data.
-fn echo_reply(src: Ipv4Addr, dst: Ipv4Addr, request: &[u8]) -> Vec<u8> {
-    ipv4_icmp(src, dst, 0, 0, request.get(4..).unwrap_or(&[]))
 }
 
 /// The AFTR on a port.

@@ -58,6 +58,8 @@ impl ControlPort {
         let sock = port.open_socket(ifindex)?;
         sock.set_ignore_outgoing(true)
             .map_err(|e| Error::io("PACKET_IGNORE_OUTGOING", e))?;
+        sock.set_auxdata(true)
+            .map_err(|e| Error::io("PACKET_AUXDATA", e))?;
         let _ = sock.set_rcvbuf_force(4 << 20);
         Ok(ControlPort {
             sock,
@@ -90,6 +92,22 @@ impl ControlPort {
         }
     }
 
+    /// Receives one frame into `buf` as it would be on a wire: a frame a kernel on the other
+    /// end of a veth handed over with checksum offload gets its UDP or TCP checksum
+    /// completed, so the machines can verify checksums as they must.
+    fn recv(&mut self) -> Result<Option<usize>> {
+        match self.sock.recv_frame_aux(&mut self.buf) {
+            Ok(Some((n, pending))) => {
+                if pending {
+                    complete_checksum(&mut self.buf[..n]);
+                }
+                Ok(Some(n))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(Error::io("receiving control frames", e)),
+        }
+    }
+
     /// One turn of the loop: send, wait (at most `max_wait` or until the machine's next
     /// deadline), feed what arrived, run due timers, send.
     pub fn step<C: ControlPlane + ?Sized>(&mut self, cp: &mut C, max_wait: Duration) -> Result<()> {
@@ -104,12 +122,7 @@ impl ControlPort {
         self.sock
             .poll_readable(ms)
             .map_err(|e| Error::io("waiting for control frames", e))?;
-        loop {
-            let n = match self.sock.recv_frame(&mut self.buf) {
-                Ok(Some(n)) => n,
-                Ok(None) => break,
-                Err(e) => return Err(Error::io("receiving control frames", e)),
-            };
+        while let Some(n) = self.recv()? {
             self.stats.rx += 1;
             if !cp.handle_frame(now(), &self.buf[..n]) {
                 self.stats.rx_unclaimed += 1;
@@ -148,10 +161,9 @@ impl ControlPort {
         sys::tun::poll_readable(&[self.sock.raw_fd(), tun.fd.raw_fd()], ms)
             .map_err(|e| Error::io("waiting for control frames and the TUN", e))?;
         for _ in 0..RELAY_BATCH {
-            let n = match self.sock.recv_frame(&mut self.buf) {
-                Ok(Some(n)) => n,
-                Ok(None) => break,
-                Err(e) => return Err(Error::io("receiving control frames", e)),
+            let n = match self.recv()? {
+                Some(n) => n,
+                None => break,
             };
             self.stats.rx += 1;
             if !cp.handle_frame(now(), &self.buf[..n]) {
@@ -189,6 +201,64 @@ impl ControlPort {
             }
             self.step(cp, left.min(Duration::from_millis(20)))?;
         }
+    }
+}
+
+/// Computes the UDP or TCP checksum of an Ethernet frame carrying IPv4 or IPv6 (no
+/// extension headers): what a NIC does for a sender that left it to the device. Frames of any
+/// other kind, or too short, are left as they are.
+pub fn complete_checksum(frame: &mut [u8]) {
+    use wire::ipv4::Ipv4Packet;
+    use wire::ipv6::Ipv6Packet;
+    let l3 = wire::ethernet::HEADER_LEN;
+    let Some(ethertype) = wire::bytes::be16(frame, 12) else {
+        return;
+    };
+    let (src, dst, proto, seg) = match ethertype {
+        0x0800 => {
+            let Ok(ip) = Ipv4Packet::new_checked(&frame[l3..]) else {
+                return;
+            };
+            let (h, total) = (ip.header_len(), usize::from(ip.total_len()));
+            let addrs = (
+                std::net::IpAddr::V4(ip.src_addr()),
+                std::net::IpAddr::V4(ip.dst_addr()),
+            );
+            if ip.more_frags() || ip.frag_offset() != 0 {
+                return;
+            }
+            (addrs.0, addrs.1, ip.protocol(), l3 + h..l3 + total)
+        }
+        0x86dd => {
+            let Ok(ip) = Ipv6Packet::new_checked(&frame[l3..]) else {
+                return;
+            };
+            let len = usize::from(ip.payload_len());
+            let h = wire::ipv6::HEADER_LEN;
+            (
+                std::net::IpAddr::V6(ip.src_addr()),
+                std::net::IpAddr::V6(ip.dst_addr()),
+                ip.next_header(),
+                l3 + h..l3 + h + len,
+            )
+        }
+        _ => return,
+    };
+    let seg = &mut frame[seg];
+    match (proto, src, dst) {
+        (17, std::net::IpAddr::V4(s), std::net::IpAddr::V4(d)) if seg.len() >= 8 => {
+            wire::udp::UdpPacket::new_unchecked(seg).fill_checksum_v4(s, d)
+        }
+        (17, std::net::IpAddr::V6(s), std::net::IpAddr::V6(d)) if seg.len() >= 8 => {
+            wire::udp::UdpPacket::new_unchecked(seg).fill_checksum_v6(s, d)
+        }
+        (6, std::net::IpAddr::V4(s), std::net::IpAddr::V4(d)) if seg.len() >= 20 => {
+            wire::tcp::TcpPacket::new_unchecked(seg).fill_checksum_v4(s, d)
+        }
+        (6, std::net::IpAddr::V6(s), std::net::IpAddr::V6(d)) if seg.len() >= 20 => {
+            wire::tcp::TcpPacket::new_unchecked(seg).fill_checksum_v6(s, d)
+        }
+        _ => {}
     }
 }
 
@@ -305,5 +375,68 @@ impl<C: ControlPlane + Send + 'static> Drop for Background<C> {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::complete_checksum;
+    use wire::checksum;
+    use wire::udp::UdpPacket;
+
+    /// An Ethernet + IPv4 + UDP frame with a correct checksum.
+    fn udp_frame() -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 20 + 8 + 5];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        let ip = &mut f[14..34];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&33u16.to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&[198, 51, 100, 10]);
+        ip[16..20].copy_from_slice(&[203, 0, 113, 53]);
+        let c = checksum::checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        let u = &mut f[34..];
+        u[..4].copy_from_slice(&[0x9c, 0x40, 0, 53]);
+        u[4..6].copy_from_slice(&13u16.to_be_bytes());
+        u[8..].copy_from_slice(b"query");
+        UdpPacket::new_unchecked(&mut f[34..])
+            .fill_checksum_v4([198, 51, 100, 10].into(), [203, 0, 113, 53].into());
+        f
+    }
+
+    #[test]
+    fn an_offloaded_udp_checksum_is_completed_and_others_are_left_alone() {
+        let good = udp_frame();
+        // What a kernel hands a veth with checksum offload: the folded pseudo-header sum in
+        // the checksum field (not complemented), the device to finish it.
+        let mut partial = good.clone();
+        let ph = checksum::fold(checksum::pseudo_header_v4(
+            [198, 51, 100, 10].into(),
+            [203, 0, 113, 53].into(),
+            17,
+            13,
+        ));
+        partial[40..42].copy_from_slice(&ph.to_be_bytes());
+        assert_ne!(partial, good);
+        complete_checksum(&mut partial);
+        assert_eq!(partial, good);
+        // ARP, a truncated frame, an IPv4 fragment: untouched.
+        let mut arp = good.clone();
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        let keep = arp.clone();
+        complete_checksum(&mut arp);
+        assert_eq!(arp, keep);
+        for n in 0..good.len() {
+            let mut cut = good[..n].to_vec();
+            complete_checksum(&mut cut);
+        }
+        let mut frag = good.clone();
+        frag[20] = 0x20; // more fragments
+        frag[40] ^= 0xff;
+        let keep = frag.clone();
+        complete_checksum(&mut frag);
+        assert_eq!(frag, keep);
     }
 }

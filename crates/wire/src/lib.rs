@@ -29,8 +29,10 @@ pub mod vlan;
 pub mod ppp;
 pub mod pppoe;
 
-// Network and transport layers.
+// Network and transport layers, and the ISP's provisioning and name service on them.
+pub mod dhcpv4;
 pub mod dhcpv6;
+pub mod dns;
 pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;

@@ -28,11 +28,13 @@ use crate::search::{
     TableCapacitySearch,
 };
 
+mod ipoe;
 mod mtu_probe;
 mod parse;
 mod source;
 mod stream;
 
+pub use ipoe::IpoeSettings;
 pub use mtu_probe::MtuProbeSettings;
 pub use parse::locate;
 pub use source::{did_you_mean, line_col, PlanError, PlanErrors};
@@ -85,6 +87,9 @@ pub struct Port {
     /// The port plays a DS-Lite AFTR (the ISP) or B4.
     #[serde(default)]
     pub dslite: Option<DsliteSettings>,
+    /// The port plays the ISP side of an IPoE WAN (DHCPv4, RA/DHCPv6, DNS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipoe: Option<IpoeSettings>,
 }
 
 /// Which end of a PPPoE session a port plays.
@@ -1777,7 +1782,7 @@ impl Plan {
                 .ports
                 .iter()
                 .take(2)
-                .any(|p| p.pppoe.is_some() || p.dslite.is_some());
+                .any(|p| p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some());
         // `engine_trial` counts the default drain; `run.drain` moves it.
         let drain = self.run.stream.drain.as_secs_f64() - DEFAULT_DRAIN.as_secs_f64();
         let per_trial = STARTUP.engine_trial * if learning { 2.0 } else { 1.0 } + drain;
@@ -1963,6 +1968,8 @@ mod fuzz;
 mod tests;
 #[cfg(test)]
 mod tests_encap;
+#[cfg(test)]
+mod tests_ipoe;
 #[cfg(test)]
 mod tests_mtu;
 #[cfg(test)]

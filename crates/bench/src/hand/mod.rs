@@ -7,11 +7,13 @@
 //!
 //! - [`pppoe`]: the access concentrator (with its IPv6 provisioning) and the subscriber.
 //! - [`dslite`]: the AFTR (with its link provisioning) and the B4.
+//! - [`ipoe`]: the ISP side of an IPoE WAN (DHCPv4, RA + DHCPv6, DNS).
 //!
 //! Either may hand its sessions' IP packets to a TUN device ("the Internet" on the ISP side, a
 //! `ppp0`-like WAN device on the subscriber side); the SYNs crossing it are handed over too.
 
 pub mod dslite;
+pub mod ipoe;
 pub mod pppoe;
 
 use std::time::Duration;

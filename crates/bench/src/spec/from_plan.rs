@@ -20,7 +20,7 @@ pub const UDP_DRAIN: std::time::Duration = crate::plan::DEFAULT_DRAIN;
 fn plays_session(plan: &Plan, i: usize) -> bool {
     plan.ports
         .get(i)
-        .is_some_and(|p| p.pppoe.is_some() || p.dslite.is_some())
+        .is_some_and(|p| p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some())
 }
 
 /// The encapsulation port A sends `case`'s frames in: PPPoE or DS-Lite when it plays the
@@ -52,8 +52,9 @@ fn flows(s: &StreamSettings, case: &Case) -> Flows {
 /// The spec of one UDP trial of `case` at `request`: one stream from A at `request.load` of the
 /// path's line rate (of the far link's encapsulation, [`Plan::path_encap`]), or at the probe's
 /// own rate for an `mtu-probe` trial; both ways when the case is bidirectional and port B is
-/// plain. When port B plays a session or softwire its reverse stream is the testbed's to add
-/// (it is built from the session's headers, known only once the session is up). A reverse
+/// plain. When port B plays a session, softwire or IPoE lease its reverse stream is the
+/// testbed's to add (it is built from the session's headers or the lease, known only once it
+/// is up). A reverse
 /// probe is built like a bidirectional trial; the caller drops the forward stream.
 pub fn udp_spec(plan: &Plan, case: &Case, request: &TrialRequest) -> Result<TrialSpec, String> {
     let (size, load) = match request.probe {

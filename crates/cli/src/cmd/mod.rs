@@ -7,6 +7,7 @@ pub mod completions;
 pub mod craft;
 pub mod dslite;
 pub mod hand;
+pub mod ipoe;
 pub mod lab;
 pub mod linerate;
 pub mod plan;

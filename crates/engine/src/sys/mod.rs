@@ -43,6 +43,9 @@ const PACKET_TX_RING: libc::c_int = 13;
 const PACKET_QDISC_BYPASS: libc::c_int = 20;
 const PACKET_LOSS: libc::c_int = 14;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+const PACKET_AUXDATA: libc::c_int = 8;
+/// `tp_status` of a received frame whose transport checksum is left to the device.
+const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 const PACKET_VNET_HDR: libc::c_int = 15;
 const PACKET_FANOUT: libc::c_int = 18;
 const PACKET_FANOUT_DATA: libc::c_int = 22;

@@ -217,6 +217,62 @@ impl PacketSocket {
         Ok(Some(r as usize))
     }
 
+    /// Asks for `PACKET_AUXDATA` with every received frame, which [`recv_frame_aux`]
+    /// reads ([`recv_frame_aux`]: Self::recv_frame_aux).
+    pub fn set_auxdata(&self, on: bool) -> io::Result<()> {
+        setsockopt(
+            self.raw_fd(),
+            SOL_PACKET,
+            PACKET_AUXDATA,
+            &libc::c_int::from(on),
+        )
+    }
+
+    /// Receives one frame without blocking into `buf` (`None` when nothing is queued), and
+    /// whether its transport checksum is still to be computed: a frame a local sender (a
+    /// kernel on the other end of a veth) handed over with checksum offload carries only the
+    /// pseudo-header sum in the checksum field (`TP_STATUS_CSUMNOTREADY`; needs
+    /// [`set_auxdata`](Self::set_auxdata)).
+    pub fn recv_frame_aux(&self, buf: &mut [u8]) -> io::Result<Option<(usize, bool)>> {
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // Room for one tpacket_auxdata control message, aligned for cmsghdr.
+        let mut control = [0u64; 8];
+        // SAFETY: msghdr is plain old data; all-zero is a valid value.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        // SAFETY: `msg` points at `iov` (one valid writable buffer of `buf.len()` bytes) and
+        // at `control` (64 writable bytes), both alive for the call.
+        let r = unsafe { libc::recvmsg(self.raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock {
+                return Ok(None);
+            }
+            return Err(e);
+        }
+        let mut pending = false;
+        // SAFETY: `msg` was filled by recvmsg; CMSG_FIRSTHDR/CMSG_NXTHDR walk its control
+        // buffer within `msg_controllen`, and CMSG_DATA of an auxdata message has at least
+        // the 4 bytes of `tp_status` (read unaligned).
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == SOL_PACKET && (*c).cmsg_type == PACKET_AUXDATA {
+                    let status = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>());
+                    pending = status & TP_STATUS_CSUMNOTREADY != 0;
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        Ok(Some((r as usize, pending)))
+    }
+
     /// Waits up to `timeout_ms` for the socket to become readable.
     pub fn poll_readable(&self, timeout_ms: i32) -> io::Result<bool> {
         let mut pfd = libc::pollfd {

@@ -159,27 +159,28 @@ impl Walker<'_> {
             );
         }
         for (i, port) in ports.iter().enumerate() {
-            let what = match (&port.pppoe, &port.dslite) {
-                (Some(_), _) => "PPPoE session",
-                (None, Some(_)) => "DS-Lite softwire",
-                (None, None) => continue,
+            let what = match (&port.pppoe, &port.dslite, &port.ipoe) {
+                (Some(_), _, _) => "PPPoE session",
+                (None, Some(_), _) => "DS-Lite softwire",
+                (None, None, Some(_)) => "IPoE link",
+                (None, None, None) => continue,
             };
-            // An access concentrator with `internet` hands its sessions to a TUN device, where
-            // a kernel (iperf3's server) sits behind it: TCP crosses, from the first port.
-            let tun = port
+            // An access concentrator or IPoE port with `internet` hands its traffic to a TUN
+            // device, where a kernel (iperf3's server) sits behind it: TCP crosses, from the
+            // first port.
+            let ac = port
                 .pppoe
                 .as_ref()
-                .is_some_and(|p| p.role == PppoeRole::Server && p.internet.is_some());
+                .is_some_and(|p| p.role == PppoeRole::Server);
+            let tun = (ac && port.pppoe.as_ref().is_some_and(|p| p.internet.is_some()))
+                || port.ipoe.as_ref().is_some_and(|p| p.internet.is_some());
             if m.protocol.contains(&Protocol::Tcp) && !(tun && i == 1) {
                 let hint = if tun {
                     "the iperf3 client runs at the first port: make this port the second"
                         .to_string()
-                } else if port
-                    .pppoe
-                    .as_ref()
-                    .is_some_and(|p| p.role == PppoeRole::Server)
-                {
-                    format!("add `internet = \"203.0.113.1\"` under [ports.{}.pppoe]: the sessions then reach a kernel through a TUN device, where iperf3's server runs", port.name)
+                } else if ac || port.ipoe.is_some() {
+                    let table = if ac { "pppoe" } else { "ipoe" };
+                    format!("add `internet = \"203.0.113.1\"` under [ports.{}.{table}]: its traffic then reaches a kernel through a TUN device, where iperf3's server runs", port.name)
                 } else {
                     "run UDP through it, TCP on plain ports".to_string()
                 };
@@ -193,11 +194,16 @@ impl Walker<'_> {
                 );
             }
             if m.ip.contains(&IpVersion::V6) {
+                let why = if port.ipoe.is_some() {
+                    "routes IPv4 only (IPv6 is provisioned on it, not routed)"
+                } else {
+                    "carries IPv4 only (no IPv6 prefix is delegated)"
+                };
                 self.err(
                     span_of("ip"),
                     &join(path, "ip"),
                     format!(
-                        "IPv6 test frames cannot cross port `{}`: the emulated {what} carries IPv4 only (no IPv6 prefix is delegated)",
+                        "IPv6 test frames cannot cross port `{}`: the emulated {what} {why}",
                         port.name
                     ),
                 );
@@ -288,6 +294,13 @@ impl Walker<'_> {
             );
             return;
         }
+        if let (Some(a), true) = (ports.first().filter(|a| a.ipoe.is_some()), ports.len() == 2) {
+            self.err(
+                span(&a.name),
+                &join(&join("ports", &a.name), "ipoe"),
+                "an IPoE port plays the ISP side, where the test frames arrive: make it the second port",
+            );
+        }
         let any = |f: &dyn Fn(&Matrix) -> bool| matrices.iter().any(f);
         let has =
             |m: &Matrix, p: Protocol, ip: IpVersion| m.protocol.contains(&p) && m.ip.contains(&ip);
@@ -300,11 +313,11 @@ impl Walker<'_> {
                 IpVersion::V6 => (6, "ipv6", "gateway-v6"),
             };
             let has_addr = |p: &Port| match ip {
-                IpVersion::V4 => p.ipv4.is_some() || p.pppoe.is_some(),
+                IpVersion::V4 => p.ipv4.is_some() || p.pppoe.is_some() || p.ipoe.is_some(),
                 IpVersion::V6 => p.ipv6.is_some(),
             };
             let has_gw = |p: &Port| match ip {
-                IpVersion::V4 => p.gateway_v4.is_some() || p.pppoe.is_some(),
+                IpVersion::V4 => p.gateway_v4.is_some() || p.pppoe.is_some() || p.ipoe.is_some(),
                 IpVersion::V6 => p.gateway_v6.is_some(),
             };
             let udp = any(&|m| has(m, Protocol::Udp, ip) && engine(m));
@@ -358,7 +371,8 @@ impl Walker<'_> {
             let internet = b
                 .pppoe
                 .as_ref()
-                .is_some_and(|p| p.role == PppoeRole::Server && p.internet.is_some());
+                .is_some_and(|p| p.role == PppoeRole::Server && p.internet.is_some())
+                || b.ipoe.as_ref().is_some_and(|p| p.internet.is_some());
             if tcp && a.namespace == b.namespace && !internet {
                 self.src.error(
                     span(&b.name),

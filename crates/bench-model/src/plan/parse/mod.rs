@@ -16,7 +16,7 @@ use wire::units::BitsPerSec;
 
 use super::source::{did_you_mean, PlanErrors, Source};
 use super::{
-    DsliteRole, DsliteSettings, Dut, DutKind, GoalSetting, Matrix, Methodology,
+    DsliteRole, DsliteSettings, Dut, DutKind, GoalSetting, IpoeSettings, Matrix, Methodology,
     MethodologySettings, Plan, Port, PppAuth, PppoeRole, PppoeSettings, Profile, Protocol,
     RunSettings, StreamSettings, Topology, TxBackend,
 };
@@ -68,6 +68,7 @@ fn type_name(v: &DeValue<'_>) -> &'static str {
 }
 
 mod checks;
+mod ipoe;
 mod matrix;
 mod ports;
 mod run;

@@ -1,5 +1,5 @@
-//! The plan's ports and their emulated ISP side (`[ports.*.pppoe]`, `[ports.*.dslite]`), the
-//! topology and the DUT with its profiles.
+//! The plan's ports and their emulated ISP side (`[ports.*.pppoe]`, `[ports.*.dslite]`;
+//! `[ports.*.ipoe]` is `ipoe.rs`'s), the topology and the DUT with its profiles.
 
 use super::*;
 
@@ -335,6 +335,7 @@ impl Walker<'_> {
                     "gateway-v6",
                     "pppoe",
                     "dslite",
+                    "ipoe",
                 ],
             );
             let interface = self
@@ -359,11 +360,19 @@ impl Walker<'_> {
                 get(pt, "gateway-v6").and_then(|x| self.addr(x, &join(&path, "gateway-v6")));
             let pppoe = get(pt, "pppoe").and_then(|x| self.pppoe(x, &join(&path, "pppoe")));
             let dslite = get(pt, "dslite").and_then(|x| self.dslite(x, &join(&path, "dslite")));
+            let ipoe = get(pt, "ipoe").and_then(|x| self.ipoe(x, &join(&path, "ipoe")));
             if let (Some(_), Some(d)) = (&pppoe, get(pt, "dslite")) {
                 self.err(
                     d.span(),
                     &join(&path, "dslite"),
                     "a port plays either PPPoE or DS-Lite, not both",
+                );
+            }
+            if let (true, Some(x)) = (pppoe.is_some() || dslite.is_some(), get(pt, "ipoe")) {
+                self.err(
+                    x.span(),
+                    &join(&path, "ipoe"),
+                    "a port plays one WAN: PPPoE, DS-Lite or IPoE",
                 );
             }
             if let Some(interface) = interface {
@@ -378,6 +387,7 @@ impl Walker<'_> {
                     gateway_v6,
                     pppoe,
                     dslite,
+                    ipoe,
                 });
             }
         }
