@@ -118,6 +118,10 @@ fn every_shipped_plan_checks_ok() {
             assert!(out.contains("wan (enp2s0, pppoe server mru 1454)"), "{out}");
             assert!(out.contains("encap=pppoe"), "{out}");
         }
+        if seen.last().unwrap() == "cpe-ipoe.toml" {
+            assert!(out.contains("default/tcp4/s1/mss400"), "{out}");
+            assert!(out.contains("mtu-probe"), "{out}");
+        }
         if seen.last().unwrap() == "lab-flows.toml" {
             assert!(out.contains("napt/udp4/imix/flows=10000"), "{out}");
             assert!(
@@ -131,6 +135,7 @@ fn every_shipped_plan_checks_ok() {
         seen,
         [
             "cpe-dslite.toml",
+            "cpe-ipoe.toml",
             "cpe-pppoe.toml",
             "lab-demo.toml",
             "lab-flows.toml",
