@@ -1,6 +1,9 @@
 //! Plan parsing and expansion tests, on the shipped lab-demo plan and variations of it.
 
 use super::*;
+use crate::hooks::Exec;
+use crate::search;
+use core::time::Duration;
 
 pub(super) fn demo() -> String {
     std::fs::read_to_string(concat!(

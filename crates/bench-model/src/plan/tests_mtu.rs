@@ -2,6 +2,9 @@
 //! directions, the MRU check it is exempt from when alone, and its time estimate.
 
 use super::*;
+use crate::search;
+use core::time::Duration;
+use wire::encap::IpVersion;
 
 const CPE: &str = r#"name = "cpe"
 [topology]

@@ -2,6 +2,7 @@
 //! errors, the case list and time estimate, and the refusal to run them until the runner can.
 
 use super::*;
+use core::time::Duration;
 
 use super::tests::{demo, errors, line_of};
 

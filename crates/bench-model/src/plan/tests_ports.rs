@@ -2,6 +2,8 @@
 //! what a matrix may not ask of an emulated ISP port. Every error names file, line and key.
 
 use super::*;
+use core::time::Duration;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 fn errors(text: &str) -> Vec<PlanError> {
     match Plan::parse(text, "plan.toml") {

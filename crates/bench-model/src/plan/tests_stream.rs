@@ -3,6 +3,7 @@
 
 use super::tests::{demo, errors, line_of};
 use super::*;
+use core::time::Duration;
 
 /// A lab plan of one UDP block running `methodologies`, with `run` as its `[run]` table's
 /// body and `matrix` added to the block.
