@@ -168,7 +168,11 @@ impl Plan {
                 Methodology::MtuProbe => match self.search(case, m) {
                     // A path whose threshold is one byte below the top: the longest bisection.
                     Some(mut s) => {
-                        let top = case.frame_size.unwrap_or(1518).saturating_sub(1);
+                        let top = case
+                            .frame()
+                            .and_then(|f| f.fixed())
+                            .map_or(1518, |b| b as u32)
+                            .saturating_sub(1);
                         let dut = search::MtuDut::dropping(top, top);
                         let r = search::drive(s.as_mut(), |t| dut.trial(t));
                         (u64::from(r.trials), r.trial_seconds)
@@ -204,7 +208,7 @@ impl Plan {
         };
         // Both ways through an emulated port, each trial is preceded by one of learning
         // frames (crate::testbed): another engine start.
-        let learning = case.bidirectional
+        let learning = case.dims.bidirectional
             && self
                 .ports
                 .iter()
@@ -245,9 +249,9 @@ impl Plan {
         let mut switches = 0;
         let mut last: Option<&str> = None;
         for c in cases {
-            if last != Some(c.profile.as_str()) {
+            if last != Some(c.dims.profile.as_str()) {
                 switches += 1;
-                last = Some(&c.profile);
+                last = Some(&c.dims.profile);
             }
         }
         seconds += switches as f64 * self.run.profile_settle.as_secs_f64();

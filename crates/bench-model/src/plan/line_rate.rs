@@ -25,10 +25,10 @@ impl Plan {
     /// plays a PPPoE session, else the plain frame.
     pub fn path_encap(&self, case: &Case) -> wire::encap::EncapSpec {
         // The case's own `encap` (plan check made it agree with the ports) comes first.
-        if let Some(e) = case.encap {
+        if let Some(e) = case.dims.encap {
             return e;
         }
-        let plain = wire::encap::EncapSpec::plain(case.ip);
+        let plain = wire::encap::EncapSpec::plain(case.dims.ip);
         if self.ports.iter().any(|p| p.pppoe.is_some()) {
             let mut e = plain;
             e.pppoe = true;
@@ -53,7 +53,7 @@ impl Plan {
         let frame = case
             .frame()
             .unwrap_or(wire::linerate::FrameSize::Fixed { bytes: 64 });
-        let size = frame.mean(case.ip);
+        let size = frame.mean(case.dims.ip);
         match crate::line_rate::LineRate::on_path(self.speed(), self.path_encap(case), &frame) {
             Some(r) if r.pps > 0.0 => r,
             _ => {

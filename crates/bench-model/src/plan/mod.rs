@@ -8,14 +8,16 @@
 //! plan is reordered.
 //!
 //! One job per module: `vocabulary` (topology, ports, DUT, run settings, the matrix block),
-//! `methodology` (the methodologies and their settings), `case` (one point of the matrix, its id
-//! and hook variables), `load` (reading and checking a plan), `expand` (the matrix into cases),
+//! `methodology` (the methodologies and their settings), `dims` (the dimensions' types: a
+//! block's values, a case's), `dimension` (the one table of dimensions: key, syntax, case-id
+//! segment, hook variable, report column), `case` (one point of the matrix and its record), `load` (reading and checking a plan), `expand` (the matrix into cases),
 //! `searches` (the search each methodology of a case runs), `line_rate` (a case's path and its
 //! 100 %), `estimate` (how long a plan takes); `parse` checks the TOML.
 
 use serde::{Deserialize, Serialize};
 
 mod case;
+mod dimension;
 mod dims;
 mod estimate;
 mod expand;
@@ -29,8 +31,12 @@ mod source;
 mod stream;
 mod vocabulary;
 
-pub use case::{env_name, on_off, Case};
-pub use dims::{Matrix, Protocol};
+pub use case::Case;
+pub use dimension::{
+    columns, dimension, env_name, on_off, spell_encap, Absent, Column, Dimension, Item, Known,
+    Refusal, Segment, Syntax, DIMENSIONS,
+};
+pub use dims::{Dims, Matrix, Protocol};
 pub use estimate::{
     Estimate, Startup, ESTIMATE_CAPACITY, ESTIMATE_LOAD_SHARE, ESTIMATE_NOISE, ESTIMATE_RATE_SHARE,
     ESTIMATE_TABLE_SHARE, STARTUP,
@@ -77,6 +83,8 @@ pub struct Plan {
 mod fuzz;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_dims;
 #[cfg(test)]
 mod tests_encap;
 #[cfg(test)]

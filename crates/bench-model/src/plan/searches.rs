@@ -101,7 +101,7 @@ impl Plan {
         self.dut
             .profiles
             .iter()
-            .find(|p| p.name == case.profile)
+            .find(|p| p.name == case.dims.profile)
             .and_then(|p| p.table_size)
     }
 
@@ -204,7 +204,7 @@ impl Plan {
 
     /// The longest back-to-back burst tried: the whole trial window at line rate.
     fn max_burst(&self, case: &Case) -> u64 {
-        let frame = case.frame_size.unwrap_or(64) as usize;
+        let frame = case.frame().and_then(|f| f.fixed()).unwrap_or(64);
         let pps = wire::linerate::max_frame_rate(self.speed(), frame).0;
         ((pps * self.methodology.b2b_duration.as_secs_f64()) as u64).max(2)
     }
