@@ -462,7 +462,7 @@ impl Path {
         let directions: u8 = if bidirectional { 2 } else { 1 };
         let d = f64::from(directions);
         Ok(SizeRate {
-            size: size.clone(),
+            size: *size,
             mean_frame: size.mean(ip),
             total_pps: Pps(max_pps.0 * d),
             total_l2: BitsPerSec(loads[0].l2.0 * d),

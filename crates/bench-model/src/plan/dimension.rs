@@ -650,10 +650,13 @@ impl Dims {
     }
 }
 
+/// A dimension's cell in the report's results table ([`Dimension::cell`]).
+pub type Cell = fn(&Dims) -> String;
+
 /// The dimensions with a column of their own in the report, in column order: (name, whether
 /// it shows only in runs where some row has a value, the cell's text).
-pub fn columns() -> Vec<(&'static str, bool, fn(&Dims) -> String)> {
-    let mut v: Vec<(u8, &'static str, bool, fn(&Dims) -> String)> = DIMENSIONS
+pub fn columns() -> Vec<(&'static str, bool, Cell)> {
+    let mut v: Vec<(u8, &'static str, bool, Cell)> = DIMENSIONS
         .iter()
         .filter_map(|d| match d.column {
             Column::Own { name, rank, sparse } => Some((rank, name, sparse, d.cell)),
