@@ -86,7 +86,7 @@ pub fn iperf3_trial(
     plan: &Plan,
     stop: &AtomicBool,
 ) -> Result<(serde_json::Value, TcpFigures, Duration), String> {
-    let target = ends.target(case.ip)?.to_string();
+    let target = ends.target(case.dims.ip)?.to_string();
     let (ns_a, ns_b) = (&ends.client, &ends.server);
     let server_cmd = iperf3::server_argv(IPERF3_PORT, None)
         .iter()
@@ -106,7 +106,7 @@ pub fn iperf3_trial(
         let out = server.stop().map(|o| o.stderr).unwrap_or_default();
         return Err(format!("iperf3 server did not start: {}", out.trim()));
     }
-    let sessions = case.sessions.unwrap_or(1);
+    let sessions = case.dims.sessions.unwrap_or(1);
     let capture = ends.capture.as_ref().and_then(|(exec, ifname)| {
         Sampler::start(
             exec,
@@ -139,14 +139,17 @@ pub fn iperf3_trial(
         .max(1.0) as u32;
     let mut opts = ClientOptions::tcp(&target, IPERF3_PORT, seconds);
     opts.parallel = sessions;
-    opts.mss = case.mss;
+    opts.mss = case.dims.mss;
     opts.omit = plan.methodology.iperf3_omit.as_secs_f64().ceil() as u32;
     opts.reverse = plan.methodology.iperf3_reverse;
     opts.bidir = plan.methodology.iperf3_bidir;
     // UDP cases with `iperf3` listed: datagrams sized to the case's frame size.
-    let udp_payload = match (case.protocol, case.frame_size) {
+    let udp_payload = match (
+        case.dims.protocol,
+        case.frame().and_then(|f| f.fixed()).map(|b| b as u32),
+    ) {
         (Protocol::Udp, Some(f)) => {
-            let ip_header = match case.ip {
+            let ip_header = match case.dims.ip {
                 IpVersion::V4 => 20,
                 IpVersion::V6 => 40,
             };
@@ -195,12 +198,12 @@ pub fn iperf3_trial(
     let mss = report
         .tcp_mss
         .map(|m| m as u32)
-        .or(case.mss)
-        .unwrap_or_else(|| default_mss(case.ip));
+        .or(case.dims.mss)
+        .unwrap_or_else(|| default_mss(case.dims.ip));
     let l4 = report.total_received();
     let rates = match udp_payload {
-        Some(p) => iperf3::udp_rates(l4, p, case.ip),
-        None => iperf3::tcp_rates(l4, mss, case.ip, true),
+        Some(p) => iperf3::udp_rates(l4, p, case.dims.ip),
+        None => iperf3::tcp_rates(l4, mss, case.dims.ip, true),
     };
     let wire_count = counting.and_then(|c| c.join().ok().flatten());
     let (l2_bps, l1_bps) = match &wire_count {
@@ -215,7 +218,7 @@ pub fn iperf3_trial(
     // applies to older records).
     let facts = crate::results::TcpFacts::derive(
         plan.speed(),
-        case.ip,
+        case.dims.ip,
         l4,
         mss,
         wire_count.as_ref(),

@@ -19,6 +19,7 @@ use engine::port::PortSpec;
 use engine::stream::Rate;
 use engine::trial::TrialStream;
 use wire::encap::{EncapSpec, IpVersion};
+use wire::linerate::FrameSize;
 use wire::template::{FrameTemplate, StreamSpec};
 use wire::units::{BitsPerSec, Pps};
 
@@ -550,10 +551,11 @@ impl Testbed {
         // the path's, computed once by the spec.
         let probe = request.probe;
         let spec = crate::spec::from_plan::udp_spec(plan, case, request)?;
-        let frame_size = spec.streams.first().map_or(0, |s| match s.size {
-            wire::linerate::FrameSize::Fixed { bytes } => bytes as u32,
-            wire::linerate::FrameSize::Imix => 0,
-        });
+        let frame_size = spec
+            .streams
+            .first()
+            .map(|s| s.size)
+            .ok_or("the case's trial spec has no stream")?;
         let carrier = self.port_a_carrier();
         let carrier = carrier.as_ref().map(|c| c as &dyn crate::spec::Carrier);
         let built = spec.build(&self.a, b, carrier)?;
@@ -566,8 +568,8 @@ impl Testbed {
         let learning = if reverse_probe {
             let mut small = spec.clone();
             for s in &mut small.streams {
-                s.size = wire::linerate::FrameSize::Fixed {
-                    bytes: wire::encap::min_frame_size(case.ip),
+                s.size = FrameSize::Fixed {
+                    bytes: wire::encap::min_frame_size(case.dims.ip),
                 };
                 s.direction = crate::spec::Direction::AToB;
             }
@@ -580,7 +582,7 @@ impl Testbed {
         let far_end = self.far_end(plan);
         let mut reverse_dst_rewritten = false;
         // A probe runs one way: the reverse one alone, from port B.
-        let with_reverse = probe.map_or(case.bidirectional, |_| reverse_probe);
+        let with_reverse = probe.map_or(case.dims.bidirectional, |_| reverse_probe);
         if with_reverse {
             let forward = cfg.streams.first().ok_or("no forward stream")?;
             let reverse = match &far_end {
@@ -589,7 +591,13 @@ impl Testbed {
                     // A home gateway's NAPT turns the reply tuple back into the LAN host's.
                     reverse_dst_rewritten = *isp_side;
                     Some(reverse_in_session(
-                        case.ip, frame_size, forward, &self.a, b, info, *isp_side,
+                        case.dims.ip,
+                        frame_size,
+                        forward,
+                        &self.a,
+                        b,
+                        info,
+                        *isp_side,
                     )?)
                 }
                 FarEnd::Lease(info) => {
@@ -597,7 +605,12 @@ impl Testbed {
                     // access concentrator's (learning frames first, below).
                     reverse_dst_rewritten = true;
                     Some(reverse_to_lease(
-                        case.ip, frame_size, forward, &self.a, b, info,
+                        case.dims.ip,
+                        frame_size,
+                        forward,
+                        &self.a,
+                        b,
+                        info,
                     )?)
                 }
                 FarEnd::Softwire(port) => {
@@ -624,7 +637,13 @@ impl Testbed {
                     })?;
                     let b4_side = !self.softwire_is_aftr(port);
                     Some(reverse_in_softwire(
-                        case.ip, frame_size, forward, &self.a, b, &info, b4_side,
+                        case.dims.ip,
+                        frame_size,
+                        forward,
+                        &self.a,
+                        b,
+                        &info,
+                        b4_side,
                     )?)
                 }
             };
@@ -889,8 +908,8 @@ impl Testbed {
             .ok_or("connection trials need a responder port (the endpoint topology has none)")?;
         lab.reset_conn_table(table_size)
             .map_err(|e| format!("emptying the DUT's connection table: {e}"))?;
-        let mut cfg = engine::nat::ConnTrialConfig::new(self.a.clone(), b.clone(), case.ip);
-        cfg.frame_size = case.frame_size.unwrap_or(64) as usize;
+        let mut cfg = engine::nat::ConnTrialConfig::new(self.a.clone(), b.clone(), case.dims.ip);
+        cfg.frame_size = case.frame().and_then(|f| f.fixed()).unwrap_or(64);
         cfg.connections = trial.connections;
         cfg.rate_pps = trial.rate.0;
         cfg.validation_rate_pps = trial.validation_rate.0;
@@ -1186,7 +1205,7 @@ fn learn(cfg: &engine::trial::TrialConfig, stop: &AtomicBool) -> Result<(), Stri
 /// subscriber: to port A's address, behind the access concentrator.
 fn reverse_in_session(
     ip: IpVersion,
-    frame_size: u32,
+    frame_size: FrameSize,
     forward: &TrialStream,
     a: &PortSpec,
     b: &PortSpec,
@@ -1208,7 +1227,7 @@ fn reverse_in_session(
 /// its NAPT maps back to port A), at the MAC of the lease.
 fn reverse_to_lease(
     ip: IpVersion,
-    frame_size: u32,
+    frame_size: FrameSize,
     forward: &TrialStream,
     a: &PortSpec,
     b: &PortSpec,
@@ -1223,7 +1242,7 @@ fn reverse_to_lease(
 /// 192.0.0.2 when B plays the B4) to port A's address, in IPv6 between the tunnel's ends.
 fn reverse_in_softwire(
     ip: IpVersion,
-    frame_size: u32,
+    frame_size: FrameSize,
     forward: &TrialStream,
     a: &PortSpec,
     b: &PortSpec,
@@ -1292,14 +1311,21 @@ fn forward_ports(forward: &TrialStream) -> Option<(u16, u16)> {
 fn reverse_stream(
     forward: &TrialStream,
     spec: &StreamSpec,
-    frame_size: u32,
+    frame_size: FrameSize,
     inside: &str,
 ) -> Result<TrialStream, String> {
-    let t = FrameTemplate::new(spec, frame_size as usize)
-        .map_err(|e| format!("frame size {frame_size} in {inside}: {e}"))?;
+    // One template per size of the forward stream's (the IMIX's three), its weights kept.
+    let frames = frame_size
+        .parts(spec.encap.ip)
+        .into_iter()
+        .map(|(size, _)| {
+            FrameTemplate::new(spec, size)
+                .map_err(|e| format!("frame size {size} in {inside}: {e}"))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     let mut config = forward.config.clone();
     config.id = 2;
-    config.frames = vec![t];
+    config.frames = frames;
     config.rewrite_macs = false;
     Ok(TrialStream {
         config,
@@ -1452,7 +1478,16 @@ mod tests {
                 peer_interface_id: None,
             },
         };
-        let r = reverse_in_session(IpVersion::V4, 64, &fwd, &a, &b, &info, true).unwrap();
+        let r = reverse_in_session(
+            IpVersion::V4,
+            FrameSize::Fixed { bytes: 64 },
+            &fwd,
+            &a,
+            &b,
+            &info,
+            true,
+        )
+        .unwrap();
         assert_eq!((r.tx_port, r.rx_port, r.config.id), (1, 0, 2));
         assert!(!r.config.rewrite_macs, "the session's MACs are the frame's");
         assert_eq!(r.config.rate, fwd.config.rate);
@@ -1470,17 +1505,44 @@ mod tests {
         // Without an IPCP address for the peer: to port A's own.
         let mut bare = info;
         bare.negotiated.peer_ipv4 = None;
-        let r = reverse_in_session(IpVersion::V4, 64, &fwd, &a, &b, &bare, true).unwrap();
+        let r = reverse_in_session(
+            IpVersion::V4,
+            FrameSize::Fixed { bytes: 64 },
+            &fwd,
+            &a,
+            &b,
+            &bare,
+            true,
+        )
+        .unwrap();
         let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
         assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
         // Port B as a subscriber sends to port A behind the access concentrator, not to the
         // concentrator's own IPCP address.
-        let r = reverse_in_session(IpVersion::V4, 64, &fwd, &a, &b, &info, false).unwrap();
+        let r = reverse_in_session(
+            IpVersion::V4,
+            FrameSize::Fixed { bytes: 64 },
+            &fwd,
+            &a,
+            &b,
+            &info,
+            false,
+        )
+        .unwrap();
         let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
         assert_eq!(d.dst, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
         assert_eq!(d.pppoe_session, Some(0x4b9e));
         // A size the session cannot carry as a template is an error naming it.
-        let e = reverse_in_session(IpVersion::V4, 20, &fwd, &a, &b, &info, true).unwrap_err();
+        let e = reverse_in_session(
+            IpVersion::V4,
+            FrameSize::Fixed { bytes: 20 },
+            &fwd,
+            &a,
+            &b,
+            &info,
+            true,
+        )
+        .unwrap_err();
         assert!(e.contains("frame size 20 in PPPoE"), "{e}");
     }
 
@@ -1494,7 +1556,7 @@ mod tests {
             peer_mac: CPE_MAC,
             peer: Ipv4Addr::new(198, 51, 100, 10),
         };
-        let r = reverse_to_lease(IpVersion::V4, 1518, &fwd, &a, &b, &info).unwrap();
+        let r = reverse_to_lease(IpVersion::V4, FrameSize::Fixed { bytes: 1518 }, &fwd, &a, &b, &info).unwrap();
         assert_eq!((r.tx_port, r.rx_port, r.config.id), (1, 0, 2));
         assert!(!r.config.rewrite_macs, "the lease's MACs are the frame's");
         let bytes = r.config.frames[0].bytes();
@@ -1528,7 +1590,16 @@ mod tests {
             mtu: 1500,
             encap_limit: false,
         };
-        let r = reverse_in_softwire(IpVersion::V4, 1478, &fwd, &a, &b, &info, false).unwrap();
+        let r = reverse_in_softwire(
+            IpVersion::V4,
+            FrameSize::Fixed { bytes: 1478 },
+            &fwd,
+            &a,
+            &b,
+            &info,
+            false,
+        )
+        .unwrap();
         let bytes = r.config.frames[0].bytes();
         // 1478 B is the largest reference frame whose tunnelled packet is 1500 bytes.
         assert_eq!(bytes.len(), 1478 + 40 - 4);
@@ -1539,7 +1610,16 @@ mod tests {
         assert_eq!(udp_ports(bytes), (9, 1024));
         assert_eq!((r.tx_port, r.rx_port, r.config.rewrite_macs), (1, 0, false));
         // Port B playing the B4 sends from its 192.0.0.2 (RFC 6333 §5.7).
-        let r = reverse_in_softwire(IpVersion::V4, 64, &fwd, &a, &b, &info, true).unwrap();
+        let r = reverse_in_softwire(
+            IpVersion::V4,
+            FrameSize::Fixed { bytes: 64 },
+            &fwd,
+            &a,
+            &b,
+            &info,
+            true,
+        )
+        .unwrap();
         let d = wire::dissect::dissect(r.config.frames[0].bytes()).unwrap();
         assert_eq!(d.src, IpAddr::V4(emulate::dslite::B4_IPV4));
     }

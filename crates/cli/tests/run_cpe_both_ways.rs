@@ -256,7 +256,11 @@ fn check_directions(u: &Uplink, plan: &Plan, out: &Path, stdout: &str, backend: 
     let cases = plan.cases().unwrap();
     for t in &ts {
         let case = cases.iter().find(|c| c.id == t.key.case_id).unwrap();
-        let size = case.frame_size.unwrap();
+        let size = case
+            .frame()
+            .and_then(|f| f.fixed())
+            .map(|b| b as u32)
+            .unwrap();
         let e = t.engine.as_ref().expect("engine facts");
         println!("{}: {}{}", case.id, e.backend, e.note);
         // The plan asked for this backend: it ran, or the run failed.

@@ -348,7 +348,11 @@ fn pppoe_ports_carry_the_trials() {
     let cases = plan.cases().unwrap();
     for t in &ts {
         let case = cases.iter().find(|c| c.id == t.key.case_id).unwrap();
-        let size = case.frame_size.unwrap();
+        let size = case
+            .frame()
+            .and_then(|f| f.fixed())
+            .map(|b| b as u32)
+            .unwrap();
         let o = &t.outcome;
         let sent = o.received + o.lost;
         assert!(o.received > 0 && o.lost == 0, "{}: {o:?}", case.id);
@@ -539,7 +543,11 @@ methodologies = ["rfc2544-throughput"]
     let cases = plan.cases().unwrap();
     for t in &ts {
         let case = cases.iter().find(|c| c.id == t.key.case_id).unwrap();
-        let size = case.frame_size.unwrap();
+        let size = case
+            .frame()
+            .and_then(|f| f.fixed())
+            .map(|b| b as u32)
+            .unwrap();
         let o = &t.outcome;
         assert!(o.received > 0 && o.lost == 0, "{}: {o:?}", case.id);
         let line = plan.line_pps(case).0;

@@ -72,39 +72,42 @@ fn ip_version(ip: u8) -> IpVersion {
 /// A recorded case's dimensions. The case's typed `encap` names its encapsulation; runs
 /// recorded before that dimension existed had a user variable named `encap`, read here.
 pub(crate) fn dims_of_case(c: &Case) -> Dims {
-    let ip = match c.ip {
+    let ip = match c.dims.ip {
         IpVersion::V4 => 4,
         IpVersion::V6 => 6,
     };
     let encap = c
+        .dims
         .vars
         .iter()
         .find(|(k, _)| k == "encap")
         .map(|(_, v)| full_encap(v, ip))
-        .or_else(|| c.encap.map(|e| e.to_string()))
-        .unwrap_or_else(|| EncapSpec::plain(c.ip).to_string());
+        .or_else(|| c.dims.encap.map(|e| e.to_string()))
+        .unwrap_or_else(|| EncapSpec::plain(c.dims.ip).to_string());
+    let (frame_size, imix) = bench_model::plan::Dims::frame_fields(c.dims.frame);
     Dims {
-        profile: c.profile.clone(),
-        protocol: c.protocol.to_string(),
+        profile: c.dims.profile.clone(),
+        protocol: c.dims.protocol.to_string(),
         ip,
         encap,
-        frame_size: c.frame_size,
-        imix: c.imix,
-        sessions: c.sessions,
-        mss: c.mss,
+        frame_size,
+        imix,
+        sessions: c.dims.sessions,
+        mss: c.dims.mss,
         // The stream dimensions (`flows=N`, `tos=N` in the id) label and group like user
         // dimensions, so two cases that differ only in them are two rows, as for a run
         // `run.json` does not list (its id parsed).
         vars: c
+            .dims
             .flows
             .map(|n| ("flows".to_string(), n.to_string()))
             .into_iter()
-            .chain(c.tos.map(|t| ("tos".to_string(), t.to_string())))
-            .chain(c.vars.iter().filter(|(k, _)| k != "encap").cloned())
+            .chain(c.dims.tos.map(|t| ("tos".to_string(), t.to_string())))
+            .chain(c.dims.vars.iter().filter(|(k, _)| k != "encap").cloned())
             .collect(),
-        bidirectional: c.bidirectional,
-        offload: c.offload,
-        fastpath: c.fastpath,
+        bidirectional: c.dims.bidirectional,
+        offload: c.dims.offload,
+        fastpath: c.dims.fastpath,
     }
 }
 

@@ -8,7 +8,8 @@
 //! noise as printed) share one line that names both goals. Comparisons within noise or
 //! without a verdict are kept apart, for a reader who asks about them.
 
-use crate::model::{goal_words, Analysis, NoiseBasis, Row};
+use crate::analyse::findings::goal_words;
+use crate::model::{Analysis, NoiseBasis, Row};
 
 /// One line of the list.
 #[derive(Debug, Clone, PartialEq)]

@@ -2182,7 +2182,7 @@ methodologies = ["multi-goal"]
     let line = 1_488_095.0;
     let mut records = Vec::new();
     for case in plan.cases().unwrap() {
-        let (capacity, sporadic) = if case.profile == "forward" {
+        let (capacity, sporadic) = if case.dims.profile == "forward" {
             (0.40, 30)
         } else {
             (0.36, 0)

@@ -154,20 +154,20 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                         }));
                         index += 1;
                     };
-                let result = match (m, case.frame_size) {
+                let result = match (m, case.frame().and_then(|f| f.fixed()).map(|b| b as u32)) {
                     (Methodology::Iperf3, _) => {
-                        let mss = case.mss.unwrap_or(1460);
-                        let sessions = case.sessions.unwrap_or(1);
+                        let mss = case.dims.mss.unwrap_or(1460);
+                        let sessions = case.dims.sessions.unwrap_or(1);
                         let payload = f64::from(mss - 12);
                         let frame = mss + 12 + 20 + 20 + 14 + 4;
                         // TCP costs the DUT more per packet than UDP test frames.
-                        let cap = capacity_pps(&case.profile, variant, frame)
+                        let cap = capacity_pps(&case.dims.profile, variant, frame)
                             * 0.35
                             * (1.0 + 0.04 * f64::from(sessions.min(4) - 1));
                         let pps = cap.min(line_pps(frame)) * 0.97 * (1.0 + 0.015 * rng.symmetric());
                         let l4 = pps * payload * 8.0;
                         cpu = Some(
-                            if case.profile == "forward" {
+                            if case.dims.profile == "forward" {
                                 71.0
                             } else {
                                 96.0
@@ -190,7 +190,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                     (_, Some(frame)) => {
                         let line = line_pps(frame);
                         let capacity =
-                            (capacity_pps(&case.profile, variant, frame) / line).min(1.0);
+                            (capacity_pps(&case.dims.profile, variant, frame) / line).min(1.0);
                         seed += 1;
                         let mut dut = SimDut::noisy(LineFraction(capacity), 0.015, seed);
                         dut.line_pps = line;
@@ -200,7 +200,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                             // tester's ceiling and finds no DUT figure.
                             dut = dut.with_tester_ceiling(LineFraction(0.30));
                         }
-                        let profile = case.profile.clone();
+                        let profile = case.dims.profile.clone();
                         let mut run = |req: &TrialRequest| {
                             let mut out = dut.trial(req);
                             if req.latency {
@@ -251,7 +251,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                                     throughput = Some(r.clone());
                                     if let Some(t) = r.throughput(0) {
                                         let load = t.0 * line
-                                            / capacity_pps(&case.profile, variant, frame);
+                                            / capacity_pps(&case.dims.profile, variant, frame);
                                         cpu = Some(
                                             (100.0 * load).min(100.0) * 0.98 + rng.symmetric(),
                                         );
@@ -269,14 +269,14 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                     methodology: m,
                     line_pps: result
                         .as_ref()
-                        .and(case.frame_size)
+                        .and(case.frame().and_then(|f| f.fixed()))
                         .map(|_| plan.line_pps(&case).0),
                     result,
                     ceiling: None,
                 }));
             }
             // DUT CPU is captured for IPv4 only (the napt and forward profiles' proc-stat hooks).
-            if case.ip == wire::encap::IpVersion::V4 {
+            if case.dims.ip == wire::encap::IpVersion::V4 {
                 if let Some(c) = cpu {
                     // A `vmstat 1` sampler's samples around the case's mean.
                     let busy: Vec<f64> = (0..3)
@@ -285,7 +285,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                     let _ = rep;
                     stats.push(HookRecord {
                         case_id: Some(case.id.clone()),
-                        profile: case.profile.clone(),
+                        profile: case.dims.profile.clone(),
                         stage: "sampler".into(),
                         output: HookOutput {
                             argv: vec!["sh".into(), "-c".into(), "vmstat 1".into()],
@@ -332,7 +332,11 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
     let mut rng = XorShift::new(23);
     let mut seed = 500;
     for case in plan.cases().unwrap() {
-        let frame = case.frame_size.unwrap();
+        let frame = case
+            .frame()
+            .and_then(|f| f.fixed())
+            .map(|b| b as u32)
+            .unwrap();
         let line = plan.line_pps(&case).0;
         let tags = case.id.matches("vlan").count()
             + 2 * case.id.matches("qinq").count()
@@ -411,7 +415,7 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
                     methodology: m,
                     line_pps: result
                         .as_ref()
-                        .and(case.frame_size)
+                        .and(case.frame().and_then(|f| f.fixed()))
                         .map(|_| plan.line_pps(&case).0),
                     result,
                     ceiling: None,
@@ -488,12 +492,12 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
     let mut rng = XorShift::new(31);
     let mut seed = 700;
     for case in plan.cases().unwrap() {
-        let ip = if case.ip == wire::encap::IpVersion::V6 {
+        let ip = if case.dims.ip == wire::encap::IpVersion::V6 {
             6
         } else {
             4
         };
-        let capacity = matrix_capacity(&case.profile, ip, case.fastpath == Some(true));
+        let capacity = matrix_capacity(&case.dims.profile, ip, case.dims.fastpath == Some(true));
         for &m in &case.methodologies {
             let mut index = 0u32;
             let mut push = |req: &TrialRequest,
@@ -524,18 +528,22 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                 index += 1;
             };
             let result = if m == Methodology::Iperf3 {
-                let mss = case.mss.unwrap_or(if ip == 6 { 1440 } else { 1460 });
-                let sessions = case.sessions.unwrap_or(1);
+                let mss = case.dims.mss.unwrap_or(if ip == 6 { 1440 } else { 1460 });
+                let sessions = case.dims.sessions.unwrap_or(1);
                 let rates = bench_model::iperf3::tcp_rates(
                     wire::units::BitsPerSec(1.0),
                     mss,
-                    case.ip,
+                    case.dims.ip,
                     true,
                 );
                 let frame = rates.frame_len;
                 let cap = capacity
                     * 0.35
-                    * if case.offload == Some(true) { 1.5 } else { 1.0 }
+                    * if case.dims.offload == Some(true) {
+                        1.5
+                    } else {
+                        1.0
+                    }
                     * (1.0 + 0.04 * f64::from(sessions.min(4) - 1));
                 let pps = cap.min(line_pps(frame)) * 0.97 * (1.0 + 0.01 * rng.symmetric());
                 let payload = f64::from(mss - 12);
@@ -579,7 +587,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                 let tcp = TcpFigures {
                     facts: Some(TcpFacts::derive(
                         plan.speed(),
-                        case.ip,
+                        case.dims.ip,
                         wire::units::BitsPerSec(l4),
                         mss,
                         None,
@@ -600,7 +608,11 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                 push(&req, &out, None, Some(tcp), Some(raw));
                 None
             } else {
-                let frame = case.frame_size.unwrap();
+                let frame = case
+                    .frame()
+                    .and_then(|f| f.fixed())
+                    .map(|b| b as u32)
+                    .unwrap();
                 let line = line_pps(frame);
                 seed += 1;
                 let mut dut = SimDut::noisy(LineFraction((capacity / line).min(1.0)), 0.01, seed);
@@ -634,7 +646,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                 methodology: m,
                 line_pps: result
                     .as_ref()
-                    .and(case.frame_size)
+                    .and(case.frame().and_then(|f| f.fixed()))
                     .map(|_| plan.line_pps(&case).0),
                 result,
                 ceiling: None,

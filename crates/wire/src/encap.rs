@@ -31,7 +31,9 @@ pub const MIN_FRAME: usize = 64;
 pub const MAX_MPLS_LABELS: u8 = 8;
 
 /// IP version of the test traffic (the inner packet, for tunnels).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 pub enum IpVersion {
     #[default]
     V4,
@@ -39,6 +41,14 @@ pub enum IpVersion {
 }
 
 impl IpVersion {
+    /// 4 or 6, as plans, case ids (`udp4`) and reports write it.
+    pub const fn number(self) -> u8 {
+        match self {
+            IpVersion::V4 => 4,
+            IpVersion::V6 => 6,
+        }
+    }
+
     pub const fn header_len(self) -> usize {
         match self {
             IpVersion::V4 => IPV4_HEADER,

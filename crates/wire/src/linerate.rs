@@ -99,7 +99,7 @@ pub fn parse_speed(text: &str) -> Result<BitsPerSec, LinerateError> {
 
 /// A frame size as a plan or the command line gives it: one size, or a weighted mix.
 /// Deserialize too: trial records carry it (`bench_model::results::UdpFacts`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum FrameSize {
     Fixed {
@@ -117,6 +117,19 @@ impl FrameSize {
             FrameSize::Fixed { bytes } => vec![(*bytes, 1)],
             FrameSize::Imix => vec![(min_frame_size(ip).max(64), 7), (594, 4), (1518, 1)],
         }
+    }
+
+    /// The one size of a fixed frame size; `None` for a mix.
+    pub fn fixed(&self) -> Option<usize> {
+        match self {
+            FrameSize::Fixed { bytes } => Some(*bytes),
+            FrameSize::Imix => None,
+        }
+    }
+
+    /// The largest frame it sends for `ip` (the IMIX's 1518 B): what a path must carry whole.
+    pub fn largest(&self, ip: IpVersion) -> usize {
+        self.parts(ip).iter().map(|p| p.0).max().unwrap_or(0)
     }
 
     /// Mean frame size of the parts, weighted.
@@ -449,7 +462,7 @@ impl Path {
         let directions: u8 = if bidirectional { 2 } else { 1 };
         let d = f64::from(directions);
         Ok(SizeRate {
-            size: size.clone(),
+            size: *size,
             mean_frame: size.mean(ip),
             total_pps: Pps(max_pps.0 * d),
             total_l2: BitsPerSec(loads[0].l2.0 * d),

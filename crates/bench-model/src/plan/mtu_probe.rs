@@ -42,10 +42,14 @@ impl Default for MtuProbeSettings {
 /// `tester_tolerance` is the run's; a probe uses [`search::PROBE_TESTER_TOLERANCE`] when that
 /// is wider.
 pub fn config(s: &MtuProbeSettings, case: &Case, tester_tolerance: f64) -> MtuProbeConfig {
-    let max_size = case.frame_size.unwrap_or(1518);
-    let smallest = wire::encap::min_frame_size(case.ip) as u32;
+    let max_size = case
+        .dims
+        .frame
+        .and_then(|f| f.fixed())
+        .map_or(1518, |b| b as u32);
+    let smallest = wire::encap::min_frame_size(case.dims.ip) as u32;
     let mut directions = vec![ProbeDirection::Forward];
-    if case.bidirectional {
+    if case.dims.bidirectional {
         directions.push(ProbeDirection::Reverse);
     }
     MtuProbeConfig {

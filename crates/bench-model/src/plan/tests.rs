@@ -1,6 +1,9 @@
 //! Plan parsing and expansion tests, on the shipped lab-demo plan and variations of it.
 
 use super::*;
+use crate::hooks::Exec;
+use crate::search;
+use core::time::Duration;
 
 pub(super) fn demo() -> String {
     std::fs::read_to_string(concat!(
@@ -58,12 +61,18 @@ fn lab_demo_expands_to_the_forwarding_matrix() {
     // Grouped by profile, so each profile's setup runs once.
     let mut switches = 1;
     for w in cases.windows(2) {
-        switches += usize::from(w[0].profile != w[1].profile);
+        switches += usize::from(w[0].dims.profile != w[1].dims.profile);
     }
     assert_eq!(switches, 6);
-    let udp = cases.iter().find(|c| c.protocol == Protocol::Udp).unwrap();
+    let udp = cases
+        .iter()
+        .find(|c| c.dims.protocol == Protocol::Udp)
+        .unwrap();
     assert_eq!(udp.methodologies, [Methodology::Rfc2544Throughput]);
-    let tcp = cases.iter().find(|c| c.protocol == Protocol::Tcp).unwrap();
+    let tcp = cases
+        .iter()
+        .find(|c| c.dims.protocol == Protocol::Tcp)
+        .unwrap();
     assert_eq!(tcp.methodologies, [Methodology::Iperf3]);
 
     let e = plan.estimate().unwrap();
@@ -643,7 +652,7 @@ fn offload_and_fastpath_are_switch_dimensions() {
         .cases()
         .unwrap()
         .into_iter()
-        .filter(|c| c.offload.is_some())
+        .filter(|c| c.dims.offload.is_some())
         .collect();
     let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(
@@ -667,7 +676,7 @@ fn offload_and_fastpath_are_switch_dimensions() {
         .cases()
         .unwrap()
         .iter()
-        .any(|c| c.offload.is_none() && c.fastpath.is_none()));
+        .any(|c| c.dims.offload.is_none() && c.dims.fastpath.is_none()));
 
     let bad = format!("{}\n{block}offload = [\"maybe\"]\n", demo());
     let e = &errors(&bad)[0];

@@ -91,13 +91,13 @@ methodologies = ["rfc2544-throughput"]"#,
         .iter()
         .find(|c| c.id == "cpe/udp6/128B/encap=vlan")
         .unwrap();
-    let e = v6vlan.encap.unwrap();
+    let e = v6vlan.dims.encap.unwrap();
     assert_eq!(
         e.to_string(),
         "vlan+ipv6",
         "the case's IP version goes into the encap"
     );
-    assert!(!v6vlan.bidirectional);
+    assert!(!v6vlan.dims.bidirectional);
     assert_eq!(plan.path_encap(v6vlan), e);
     let env = v6vlan.env();
     assert!(env.contains(&("WR_ENCAP".into(), "vlan".into())), "{env:?}");
@@ -105,7 +105,7 @@ methodologies = ["rfc2544-throughput"]"#,
         .iter()
         .find(|c| c.id == "cpe/udp4/128B/bidir")
         .unwrap();
-    assert!(bidir.bidirectional && bidir.encap.is_none());
+    assert!(bidir.dims.bidirectional && bidir.dims.encap.is_none());
     assert!(bidir
         .env()
         .contains(&("WR_BIDIRECTIONAL".into(), "1".into())));
@@ -120,7 +120,7 @@ methodologies = ["rfc2544-throughput"]"#,
     );
     let c = &Plan::parse(&plain, "p.toml").unwrap().cases().unwrap()[0];
     assert_eq!(c.id, "cpe/udp4/128B");
-    assert_eq!((c.encap, c.bidirectional), (None, false));
+    assert_eq!((c.dims.encap, c.dims.bidirectional), (None, false));
 }
 
 #[test]
@@ -252,5 +252,5 @@ methodologies = ["rfc2544-throughput"]
 encap = ["ipv4"]"#);
     let c = &Plan::parse(&text, "p.toml").unwrap().cases().unwrap()[0];
     assert_eq!(c.id, "forward/udp4/128B/encap=ipv4");
-    assert_eq!(c.encap, None);
+    assert_eq!(c.dims.encap, None);
 }

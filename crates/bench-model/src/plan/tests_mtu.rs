@@ -2,6 +2,9 @@
 //! directions, the MRU check it is exempt from when alone, and its time estimate.
 
 use super::*;
+use crate::search;
+use core::time::Duration;
+use wire::encap::IpVersion;
 
 const CPE: &str = r#"name = "cpe"
 [topology]
@@ -49,7 +52,7 @@ fn the_probe_runs_once_per_block_up_to_its_largest_size_both_ways() {
         .filter(|c| c.methodologies.contains(&Methodology::MtuProbe))
         .collect();
     assert_eq!(with.len(), 1, "{cases:?}");
-    assert_eq!(with[0].frame_size, Some(1518));
+    assert_eq!(with[0].frame().and_then(|f| f.fixed()), Some(1518));
     let c = mtu_probe::config(m, with[0], plan.run.tester_tolerance);
     assert_eq!((c.min_size, c.max_size, c.pps), (1280, 1518, 500));
     assert_eq!(
@@ -62,7 +65,7 @@ fn the_probe_runs_once_per_block_up_to_its_largest_size_both_ways() {
     // The 1500 B case has nothing left to run.
     assert!(cases
         .iter()
-        .any(|c| c.frame_size == Some(1500) && c.methodologies.is_empty()));
+        .any(|c| c.frame().and_then(|f| f.fixed()) == Some(1500) && c.methodologies.is_empty()));
     // Estimate: a path one byte below the top, both directions bisected to the byte.
     let (trials, _) = plan.case_estimate(with[0]);
     assert_eq!(
@@ -89,7 +92,7 @@ fn one_way_blocks_probe_forward_only_and_min_size_is_raised_to_the_smallest_fram
     assert_eq!(c.min_size, 64);
     assert!(c.tester_tolerance >= search::PROBE_TESTER_TOLERANCE);
     let mut v6 = case.clone();
-    v6.ip = IpVersion::V6;
+    v6.dims.ip = IpVersion::V6;
     assert_eq!(
         mtu_probe::config(&plan.methodology.mtu_probe, &v6, 0.01).min_size,
         82

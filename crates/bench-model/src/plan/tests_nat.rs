@@ -2,6 +2,7 @@
 //! errors, the case list and time estimate, and the refusal to run them until the runner can.
 
 use super::*;
+use core::time::Duration;
 
 use super::tests::{demo, errors, line_of};
 
@@ -316,7 +317,7 @@ fn teardown_and_throughput_parse_and_resolve_table_per_case() {
     let cases = plan.cases().unwrap();
     let napt = cases
         .iter()
-        .find(|c| c.profile == "napt" && c.methodologies.contains(&Methodology::NatThroughput))
+        .find(|c| c.dims.profile == "napt" && c.methodologies.contains(&Methodology::NatThroughput))
         .unwrap();
     assert!(plan.conn_search(napt, Methodology::NatThroughput).is_some());
     assert!(plan

@@ -2,6 +2,8 @@
 //! what a matrix may not ask of an emulated ISP port. Every error names file, line and key.
 
 use super::*;
+use core::time::Duration;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 fn errors(text: &str) -> Vec<PlanError> {
     match Plan::parse(text, "plan.toml") {
@@ -65,7 +67,10 @@ fn cpe_plan_with_a_pppoe_server_port() {
     );
     let cases = plan.cases().unwrap();
     // The line rate is that of the PPPoE link: frame + 8 bytes.
-    let c64 = cases.iter().find(|c| c.frame_size == Some(64)).unwrap();
+    let c64 = cases
+        .iter()
+        .find(|c| c.frame().and_then(|f| f.fixed()) == Some(64))
+        .unwrap();
     let expect = 1e9 / ((64.0 + 8.0 + 20.0) * 8.0);
     assert!(
         (plan.line_pps(c64).0 - expect).abs() < 1e-6,
@@ -420,8 +425,11 @@ fn bidirectional_udp_through_pppoe_and_dslite_ports() {
     );
     let plan = Plan::parse(&both, "cpe.toml").unwrap();
     let cases = plan.cases().unwrap();
-    assert!(cases.iter().all(|c| c.bidirectional), "{cases:?}");
-    let c64 = cases.iter().find(|c| c.frame_size == Some(64)).unwrap();
+    assert!(cases.iter().all(|c| c.dims.bidirectional), "{cases:?}");
+    let c64 = cases
+        .iter()
+        .find(|c| c.frame().and_then(|f| f.fixed()) == Some(64))
+        .unwrap();
     let expect = 1e9 / ((64.0 + 8.0 + 20.0) * 8.0);
     assert!((plan.line_pps(c64).0 - expect).abs() < 1e-6);
     // Each trial is preceded by learning frames: a second engine start in the estimate.
@@ -445,9 +453,9 @@ fn bidirectional_udp_through_pppoe_and_dslite_ports() {
         .cases()
         .unwrap()
         .into_iter()
-        .find(|c| c.frame_size == Some(64))
+        .find(|c| c.frame().and_then(|f| f.fixed()) == Some(64))
         .unwrap();
-    assert!(c64.bidirectional);
+    assert!(c64.dims.bidirectional);
     let expect = 1e9 / ((64.0 + 40.0 + 20.0) * 8.0);
     assert!((plan.line_pps(&c64).0 - expect).abs() < 1e-6);
     // More than one flow both ways: the reverse stream has one mapping to ride.

@@ -3,6 +3,7 @@
 
 use super::tests::{demo, errors, line_of};
 use super::*;
+use core::time::Duration;
 
 /// A lab plan of one UDP block running `methodologies`, with `run` as its `[run]` table's
 /// body and `matrix` added to the block.
@@ -24,7 +25,7 @@ fn stream_keys_default_to_one_plain_stream_and_a_100_ms_drain() {
         (1, 1, 0)
     );
     for c in p.cases().unwrap() {
-        assert_eq!((c.flows, c.tos), (None, None), "{}", c.id);
+        assert_eq!((c.dims.flows, c.dims.tos), (None, None), "{}", c.id);
     }
 }
 
@@ -176,7 +177,10 @@ fn flows_and_tos_are_dimensions_with_their_own_case_ids() {
             "napt/udp4/64B/flows=1000/tos=184",
         ]
     );
-    assert_eq!((cases[3].flows, cases[3].tos), (Some(1000), Some(184)));
+    assert_eq!(
+        (cases[3].dims.flows, cases[3].dims.tos),
+        (Some(1000), Some(184))
+    );
     let env = cases[3].env();
     assert!(env.contains(&("WR_FLOWS".into(), "1000".into())));
     assert!(env.contains(&("WR_TOS".into(), "184".into())));
@@ -266,10 +270,7 @@ fn imix_is_a_frame_size() {
     let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, ["napt/udp4/64B", "napt/udp4/imix"]);
     let imix = &cases[1];
-    assert_eq!(
-        (imix.frame_size, imix.imix, imix.frame()),
-        (None, true, Some(wire::linerate::FrameSize::Imix))
-    );
+    assert_eq!(imix.frame(), Some(wire::linerate::FrameSize::Imix));
     assert!(imix
         .env()
         .contains(&("WR_FRAME_SIZE".into(), "imix".into())));

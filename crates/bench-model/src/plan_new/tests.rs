@@ -250,7 +250,10 @@ fn gateway_pppoe_has_both_ways_tcp_with_mss_and_the_mtu_probe() {
     assert!(cases.iter().any(|c| c.contains("1472B")), "{cases:?}");
     // 1518 B only in the MTU probe: through MRU 1454 it would be fragmented.
     let (_, expanded) = Plan::parse_expanded(&text, "new.toml").unwrap();
-    for c in expanded.iter().filter(|c| c.frame_size == Some(1518)) {
+    for c in expanded
+        .iter()
+        .filter(|c| c.frame().and_then(|f| f.fixed()) == Some(1518))
+    {
         assert_eq!(c.methodologies, [Methodology::MtuProbe], "{}", c.id);
     }
     assert!(text.contains("CHECK: the login configured on the gateway"));

@@ -367,7 +367,10 @@ fn udp_facts_name_the_path_and_survive_a_round_trip() {
     let (plan, cases) = crate::plan::Plan::parse_expanded(&text, "cpe-pppoe.toml").unwrap();
     let case = cases
         .iter()
-        .find(|c| c.frame_size == Some(128) && c.ip == wire::encap::IpVersion::V4)
+        .find(|c| {
+            c.frame().and_then(|f| f.fixed()) == Some(128)
+                && c.dims.ip == wire::encap::IpVersion::V4
+        })
         .expect("a 128 B IPv4 case");
     let f = UdpFacts::of(&plan, case, 0.5).expect("a UDP case has facts");
     assert_eq!(f.frame_bytes(), Some(128));
@@ -385,7 +388,9 @@ fn udp_facts_name_the_path_and_survive_a_round_trip() {
     let back: UdpFacts = serde_json::from_str(&json).unwrap();
     assert_eq!(back, f);
     // A TCP case has none.
-    let tcp = cases.iter().find(|c| c.frame_size.is_none());
+    let tcp = cases
+        .iter()
+        .find(|c| c.frame().and_then(|f| f.fixed()).is_none());
     if let Some(t) = tcp {
         assert_eq!(UdpFacts::of(&plan, t, 0.5), None);
     }

@@ -18,10 +18,10 @@ pub(super) fn run_cases(ctx: &mut Ctx, cases: &[Case]) -> Result<(), RunError> {
     let total = cases.len();
     let mut i = 0;
     while i < cases.len() {
-        let profile_name = cases[i].profile.clone();
+        let profile_name = cases[i].dims.profile.clone();
         let end = cases[i..]
             .iter()
-            .position(|c| c.profile != profile_name)
+            .position(|c| c.dims.profile != profile_name)
             .map_or(cases.len(), |p| i + p);
         let group = &cases[i..end];
         if group.iter().all(|c| case_finished(ctx, c)) {
@@ -112,7 +112,7 @@ pub(super) fn apply_lab_switches(ctx: &mut Ctx, case: &Case) -> Result<(), RunEr
     if ctx.plan.dut.kind != DutKind::Lab || !lab.has_dut() {
         return Ok(());
     }
-    let offload = case.offload.unwrap_or(false);
+    let offload = case.dims.offload.unwrap_or(false);
     if ctx.lab_offload != Some(offload) {
         lab.set_offload(offload)
             .map_err(|e| failed(format!("{}: DUT offload: {e}", case.id)))?;
@@ -121,7 +121,7 @@ pub(super) fn apply_lab_switches(ctx: &mut Ctx, case: &Case) -> Result<(), RunEr
     // A case without the dimension gets the fast path as its profile sets it (the lab
     // profile `fastpath` turns it on; every other profile turns it off): after a case that
     // switched it, the profile is applied again.
-    match case.fastpath {
+    match case.dims.fastpath {
         Some(on) => {
             lab.set_fastpath(on)
                 .map_err(|e| failed(format!("{}: fast path: {e}", case.id)))?;
@@ -162,9 +162,9 @@ pub(super) fn run_case(
         .dut
         .profiles
         .iter()
-        .find(|p| p.name == case.profile)
+        .find(|p| p.name == case.dims.profile)
         .cloned()
-        .ok_or_else(|| failed(format!("profile {} is not in the plan", case.profile)))?;
+        .ok_or_else(|| failed(format!("profile {} is not in the plan", case.dims.profile)))?;
     apply_lab_switches(ctx, case)?;
     let env = case.env();
     ctx.run_hooks(

@@ -67,7 +67,7 @@ pub(super) fn run_methodology(
         )));
     }
     // The calibration's ceilings are per size; an IMIX case has none to compare with.
-    let frame_size = case.frame_size;
+    let frame_size = case.frame().and_then(|f| f.fixed()).map(|b| b as u32);
     let mut stalls_retried = 0u32;
     // A stall that persisted after the retries: the search stops there, tester-limited.
     let mut stalled_at: Option<(LineFraction, LineFraction)> = None;
@@ -205,13 +205,14 @@ pub(super) fn run_methodology(
     let ceiling = match (&ctx.opts.calibration, result.throughput(0), frame_size) {
         (Some(cal), Some(t), Some(frame_size)) => {
             let pps = t.to_pps(plan.line_pps(case)).0;
-            cal.ceiling_pps(case.ip, frame_size).map(|c| CeilingCheck {
-                ceiling_pps: c,
-                result_pps: pps,
-                tester_limited: cal
-                    .is_tester_limited(case.ip, frame_size, pps)
-                    .unwrap_or(false),
-            })
+            cal.ceiling_pps(case.dims.ip, frame_size)
+                .map(|c| CeilingCheck {
+                    ceiling_pps: c,
+                    result_pps: pps,
+                    tester_limited: cal
+                        .is_tester_limited(case.dims.ip, frame_size, pps)
+                        .unwrap_or(false),
+                })
         }
         _ => None,
     };

@@ -14,7 +14,7 @@ use super::*;
 /// the case asked iperf3 for (`-M`): something on the path (the DUT's MSS clamp) rewrote it.
 /// The first SYN is iperf3's control connection, which keeps the interface's MSS.
 pub(super) fn mss_mismatch(case: &Case, syn_mss: &[u32]) -> Option<String> {
-    let asked = case.mss?;
+    let asked = case.dims.mss?;
     let data = syn_mss.get(1..)?;
     let other: Vec<u32> = data.iter().copied().filter(|&m| m != asked).collect();
     (!other.is_empty()).then(|| {

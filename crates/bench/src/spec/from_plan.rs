@@ -26,7 +26,7 @@ fn plays_session(plan: &Plan, i: usize) -> bool {
 /// The encapsulation port A sends `case`'s frames in: PPPoE or DS-Lite when it plays the
 /// session or softwire, else plain (a plan's `encap` is the far link's, which the DUT adds).
 fn sent_encap(plan: &Plan, case: &Case) -> EncapSpec {
-    let mut e = EncapSpec::plain(case.ip);
+    let mut e = EncapSpec::plain(case.dims.ip);
     if let Some(p) = plan.ports.first() {
         e.pppoe = p.pppoe.is_some();
         e.dslite = p.dslite.is_some();
@@ -41,7 +41,7 @@ fn flows(s: &StreamSettings, case: &Case) -> Flows {
     Flows {
         src_ip_count: s.src_ips,
         dst_ip_count: s.dst_ips,
-        src_port_count: case.flows.unwrap_or(s.src_ports),
+        src_port_count: case.dims.flows.unwrap_or(s.src_ports),
         dst_port_count: s.dst_ports,
         mode: s
             .random_seed
@@ -73,7 +73,9 @@ pub fn udp_spec(plan: &Plan, case: &Case, request: &TrialRequest) -> Result<Tria
     let reverse_probe = request
         .probe
         .is_some_and(|p| p.direction == ProbeDirection::Reverse);
-    let both = request.probe.map_or(case.bidirectional, |_| reverse_probe);
+    let both = request
+        .probe
+        .map_or(case.dims.bidirectional, |_| reverse_probe);
     let limit = match request.burst_frames {
         Some(n) => Limit::Frames(n),
         None => Limit::DurationNs(request.duration.as_nanos() as u64),
@@ -85,7 +87,7 @@ pub fn udp_spec(plan: &Plan, case: &Case, request: &TrialRequest) -> Result<Tria
     }
     let st = &plan.run.stream;
     s.flows = flows(st, case);
-    s.tos = case.tos.unwrap_or(st.tos);
+    s.tos = case.dims.tos.unwrap_or(st.tos);
     s.reorder_every = st.reorder_every;
     // A back-to-back trial is one burst of its own; plan check refuses `run.burst` with it.
     if request.burst_frames.is_none() {

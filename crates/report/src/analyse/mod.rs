@@ -3,28 +3,33 @@
 //!
 //! One job per module: `index` (the records by search), `dims` (each case's dimensions, with
 //! what its trials recorded), `completeness` (what is missing), [`crate::analyse::udp_rows`] and
-//! `tcp_rows` (the results table), `curves` (loss curves, latency, back-to-back); this module
-//! puts them together, orders the rows and draws the findings. Facts a run recorded are read
-//! as recorded; what older runs lack comes from [`crate::compat`].
+//! `tcp_rows` (the results table), `notes` (what a row or the run carries beside its figures),
+//! `curves` (loss curves, latency, back-to-back), `findings` (findings and conclusions),
+//! `switch_tables` (MSS × offload, fast path off/on); this module puts them together and
+//! orders the rows. Facts a run recorded are read as recorded; what older runs lack comes from
+//! [`crate::compat`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use bench_model::plan::Methodology;
 
-use crate::model::{
-    conclusions, findings, mean, session_drop_notes, switch_tables, Analysis, Completeness, Dims,
-    RunInput, DEFAULT_SPEED,
-};
+use crate::model::{mean, Analysis, Completeness, Dims, RunInput, DEFAULT_SPEED};
 
 mod completeness;
 mod curves;
 mod dims;
+pub(crate) mod findings;
 mod index;
+mod notes;
+mod switch_tables;
 mod tcp_rows;
 pub(crate) mod udp_rows;
 
 use dims::CaseDims;
+use findings::{conclusions, findings};
 use index::Index;
+use notes::session_drop_notes;
+use switch_tables::switch_tables;
 
 /// Methodologies whose result is one rate per case: a row of the results table (throughput
 /// searches, and the forwarding rate at the maximum offered load).

@@ -7,10 +7,9 @@ use bench_model::plan::Methodology;
 use wire::encap::IpVersion;
 
 use super::index::Index;
+use super::notes::unsaturated_tcp_note;
 use crate::analyse::udp_rows::CaseSamples;
-use crate::model::{
-    half_spread, iperf3_interval_spread, mean, unsaturated_tcp_note, Dims, NoiseBasis, Row,
-};
+use crate::model::{half_spread, iperf3_interval_spread, mean, Dims, NoiseBasis, Row};
 
 fn ip_of(d: &Dims) -> IpVersion {
     if d.ip == 6 {

@@ -11,10 +11,8 @@ use bench_model::plan::Methodology;
 use bench_model::results::{TrialRecord, UdpFacts};
 use bench_model::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
 
-use crate::model::{
-    cpu_at_load, direction_figures, engines_of, half_spread, invalid_of, label, loss_accounting,
-    mean, Dims, NoiseBasis, Row,
-};
+use super::notes::{cpu_at_load, engines_of, invalid_of, loss_accounting};
+use crate::model::{direction_figures, half_spread, label, mean, Dims, NoiseBasis, Row};
 use crate::sporadic::{self, SporadicLoss};
 
 /// Trials and results of one repetition of one search: (case, repetition, methodology).

@@ -3,23 +3,6 @@
 
 use super::*;
 
-/// A matrix `encap` value: the headers around the test packet without its IP version (that is
-/// the `ip` dimension), e.g. `plain`, `vlan`, `qinq`, `mpls:2`, `pppoe`, `pppoe+vlan`, `dslite`.
-pub(super) fn parse_encap(s: &str) -> Result<EncapSpec, String> {
-    let names_ip = s.split('+').any(|p| {
-        matches!(
-            p.trim().to_ascii_lowercase().as_str(),
-            "ipv4" | "ipv6" | "ip4" | "ip6"
-        )
-    });
-    if names_ip {
-        return Err(format!(
-            "`{s}`: give the IP version in the block's `ip` key, not in `encap` (e.g. encap = [\"plain\", \"vlan\"], ip = [4, 6])"
-        ));
-    }
-    s.parse::<EncapSpec>().map_err(|e| format!("`{s}`: {e}"))
-}
-
 /// Whether traffic ends at the DUT itself (one tester port): the lab's `endpoint` topology, or
 /// real interfaces with a single port.
 pub(in crate::plan) fn is_endpoint(topo: &Topology, ports: &[Port]) -> bool {
@@ -221,12 +204,11 @@ impl Walker<'_> {
                 // RFC 6333 §5.3: above the link's MTU the outer IPv6 packet is fragmented.
                 // (`mtu-probe` alone goes there on purpose: it finds where that starts.)
                 let mtu = ds.mtu;
-                // The IMIX's largest frame is 1518 B.
                 if let Some(bad) = m
                     .frame_size
                     .iter()
-                    .copied()
-                    .chain(m.imix.then_some(1518))
+                    // The IMIX's largest frame is 1518 B.
+                    .map(|f| f.largest(wire::encap::IpVersion::V4) as u32)
                     .find(|&f| ipv4_packet(f) + 40 > mtu as u32 && !probe_only)
                 {
                     self.err(
@@ -251,8 +233,8 @@ impl Walker<'_> {
                 if let Some(bad) = m
                     .frame_size
                     .iter()
-                    .copied()
-                    .chain(m.imix.then_some(1518))
+                    // The IMIX's largest frame is 1518 B.
+                    .map(|f| f.largest(wire::encap::IpVersion::V4) as u32)
                     .find(|&f| ipv4_packet(f) > mru && !probe_only)
                 {
                     self.err(
@@ -410,7 +392,12 @@ impl Walker<'_> {
         // tester's own port. (Through PPPoE or DS-Lite the MRU/MTU checks above apply.)
         if matches!(topo, Topology::Lab { .. }) && pppoe_port.is_none() && dslite_port.is_none() {
             let largest = lab_model::LINK_MTU + 18;
-            if let Some(&bad) = m.frame_size.iter().find(|&&f| f > largest) {
+            if let Some(bad) = m
+                .frame_size
+                .iter()
+                .filter_map(|f| f.fixed())
+                .find(|&f| f > largest as usize)
+            {
                 self.err(
                     span_of("frame-size"),
                     &join(path, "frame-size"),
@@ -477,18 +464,4 @@ impl Walker<'_> {
             }
         }
     }
-}
-
-/// How a plan spells an encapsulation: its headers without the IP version (`plain`, `vlan`,
-/// `pppoe+vlan`), the form the `encap` key takes and case ids carry.
-pub(in crate::plan) fn spell_encap(e: &EncapSpec) -> String {
-    if e.is_plain() {
-        return "plain".into();
-    }
-    let full = e.to_string();
-    let parts: Vec<&str> = full
-        .split('+')
-        .filter(|p| *p != "ipv4" && *p != "ipv6")
-        .collect();
-    parts.join("+")
 }

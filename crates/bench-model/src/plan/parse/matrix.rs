@@ -1,4 +1,5 @@
-//! `[[matrix]]` blocks: the dimensions a run's cases are the product of.
+//! `[[matrix]]` blocks: the dimensions a run's cases are the product of, each read as its row
+//! of [`DIMENSIONS`] says, then the rules that tie them together.
 
 use super::*;
 
@@ -13,185 +14,213 @@ impl Walker<'_> {
         lab_dut: bool,
     ) -> Option<Matrix> {
         let t = self.table(v, path)?;
-        self.keys(
-            t,
-            path,
-            &[
-                "name",
-                "protocol",
-                "ip",
-                "frame-size",
-                "sessions",
-                "mss",
-                "profile",
-                "methodologies",
-                "vars",
-                "encap",
-                "bidirectional",
-                "offload",
-                "fastpath",
-                "flows",
-                "tos",
-            ],
-        );
+        let allowed: Vec<&str> = ["name"]
+            .into_iter()
+            .chain(DIMENSIONS.iter().map(|d| d.key))
+            .chain(["methodologies"])
+            .collect();
+        self.keys(t, path, &allowed);
         let span = v.span();
         let name = get(t, "name").and_then(|n| self.nonempty(n, &join(path, "name")));
-        let proto_v = self.required(t, &span, path, "protocol");
-        let protocol = proto_v.and_then(|p| {
-            self.list(p, &join(path, "protocol"), |w, i, q| {
-                w.choice(i, q, &[("udp", Protocol::Udp), ("tcp", Protocol::Tcp)])
-            })
-        });
-        let ip = match get(t, "ip") {
-            Some(x) => self.list(x, &join(path, "ip"), |w, i, q| match w.int(i, q, 4, 6)? {
-                4 => Some(IpVersion::V4),
-                6 => Some(IpVersion::V6),
-                _ => {
-                    w.err(i.span(), q, "IP version must be 4 or 6");
-                    None
-                }
-            }),
-            None => Some(vec![IpVersion::V4]),
-        };
-        let ints = |w: &mut Self, key: &str, min: i64, max: i64| -> Option<Vec<u32>> {
-            get(t, key).and_then(|x| {
-                w.list(x, &join(path, key), |w, i, q| {
-                    w.int(i, q, min, max).map(|n| n as u32)
-                })
-            })
-        };
-        // Sizes in bytes, and `"imix"` (the simple IMIX, as `wirerate trial --size imix`).
-        let mut imix = false;
-        let frame_size = get(t, "frame-size").and_then(|x| {
-            self.list(x, &join(path, "frame-size"), |w, i, q| match i.get_ref() {
-                DeValue::String(_) => w.choice(i, q, &[("imix", ())]).map(|()| {
-                    imix = true;
-                    None
-                }),
-                _ => w
-                    .int(i, q, 1, wire::template::MAX_FRAME_SIZE as i64)
-                    .map(|n| Some(n as u32)),
-            })
-            .map(|v| v.into_iter().flatten().collect::<Vec<u32>>())
-        });
-        let sessions = ints(self, "sessions", 1, 128);
-        let mss = ints(self, "mss", 88, 9000);
-        let profile = match get(t, "profile") {
-            Some(x) => {
-                let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
-                self.list(x, &join(path, "profile"), |w, i, q| {
-                    let s = w.nonempty(i, q)?;
-                    if names.contains(&s.as_str()) {
-                        return Some(s);
+        let mut m = Matrix::new(name, self.src.line(span.start));
+        let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
+        let known = Known { profiles: &names };
+        let mut complete = true;
+        for d in &DIMENSIONS {
+            let q = join(path, d.key);
+            let read = match get(t, d.key) {
+                Some(x) => self.dimension(d, x, &q, &mut m, &known),
+                None => match d.absent {
+                    Absent::Required => {
+                        self.err(span.clone(), &q, "missing key");
+                        false
                     }
-                    let hint = did_you_mean(&s, names.iter().copied())
-                        .map(|c| format!("did you mean `{c}`?"))
-                        .unwrap_or_else(|| format!("profiles: {}", names.join(", ")));
-                    w.src.error(
-                        i.span(),
-                        q,
-                        format!("no profile `{s}` in [dut.profiles]"),
-                        Some(hint),
-                    );
-                    None
-                })
-            }
-            None => Some(profiles.iter().map(|p| p.name.clone()).collect()),
-        };
+                    Absent::Nothing => true,
+                    Absent::Default(fill) => {
+                        fill(&mut m, &known);
+                        true
+                    }
+                },
+            };
+            complete &= read || !d.needed;
+        }
         let meth_v = self.required(t, &span, path, "methodologies");
-        let methodologies = meth_v.and_then(|m| {
-            self.list(m, &join(path, "methodologies"), |w, i, q| {
+        let methodologies = meth_v.and_then(|x| {
+            self.list(x, &join(path, "methodologies"), |w, i, q| {
                 w.choice(i, q, &Methodology::ALL)
             })
         });
-        let mut vars = Vec::new();
-        if let Some(vv) = get(t, "vars") {
-            if let Some(vt) = self.table(vv, &join(path, "vars")) {
-                for (k, kspan, values) in entries(vt) {
-                    let q = join(&join(path, "vars"), k);
-                    if !k
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-                    {
-                        self.err(kspan, &q, "dimension names may use letters, digits, `-` and `_` only (they become WR_* variables)");
-                        continue;
-                    }
-                    let vals = self.list(values, &q, |w, i, p| match i.get_ref() {
-                        DeValue::String(s) => Some(s.to_string()),
-                        DeValue::Integer(n) => Some(n.to_string()),
-                        DeValue::Boolean(b) => Some(b.to_string()),
-                        _ => {
-                            w.type_err(i, p, "a string, integer or boolean");
-                            None
-                        }
-                    });
-                    if let Some(vals) = vals {
-                        vars.push((k.to_string(), vals));
-                    }
-                }
+        self.user_dimension_names(t, path, lab_dut);
+        m.methodologies = methodologies?;
+        if !complete {
+            return None;
+        }
+        self.matrix_rules(t, path, &span, meth_v, &m);
+        Some(m)
+    }
+
+    /// The values of dimension `d` at `x` (key `q`) into `m`; `false`, with the errors
+    /// reported and `m` as it was, when a value is wrong.
+    fn dimension(
+        &mut self,
+        d: &Dimension,
+        x: &Value<'_>,
+        q: &str,
+        m: &mut Matrix,
+        known: &Known<'_>,
+    ) -> bool {
+        let before = m.clone();
+        let read = match d.syntax {
+            Syntax::Flag => self
+                .boolean(x, q)
+                .is_some_and(|b| self.store(d, m, Item::Flag(b), x, q, known)),
+            Syntax::Table => self.user_dimensions(d, x, q, m, known),
+            _ => self
+                .list(x, q, |w, i, q| {
+                    let item = w.item(d.syntax, i, q)?;
+                    w.store(d, m, item, i, q, known).then_some(())
+                })
+                .is_some(),
+        };
+        if !read {
+            *m = before;
+        }
+        read
+    }
+
+    /// One list item of `syntax`, checked with the texts every key uses.
+    fn item(&mut self, syntax: Syntax, i: &Value<'_>, q: &str) -> Option<Item> {
+        let words = |ws: &[&'static str]| -> Vec<(&'static str, &'static str)> {
+            ws.iter().map(|w| (*w, *w)).collect()
+        };
+        match syntax {
+            Syntax::Words(ws) => self.choice(i, q, &words(ws)).map(Item::Word),
+            Syntax::Ints { min, max } => self.int(i, q, min, max).map(Item::Int),
+            Syntax::IntsOrWord { min, max, word } => match i.get_ref() {
+                DeValue::String(_) => self.choice(i, q, &words(&[word])).map(Item::Word),
+                _ => self.int(i, q, min, max).map(Item::Int),
+            },
+            Syntax::Texts => self.nonempty(i, q).map(Item::Text),
+            Syntax::Flag => self.boolean(i, q).map(Item::Flag),
+            Syntax::Table => None,
+        }
+    }
+
+    /// `item` handed to `d`'s own check; `false`, with its refusal reported at `at`, when the
+    /// value is wrong.
+    fn store(
+        &mut self,
+        d: &Dimension,
+        m: &mut Matrix,
+        item: Item,
+        at: &Value<'_>,
+        q: &str,
+        known: &Known<'_>,
+    ) -> bool {
+        match (d.store)(m, item, known) {
+            Ok(()) => true,
+            Err(r) => {
+                self.src.error(at.span(), q, r.message, r.hint);
+                false
             }
         }
-        let encap = get(t, "encap").and_then(|x| {
-            self.list(x, &join(path, "encap"), |w, i, q| {
-                let s = w.nonempty(i, q)?;
-                match parse_encap(&s) {
-                    Ok(e) => Some(e),
-                    Err(msg) => {
-                        w.err(i.span(), q, msg);
-                        None
+    }
+
+    /// `vars = { NAME = [values] }`: each user dimension's name and values. A dimension with a
+    /// bad name or value is left out with its error; the others stand.
+    fn user_dimensions(
+        &mut self,
+        d: &Dimension,
+        x: &Value<'_>,
+        q: &str,
+        m: &mut Matrix,
+        known: &Known<'_>,
+    ) -> bool {
+        let Some(vt) = self.table(x, q) else {
+            return false;
+        };
+        for (k, kspan, values) in entries(vt) {
+            let q = join(q, k);
+            if !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                self.err(kspan, &q, "dimension names may use letters, digits, `-` and `_` only (they become WR_* variables)");
+                continue;
+            }
+            let vals = self.list(values, &q, |w, i, p| {
+                let v = match i.get_ref() {
+                    DeValue::String(s) => s.to_string(),
+                    DeValue::Integer(n) => n.to_string(),
+                    DeValue::Boolean(b) => b.to_string(),
+                    _ => {
+                        w.type_err(i, p, "a string, integer or boolean");
+                        return None;
                     }
+                };
+                if v.contains('/') {
+                    w.err(i.span(), p, "a dimension's value may not contain `/`: case ids separate dimensions with it");
+                    return None;
                 }
-            })
-        });
-        if let Some(vars_t) = get(t, "vars").and_then(|vv| vv.get_ref().as_table()) {
-            if let (Some(_), Some((_, kspan, _))) = (
-                get(t, "encap"),
-                entries(vars_t).into_iter().find(|(k, _, _)| *k == "encap"),
-            ) {
+                Some(v)
+            });
+            if let Some(vals) = vals {
+                self.store(d, m, Item::Named(k.into(), vals), x, &q, known);
+            }
+        }
+        true
+    }
+
+    /// User dimensions named like a built-in one: refused where both would reach hooks.
+    fn user_dimension_names(&mut self, t: &DeTable<'_>, path: &str, lab_dut: bool) {
+        let Some(vars_t) = get(t, "vars").and_then(|vv| vv.get_ref().as_table()) else {
+            return;
+        };
+        if let (Some(_), Some((_, kspan, _))) = (
+            get(t, "encap"),
+            entries(vars_t).into_iter().find(|(k, _, _)| *k == "encap"),
+        ) {
+            self.err(
+                kspan,
+                &join(&join(path, "vars"), "encap"),
+                "`encap` is a dimension of its own now; drop it from [matrix.vars]",
+            );
+        }
+        // On the lab the built-in switches are what act; beside the built-in key of the
+        // same name a user dimension would reach hooks twice (WR_OFFLOAD from both). A
+        // device's own `fastpath` dimension stays its own.
+        for (k, kspan, _) in entries(vars_t) {
+            if (k == "offload" || k == "fastpath") && (lab_dut || get(t, k).is_some()) {
                 self.err(
                     kspan,
-                    &join(&join(path, "vars"), "encap"),
-                    "`encap` is a dimension of its own now; drop it from [matrix.vars]",
+                    &join(&join(path, "vars"), k),
+                    format!("`{k}` is a dimension of its own: write `{k} = [\"off\", \"on\"]` in the [[matrix]] block (hooks still get WR_{})", k.to_ascii_uppercase()),
                 );
             }
-            // On the lab the built-in switches are what act; beside the built-in key of the
-            // same name a user dimension would reach hooks twice (WR_OFFLOAD from both). A
-            // device's own `fastpath` dimension stays its own.
-            for (k, kspan, _) in entries(vars_t) {
-                if (k == "offload" || k == "fastpath") && (lab_dut || get(t, k).is_some()) {
-                    self.err(
-                        kspan,
-                        &join(&join(path, "vars"), k),
-                        format!("`{k}` is a dimension of its own: write `{k} = [\"off\", \"on\"]` in the [[matrix]] block (hooks still get WR_{})", k.to_ascii_uppercase()),
-                    );
-                }
-            }
         }
-        let switch = |w: &mut Self, key: &str| -> Option<Vec<bool>> {
-            get(t, key).and_then(|x| {
-                w.list(x, &join(path, key), |w, i, q| {
-                    w.choice(i, q, &[("off", false), ("on", true)])
-                })
-            })
-        };
-        let flows = self.stream_dimension(t, path, "flows", u16::MAX.into());
-        let tos = self.stream_dimension(t, path, "tos", 255);
-        let offload = switch(self, "offload");
-        let fastpath = switch(self, "fastpath");
-        let bidirectional = get(t, "bidirectional")
-            .and_then(|x| self.boolean(x, &join(path, "bidirectional")))
-            .unwrap_or(false);
-        let (protocol, ip, profile, methodologies) = (protocol?, ip?, profile?, methodologies?);
-        let has = |p: Protocol| protocol.contains(&p);
-        if let (Some(es), Some(ev)) = (&encap, get(t, "encap")) {
-            if es.iter().any(|e| e.dslite) && ip.contains(&IpVersion::V6) {
+    }
+
+    /// What a block's dimensions must agree on: keys that apply to one protocol only, the
+    /// IMIX against methodologies of one size, latency after a throughput search.
+    fn matrix_rules(
+        &mut self,
+        t: &DeTable<'_>,
+        path: &str,
+        span: &Range<usize>,
+        meth_v: Option<&Value<'_>>,
+        m: &Matrix,
+    ) {
+        let has = |p: Protocol| m.protocol.contains(&p);
+        let methodologies = &m.methodologies;
+        if let (false, Some(ev)) = (m.encap.is_empty(), get(t, "encap")) {
+            if m.encap.iter().any(|e| e.dslite) && m.ip.contains(&IpVersion::V6) {
                 self.err(
                     ev.span(),
                     &join(path, "encap"),
                     "dslite carries IPv4 test traffic inside IPv6; this block also asks for ip = 6 (put dslite in a block with ip = [4])",
                 );
             }
-            if has(Protocol::Tcp) && es.iter().any(|e| !e.is_plain()) {
+            if has(Protocol::Tcp) && m.encap.iter().any(|e| !e.is_plain()) {
                 self.err(
                     ev.span(),
                     &join(path, "encap"),
@@ -200,7 +229,7 @@ impl Walker<'_> {
             }
         }
         if let Some(bv) = get(t, "bidirectional") {
-            if bidirectional && !has(Protocol::Udp) {
+            if m.bidirectional && !has(Protocol::Udp) {
                 self.err(
                     bv.span(),
                     &join(path, "bidirectional"),
@@ -216,7 +245,7 @@ impl Walker<'_> {
                 "missing key: UDP cases need frame sizes",
             );
         }
-        if let (Some(fs), Some(fv)) = (&frame_size, get(t, "frame-size")) {
+        if let (false, Some(fv)) = (m.frame_size.is_empty(), get(t, "frame-size")) {
             if !has(Protocol::Udp) {
                 self.err(
                     fv.span(),
@@ -224,7 +253,7 @@ impl Walker<'_> {
                     "applies to UDP cases only (TCP frame sizes follow from `mss`)",
                 );
             }
-            if imix {
+            if m.has_imix() {
                 let fixed_only = [
                     (
                         Methodology::Rfc2544BackToBack,
@@ -245,15 +274,6 @@ impl Walker<'_> {
                             format!("\"imix\" cannot run {} ({why}): put the IMIX in a block without it", x.name()),
                         );
                     }
-                }
-            }
-            // The template's own check and text, as `wirerate trial --size` reports it.
-            for &v in &ip {
-                if let Some(e) = fs
-                    .iter()
-                    .find_map(|&s| wire::template::check_reference_size(s as usize, v).err())
-                {
-                    self.err(fv.span(), &join(path, "frame-size"), e.to_string());
                 }
             }
         }
@@ -282,24 +302,5 @@ impl Walker<'_> {
                 "rfc2544-latency runs at the throughput found, so it needs rfc2544-throughput or multi-goal in the same case",
             );
         }
-        Some(Matrix {
-            name,
-            line: self.src.line(span.start),
-            protocol,
-            ip,
-            frame_size: frame_size.unwrap_or_default(),
-            sessions: sessions.unwrap_or_else(|| vec![1]),
-            mss: mss.unwrap_or_default(),
-            profile,
-            vars,
-            methodologies,
-            encap: encap.unwrap_or_default(),
-            bidirectional,
-            offload: offload.unwrap_or_default(),
-            fastpath: fastpath.unwrap_or_default(),
-            imix,
-            flows: flows.into_iter().map(|n| n as u16).collect(),
-            tos: tos.into_iter().map(|n| n as u8).collect(),
-        })
     }
 }

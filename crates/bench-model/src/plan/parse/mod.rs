@@ -14,6 +14,7 @@ use toml::Spanned;
 use wire::encap::{EncapSpec, IpVersion};
 use wire::units::BitsPerSec;
 
+use super::dimension::{spell_encap, Absent, Dimension, Item, Known, Syntax, DIMENSIONS};
 use super::source::{did_you_mean, PlanErrors, Source};
 use super::{
     DsliteRole, DsliteSettings, Dut, DutKind, GoalSetting, IpoeSettings, Matrix, Methodology,
@@ -78,7 +79,7 @@ mod values;
 #[cfg(test)]
 pub(super) use checks::is_endpoint;
 use checks::*;
-pub(super) use checks::{check_name, spell_encap, NameKind};
+pub(super) use checks::{check_name, NameKind};
 use run::*;
 use stream::RUN_STREAM_KEYS;
 

@@ -119,20 +119,6 @@ impl Walker<'_> {
         s
     }
 
-    /// A block's `flows` (distinct UDP source ports, 1..=65535) or `tos` (0..=255) dimension.
-    pub(super) fn stream_dimension(
-        &mut self,
-        t: &DeTable<'_>,
-        path: &str,
-        key: &str,
-        max: i64,
-    ) -> Vec<i64> {
-        let min = if key == "tos" { 0 } else { 1 };
-        get(t, key)
-            .and_then(|x| self.list(x, &join(path, key), |w, i, q| w.int(i, q, min, max)))
-            .unwrap_or_default()
-    }
-
     /// The stream settings against what block `m` (at `path`) runs: refused at the key that
     /// cannot apply, naming the block and what to do.
     pub(super) fn matrix_stream_fits(
