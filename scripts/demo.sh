@@ -14,7 +14,7 @@ echo "== Theoretical rates at 1 Gb/s, PPPoE over VLAN, both directions"
 $W linerate --speed 1G --encap pppoe+vlan --bidirectional
 
 echo; echo "== Ten 64-byte PPPoE test frames, written to $out/pppoe.pcap and decoded by tshark"
-$W craft --encap pppoe --size 64 --count 10 --pppoe-session 0x1234 -o "$out/pppoe.pcap"
+$W craft --encap pppoe --size 64 --count 10 --pppoe-session=0x1234 -o "$out/pppoe.pcap"
 tshark -r "$out/pppoe.pcap" 2>/dev/null | head -3
 
 echo; echo "== The main job: plans/lab-demo.toml, the forwarding matrix of DESIGN.md §1 on the lab"

@@ -1556,7 +1556,15 @@ mod tests {
             peer_mac: CPE_MAC,
             peer: Ipv4Addr::new(198, 51, 100, 10),
         };
-        let r = reverse_to_lease(IpVersion::V4, FrameSize::Fixed { bytes: 1518 }, &fwd, &a, &b, &info).unwrap();
+        let r = reverse_to_lease(
+            IpVersion::V4,
+            FrameSize::Fixed { bytes: 1518 },
+            &fwd,
+            &a,
+            &b,
+            &info,
+        )
+        .unwrap();
         assert_eq!((r.tx_port, r.rx_port, r.config.id), (1, 0, 2));
         assert!(!r.config.rewrite_macs, "the lease's MACs are the frame's");
         let bytes = r.config.frames[0].bytes();

@@ -47,7 +47,9 @@ fn trial(lab: &Lab, n: u64, pps: f64) -> ConnTrialConfig {
 #[test]
 fn responder_learns_napt_translations_and_every_reply_crosses_back() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(lab) = napt_lab("napt-conn1") else { return };
+    let Some(lab) = napt_lab("napt-conn1") else {
+        return;
+    };
     let lab = lab.0.as_ref().unwrap();
     let _ = sh(lab, &["conntrack", "-F"]);
     let n = 2_000;
@@ -77,7 +79,9 @@ fn responder_learns_napt_translations_and_every_reply_crosses_back() {
 #[test]
 fn the_labs_capacity_rule_holds_exactly_that_many_and_drops_the_newest() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(lab) = napt_lab("napt-conn2") else { return };
+    let Some(lab) = napt_lab("napt-conn2") else {
+        return;
+    };
     let lab = lab.0.as_ref().unwrap();
     let limit = 700u64;
     let n = 1_000u64;
@@ -119,7 +123,9 @@ fn the_labs_capacity_rule_holds_exactly_that_many_and_drops_the_newest() {
 #[test]
 fn pseudorandom_order_validates_every_connection() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(lab) = napt_lab("napt-conn3") else { return };
+    let Some(lab) = napt_lab("napt-conn3") else {
+        return;
+    };
     let lab = lab.0.as_ref().unwrap();
     let _ = sh(lab, &["conntrack", "-F"]);
     // More connections than source ports: the flow set also walks destination ports.

@@ -427,7 +427,7 @@ fn wire_pppoe(out: &Path, pcap: &Path) {
         })
         .collect();
     println!(
-        "tshark: session 0x{sid:04x}: {up_n} frames lan→wan (NAPT'd), {down_n} wan→lan; the engine sent {} and {}",
+        "tshark: SESSION_ID 0x{sid:04x}: {up_n} frames lan→wan (NAPT'd), {down_n} wan→lan; the engine sent {} and {}",
         sent[0], sent[1]
     );
     assert!(up_n > 0 && down_n > 0);

@@ -217,7 +217,10 @@ fn a_dhcp_gateway_passes_udp_both_ways_and_tcp_with_its_clamped_mss() {
     assert!(ts.len() >= 2, "{stdout}");
     for t in &ts {
         let case = cases.iter().find(|c| c.id == t.key.case_id).unwrap();
-        let size = case.frame().and_then(|f| f.fixed()).expect("a fixed frame size");
+        let size = case
+            .frame()
+            .and_then(|f| f.fixed())
+            .expect("a fixed frame size");
         // IPoE adds nothing on the WAN link: the plain frame's line rate.
         let expect = 1e9 / ((size + 20) as f64 * 8.0);
         assert!((plan.line_pps(case).0 - expect).abs() < 1e-6);

@@ -235,7 +235,7 @@ volatile const __u64 wr_not_before = 0;
 #define ETH_VLAN 0x8100
 #define ETH_QINQ 0x88a8
 #define ETH_MPLS 0x8847
-#define ETH_PPPOE_SESSION 0x8864
+#define ETH_P_PPP_SES 0x8864
 #define ETH_IPV4 0x0800
 #define ETH_IPV6 0x86dd
 #define PPP_IPV4 0x0021
@@ -485,7 +485,7 @@ static __always_inline __s64 find_udp(struct xdp_md *ctx, const struct pkt *p, s
 			et = ETH_IPV6;
 		else
 			return -1;
-	} else if (et == ETH_PPPOE_SESSION) {
+	} else if (et == ETH_P_PPP_SES) {
 		__u8 *h = at(p, off, 6);
 		if (!h)
 			return -1;

@@ -2489,14 +2489,22 @@ fn a_session_drop_in_a_superseded_trial_is_still_a_note() {
     let note = a
         .notes
         .iter()
-        .find(|n| n.contains("the PPPoE session on port wan went down at 22:26:40.000 UTC (PeerPadt)"))
+        .find(|n| {
+            n.contains("the PPPoE session on port wan went down at 22:26:40.000 UTC (PeerPadt)")
+        })
         .unwrap_or_else(|| panic!("no session-drop note: {:#?}", a.notes));
     assert!(note.starts_with(&case), "{note}");
-    assert!(note.ends_with("so it was measured again and is not used for any figure)"), "{note}");
+    assert!(
+        note.ends_with("so it was measured again and is not used for any figure)"),
+        "{note}"
+    );
     let summary = report::render_all(&a)
         .into_iter()
         .find(|(name, _)| *name == "summary.md")
         .map(|(_, b)| String::from_utf8(b).unwrap())
         .unwrap();
-    assert!(summary.contains("went down at 22:26:40.000 UTC"), "{summary}");
+    assert!(
+        summary.contains("went down at 22:26:40.000 UTC"),
+        "{summary}"
+    );
 }

@@ -506,7 +506,7 @@ impl<'a> TagWriter<'a> {
 mod tests {
     use super::*;
 
-    // PADI: ver/type 0x11, code 0x09, session 0, length 12;
+    // PADI: ver/type 0x11, code 0x09, SESSION_ID 0x0000, length 12;
     // Service-Name (empty, "any service"), Host-Uniq de ad be ef; then Ethernet padding.
     static PADI: [u8; 22] = [
         0x11, 0x09, 0x00, 0x00, 0x00, 0x0c, //
@@ -515,17 +515,17 @@ mod tests {
         0x00, 0x00, 0x00, 0x00, // padding past LENGTH
     ];
 
-    // PADS: session 0x1234, Service-Name "isp", Host-Uniq 01 02.
+    // PADS: SESSION_ID 0x1234, Service-Name "isp", Host-Uniq 01 02.
     static PADS: [u8; 19] = [
         0x11, 0x65, 0x12, 0x34, 0x00, 0x0d, //
         0x01, 0x01, 0x00, 0x03, b'i', b's', b'p', //
         0x01, 0x03, 0x00, 0x02, 0x01, 0x02,
     ];
 
-    // PADT: session 0x1234, no tags.
+    // PADT: SESSION_ID 0x1234, no tags.
     static PADT: [u8; 6] = [0x11, 0xa7, 0x12, 0x34, 0x00, 0x00];
 
-    // Session frame: session 0x1234, PPP protocol LCP, 4 bytes of LCP (Terminate-Ack).
+    // Session frame: SESSION_ID 0x1234, PPP protocol LCP, 4 bytes of LCP (Terminate-Ack).
     static SESSION: [u8; 12] = [
         0x11, 0x00, 0x12, 0x34, 0x00, 0x06, //
         0xc0, 0x21, 0x06, 0x02, 0x00, 0x04,

@@ -42,12 +42,12 @@ pub use estimate::{
     Estimate, Startup, ESTIMATE_CAPACITY, ESTIMATE_LOAD_SHARE, ESTIMATE_NOISE, ESTIMATE_RATE_SHARE,
     ESTIMATE_TABLE_SHARE, STARTUP,
 };
+pub use ipoe::IpoeSettings;
 pub use methodology::{
     ConnCount, ConnectionRateSettings, GoalSetting, Methodology, MethodologySettings,
     NatThroughputSettings, TableCapacitySettings, TableWord, TeardownRateSettings,
     DEFAULT_IPERF3_OMIT,
 };
-pub use ipoe::IpoeSettings;
 pub use mtu_probe::MtuProbeSettings;
 pub use parse::locate;
 pub use searches::CONN_SETTLE;

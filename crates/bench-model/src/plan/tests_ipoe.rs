@@ -39,10 +39,15 @@ fn the_shipped_ipoe_plan_parses_with_its_keys() {
     assert!(i.ipv6);
     let cases = plan.cases().unwrap();
     // Plain Ethernet on the WAN: the 64 B line rate of 1 Gb/s, 1518 B allowed.
-    let c64 = cases.iter().find(|c| c.frame() == Some(FrameSize::Fixed { bytes: 64 })).unwrap();
+    let c64 = cases
+        .iter()
+        .find(|c| c.frame() == Some(FrameSize::Fixed { bytes: 64 }))
+        .unwrap();
     assert!((plan.line_pps(c64).0 - 1_488_095.238).abs() < 0.01);
     assert!(plan.path_encap(c64).is_plain());
-    assert!(cases.iter().any(|c| c.frame() == Some(FrameSize::Fixed { bytes: 1518 })));
+    assert!(cases
+        .iter()
+        .any(|c| c.frame() == Some(FrameSize::Fixed { bytes: 1518 })));
     let tcp: Vec<_> = cases
         .iter()
         .filter(|c| c.dims.protocol == Protocol::Tcp)

@@ -471,9 +471,7 @@ impl XdpReceiver {
 /// Frames of one stream a CPU's counters account for: each is exactly one of received,
 /// duplicate or invalid (by one reason).
 fn frames_of_stream(v: &Ctr) -> u64 {
-    v[c::RECEIVED]
-        + v[c::DUPLICATES]
-        + v[c::INV..c::INV + Invalid::ALL.len()].iter().sum::<u64>()
+    v[c::RECEIVED] + v[c::DUPLICATES] + v[c::INV..c::INV + Invalid::ALL.len()].iter().sum::<u64>()
 }
 
 /// The lowest latency (ns) a histogram bucket holds and its width, mirrored from `bucket_of`

@@ -64,10 +64,12 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
 
     // Every trial, superseded ones too: a session that went down is a fact about the device
     // even when the tester also fell behind in that trial and measured it again.
-    notes.extend(session_drop_notes(input.records.iter().filter_map(|r| match r {
-        bench_model::results::Record::Trial(t) => Some(t),
-        _ => None,
-    })));
+    notes.extend(session_drop_notes(input.records.iter().filter_map(
+        |r| match r {
+            bench_model::results::Record::Trial(t) => Some(t),
+            _ => None,
+        },
+    )));
     notes.extend(input.stats.iter().filter_map(|s| s.hook_warning.clone()));
     let superseded = index.superseded;
     if superseded > 0 {
