@@ -36,6 +36,7 @@ pub mod dns;
 pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
+pub mod map_rule;
 pub mod routerdisc;
 pub mod tcp;
 pub mod udp;
