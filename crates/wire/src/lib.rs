@@ -36,10 +36,13 @@ pub mod dns;
 pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
-pub mod map_rule;
 pub mod routerdisc;
 pub mod tcp;
 pub mod udp;
+
+// MAP-E (RFC 7597): the address and port arithmetic, and its DHCPv6 options (RFC 7598).
+pub mod map_rule;
+pub mod s46;
 
 // Test frames.
 pub mod dissect;
