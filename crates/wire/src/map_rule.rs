@@ -169,7 +169,9 @@ pub struct CeMapping {
     pub ipv4: Ipv4Addr,
     pub ipv4_len: u8,
     pub ports: PortSet,
-    /// The End-user IPv6 prefix the mapping belongs to, host bits zero.
+    /// The End-user IPv6 prefix, host bits zero: on the CE's side its delegated prefix,
+    /// which may be longer than the rule prefix plus the EA bits; on the BR's side
+    /// ([`MapRule::ce_for`]) exactly that long, since the BR knows no more of it.
     pub end_user_prefix: Ipv6Addr,
     pub end_user_len: u8,
 }
@@ -389,13 +391,20 @@ impl MapRule {
             let shift = 128 - u32::from(self.end_user_len());
             ((u128::from(delegated) >> shift) & ((1u128 << self.ea_len) - 1)) as u64
         };
-        Ok(self.mapping_from_ea(ea))
+        let mut m = self.mapping_from_ea(ea);
+        // The CE keeps all of its delegated prefix (bits past the EA bits included): its MAP
+        // address is that prefix, a subnet ID of zero and the interface identifier (§6).
+        m.end_user_prefix = Ipv6Addr::from(u128::from(delegated) & mask128(delegated_len));
+        m.end_user_len = delegated_len;
+        Ok(m)
     }
 
     /// The BR's and an FMR's side (RFC 7597 §5.3): the CE that owns IPv4 address `ipv4` and
     /// `port`, or `None` when the address is outside the rule's IPv4 prefix. The PSID is the
     /// port's; whether that port is in the CE's set (the offset's excluded range, a provisioned
-    /// PSID) is `ports.contains(port)`.
+    /// PSID) is `ports.contains(port)`. The End-user prefix is the rule prefix plus the EA
+    /// bits: a CE delegated a longer prefix is reached here only when its bits past them are
+    /// zero (deployments delegate exactly that length).
     pub fn ce_for(&self, ipv4: Ipv4Addr, port: u16) -> Option<CeMapping> {
         if !self.covers_ipv4(ipv4) {
             return None;
@@ -459,6 +468,10 @@ mod tests {
         // A longer delegated prefix (a /60 inside the /56) maps the same.
         let m60 = r.ce_mapping(v6("2001:db8:12:3400::"), 60).unwrap();
         assert_eq!(m60.ipv6_address(), m.ipv6_address());
+        // The CE keeps the bits of its delegated prefix past the EA bits.
+        let m60 = r.ce_mapping(v6("2001:db8:12:3450::"), 60).unwrap();
+        assert_eq!(m60.ipv6_address(), v6("2001:db8:12:3450:0:c000:212:34"));
+        assert_eq!((m60.ipv4, m60.ports), (m.ipv4, m.ports));
     }
 
     /// RFC 7597 Appendix A, Example 2 (BR): a packet to 192.0.2.18 port 1232 goes to
