@@ -131,7 +131,7 @@ impl PortSet {
             let start = (high << (16 - a)) | (u32::from(self.psid) << m);
             let end = start + (1u32 << m) - 1;
             let start = start.max(1);
-            (start <= end).then(|| start as u16..=end as u16)
+            (start <= end).then_some(start as u16..=end as u16)
         })
     }
 
