@@ -195,9 +195,10 @@ pub fn check_source(
     let claimed = rule
         .ce_mapping(src, rule.end_user_len())
         .map_err(|_| BrDrop::WrongSource)?;
-    let host_bits =
+    // The claimed CE may own a whole IPv4 prefix (EA bits shorter than the suffix).
+    let prefix_of =
         |a: Ipv4Addr, len: u8| u32::from(a) & !(u32::MAX.checked_shr(u32::from(len)).unwrap_or(0));
-    if claimed.ipv4 != Ipv4Addr::from(host_bits(src4, claimed.ipv4_len)) {
+    if claimed.ipv4 != Ipv4Addr::from(prefix_of(src4, claimed.ipv4_len)) {
         Err(BrDrop::WrongIpv4)
     } else if claimed.ports.psid() != m.ports.psid() {
         Err(BrDrop::WrongPsid)
@@ -522,6 +523,22 @@ mod tests {
     }
 
     #[test]
+    fn accepts_a_tunnel_encapsulation_limit_in_front_of_the_ipv4_packet() {
+        let mut br = br();
+        let mut body = vec![0u8; wire::ipv6::TunnelEncapLimitRepr::HEADER_LEN];
+        wire::ipv6::TunnelEncapLimitRepr {
+            next_header: NEXT_HEADER_IPV4,
+            limit: 4,
+        }
+        .emit(&mut body)
+        .unwrap();
+        let inner = udp("192.0.2.18", 1232, PEER, 53);
+        body.extend(&inner);
+        let pkt = ipv6(CE, BR, wire::ipv6::NEXT_HEADER_DEST_OPTS, &body);
+        assert_eq!(br.decapsulate(&pkt).unwrap().ipv4, &inner[..]);
+    }
+
+    #[test]
     fn a_rule_without_sharing_needs_no_port() {
         // RFC 7597 Appendix A Example 4: 192.0.2.1/32 to 2001:db8:12:3400::/56, no EA bits.
         let rule =
@@ -539,6 +556,24 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(
             br.encapsulate(&udp(PEER, 53, "192.0.2.1", 22), &mut out),
+            Ok(v6(ce))
+        );
+    }
+
+    #[test]
+    fn a_ce_with_an_ipv4_prefix_may_send_from_any_address_of_it() {
+        // 192.0.2.0/24 with 4 EA bits: each CE owns a /28 (2001:db8:a0::/44 owns .160/28).
+        let rule = MapRule::new(v6("2001:db8::"), 40, v4("192.0.2.0"), 24, 4, None).unwrap();
+        let mut br = Br::new(BrConfig::new(v6(BR), vec![rule]));
+        let ce = "2001:db8:a0::c000:2a0:0";
+        assert!(br.decapsulate(&from_ce(ce, "192.0.2.171", 80)).is_ok());
+        assert_eq!(
+            br.decapsulate(&from_ce(ce, "192.0.2.180", 80)).err(),
+            Some(BrDrop::WrongIpv4)
+        );
+        let mut out = Vec::new();
+        assert_eq!(
+            br.encapsulate(&udp(PEER, 53, "192.0.2.175", 80), &mut out),
             Ok(v6(ce))
         );
     }
