@@ -5,9 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use bench_model::plan::{Methodology, Protocol};
 use bench_model::results::{read_records, RunInfo};
 use report::model::Analysis;
 use report::{analyse, compare, dut_stats_from_hooks, HookRecord, RunInput, Verdict};
+use wire::encap::IpVersion;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -152,12 +154,12 @@ fn the_demo_run_has_what_a_reader_needs() {
     assert!(a
         .rows
         .iter()
-        .filter(|r| r.dims.ip == 4)
+        .filter(|r| r.dims.ip == IpVersion::V4)
         .all(|r| r.dut_cpu_percent.is_some() || r.tester_limited));
     assert!(a
         .rows
         .iter()
-        .filter(|r| r.dims.ip == 6)
+        .filter(|r| r.dims.ip == IpVersion::V6)
         .all(|r| r.dut_cpu_percent.is_none()));
 }
 
@@ -402,7 +404,10 @@ fn agree(name: &str) -> (usize, usize) {
         // Tables name a multi-goal row's goal (`multi-goal NDR`); JSON keeps the methodology
         // and the goal apart.
         let m = &a.rows[i].methodology_label();
-        assert_eq!(a.rows[i].methodology, j["methodology"].as_str().unwrap());
+        assert_eq!(
+            a.rows[i].methodology.name(),
+            j["methodology"].as_str().unwrap()
+        );
         let csv_row = csv_rows
             .iter()
             .find(|r| r[col("case")] == case && r[col("methodology")] == *m)
@@ -938,7 +943,7 @@ fn encapsulations_and_bidirectional_sums_against_their_own_line_rate() {
     };
     // The encapsulation is a dimension of its own, in wire's spelling with the IP version.
     let vlan = row("cpe/udp4/64B/encap=vlan");
-    assert_eq!(vlan.dims.encap, "vlan+ipv4");
+    assert_eq!(vlan.dims.encap.to_string(), "vlan+ipv4");
     assert_eq!(vlan.dims.family(), "IPv4 UDP over vlan+ipv4");
     // Each encapsulation's maximum is its own frame on the WAN link: 64 + 4 (VLAN), + 8 (QinQ).
     assert_eq!(
@@ -953,8 +958,8 @@ fn encapsulations_and_bidirectional_sums_against_their_own_line_rate() {
     );
     let plain = row("cpe/udp4/64B/encap=plain");
     assert_eq!(
-        (plain.dims.encap.as_str(), plain.max_pps.round()),
-        ("ipv4", 1_488_095.0)
+        (plain.dims.encap.to_string(), plain.max_pps.round()),
+        ("ipv4".to_string(), 1_488_095.0)
     );
     // Bidirectional: both directions summed, against twice the one-way maximum.
     let bidir = row("cpe/udp4/64B/bidir");
@@ -1120,7 +1125,9 @@ fn back_to_back_buffer_times_in_every_format() {
     let case = demo
         .rows
         .iter()
-        .find(|r| r.methodology == "rfc2544-throughput" && r.pps.is_some() && !r.tester_limited)
+        .find(|r| {
+            r.methodology == Methodology::Rfc2544Throughput && r.pps.is_some() && !r.tester_limited
+        })
         .unwrap()
         .case_id
         .clone();
@@ -1206,7 +1213,7 @@ fn a_time_capped_search_is_a_note_not_a_figure() {
     let row = a
         .rows
         .iter()
-        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == "multi-goal")
+        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == Methodology::MultiGoal)
         .unwrap();
     assert_eq!(row.pps, None);
     assert!(
@@ -1268,7 +1275,7 @@ fn a_goal_the_testers_ceiling_bounded_is_no_dut_figure_and_its_neighbour_is() {
             .iter()
             .find(|r| {
                 r.case_id == "forward/udp4/64B"
-                    && r.methodology == "multi-goal"
+                    && r.methodology == Methodology::MultiGoal
                     && r.loss_goal == Some(goal)
             })
             .unwrap()
@@ -1327,7 +1334,7 @@ fn multi_goal_conditional_throughput_and_irregular_results() {
     let row = a
         .rows
         .iter()
-        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == "multi-goal")
+        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == Methodology::MultiGoal)
         .unwrap();
     assert!((row.conditional_pps.unwrap() - 0.4 * row.max_pps).abs() < 1e-6);
     assert_eq!(row.irregular_repetitions, 1);
@@ -1789,9 +1796,13 @@ fn odd_records_lose_figures_not_the_report() {
     assert!(a
         .rows
         .iter()
-        .filter(|r| r.dims.protocol == "udp")
+        .filter(|r| r.dims.protocol == Protocol::Udp)
         .all(|r| r.dut_cpu_percent.is_none()));
-    let tcp: Vec<_> = a.rows.iter().filter(|r| r.dims.protocol == "tcp").collect();
+    let tcp: Vec<_> = a
+        .rows
+        .iter()
+        .filter(|r| r.dims.protocol == Protocol::Tcp)
+        .collect();
     assert_eq!(
         tcp.iter()
             .filter(|r| r.noise_basis == report::model::NoiseBasis::None)
@@ -1805,7 +1816,7 @@ fn odd_records_lose_figures_not_the_report() {
         load("run-matrix")
             .rows
             .iter()
-            .filter(|r| r.dims.protocol == "tcp")
+            .filter(|r| r.dims.protocol == Protocol::Tcp)
             .count()
             - 1
     );
@@ -2079,7 +2090,7 @@ fn forwarding_rate_rows_switch_table_and_conclusion() {
     let row = |case: &str| {
         a.rows
             .iter()
-            .find(|r| r.case_id == case && r.methodology == "forwarding-rate")
+            .find(|r| r.case_id == case && r.methodology == Methodology::ForwardingRate)
             .unwrap_or_else(|| panic!("no forwarding-rate row for {case}"))
     };
     let (off, on) = (
@@ -2093,10 +2104,9 @@ fn forwarding_rate_rows_switch_table_and_conclusion() {
     assert!((off.noise_pps - 0.03 * line).abs() < 1.0);
     assert_eq!(off.noise_basis, report::model::NoiseBasis::Trials);
     // The throughput rows of the same cases are still there, unchanged in kind.
-    assert!(a
-        .rows
-        .iter()
-        .any(|r| r.case_id == "napt/udp4/64B/fastpath=on" && r.methodology == "multi-goal"));
+    assert!(a.rows.iter().any(
+        |r| r.case_id == "napt/udp4/64B/fastpath=on" && r.methodology == Methodology::MultiGoal
+    ));
     let t = a
         .switch_tables
         .iter()
@@ -2384,11 +2394,11 @@ fn typed_facts_decide_the_row_not_the_case_id() {
     let row = a
         .rows
         .iter()
-        .find(|r| r.case_id == case && r.methodology == "rfc2544-throughput")
+        .find(|r| r.case_id == case && r.methodology == Methodology::Rfc2544Throughput)
         .unwrap();
-    assert_eq!(row.dims.frame_size, Some(128), "{row:?}");
+    assert_eq!(row.dims.frame_bytes(), Some(128), "{row:?}");
     assert_eq!(row.frame_len, 128.0);
-    assert_eq!(row.dims.encap, "vlan+ipv4");
+    assert_eq!(row.dims.encap.to_string(), "vlan+ipv4");
     assert_eq!(row.max_pps, line.pps);
     assert_eq!(row.bottleneck, line.bottleneck);
     // 1e9 / ((128 + 4 + 20) × 8): the VLAN tag's 4 B on the far link.

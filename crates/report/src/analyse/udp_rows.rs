@@ -96,7 +96,7 @@ pub(crate) fn rows(
         max_pps,
         max_l2,
         bottleneck: line.bottleneck,
-        encap: facts.map_or_else(|| crate::compat::encap_of(&dims), |f| f.encap),
+        encap: facts.map_or(dims.encap, |f| f.encap),
     };
     // This case's trials (every repetition), for the engine and loss columns.
     let case_trials: Vec<&TrialRecord> = rec
@@ -362,12 +362,7 @@ fn row(
 ) -> Row {
     let directions: u8 = if dims.bidirectional { 2 } else { 1 };
     // An IMIX row's frame is the mix's mean (7:4:1), as its line rate counts it.
-    let ip = if dims.ip == 6 {
-        wire::encap::IpVersion::V6
-    } else {
-        wire::encap::IpVersion::V4
-    };
-    let frame_len = dims.frame().map_or(0.0, |f| f.mean(ip));
+    let frame_len = dims.frame().map_or(0.0, |f| f.mean(dims.ip));
     let pps = mean(&f.rep_pps);
     let limited = f.limited;
     let per_direction = if dims.bidirectional && limited.is_none() {
@@ -385,7 +380,7 @@ fn row(
     Row {
         case_id: case_id.to_string(),
         dims: dims.clone(),
-        methodology: m.name().into(),
+        methodology: m,
         loss_goal: f.loss_goal,
         sporadic_loss: f.sporadic.as_ref().is_some_and(|s| s.well_below_capacity()),
         repetitions: f.rep_pps.len(),
