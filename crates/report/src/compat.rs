@@ -71,22 +71,15 @@ pub(crate) fn dims_of_case(c: &Case) -> Dims {
         frame: c.dims.frame,
         sessions: c.dims.sessions,
         mss: c.dims.mss,
-        // The stream dimensions (`flows=N`, `tos=N` in the id) label and group like user
-        // dimensions, so two cases that differ only in them are two rows, as for a run
+        // The dimensions the table of dimensions shows as labels (the stream dimensions
+        // `flows`, `tos`, then the user dimensions, as their case-id segments read) group like
+        // user dimensions, so two cases that differ only in them are two rows, as for a run
         // `run.json` does not list (its id parsed).
         vars: c
             .dims
-            .flows
-            .map(|n| ("flows".to_string(), n.to_string()))
+            .labels()
             .into_iter()
-            .chain(c.dims.tos.map(|t| ("tos".to_string(), t.to_string())))
-            .chain(
-                c.dims
-                    .vars
-                    .iter()
-                    .filter(|(k, _)| k != "encap" || old_spec.is_none())
-                    .cloned(),
-            )
+            .filter(|(k, _)| k != "encap" || old_spec.is_none())
             .collect(),
         bidirectional: c.dims.bidirectional,
         offload: c.dims.offload,

@@ -176,9 +176,8 @@ impl Dims {
             bidirectional: self.bidirectional,
             offload: self.offload,
             fastpath: self.fastpath,
-            flows: None,
-            tos: None,
             vars: self.vars.clone(),
+            ..bench_model::plan::Dims::default()
         }
     }
 
