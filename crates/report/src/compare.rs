@@ -129,7 +129,7 @@ fn find<'a>(x: &'a Analysis, (case, m): &(String, String)) -> Option<&'a Row> {
 
 /// Why two rows have no verdict, if they have none.
 fn not_comparable(ra: Option<&Row>, rb: Option<&Row>) -> Option<String> {
-    let pps = |r: Option<&Row>| r.and_then(|r| r.pps);
+    let pps = |r: Option<&Row>| r.and_then(|r| r.pps).map(|p| p.0);
     match (ra, rb) {
         (None, _) => Some("missing in A".to_string()),
         (_, None) => Some("missing in B".to_string()),
@@ -236,7 +236,10 @@ pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
     let mut out = Vec::new();
     for k in keys(a, b) {
         let (ra, rb) = (find(a, &k), find(b, &k));
-        let (ap, bp) = (ra.and_then(|r| r.pps), rb.and_then(|r| r.pps));
+        let (ap, bp) = (
+            ra.and_then(|r| r.pps).map(|p| p.0),
+            rb.and_then(|r| r.pps).map(|p| p.0),
+        );
         let (an, bn) = (
             ra.map_or(0.0, |r| r.noise_pps),
             rb.map_or(0.0, |r| r.noise_pps),

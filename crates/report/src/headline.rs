@@ -322,8 +322,8 @@ pub fn cell(r: Option<&Row>, unfinished: bool, status: fn(&Row) -> &'static str)
         };
     };
     let rate = match r.dims.protocol {
-        Protocol::Tcp => r.l2_bps.map(bits).unwrap_or_default(),
-        Protocol::Udp => r.pps.map(frames).unwrap_or_default(),
+        Protocol::Tcp => r.l2_bps.map(|b| bits(b.0)).unwrap_or_default(),
+        Protocol::Udp => r.pps.map(|p| frames(p.0)).unwrap_or_default(),
     };
     let (mark, shade) = match word {
         "ok" => (None, Some(p)),

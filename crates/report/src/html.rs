@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use bench_model::plan::{Methodology, Protocol};
 use wire::encap::IpVersion;
 use wire::linerate::FrameSize;
+use wire::units::{BitsPerSec, Pps};
 
 use crate::model::{udp_max, Analysis, Dims, LatencyRow, Row, PERCENTILES};
 use crate::svg::{bar_chart, esc, line_chart, Bar, Series};
@@ -184,7 +185,7 @@ fn grouped(
                         .find(|r| &r.dims.profile == g && &second(&r.dims) == s)?;
                     if r.tester_limited && rate {
                         // What the tester reached, drawn hatched: never a DUT figure.
-                        let reached = r.tester_reached_percent? / 100.0 * r.max_pps;
+                        let reached = r.tester_reached_percent? / 100.0 * r.max_pps.0;
                         return Some(Bar {
                             value: scaled(r, reached, &value),
                             noise: 0.0,
@@ -193,7 +194,7 @@ fn grouped(
                         });
                     }
                     let v = value(r)?;
-                    let pps = r.pps.unwrap_or(0.0);
+                    let pps = r.pps.unwrap_or_default().0;
                     let noise = if rate && pps > 0.0 {
                         r.noise_pps / pps * v
                     } else {
@@ -216,8 +217,8 @@ fn grouped(
 fn scaled(r: &Row, pps: f64, value: &impl Fn(&Row) -> Option<f64>) -> f64 {
     let mut probe = r.clone();
     probe.tester_limited = false;
-    probe.pps = Some(pps);
-    probe.l2_bps = Some(pps * r.frame_len * 8.0);
+    probe.pps = Some(Pps(pps));
+    probe.l2_bps = Some(BitsPerSec(pps * r.frame_len * 8.0));
     probe.dut_cpu_percent = None;
     probe.dut_power_watts = None;
     value(&probe).unwrap_or(0.0)
@@ -516,8 +517,8 @@ fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &m
     for r in &a.rows {
         let reached = r
             .tester_reached_percent
-            .map_or(0.0, |p| p / 100.0 * r.max_pps);
-        let pps = r.pps.unwrap_or(0.0).max(reached) + r.noise_pps;
+            .map_or(0.0, |p| p / 100.0 * r.max_pps.0);
+        let pps = r.pps.unwrap_or_default().0.max(reached) + r.noise_pps;
         let m = max_mbps.entry(r.dims.protocol).or_default();
         *m = m.max(pps * r.frame_len * 8.0 / 1e6);
         let p = max_pps.entry(r.dims.protocol).or_default();
@@ -531,7 +532,7 @@ fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &m
             "<h3>{}</h3><div class=\"charts\">",
             esc(&heading(&fam, rows))
         ));
-        let (g, s, v) = grouped(a, rows, true, |r| r.l2_bps.map(|b| b / 1e6));
+        let (g, s, v) = grouped(a, rows, true, |r| r.l2_bps.map(|b| b.0 / 1e6));
         fig(
             o,
             &bar_chart(
@@ -544,7 +545,7 @@ fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &m
                 max_mbps.get(proto).copied().unwrap_or(1.0),
             ),
         );
-        let (g, s, v) = grouped(a, rows, true, |r| r.pps);
+        let (g, s, v) = grouped(a, rows, true, |r| r.pps.map(|p| p.0));
         fig(
             o,
             &bar_chart(
@@ -630,7 +631,7 @@ fn size_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut 
                 name: name.clone(),
                 points: pts
                     .iter()
-                    .map(|r| (r.frame_len, r.l2_bps.unwrap_or(0.0) / 1e6))
+                    .map(|r| (r.frame_len, r.l2_bps.unwrap_or_default().0 / 1e6))
                     .collect(),
                 dashed: false,
                 color: None,
@@ -764,7 +765,7 @@ fn mss_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut S
                     color: None,
                 })
                 .points
-                .push((f64::from(m), b / 1e6));
+                .push((f64::from(m), b.0 / 1e6));
         }
         let mut series: Vec<Series> = lines.into_values().collect();
         for s in &mut series {

@@ -13,7 +13,7 @@ use bench_model::results::{LineRate, Record, RunInfo, TrialRecord};
 use serde::{Deserialize, Serialize};
 use wire::encap::EncapSpec;
 use wire::linerate::FrameSize;
-use wire::units::BitsPerSec;
+use wire::units::{BitsPerSec, Pps};
 
 /// Link speed assumed when the plan cannot be read (it names none).
 pub const DEFAULT_SPEED: f64 = 1e9;
@@ -158,11 +158,11 @@ pub struct Row {
     /// Frame length on the reference link, bytes with FCS (mean for TCP: full segments).
     pub frame_len: f64,
     /// Measured frames per second (mean over repetitions, directions summed).
-    pub pps: Option<f64>,
+    pub pps: Option<Pps>,
     /// Measured L2 bits per second (frame bytes with FCS).
-    pub l2_bps: Option<f64>,
+    pub l2_bps: Option<BitsPerSec>,
     /// L4 bits per second (iperf3 only).
-    pub l4_bps: Option<f64>,
+    pub l4_bps: Option<BitsPerSec>,
     /// Per-repetition frames per second.
     pub rep_pps: Vec<f64>,
     /// Noise in frames per second, the ± that findings and comparisons allow the figure
@@ -179,9 +179,9 @@ pub struct Row {
     #[serde(skip)]
     pub resolution_pps: f64,
     /// Theoretical maximum frames per second on the bottleneck link (directions summed).
-    pub max_pps: f64,
+    pub max_pps: Pps,
     /// Theoretical maximum L2 bits per second at the reference link (directions summed).
-    pub max_l2_bps: f64,
+    pub max_l2_bps: BitsPerSec,
     /// Bottleneck link name.
     pub bottleneck: String,
     /// The headers the row's frames carried on the path (UDP: the records' `UdpFacts::encap`),

@@ -16,6 +16,14 @@ pub mod num {
     pub fn mbps(bps: f64) -> String {
         format!("{:.3}", bps / 1e6)
     }
+    /// A frame rate, as [`pps`].
+    pub fn frames(x: wire::units::Pps) -> String {
+        pps(x.0)
+    }
+    /// A bit rate as Mb/s, as [`mbps`].
+    pub fn l2(x: wire::units::BitsPerSec) -> String {
+        mbps(x.0)
+    }
     /// Percent with two decimals.
     pub fn pct(x: f64) -> String {
         format!("{x:.2}")
@@ -306,10 +314,10 @@ pub fn cell(r: &Row, column: &str) -> String {
         "methodology" => r.methodology_label(),
         "repetitions" => r.repetitions.to_string(),
         "status" => status(r).into(),
-        "pps" => r.pps.map(num::pps).unwrap_or_default(),
-        "mbps_l2" => r.l2_bps.map(num::mbps).unwrap_or_default(),
-        "max_pps" => num::pps(r.max_pps),
-        "max_mbps_l2" => num::mbps(r.max_l2_bps),
+        "pps" => r.pps.map(num::frames).unwrap_or_default(),
+        "mbps_l2" => r.l2_bps.map(num::l2).unwrap_or_default(),
+        "max_pps" => num::frames(r.max_pps),
+        "max_mbps_l2" => num::l2(r.max_l2_bps),
         "percent_line_rate" => r.percent.map(num::pct).unwrap_or_default(),
         "noise_pps" => num::pps(r.noise_pps),
         "dut_cpu_percent" => r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
@@ -720,8 +728,8 @@ pub fn terminal(a: &Analysis) -> String {
     for r in &a.rows {
         rows.push([
             format!("{} [{}]", r.case_id, r.methodology_label()),
-            r.pps.map(num::pps).unwrap_or_else(|| "-".into()),
-            r.l2_bps.map(num::mbps).unwrap_or_else(|| "-".into()),
+            r.pps.map(num::frames).unwrap_or_else(|| "-".into()),
+            r.l2_bps.map(num::l2).unwrap_or_else(|| "-".into()),
             r.percent.map(num::pct).unwrap_or_else(|| "-".into()),
             status(r).into(),
         ]);

@@ -10,6 +10,7 @@ use bench_model::results::{read_records, RunInfo};
 use report::model::Analysis;
 use report::{analyse, compare, dut_stats_from_hooks, HookRecord, RunInput, Verdict};
 use wire::encap::IpVersion;
+use wire::units::Pps;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -115,7 +116,7 @@ fn the_demo_run_has_what_a_reader_needs() {
         .iter()
         .find(|r| r.case_id == "forward/udp4/64B")
         .unwrap();
-    assert_eq!(tl.max_pps.round(), 1_488_095.0);
+    assert_eq!(tl.max_pps.0.round(), 1_488_095.0);
     assert!(tl.tester_limited && tl.pps.is_none() && tl.percent.is_none());
     // 82 B IPv6: 1e9 / ((82 + 20) × 8).
     let v6 = a
@@ -123,7 +124,7 @@ fn the_demo_run_has_what_a_reader_needs() {
         .iter()
         .find(|r| r.case_id == "forward/udp6/82B")
         .unwrap();
-    assert_eq!(v6.max_pps.round(), (1e9f64 / (102.0 * 8.0)).round());
+    assert_eq!(v6.max_pps.0.round(), (1e9f64 / (102.0 * 8.0)).round());
     // Filtering costs about half at small frames (fixture: 290 vs 560 kpps) and is called out.
     let f = a
         .findings
@@ -518,7 +519,7 @@ fn reshape(a: &mut Analysis, case: &str, f: impl Fn(usize, f64) -> f64) {
             .enumerate()
             .map(|(i, x)| f(i, *x))
             .collect();
-        r.pps = Some(r.rep_pps.iter().sum::<f64>() / r.rep_pps.len() as f64);
+        r.pps = Some(Pps(r.rep_pps.iter().sum::<f64>() / r.rep_pps.len() as f64));
     }
 }
 
@@ -565,7 +566,7 @@ fn compare_over_repetitions_needs_the_threshold_and_the_test() {
     // The mean alone (an old summary's pps with the repetitions unchanged) proves nothing.
     let mut mean_only = a.clone();
     for r in mean_only.rows.iter_mut().filter(|r| r.case_id == case) {
-        r.pps = r.pps.map(|p| p * 1.12);
+        r.pps = r.pps.map(|p| Pps(p.0 * 1.12));
     }
     assert_eq!(
         verdict_of(&compare(&a, &mean_only, 0.05), case).verdict,
@@ -676,7 +677,7 @@ fn remeasure(base: &Analysis, d: &mut Draws, c: &Conditions, shifted: &[(&str, f
             .iter()
             .find(|(c, _)| *c == r.case_id)
             .map_or(1.0, |(_, f)| *f);
-        let mean = r.pps.unwrap() * (c.drift * d.normal()).exp();
+        let mean = r.pps.unwrap().0 * (c.drift * d.normal()).exp();
         let step = r.resolution_pps;
         let hit = (outlier.1 > 0 && d.uniform() < 1.0 / f64::from(outlier.1))
             .then(|| (d.uniform() * 3.0) as usize);
@@ -693,7 +694,7 @@ fn remeasure(base: &Analysis, d: &mut Draws, c: &Conditions, shifted: &[(&str, f
                 }
             })
             .collect();
-        r.pps = Some(r.rep_pps.iter().sum::<f64>() / 3.0);
+        r.pps = Some(Pps(r.rep_pps.iter().sum::<f64>() / 3.0));
     }
     b
 }
@@ -947,27 +948,27 @@ fn encapsulations_and_bidirectional_sums_against_their_own_line_rate() {
     assert_eq!(vlan.dims.family(), "IPv4 UDP over vlan+ipv4");
     // Each encapsulation's maximum is its own frame on the WAN link: 64 + 4 (VLAN), + 8 (QinQ).
     assert_eq!(
-        vlan.max_pps.round(),
+        vlan.max_pps.0.round(),
         (1e9f64 / ((64.0 + 4.0 + 20.0) * 8.0)).round()
     );
     assert_eq!(vlan.bottleneck, "wan");
     let qinq = row("cpe/udp4/64B/encap=qinq");
     assert_eq!(
-        qinq.max_pps.round(),
+        qinq.max_pps.0.round(),
         (1e9f64 / ((64.0 + 8.0 + 20.0) * 8.0)).round()
     );
     let plain = row("cpe/udp4/64B/encap=plain");
     assert_eq!(
-        (plain.dims.encap.to_string(), plain.max_pps.round()),
+        (plain.dims.encap.to_string(), plain.max_pps.0.round()),
         ("ipv4".to_string(), 1_488_095.0)
     );
     // Bidirectional: both directions summed, against twice the one-way maximum.
     let bidir = row("cpe/udp4/64B/bidir");
     assert_eq!(bidir.directions, 2);
     assert!(bidir.dims.bidirectional);
-    assert_eq!(bidir.max_pps.round(), (2.0 * 1e9f64 / 672.0).round());
-    let pps = bidir.pps.unwrap();
-    assert!((bidir.percent.unwrap() - 100.0 * pps / bidir.max_pps).abs() < 1e-9);
+    assert_eq!(bidir.max_pps.0.round(), (2.0 * 1e9f64 / 672.0).round());
+    let pps = bidir.pps.unwrap().0;
+    assert!((bidir.percent.unwrap() - 100.0 * pps / bidir.max_pps.0).abs() < 1e-9);
     // The fixture DUT shares 420 kpps between the directions: the sum is near 420 k.
     assert!((pps - 420e3).abs() < 0.05 * 420e3, "{pps}");
     assert!(a
@@ -1281,7 +1282,12 @@ fn a_goal_the_testers_ceiling_bounded_is_no_dut_figure_and_its_neighbour_is() {
             .unwrap()
     };
     let (ndr, pdr) = (row(0.0), row(0.005));
-    assert!(!ndr.tester_limited && ndr.pps.is_some_and(|p| (p - 0.4 * ndr.max_pps).abs() < 1.0));
+    assert!(
+        !ndr.tester_limited
+            && ndr
+                .pps
+                .is_some_and(|p| (p.0 - 0.4 * ndr.max_pps.0).abs() < 1.0)
+    );
     assert!(pdr.tester_limited && pdr.pps.is_none(), "{pdr:?}");
     assert!((pdr.tester_reached_percent.unwrap() - 55.0).abs() < 1e-9);
     let md = String::from_utf8(report::text::markdown(&a)).unwrap();
@@ -1336,7 +1342,7 @@ fn multi_goal_conditional_throughput_and_irregular_results() {
         .iter()
         .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == Methodology::MultiGoal)
         .unwrap();
-    assert!((row.conditional_pps.unwrap() - 0.4 * row.max_pps).abs() < 1e-6);
+    assert!((row.conditional_pps.unwrap() - 0.4 * row.max_pps.0).abs() < 1e-6);
     assert_eq!(row.irregular_repetitions, 1);
     assert!(a.notes.iter().any(
         |n| n.contains("forward/udp4/64B (multi-goal NDR): 1 repetition(s) with an irregular")
@@ -1962,7 +1968,7 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
         .iter()
         .find(|r| r.case_id == "cpe/udp4/64B/bidir")
         .unwrap();
-    let result = row.rep_pps[0] / row.max_pps;
+    let result = row.rep_pps[0] / row.max_pps.0;
     assert_eq!(row.per_direction.len(), 2);
     let (ab, ba) = (&row.per_direction[0], &row.per_direction[1]);
     assert_eq!(
@@ -2098,7 +2104,7 @@ fn forwarding_rate_rows_switch_table_and_conclusion() {
         row("napt/udp4/64B/fastpath=on"),
     );
     let line = 1e9 / (84.0 * 8.0);
-    assert!((off.pps.unwrap() - 0.73 * line).abs() < 1.0, "{off:?}");
+    assert!((off.pps.unwrap().0 - 0.73 * line).abs() < 1.0, "{off:?}");
     assert!((on.percent.unwrap() - 95.0).abs() < 1e-6);
     // Noise: half the spread of the trials.
     assert!((off.noise_pps - 0.03 * line).abs() < 1.0);
@@ -2270,7 +2276,7 @@ methodologies = ["multi-goal"]
     // Its noise reaches what forward was seen to forward in trials that lost at most 0.5 %
     // (its capacity, 40 % of line rate, within the search's 2 % width).
     assert!(
-        ndr.pps.unwrap() + ndr.noise_pps >= 0.40 * line * 0.98,
+        ndr.pps.unwrap().0 + ndr.noise_pps >= 0.40 * line * 0.98,
         "{ndr:?}"
     );
     let filter = row("filter-stateful-1", "multi-goal NDR");
@@ -2341,7 +2347,7 @@ fn rates_come_from_the_100_percent_the_run_recorded() {
         stats: &[],
     });
     let row = a.rows.iter().find(|r| r.case_id == case).unwrap();
-    assert!((row.max_pps - recorded).abs() < 1e-6, "{row:?}");
+    assert!((row.max_pps.0 - recorded).abs() < 1e-6, "{row:?}");
     assert!(
         a.notes.iter().any(|n| n.starts_with(&format!(
             "{case} (rfc2544-throughput): the run offered {recorded:.0} frames/s as 100 % of line rate, this report's path arithmetic gives 844595"
@@ -2399,10 +2405,10 @@ fn typed_facts_decide_the_row_not_the_case_id() {
     assert_eq!(row.dims.frame_bytes(), Some(128), "{row:?}");
     assert_eq!(row.frame_len, 128.0);
     assert_eq!(row.dims.encap.to_string(), "vlan+ipv4");
-    assert_eq!(row.max_pps, line.pps);
+    assert_eq!(row.max_pps.0, line.pps);
     assert_eq!(row.bottleneck, line.bottleneck);
     // 1e9 / ((128 + 4 + 20) × 8): the VLAN tag's 4 B on the far link.
-    assert_eq!(row.max_pps.round(), (1e9f64 / (152.0 * 8.0)).round());
+    assert_eq!(row.max_pps.0.round(), (1e9f64 / (152.0 * 8.0)).round());
     let csv = String::from_utf8(
         report::render_all(&a)
             .into_iter()

@@ -117,7 +117,7 @@ pub(crate) fn of(index: &Index, dims: &mut CaseDims, rows: &[Row], speed: f64) -
             .find_map(|m| {
                 rows.iter()
                     .find(|r| r.is_figure_of(&case, m) && !r.tester_limited)
-                    .and_then(|r| r.pps.map(|p| p / f64::from(r.directions)))
+                    .and_then(|r| r.pps.map(|p| p.0 / f64::from(r.directions)))
             });
         let mean_frames = mean(&means).unwrap_or(0.0);
         let bt = bench_model::search::buffer_time(mean_frames, max_pps, throughput_pps);

@@ -30,7 +30,7 @@ pub(crate) fn compare_rows(x: &Row, y: &Row) -> Option<Comparison> {
     if x.tester_limited || y.tester_limited {
         return None;
     }
-    let (a, b) = (x.pps?, y.pps?);
+    let (a, b) = (x.pps?.0, y.pps?.0);
     if !(a.is_finite() && b.is_finite() && b > 0.0) {
         return None;
     }
@@ -406,6 +406,7 @@ pub(crate) fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
 #[cfg(test)]
 mod tests {
     use wire::linerate::FrameSize;
+    use wire::units::{BitsPerSec, Pps};
 
     use super::*;
 
@@ -422,15 +423,15 @@ mod tests {
             repetitions_planned: 2,
             directions: 1,
             frame_len: 128.0,
-            pps: Some(pps),
-            l2_bps: Some(pps * 128.0 * 8.0),
+            pps: Some(Pps(pps)),
+            l2_bps: Some(BitsPerSec(pps * 128.0 * 8.0)),
             l4_bps: None,
             rep_pps: vec![pps, pps],
             noise_pps: 1_000.0,
             noise_basis: NoiseBasis::Repetitions,
             resolution_pps: 0.0,
-            max_pps: 844_594.0,
-            max_l2_bps: 1e9,
+            max_pps: Pps(844_594.0),
+            max_l2_bps: BitsPerSec(1e9),
             bottleneck: "link".into(),
             path_encap,
             percent: Some(100.0 * pps / 844_594.0),

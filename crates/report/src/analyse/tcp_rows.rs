@@ -4,6 +4,7 @@
 
 use bench_model::iperf3;
 use bench_model::plan::Methodology;
+use wire::units::{BitsPerSec, Pps};
 
 use super::index::Index;
 use super::notes::unsaturated_tcp_note;
@@ -102,15 +103,15 @@ pub(crate) fn row(
         repetitions_planned: reps,
         directions,
         frame_len,
-        pps,
-        l2_bps: mean(&rep_l2),
-        l4_bps: mean(&rep_l4),
+        pps: pps.map(Pps),
+        l2_bps: mean(&rep_l2).map(BitsPerSec),
+        l4_bps: mean(&rep_l4).map(BitsPerSec),
         noise_pps,
         noise_basis,
         resolution_pps: 0.0,
         rep_pps,
-        max_pps,
-        max_l2_bps: max_pps * frame_len * 8.0,
+        max_pps: Pps(max_pps),
+        max_l2_bps: BitsPerSec(max_pps * frame_len * 8.0),
         bottleneck: "link".into(),
         path_encap: None,
         percent: pps.map(|p| 100.0 * p / max_pps),

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use bench_model::plan::Methodology;
 use bench_model::results::{TrialRecord, UdpFacts};
 use bench_model::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
+use wire::units::{BitsPerSec, Pps};
 
 use super::notes::{cpu_at_load, engines_of, invalid_of, loss_accounting};
 use crate::model::{direction_figures, half_spread, label, mean, Dims, NoiseBasis, Row};
@@ -387,15 +388,15 @@ fn row(
         repetitions_planned: 0, // set by the caller, which knows the plan
         directions,
         frame_len,
-        pps: dut(pps),
-        l2_bps: dut(pps.map(|p| p * frame_len * 8.0)),
+        pps: dut(pps).map(Pps),
+        l2_bps: dut(pps.map(|p| p * frame_len * 8.0)).map(BitsPerSec),
         l4_bps: None,
         noise_pps: f.noise_pps,
         noise_basis: f.noise_basis,
         resolution_pps: f.resolution_pps,
         rep_pps: f.rep_pps,
-        max_pps: limits.max_pps,
-        max_l2_bps: limits.max_l2,
+        max_pps: Pps(limits.max_pps),
+        max_l2_bps: BitsPerSec(limits.max_l2),
         bottleneck: limits.bottleneck.clone(),
         path_encap: Some(limits.encap),
         percent: dut(pps.map(|p| 100.0 * p / limits.max_pps)),
