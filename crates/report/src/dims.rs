@@ -5,7 +5,7 @@
 //!
 //! `summary.json` keeps the flat form reports have always written (`"protocol": "udp"`,
 //! `"ip": 4`, `"encap": "vlan+ipv4"`, `"frame_size": 64` with `"imix"` beside it) through
-//! [`DimsRecord`], so its bytes do not change with the types.
+//! `DimsRecord`, so its bytes do not change with the types.
 
 use std::cmp::Ordering;
 
