@@ -18,6 +18,7 @@
 //!   (|b − a| > noise(a) + noise(b)); with one or two measurements per side that is a
 //!   judgement, not a test, so such a verdict is marked tentative.
 
+use bench_model::plan::Methodology;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{beyond_noise, signed_percent, Analysis, Row};
@@ -128,7 +129,7 @@ fn find<'a>(x: &'a Analysis, (case, m): &(String, String)) -> Option<&'a Row> {
 
 /// Why two rows have no verdict, if they have none.
 fn not_comparable(ra: Option<&Row>, rb: Option<&Row>) -> Option<String> {
-    let pps = |r: Option<&Row>| r.and_then(|r| r.pps);
+    let pps = |r: Option<&Row>| r.and_then(|r| r.pps).map(|p| p.0);
     match (ra, rb) {
         (None, _) => Some("missing in A".to_string()),
         (_, None) => Some("missing in B".to_string()),
@@ -235,7 +236,10 @@ pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
     let mut out = Vec::new();
     for k in keys(a, b) {
         let (ra, rb) = (find(a, &k), find(b, &k));
-        let (ap, bp) = (ra.and_then(|r| r.pps), rb.and_then(|r| r.pps));
+        let (ap, bp) = (
+            ra.and_then(|r| r.pps).map(|p| p.0),
+            rb.and_then(|r| r.pps).map(|p| p.0),
+        );
         let (an, bn) = (
             ra.map_or(0.0, |r| r.noise_pps),
             rb.map_or(0.0, |r| r.noise_pps),
@@ -324,7 +328,9 @@ fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<Compar
             let find = |x: &Analysis| {
                 x.connections
                     .iter()
-                    .filter(|r| r.case_id == case && r.methodology == m && at_key(r) == at)
+                    .filter(|r| {
+                        (r.case_id.as_str(), r.methodology, at_key(r)) == (case.as_str(), m, at)
+                    })
                     .min_by_key(|r| r.repetition)
                     .cloned()
             };
@@ -380,13 +386,12 @@ fn compare_connections(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<Compar
 /// Whether a connection row's figure is only "at least" (rows recorded before `lower_bound`
 /// existed: a bracket without an upper end).
 fn lower_bound(r: &crate::connections::ConnRow) -> bool {
-    r.lower_bound
-        || (r.methodology != bench_model::plan::Methodology::NatTeardownRate && r.upper.is_none())
+    r.lower_bound || (!matches!(r.methodology, Methodology::NatTeardownRate) && r.upper.is_none())
 }
 
 /// The part of a connection row's key beyond case and methodology: N for throughput rows.
 fn at_key(r: &crate::connections::ConnRow) -> u64 {
-    if r.methodology == bench_model::plan::Methodology::NatThroughput {
+    if matches!(r.methodology, Methodology::NatThroughput) {
         r.at.to_bits()
     } else {
         0

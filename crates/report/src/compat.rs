@@ -8,7 +8,7 @@
 //! those. A record that has its facts passes through untouched.
 
 use bench_model::iperf3;
-use bench_model::plan::{Case, Methodology, Plan};
+use bench_model::plan::{Case, Methodology, Plan, Protocol};
 use bench_model::results::{LineRate, RunFacts, RunInfo, TcpFacts, TrialRecord};
 use wire::encap::{EncapSpec, IpVersion};
 use wire::linerate::FrameSize;
@@ -40,70 +40,46 @@ pub(crate) fn run_facts(info: &RunInfo) -> (RunFacts, Option<String>) {
     }
 }
 
-/// `wire`'s spelling of a case's encapsulation: `vlan` on an IPv6 case is `vlan+ipv6`; values
-/// that already name the IP version (old runs' `encap` variable) are kept as written, and
-/// values `wire` cannot read are kept too (the theoretical maximum then falls back to plain).
-pub fn full_encap(value: &str, ip: u8) -> String {
+/// The encapsulation a case's `encap` text names (an `encap=` case-id segment, or the `encap`
+/// user variable of runs before that dimension existed), with the case's IP version: `vlan` on
+/// an IPv6 case is `vlan+ipv6`; a value that names its IP version (`ipv4+pppoe`) or is DS-Lite
+/// keeps its own. `None` when `wire` cannot read it (the caller keeps it as a label).
+pub(crate) fn encap_of_text(value: &str, ip: IpVersion) -> Option<EncapSpec> {
     let names_ip = value
         .split('+')
         .any(|p| matches!(p.trim(), "ipv4" | "ipv6" | "ip4" | "ip6"));
-    if names_ip {
-        return value.to_string();
-    }
-    match value.parse::<EncapSpec>() {
-        Ok(mut e) => {
-            if !e.dslite {
-                e.ip = ip_version(ip);
-            }
-            e.to_string()
-        }
-        Err(_) => value.to_string(),
-    }
-}
-
-fn ip_version(ip: u8) -> IpVersion {
-    if ip == 6 {
-        IpVersion::V6
+    let spec = value.parse::<EncapSpec>().ok()?;
+    Some(if names_ip || spec.dslite {
+        spec
     } else {
-        IpVersion::V4
-    }
+        spec.with_ip(ip)
+    })
 }
 
 /// A recorded case's dimensions. The case's typed `encap` names its encapsulation; runs
-/// recorded before that dimension existed had a user variable named `encap`, read here.
+/// recorded before that dimension existed had a user variable named `encap`, read here (a
+/// value `wire` cannot read stays a label).
 pub(crate) fn dims_of_case(c: &Case) -> Dims {
-    let ip = match c.dims.ip {
-        IpVersion::V4 => 4,
-        IpVersion::V6 => 6,
-    };
-    let encap = c
-        .dims
-        .vars
-        .iter()
-        .find(|(k, _)| k == "encap")
-        .map(|(_, v)| full_encap(v, ip))
-        .or_else(|| c.dims.encap.map(|e| e.to_string()))
-        .unwrap_or_else(|| EncapSpec::plain(c.dims.ip).to_string());
-    let (frame_size, imix) = bench_model::plan::Dims::frame_fields(c.dims.frame);
+    let old_encap = c.dims.vars.iter().find(|(k, _)| k == "encap");
+    let old_spec = old_encap.and_then(|(_, v)| encap_of_text(v, c.dims.ip));
+    let encap = old_spec.unwrap_or_else(|| c.dims.encap_or_plain());
     Dims {
         profile: c.dims.profile.clone(),
-        protocol: c.dims.protocol.to_string(),
-        ip,
+        protocol: c.dims.protocol,
+        ip: c.dims.ip,
         encap,
-        frame_size,
-        imix,
+        frame: c.dims.frame,
         sessions: c.dims.sessions,
         mss: c.dims.mss,
-        // The stream dimensions (`flows=N`, `tos=N` in the id) label and group like user
-        // dimensions, so two cases that differ only in them are two rows, as for a run
+        // The dimensions the table of dimensions shows as labels (the stream dimensions
+        // `flows`, `tos`, then the user dimensions, as their case-id segments read) group like
+        // user dimensions, so two cases that differ only in them are two rows, as for a run
         // `run.json` does not list (its id parsed).
         vars: c
             .dims
-            .flows
-            .map(|n| ("flows".to_string(), n.to_string()))
+            .labels()
             .into_iter()
-            .chain(c.dims.tos.map(|t| ("tos".to_string(), t.to_string())))
-            .chain(c.dims.vars.iter().filter(|(k, _)| k != "encap").cloned())
+            .filter(|(k, _)| k != "encap" || old_spec.is_none())
             .collect(),
         bidirectional: c.dims.bidirectional,
         offload: c.dims.offload,
@@ -115,28 +91,18 @@ pub(crate) fn dims_of_case(c: &Case) -> Dims {
 /// (its plan unreadable).
 pub(crate) fn dims_of_case_id(id: &str) -> Dims {
     let mut parts = id.split('/');
-    let profile = parts.next().unwrap_or("").to_string();
+    let mut d = Dims::new(parts.next().unwrap_or(""));
     let proto = parts.next().unwrap_or("udp4");
-    let (protocol, ip) = if let Some(v) = proto.strip_prefix("tcp") {
-        ("tcp", v)
+    let version = if let Some(v) = proto.strip_prefix("tcp") {
+        d.protocol = Protocol::Tcp;
+        v
     } else {
-        ("udp", proto.strip_prefix("udp").unwrap_or("4"))
+        proto.strip_prefix("udp").unwrap_or("4")
     };
-    let ip: u8 = ip.parse().unwrap_or(4);
-    let mut d = Dims {
-        profile,
-        protocol: protocol.into(),
-        ip,
-        encap: if ip == 6 { "ipv6" } else { "ipv4" }.into(),
-        frame_size: None,
-        imix: false,
-        sessions: None,
-        mss: None,
-        vars: Vec::new(),
-        bidirectional: false,
-        offload: None,
-        fastpath: None,
-    };
+    if version == "6" {
+        d.ip = IpVersion::V6;
+        d.encap = EncapSpec::plain(IpVersion::V6);
+    }
     let switch = |v: &str| match v {
         "on" => Some(true),
         "off" => Some(false),
@@ -146,21 +112,22 @@ pub(crate) fn dims_of_case_id(id: &str) -> Dims {
         if p == "bidir" {
             d.bidirectional = true;
         } else if p == "imix" {
-            d.imix = true;
+            d.frame = Some(FrameSize::Imix);
         } else if let Some((k, v)) = p.split_once('=') {
             // The built-in switches are spelt `on`/`off`; a user dimension of the same
             // name with other values (older plans: `fastpath=1`) stays a user dimension.
+            let encap = (k == "encap").then(|| encap_of_text(v, d.ip)).flatten();
             if k == "offload" && switch(v).is_some() {
                 d.offload = switch(v);
             } else if k == "fastpath" && switch(v).is_some() {
                 d.fastpath = switch(v);
-            } else if k == "encap" {
-                d.encap = full_encap(v, ip);
+            } else if let Some(e) = encap {
+                d.encap = e;
             } else {
                 d.vars.push((k.into(), v.into()));
             }
         } else if let Some(n) = p.strip_suffix('B').and_then(|x| x.parse().ok()) {
-            d.frame_size = Some(n);
+            d.frame = Some(FrameSize::Fixed { bytes: n });
         } else if let Some(n) = p.strip_prefix("mss").and_then(|x| x.parse().ok()) {
             d.mss = Some(n);
         } else if let Some(n) = p.strip_prefix('s').and_then(|x| x.parse().ok()) {
@@ -168,14 +135,6 @@ pub(crate) fn dims_of_case_id(id: &str) -> Dims {
         }
     }
     d
-}
-
-/// The typed encapsulation of dimensions whose records did not carry one: their `encap`
-/// string, plain IP when `wire` cannot read it.
-pub(crate) fn encap_of(dims: &Dims) -> EncapSpec {
-    dims.encap
-        .parse()
-        .unwrap_or(EncapSpec::plain(ip_version(dims.ip)))
 }
 
 /// One direction's 100 % of a UDP case whose trials did not record it: the path arithmetic on its
@@ -191,7 +150,7 @@ pub(crate) fn udp_line(
     notes: &mut Vec<String>,
 ) -> Option<LineRate> {
     let (case_id, m) = label;
-    let Some(computed) = LineRate::on_path(BitsPerSec(speed), encap_of(dims), frame) else {
+    let Some(computed) = LineRate::on_path(BitsPerSec(speed), dims.encap, frame) else {
         notes.push(format!(
             "{case_id}: frame size {frame} B does not fit the path; no theoretical maximum"
         ));
@@ -236,7 +195,10 @@ pub(crate) fn tcp_of(
             r.tcp_mss
                 .map(|x| x as u32)
                 .or(dims.mss)
-                .unwrap_or(if dims.ip == 6 { 1440 } else { 1460 }),
+                .unwrap_or(match dims.ip {
+                    IpVersion::V4 => 1460,
+                    IpVersion::V6 => 1440,
+                }),
         ),
         (None, None) => return None,
     };
@@ -244,7 +206,7 @@ pub(crate) fn tcp_of(
         Some(f) => f,
         None => TcpFacts::derive(
             BitsPerSec(speed),
-            ip_version(dims.ip),
+            dims.ip,
             l4,
             mss,
             t.tcp.as_ref().and_then(|f| f.wire_count.as_ref()),
@@ -262,42 +224,57 @@ pub(crate) fn tcp_of(
 mod tests {
     use super::*;
 
+    fn spec(s: &str) -> EncapSpec {
+        s.parse().unwrap()
+    }
+
     /// The theoretical maximum of an old run's case, from its dimensions.
     fn max_of(d: &Dims, frame: u32) -> Option<(f64, f64, String)> {
-        crate::model::udp_max(1e9, encap_of(d), d.bidirectional, frame)
+        crate::model::udp_max(1e9, d.encap, d.bidirectional, frame)
     }
 
     #[test]
     fn theoretical_maximum_follows_the_encapsulation() {
         let plain = dims_of_case_id("forward/udp4/64B");
-        assert_eq!(plain.encap, "ipv4");
+        assert_eq!(plain.encap, spec("ipv4"));
         let (pps, _, link) = max_of(&plain, 64).unwrap();
         assert_eq!(pps.round(), 1_488_095.0);
         assert_eq!(link, "link");
         // PPPoE adds 8 B on the WAN link: 1e9 / ((64 + 8 + 20) × 8).
         let pppoe = dims_of_case_id("forward/udp4/64B/encap=ipv4+pppoe");
-        assert_eq!(pppoe.encap, "ipv4+pppoe");
+        assert_eq!(pppoe.encap, spec("ipv4+pppoe"));
         let (pps, _, link) = max_of(&pppoe, 64).unwrap();
         assert_eq!(pps.round(), (1e9f64 / (92.0 * 8.0)).round());
         assert_eq!(link, "wan");
-        assert_eq!(pppoe.family(), "IPv4 UDP over ipv4+pppoe");
+        // Said in `wire`'s canonical spelling, whatever order the case id wrote.
+        assert_eq!(pppoe.family(), "IPv4 UDP over pppoe+ipv4");
     }
 
     #[test]
     fn encap_dimension_and_bidirectional_come_from_the_case_id() {
         let d = dims_of_case_id("cpe/udp6/128B/encap=qinq/bidir");
-        assert_eq!(d.encap, "qinq+ipv6");
+        assert_eq!(d.encap, spec("qinq+ipv6"));
         assert!(d.bidirectional);
         assert_eq!(d.family(), "IPv6 UDP over qinq+ipv6, bidirectional");
         // 1e9 / ((128 + 8 + 20) × 8), both directions.
         let (pps, _, link) = max_of(&d, 128).unwrap();
         assert_eq!(pps.round(), (2.0 * 1e9f64 / (156.0 * 8.0)).round());
         assert_eq!(link, "wan");
-        assert_eq!(dims_of_case_id("x/udp4/64B/encap=plain").encap, "ipv4");
-        assert_eq!(full_encap("dslite", 4), "dslite");
-        // Old runs' user variable keeps its spelling; unreadable values are kept as written.
-        assert_eq!(full_encap("ipv4+pppoe", 4), "ipv4+pppoe");
-        assert_eq!(full_encap("gre", 4), "gre");
+        assert_eq!(
+            dims_of_case_id("x/udp4/64B/encap=plain").encap,
+            spec("ipv4")
+        );
+        assert_eq!(encap_of_text("dslite", IpVersion::V6), Some(spec("dslite")));
+        // Old runs' user variable keeps the IP version it names; a value `wire` cannot read
+        // is no encapsulation but stays a label, so its cases stay apart.
+        assert_eq!(
+            encap_of_text("ipv4+pppoe", IpVersion::V6),
+            Some(spec("pppoe+ipv4"))
+        );
+        assert_eq!(encap_of_text("gre", IpVersion::V4), None);
+        let gre = dims_of_case_id("x/udp4/64B/encap=gre");
+        assert!(gre.has_plain_encap());
+        assert_eq!(gre.vars, [("encap".to_string(), "gre".to_string())]);
     }
 
     #[test]
@@ -346,8 +323,8 @@ mod tests {
     #[test]
     fn imix_cases_are_their_own_point() {
         let d = dims_of_case_id("napt/udp6/imix/tos=46");
-        assert!(d.imix);
-        assert_eq!(d.frame_size, None);
+        assert!(d.is_imix());
+        assert_eq!(d.frame_bytes(), None);
         assert_eq!(d.frame(), Some(FrameSize::Imix));
         assert_eq!(d.point(), "IMIX, tos=46, IPv6 UDP");
         assert_ne!(d, dims_of_case_id("napt/udp6/82B/tos=46"));
@@ -357,8 +334,8 @@ mod tests {
     fn case_ids_parse_back_into_dimensions() {
         let d = dims_of_case_id("napt/tcp6/s4/mss1200/fast-path=on");
         assert_eq!(
-            (d.protocol.as_str(), d.ip, d.sessions, d.mss),
-            ("tcp", 6, Some(4), Some(1200))
+            (d.protocol, d.ip, d.sessions, d.mss),
+            (Protocol::Tcp, IpVersion::V6, Some(4), Some(1200))
         );
         assert_eq!(d.vars, [("fast-path".to_string(), "on".to_string())]);
         assert_eq!(d.point(), "4 sessions, MSS 1200, fast-path=on, IPv6 TCP");

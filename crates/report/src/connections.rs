@@ -303,7 +303,7 @@ fn opt(x: Option<impl ToString>) -> String {
 
 /// One row's cells. A lower bound reads "at least X".
 pub fn cells(r: &ConnRow) -> Vec<String> {
-    let capacity = r.methodology == Methodology::NatTableCapacity;
+    let capacity = matches!(r.methodology, Methodology::NatTableCapacity);
     let num = |x: f64| format!("{x:.0}");
     vec![
         r.case_id.clone(),

@@ -6,6 +6,9 @@
 //! Built from the results table's rows ([`crate::model::Row`]), so its figures are the table's;
 //! `html` shades and `text` prints what [`Cell`] says.
 
+use bench_model::plan::{Methodology, Protocol};
+use wire::encap::IpVersion;
+
 use crate::model::{Analysis, Dims, Row};
 
 /// One family's table.
@@ -13,8 +16,8 @@ use crate::model::{Analysis, Dims, Row};
 pub struct Table<'a> {
     /// `IPv4 UDP`, `IPv6 TCP over pppoe+ipv6`, … ([`Dims::family`]).
     pub family: String,
-    /// `udp` or `tcp`.
-    pub protocol: String,
+    /// UDP or TCP.
+    pub protocol: Protocol,
     /// Column headings: `64 B`, `IMIX`, `1 session`, `MSS 1414`, `4 sessions, MSS 400`.
     pub columns: Vec<String>,
     /// What every line measures when they all measure the same (then lines carry no label).
@@ -41,22 +44,20 @@ pub struct Group<'a> {
 /// multi-goal search's goals, `RFC 2544` for the throughput search, `FR` for the forwarding
 /// rate at the maximum offered load, `iperf3` for TCP.
 pub fn measure(r: &Row) -> String {
-    use bench_model::plan::Methodology;
-    match r.loss_goal {
-        Some(g) if g <= 0.0 => "NDR".into(),
-        Some(g) => format!("PDR {} %", g * 100.0),
-        None if r.methodology == Methodology::ForwardingRate.name() => "FR".into(),
-        None if r.methodology == Methodology::Rfc2544Throughput.name() => "RFC 2544".into(),
-        None => r.methodology.clone(),
+    match (r.loss_goal, r.methodology) {
+        (Some(g), _) if g <= 0.0 => "NDR".into(),
+        (Some(g), _) => format!("PDR {} %", g * 100.0),
+        (None, Methodology::ForwardingRate) => "FR".into(),
+        (None, Methodology::Rfc2544Throughput) => "RFC 2544".into(),
+        (None, m) => m.name().into(),
     }
 }
 
 /// Lines of a group in reading order: zero loss first, then the loss goals upwards, then the
 /// forwarding rate.
 fn measure_order(r: &Row) -> (u8, u64) {
-    use bench_model::plan::Methodology;
     let goal = r.loss_goal.unwrap_or(0.0).max(0.0);
-    let rank = if r.methodology == Methodology::ForwardingRate.name() {
+    let rank = if matches!(r.methodology, Methodology::ForwardingRate) {
         2
     } else if goal > 0.0 {
         1
@@ -68,8 +69,14 @@ fn measure_order(r: &Row) -> (u8, u64) {
 
 /// The family a row belongs to, and the order families are shown in: UDP before TCP (frame
 /// sizes are what most readers came for), then IP version, encapsulation, one-way first.
-fn family_order(d: &Dims) -> (bool, u8, String, bool) {
-    (d.protocol != "udp", d.ip, d.encap.clone(), d.bidirectional)
+fn family_order(d: &Dims) -> (bool, IpVersion, String, bool) {
+    (
+        !matches!(d.protocol, Protocol::Udp),
+        d.ip,
+        // Encapsulations in the order of their spelling, as reports have listed them.
+        d.encap.to_string(),
+        d.bidirectional,
+    )
 }
 
 /// A column: UDP frame size (the IMIX after the sizes) or TCP (sessions; then the default MSS
@@ -89,17 +96,16 @@ enum Column {
 }
 
 fn column_of(d: &Dims) -> Column {
-    if d.protocol == "tcp" {
-        Column::Tcp {
+    match d.protocol {
+        Protocol::Tcp => Column::Tcp {
             sessions: d.sessions,
             set_mss: d.mss.is_some(),
             mss: std::cmp::Reverse(d.mss),
-        }
-    } else {
-        Column::Frame {
-            imix: d.imix,
-            size: d.frame_size,
-        }
+        },
+        Protocol::Udp => Column::Frame {
+            imix: d.is_imix(),
+            size: d.frame_bytes(),
+        },
     }
 }
 
@@ -176,8 +182,7 @@ pub fn tables(a: &Analysis) -> Vec<Table<'_>> {
     for r in &a.rows {
         let mut key = r.dims.clone();
         key.profile = String::new();
-        key.frame_size = None;
-        key.imix = false;
+        key.frame = None;
         key.sessions = None;
         key.mss = None;
         key.offload = None;
@@ -254,7 +259,7 @@ pub fn tables(a: &Analysis) -> Vec<Table<'_>> {
             };
             Table {
                 family: rows[0].dims.family(),
-                protocol: key.protocol.clone(),
+                protocol: key.protocol,
                 columns: column_titles(&cols),
                 one_measure,
                 shared: shared_sessions(&cols),
@@ -316,10 +321,9 @@ pub fn cell(r: Option<&Row>, unfinished: bool, status: fn(&Row) -> &'static str)
             case,
         };
     };
-    let rate = if r.dims.protocol == "tcp" {
-        r.l2_bps.map(bits).unwrap_or_default()
-    } else {
-        r.pps.map(frames).unwrap_or_default()
+    let rate = match r.dims.protocol {
+        Protocol::Tcp => r.l2_bps.map(|b| bits(b.0)).unwrap_or_default(),
+        Protocol::Udp => r.pps.map(|p| frames(p.0)).unwrap_or_default(),
     };
     let (mark, shade) = match word {
         "ok" => (None, Some(p)),
@@ -383,8 +387,8 @@ pub fn legend(a: &Analysis, tables: &[Table]) -> String {
             .flat_map(|g| &g.lines)
             .flat_map(|(_, cells)| cells.iter().flatten())
     };
-    let udp = tables.iter().any(|t| t.protocol == "udp");
-    let tcp = tables.iter().any(|t| t.protocol != "udp");
+    let udp = tables.iter().any(|t| matches!(t.protocol, Protocol::Udp));
+    let tcp = tables.iter().any(|t| matches!(t.protocol, Protocol::Tcp));
     let mut s = String::from("Each cell: % of the line rate of the case's frame on its path");
     match (udp, tcp) {
         (true, true) => s.push_str(", with frames/s (UDP) or Mb/s of L2 frames (TCP)"),

@@ -2,6 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use bench_model::plan::{Methodology, Protocol};
+use wire::encap::IpVersion;
+use wire::linerate::FrameSize;
+use wire::units::{BitsPerSec, Pps};
+
 use crate::model::{udp_max, Analysis, Dims, LatencyRow, Row, PERCENTILES};
 use crate::svg::{bar_chart, esc, line_chart, Bar, Series};
 use crate::text::{
@@ -77,7 +82,7 @@ const NUMERIC: [&str; 13] = [
 /// measure (a forwarding rate at overload is drawn apart from throughput, and a multi-goal
 /// search's goals apart from each other: a case can have several, and they answer different
 /// questions). The measure sorts throughput at zero loss first.
-type FamilyKey = (String, u8, String, bool, (u8, String));
+type FamilyKey = (Protocol, IpVersion, String, bool, (u8, String));
 
 fn family_key(r: &Row) -> FamilyKey {
     let d = &r.dims;
@@ -87,16 +92,17 @@ fn family_key(r: &Row) -> FamilyKey {
         _ => (0, row_measure(r)),
     };
     (
-        d.protocol.clone(),
+        d.protocol,
         d.ip,
-        d.encap.clone(),
+        // Encapsulations in the order of their spelling, as reports have listed them.
+        d.encap.to_string(),
         d.bidirectional,
         measure,
     )
 }
 
 fn is_forwarding_rate(r: &Row) -> bool {
-    r.methodology == bench_model::plan::Methodology::ForwardingRate.name()
+    matches!(r.methodology, Methodology::ForwardingRate)
 }
 
 /// A family's heading: its name, and what it measures when that is not plain throughput.
@@ -127,11 +133,10 @@ fn row_measure(r: &Row) -> String {
 /// The non-profile dimensions of a row, as a bar's series name.
 fn second(d: &Dims) -> String {
     let mut p = Vec::new();
-    if let Some(f) = d.frame_size {
-        p.push(format!("{f} B"));
-    }
-    if d.imix {
-        p.push("IMIX".into());
+    match d.frame() {
+        Some(FrameSize::Fixed { bytes }) => p.push(format!("{bytes} B")),
+        Some(FrameSize::Imix) => p.push("IMIX".into()),
+        None => {}
     }
     if let Some(s) = d.sessions {
         p.push(format!("{s} sess."));
@@ -180,7 +185,7 @@ fn grouped(
                         .find(|r| &r.dims.profile == g && &second(&r.dims) == s)?;
                     if r.tester_limited && rate {
                         // What the tester reached, drawn hatched: never a DUT figure.
-                        let reached = r.tester_reached_percent? / 100.0 * r.max_pps;
+                        let reached = r.tester_reached_percent? / 100.0 * r.max_pps.0;
                         return Some(Bar {
                             value: scaled(r, reached, &value),
                             noise: 0.0,
@@ -189,7 +194,7 @@ fn grouped(
                         });
                     }
                     let v = value(r)?;
-                    let pps = r.pps.unwrap_or(0.0);
+                    let pps = r.pps.unwrap_or_default().0;
                     let noise = if rate && pps > 0.0 {
                         r.noise_pps / pps * v
                     } else {
@@ -212,8 +217,8 @@ fn grouped(
 fn scaled(r: &Row, pps: f64, value: &impl Fn(&Row) -> Option<f64>) -> f64 {
     let mut probe = r.clone();
     probe.tester_limited = false;
-    probe.pps = Some(pps);
-    probe.l2_bps = Some(pps * r.frame_len * 8.0);
+    probe.pps = Some(Pps(pps));
+    probe.l2_bps = Some(BitsPerSec(pps * r.frame_len * 8.0));
     probe.dut_cpu_percent = None;
     probe.dut_power_watts = None;
     value(&probe).unwrap_or(0.0)
@@ -507,16 +512,16 @@ fn families_of(a: &Analysis) -> BTreeMap<FamilyKey, Vec<&Row>> {
 /// One bar chart per family and profile; charts of one protocol share their y axis.
 fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut String) {
     // Shared y axes: every bar chart of one protocol uses the same maximum per unit.
-    let mut max_mbps: BTreeMap<String, f64> = BTreeMap::new();
-    let mut max_pps: BTreeMap<String, f64> = BTreeMap::new();
+    let mut max_mbps: BTreeMap<Protocol, f64> = BTreeMap::new();
+    let mut max_pps: BTreeMap<Protocol, f64> = BTreeMap::new();
     for r in &a.rows {
         let reached = r
             .tester_reached_percent
-            .map_or(0.0, |p| p / 100.0 * r.max_pps);
-        let pps = r.pps.unwrap_or(0.0).max(reached) + r.noise_pps;
-        let m = max_mbps.entry(r.dims.protocol.clone()).or_default();
+            .map_or(0.0, |p| p / 100.0 * r.max_pps.0);
+        let pps = r.pps.unwrap_or_default().0.max(reached) + r.noise_pps;
+        let m = max_mbps.entry(r.dims.protocol).or_default();
         *m = m.max(pps * r.frame_len * 8.0 / 1e6);
-        let p = max_pps.entry(r.dims.protocol.clone()).or_default();
+        let p = max_pps.entry(r.dims.protocol).or_default();
         *p = p.max(pps);
     }
     o.push_str("<h2 id=\"charts\">Throughput per profile</h2>\n<p>Bars: mean over repetitions; whiskers: noise (with repetitions, half their spread plus half the search resolution; with one, the search's final bracket or the spread of iperf3's per-interval rates; where a search's own trials show sporadic loss, the range it spans). A multi-goal search has a chart per loss goal (NDR, PDR). Long profile names wrap; hover a label or bar for the full name. Hatched bars marked TL are tester-limited: what the tester reached, not a DUT figure. Charts of one protocol share their y axis.</p>\n");
@@ -527,7 +532,7 @@ fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &m
             "<h3>{}</h3><div class=\"charts\">",
             esc(&heading(&fam, rows))
         ));
-        let (g, s, v) = grouped(a, rows, true, |r| r.l2_bps.map(|b| b / 1e6));
+        let (g, s, v) = grouped(a, rows, true, |r| r.l2_bps.map(|b| b.0 / 1e6));
         fig(
             o,
             &bar_chart(
@@ -540,7 +545,7 @@ fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &m
                 max_mbps.get(proto).copied().unwrap_or(1.0),
             ),
         );
-        let (g, s, v) = grouped(a, rows, true, |r| r.pps);
+        let (g, s, v) = grouped(a, rows, true, |r| r.pps.map(|p| p.0));
         fig(
             o,
             &bar_chart(
@@ -576,7 +581,9 @@ fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &m
 fn size_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut String) {
     let udp: Vec<_> = families
         .iter()
-        .filter(|(k, rows)| k.0 == "udp" && rows.iter().any(|r| r.dims.frame_size.is_some()))
+        .filter(|(k, rows)| {
+            matches!(k.0, Protocol::Udp) && rows.iter().any(|r| r.dims.frame_bytes().is_some())
+        })
         .collect();
     if !udp.is_empty() {
         o.push_str("<h2>Throughput against frame size</h2>\n<p>Dashed: the theoretical maximum of the encapsulated frame on the bottleneck link.</p>\n");
@@ -603,7 +610,7 @@ fn size_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut 
                     &r.dims.profile == p
                         && (r.dims.offload, r.dims.fastpath) == (offload, fastpath)
                         && r.pps.is_some()
-                        && r.dims.frame_size.is_some()
+                        && r.dims.frame_bytes().is_some()
                 })
                 .collect();
             if pts.is_empty() {
@@ -624,7 +631,7 @@ fn size_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut 
                 name: name.clone(),
                 points: pts
                     .iter()
-                    .map(|r| (r.frame_len, r.l2_bps.unwrap_or(0.0) / 1e6))
+                    .map(|r| (r.frame_len, r.l2_bps.unwrap_or_default().0 / 1e6))
                     .collect(),
                 dashed: false,
                 color: None,
@@ -643,19 +650,15 @@ fn size_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut 
         // The family's path, as its rows' records carried it.
         let encap = rows[0]
             .path_encap
-            .unwrap_or(wire::encap::EncapSpec::plain(if dims.ip == 6 {
-                wire::encap::IpVersion::V6
-            } else {
-                wire::encap::IpVersion::V4
-            }));
+            .unwrap_or(wire::encap::EncapSpec::plain(dims.ip));
         let lo = rows
             .iter()
-            .filter_map(|r| r.dims.frame_size)
+            .filter_map(|r| r.dims.frame_bytes())
             .min()
             .unwrap_or(64);
         let hi = rows
             .iter()
-            .filter_map(|r| r.dims.frame_size)
+            .filter_map(|r| r.dims.frame_bytes())
             .max()
             .unwrap_or(1518);
         let mut theo = Vec::new();
@@ -717,7 +720,7 @@ fn mss_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut S
     let tcp_mss: Vec<_> = families
         .iter()
         .filter(|(k, rows)| {
-            k.0 == "tcp" && {
+            matches!(k.0, Protocol::Tcp) && {
                 let mut m: Vec<u32> = rows.iter().filter_map(|r| r.dims.mss).collect();
                 m.sort_unstable();
                 m.dedup();
@@ -762,7 +765,7 @@ fn mss_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut S
                     color: None,
                 })
                 .points
-                .push((f64::from(m), b / 1e6));
+                .push((f64::from(m), b.0 / 1e6));
         }
         let mut series: Vec<Series> = lines.into_values().collect();
         for s in &mut series {
@@ -792,7 +795,7 @@ fn loss_charts(a: &Analysis, o: &mut String) {
         for c in &a.loss_curves {
             let color = a.profiles.iter().position(|p| p == &c.dims.profile);
             by_fam
-                .entry((c.dims.family(), c.dims.frame_size, second(&c.dims)))
+                .entry((c.dims.family(), c.dims.frame_bytes(), second(&c.dims)))
                 .or_default()
                 .push(Series {
                     name: c.dims.profile.clone(),
@@ -963,7 +966,7 @@ fn latency_charts(a: &Analysis, o: &mut String) {
             let pts = |f: &dyn Fn(&LatencyRow) -> Option<f64>| -> Vec<(f64, f64)> {
                 let mut v: Vec<(f64, f64)> = ls
                     .iter()
-                    .filter_map(|l| Some((f64::from(l.dims.frame_size?), f(l)?)))
+                    .filter_map(|l| Some((f64::from(l.dims.frame_bytes()?), f(l)?)))
                     .collect();
                 v.sort_by(|x, y| x.0.total_cmp(&y.0));
                 v
@@ -1067,7 +1070,7 @@ fn connection_section(a: &Analysis, o: &mut String) {
         let rows: Vec<_> = a
             .connections
             .iter()
-            .filter(|r| r.methodology == m && r.repetition == 0)
+            .filter(|r| (r.methodology, r.repetition) == (m, 0))
             .collect();
         if rows.is_empty() {
             continue;

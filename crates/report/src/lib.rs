@@ -12,6 +12,7 @@ pub(crate) mod analyse;
 pub mod compare;
 mod compat;
 pub mod connections;
+pub mod dims;
 mod escape;
 pub mod finding_list;
 pub mod headline;

@@ -8,11 +8,12 @@
 //! hard-coded.
 use std::collections::BTreeMap;
 
+use bench_model::plan::Methodology;
 use bench_model::results::{LineRate, Record, RunInfo, TrialRecord};
 use serde::{Deserialize, Serialize};
 use wire::encap::EncapSpec;
 use wire::linerate::FrameSize;
-use wire::units::BitsPerSec;
+use wire::units::{BitsPerSec, Pps};
 
 /// Link speed assumed when the plan cannot be read (it names none).
 pub const DEFAULT_SPEED: f64 = 1e9;
@@ -132,120 +133,7 @@ pub struct RunInput<'a> {
     pub stats: &'a [CaseStats],
 }
 
-/// The dimensions of a case, as the report groups them.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Dims {
-    /// DUT profile.
-    pub profile: String,
-    /// `udp` or `tcp`.
-    pub protocol: String,
-    /// 4 or 6.
-    pub ip: u8,
-    /// Encapsulation on the far link in `wire`'s spelling with the IP version (`ipv4`,
-    /// `vlan+ipv6`, `pppoe+ipv4`, …): the case's `encap` dimension (`encap=` in its id), or the
-    /// `encap` user variable of runs before that dimension existed, else plain IP.
-    pub encap: String,
-    /// UDP frame size.
-    pub frame_size: Option<u32>,
-    /// A UDP case that sent the simple IMIX (`imix` in the case id; `frame_size` is `None`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub imix: bool,
-    /// TCP sessions.
-    pub sessions: Option<u32>,
-    /// TCP MSS.
-    pub mss: Option<u32>,
-    /// User dimensions other than `encap`, after the stream dimensions `flows` and `tos`.
-    pub vars: Vec<(String, String)>,
-    /// UDP trials ran A→B and B→A at once (`bidir` in the case id): rates are sums of both.
-    #[serde(default)]
-    pub bidirectional: bool,
-    /// The DUT's segmentation offloads (`offload=on|off` in the case id); `None` where the
-    /// plan has no such dimension (older runs, or blocks without it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offload: Option<bool>,
-    /// The DUT's fast path (`fastpath=on|off`); `None` where not a dimension.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fastpath: Option<bool>,
-}
-
-impl Dims {
-    /// `IPv4 UDP`, `IPv6 TCP`, with the encapsulation when it is not plain and
-    /// `bidirectional` when both directions ran at once.
-    pub fn family(&self) -> String {
-        let mut base = format!("IPv{} {}", self.ip, self.protocol.to_uppercase());
-        if self.encap != format!("ipv{}", self.ip) {
-            base = format!("{base} over {}", self.encap);
-        }
-        if self.bidirectional {
-            base.push_str(", bidirectional");
-        }
-        base
-    }
-
-    /// What a UDP case sent: its frame size or the IMIX; `None` for TCP.
-    pub fn frame(&self) -> Option<wire::linerate::FrameSize> {
-        if self.imix {
-            return Some(wire::linerate::FrameSize::Imix);
-        }
-        self.frame_size
-            .map(|b| wire::linerate::FrameSize::Fixed { bytes: b as usize })
-    }
-
-    /// Where in the matrix, without the profile: `64 B, IPv4 UDP`.
-    pub fn point(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(f) = self.frame_size {
-            parts.push(format!("{f} B"));
-        }
-        if self.imix {
-            parts.push("IMIX".to_string());
-        }
-        if let Some(s) = self.sessions {
-            parts.push(format!("{s} session{}", if s == 1 { "" } else { "s" }));
-        }
-        if let Some(m) = self.mss {
-            parts.push(format!("MSS {m}"));
-        }
-        parts.extend(self.switches());
-        for (k, v) in &self.vars {
-            parts.push(format!("{k}={v}"));
-        }
-        parts.push(self.family());
-        parts.join(", ")
-    }
-
-    /// The switch dimensions the case has, as a reader says them: `offload on`, `fastpath off`.
-    pub fn switches(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        if let Some(o) = self.offload {
-            v.push(format!("offload {}", bench_model::plan::on_off(o)));
-        }
-        if let Some(f) = self.fastpath {
-            v.push(format!("fastpath {}", bench_model::plan::on_off(f)));
-        }
-        v
-    }
-
-    /// The same case without its point in the matrix (frame size, sessions, MSS): what a
-    /// summary compares across.
-    pub(crate) fn context(&self) -> Dims {
-        Dims {
-            frame_size: None,
-            imix: false,
-            sessions: None,
-            mss: None,
-            ..self.clone()
-        }
-    }
-
-    /// The same point with another profile (for findings and grouping).
-    pub fn without_profile(&self) -> Dims {
-        Dims {
-            profile: String::new(),
-            ..self.clone()
-        }
-    }
-}
+pub use crate::dims::Dims;
 
 /// One throughput figure of one case (a throughput search or iperf3), over all repetitions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -254,8 +142,8 @@ pub struct Row {
     pub case_id: String,
     /// Dimensions.
     pub dims: Dims,
-    /// Methodology name (`rfc2544-throughput`, `multi-goal`, `iperf3`).
-    pub methodology: String,
+    /// Methodology (`rfc2544-throughput`, `multi-goal`, `forwarding-rate`, `iperf3`).
+    pub methodology: Methodology,
     /// A multi-goal row's loss goal (0 for NDR, 0.005 for PDR 0.5 %): such a search has a row
     /// per goal. `None` for the other methodologies (and in summaries written before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -270,11 +158,11 @@ pub struct Row {
     /// Frame length on the reference link, bytes with FCS (mean for TCP: full segments).
     pub frame_len: f64,
     /// Measured frames per second (mean over repetitions, directions summed).
-    pub pps: Option<f64>,
+    pub pps: Option<Pps>,
     /// Measured L2 bits per second (frame bytes with FCS).
-    pub l2_bps: Option<f64>,
+    pub l2_bps: Option<BitsPerSec>,
     /// L4 bits per second (iperf3 only).
-    pub l4_bps: Option<f64>,
+    pub l4_bps: Option<BitsPerSec>,
     /// Per-repetition frames per second.
     pub rep_pps: Vec<f64>,
     /// Noise in frames per second, the ± that findings and comparisons allow the figure
@@ -291,9 +179,9 @@ pub struct Row {
     #[serde(skip)]
     pub resolution_pps: f64,
     /// Theoretical maximum frames per second on the bottleneck link (directions summed).
-    pub max_pps: f64,
+    pub max_pps: Pps,
     /// Theoretical maximum L2 bits per second at the reference link (directions summed).
-    pub max_l2_bps: f64,
+    pub max_l2_bps: BitsPerSec,
     /// Bottleneck link name.
     pub bottleneck: String,
     /// The headers the row's frames carried on the path (UDP: the records' `UdpFacts::encap`),
@@ -358,7 +246,12 @@ impl Row {
     /// The methodology as tables show it: a multi-goal row names its goal (`multi-goal NDR`,
     /// `multi-goal PDR 0.5 %`).
     pub fn methodology_label(&self) -> String {
-        label(&self.methodology, self.loss_goal)
+        label(self.methodology.name(), self.loss_goal)
+    }
+
+    /// Whether this is a figure of case `case` by methodology `m`.
+    pub fn is_figure_of(&self, case: &str, m: Methodology) -> bool {
+        self.case_id == case && m == self.methodology
     }
 }
 

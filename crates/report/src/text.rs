@@ -16,6 +16,14 @@ pub mod num {
     pub fn mbps(bps: f64) -> String {
         format!("{:.3}", bps / 1e6)
     }
+    /// A frame rate, as [`pps`].
+    pub fn frames(x: wire::units::Pps) -> String {
+        pps(x.0)
+    }
+    /// A bit rate as Mb/s, as [`mbps`].
+    pub fn l2(x: wire::units::BitsPerSec) -> String {
+        mbps(x.0)
+    }
     /// Percent with two decimals.
     pub fn pct(x: f64) -> String {
         format!("{x:.2}")
@@ -30,18 +38,13 @@ pub mod num {
     }
 }
 
-/// The columns of the results table, in order, shared by CSV, Markdown and HTML; a run with
-/// switch dimensions has [`SWITCH_COLUMNS`] after `mss` too, a run with a power meter
-/// [`POWER_COLUMN`] after `dut_cpu_percent` ([`columns`]).
-pub const COLUMNS: [&str; 22] = [
-    "case",
-    "profile",
-    "protocol",
-    "ip",
-    "encap",
-    "frame_size",
-    "sessions",
-    "mss",
+/// The results table's columns after the dimensions' (which follow `case`): the figures.
+/// The dimensions' columns, their order and cells are declared once, in the table of
+/// dimensions (`bench_model::plan::columns`); a run has the sparse ones (the switch
+/// dimensions) only when some row has a value, a bidirectional run [`DIRECTIONS_COLUMN`] after
+/// `percent_line_rate`, a run with a power meter [`POWER_COLUMN`] after `dut_cpu_percent`
+/// ([`columns`]).
+pub const FIGURE_COLUMNS: [&str; 14] = [
     "methodology",
     "repetitions",
     "status",
@@ -58,25 +61,17 @@ pub const COLUMNS: [&str; 22] = [
     "dut_ingress_drops",
 ];
 
-/// The switch dimensions' columns (`on`/`off`, empty for cases without the dimension).
-pub const SWITCH_COLUMNS: [&str; 2] = ["offload", "fastpath"];
-
-/// The results table's columns for this run: [`COLUMNS`], with each of [`SWITCH_COLUMNS`]
-/// after `mss` when some row has that dimension (runs without them keep their old layout).
+/// The results table's columns for this run: `case`, the dimensions' columns, then
+/// [`FIGURE_COLUMNS`] with the optional ones where this run has them.
 pub fn columns(a: &Analysis) -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = COLUMNS.to_vec();
-    let at = v
-        .iter()
-        .position(|c| *c == "mss")
-        .map_or(v.len(), |i| i + 1);
-    let mut extra = Vec::new();
-    if a.rows.iter().any(|r| r.dims.offload.is_some()) {
-        extra.push(SWITCH_COLUMNS[0]);
+    let mut v: Vec<&'static str> = vec!["case"];
+    let dims: Vec<bench_model::plan::Dims> = a.rows.iter().map(|r| r.dims.plan_dims()).collect();
+    for (name, sparse, cell) in bench_model::plan::columns() {
+        if !sparse || dims.iter().any(|d| !cell(d).is_empty()) {
+            v.push(name);
+        }
     }
-    if a.rows.iter().any(|r| r.dims.fastpath.is_some()) {
-        extra.push(SWITCH_COLUMNS[1]);
-    }
-    v.splice(at..at, extra);
+    v.extend(FIGURE_COLUMNS);
     // Bidirectional cases direction by direction, after the figures, only where there are some.
     if a.rows.iter().any(|r| !r.per_direction.is_empty()) {
         let at = v
@@ -94,6 +89,15 @@ pub fn columns(a: &Analysis) -> Vec<&'static str> {
         v.insert(at, POWER_COLUMN);
     }
     v
+}
+
+/// A dimension's cell of a row, as the table of dimensions writes it; `None` when `column`
+/// is no dimension's.
+fn dimension_cell(d: &crate::model::Dims, column: &str) -> Option<String> {
+    bench_model::plan::columns()
+        .into_iter()
+        .find(|(name, ..)| *name == column)
+        .map(|(_, _, cell)| cell(&d.plan_dims()))
 }
 
 /// The per-direction column of bidirectional cases (`a→b 595,238 pps (40.00 %); b→a …`, each
@@ -305,27 +309,15 @@ fn opt<T: ToString>(x: Option<T>) -> String {
 /// One cell of a row by column name ([`columns`]); empty where there is no figure or the
 /// column is unknown.
 pub fn cell(r: &Row, column: &str) -> String {
-    let d = &r.dims;
-    let switch = |x: Option<bool>| x.map(|x| bench_model::plan::on_off(x).to_string());
     match column {
         "case" => r.case_id.clone(),
-        "profile" => d.profile.clone(),
-        "protocol" => d.protocol.clone(),
-        "ip" => d.ip.to_string(),
-        "encap" => d.encap.clone(),
-        "frame_size" if d.imix => "imix".into(),
-        "frame_size" => opt(d.frame_size),
-        "sessions" => opt(d.sessions),
-        "mss" => opt(d.mss),
-        "offload" => switch(d.offload).unwrap_or_default(),
-        "fastpath" => switch(d.fastpath).unwrap_or_default(),
         "methodology" => r.methodology_label(),
         "repetitions" => r.repetitions.to_string(),
         "status" => status(r).into(),
-        "pps" => r.pps.map(num::pps).unwrap_or_default(),
-        "mbps_l2" => r.l2_bps.map(num::mbps).unwrap_or_default(),
-        "max_pps" => num::pps(r.max_pps),
-        "max_mbps_l2" => num::mbps(r.max_l2_bps),
+        "pps" => r.pps.map(num::frames).unwrap_or_default(),
+        "mbps_l2" => r.l2_bps.map(num::l2).unwrap_or_default(),
+        "max_pps" => num::frames(r.max_pps),
+        "max_mbps_l2" => num::l2(r.max_l2_bps),
         "percent_line_rate" => r.percent.map(num::pct).unwrap_or_default(),
         "noise_pps" => num::pps(r.noise_pps),
         "dut_cpu_percent" => r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
@@ -335,7 +327,7 @@ pub fn cell(r: &Row, column: &str) -> String {
         "engine" => r.engine.clone(),
         "trial_frames_lost" => opt(r.trial_frames_lost),
         "dut_ingress_drops" => opt(r.dut_ingress_drops),
-        _ => String::new(),
+        dimension => dimension_cell(&r.dims, dimension).unwrap_or_default(),
     }
 }
 
@@ -736,8 +728,8 @@ pub fn terminal(a: &Analysis) -> String {
     for r in &a.rows {
         rows.push([
             format!("{} [{}]", r.case_id, r.methodology_label()),
-            r.pps.map(num::pps).unwrap_or_else(|| "-".into()),
-            r.l2_bps.map(num::mbps).unwrap_or_else(|| "-".into()),
+            r.pps.map(num::frames).unwrap_or_else(|| "-".into()),
+            r.l2_bps.map(num::l2).unwrap_or_else(|| "-".into()),
             r.percent.map(num::pct).unwrap_or_else(|| "-".into()),
             status(r).into(),
         ]);

@@ -5,9 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use bench_model::plan::{Methodology, Protocol};
 use bench_model::results::{read_records, RunInfo};
 use report::model::Analysis;
 use report::{analyse, compare, dut_stats_from_hooks, HookRecord, RunInput, Verdict};
+use wire::encap::IpVersion;
+use wire::units::Pps;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -113,7 +116,7 @@ fn the_demo_run_has_what_a_reader_needs() {
         .iter()
         .find(|r| r.case_id == "forward/udp4/64B")
         .unwrap();
-    assert_eq!(tl.max_pps.round(), 1_488_095.0);
+    assert_eq!(tl.max_pps.0.round(), 1_488_095.0);
     assert!(tl.tester_limited && tl.pps.is_none() && tl.percent.is_none());
     // 82 B IPv6: 1e9 / ((82 + 20) × 8).
     let v6 = a
@@ -121,7 +124,7 @@ fn the_demo_run_has_what_a_reader_needs() {
         .iter()
         .find(|r| r.case_id == "forward/udp6/82B")
         .unwrap();
-    assert_eq!(v6.max_pps.round(), (1e9f64 / (102.0 * 8.0)).round());
+    assert_eq!(v6.max_pps.0.round(), (1e9f64 / (102.0 * 8.0)).round());
     // Filtering costs about half at small frames (fixture: 290 vs 560 kpps) and is called out.
     let f = a
         .findings
@@ -152,12 +155,12 @@ fn the_demo_run_has_what_a_reader_needs() {
     assert!(a
         .rows
         .iter()
-        .filter(|r| r.dims.ip == 4)
+        .filter(|r| r.dims.ip == IpVersion::V4)
         .all(|r| r.dut_cpu_percent.is_some() || r.tester_limited));
     assert!(a
         .rows
         .iter()
-        .filter(|r| r.dims.ip == 6)
+        .filter(|r| r.dims.ip == IpVersion::V6)
         .all(|r| r.dut_cpu_percent.is_none()));
 }
 
@@ -402,7 +405,10 @@ fn agree(name: &str) -> (usize, usize) {
         // Tables name a multi-goal row's goal (`multi-goal NDR`); JSON keeps the methodology
         // and the goal apart.
         let m = &a.rows[i].methodology_label();
-        assert_eq!(a.rows[i].methodology, j["methodology"].as_str().unwrap());
+        assert_eq!(
+            a.rows[i].methodology.name(),
+            j["methodology"].as_str().unwrap()
+        );
         let csv_row = csv_rows
             .iter()
             .find(|r| r[col("case")] == case && r[col("methodology")] == *m)
@@ -513,7 +519,7 @@ fn reshape(a: &mut Analysis, case: &str, f: impl Fn(usize, f64) -> f64) {
             .enumerate()
             .map(|(i, x)| f(i, *x))
             .collect();
-        r.pps = Some(r.rep_pps.iter().sum::<f64>() / r.rep_pps.len() as f64);
+        r.pps = Some(Pps(r.rep_pps.iter().sum::<f64>() / r.rep_pps.len() as f64));
     }
 }
 
@@ -560,7 +566,7 @@ fn compare_over_repetitions_needs_the_threshold_and_the_test() {
     // The mean alone (an old summary's pps with the repetitions unchanged) proves nothing.
     let mut mean_only = a.clone();
     for r in mean_only.rows.iter_mut().filter(|r| r.case_id == case) {
-        r.pps = r.pps.map(|p| p * 1.12);
+        r.pps = r.pps.map(|p| Pps(p.0 * 1.12));
     }
     assert_eq!(
         verdict_of(&compare(&a, &mean_only, 0.05), case).verdict,
@@ -671,7 +677,7 @@ fn remeasure(base: &Analysis, d: &mut Draws, c: &Conditions, shifted: &[(&str, f
             .iter()
             .find(|(c, _)| *c == r.case_id)
             .map_or(1.0, |(_, f)| *f);
-        let mean = r.pps.unwrap() * (c.drift * d.normal()).exp();
+        let mean = r.pps.unwrap().0 * (c.drift * d.normal()).exp();
         let step = r.resolution_pps;
         let hit = (outlier.1 > 0 && d.uniform() < 1.0 / f64::from(outlier.1))
             .then(|| (d.uniform() * 3.0) as usize);
@@ -688,7 +694,7 @@ fn remeasure(base: &Analysis, d: &mut Draws, c: &Conditions, shifted: &[(&str, f
                 }
             })
             .collect();
-        r.pps = Some(r.rep_pps.iter().sum::<f64>() / 3.0);
+        r.pps = Some(Pps(r.rep_pps.iter().sum::<f64>() / 3.0));
     }
     b
 }
@@ -938,31 +944,31 @@ fn encapsulations_and_bidirectional_sums_against_their_own_line_rate() {
     };
     // The encapsulation is a dimension of its own, in wire's spelling with the IP version.
     let vlan = row("cpe/udp4/64B/encap=vlan");
-    assert_eq!(vlan.dims.encap, "vlan+ipv4");
+    assert_eq!(vlan.dims.encap.to_string(), "vlan+ipv4");
     assert_eq!(vlan.dims.family(), "IPv4 UDP over vlan+ipv4");
     // Each encapsulation's maximum is its own frame on the WAN link: 64 + 4 (VLAN), + 8 (QinQ).
     assert_eq!(
-        vlan.max_pps.round(),
+        vlan.max_pps.0.round(),
         (1e9f64 / ((64.0 + 4.0 + 20.0) * 8.0)).round()
     );
     assert_eq!(vlan.bottleneck, "wan");
     let qinq = row("cpe/udp4/64B/encap=qinq");
     assert_eq!(
-        qinq.max_pps.round(),
+        qinq.max_pps.0.round(),
         (1e9f64 / ((64.0 + 8.0 + 20.0) * 8.0)).round()
     );
     let plain = row("cpe/udp4/64B/encap=plain");
     assert_eq!(
-        (plain.dims.encap.as_str(), plain.max_pps.round()),
-        ("ipv4", 1_488_095.0)
+        (plain.dims.encap.to_string(), plain.max_pps.0.round()),
+        ("ipv4".to_string(), 1_488_095.0)
     );
     // Bidirectional: both directions summed, against twice the one-way maximum.
     let bidir = row("cpe/udp4/64B/bidir");
     assert_eq!(bidir.directions, 2);
     assert!(bidir.dims.bidirectional);
-    assert_eq!(bidir.max_pps.round(), (2.0 * 1e9f64 / 672.0).round());
-    let pps = bidir.pps.unwrap();
-    assert!((bidir.percent.unwrap() - 100.0 * pps / bidir.max_pps).abs() < 1e-9);
+    assert_eq!(bidir.max_pps.0.round(), (2.0 * 1e9f64 / 672.0).round());
+    let pps = bidir.pps.unwrap().0;
+    assert!((bidir.percent.unwrap() - 100.0 * pps / bidir.max_pps.0).abs() < 1e-9);
     // The fixture DUT shares 420 kpps between the directions: the sum is near 420 k.
     assert!((pps - 420e3).abs() < 0.05 * 420e3, "{pps}");
     assert!(a
@@ -1120,7 +1126,9 @@ fn back_to_back_buffer_times_in_every_format() {
     let case = demo
         .rows
         .iter()
-        .find(|r| r.methodology == "rfc2544-throughput" && r.pps.is_some() && !r.tester_limited)
+        .find(|r| {
+            r.methodology == Methodology::Rfc2544Throughput && r.pps.is_some() && !r.tester_limited
+        })
         .unwrap()
         .case_id
         .clone();
@@ -1206,7 +1214,7 @@ fn a_time_capped_search_is_a_note_not_a_figure() {
     let row = a
         .rows
         .iter()
-        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == "multi-goal")
+        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == Methodology::MultiGoal)
         .unwrap();
     assert_eq!(row.pps, None);
     assert!(
@@ -1268,13 +1276,18 @@ fn a_goal_the_testers_ceiling_bounded_is_no_dut_figure_and_its_neighbour_is() {
             .iter()
             .find(|r| {
                 r.case_id == "forward/udp4/64B"
-                    && r.methodology == "multi-goal"
+                    && r.methodology == Methodology::MultiGoal
                     && r.loss_goal == Some(goal)
             })
             .unwrap()
     };
     let (ndr, pdr) = (row(0.0), row(0.005));
-    assert!(!ndr.tester_limited && ndr.pps.is_some_and(|p| (p - 0.4 * ndr.max_pps).abs() < 1.0));
+    assert!(
+        !ndr.tester_limited
+            && ndr
+                .pps
+                .is_some_and(|p| (p.0 - 0.4 * ndr.max_pps.0).abs() < 1.0)
+    );
     assert!(pdr.tester_limited && pdr.pps.is_none(), "{pdr:?}");
     assert!((pdr.tester_reached_percent.unwrap() - 55.0).abs() < 1e-9);
     let md = String::from_utf8(report::text::markdown(&a)).unwrap();
@@ -1327,9 +1340,9 @@ fn multi_goal_conditional_throughput_and_irregular_results() {
     let row = a
         .rows
         .iter()
-        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == "multi-goal")
+        .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == Methodology::MultiGoal)
         .unwrap();
-    assert!((row.conditional_pps.unwrap() - 0.4 * row.max_pps).abs() < 1e-6);
+    assert!((row.conditional_pps.unwrap() - 0.4 * row.max_pps.0).abs() < 1e-6);
     assert_eq!(row.irregular_repetitions, 1);
     assert!(a.notes.iter().any(
         |n| n.contains("forward/udp4/64B (multi-goal NDR): 1 repetition(s) with an irregular")
@@ -1789,9 +1802,13 @@ fn odd_records_lose_figures_not_the_report() {
     assert!(a
         .rows
         .iter()
-        .filter(|r| r.dims.protocol == "udp")
+        .filter(|r| r.dims.protocol == Protocol::Udp)
         .all(|r| r.dut_cpu_percent.is_none()));
-    let tcp: Vec<_> = a.rows.iter().filter(|r| r.dims.protocol == "tcp").collect();
+    let tcp: Vec<_> = a
+        .rows
+        .iter()
+        .filter(|r| r.dims.protocol == Protocol::Tcp)
+        .collect();
     assert_eq!(
         tcp.iter()
             .filter(|r| r.noise_basis == report::model::NoiseBasis::None)
@@ -1805,7 +1822,7 @@ fn odd_records_lose_figures_not_the_report() {
         load("run-matrix")
             .rows
             .iter()
-            .filter(|r| r.dims.protocol == "tcp")
+            .filter(|r| r.dims.protocol == Protocol::Tcp)
             .count()
             - 1
     );
@@ -1951,7 +1968,7 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
         .iter()
         .find(|r| r.case_id == "cpe/udp4/64B/bidir")
         .unwrap();
-    let result = row.rep_pps[0] / row.max_pps;
+    let result = row.rep_pps[0] / row.max_pps.0;
     assert_eq!(row.per_direction.len(), 2);
     let (ab, ba) = (&row.per_direction[0], &row.per_direction[1]);
     assert_eq!(
@@ -2079,7 +2096,7 @@ fn forwarding_rate_rows_switch_table_and_conclusion() {
     let row = |case: &str| {
         a.rows
             .iter()
-            .find(|r| r.case_id == case && r.methodology == "forwarding-rate")
+            .find(|r| r.case_id == case && r.methodology == Methodology::ForwardingRate)
             .unwrap_or_else(|| panic!("no forwarding-rate row for {case}"))
     };
     let (off, on) = (
@@ -2087,16 +2104,15 @@ fn forwarding_rate_rows_switch_table_and_conclusion() {
         row("napt/udp4/64B/fastpath=on"),
     );
     let line = 1e9 / (84.0 * 8.0);
-    assert!((off.pps.unwrap() - 0.73 * line).abs() < 1.0, "{off:?}");
+    assert!((off.pps.unwrap().0 - 0.73 * line).abs() < 1.0, "{off:?}");
     assert!((on.percent.unwrap() - 95.0).abs() < 1e-6);
     // Noise: half the spread of the trials.
     assert!((off.noise_pps - 0.03 * line).abs() < 1.0);
     assert_eq!(off.noise_basis, report::model::NoiseBasis::Trials);
     // The throughput rows of the same cases are still there, unchanged in kind.
-    assert!(a
-        .rows
-        .iter()
-        .any(|r| r.case_id == "napt/udp4/64B/fastpath=on" && r.methodology == "multi-goal"));
+    assert!(a.rows.iter().any(
+        |r| r.case_id == "napt/udp4/64B/fastpath=on" && r.methodology == Methodology::MultiGoal
+    ));
     let t = a
         .switch_tables
         .iter()
@@ -2260,7 +2276,7 @@ methodologies = ["multi-goal"]
     // Its noise reaches what forward was seen to forward in trials that lost at most 0.5 %
     // (its capacity, 40 % of line rate, within the search's 2 % width).
     assert!(
-        ndr.pps.unwrap() + ndr.noise_pps >= 0.40 * line * 0.98,
+        ndr.pps.unwrap().0 + ndr.noise_pps >= 0.40 * line * 0.98,
         "{ndr:?}"
     );
     let filter = row("filter-stateful-1", "multi-goal NDR");
@@ -2331,7 +2347,7 @@ fn rates_come_from_the_100_percent_the_run_recorded() {
         stats: &[],
     });
     let row = a.rows.iter().find(|r| r.case_id == case).unwrap();
-    assert!((row.max_pps - recorded).abs() < 1e-6, "{row:?}");
+    assert!((row.max_pps.0 - recorded).abs() < 1e-6, "{row:?}");
     assert!(
         a.notes.iter().any(|n| n.starts_with(&format!(
             "{case} (rfc2544-throughput): the run offered {recorded:.0} frames/s as 100 % of line rate, this report's path arithmetic gives 844595"
@@ -2384,15 +2400,15 @@ fn typed_facts_decide_the_row_not_the_case_id() {
     let row = a
         .rows
         .iter()
-        .find(|r| r.case_id == case && r.methodology == "rfc2544-throughput")
+        .find(|r| r.case_id == case && r.methodology == Methodology::Rfc2544Throughput)
         .unwrap();
-    assert_eq!(row.dims.frame_size, Some(128), "{row:?}");
+    assert_eq!(row.dims.frame_bytes(), Some(128), "{row:?}");
     assert_eq!(row.frame_len, 128.0);
-    assert_eq!(row.dims.encap, "vlan+ipv4");
-    assert_eq!(row.max_pps, line.pps);
+    assert_eq!(row.dims.encap.to_string(), "vlan+ipv4");
+    assert_eq!(row.max_pps.0, line.pps);
     assert_eq!(row.bottleneck, line.bottleneck);
     // 1e9 / ((128 + 4 + 20) × 8): the VLAN tag's 4 B on the far link.
-    assert_eq!(row.max_pps.round(), (1e9f64 / (152.0 * 8.0)).round());
+    assert_eq!(row.max_pps.0.round(), (1e9f64 / (152.0 * 8.0)).round());
     let csv = String::from_utf8(
         report::render_all(&a)
             .into_iter()

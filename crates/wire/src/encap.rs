@@ -130,6 +130,12 @@ impl EncapSpec {
         *self == Self::plain(self.ip)
     }
 
+    /// The same headers around test traffic of IP version `ip` (`vlan+ipv6` → `vlan+ipv4`):
+    /// a case's counterpart over the other IP version.
+    pub const fn with_ip(self, ip: IpVersion) -> Self {
+        EncapSpec { ip, ..self }
+    }
+
     /// Bytes between the Ethernet header and the outermost IP header.
     pub fn l2_extra(&self) -> usize {
         self.tagging.tags() * VLAN_TAG

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use bench_model::plan::Methodology;
 use bench_model::results::LineRate;
 use bench_model::search::{Finding, Status};
-use wire::linerate::FrameSize;
 use wire::units::BitsPerSec;
 
 use super::dims::CaseDims;
@@ -102,24 +102,23 @@ pub(crate) fn of(index: &Index, dims: &mut CaseDims, rows: &[Row], speed: f64) -
         // One direction's 100 %: as the trials recorded it, else from the case's dimensions.
         let line = match index.udp_facts.get(&case) {
             Some(f) => Some(f.line.clone()),
-            None => dims.frame_size.and_then(|f| {
-                LineRate::on_path(
-                    BitsPerSec(speed),
-                    crate::compat::encap_of(&dims),
-                    &FrameSize::Fixed { bytes: f as usize },
-                )
-            }),
+            None => dims
+                .frame()
+                .filter(|f| f.fixed().is_some())
+                .and_then(|f| LineRate::on_path(BitsPerSec(speed), dims.encap, &f)),
         };
         let Some(max_pps) = line.map(|l| l.pps) else {
             continue;
         };
         // The same case's throughput: RFC 2544 first, else multi-goal's first goal (the
         // rows are in goal order).
-        let throughput_pps = ["rfc2544-throughput", "multi-goal"].iter().find_map(|m| {
-            rows.iter()
-                .find(|r| r.case_id == case && r.methodology == *m && !r.tester_limited)
-                .and_then(|r| r.pps.map(|p| p / f64::from(r.directions)))
-        });
+        let throughput_pps = [Methodology::Rfc2544Throughput, Methodology::MultiGoal]
+            .into_iter()
+            .find_map(|m| {
+                rows.iter()
+                    .find(|r| r.is_figure_of(&case, m) && !r.tester_limited)
+                    .and_then(|r| r.pps.map(|p| p.0 / f64::from(r.directions)))
+            });
         let mean_frames = mean(&means).unwrap_or(0.0);
         let bt = bench_model::search::buffer_time(mean_frames, max_pps, throughput_pps);
         back_to_back.push(BackToBackRow {

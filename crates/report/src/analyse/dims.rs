@@ -48,7 +48,6 @@ impl<'a> CaseDims<'a> {
 
 /// The frame size and encapsulation a case's trials recorded, over what its dimensions say.
 fn with_udp_facts(d: &mut Dims, f: &UdpFacts) {
-    d.frame_size = f.frame_bytes();
-    d.imix = matches!(f.frame, wire::linerate::FrameSize::Imix);
-    d.encap = f.encap.to_string();
+    d.frame = Some(f.frame);
+    d.encap = f.encap;
 }

@@ -1,14 +1,15 @@
 //! The findings and conclusions drawn from the results table: rows compared with their
 //! baseline or their switched twin, beyond the noise both carry.
 
-use bench_model::plan::Methodology;
+use bench_model::plan::{Methodology, Protocol};
+use wire::encap::IpVersion;
 
 use crate::model::{beyond_noise, signed_percent, Conclusion, Dims, NoiseBasis, Row, Statement};
 
 /// Whether two rows measure the same thing (methodology and, for multi-goal rows, loss goal),
 /// so that their figures may be compared.
 fn same_measure(a: &Row, b: &Row) -> bool {
-    a.methodology == b.methodology && a.loss_goal == b.loss_goal
+    (a.methodology, a.loss_goal) == (b.methodology, b.loss_goal)
 }
 
 /// Two rows compared on frames per second: (subject − reference) / reference and the noise
@@ -29,7 +30,7 @@ pub(crate) fn compare_rows(x: &Row, y: &Row) -> Option<Comparison> {
     if x.tester_limited || y.tester_limited {
         return None;
     }
-    let (a, b) = (x.pps?, y.pps?);
+    let (a, b) = (x.pps?.0, y.pps?.0);
     if !(a.is_finite() && b.is_finite() && b > 0.0) {
         return None;
     }
@@ -102,7 +103,7 @@ pub(crate) fn findings(rows: &[Row], baseline: &str) -> Vec<Statement> {
             format!(
                 "{}{}",
                 profile_claim(&r.dims.profile, baseline, c.delta, &point),
-                methodology_qualifier(&r.methodology)
+                methodology_qualifier(r.methodology)
             )
         } else if !c.measured {
             format!(
@@ -195,7 +196,7 @@ fn is_summarised_goal(rows: &[Row], r: &Row, want: &Dims) -> bool {
     }
     let mut goals: Vec<(&Row, Option<&Row>)> = rows
         .iter()
-        .filter(|g| g.case_id == r.case_id && g.methodology == r.methodology)
+        .filter(|g| g.is_figure_of(&r.case_id, r.methodology))
         .map(|g| {
             let reference = rows.iter().find(|o| o.dims == *want && same_measure(o, g));
             (g, reference)
@@ -217,8 +218,8 @@ fn is_summarised_goal(rows: &[Row], r: &Row, want: &Dims) -> bool {
 
 /// What a conclusion adds when its figures are not throughput: a forwarding rate at overload
 /// and a zero-loss throughput can disagree (docs/methodology.md), so the sentence says which.
-fn methodology_qualifier(methodology: &str) -> &'static str {
-    if methodology == Methodology::ForwardingRate.name() {
+fn methodology_qualifier(methodology: Methodology) -> &'static str {
+    if matches!(methodology, Methodology::ForwardingRate) {
         ", in forwarding rate at the maximum offered load"
     } else {
         ""
@@ -243,7 +244,7 @@ fn signed_word(x: f64) -> String {
 /// Where a summary looks first in a context: the smallest frame size, else the smallest MSS
 /// with the fewest sessions (per-packet costs show most there).
 fn point_order(d: &Dims) -> (Option<u32>, Option<u32>, Option<u32>) {
-    (d.frame_size, d.mss, d.sessions)
+    (d.frame_bytes(), d.mss, d.sessions)
 }
 
 /// True when `r` has a switch on (other than `except`) and the same case with it off exists:
@@ -291,17 +292,14 @@ pub(crate) fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
             })
         }),
         ("ip", |d, _| {
-            (d.ip == 6 && d.protocol == "udp").then(|| Dims {
-                ip: 4,
-                encap: d.encap.replace("ipv6", "ipv4"),
-                ..d.clone()
-            })
+            matches!((d.ip, d.protocol), (IpVersion::V6, Protocol::Udp))
+                .then(|| d.over_ip(IpVersion::V4))
         }),
     ];
     let mut out = Vec::new();
     for (dimension, twin) in dims {
         // (context, methodology) → the first pair, by point order.
-        let mut best: Vec<((Dims, String), &Row, &Row)> = Vec::new();
+        let mut best: Vec<((Dims, Methodology), &Row, &Row)> = Vec::new();
         for r in rows {
             let Some(want) = twin(&r.dims, baseline) else {
                 continue;
@@ -318,7 +316,7 @@ pub(crate) fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
             if !is_summarised_goal(rows, r, &want) {
                 continue;
             }
-            let key = (r.dims.context(), r.methodology.clone());
+            let key = (r.dims.context(), r.methodology);
             match best.iter_mut().find(|(k, _, _)| *k == key) {
                 Some(slot) if point_order(&r.dims) < point_order(&slot.1.dims) => {
                     slot.1 = r;
@@ -350,16 +348,16 @@ pub(crate) fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
                 ),
                 "ip" => {
                     let mut at = Vec::new();
-                    at.extend(s.dims.frame_size.map(|f| format!("{f} B")));
+                    at.extend(s.dims.frame_bytes().map(|f| format!("{f} B")));
                     at.extend(s.dims.switches());
                     at.extend(s.dims.vars.iter().map(|(k, v)| format!("{k}={v}")));
-                    if s.dims.encap != format!("ipv{}", s.dims.ip) {
+                    if !s.dims.has_plain_encap() {
                         at.push(format!("over {}", s.dims.encap));
                     }
                     if s.dims.bidirectional {
                         at.push("bidirectional".into());
                     }
-                    at.push(s.dims.protocol.to_uppercase());
+                    at.push(s.dims.protocol.title().to_string());
                     at.extend(goal_words(s).strip_prefix(", ").map(String::from));
                     format!(
                         "IPv6 forwards {} {} than IPv4 for {profile} at {}",
@@ -393,14 +391,134 @@ pub(crate) fn conclusions(rows: &[Row], baseline: &str) -> Vec<Conclusion> {
                 noise_percent: c.noise,
                 text: format!(
                     "{text}{} (noise ±{:.1} %: {})",
-                    methodology_qualifier(&s.methodology),
+                    methodology_qualifier(s.methodology),
                     c.noise,
                     c.basis
                 ),
                 noise: c.basis,
-                claim: format!("{text}{}", methodology_qualifier(&s.methodology)),
+                claim: format!("{text}{}", methodology_qualifier(s.methodology)),
             });
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use wire::linerate::FrameSize;
+    use wire::units::{BitsPerSec, Pps};
+
+    use super::*;
+
+    /// A throughput row of `case` with these dimensions and figure (noise ±1,000 frames/s over
+    /// repetitions).
+    fn row(case: &str, dims: Dims, m: Methodology, pps: f64) -> Row {
+        let path_encap = Some(dims.encap);
+        Row {
+            case_id: case.into(),
+            dims,
+            methodology: m,
+            loss_goal: None,
+            repetitions: 2,
+            repetitions_planned: 2,
+            directions: 1,
+            frame_len: 128.0,
+            pps: Some(Pps(pps)),
+            l2_bps: Some(BitsPerSec(pps * 128.0 * 8.0)),
+            l4_bps: None,
+            rep_pps: vec![pps, pps],
+            noise_pps: 1_000.0,
+            noise_basis: NoiseBasis::Repetitions,
+            resolution_pps: 0.0,
+            max_pps: Pps(844_594.0),
+            max_l2_bps: BitsPerSec(1e9),
+            bottleneck: "link".into(),
+            path_encap,
+            percent: Some(100.0 * pps / 844_594.0),
+            tester_limited: false,
+            tester_reached_percent: None,
+            dut_cpu_percent: None,
+            dut_power_watts: None,
+            per_direction: Vec::new(),
+            engine: String::new(),
+            trial_frames_lost: None,
+            dut_ingress_drops: None,
+            trial_frames_invalid: None,
+            conditional_pps: None,
+            sporadic_loss: false,
+            irregular_repetitions: 0,
+            above_line: None,
+        }
+    }
+
+    fn at(ip: IpVersion, encap: &str) -> Dims {
+        Dims {
+            ip,
+            encap: encap.parse().unwrap(),
+            frame: Some(FrameSize::Fixed { bytes: 128 }),
+            ..Dims::new("forward")
+        }
+    }
+
+    /// The IPv6 finding compares a case with its IPv4 counterpart found by type: the same
+    /// headers over IPv4 (`Dims::over_ip`, `EncapSpec::with_ip`), not the encapsulation's
+    /// text edited; and which measure it is (the forwarding rate's words) is asked of the
+    /// methodology's type, not its name.
+    #[test]
+    fn the_ipv6_finding_compares_the_typed_ipv4_counterpart() {
+        let fr = Methodology::ForwardingRate;
+        let rows = [
+            row(
+                "forward/udp6/128B/encap=vlan",
+                at(IpVersion::V6, "vlan+ipv6"),
+                fr,
+                500_000.0,
+            ),
+            // Same figure as IPv6: were this the counterpart, nothing would be said.
+            row(
+                "forward/udp4/128B",
+                at(IpVersion::V4, "ipv4"),
+                fr,
+                500_000.0,
+            ),
+            row(
+                "forward/udp4/128B/encap=vlan",
+                at(IpVersion::V4, "vlan+ipv4"),
+                fr,
+                800_000.0,
+            ),
+            // Another methodology's figure at the same point is not compared with it.
+            row(
+                "forward/udp4/128B/encap=vlan",
+                at(IpVersion::V4, "vlan+ipv4"),
+                Methodology::Rfc2544Throughput,
+                500_000.0,
+            ),
+        ];
+        let ip: Vec<Conclusion> = conclusions(&rows, "forward")
+            .into_iter()
+            .filter(|c| c.dimension == "ip")
+            .collect();
+        assert_eq!(ip.len(), 1, "{ip:?}");
+        let c = &ip[0];
+        assert_eq!(
+            c.cites,
+            [
+                (
+                    "forward/udp6/128B/encap=vlan".to_string(),
+                    "forwarding-rate".to_string()
+                ),
+                (
+                    "forward/udp4/128B/encap=vlan".to_string(),
+                    "forwarding-rate".to_string()
+                ),
+            ]
+        );
+        assert!((c.delta_percent + 37.5).abs() < 1e-9, "{}", c.delta_percent);
+        assert_eq!(
+            c.claim,
+            "IPv6 forwards 38 % less than IPv4 for forward at 128 B, over vlan+ipv6, UDP, \
+             in forwarding rate at the maximum offered load"
+        );
+    }
 }

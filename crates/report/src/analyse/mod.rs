@@ -179,13 +179,14 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     let order = |p: &str| profiles.iter().position(|x| x == p).unwrap_or(usize::MAX);
     let sort_key = |d: &Dims| {
         (
-            d.protocol.clone(),
+            d.protocol,
             d.ip,
-            d.encap.clone(),
+            // Encapsulations in the order of their spelling, as reports have listed them.
+            d.encap.to_string(),
             order(&d.profile),
             // The sizes in order, then the IMIX.
-            d.imix,
-            d.frame_size,
+            d.is_imix(),
+            d.frame_bytes(),
             d.sessions,
             d.mss,
             d.offload,
@@ -196,7 +197,8 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     rows.sort_by(|a, b| {
         sort_key(&a.dims)
             .cmp(&sort_key(&b.dims))
-            .then(a.methodology.cmp(&b.methodology))
+            // A case's methodologies in the order of their names, as reports have listed them.
+            .then(a.methodology.name().cmp(b.methodology.name()))
             .then(
                 a.loss_goal
                     .unwrap_or(0.0)

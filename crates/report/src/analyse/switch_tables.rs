@@ -9,7 +9,7 @@ use crate::model::{Dims, Row, SwitchCell, SwitchRow, SwitchTable};
 pub(crate) fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTable> {
     let cell = |r: &Row| SwitchCell {
         case_id: r.case_id.clone(),
-        l2_bps: r.l2_bps,
+        l2_bps: r.l2_bps.map(|b| b.0),
         percent: r.percent,
         dut_cpu_percent: r.dut_cpu_percent,
         dut_power_watts: r.dut_power_watts,
@@ -39,7 +39,10 @@ pub(crate) fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTabl
             } else {
                 k.fastpath
             };
-            k.frame_size = None;
+            // The fixed sizes are the table's rows; an IMIX case stays a table of its own.
+            if !k.is_imix() {
+                k.frame = None;
+            }
             k.mss = None;
             // The MSS table keeps sessions fixed (its rows are MSS); the fast-path table
             // runs over frame sizes or sessions.
@@ -47,7 +50,7 @@ pub(crate) fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTabl
                 k.sessions = None;
             }
             let point = (
-                r.dims.frame_size,
+                r.dims.frame_bytes(),
                 if switch == "fastpath" {
                     r.dims.sessions
                 } else {

@@ -4,20 +4,12 @@
 
 use bench_model::iperf3;
 use bench_model::plan::Methodology;
-use wire::encap::IpVersion;
+use wire::units::{BitsPerSec, Pps};
 
 use super::index::Index;
 use super::notes::unsaturated_tcp_note;
 use crate::analyse::udp_rows::CaseSamples;
 use crate::model::{half_spread, iperf3_interval_spread, mean, Dims, NoiseBasis, Row};
-
-fn ip_of(d: &Dims) -> IpVersion {
-    if d.ip == 6 {
-        IpVersion::V6
-    } else {
-        IpVersion::V4
-    }
-}
 
 /// The iperf3 row of `case_id`, `None` when none of its trials has a report; a note when the
 /// figure looks like the tester's.
@@ -64,7 +56,7 @@ pub(crate) fn row(
         let Some((l4, mss, facts)) = crate::compat::tcp_of(t, rep.as_ref(), &dims, speed) else {
             continue;
         };
-        let rates = iperf3::tcp_rates(l4, mss, ip_of(&dims), true);
+        let rates = iperf3::tcp_rates(l4, mss, dims.ip, true);
         frame_len = facts.frame_len;
         directions = facts.directions;
         max_pps = facts.max_pps();
@@ -104,22 +96,22 @@ pub(crate) fn row(
     let row = Row {
         case_id: case_id.to_string(),
         dims,
-        methodology: m.name().into(),
+        methodology: m,
         loss_goal: None,
         sporadic_loss: false,
         repetitions: rep_pps.len(),
         repetitions_planned: reps,
         directions,
         frame_len,
-        pps,
-        l2_bps: mean(&rep_l2),
-        l4_bps: mean(&rep_l4),
+        pps: pps.map(Pps),
+        l2_bps: mean(&rep_l2).map(BitsPerSec),
+        l4_bps: mean(&rep_l4).map(BitsPerSec),
         noise_pps,
         noise_basis,
         resolution_pps: 0.0,
         rep_pps,
-        max_pps,
-        max_l2_bps: max_pps * frame_len * 8.0,
+        max_pps: Pps(max_pps),
+        max_l2_bps: BitsPerSec(max_pps * frame_len * 8.0),
         bottleneck: "link".into(),
         path_encap: None,
         percent: pps.map(|p| 100.0 * p / max_pps),

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use bench_model::plan::Methodology;
 use bench_model::results::{TrialRecord, UdpFacts};
 use bench_model::search::{Finding, GoalResult, LineFraction, SearchResult, Status};
+use wire::units::{BitsPerSec, Pps};
 
 use super::notes::{cpu_at_load, engines_of, invalid_of, loss_accounting};
 use crate::model::{direction_figures, half_spread, label, mean, Dims, NoiseBasis, Row};
@@ -96,7 +97,7 @@ pub(crate) fn rows(
         max_pps,
         max_l2,
         bottleneck: line.bottleneck,
-        encap: facts.map_or_else(|| crate::compat::encap_of(&dims), |f| f.encap),
+        encap: facts.map_or(dims.encap, |f| f.encap),
     };
     // This case's trials (every repetition), for the engine and loss columns.
     let case_trials: Vec<&TrialRecord> = rec
@@ -362,12 +363,7 @@ fn row(
 ) -> Row {
     let directions: u8 = if dims.bidirectional { 2 } else { 1 };
     // An IMIX row's frame is the mix's mean (7:4:1), as its line rate counts it.
-    let ip = if dims.ip == 6 {
-        wire::encap::IpVersion::V6
-    } else {
-        wire::encap::IpVersion::V4
-    };
-    let frame_len = dims.frame().map_or(0.0, |f| f.mean(ip));
+    let frame_len = dims.frame().map_or(0.0, |f| f.mean(dims.ip));
     let pps = mean(&f.rep_pps);
     let limited = f.limited;
     let per_direction = if dims.bidirectional && limited.is_none() {
@@ -385,22 +381,22 @@ fn row(
     Row {
         case_id: case_id.to_string(),
         dims: dims.clone(),
-        methodology: m.name().into(),
+        methodology: m,
         loss_goal: f.loss_goal,
         sporadic_loss: f.sporadic.as_ref().is_some_and(|s| s.well_below_capacity()),
         repetitions: f.rep_pps.len(),
         repetitions_planned: 0, // set by the caller, which knows the plan
         directions,
         frame_len,
-        pps: dut(pps),
-        l2_bps: dut(pps.map(|p| p * frame_len * 8.0)),
+        pps: dut(pps).map(Pps),
+        l2_bps: dut(pps.map(|p| p * frame_len * 8.0)).map(BitsPerSec),
         l4_bps: None,
         noise_pps: f.noise_pps,
         noise_basis: f.noise_basis,
         resolution_pps: f.resolution_pps,
         rep_pps: f.rep_pps,
-        max_pps: limits.max_pps,
-        max_l2_bps: limits.max_l2,
+        max_pps: Pps(limits.max_pps),
+        max_l2_bps: BitsPerSec(limits.max_l2),
         bottleneck: limits.bottleneck.clone(),
         path_encap: Some(limits.encap),
         percent: dut(pps.map(|p| 100.0 * p / limits.max_pps)),
