@@ -839,16 +839,21 @@ methodologies = ["rfc2544-throughput"]
 
 /// SIGINT (what Ctrl-C sends) in the middle of a run: exit status 1 with the `--resume` hint,
 /// the profile's teardown hook ran, the lab's namespaces are gone, and `--resume` finishes.
+/// Three repetitions of a one-trial search: the signal goes as soon as the first trial is
+/// recorded, with two searches still to run, so the run is stopped early; every further
+/// repetition only lengthened the resume.
 #[test]
 fn sigint_stops_cleanly() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if skip() {
         return;
     }
+    const REPETITIONS: usize = 3;
     let d = tempfile::tempdir().unwrap();
     let plan = plan_file(
         d.path(),
-        r#"name = "int"
+        &format!(
+            r#"name = "int"
 [topology]
 kind = "lab"
 lab = "forward"
@@ -858,7 +863,7 @@ kind = "lab"
 [dut.profiles.forward]
 teardown = ["echo torn-down"]
 [run]
-repetitions = 6
+repetitions = {REPETITIONS}
 trial-duration = "500ms"
 settle = "50ms"
 profile-settle = "0s"
@@ -869,7 +874,8 @@ protocol = ["udp"]
 ip = [4]
 frame-size = [512]
 methodologies = ["rfc2544-throughput"]
-"#,
+"#
+        ),
     );
     let out = d.path().join("run");
     let child = Command::new(WIRERATE)
@@ -910,7 +916,10 @@ methodologies = ["rfc2544-throughput"]
     let ns = String::from_utf8_lossy(&ns.stdout);
     assert!(!ns.contains("wr-sigintstop-"), "lab left behind: {ns}");
     let before = trials(&out);
-    assert!(searches_done(&out) < 6, "the run was not stopped early");
+    assert!(
+        searches_done(&out) < REPETITIONS,
+        "the run was not stopped early"
+    );
     let o = run(&[
         "run",
         plan.to_str().unwrap(),
@@ -922,8 +931,8 @@ methodologies = ["rfc2544-throughput"]
     assert_eq!(&after[..before.len()], &before[..]);
     // One search per repetition. Each is one trial at 1 % load, or more on a loaded machine:
     // a trial the tester stalled in is measured again (counts of trials are not asserted).
-    assert_eq!(searches_done(&out), 6);
-    assert!(after.len() >= 6, "{}", after.len());
+    assert_eq!(searches_done(&out), REPETITIONS);
+    assert!(after.len() >= REPETITIONS, "{}", after.len());
 }
 
 /// The searches a run finished (its `done` records).
