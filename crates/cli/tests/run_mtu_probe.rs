@@ -107,8 +107,9 @@ speed = "1G"
 {wan}[dut]
 kind = "device"
 [dut.profiles.gateway]
-# The gateway dials once the run's ISP side is up: wait for its WAN device before probing.
-setup = ["sh -c 'for i in $(seq 200); do ip -n {gw} link show mtupwan >/dev/null 2>&1 && sleep 1 && exit 0; sleep 0.1; done; exit 1'"]
+# The gateway dials once the run's ISP side is up: probe only once its WAN device carries the
+# session (the client and B4 add the default route into it last, after MTU and address).
+setup = ["sh -c 'for i in $(seq 300); do ip -n {gw} -4 route show default dev mtupwan 2>/dev/null | grep -q default && exit 0; sleep 0.1; done; exit 1'"]
 [run]
 settle = "100ms"
 # A frame held up to a second in the user-space uplink (a busy machine) still counts.
@@ -151,17 +152,32 @@ fn probe_through(c: &Cpe, u: &Uplink, dir: &Path) -> (PathBuf, String, PathBuf) 
     );
     println!("{check_out}");
     let pcap = dir.join(format!("{}.pcap", u.name));
+    // Immediate mode: every frame is written as it arrives, so the capture holds the run's
+    // last frames as soon as the run has ended.
     let dump = Proc::spawn(
         Command::new("ip")
             .args([
-                "netns", "exec", &c.gw, "tcpdump", "-i", "mtupw0", "-U", "-s", "96", "-w",
+                "netns",
+                "exec",
+                &c.gw,
+                "tcpdump",
+                "-i",
+                "mtupw0",
+                "--immediate-mode",
+                "-U",
+                "-s",
+                "96",
+                "-w",
             ])
             .arg(&pcap)
             .arg(u.capture)
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // tcpdump writes the file's pcap header once its capture is open.
+    wait_until("tcpdump's capture to open", Duration::from_secs(20), || {
+        std::fs::metadata(&pcap).is_ok_and(|m| m.len() >= 24)
+    });
     let out = dir.join("run");
     let run = spawn_run(&plan, &out);
     wait_until("the run's sessions.jsonl", Duration::from_secs(20), || {
@@ -186,7 +202,6 @@ fn probe_through(c: &Cpe, u: &Uplink, dir: &Path) -> (PathBuf, String, PathBuf) 
         String::from_utf8_lossy(&output.stderr)
     );
     gateway.signal("-TERM");
-    std::thread::sleep(Duration::from_millis(300));
     dump.signal("-INT");
     (out, stdout, pcap)
 }
