@@ -414,6 +414,25 @@ impl Server {
         })
     }
 
+    /// The IPv6 prefix the subscriber table fixes for whoever authenticated on session `key`
+    /// (`prefix=`): what that session's DHCPv6 delegates instead of a pool prefix. None
+    /// without a table, before the network phase, or for a subscriber without one.
+    pub fn subscriber_prefix(&self, key: SessionKey) -> Option<(core::net::Ipv6Addr, u8)> {
+        if !self.by_table {
+            return None;
+        }
+        let user = self.sessions.get(&key)?.user.as_deref()?;
+        self.table.get(user)?.prefix
+    }
+
+    /// Every fixed prefix of the subscriber table (none without one).
+    pub fn subscriber_prefixes(&self) -> impl Iterator<Item = (core::net::Ipv6Addr, u8)> + '_ {
+        self.table
+            .iter()
+            .filter(|_| self.by_table)
+            .filter_map(|s| s.prefix)
+    }
+
     /// The AC-Cookie for a client MAC.
     pub fn cookie(&self, client: MacAddr) -> [u8; 8] {
         siphash24(&self.cookie_key, &client.0).to_be_bytes()
