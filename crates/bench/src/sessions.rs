@@ -123,6 +123,12 @@ pub fn run_fleet(
     while !fleet.all_down() && Instant::now() < end {
         step(&mut port, &mut fleet)?;
     }
+    // What did not finish its Terminate exchange in time gets its PADT now (thousands of
+    // sessions closing at once outlast the grace on a busy AC).
+    if !fleet.all_down() {
+        fleet.abort_all(control::now());
+        step(&mut port, &mut fleet)?;
+    }
     Ok(FleetRun {
         setup,
         sessions,

@@ -209,6 +209,18 @@ impl ClientFleet {
         }
     }
 
+    /// Ends every session still open at once with a PADT (after [`close_all`](Self::close_all)
+    /// had its grace): no session is left for the AC to time out.
+    pub fn abort_all(&mut self, now: Nanos) {
+        self.started = self.clients.len();
+        for i in 0..self.clients.len() {
+            if !self.standing[i].down {
+                self.clients[i].abort(now);
+                self.collect(i, now);
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.clients.len()
     }
