@@ -515,7 +515,9 @@ impl Dhcpv6Server {
 
     /// What IA `k` gets: its binding (extended or made when `grant` says so), or None.
     /// A `fixed` prefix (IA_PD only) replaces the pool: the IA gets exactly that prefix, and
-    /// a binding it held from the pool is given up for it.
+    /// a binding it held from the pool is given up for it. Without one, a fixed prefix the IA
+    /// held is given up too (the same device logged in as another subscriber, who has none):
+    /// it belongs to whom it was fixed for.
     fn grant(
         &mut self,
         now: Nanos,
@@ -525,9 +527,11 @@ impl Dhcpv6Server {
     ) -> Option<Leased> {
         let expires = add(now, secs(self.cfg.valid));
         let fixed = fixed.filter(|_| k.1 == IaKind::Pd);
-        let stale = self.bindings.get(k).is_some_and(|b| {
-            fixed.is_some_and(|(p, l)| b.slot != Slot::Fixed(p, l)) && grant != Grant::Offer
-        });
+        let stale = self.bindings.get(k).is_some_and(|b| match (fixed, b.slot) {
+            (Some((p, l)), slot) => slot != Slot::Fixed(p, l),
+            (None, Slot::Fixed(..)) => true,
+            (None, Slot::Pool(_)) => false,
+        }) && grant != Grant::Offer;
         if stale {
             self.unbind(k);
         }
@@ -1019,6 +1023,13 @@ mod tests {
             summary(&r).1[1].2,
             Ok(Leased::Prefix(a("2001:db8:100::"), 56)),
             "freed for the next"
+        );
+        // The same device, now without a fixed prefix (another subscriber logged in on it),
+        // gives the fixed one up and gets the pool's next.
+        s.handle(Nanos(2), &solicit(&CLIENT_DUID)).unwrap();
+        assert_eq!(
+            s.binding(&CLIENT_DUID, IaKind::Pd, 2),
+            Some(Leased::Prefix(a("2001:db8:100:100::"), 56))
         );
 
         // Reserved: a fixed /56 equal to the pool's first is never delegated from the pool,
