@@ -20,6 +20,8 @@
 //! - [`dhcpv4`], [`dns`], [`ipoe`]: the ISP side of an IPoE WAN — a DHCPv4 server with a
 //!   lease table, an authoritative DNS server (UDP and TCP), and the port that puts them
 //!   beside the IPv6 provisioning; [`ranges`]: the address ranges they may hand out.
+//! - [`mape`]: the MAP-E Border Relay (RFC 7597): decapsulation with the source check of
+//!   §8.1, encapsulation to the CE of a destination address and port, drops by reason.
 //! - [`softwire`]: the AFTR and B4 on a port: ND for the tunnel endpoint, a tunnel probe,
 //!   and the data-path view of a softwire ([`softwire::SoftwireInfo`]).
 //!
@@ -38,6 +40,7 @@ pub mod frames;
 mod impls;
 pub mod ipfrag;
 pub mod ipoe;
+pub mod mape;
 pub mod ppp;
 pub mod pppoe;
 pub mod pppoe_v6;

@@ -40,6 +40,10 @@ pub mod routerdisc;
 pub mod tcp;
 pub mod udp;
 
+// MAP-E (RFC 7597): the address and port arithmetic, and its DHCPv6 options (RFC 7598).
+pub mod map_rule;
+pub mod s46;
+
 // Test frames.
 pub mod dissect;
 pub mod encap;

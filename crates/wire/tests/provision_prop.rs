@@ -10,10 +10,12 @@ use wire::dhcpv6::{
 };
 use wire::ethernet::MacAddr;
 use wire::icmpv6::Icmpv6Packet;
+use wire::map_rule::{MapRule, PortParams, PortSet};
 use wire::routerdisc::{
     NdOption, NdOptions, PrefixInfo, RouterAdvertHeader, RouterAdvertRepr, RouterSolicitRepr,
     RA_LEN,
 };
+use wire::s46::{self, parse_br, parse_port_params, MapeContainer, S46Rule};
 
 fn bytes() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(any::<u8>(), 0..300)
@@ -48,6 +50,26 @@ fn walk(opts: Dhcpv6Options<'_>, depth: u32) {
             dhcpv6::opt::AFTR_NAME => {
                 let _ = decode_name(v);
             }
+            s46::opt::S46_CONT_MAPE => {
+                if let Ok(c) = MapeContainer::parse(v) {
+                    for r in c.rules() {
+                        let _ = r.map_rule();
+                    }
+                    let _ = c.brs().count();
+                }
+                walk(Dhcpv6Options::new(v), depth + 1);
+            }
+            s46::opt::S46_RULE => {
+                if let Ok(r) = S46Rule::parse(v) {
+                    let _ = r.map_rule();
+                }
+            }
+            s46::opt::S46_BR => {
+                let _ = parse_br(v);
+            }
+            s46::opt::S46_PORTPARAMS => {
+                let _ = parse_port_params(v);
+            }
             _ => {}
         }
     }
@@ -68,7 +90,7 @@ fn parse_all(b: &[u8]) {
 }
 
 fn sample_reply() -> Vec<u8> {
-    let mut b = vec![0u8; 400];
+    let mut b = vec![0u8; 500];
     b[0] = dhcpv6::msg::REPLY;
     let mut w = OptionWriter::new(&mut b, dhcpv6::HEADER_LEN);
     w.put(dhcpv6::opt::SERVERID, &[0, 3, 0, 1, 2, 0, 0, 0, 0, 1])
@@ -82,6 +104,21 @@ fn sample_reply() -> Vec<u8> {
         .unwrap();
     w.end(ia).unwrap();
     w.name(dhcpv6::opt::AFTR_NAME, "aftr.example.net").unwrap();
+    let rule = S46Rule {
+        fmr: true,
+        ea_len: 16,
+        prefix4_len: 24,
+        ipv4_prefix: "192.0.2.0".parse().unwrap(),
+        prefix6_len: 40,
+        ipv6_prefix: "2001:db8::".parse().unwrap(),
+        port_params: Some(PortParams {
+            offset: 6,
+            psid_len: 8,
+            psid: 0,
+        }),
+    };
+    w.s46_cont_mape(&[rule], &["2001:db8:ffff::1".parse().unwrap()])
+        .unwrap();
     let n = w.len();
     b.truncate(n);
     b
@@ -150,5 +187,59 @@ proptest! {
         let servers: Vec<Ipv6Addr> = opts.iter().flat_map(|o| o.rdnss_servers()).collect();
         prop_assert_eq!(servers, dns);
         prop_assert_eq!(opts.iter().find_map(|o| match o { NdOption::Mtu(m) => Some(*m), _ => None }), mtu);
+    }
+
+    #[test]
+    fn s46_rule_roundtrip(fmr in any::<bool>(), ea_len in 0u8..=48, prefix4_len in 0u8..=32, v4 in any::<u32>(),
+                          prefix6_len in 0u8..=128, v6 in v6(), params in proptest::option::of((0u8..=15, 0u8..=16, any::<u16>())),
+                          br in v6()) {
+        let port_params = params.map(|(offset, psid_len, psid)| PortParams {
+            offset, psid_len, psid: if psid_len == 0 { 0 } else { psid >> (16 - psid_len) },
+        });
+        let rule = S46Rule { fmr, ea_len, prefix4_len, ipv4_prefix: v4.into(), prefix6_len, ipv6_prefix: v6, port_params };
+        let mut b = vec![0xa5; 200];
+        let mut w = OptionWriter::new(&mut b, 0);
+        w.s46_cont_mape(&[rule], &[br]).unwrap();
+        let n = w.len();
+        let (code, v) = Dhcpv6Options::new(&b[..n]).next().unwrap().unwrap();
+        prop_assert_eq!(code, s46::opt::S46_CONT_MAPE);
+        let c = MapeContainer::parse(v).unwrap();
+        let mask = if prefix6_len == 0 { 0 } else { u128::MAX << (128 - u32::from(prefix6_len)) };
+        let want = S46Rule { ipv6_prefix: Ipv6Addr::from(u128::from(v6) & mask), ..rule };
+        prop_assert_eq!(c.rules().collect::<Vec<_>>(), vec![want]);
+        prop_assert_eq!(c.brs().collect::<Vec<_>>(), vec![br]);
+    }
+
+    /// For any valid rule and delegated prefix, the BR's way back from the CE's IPv4 address
+    /// and any port of its set finds the same CE, and a port is in the set exactly when it
+    /// lies in one of the set's ranges.
+    #[test]
+    fn map_ce_and_br_agree(prefix6_len in 0u8..=64, ea_len in 0u8..=48, prefix4_len in 0u8..=32,
+                           v4 in any::<u32>(), v6 in v6(), offset in proptest::option::of(0u8..=15),
+                           delegated in v6(), extra in 0u8..=16, ports in prop::collection::vec(any::<u16>(), 8)) {
+        let params = offset.map(|offset| PortParams { offset, psid_len: 0, psid: 0 });
+        let Ok(rule) = MapRule::new(v6, prefix6_len, v4.into(), prefix4_len, ea_len, params) else {
+            return Ok(());
+        };
+        let len = (rule.end_user_len() + extra).min(64);
+        let (rp, rl) = rule.ipv6_prefix();
+        let keep = if rl == 0 { 0 } else { u128::MAX << (128 - u32::from(rl)) };
+        let delegated = Ipv6Addr::from((u128::from(rp) & keep) | (u128::from(delegated) & !keep));
+        let m = rule.ce_mapping(delegated, len).unwrap();
+        prop_assert!(m.ipv6_address().segments()[4] == 0);
+        for port in ports {
+            let in_set = m.ports.contains(port);
+            prop_assert_eq!(in_set, m.ports.ranges().any(|r| r.contains(&port)));
+            let b = rule.ce_for(m.ipv4, port).unwrap();
+            if in_set {
+                prop_assert_eq!((b.ipv4, b.ipv4_len, b.ports, b.interface_id()), (m.ipv4, m.ipv4_len, m.ports, m.interface_id()));
+                let n = rule.end_user_len();
+                let keep = if n == 0 { 0 } else { u128::MAX << (128 - u32::from(n)) };
+                prop_assert_eq!((b.end_user_prefix, b.end_user_len), (Ipv6Addr::from(u128::from(m.end_user_prefix) & keep), n));
+            }
+            if m.ports.psid_len() > 0 && rule.explicit_psid().is_none() {
+                prop_assert_eq!(b.ports.psid(), PortSet::psid_of(m.ports.offset(), m.ports.psid_len(), port));
+            }
+        }
     }
 }

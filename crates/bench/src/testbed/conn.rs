@@ -1,0 +1,159 @@
+//! One two-phase connection trial (RFC 9693) on the testbed, with the lab DUT's connection
+//! table emptied first and its counters read around each phase.
+
+use std::sync::atomic::AtomicBool;
+
+use crate::plan::Case;
+use crate::results::{ConnDutCounters, ConnPhases};
+use crate::search::{
+    ConnOutcome, ConnRate, ConnTrial, FailedSpan, LoadOutcome, RealTest, TeardownOutcome,
+};
+
+use super::{dut_delta, Testbed, CONN_SEED, UDP_DRAIN};
+
+impl Testbed {
+    /// One two-phase connection trial of `case` (engine::nat): port A opens
+    /// `trial.connections` connections at `trial.rate`, port B learns their tuples and answers
+    /// each. The lab DUT's connection table is emptied first (`table_size`: the cap to restart,
+    /// lab::conntrack) and its counters are read at the start, after the preliminary phase
+    /// and at the end.
+    pub fn conn_trial(
+        &mut self,
+        case: &Case,
+        trial: &ConnTrial,
+        table_size: Option<u64>,
+        backend: engine::trial::Backend,
+        stop: &AtomicBool,
+    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
+        let lab = self
+            .lab
+            .as_ref()
+            .ok_or("connection trials need the lab's DUT (its table is emptied between trials)")?;
+        let b = self
+            .b
+            .as_ref()
+            .ok_or("connection trials need a responder port (the endpoint topology has none)")?;
+        lab.reset_conn_table(table_size)
+            .map_err(|e| format!("emptying the DUT's connection table: {e}"))?;
+        let mut cfg = engine::nat::ConnTrialConfig::new(self.a.clone(), b.clone(), case.dims.ip);
+        cfg.frame_size = case.frame().and_then(|f| f.fixed()).unwrap_or(64);
+        cfg.connections = trial.connections;
+        cfg.rate_pps = trial.rate.0;
+        cfg.validation_rate_pps = trial.validation_rate.0;
+        cfg.gap = trial.gap;
+        cfg.drain = UDP_DRAIN;
+        // RFC 4814 pseudorandom tuples (RFC 9693 asks for them), the same order every trial.
+        cfg.permutation_seed = Some(CONN_SEED);
+        cfg.load = match trial.real {
+            Some(RealTest::Load { pps, duration }) => Some(engine::nat::LoadPhase {
+                backend,
+                ..engine::nat::LoadPhase::new(pps, duration)
+            }),
+            _ => None,
+        };
+        let start = lab.conn_stats().ok();
+        let ports_before = self.dut_sample();
+        let (mut mid, mut ports_mid) = (None, None);
+        let r = engine::nat::run(&cfg, stop, &mut || {
+            mid = lab.conn_stats().ok();
+            ports_mid = self.dut_sample();
+        })
+        .map_err(|e| format!("connection trial: {e}"))?;
+        let end = lab.conn_stats().ok();
+        let ports_end = self.dut_sample();
+        // RFC 9693's tear-down: right after the validation (and the counters), delete the
+        // whole table and time it from inside the DUT's namespace.
+        let teardown = match trial.real {
+            Some(RealTest::Teardown) => {
+                let t = lab
+                    .teardown_conn_table()
+                    .map_err(|e| format!("tearing down the DUT's connections: {e}"))?;
+                Some(TeardownOutcome {
+                    entries_before: t.entries_before,
+                    entries_after: t.entries_after,
+                    delete_ns: t.delete_ns,
+                    empty_ns: t.empty_ns,
+                })
+            }
+            _ => None,
+        };
+        let load = r.load.as_ref().map(|l| LoadOutcome {
+            intended_pps: l.forward.intended_pps,
+            forward_sent: l.forward.sent,
+            forward_received: l.forward_received,
+            forward_pps: l.forward.achieved_pps,
+            reverse_sent: l.reverse.sent,
+            reverse_received: l.reverse_received,
+            reverse_pps: l.reverse.achieved_pps,
+            dut_entries: end.map(|e| e.entries),
+            misdirected: l.forward_misdirected + l.reverse_misdirected,
+            tester_drops: l.rx_ring_drops,
+            engine: Some(match l.engine {
+                engine::nat::LoadEngine::AfPacket => crate::search::LoadBackend::AfPacket,
+                engine::nat::LoadEngine::Xdp => crate::search::LoadBackend::Xdp,
+            }),
+            refused_by_dut: l.refused_by_dut,
+            short_connections: l
+                .forward_short_connections
+                .zip(l.reverse_short_connections)
+                .map(|(f, r)| f + r),
+            sender_priority: l.sender_priority.map(|p| {
+                use crate::search::LoadPriority as P;
+                use engine::nat::priority::SenderPriority as S;
+                match p {
+                    S::Fifo { priority } => P::Fifo { priority },
+                    S::Nice { nice } => P::Nice { nice },
+                    S::Unraised => P::Unraised,
+                }
+            }),
+        });
+        let dut = match (start, mid, end) {
+            (Some(s), Some(m), Some(e)) => Some(ConnDutCounters {
+                preliminary: m.since(&s),
+                trial: e.since(&s),
+                ports: match (&ports_before, &ports_mid) {
+                    (Some(b), Some(a)) => Some(dut_delta(b, a, false)),
+                    _ => None,
+                },
+                load_ports: match (&ports_mid, &ports_end, &load) {
+                    (Some(b), Some(a), Some(_)) => Some(dut_delta(b, a, true)),
+                    _ => None,
+                },
+            }),
+            _ => None,
+        };
+        let outcome = ConnOutcome {
+            connections: trial.connections,
+            intended_rate: trial.rate,
+            offered_rate: ConnRate(r.preliminary.achieved_pps),
+            preliminary_sent: r.preliminary.sent,
+            preliminary_received: r.learned,
+            validation_sent: r.validation.sent,
+            validation_received: r.validated,
+            failed: r.failed.map(|f| FailedSpan {
+                count: f.count,
+                first: f.first,
+                last: f.last,
+            }),
+            teardown,
+            load,
+        };
+        let phases = ConnPhases {
+            preliminary_sent: r.preliminary.sent,
+            preliminary_pps: r.preliminary.achieved_pps,
+            preliminary_max_late_ns: r.preliminary.max_late_ns,
+            preliminary_refused_by_dut: r.preliminary.refused_by_peer,
+            learned: r.learned,
+            translated: r.translated,
+            learned_duplicates: r.learned_duplicates,
+            validation_sent: r.validation.sent,
+            validation_pps: r.validation.achieved_pps,
+            validation_max_late_ns: r.validation.max_late_ns,
+            validated: r.validated,
+            misdirected: r.misdirected,
+            validated_duplicates: r.validated_duplicates,
+            tester_rx_drops: r.rx_ring_drops,
+        };
+        Ok((outcome, phases, dut))
+    }
+}

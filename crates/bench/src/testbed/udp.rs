@@ -1,0 +1,504 @@
+//! One UDP trial on the testbed: the case's spec built over port A's session or softwire, the
+//! reverse stream of a bidirectional trial from what port B plays, learning frames, the
+//! engine run, and the counters read around it (the DUT's, the tester ports', the sessions').
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use emulate::pppoe::SessionInfo;
+use emulate::softwire::SoftwireInfo;
+use engine::stream::Rate;
+use wire::linerate::FrameSize;
+use wire::template::StreamSpec;
+use wire::units::Pps;
+
+use crate::plan::{Case, Plan};
+use crate::results::EngineFacts;
+use crate::search::{LineFraction, Outcome, ProbeDirection, TrialRequest};
+
+use super::reverse::{reverse_in_session, reverse_in_softwire, reverse_to_lease, sent_of_reverse};
+use super::{dut_delta, Testbed, WatchedPort};
+
+impl Testbed {
+    /// Reads the tester's own drop counters of these ports (the preflight's
+    /// [`crate::port_link::PortLink::tester_counters`]) around every UDP trial from now on.
+    pub fn watch_tester_counters(&mut self, links: &[crate::port_link::PortLink]) {
+        self.watched = links
+            .iter()
+            .filter(|l| !l.tester_counters.is_empty())
+            .map(|l| WatchedPort {
+                port: l.port.clone(),
+                iface: crate::iface::Iface {
+                    interface: l.interface.clone(),
+                    namespace: l.namespace.clone(),
+                },
+                counters: l.tester_counters.clone(),
+            })
+            .collect();
+    }
+
+    /// The watched ports' counters now (a port whose counters cannot be read: none).
+    fn read_watched(&self) -> Vec<std::collections::BTreeMap<String, u64>> {
+        self.watched
+            .iter()
+            .map(|w| w.iface.counters().unwrap_or_default())
+            .collect()
+    }
+
+    /// The rises of the watched counters since `before` ([`Self::read_watched`]).
+    fn watched_rises(
+        &self,
+        before: &[std::collections::BTreeMap<String, u64>],
+    ) -> Vec<crate::results::TesterPortDrop> {
+        let after = self.read_watched();
+        self.watched
+            .iter()
+            .zip(before.iter().zip(&after))
+            .flat_map(|(w, (b, a))| {
+                crate::iface::counters::rises(&w.counters, b, a)
+                    .into_iter()
+                    .map(|(counter, frames)| crate::results::TesterPortDrop {
+                        port: w.port.clone(),
+                        counter,
+                        frames,
+                    })
+            })
+            .collect()
+    }
+
+    /// One UDP trial of `case` from port A to port B: the engine's stream at
+    /// `request.load` × the path's line rate ([`Plan::line_pps`], on the encapsulated frame),
+    /// inside port A's PPPoE session when it plays one.
+    pub fn udp_trial(
+        &mut self,
+        plan: &Plan,
+        case: &Case,
+        request: &TrialRequest,
+        stop: &AtomicBool,
+    ) -> Result<(Outcome, EngineFacts), String> {
+        self.flush_log();
+        self.sessions_back_up(plan, stop)?;
+        self.leases_back_up(plan, stop)?;
+        let drops_before = self.session_drop_counts();
+        if let Some(s) = self.softwires.iter().find(|s| !s.is_up()) {
+            return Err(format!(
+                "the DS-Lite softwire on port {} is down (sessions.jsonl says why)",
+                s.port
+            ));
+        }
+        let b = self
+            .b
+            .as_ref()
+            .ok_or("UDP test frames need a receiving port (the endpoint topology has none)")?;
+        // The case at this request as a trial spec (an `mtu-probe` trial: its own frame size
+        // and rate, one direction), built like `wirerate trial` builds its own: the 100 % is
+        // the path's, computed once by the spec.
+        let probe = request.probe;
+        let spec = crate::spec::from_plan::udp_spec(plan, case, request)?;
+        let frame_size = spec
+            .streams
+            .first()
+            .map(|s| s.size)
+            .ok_or("the case's trial spec has no stream")?;
+        let carrier = self.port_a_carrier();
+        let carrier = carrier.as_ref().map(|c| c as &dyn crate::spec::Carrier);
+        let built = spec.build(&self.a, b, carrier)?;
+        let max = built.max_pps.first().copied().unwrap_or(Pps(0.0));
+        let mut sent = built.sent;
+        let mut cfg = built.config;
+        let reverse_probe = probe.is_some_and(|p| p.direction == ProbeDirection::Reverse);
+        // Learning frames (below) are the forward stream's; a reverse probe's size may be one
+        // the forward direction does not carry, so it learns with the smallest frame instead.
+        let learning = if reverse_probe {
+            let mut small = spec.clone();
+            for s in &mut small.streams {
+                s.size = FrameSize::Fixed {
+                    bytes: wire::encap::min_frame_size(case.dims.ip),
+                };
+                s.direction = crate::spec::Direction::AToB;
+            }
+            small.build(&self.a, b, carrier)?.config
+        } else {
+            cfg.clone()
+        };
+        // RFC 2544 §14 bidirectional: the B→A copy of the forward stream (the spec built it
+        // when port B is plain), inside port B's PPPoE session or softwire when it plays one.
+        let far_end = self.far_end(plan);
+        let mut reverse_dst_rewritten = false;
+        // A probe runs one way: the reverse one alone, from port B.
+        let with_reverse = probe.map_or(case.dims.bidirectional, |_| reverse_probe);
+        if with_reverse {
+            let forward = cfg.streams.first().ok_or("no forward stream")?;
+            let reverse = match &far_end {
+                FarEnd::Plain => None,
+                FarEnd::Session(info, isp_side) => {
+                    // A home gateway's NAPT turns the reply tuple back into the LAN host's.
+                    reverse_dst_rewritten = *isp_side;
+                    Some(reverse_in_session(
+                        case.dims.ip,
+                        frame_size,
+                        forward,
+                        &self.a,
+                        b,
+                        info,
+                        *isp_side,
+                    )?)
+                }
+                FarEnd::Lease(info) => {
+                    // The reply to what the DUT's NAPT made of the forward stream, like an
+                    // access concentrator's (learning frames first, below).
+                    reverse_dst_rewritten = true;
+                    Some(reverse_to_lease(
+                        case.dims.ip,
+                        frame_size,
+                        forward,
+                        &self.a,
+                        b,
+                        info,
+                    )?)
+                }
+                FarEnd::Softwire(port) => {
+                    // The AFTR learns the CPE's softwire from its tunnelled packets: forward
+                    // frames first (RFC 2544 §11 learning), repeated until the CPE's B4 is
+                    // heard from or the port's `timeout` (the CPE may still be coming up).
+                    let timeout = plan
+                        .ports
+                        .get(1)
+                        .and_then(|p| p.dslite.as_ref())
+                        .map_or(Duration::from_secs(10), |d| d.timeout);
+                    let end = std::time::Instant::now() + timeout;
+                    while self.softwire_of(port).is_none()
+                        && std::time::Instant::now() < end
+                        && !stop.load(std::sync::atomic::Ordering::SeqCst)
+                    {
+                        learn(&learning, stop)?;
+                        if self.softwire_of(port).is_none() {
+                            std::thread::sleep(Duration::from_millis(200));
+                        }
+                    }
+                    let info = self.softwire_of(port).ok_or_else(|| {
+                        format!("DS-Lite on port {port}: no B4 sent anything through its softwire within {:.0} s of learning frames, so the reverse stream has no tunnel to enter; nothing was measured (is the DUT's B4 up, and its AFTR address this port's?)", timeout.as_secs_f64())
+                    })?;
+                    let b4_side = !self.softwire_is_aftr(port);
+                    Some(reverse_in_softwire(
+                        case.dims.ip,
+                        frame_size,
+                        forward,
+                        &self.a,
+                        b,
+                        &info,
+                        b4_side,
+                    )?)
+                }
+            };
+            // The reverse direction through a NAPT needs the mapping the forward direction
+            // creates: learning frames, as RFC 2544 §11 asks, so its first frames are not lost.
+            if reverse_dst_rewritten {
+                learn(&learning, stop)?;
+            }
+            match reverse {
+                Some(r) => {
+                    if let Some(f) = sent.first() {
+                        sent.push(sent_of_reverse(f, &r));
+                    }
+                    cfg.streams.push(r)
+                }
+                None if cfg.streams.len() < 2 => {
+                    return Err(format!("{}: port B plays a session the testbed has no headers of, so the reverse stream has nothing to ride; nothing was measured", case.id));
+                }
+                None => {}
+            }
+            if reverse_probe {
+                cfg.streams.remove(0);
+                if !sent.is_empty() {
+                    sent.remove(0);
+                }
+            }
+        }
+        // A PPPoE session or DS-Lite softwire on either port means the DUT encapsulates or
+        // decapsulates on the way (a CPE's LAN→WAN frames arrive in its PPPoE session): the
+        // receiver checks lengths, checksums, fragments, destination, sequence and timestamp,
+        // but not the header stack the frames were sent with.
+        if plan
+            .ports
+            .iter()
+            .take(2)
+            .any(|p| p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some())
+        {
+            for s in &cfg.streams {
+                let base = cfg.expect_of(&s.config);
+                let e = engine::validate::Expect {
+                    shape: None,
+                    dst: base
+                        .dst
+                        .filter(|_| !(reverse_dst_rewritten && s.tx_port == 1)),
+                    ..base
+                };
+                cfg.expect.push((s.config.id, e));
+            }
+        }
+        if probe.is_some() {
+            let sessions = [self.a_session, self.b_session];
+            if let Some(why) = crate::mtu_probe::unsendable(&cfg)
+                .or_else(|| crate::mtu_probe::above_session_mru(&cfg, &sessions))
+            {
+                return Ok(crate::mtu_probe::not_sent(request, why));
+            }
+            // RFC 2544 §11 learning before a forward probe, in the smallest frame: the path's
+            // neighbours resolved and a tunnel up, so a probe's frames are lost only for their
+            // size (the reverse direction learned above).
+            if !reverse_probe {
+                learn(&learning, stop)?;
+            }
+        }
+        self.place_receivers(&mut cfg)?;
+        let before = self.dut_sample();
+        let ports_before = self.read_watched();
+        let report = crate::spec::execute(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
+        let after = self.dut_sample();
+        let tester_port_drops = self.watched_rises(&ports_before);
+        let facts = EngineFacts {
+            backend: report.backend.name().to_string(),
+            note: report.backend_note.clone(),
+            sent: report.streams.iter().map(|s| s.tx.sent).sum(),
+            slipped: report.streams.iter().map(|s| s.tx.slipped).sum(),
+            refused_by_dut: report.streams.iter().map(|s| s.tx.refused_by_peer).sum(),
+            max_catch_up: report
+                .streams
+                .iter()
+                .map(|s| s.tx.max_debt)
+                .max()
+                .unwrap_or(0),
+            invalid: {
+                let mut t = engine::validate::InvalidCounts::default();
+                report.streams.iter().for_each(|s| t.merge(&s.rx.invalid));
+                t
+            },
+            dut: match (before, after) {
+                (Some(b), Some(a)) => Some(dut_delta(&b, &a, with_reverse && !reverse_probe)),
+                _ => None,
+            },
+            per_direction: crate::trial::per_direction(&report.streams, max),
+            session_drops: self.session_drops_since(&drops_before),
+            streams: sent,
+            tester_port_drops,
+        };
+        let mut o = crate::trial::outcome(request, &report.streams, max);
+        if let (Some(c), Some(r)) = (cfg.streams.first(), report.streams.first()) {
+            o.intended = crate::trial::intended_with_gaps(o.intended, &c.config, &r.tx);
+        }
+        let sent = report.streams.first().map_or(0, |s| s.tx.sent);
+        if let Some(p) = probe {
+            // A probe's load is a fraction of its own rate.
+            let achieved = report.streams.first().map_or(0.0, |s| s.tx.achieved_pps);
+            if sent > 1 && p.pps > 0 {
+                o.offered = LineFraction(achieved / f64::from(p.pps));
+            }
+        }
+        Ok((o, facts))
+    }
+
+    /// Every drop so far of each port that can lose its uplink: PPPoE sessions, then IPoE
+    /// leases.
+    fn all_drops(&self) -> Vec<Vec<crate::results::SessionDrop>> {
+        self.sessions
+            .iter()
+            .map(|s| s.drops())
+            .chain(self.leases.iter().map(|l| l.drops()))
+            .collect()
+    }
+
+    /// How many session (and lease) drops each such port has seen so far.
+    fn session_drop_counts(&self) -> Vec<usize> {
+        self.all_drops().iter().map(Vec::len).collect()
+    }
+
+    /// The session drops since `before` ([`Self::session_drop_counts`]).
+    fn session_drops_since(&self, before: &[usize]) -> Vec<crate::results::SessionDrop> {
+        self.all_drops()
+            .into_iter()
+            .zip(before)
+            .flat_map(|(d, &n)| d.into_iter().skip(n))
+            .collect()
+    }
+
+    /// Waits for every IPoE port without a lease to get one again (the gateway rebooted, or
+    /// let its lease run out), as long as the port's `timeout`; the run stops otherwise.
+    fn leases_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), String> {
+        for k in 0..self.leases.len() {
+            if self.leases[k].lease().is_some() {
+                continue;
+            }
+            let port = self.leases[k].port.clone();
+            let timeout = plan
+                .ports
+                .iter()
+                .find(|p| p.name == port)
+                .and_then(|p| p.ipoe.as_ref())
+                .map_or(Duration::from_secs(30), |c| c.timeout);
+            let got = self.leases[k].wait_up(timeout, stop);
+            self.flush_log();
+            got.map_err(|e| format!("the IPoE lease on port {port} ended (sessions.jsonl says how) and no new one came: {e}; the run stops here, its finished trials are kept"))?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every PPPoE session that went down to come back (#14 item 5): a DUT that
+    /// dropped its uplink during a trial redials, and the next trial rides its new session.
+    /// A session that does not come back within the port's `timeout` stops the run with the
+    /// reason; the finished trials are kept.
+    fn sessions_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), String> {
+        for k in 0..self.sessions.len() {
+            let port = self.sessions[k].port.clone();
+            let index = plan.ports.iter().position(|p| p.name == port);
+            if self.sessions[k].is_up() {
+                // Redialled already (between two trials): ride the new session.
+                if let Some(info) = self.sessions[k].newer_session() {
+                    match index {
+                        Some(0) => self.a_session = Some(info),
+                        Some(_) => self.b_session = Some(info),
+                        None => {}
+                    }
+                }
+                continue;
+            }
+            let timeout = index
+                .and_then(|i| plan.ports[i].pppoe.as_ref())
+                .map_or(Duration::from_secs(30), |c| c.timeout);
+            let got = self.sessions[k].wait_up(timeout, stop);
+            self.flush_log();
+            let info = got.map_err(|e| {
+                format!(
+                    "the PPPoE session on port {port} went down (sessions.jsonl says why) and did not come back: {e}; the run stops here, its finished trials are kept"
+                )
+            })?;
+            match index {
+                Some(0) => self.a_session = Some(info),
+                Some(_) => self.b_session = Some(info),
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// What carries port A's frames when it plays a PPPoE session or DS-Lite B4 (`None`: a
+    /// plain port, whose frames the spec addresses from the ports alone).
+    fn port_a_carrier(&self) -> Option<PortACarrier> {
+        match (self.a_session, &self.a_softwire) {
+            (None, None) => None,
+            (session, softwire) => Some(PortACarrier {
+                session,
+                softwire: *softwire,
+            }),
+        }
+    }
+
+    /// What port B plays: where the reverse stream of a bidirectional trial starts.
+    fn far_end(&self, plan: &Plan) -> FarEnd {
+        let Some(pb) = plan.ports.get(1) else {
+            return FarEnd::Plain;
+        };
+        if let (Some(info), Some(cfg)) = (self.b_session, &pb.pppoe) {
+            return FarEnd::Session(info, cfg.role == crate::plan::PppoeRole::Server);
+        }
+        if pb.dslite.is_some() {
+            return FarEnd::Softwire(pb.name.clone());
+        }
+        if pb.ipoe.is_some() {
+            if let Some(info) = self
+                .leases
+                .iter()
+                .find(|l| l.port == pb.name)
+                .and_then(|l| l.lease())
+            {
+                return FarEnd::Lease(info);
+            }
+        }
+        FarEnd::Plain
+    }
+
+    /// The softwire the DS-Lite machine of port `port` sends into, once it knows one.
+    fn softwire_of(&self, port: &str) -> Option<SoftwireInfo> {
+        self.softwires
+            .iter()
+            .find(|s| s.port == port)
+            .and_then(|s| s.softwire())
+    }
+
+    fn softwire_is_aftr(&self, port: &str) -> bool {
+        self.softwires.iter().any(|s| s.port == port && s.is_aftr())
+    }
+
+    /// The XDP receive mode of the ports facing the lab's DUT, for the DUT as it is now: the
+    /// run switches its fast path between cases (`crate::trial::lab_receive_mode`).
+    fn place_receivers(&self, cfg: &mut engine::trial::TrialConfig) -> Result<(), String> {
+        let Some(l) = &self.lab else {
+            return Ok(());
+        };
+        let mode = crate::trial::lab_receive_mode(l).map_err(|e| e.to_string())?;
+        for p in cfg.ports.iter_mut().filter(|p| p.faces_dut) {
+            p.xdp_rx_mode = mode;
+        }
+        Ok(())
+    }
+}
+
+/// Port A's PPPoE session or DS-Lite softwire, into which its (forward) frames go.
+struct PortACarrier {
+    session: Option<SessionInfo>,
+    softwire: Option<SoftwireInfo>,
+}
+
+impl crate::spec::Carrier for PortACarrier {
+    fn carry(&self, frame: &mut StreamSpec, tx_port: usize) -> Result<(), String> {
+        if tx_port != 0 {
+            return Ok(());
+        }
+        if let Some(info) = &self.session {
+            info.apply_to(frame);
+        } else if let Some(info) = &self.softwire {
+            info.apply_to(frame, true);
+        }
+        Ok(())
+    }
+}
+
+/// What port B plays, for the reverse stream of a bidirectional trial.
+enum FarEnd {
+    /// A plain port: the reverse stream is plain and resolves its next hop.
+    Plain,
+    /// A PPPoE session: B is the access concentrator (`true`) or a subscriber.
+    Session(SessionInfo, bool),
+    /// A DS-Lite AFTR or B4 (the plan's name of port B).
+    Softwire(String),
+    /// An IPoE port: the gateway's lease.
+    Lease(emulate::ipoe::LeaseInfo),
+}
+
+/// How many forward frames [`learn`] sends, and how fast.
+const LEARNING_FRAMES: u64 = 20;
+const LEARNING_PPS: f64 = 1000.0;
+
+/// RFC 2544 §11 learning before a bidirectional trial through an emulated port: a few frames
+/// of the forward stream only, so a CPE's NAPT holds the mapping the reverse stream's frames
+/// are the reply to, and an AFTR has heard from the CPE's B4 (its softwire). Sent on
+/// AF_PACKET, whose receiver leaves the frames to the port's control plane too (an XDP
+/// receiver would take them from under the AFTR). What arrives is not counted anywhere.
+fn learn(cfg: &engine::trial::TrialConfig, stop: &AtomicBool) -> Result<(), String> {
+    let mut l = cfg.clone();
+    l.streams.truncate(1);
+    if let Some(s) = l.streams.first_mut() {
+        s.config.rate = Rate::Pps(LEARNING_PPS);
+        s.config.limit = engine::stream::Limit::Frames(LEARNING_FRAMES);
+    }
+    l.backend = engine::trial::Backend::AfPacket;
+    l.drain = Duration::from_millis(50);
+    // The forward frames arrive re-encapsulated; the learning counts nothing, so accept any.
+    l.expect = l
+        .streams
+        .iter()
+        .map(|s| (s.config.id, engine::validate::Expect::default()))
+        .collect();
+    engine::trial::run(&l, stop).map_err(|e| format!("learning frames before the trial: {e}"))?;
+    Ok(())
+}
