@@ -902,11 +902,8 @@ impl Server {
     /// Moves a session's output to the wire and its events to ours; grants the network phase
     /// once its link asks (which makes more output); ends it if its link died.
     fn drain(&mut self, now: Nanos, key: SessionKey) {
-        loop {
-            match self.drain_once(now, key) {
-                Drained::Grant(user) => self.grant(now, key, user),
-                Drained::Done => break,
-            }
+        while let Drained::Grant(user) = self.drain_once(now, key) {
+            self.grant(now, key, user);
         }
         self.reschedule(key);
     }
