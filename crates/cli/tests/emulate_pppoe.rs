@@ -878,3 +878,82 @@ fn sigint_closes_every_session_with_a_padt_and_prints_statistics() {
         None => println!("SKIP (capture only): no tcpdump"),
     }
 }
+
+/// Issue 35: a subscriber table's `prefix=` is what that subscriber's session delegates.
+/// `wirerate pppoe server --provision --subscribers FILE` against scapy's PPPoE subscriber
+/// running IPv6CP and a DHCPv6 Solicit with an IA_PD (scapy's dhcp6 layers build the request
+/// and dissect the Reply): alice, whose line says `prefix=2001:db8:300::/56`, gets exactly
+/// that; bob, without one, the pool's first /56 (2001:db8:200::/56); the AC's lease lines say
+/// the same.
+#[test]
+fn a_subscribers_table_prefix_is_what_dhcpv6_delegates_to_an_independent_client() {
+    if !can_run() {
+        return;
+    }
+    let ns = NsPair::new("wr-em", "wrem", "p");
+    let tmp = tempfile::tempdir().unwrap();
+    let table = tmp.path().join("subscribers.txt");
+    std::fs::write(
+        &table,
+        "alice s3cret prefix=2001:db8:300::/56\nbob hunter2\n",
+    )
+    .unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_wirerate"))
+        .args(["pppoe", "server", "--netns", &ns.a, "--dev", "wrem0"])
+        .args([
+            "--provision",
+            "--json",
+            "--sessions",
+            "2",
+            "--duration",
+            "60",
+        ])
+        .arg("--subscribers")
+        .arg(&table)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("wirerate pppoe server");
+    let mut out = server.stdout.take().unwrap();
+    let server_out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        out.read_to_end(&mut b).map(|_| b)
+    });
+    let mut got = Vec::new();
+    for (user, pw) in [("alice", "s3cret"), ("bob", "hunter2")] {
+        let (ok, r) = run_peer(
+            &ns.b,
+            "pppoe_client.py",
+            &[
+                "--iface",
+                "wrem1",
+                "--user",
+                user,
+                "--password",
+                pw,
+                "--dhcpv6-pd",
+            ],
+            Duration::from_secs(40),
+        );
+        assert!(ok, "{user}: scapy client failed: {r}");
+        got.push(r["delegated"].as_str().unwrap_or_default().to_string());
+    }
+    let status = server.wait().expect("server exit");
+    assert!(status.success());
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&server_out.join().unwrap().expect("server output"))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+            .collect();
+    assert_eq!(got, ["2001:db8:300::/56", "2001:db8:200::/56"]);
+    let leases: Vec<&str> = lines
+        .iter()
+        .filter(|v| v["event"] == "lease")
+        .filter_map(|v| v["prefix"].as_str())
+        .collect();
+    assert_eq!(
+        leases,
+        ["2001:db8:300::/56", "2001:db8:200::/56"],
+        "the AC's lease lines"
+    );
+}

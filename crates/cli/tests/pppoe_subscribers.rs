@@ -291,3 +291,86 @@ fn a_thousand_subscribers_come_up_at_once_each_with_its_table_address() {
         "IPCP Protocol-Rejected for exactly the IPv6-only"
     );
 }
+
+/// Issue 35: an AC's pool in the benchmarking range 198.18.0.0/15 (DESIGN.md §6), the way
+/// one AC holds tens of thousands of subscribers. 300 sessions of one shared login against
+/// `--pool 198.18.0.200 --pool-size 1000`: all come up, each with its own address, the pool's
+/// lowest first and across the /24 boundary (198.18.0.255 and 198.18.1.0 are hosts of the
+/// /15), both ends agree, and the setup statistics carry the percentiles. Counts only; the
+/// 30,000-session figures are a benchmark command (README, docs/measurements.md).
+#[test]
+fn three_hundred_sessions_get_addresses_from_the_benchmarking_range() {
+    const N: usize = 300;
+    if !root_and_tools(&[]) {
+        return;
+    }
+    let ns = NsPair::new("wr-sc", "wrsc", "b");
+    let bin = env!("CARGO_BIN_EXE_wirerate");
+    let mut server = Command::new(bin)
+        .args([
+            "pppoe", "server", "--netns", &ns.a, "--dev", "wrsc0", "--json",
+        ])
+        .args(["--pool", "198.18.0.200", "--pool-size", "1000"])
+        .args(["--sessions", &N.to_string(), "--duration", "90"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("wirerate pppoe server");
+    let mut out = server.stdout.take().unwrap();
+    let server_out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut b).map(|_| b)
+    });
+    let client = Command::new(bin)
+        .args([
+            "pppoe", "client", "--netns", &ns.b, "--dev", "wrsc1", "--json",
+        ])
+        .args(["--sessions", &N.to_string(), "--start-rate", "1000"])
+        .args(["--duration", "60"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("wirerate pppoe client");
+    let status = server.wait().expect("server exit");
+    let (c, s) = (
+        json_lines(&client.stdout),
+        json_lines(&server_out.join().unwrap().expect("server output")),
+    );
+    assert!(
+        client.status.success(),
+        "client: {}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    assert!(status.success());
+    let setup = c.iter().find(|v| v["event"] == "setup").expect("setup");
+    eprintln!("client setup statistics: {setup}");
+    assert_eq!(setup["came_up"], N);
+    assert_eq!(setup["failed"], serde_json::json!({}));
+    for k in ["setup_p50_ms", "setup_p90_ms", "setup_p99_ms"] {
+        assert!(setup[k].is_f64(), "{k} in {setup}");
+    }
+    let mut got: Vec<Ipv4Addr> = c
+        .iter()
+        .filter(|v| v["event"] == "session")
+        .map(|v| v["ipv4"].as_str().expect("an address").parse().unwrap())
+        .collect();
+    assert_eq!(got.len(), N);
+    got.sort();
+    got.dedup();
+    assert_eq!(got.len(), N, "every session its own address");
+    let want: Vec<Ipv4Addr> = (0..N as u32)
+        .map(|i| Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 18, 0, 200)) + i))
+        .collect();
+    assert_eq!(got, want, "the pool's lowest {N}, from 198.18.0.200 on");
+    assert!(got.contains(&Ipv4Addr::new(198, 18, 0, 255)));
+    assert!(got.contains(&Ipv4Addr::new(198, 18, 1, 0)));
+    let mut ac: Vec<Ipv4Addr> = s
+        .iter()
+        .filter(|v| v["event"] == "up")
+        .map(|v| v["peer_ipv4"].as_str().unwrap().parse().unwrap())
+        .collect();
+    ac.sort();
+    assert_eq!(ac, got, "the AC gave the same addresses");
+    let stats = s.iter().find(|v| v["event"] == "stats").expect("stats");
+    assert_eq!(stats["sessions_up_total"], N);
+    assert_eq!(stats["hostile"], serde_json::json!({}));
+}

@@ -254,9 +254,19 @@ pub struct Dhcpv6Stats {
 
 type Key = (Vec<u8>, IaKind, u32);
 
+/// Where a binding's address or prefix comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// The pool's `index`-th address or prefix.
+    Pool(u32),
+    /// A prefix fixed for this client by its owner (a subscriber table's `prefix=`),
+    /// outside the pool's bookkeeping.
+    Fixed(Ipv6Addr, u8),
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Binding {
-    index: u32,
+    slot: Slot,
     expires: Nanos,
 }
 
@@ -340,6 +350,9 @@ pub struct Dhcpv6Server {
     cfg: Dhcpv6Config,
     bindings: BTreeMap<Key, Binding>,
     used: BTreeMap<(IaKind, u32), Key>,
+    /// Pool prefixes never delegated from the pool: they overlap a fixed prefix
+    /// ([`Dhcpv6Server::reserve_prefix`]).
+    reserved_pd: BTreeSet<u32>,
     events: Vec<Dhcpv6Event>,
     pub stats: Dhcpv6Stats,
 }
@@ -354,8 +367,48 @@ impl Dhcpv6Server {
             cfg,
             bindings: BTreeMap::new(),
             used: BTreeMap::new(),
+            reserved_pd: BTreeSet::new(),
             events: Vec::new(),
             stats: Dhcpv6Stats::default(),
+        }
+    }
+
+    /// Never delegates from the pool a prefix that overlaps `prefix/len`: it belongs to
+    /// someone who gets it as a fixed prefix ([`Dhcpv6Server::handle_with_prefix`]).
+    pub fn reserve_prefix(&mut self, prefix: Ipv6Addr, len: u8) {
+        let Some(p) = self.cfg.prefixes else {
+            return;
+        };
+        let cap = p.capacity();
+        let (dl, bl) = (u32::from(p.delegated_len), u32::from(p.base_len));
+        let len = u32::from(len.min(128));
+        if len < bl && !in_prefix(p.base, prefix, len as u8) {
+            return;
+        }
+        if len >= bl && !in_prefix(prefix, p.base, p.base_len) {
+            return;
+        }
+        // The pool indices covered: the bits of `prefix` between the base and the delegated
+        // length name the first; a fixed prefix shorter than the delegated one covers
+        // 2^(dl - len) of them.
+        let index_bits = dl - bl;
+        let idx = |a: Ipv6Addr| -> u32 {
+            if index_bits == 0 {
+                return 0;
+            }
+            let shifted = u128::from(a) >> (128 - dl);
+            (shifted & ((1u128 << index_bits) - 1)) as u32
+        };
+        let (first, count) = if len <= bl {
+            (0u64, u64::from(cap))
+        } else if len >= dl {
+            (u64::from(idx(prefix)), 1)
+        } else {
+            (u64::from(idx(prefix)), 1u64 << (dl - len).min(40))
+        };
+        let end = (first + count).min(u64::from(cap));
+        for i in first..end {
+            self.reserved_pd.insert(i as u32);
         }
     }
 
@@ -370,7 +423,14 @@ impl Dhcpv6Server {
     /// What `client`'s IA `iaid` of `kind` holds now.
     pub fn binding(&self, client: &[u8], kind: IaKind, iaid: u32) -> Option<Leased> {
         let b = self.bindings.get(&(client.to_vec(), kind, iaid))?;
-        self.leased(kind, b.index)
+        self.slot_leased(kind, b.slot)
+    }
+
+    fn slot_leased(&self, kind: IaKind, slot: Slot) -> Option<Leased> {
+        match slot {
+            Slot::Pool(index) => self.leased(kind, index),
+            Slot::Fixed(p, l) => Some(Leased::Prefix(p, l)),
+        }
     }
 
     fn leased(&self, kind: IaKind, index: u32) -> Option<Leased> {
@@ -393,17 +453,28 @@ impl Dhcpv6Server {
     fn lowest_free(&self, kind: IaKind) -> Option<u32> {
         let cap = self.capacity(kind);
         // The used indices of this kind in order; the first gap is the lowest free one.
+        // Reserved prefixes (IA_PD only) are skipped as if used.
         let mut want = 0u32;
+        let skip = |w: &mut u32| {
+            while kind == IaKind::Pd && self.reserved_pd.contains(w) {
+                *w += 1;
+            }
+        };
+        skip(&mut want);
         for &(k, i) in self
             .used
-            .range((kind, 0)..=(kind, u32::MAX))
+            .range((kind, want)..=(kind, u32::MAX))
             .map(|(k, _)| k)
         {
             debug_assert_eq!(k, kind);
+            if i < want {
+                continue; // bound before it was reserved
+            }
             if i != want {
                 break;
             }
             want += 1;
+            skip(&mut want);
         }
         (want < cap).then_some(want)
     }
@@ -435,20 +506,41 @@ impl Dhcpv6Server {
 
     fn unbind(&mut self, k: &Key) -> Option<Leased> {
         let b = self.bindings.remove(k)?;
-        self.used.remove(&(k.1, b.index));
+        if let Slot::Pool(index) = b.slot {
+            self.used.remove(&(k.1, index));
+        }
         self.stats.bindings_now = self.bindings.len() as u64;
-        self.leased(k.1, b.index)
+        self.slot_leased(k.1, b.slot)
     }
 
     /// What IA `k` gets: its binding (extended or made when `grant` says so), or None.
-    fn grant(&mut self, now: Nanos, k: &Key, grant: Grant) -> Option<Leased> {
+    /// A `fixed` prefix (IA_PD only) replaces the pool: the IA gets exactly that prefix, and
+    /// a binding it held from the pool is given up for it. Without one, a fixed prefix the IA
+    /// held is given up too (the same device logged in as another subscriber, who has none):
+    /// it belongs to whom it was fixed for.
+    fn grant(
+        &mut self,
+        now: Nanos,
+        k: &Key,
+        grant: Grant,
+        fixed: Option<(Ipv6Addr, u8)>,
+    ) -> Option<Leased> {
         let expires = add(now, secs(self.cfg.valid));
+        let fixed = fixed.filter(|_| k.1 == IaKind::Pd);
+        let stale = self.bindings.get(k).is_some_and(|b| match (fixed, b.slot) {
+            (Some((p, l)), slot) => slot != Slot::Fixed(p, l),
+            (None, Slot::Fixed(..)) => true,
+            (None, Slot::Pool(_)) => false,
+        }) && grant != Grant::Offer;
+        if stale {
+            self.unbind(k);
+        }
         if let Some(b) = self.bindings.get_mut(k) {
-            let index = b.index;
+            let slot = b.slot;
             if grant != Grant::Offer {
                 b.expires = expires;
             }
-            let leased = self.leased(k.1, index)?;
+            let leased = self.slot_leased(k.1, slot)?;
             if grant != Grant::Offer {
                 let e = (k.0.clone(), k.2, leased);
                 self.events.push(if grant == Grant::Extend {
@@ -470,11 +562,16 @@ impl Dhcpv6Server {
         if grant == Grant::Extend {
             return None;
         }
-        let index = self.lowest_free(k.1)?;
-        let leased = self.leased(k.1, index)?;
+        let slot = match fixed {
+            Some((p, l)) => Slot::Fixed(p, l),
+            None => Slot::Pool(self.lowest_free(k.1)?),
+        };
+        let leased = self.slot_leased(k.1, slot)?;
         if grant == Grant::Bind {
-            self.bindings.insert(k.clone(), Binding { index, expires });
-            self.used.insert((k.1, index), k.clone());
+            self.bindings.insert(k.clone(), Binding { slot, expires });
+            if let Slot::Pool(index) = slot {
+                self.used.insert((k.1, index), k.clone());
+            }
             self.stats.bindings_now = self.bindings.len() as u64;
             self.events.push(Dhcpv6Event::Bound {
                 client: k.0.clone(),
@@ -488,6 +585,18 @@ impl Dhcpv6Server {
     /// Handles one client message (a UDP payload to port 547); the reply to send back to the
     /// client's port 546, if any.
     pub fn handle(&mut self, now: Nanos, bytes: &[u8]) -> Option<Vec<u8>> {
+        self.handle_with_prefix(now, bytes, None)
+    }
+
+    /// As [`handle`](Self::handle), for a client whose delegated prefix is fixed by who it
+    /// is (a PPPoE subscriber's `prefix=`): its IA_PD gets `fixed` instead of a pool prefix
+    /// (and Renew/Rebind extend that). `None` is [`handle`](Self::handle).
+    pub fn handle_with_prefix(
+        &mut self,
+        now: Nanos,
+        bytes: &[u8],
+        fixed: Option<(Ipv6Addr, u8)>,
+    ) -> Option<Vec<u8>> {
         let Some(m) = parse_client(bytes) else {
             self.stats.dropped.add(Dhcpv6Drop::Malformed);
             return None;
@@ -517,12 +626,12 @@ impl Dhcpv6Server {
             self.stats.dropped.add(d);
             return None;
         }
-        let reply = self.reply(now, &m);
+        let reply = self.reply(now, &m, fixed);
         self.stats.tx.add(reply.first().copied().unwrap_or(0));
         Some(reply)
     }
 
-    fn reply(&mut self, now: Nanos, m: &ClientMsg<'_>) -> Vec<u8> {
+    fn reply(&mut self, now: Nanos, m: &ClientMsg<'_>, fixed: Option<(Ipv6Addr, u8)>) -> Vec<u8> {
         let mut buf = vec![0u8; 1400];
         let rapid = m.kind == msg::SOLICIT && m.rapid_commit && self.cfg.rapid_commit;
         let kind = if m.kind == msg::SOLICIT && !rapid {
@@ -536,7 +645,7 @@ impl Dhcpv6Server {
         let mut w = OptionWriter::new(&mut buf, dhcpv6::HEADER_LEN);
         // Every write below fits 1400 bytes except with absurd numbers of IAs; those are cut
         // at the buffer's end (the writer refuses, the message stays well formed up to there).
-        let _ = self.write_reply(now, m, rapid, &mut w);
+        let _ = self.write_reply(now, m, rapid, fixed, &mut w);
         let n = w.len();
         buf.truncate(n);
         buf
@@ -547,6 +656,7 @@ impl Dhcpv6Server {
         now: Nanos,
         m: &ClientMsg<'_>,
         rapid: bool,
+        fixed: Option<(Ipv6Addr, u8)>,
         w: &mut OptionWriter<'_>,
     ) -> wire::Result<()> {
         w.put(opt::SERVERID, &self.cfg.server_duid.clone())?;
@@ -569,7 +679,7 @@ impl Dhcpv6Server {
                 };
                 for ia in &m.ias {
                     let k = (client.clone(), ia.kind, ia.iaid);
-                    let got = self.grant(now, &k, grant);
+                    let got = self.grant(now, &k, grant, fixed);
                     self.write_ia(w, ia, got, grant)?;
                 }
             }
@@ -842,6 +952,100 @@ mod tests {
             Some(Dhcpv6Event::Released { iaid: 8, .. })
         ));
         assert_eq!(ev.len(), 6, "2 bound, 2 renewed, 2 released: {ev:?}");
+    }
+
+    /// A fixed prefix is delegated instead of the pool's, extended by Renew, given up on
+    /// Release without touching the pool; a pool binding the client held is replaced by it;
+    /// a reserved pool prefix is skipped; IA_NA is unaffected.
+    #[test]
+    fn a_fixed_prefix_replaces_the_pool_and_the_pool_skips_it() {
+        let mut s = Dhcpv6Server::new(config());
+        let sid = s.config().server_duid.clone();
+        let fixed = Some((a("2001:db8:300::"), 48));
+        let ias = [(opt::IA_NA, 1), (opt::IA_PD, 2)];
+        let solicit = |duid: &[u8]| {
+            let mut m = client_msg(msg::SOLICIT, duid, None, &ias, &[]);
+            m.extend([0, 14, 0, 0]); // Rapid Commit
+            m
+        };
+        let r = s
+            .handle_with_prefix(Nanos(0), &solicit(&CLIENT_DUID), fixed)
+            .unwrap();
+        let (t, got, _) = summary(&r);
+        assert_eq!(t, msg::REPLY);
+        assert_eq!(got[0].2, Ok(Leased::Address(a("2001:db8:c::100"))));
+        assert_eq!(got[1].2, Ok(Leased::Prefix(a("2001:db8:300::"), 48)));
+        // The pool still holds both its prefixes for others.
+        for (i, want) in ["2001:db8:100::", "2001:db8:100:100::"].iter().enumerate() {
+            let duid = [0, 3, 0, 1, 2, 0, 0, 0, 2, i as u8];
+            let r = s.handle(Nanos(0), &solicit(&duid)).unwrap();
+            assert_eq!(summary(&r).1[1].2, Ok(Leased::Prefix(a(want), 56)));
+        }
+        // Renew extends the fixed prefix.
+        let r = s
+            .handle_with_prefix(
+                Nanos(5),
+                &client_msg(msg::RENEW, &CLIENT_DUID, Some(&sid), &ias, &[]),
+                fixed,
+            )
+            .unwrap();
+        assert_eq!(
+            summary(&r).1[1].2,
+            Ok(Leased::Prefix(a("2001:db8:300::"), 48))
+        );
+        // Released: the pool's bindings are untouched.
+        s.handle_with_prefix(
+            Nanos(6),
+            &client_msg(msg::RELEASE, &CLIENT_DUID, Some(&sid), &ias, &[]),
+            fixed,
+        )
+        .unwrap();
+        assert_eq!(s.binding(&CLIENT_DUID, IaKind::Pd, 2), None);
+        // Left: the other two clients' prefixes and the one address the 2-address pool had
+        // left for them.
+        assert_eq!(s.stats.bindings_now, 3);
+
+        // A client that held a pool prefix and is now fixed gives the pool's up.
+        let mut s = Dhcpv6Server::new(config());
+        s.handle(Nanos(0), &solicit(&CLIENT_DUID)).unwrap();
+        assert_eq!(
+            s.binding(&CLIENT_DUID, IaKind::Pd, 2),
+            Some(Leased::Prefix(a("2001:db8:100::"), 56))
+        );
+        s.handle_with_prefix(Nanos(1), &solicit(&CLIENT_DUID), fixed)
+            .unwrap();
+        assert_eq!(
+            s.binding(&CLIENT_DUID, IaKind::Pd, 2),
+            Some(Leased::Prefix(a("2001:db8:300::"), 48))
+        );
+        let r = s.handle(Nanos(1), &solicit(&[0, 3, 0, 1, 9])).unwrap();
+        assert_eq!(
+            summary(&r).1[1].2,
+            Ok(Leased::Prefix(a("2001:db8:100::"), 56)),
+            "freed for the next"
+        );
+        // The same device, now without a fixed prefix (another subscriber logged in on it),
+        // gives the fixed one up and gets the pool's next.
+        s.handle(Nanos(2), &solicit(&CLIENT_DUID)).unwrap();
+        assert_eq!(
+            s.binding(&CLIENT_DUID, IaKind::Pd, 2),
+            Some(Leased::Prefix(a("2001:db8:100:100::"), 56))
+        );
+
+        // Reserved: a fixed /56 equal to the pool's first is never delegated from the pool,
+        // nor are the /56s under a fixed /55; one outside the pool changes nothing.
+        let mut s = Dhcpv6Server::new(config());
+        s.reserve_prefix(a("2001:db8:100::"), 56);
+        s.reserve_prefix(a("2001:db8:9::"), 48);
+        let r = s.handle(Nanos(0), &solicit(&CLIENT_DUID)).unwrap();
+        assert_eq!(
+            summary(&r).1[1].2,
+            Ok(Leased::Prefix(a("2001:db8:100:100::"), 56))
+        );
+        let mut s = Dhcpv6Server::new(config());
+        s.reserve_prefix(a("2001:db8:100::"), 55);
+        let r = s.handle(Nanos(0), &solicit(&CLIENT_DUID)).unwrap();
+        assert_eq!(summary(&r).1[1].2, Err(status::NO_PREFIX_AVAIL));
     }
 
     #[test]

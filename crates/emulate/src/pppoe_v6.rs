@@ -83,6 +83,16 @@ pub struct PppoeProvisioning {
 }
 
 impl PppoeProvisioning {
+    /// Provisioning beside `server`: the subscriber table's fixed prefixes are kept out of
+    /// the DHCPv6 prefix pool, so a pool prefix never overlaps one of them.
+    pub fn for_server(cfg: ProvisionConfig, server: &Server) -> PppoeProvisioning {
+        let mut p = PppoeProvisioning::new(cfg);
+        for (prefix, len) in server.subscriber_prefixes() {
+            p.dhcp.reserve_prefix(prefix, len);
+        }
+        p
+    }
+
     pub fn new(cfg: ProvisionConfig) -> PppoeProvisioning {
         PppoeProvisioning {
             dhcp: Dhcpv6Server::new(cfg.dhcp.clone()),
@@ -212,7 +222,9 @@ impl PppoeProvisioning {
                 src_port,
                 payload,
             } => {
-                let reply = self.dhcp.handle(now, payload);
+                // A subscriber with a fixed prefix in the AC's table is delegated exactly it.
+                let fixed = server.subscriber_prefix(key);
+                let reply = self.dhcp.handle_with_prefix(now, payload, fixed);
                 self.collect(key.client);
                 if let Some(r) = reply {
                     let p = dhcp_reply_packet(link_local, src, src_port, &r);

@@ -270,3 +270,52 @@ fn many_subscribers_only_ever_get_documentation_addresses() {
         .count();
     assert_eq!(refused, 5);
 }
+
+/// For thousands of subscribers the pool may lie in the benchmarking range 198.18.0.0/15
+/// (DESIGN.md §6): up to 131,070 addresses from 198.18.0.1, never its network or broadcast
+/// address, never past it; the refusal of a /24 pool too large points there.
+#[test]
+fn a_pool_in_the_benchmarking_range_holds_tens_of_thousands() {
+    assert_eq!(pool("198.18.0.1", 40_000).check(), Ok(()));
+    assert_eq!(pool("198.18.0.1", 131_070).check(), Ok(()));
+    let e = pool("198.18.0.1", 131_071).check().unwrap_err();
+    assert_eq!(
+        e,
+        ConfigError::PoolTooLarge {
+            first: ip("198.18.0.1"),
+            size: 131_071,
+            largest: 131_070
+        }
+    );
+    assert!(e.to_string().contains("198.18.0.0/15"), "{e}");
+    let e = pool("198.18.0.0", 10).check().unwrap_err();
+    assert!(
+        e.to_string().contains("network address of 198.18.0.0/15"),
+        "{e}"
+    );
+    assert!(matches!(
+        pool("198.20.0.1", 10).check(),
+        Err(ConfigError::PoolOutsideDocumentation { .. })
+    ));
+    let e = pool("198.51.100.10", 3000).check().unwrap_err().to_string();
+    assert!(e.contains("--pool 198.18.0.1"), "{e}");
+
+    // The pool hands out 198.18.0.255 and 198.18.1.0 (hosts inside the /15), never
+    // 198.19.255.255, and after a release the lowest free address again.
+    let mut p = Ipv4Pool::new(ip("198.19.255.250"), 100);
+    assert_eq!(p.capacity(), 5);
+    let mut p2 = Ipv4Pool::new(ip("198.18.0.254"), 4);
+    let got: Vec<_> = std::iter::from_fn(|| p2.allocate()).collect();
+    assert_eq!(
+        got,
+        ["198.18.0.254", "198.18.0.255", "198.18.1.0", "198.18.1.1"].map(ip)
+    );
+    let all: Vec<_> = std::iter::from_fn(|| p.allocate()).collect();
+    assert_eq!(all.last(), Some(&ip("198.19.255.254")));
+    p.release(ip("198.19.255.252"));
+    p.release(ip("198.19.255.251"));
+    assert_eq!(p.allocate(), Some(ip("198.19.255.251")));
+    assert_eq!(p.allocate(), Some(ip("198.19.255.252")));
+    assert_eq!(p.allocate(), None);
+    assert_eq!(p.in_use(), 5);
+}

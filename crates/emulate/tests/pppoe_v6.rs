@@ -262,3 +262,96 @@ fn ra_over_each_session_and_a_different_prefix_for_each_subscriber() {
     };
     assert!(!prov.handle_event(net.now, &data, &mut net.server));
 }
+
+/// The prefix a session's DHCPv6 Solicit (IA_PD, Rapid Commit) gets over the session.
+fn delegated_over_session(
+    net: &mut Net,
+    prov: &mut PppoeProvisioning,
+    i: usize,
+    duid_tail: u8,
+) -> (Ipv6Addr, u8) {
+    let my_ll = net
+        .client_events
+        .iter()
+        .find_map(|(j, e)| match e {
+            ClientEvent::Up(info) if *j == i => info.negotiated.local_interface_id,
+            _ => None,
+        })
+        .map(link_local_of)
+        .expect("the session came up with IPv6CP");
+    let _ = ipv6_to(net, i);
+    assert!(net.clients[i].send(net.now, Protocol::IPV6, &solicit_pd(my_ll, duid_tail)));
+    settle(net, prov);
+    let got = ipv6_to(net, i);
+    assert_eq!(got.len(), 1, "one Reply");
+    let ip = Ipv6Packet::new_checked(&got[0][..]).unwrap();
+    let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+    let d = Dhcpv6Packet::new_checked(udp.payload()).unwrap();
+    assert_eq!(d.msg_type(), msg::REPLY);
+    let ia = IaRepr::parse(d.options().find(opt::IA_PD).unwrap().unwrap()).unwrap();
+    let px = IaPrefixRepr::parse(ia.options().find(opt::IAPREFIX).unwrap().unwrap()).unwrap();
+    (px.prefix, px.prefix_len)
+}
+
+/// A subscriber table's `prefix=` is what that subscriber's session delegates: alice's fixed
+/// 2001:db8:200::/52 (the pool's first 16 /56s, so the pool skips them), carol's
+/// fixed /60 outside the pool, and bob, without one, the pool's first /56 past alice's.
+/// Again after a Solicit with the same DUID (the binding holds), and bob's stays the pool's.
+#[test]
+fn a_subscribers_fixed_prefix_is_what_its_session_delegates() {
+    use std::sync::Arc;
+
+    use emulate::pppoe::subscribers::SubscriberTable;
+    let table = "alice secret-a prefix=2001:db8:200::/52\n\
+                 bob secret-b\n\
+                 carol secret-c prefix=2001:db8:300:10::/60\n";
+    let mut server = server_cfg(vec![AuthMethod::Pap]);
+    server.subscribers = Some(Arc::new(SubscriberTable::parse(table.as_bytes()).unwrap()));
+    let mut net = Net::new(
+        server,
+        vec![
+            client_cfg(1, "alice", "secret-a"),
+            client_cfg(2, "bob", "secret-b"),
+            client_cfg(3, "carol", "secret-c"),
+        ],
+    );
+    net.start_all();
+    assert!(net.run_until(10, Net::all_up), "sessions did not come up");
+    let mut cfg = ProvisionConfig::pppoe(common::ac_mac());
+    cfg.ra.entropy = Entropy::Seeded(5);
+    let mut prov = PppoeProvisioning::for_server(cfg, &net.server);
+    let ups: Vec<ServerEvent> = std::mem::take(&mut net.server_events)
+        .into_iter()
+        .filter(|e| matches!(e, ServerEvent::SessionUp { .. }))
+        .collect();
+    assert_eq!(ups.len(), 3);
+    for e in &ups {
+        prov.handle_event(net.now, e, &mut net.server);
+    }
+    while net.exchange() {}
+
+    let p = |s: &str, l: u8| (s.parse::<Ipv6Addr>().unwrap(), l);
+    assert_eq!(
+        delegated_over_session(&mut net, &mut prov, 0, 1),
+        p("2001:db8:200::", 52)
+    );
+    assert_eq!(
+        delegated_over_session(&mut net, &mut prov, 1, 2),
+        p("2001:db8:200:1000::", 56),
+        "the pool skips every /56 inside alice's /52"
+    );
+    assert_eq!(
+        delegated_over_session(&mut net, &mut prov, 2, 3),
+        p("2001:db8:300:10::", 60)
+    );
+    // Asked again, each keeps what it has.
+    assert_eq!(
+        delegated_over_session(&mut net, &mut prov, 0, 1),
+        p("2001:db8:200::", 52)
+    );
+    assert_eq!(
+        delegated_over_session(&mut net, &mut prov, 1, 2),
+        p("2001:db8:200:1000::", 56)
+    );
+    assert_eq!(prov.dhcp().stats.bindings_now, 3);
+}

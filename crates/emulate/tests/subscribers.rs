@@ -273,3 +273,124 @@ fn a_fleet_of_600_brings_every_subscriber_up_with_its_table_address() {
     assert_eq!(pool_given.len(), 200, "200 distinct pool addresses");
     assert!(pool_given.iter().all(|a| a.octets()[..3] == [198, 51, 100]));
 }
+
+/// 5,000 subscribers of one table against one AC, in memory, addresses from the benchmarking
+/// range: 2,000 fixed from 198.18.1.1 (inside the pool's span, so the pool skips them),
+/// 3,000 from the pool starting at 198.18.0.1 (past .255 of the first /24), each with its own
+/// address; the AC counts 5,000 up and sessions end with the fleet's close.
+#[test]
+fn a_fleet_of_5000_from_the_benchmarking_range() {
+    let mut text = String::new();
+    let fixed = |i: u32| Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 18, 1, 0)) + i);
+    for i in 0..5000u32 {
+        let ipv4 = if i < 2000 {
+            format!("ipv4={}", fixed(i + 1))
+        } else {
+            "ipv4=pool".to_string()
+        };
+        text.push_str(&format!("user{i} pw{i} {ipv4}\n"));
+    }
+    let table = SubscriberTable::parse(text.as_bytes()).unwrap();
+    let cfg = ServerConfig {
+        subscribers: Some(Arc::new(table.clone())),
+        auth: vec![AuthMethod::Pap],
+        pool_first: Ipv4Addr::new(198, 18, 0, 1),
+        pool_size: 60_000,
+        pado_rate: 0,
+        entropy: Entropy::Seeded(4),
+        ..ServerConfig::default()
+    };
+    assert_eq!(cfg.check(), Ok(()));
+    let mut server = Server::new(cfg);
+    let mut fleet = ClientFleet::new(FleetConfig {
+        logins: table.credentials(),
+        sessions: 5000,
+        start_rate: 0,
+        client: emulate::pppoe::client::ClientConfig {
+            entropy: Entropy::Seeded(5),
+            ..Default::default()
+        },
+        ..FleetConfig::default()
+    });
+    let mut now = Nanos(0);
+    fleet.start(now);
+    for _ in 0..1_000_000 {
+        if fleet.settled() {
+            break;
+        }
+        let mut moved = false;
+        for f in fleet.take_transmit() {
+            moved = true;
+            server.handle_frame(now, &f);
+        }
+        for f in server.take_transmit() {
+            moved = true;
+            fleet.handle_frame(now, &f);
+        }
+        if !moved {
+            now = [fleet.next_deadline(), server.next_deadline()]
+                .into_iter()
+                .flatten()
+                .min()
+                .expect("something to wait for");
+            fleet.poll(now);
+            server.poll(now);
+        } else {
+            now = Nanos(now.0 + 1_000);
+        }
+    }
+    let st = fleet.setup_stats();
+    assert_eq!((st.came_up, st.up, st.pending), (5000, 5000, 0), "{st:?}");
+    assert_eq!(st.failed.total(), 0);
+    assert!(st.min <= st.p50 && st.p50 <= st.p90 && st.p90 <= st.p99 && st.p99 <= st.max);
+    assert_eq!(server.stats.sessions_up, 5000);
+    let mut pool_given = Vec::new();
+    for o in fleet.outcomes() {
+        let got = o.info.unwrap().negotiated.local_ipv4.expect(o.user);
+        match table.get(o.user).unwrap().ipv4 {
+            Ipv4Assign::Fixed(a) => assert_eq!(got, a, "{}", o.user),
+            _ => pool_given.push(got),
+        }
+    }
+    pool_given.sort();
+    pool_given.dedup();
+    assert_eq!(pool_given.len(), 3000, "3,000 distinct pool addresses");
+    assert_eq!(pool_given[0], Ipv4Addr::new(198, 18, 0, 1));
+    assert!(pool_given.contains(&Ipv4Addr::new(198, 18, 1, 0)));
+    assert!(
+        pool_given
+            .iter()
+            .all(|a| emulate::ranges::BENCHMARK_V4.contains(*a)
+                && (*a < fixed(1) || *a > fixed(2000)))
+    );
+    fleet.close_all(now);
+    for _ in 0..100_000 {
+        if fleet.all_down() && server.session_count() == 0 {
+            break;
+        }
+        let mut moved = false;
+        for f in fleet.take_transmit() {
+            moved = true;
+            server.handle_frame(now, &f);
+        }
+        for f in server.take_transmit() {
+            moved = true;
+            fleet.handle_frame(now, &f);
+        }
+        if !moved {
+            match [fleet.next_deadline(), server.next_deadline()]
+                .into_iter()
+                .flatten()
+                .min()
+            {
+                Some(t) => now = t,
+                None => break,
+            }
+            fleet.poll(now);
+            server.poll(now);
+        }
+    }
+    assert!(fleet.all_down());
+    assert_eq!(server.session_count(), 0);
+    assert_eq!(server.stats.sessions_up, 0);
+}

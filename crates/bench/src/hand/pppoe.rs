@@ -83,7 +83,8 @@ impl ServerRun {
         if tun.is_some() {
             server.enable_ip_relay();
         }
-        let provisioning = provision.then(|| PppoeProvisioning::new(ProvisionConfig::pppoe(mac)));
+        let provisioning =
+            provision.then(|| PppoeProvisioning::for_server(ProvisionConfig::pppoe(mac), &server));
         Ok(ServerRun {
             mac,
             port,

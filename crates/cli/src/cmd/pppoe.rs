@@ -42,6 +42,8 @@ fn server(a: ServerArgs) -> CliResult {
         gateway: a.gateway,
         pool_first: a.pool,
         pool_size: a.pool_size,
+        pado_rate: a.pado_rate,
+        pado_burst: a.pado_rate.max(1000),
         echo_interval: wire::units::Nanos(echo.as_nanos() as u64),
         // Challenges, magic numbers, session ids and the cookie key differ on every run.
         entropy: Entropy::Os,
@@ -80,10 +82,10 @@ fn server(a: ServerArgs) -> CliResult {
         };
         CliError::Usage(format!("{flags}: {e}"))
     })?;
-    let pool_net = emulate::pppoe::documentation_net(a.pool);
-    if a.tun.is_some() && pool_net == emulate::pppoe::documentation_net(a.tun_addr) {
+    let pool_net = emulate::pppoe::pool_net(a.pool);
+    if a.tun.is_some() && pool_net.is_some_and(|n| n.contains(a.tun_addr)) {
         return Err(CliError::Usage(format!(
-            "--tun-addr {}: inside the pool's /24 ({}/24); the Internet host needs an address \
+            "--tun-addr {}: inside the pool's network ({}); the Internet host needs an address \
              the subscribers are not in",
             a.tun_addr,
             pool_net.map_or("-".into(), |n| n.to_string())
@@ -96,7 +98,7 @@ fn server(a: ServerArgs) -> CliResult {
             tun_ns,
             u32::from(cfg.max_payload.max(1492)),
             a.tun_addr,
-            pool_net.map(|n| format!("{n}/24")).into_iter().collect(),
+            pool_net.map(|n| n.to_string()).into_iter().collect(),
         )?),
         None => None,
     };

@@ -84,12 +84,19 @@ pub struct ServerArgs {
     pub gateway: Ipv4Addr,
     /// First address of the subscriber pool: in 192.0.2.0/24, 198.51.100.0/24 or
     /// 203.0.113.0/24, the whole pool inside that /24 without its network or broadcast address
-    /// or the gateway's.
+    /// or the gateway's; for thousands of subscribers in the benchmarking range 198.18.0.0/15
+    /// (e.g. --pool 198.18.0.1 --pool-size 60000).
     #[arg(long, default_value = "198.51.100.10")]
     pub pool: Ipv4Addr,
-    /// Addresses in the pool (1 or more; at most what fits, e.g. 245 from 198.51.100.10).
+    /// Addresses in the pool (1 or more; at most what fits, e.g. 245 from 198.51.100.10,
+    /// 131,070 from 198.18.0.1).
     #[arg(long, default_value_t = 240)]
     pub pool_size: u32,
+    /// PADOs per second at most (a token bucket, burst the same or 1000): a PADI flood costs
+    /// bounded output. Raise it (or 0: no limit) for thousands of subscribers starting at
+    /// once; sessions per AC are bounded by the session-id space (65,534).
+    #[arg(long, value_name = "PER_S", default_value_t = 1000)]
+    pub pado_rate: u32,
     /// Stop once this many sessions have come up and ended.
     #[arg(long)]
     pub sessions: Option<u64>,

@@ -247,6 +247,23 @@ impl Client {
         }
     }
 
+    /// Ends the session at once with a PADT, without waiting for the AC's Terminate-Ack: for
+    /// an owner that is stopping after [`Client::close`] had its chance (an AC busy with
+    /// thousands of closing sessions may not answer in time, and a session left open on it
+    /// would only end by its echo timeout). A session in discovery gives up.
+    pub fn abort(&mut self, now: Nanos) {
+        match (&self.state, self.link.as_mut()) {
+            (ClientState::Session, Some(l)) => {
+                l.kill(DownReason::LocalClose);
+                self.drain(now);
+            }
+            (ClientState::Discovering | ClientState::Requesting, _) => {
+                self.finish(DownReason::LocalClose)
+            }
+            _ => {}
+        }
+    }
+
     /// Sends a datagram in the session; false if its NCP is not open.
     pub fn send(&mut self, now: Nanos, protocol: Protocol, payload: &[u8]) -> bool {
         let sent = self

@@ -10,7 +10,7 @@
 //!
 //! [`ControlPlane`]: crate::control_plane::ControlPlane
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use wire::ethernet::MacAddr;
 use wire::units::Nanos;
@@ -19,6 +19,23 @@ use super::client::{Client, ClientConfig, ClientEvent, ClientState};
 use super::SessionInfo;
 use crate::ppp::link::{Credential, DownReason};
 use crate::util::{min_deadline, Counter};
+
+/// Where a session stands, for the fleet's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Standing {
+    /// Up, ended, or never started.
+    settled: bool,
+    /// Ended or never started.
+    down: bool,
+}
+
+fn standing(c: &Client) -> Standing {
+    let down = matches!(c.state(), ClientState::Down(_) | ClientState::Idle);
+    Standing {
+        settled: down || c.is_up(),
+        down,
+    }
+}
 
 /// How the fleet behaves.
 #[derive(Debug, Clone)]
@@ -67,7 +84,9 @@ pub struct SetupStats {
     /// First PADI to network phase complete, over the sessions that came up.
     pub min: Nanos,
     pub mean: Nanos,
-    /// Nearest-rank 99th percentile.
+    /// Nearest-rank 50th, 90th and 99th percentiles.
+    pub p50: Nanos,
+    pub p90: Nanos,
     pub p99: Nanos,
     pub max: Nanos,
     /// From the first session's start to the last one's coming up.
@@ -105,6 +124,14 @@ pub struct ClientFleet {
     was_up: Vec<bool>,
     up_now: usize,
     peak_up: usize,
+    /// Each session's next timer, and the same ordered by time, so that `poll` and
+    /// `next_deadline` touch only what is due (tens of thousands of sessions).
+    deadlines: Vec<Option<Nanos>>,
+    timers: BTreeSet<(Nanos, usize)>,
+    /// Each session's standing and how many are settled / down, kept as sessions change.
+    standing: Vec<Standing>,
+    settled_count: usize,
+    down_count: usize,
     tx: Vec<Vec<u8>>,
     events: Vec<(usize, ClientEvent)>,
 }
@@ -146,6 +173,17 @@ impl ClientFleet {
             was_up: vec![false; n],
             up_now: 0,
             peak_up: 0,
+            deadlines: vec![None; n],
+            timers: BTreeSet::new(),
+            standing: vec![
+                Standing {
+                    settled: true,
+                    down: true
+                };
+                n
+            ],
+            settled_count: n,
+            down_count: n,
             tx: Vec::new(),
             events: Vec::new(),
         }
@@ -171,6 +209,18 @@ impl ClientFleet {
         }
     }
 
+    /// Ends every session still open at once with a PADT (after [`close_all`](Self::close_all)
+    /// had its grace): no session is left for the AC to time out.
+    pub fn abort_all(&mut self, now: Nanos) {
+        self.started = self.clients.len();
+        for i in 0..self.clients.len() {
+            if !self.standing[i].down {
+                self.clients[i].abort(now);
+                self.collect(i, now);
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.clients.len()
     }
@@ -186,18 +236,12 @@ impl ClientFleet {
 
     /// Every session started and is up or ended.
     pub fn settled(&self) -> bool {
-        self.started == self.clients.len()
-            && self
-                .clients
-                .iter()
-                .all(|c| c.is_up() || matches!(c.state(), ClientState::Down(_) | ClientState::Idle))
+        self.started == self.clients.len() && self.settled_count == self.clients.len()
     }
 
     /// No session is up or setting up.
     pub fn all_down(&self) -> bool {
-        self.clients
-            .iter()
-            .all(|c| matches!(c.state(), ClientState::Down(_) | ClientState::Idle))
+        self.down_count == self.clients.len()
     }
 
     pub fn take_transmit(&mut self) -> Vec<Vec<u8>> {
@@ -243,11 +287,15 @@ impl ClientFleet {
 
     pub fn poll(&mut self, now: Nanos) {
         self.start_due(now);
-        for i in 0..self.clients.len() {
-            if self.clients[i].next_deadline().is_some_and(|d| d <= now) {
-                self.clients[i].poll(now);
-                self.collect(i, now);
-            }
+        let due: Vec<usize> = self
+            .timers
+            .iter()
+            .take_while(|(d, _)| *d <= now)
+            .map(|(_, i)| *i)
+            .collect();
+        for i in due {
+            self.clients[i].poll(now);
+            self.collect(i, now);
         }
     }
 
@@ -255,9 +303,7 @@ impl ClientFleet {
         let next_start = (self.started < self.clients.len() && self.start_rate > 0)
             .then(|| self.start_time(self.started))
             .flatten();
-        self.clients
-            .iter()
-            .fold(next_start, |d, c| min_deadline(d, c.next_deadline()))
+        min_deadline(next_start, self.timers.first().map(|(d, _)| *d))
     }
 
     /// When session `i` is due to start.
@@ -303,6 +349,27 @@ impl ClientFleet {
                 || (self.was_up[i] && !matches!(e, ClientEvent::Down(_)));
             self.events.push((i, e));
         }
+        self.refresh(i);
+    }
+
+    /// Files session `i`'s next timer and standing after anything touched it (every call
+    /// into a client is followed by [`collect`](Self::collect), which calls this).
+    fn refresh(&mut self, i: usize) {
+        let next = self.clients[i].next_deadline();
+        if self.deadlines[i] != next {
+            if let Some(old) = self.deadlines[i] {
+                self.timers.remove(&(old, i));
+            }
+            if let Some(d) = next {
+                self.timers.insert((d, i));
+            }
+            self.deadlines[i] = next;
+        }
+        let now = standing(&self.clients[i]);
+        let was = std::mem::replace(&mut self.standing[i], now);
+        self.settled_count =
+            self.settled_count + usize::from(now.settled) - usize::from(was.settled);
+        self.down_count = self.down_count + usize::from(now.down) - usize::from(was.down);
     }
 
     /// The setup statistics so far.
@@ -330,8 +397,8 @@ impl ClientFleet {
             s.max = *last;
             let total: u128 = setups.iter().map(|d| u128::from(d.0)).sum();
             s.mean = Nanos((total / setups.len() as u128) as u64);
-            let rank = (setups.len() * 99).div_ceil(100).max(1);
-            s.p99 = setups[rank - 1];
+            let rank = |pct: usize| setups[(setups.len() * pct).div_ceil(100).max(1) - 1];
+            (s.p50, s.p90, s.p99) = (rank(50), rank(90), rank(99));
         }
         if let (Some(a), Some(b)) = (self.first_start, self.last_up) {
             s.span = Nanos(b.0.saturating_sub(a.0));

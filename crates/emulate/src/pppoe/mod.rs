@@ -35,6 +35,17 @@ pub fn documentation_net(a: Ipv4Addr) -> Option<Ipv4Addr> {
     DOCUMENTATION_NETS.contains(&net).then_some(net)
 }
 
+/// The network a subscriber pool starting at `a` lives in: the documentation /24 holding it
+/// or, for pools of thousands, the benchmarking range 198.18.0.0/15 (DESIGN.md §6). A pool
+/// never hands out this network's own network or broadcast address.
+pub fn pool_net(a: Ipv4Addr) -> Option<crate::ranges::Ipv4Net> {
+    if let Some(net) = documentation_net(a) {
+        return Some(crate::ranges::Ipv4Net::new(net, 24));
+    }
+    let b = crate::ranges::BENCHMARK_V4;
+    b.contains(a).then_some(b)
+}
+
 /// A configuration a PPPoE machine refuses to run with ([`server::ServerConfig::check`],
 /// [`client::ClientConfig::check`]); the message says what is wrong and what would work.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +79,9 @@ pub enum ConfigError {
 
 impl core::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let ranges = "192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24";
+        let ranges = crate::ranges::LAB_V4_TEXT;
+        let net_of =
+            |first: Ipv4Addr| pool_net(first).unwrap_or(crate::ranges::Ipv4Net::new(first, 24));
         match *self {
             ConfigError::Mru { mru, min, max } if mru < min => write!(
                 f,
@@ -90,11 +103,13 @@ impl core::fmt::Display for ConfigError {
             ),
             ConfigError::PoolStartsAtNetworkOrBroadcast { first, broadcast } => {
                 let what = if broadcast { "broadcast" } else { "network" };
-                let next = Ipv4Addr::from((u32::from(first) & !0xff) + 1);
+                let net = net_of(first);
+                let next = Ipv4Addr::from(u32::from(net.network()) + 1);
+                let last = Ipv4Addr::from(u32::from(net.broadcast()) - 1);
                 write!(
                     f,
-                    "the pool starts at {first}, the {what} address of its /24, which is never \
-                     handed out: start at {next} to .254"
+                    "the pool starts at {first}, the {what} address of {net}, which is never \
+                     handed out: start at {next} to {last}"
                 )
             }
             ConfigError::PoolHoldsGateway {
@@ -123,14 +138,22 @@ impl core::fmt::Display for ConfigError {
                 size,
                 largest,
             } => {
-                let net = Ipv4Addr::from(u32::from(first) & !0xff);
+                let net = net_of(first);
                 let last = Ipv4Addr::from(u32::from(first).saturating_add(size.saturating_sub(1)));
                 write!(
                     f,
                     "a pool of {size} from {first} would run to {last}, past the last host \
-                     address of {net}/24 and out of the documentation ranges ({ranges}): the \
-                     largest pool from {first} that fits is {largest}"
-                )
+                     address of {net} and out of the lab ranges ({ranges}): the largest pool \
+                     from {first} that fits is {largest}"
+                )?;
+                if net.len == 24 {
+                    write!(
+                        f,
+                        " (for thousands of subscribers start the pool in 198.18.0.0/15, e.g. \
+                         --pool 198.18.0.1)"
+                    )?;
+                }
+                Ok(())
             }
             ConfigError::Subscriber(ref e) => write!(f, "subscriber table {e}"),
         }

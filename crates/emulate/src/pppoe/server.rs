@@ -17,35 +17,46 @@ use wire::units::Nanos;
 
 use super::subscribers::{Ipv4Assign, SubscriberTable};
 use super::{
-    discovery_frame, documentation_net, parse, session_frame, ConfigError, HostileReason,
-    SessionInfo, SessionKey, Tags,
+    discovery_frame, parse, session_frame, ConfigError, HostileReason, SessionInfo, SessionKey,
+    Tags,
 };
 use crate::ppp::link::{Credential, DownReason, Link, LinkConfig, LinkEvent, Role};
 use crate::ppp::neg::{eui64, IpcpNeg, MIN_MRU};
 use crate::ppp::{AuthMethod, FsmConfig};
-use crate::util::{min_deadline, siphash24, Counter, DurationSummary, Entropy, Rng};
+use crate::util::{siphash24, Counter, DurationSummary, Entropy, Rng};
 
 /// A block of IPv4 addresses handed to subscribers by IPCP.
 ///
-/// It never hands out an address outside the documentation /24 its first address is in
-/// ([`super::DOCUMENTATION_NETS`]), nor that /24's network or broadcast address, nor a
-/// [`reserve`](Self::reserve)d one (the gateway's): a larger `size` is cut to what fits.
+/// It never hands out an address outside the lab network its first address is in
+/// ([`super::pool_net`]: a documentation /24, or 198.18.0.0/15 for pools of thousands), nor
+/// that network's network or broadcast address, nor a [`reserve`](Self::reserve)d one (the
+/// gateway's, fixed subscribers'): a larger `size` is cut to what fits.
 /// [`ServerConfig::check`] refuses such configurations up front.
+///
+/// The lowest free address is found without a scan (tens of thousands of subscribers log in
+/// at once): indices below `next` that were released wait in `free`, and `next` is the first
+/// index never handed out.
 #[derive(Debug, Clone)]
 pub struct Ipv4Pool {
     first: u32,
     size: u32,
     used: BTreeSet<u32>,
     reserved: BTreeSet<u32>,
+    /// Released indices below `next`, neither used nor reserved.
+    free: BTreeSet<u32>,
+    /// Every index below it is used, reserved or in `free`.
+    next: u32,
 }
 
 impl Ipv4Pool {
-    /// Up to `size` addresses from `first` on, within `first`'s documentation /24 (`.1` to
-    /// `.254`); none if `first` is not in one.
+    /// Up to `size` addresses from `first` on, within `first`'s lab network without its
+    /// network and broadcast address; none if `first` is not in one.
     pub fn new(first: Ipv4Addr, size: u32) -> Ipv4Pool {
         let f = u32::from(first);
-        let size = match documentation_net(first).map(u32::from) {
-            Some(net) if f > net && f < net + 255 => size.min(net + 255 - f),
+        let size = match super::pool_net(first) {
+            Some(net) if f > u32::from(net.network()) && f < u32::from(net.broadcast()) => {
+                size.min(u32::from(net.broadcast()) - f)
+            }
             _ => 0,
         };
         Ipv4Pool {
@@ -53,6 +64,8 @@ impl Ipv4Pool {
             size,
             used: BTreeSet::new(),
             reserved: BTreeSet::new(),
+            free: BTreeSet::new(),
+            next: 0,
         }
     }
 
@@ -61,6 +74,7 @@ impl Ipv4Pool {
         let i = u32::from(a).wrapping_sub(self.first);
         if i < self.size {
             self.reserved.insert(i);
+            self.free.remove(&i);
         }
     }
 
@@ -71,13 +85,30 @@ impl Ipv4Pool {
 
     /// The lowest free address.
     pub fn allocate(&mut self) -> Option<Ipv4Addr> {
-        let i = (0..self.size).find(|i| !self.used.contains(i) && !self.reserved.contains(i))?;
+        let i = match self.free.pop_first() {
+            Some(i) => i,
+            None => {
+                while self.next < self.size
+                    && (self.reserved.contains(&self.next) || self.used.contains(&self.next))
+                {
+                    self.next += 1;
+                }
+                if self.next >= self.size {
+                    return None;
+                }
+                self.next += 1;
+                self.next - 1
+            }
+        };
         self.used.insert(i);
         Some(Ipv4Addr::from(self.first.wrapping_add(i)))
     }
 
     pub fn release(&mut self, a: Ipv4Addr) {
-        self.used.remove(&u32::from(a).wrapping_sub(self.first));
+        let i = u32::from(a).wrapping_sub(self.first);
+        if self.used.remove(&i) && i < self.next && !self.reserved.contains(&i) {
+            self.free.insert(i);
+        }
     }
 
     pub fn in_use(&self) -> usize {
@@ -141,7 +172,8 @@ impl Default for ServerConfig {
             ac_name: "wirerate-ac".into(),
             service_names: Vec::new(),
             cookie_key: None,
-            max_sessions: 4096,
+            // The whole session-id space (1 to 65534; RFC 2516 keeps 0 and 0xffff).
+            max_sessions: 0xfffe,
             max_payload: PPPOE_MAX_PAYLOAD_DEFAULT,
             mru: 1454,
             auth: vec![AuthMethod::Pap],
@@ -195,14 +227,15 @@ fn check_pool(first: Ipv4Addr, size: u32, gateway: Ipv4Addr) -> Result<(), Confi
     if size == 0 {
         return Err(ConfigError::EmptyPool);
     }
-    let Some(net) = documentation_net(first).map(u32::from) else {
+    let Some(net) = super::pool_net(first) else {
         return Err(ConfigError::PoolOutsideDocumentation { first });
     };
+    let (network, broadcast) = (u32::from(net.network()), u32::from(net.broadcast()));
     let f = u32::from(first);
-    if f == net || f == net + 255 {
+    if f == network || f == broadcast {
         return Err(ConfigError::PoolStartsAtNetworkOrBroadcast {
             first,
-            broadcast: f != net,
+            broadcast: f != network,
         });
     }
     let g = u32::from(gateway);
@@ -214,7 +247,7 @@ fn check_pool(first: Ipv4Addr, size: u32, gateway: Ipv4Addr) -> Result<(), Confi
             largest: g - f,
         });
     }
-    let largest = net + 255 - f;
+    let largest = broadcast - f;
     if size > largest {
         return Err(ConfigError::PoolTooLarge {
             first,
@@ -314,6 +347,12 @@ pub struct Server {
     rng: Rng,
     cookie_key: [u8; 16],
     sessions: BTreeMap<SessionKey, Session>,
+    /// Each session's next timer, and the same ordered by time: `poll` and `next_deadline`
+    /// touch only what is due, not every session (tens of thousands are up at once).
+    deadlines: BTreeMap<SessionKey, Nanos>,
+    timers: BTreeSet<(Nanos, SessionKey)>,
+    /// With a subscriber table, the session each user authenticated on (one per user).
+    by_user: BTreeMap<String, SessionKey>,
     /// The last sessions that ended, oldest first.
     ended_recently: VecDeque<SessionKey>,
     ids: BTreeSet<u16>,
@@ -372,6 +411,9 @@ impl Server {
             tokens: u64::from(cfg.pado_burst),
             refilled: Nanos(0),
             sessions: BTreeMap::new(),
+            deadlines: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            by_user: BTreeMap::new(),
             ended_recently: VecDeque::new(),
             ids: BTreeSet::new(),
             tx: Vec::new(),
@@ -414,6 +456,25 @@ impl Server {
         })
     }
 
+    /// The IPv6 prefix the subscriber table fixes for whoever authenticated on session `key`
+    /// (`prefix=`): what that session's DHCPv6 delegates instead of a pool prefix. None
+    /// without a table, before the network phase, or for a subscriber without one.
+    pub fn subscriber_prefix(&self, key: SessionKey) -> Option<(core::net::Ipv6Addr, u8)> {
+        if !self.by_table {
+            return None;
+        }
+        let user = self.sessions.get(&key)?.user.as_deref()?;
+        self.table.get(user)?.prefix
+    }
+
+    /// Every fixed prefix of the subscriber table (none without one).
+    pub fn subscriber_prefixes(&self) -> impl Iterator<Item = (core::net::Ipv6Addr, u8)> + '_ {
+        self.table
+            .iter()
+            .filter(|_| self.by_table)
+            .filter_map(|s| s.prefix)
+    }
+
     /// The AC-Cookie for a client MAC.
     pub fn cookie(&self, client: MacAddr) -> [u8; 8] {
         siphash24(&self.cookie_key, &client.0).to_be_bytes()
@@ -421,18 +482,16 @@ impl Server {
 
     /// When [`poll`](Self::poll) has work next.
     pub fn next_deadline(&self) -> Option<Nanos> {
-        self.sessions
-            .values()
-            .fold(None, |d, s| min_deadline(d, s.link.next_deadline()))
+        self.timers.first().map(|(d, _)| *d)
     }
 
     /// Runs the sessions' timers due at `now`.
     pub fn poll(&mut self, now: Nanos) {
         let due: Vec<SessionKey> = self
-            .sessions
+            .timers
             .iter()
-            .filter(|(_, s)| s.link.next_deadline().is_some_and(|d| d <= now))
-            .map(|(k, _)| *k)
+            .take_while(|(d, _)| *d <= now)
+            .map(|(_, k)| *k)
             .collect();
         for key in due {
             if let Some(s) = self.sessions.get_mut(&key) {
@@ -726,9 +785,18 @@ impl Server {
             return Ok(());
         }
         // A repeated PADR (our PADS was lost): the same session, the same PADS.
-        if let Some((_, s)) = self.sessions.iter().find(|(k, s)| {
-            k.client == client && !s.ppp_seen && s.host_uniq.as_deref() == tags.host_uniq
-        }) {
+        let of_client = SessionKey {
+            client,
+            session_id: 0,
+        }..=SessionKey {
+            client,
+            session_id: u16::MAX,
+        };
+        if let Some((_, s)) = self
+            .sessions
+            .range(of_client)
+            .find(|(_, s)| !s.ppp_seen && s.host_uniq.as_deref() == tags.host_uniq)
+        {
             let pads = s.pads.clone();
             self.tx.push(pads);
             self.stats.padr_repeated += 1;
@@ -834,11 +902,25 @@ impl Server {
     /// Moves a session's output to the wire and its events to ours; grants the network phase
     /// once its link asks (which makes more output); ends it if its link died.
     fn drain(&mut self, now: Nanos, key: SessionKey) {
-        loop {
-            match self.drain_once(now, key) {
-                Drained::Grant(user) => self.grant(now, key, user),
-                Drained::Done => return,
-            }
+        while let Drained::Grant(user) = self.drain_once(now, key) {
+            self.grant(now, key, user);
+        }
+        self.reschedule(key);
+    }
+
+    /// Files session `key`'s next timer (or forgets it, when the session is gone). Every call
+    /// into a session's link is followed by [`drain`](Self::drain), which calls this.
+    fn reschedule(&mut self, key: SessionKey) {
+        let next = self.sessions.get(&key).and_then(|s| s.link.next_deadline());
+        if self.deadlines.get(&key) == next.as_ref() {
+            return;
+        }
+        if let Some(old) = self.deadlines.remove(&key) {
+            self.timers.remove(&(old, key));
+        }
+        if let Some(d) = next {
+            self.deadlines.insert(key, d);
+            self.timers.insert((d, key));
         }
     }
 
@@ -852,15 +934,12 @@ impl Server {
             _ => Ipv4Assign::Pool,
         };
         if let (Some(u), true) = (&user, self.by_table) {
-            let older: Vec<SessionKey> = self
-                .sessions
-                .iter()
-                .filter(|(k, s)| **k != key && s.user.as_deref() == Some(u.as_str()))
-                .map(|(k, _)| *k)
-                .collect();
-            for k in older {
+            if let Some(&older) = self.by_user.get(u).filter(|k| **k != key) {
                 self.stats.replaced += 1;
-                self.abort(now, k);
+                self.abort(now, older);
+            }
+            if self.sessions.contains_key(&key) {
+                self.by_user.insert(u.clone(), key);
             }
         }
         let Some(pre) = self.sessions.get(&key).map(|s| s.ipv4) else {
@@ -942,6 +1021,11 @@ impl Server {
                 return Drained::Done;
             };
             self.ids.remove(&key.session_id);
+            if let Some(u) = &s.user {
+                if self.by_user.get(u) == Some(&key) {
+                    self.by_user.remove(u);
+                }
+            }
             if let Some(a) = s.ipv4 {
                 self.pool.release(a);
             }

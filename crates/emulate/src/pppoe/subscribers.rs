@@ -12,12 +12,13 @@
 //! carol    pw        ipv4=none
 //! ```
 //!
-//! * `ipv4=ADDRESS` — always this address (a documentation /24, not its `.0` or `.255`);
+//! * `ipv4=ADDRESS` — always this address (in a documentation /24 or 198.18.0.0/15, not the
+//!   network's own network or broadcast address);
 //!   `ipv4=pool` (the default) — the next free pool address; `ipv4=none` — an IPv6-only
 //!   subscriber: IPCP is refused (Protocol-Reject) and the session comes up on IPv6CP alone.
-//! * `prefix=P/LEN` — the prefix this subscriber is to be delegated (inside 2001:db8::/32,
-//!   LEN 32 to 64, no host bits). Parsed and checked for clashes; see `docs/emulate.md` for
-//!   what hands it out.
+//! * `prefix=P/LEN` — the prefix this subscriber's session delegates by DHCPv6 (inside
+//!   2001:db8::/32 or the benchmarking 2001:2::/48, LEN 32 to 64, no host bits; checked for
+//!   clashes).
 //!
 //! User names and passwords are single words (no whitespace, no `#`). The parser is pure
 //! (text in, table or error out), never panics on any input, and every error names the line
@@ -26,7 +27,7 @@
 use core::net::{Ipv4Addr, Ipv6Addr};
 use std::collections::BTreeMap;
 
-use super::documentation_net;
+use super::pool_net;
 use crate::ppp::link::Credential;
 
 /// How a subscriber gets its IPv4 address.
@@ -232,16 +233,16 @@ fn parse_ipv4(value: &str) -> Result<Ipv4Assign, String> {
     let a: Ipv4Addr = value.parse().map_err(|_| {
         format!("ipv4={value}: not an IPv4 address (or `pool`, or `none` for IPv6 only)")
     })?;
-    let Some(net) = documentation_net(a) else {
+    let Some(net) = pool_net(a) else {
         return Err(format!(
             "ipv4={a}: outside the documentation ranges subscribers get addresses from \
-             (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24)"
+             ({})",
+            crate::ranges::LAB_V4_TEXT
         ));
     };
-    let low = u32::from(a) - u32::from(net);
-    if low == 0 || low == 255 {
+    if a == net.network() || a == net.broadcast() {
         return Err(format!(
-            "ipv4={a}: the network or broadcast address of {net}/24: use .1 to .254"
+            "ipv4={a}: the network or broadcast address of {net}: use an address between them"
         ));
     }
     Ok(Ipv4Assign::Fixed(a))
@@ -257,9 +258,10 @@ fn parse_prefix(value: &str) -> Result<(Ipv6Addr, u8), String> {
             "prefix={value}: a delegated prefix is /32 to /64 here (a home gateway gets a /48 to /64)"
         ));
     }
-    if !in_prefix(addr, Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 32) {
+    if !crate::ranges::lab_prefix_v6(addr, len) {
         return Err(format!(
-            "prefix={value}: outside the documentation range 2001:db8::/32"
+            "prefix={value}: outside the documentation range 2001:db8::/32 (or, for tables of \
+             thousands, the benchmarking range 2001:2::/48)"
         ));
     }
     if u128::from(addr) & !mask(len) != 0 {

@@ -3,7 +3,14 @@
 IPCP (address from the AC's pool), then PADT. Prints one `RESULT {json}` line; exit 0 when
 the session came up (IPCP Configure-Ack with an address) and was ended with a PADT.
 
+With --dhcpv6-pd it also runs IPv6CP (RFC 5072, its own interface identifier) and then asks
+for a delegated prefix the way a home gateway does: a DHCPv6 Solicit with Rapid Commit and an
+IA_PD (built and dissected by scapy's dhcp6 layers, not ours) from its link-local address to
+ff02::1:2 over the session; the prefix of the Reply is `delegated` in the result, and exit 0
+needs one.
+
 usage: pppoe_client.py --iface IF [--user U --password P] [--mru 1454] [--timeout 20]
+                       [--dhcpv6-pd]
 """
 import argparse
 import os
@@ -26,6 +33,7 @@ def main():
     ap.add_argument("--mru", type=int, default=1454)
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--hold", type=float, default=0.0, help="seconds to stay up before PADT")
+    ap.add_argument("--dhcpv6-pd", action="store_true", help="IPv6CP, then DHCPv6 IA_PD")
     a = ap.parse_args()
 
     port = Port(a.iface)
@@ -90,11 +98,17 @@ def main():
     lcp_ours = lcp_theirs = auth = ipcp_ours = ipcp_theirs = False
     want_addr = b"\0\0\0\0"
     last = {"lcp": 0.0, "pap": 0.0, "ipcp": 0.0}
+    # IPv6CP only with --dhcpv6-pd; otherwise it counts as done (and is Protocol-Rejected).
+    v6 = a.dhcpv6_pd
+    ipv6cp_ours = ipv6cp_theirs = not v6
+    ipv6cp_id = 1
+    iid = bytes([0x02]) + os.urandom(7)
+    last["ipv6cp"] = 0.0
 
     def tx(proto, pkt):
         port.send(sess(me, ac, sid, proto, pkt))
 
-    while not (ipcp_ours and ipcp_theirs):
+    while not (ipcp_ours and ipcp_theirs and ipv6cp_ours and ipv6cp_theirs):
         now = time.monotonic()
         if now > end:
             out["error"] = "timeout in PPP (lcp_ours=%s lcp_theirs=%s auth=%s ipcp=%s/%s)" % (
@@ -111,6 +125,9 @@ def main():
         if auth and not ipcp_ours and now - last["ipcp"] > 1.0:
             tx(PROTO_IPCP, cp_packet(1, ipcp_id, opt(3, want_addr)))
             last["ipcp"] = now
+        if auth and not ipv6cp_ours and now - last["ipv6cp"] > 1.0:
+            tx(PROTO_IPV6CP, cp_packet(1, ipv6cp_id, opt(1, iid)))
+            last["ipv6cp"] = now
         p = port.recv(min(now + 0.2, end))
         if p is None:
             continue
@@ -180,12 +197,33 @@ def main():
                     if isinstance(o, PPP_IPCP_Option_IPAddress):
                         out["address"] = o.data
                 ipcp_ours = True
+        elif proto == PROTO_IPV6CP and v6:
+            if code == 1:
+                tx(PROTO_IPV6CP, cp_packet(2, ident, data))
+                ipv6cp_theirs = True
+            elif code == 3 and ident == ipv6cp_id:
+                for t, v in options(data) or []:
+                    if t == 1:
+                        iid = v
+                ipv6cp_id += 1
+                last["ipv6cp"] = 0.0
+            elif code == 2 and ident == ipv6cp_id:
+                ipv6cp_ours = True
         elif proto == PROTO_IPV6CP and code == 1:
             # We do not run IPv6CP: Protocol-Reject it (RFC 1661 §5.7).
             tx(PROTO_LCP, cp_packet(8, 0x40, struct.pack("!H", proto) + body))
             out["ipv6cp_rejected"] = True
 
     log(f"IPCP up: address {out.get('address')}")
+    if v6:
+        delegated = dhcpv6_pd(port, tx, me, ac, sid, iid, min(end, time.monotonic() + 10.0))
+        if delegated is None:
+            out["error"] = "no DHCPv6 Reply with a prefix"
+            port.send(disc(me, ac, PADT, sid, []))
+            result(out)
+            return 1
+        out["delegated"] = delegated
+        out["interface_id"] = iid.hex()
     t = time.monotonic() + a.hold
     while time.monotonic() < t:
         p = port.recv(t)
@@ -200,6 +238,40 @@ def main():
     out["ok"] = True
     result(out)
     return 0
+
+
+def dhcpv6_pd(port, tx, me, ac, sid, iid, until):
+    """Solicit (Rapid Commit, IA_PD) from fe80::IID to ff02::1:2 over the session, again every
+    second until a Reply with an IA Prefix comes: "PREFIX/LEN", or None."""
+    from scapy.layers.inet6 import IPv6, UDP
+    from scapy.layers.dhcp6 import (DHCP6_Solicit, DHCP6_Reply, DHCP6OptClientId,
+                                    DHCP6OptRapidCommit, DHCP6OptIA_PD, DHCP6OptIAPrefix,
+                                    DHCP6OptElapsedTime, DUID_LL)
+    ll = "fe80::" + ":".join(iid[i:i + 2].hex() for i in range(0, 8, 2))
+    trid = struct.unpack("!I", b"\0" + os.urandom(3))[0]
+    solicit = (IPv6(src=ll, dst="ff02::1:2", hlim=1) / UDP(sport=546, dport=547)
+               / DHCP6_Solicit(trid=trid) / DHCP6OptClientId(duid=DUID_LL(lladdr=me))
+               / DHCP6OptRapidCommit() / DHCP6OptElapsedTime() / DHCP6OptIA_PD(iaid=1))
+    sent = 0.0
+    while time.monotonic() < until:
+        if time.monotonic() - sent > 1.0:
+            tx(PROTO_IPV6, bytes(solicit))
+            sent = time.monotonic()
+        p = port.recv(min(until, time.monotonic() + 0.2))
+        if p is None:
+            continue
+        proto, body = ppp_of(p)
+        if proto != PROTO_IPV6 or p[PPPoE].sessionid != sid:
+            continue
+        ip = IPv6(body)
+        if not ip.haslayer(DHCP6_Reply) or ip[DHCP6_Reply].trid != trid:
+            continue
+        if ip.haslayer(DHCP6OptIAPrefix):
+            x = ip[DHCP6OptIAPrefix]
+            log(f"DHCPv6 Reply: {x.prefix}/{x.plen}")
+            return f"{x.prefix}/{x.plen}"
+        return None
+    return None
 
 
 if __name__ == "__main__":
