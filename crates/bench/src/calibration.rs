@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use wire::encap::IpVersion;
 use wire::units::BitsPerSec;
 
+use crate::error::BenchError;
 use wire::linerate::FrameSize;
 
 /// A result at or above `(1 − CEILING_MARGIN) ×` the ceiling is tester-limited.
@@ -94,22 +95,29 @@ fn ip_number(ip: IpVersion) -> u8 {
 
 impl Calibration {
     /// Reads a calibration file.
-    pub fn load(path: &Path) -> Result<Calibration, String> {
-        let text = crate::files::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn load(path: &Path) -> Result<Calibration, BenchError> {
+        let text = crate::files::read_text(path)
+            .map_err(|e| BenchError::Failed(format!("{}: {e}", path.display())))?;
+        serde_json::from_str(&text)
+            .map_err(|e| BenchError::Failed(format!("{}: {e}", path.display())))
     }
 
     /// Writes it (creating the directory), atomically. A path that exists and is not a regular
     /// file is refused ([`crate::files::check_output`]): the rename would replace it.
-    pub fn save(&self, path: &Path) -> Result<(), String> {
-        crate::files::check_output(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn save(&self, path: &Path) -> Result<(), BenchError> {
+        crate::files::check_output(path)
+            .map_err(|e| BenchError::Failed(format!("{}: {e}", path.display())))?;
         if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            std::fs::create_dir_all(d)
+                .map_err(|e| BenchError::Failed(format!("{}: {e}", d.display())))?;
         }
         let tmp = path.with_extension("json.tmp");
-        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        std::fs::write(&tmp, text + "\n").map_err(|e| format!("{}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+        let text =
+            serde_json::to_string_pretty(self).map_err(|e| BenchError::Failed(e.to_string()))?;
+        std::fs::write(&tmp, text + "\n")
+            .map_err(|e| BenchError::Failed(format!("{}: {e}", tmp.display())))?;
+        std::fs::rename(&tmp, path)
+            .map_err(|e| BenchError::Failed(format!("{}: {e}", path.display())))
     }
 
     /// The ceiling for a frame size and IP version: the measured size itself, else the nearest
@@ -154,13 +162,13 @@ struct Tried {
 /// `calibrate --sizes 64,9018` measured 64 B first, then failed), and sizes of which none
 /// fits an IP version asked for (`--sizes 64 --ip 6`, `--sizes 0`: [`measure`] refuses them
 /// too, but only after building its lab).
-pub fn check_sizes(ips: &[IpVersion], sizes: &[u32]) -> Result<(), String> {
+pub fn check_sizes(ips: &[IpVersion], sizes: &[u32]) -> Result<(), BenchError> {
     let largest = lab::LINK_MTU + 18;
     if let Some(bad) = sizes.iter().find(|&&s| s > largest) {
-        return Err(format!(
+        return Err(BenchError::Usage(format!(
             "{bad} B does not fit the lab's links: their MTU {} carries frames of at most {largest} B (with FCS); the lab does not do jumbo frames",
             lab::LINK_MTU
-        ));
+        )));
     }
     let mut skipped = Vec::new();
     for &ip in ips {
@@ -173,10 +181,10 @@ pub fn check_sizes(ips: &[IpVersion], sizes: &[u32]) -> Result<(), String> {
             }
         }
     }
-    Err(format!(
+    Err(BenchError::Usage(format!(
         "no frame size fits the IP versions asked for: {}; nothing measured, nothing saved",
         skipped.join(", ")
-    ))
+    )))
 }
 
 /// Measures the ceiling on lab `lab` (which must use the `direct` topology): per IP version and
@@ -382,14 +390,18 @@ mod tests {
         check_sizes(&both, &[64, 82, 512, 1518]).unwrap();
         check_sizes(&[IpVersion::V6], &[64, 82]).unwrap();
         let e = check_sizes(&both, &[64, 9018]).unwrap_err();
+        assert!(matches!(e, BenchError::Usage(_)), "the user's sizes: {e:?}");
+        let e = e.to_string();
         assert!(
             e.contains("9018 B does not fit") && e.contains("1518 B"),
             "{e}"
         );
         // Issue 19 row 8: nothing usable is an error, never an empty calibration saved.
-        let e = check_sizes(&[IpVersion::V6], &[64]).unwrap_err();
+        let e = check_sizes(&[IpVersion::V6], &[64])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("64 B over ipv6 (the smallest is 82 B)"), "{e}");
-        let e = check_sizes(&both, &[0]).unwrap_err();
+        let e = check_sizes(&both, &[0]).unwrap_err().to_string();
         assert!(e.contains("nothing saved"), "{e}");
         assert!(check_sizes(&both, &[]).is_err());
     }
@@ -405,7 +417,8 @@ mod tests {
             .expect("running mkfifo (coreutils)");
         assert!(st.success(), "mkfifo: {st}");
         let e = cal().save(&fifo).unwrap_err();
-        assert!(e.contains("a FIFO"), "{e}");
+        assert!(matches!(e, BenchError::Failed(_)), "{e:?}");
+        assert!(e.to_string().contains("a FIFO"), "{e}");
         use std::os::unix::fs::FileTypeExt;
         assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
         assert!(!dir.path().join("calibration.json.tmp").exists());

@@ -132,7 +132,12 @@ impl LeasePort {
                 let opened = ControlPort::open(&spec)
                     .and_then(|p| p.mac().map(|m| (p, MacAddr(m))))
                     .map_err(|e| e.to_string())
-                    .and_then(|(p, mac)| settings.config(mac).map(|c| (p, mac, c)));
+                    .and_then(|(p, mac)| {
+                        settings
+                            .config(mac)
+                            .map(|c| (p, mac, c))
+                            .map_err(|e| e.to_string())
+                    });
                 let (cp, mac, config) = match opened {
                     Ok(x) => x,
                     Err(e) => {

@@ -276,7 +276,8 @@ fn run_server(
             .subscribers
             .as_deref()
             .map(crate::sessions::load_subscribers)
-            .transpose()?
+            .transpose()
+            .map_err(|e| e.to_string())?
             .map(std::sync::Arc::new),
         gateway: cfg.gateway,
         pool_first: cfg.pool,

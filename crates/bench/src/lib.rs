@@ -21,8 +21,10 @@
 #![forbid(unsafe_code)]
 
 pub use bench_model::{files, hooks, iperf3, oversize, plan, plan_new, port_link, results, search};
+pub use error::BenchError;
 
 pub mod calibration;
+pub mod error;
 pub mod executor;
 pub mod hand;
 pub mod iface;

@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::error::BenchError;
 use emulate::pppoe::client::ClientEvent;
 use emulate::pppoe::fleet::{ClientFleet, FleetConfig, SetupStats};
 use emulate::pppoe::subscribers::SubscriberTable;
@@ -18,21 +19,25 @@ use wire::ethernet::MacAddr;
 
 /// Reads and parses a subscriber table; errors read `FILE:LINE: what is wrong`. A FIFO or
 /// device is refused before a byte is read (it would hang the command).
-pub fn load_subscribers(path: &Path) -> Result<SubscriberTable, String> {
+pub fn load_subscribers(path: &Path) -> Result<SubscriberTable, BenchError> {
     let read = || -> std::io::Result<Vec<u8>> {
         let mut b = Vec::new();
         std::io::Read::read_to_end(&mut crate::files::open_regular(path)?, &mut b)?;
         Ok(b)
     };
-    let bytes =
-        read().map_err(|e| format!("{}: cannot read the subscriber table: {e}", path.display()))?;
+    let bytes = read().map_err(|e| {
+        BenchError::Usage(format!(
+            "{}: cannot read the subscriber table: {e}",
+            path.display()
+        ))
+    })?;
     let t = SubscriberTable::parse(&bytes)
-        .map_err(|e| format!("{}:{}: {}", path.display(), e.line, e.message))?;
+        .map_err(|e| BenchError::Usage(format!("{}:{}: {}", path.display(), e.line, e.message)))?;
     if t.is_empty() {
-        return Err(format!(
+        return Err(BenchError::Usage(format!(
             "{}: no subscribers (one `USER PASSWORD [ipv4=…] [prefix=…]` per line)",
             path.display()
-        ));
+        )));
     }
     Ok(t)
 }

@@ -10,6 +10,7 @@ use wire::encap::EncapSpec;
 use wire::linerate::{parse_sizes, FrameSize};
 use wire::units::parse_time;
 
+use crate::error::BenchError;
 use crate::spec::{Direction, Load, StreamSpec};
 
 /// One stream as written in TOML (or assembled from flags).
@@ -79,8 +80,8 @@ struct StreamsFile {
 }
 
 /// Parses a stream file's `[[stream]]` tables.
-pub fn parse_streams_file(text: &str) -> Result<Vec<StreamDef>, String> {
-    let f: StreamsFile = toml::from_str(text).map_err(|e| e.to_string())?;
+pub fn parse_streams_file(text: &str) -> Result<Vec<StreamDef>, BenchError> {
+    let f: StreamsFile = toml::from_str(text).map_err(|e| BenchError::Usage(e.to_string()))?;
     Ok(f.stream)
 }
 
@@ -104,16 +105,16 @@ impl StreamDef {
     /// The stream this definition describes, its values parsed and checked (the numbers that
     /// cannot run are refused by [`crate::spec::TrialSpec::build`], with the texts a plan's
     /// trials get).
-    pub fn spec(&self) -> Result<StreamSpec, String> {
-        let encap = parse_encap(&self.encap)?;
+    pub fn spec(&self) -> Result<StreamSpec, BenchError> {
+        let encap = parse_encap(&self.encap).map_err(BenchError::Usage)?;
         let far_encap = match &self.far_encap {
             Some(t) => {
-                let e = parse_encap(t)?;
+                let e = parse_encap(t).map_err(BenchError::Usage)?;
                 if e.ip != encap.ip {
-                    return Err(format!(
+                    return Err(BenchError::Usage(format!(
                         "far encap '{t}': the far link carries the same {} packet as encap '{}'",
                         encap.ip, self.encap
-                    ));
+                    )));
                 }
                 Some(e)
             }
@@ -124,14 +125,25 @@ impl StreamDef {
         let limit = match (self.frames, self.duration) {
             (Some(n), _) => Limit::Frames(n),
             (None, Some(s)) if s > 0.0 && s <= 86_400.0 => Limit::DurationNs((s * 1e9) as u64),
-            (None, Some(s)) => return Err(format!("duration {s}: give 0 < seconds ≤ 86400")),
+            (None, Some(s)) => {
+                return Err(BenchError::Usage(format!(
+                    "duration {s}: give 0 < seconds ≤ 86400"
+                )))
+            }
             (None, None) => Limit::DurationNs(5_000_000_000),
         };
         let burst_gap = match &self.burst_gap {
-            Some(t) => Some(parse_time(t).map_err(|e| format!("burst gap: {e}"))?),
+            Some(t) => {
+                Some(parse_time(t).map_err(|e| BenchError::Usage(format!("burst gap: {e}")))?)
+            }
             None => None,
         };
-        let mut s = StreamSpec::new(encap, frame_size(&self.size, &encap)?, load, limit);
+        let mut s = StreamSpec::new(
+            encap,
+            frame_size(&self.size, &encap).map_err(BenchError::Usage)?,
+            load,
+            limit,
+        );
         s.direction = direction;
         s.far_encap = far_encap;
         s.burst = self.burst;
@@ -152,7 +164,7 @@ impl StreamDef {
 }
 
 /// The stream specs of `defs`, in order.
-pub fn specs(defs: &[StreamDef]) -> Result<Vec<StreamSpec>, String> {
+pub fn specs(defs: &[StreamDef]) -> Result<Vec<StreamSpec>, BenchError> {
     defs.iter().map(StreamDef::spec).collect()
 }
 
@@ -170,7 +182,8 @@ mod tests {
         a: &PortSpec,
         b: &PortSpec,
     ) -> Result<Vec<TrialStream>, String> {
-        let spec = crate::spec::TrialSpec::new(specs(defs)?, wire::units::BitsPerSec(1e9));
+        let specs = specs(defs).map_err(|e| e.to_string())?;
+        let spec = crate::spec::TrialSpec::new(specs, wire::units::BitsPerSec(1e9));
         Ok(spec.build(a, b, None)?.config.streams)
     }
 
@@ -266,10 +279,11 @@ mod tests {
             built[0].config.pps(),
             0.5 * 1e9 / ((64.0 + 8.0 + 20.0) * 8.0)
         );
-        let e = one("far_encap = \"vlan+ipv6\"\n").unwrap_err();
+        let e = one("far_encap = \"vlan+ipv6\"\n").unwrap_err().to_string();
         assert!(e.contains("far encap 'vlan+ipv6'"), "{e}");
         assert!(one("far_encap = \"bogus\"\n")
             .unwrap_err()
+            .to_string()
             .contains("encap 'bogus'"));
     }
 }

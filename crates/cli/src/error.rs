@@ -30,12 +30,12 @@ impl fmt::Display for CliError {
 
 pub type CliResult<T = ()> = Result<T, CliError>;
 
-/// A session machine's error keeps its kind: bad input exits 2, a failure 1.
-impl From<bench::hand::SessionError> for CliError {
-    fn from(e: bench::hand::SessionError) -> CliError {
+/// A `bench` error keeps its kind: bad input exits 2, a failure 1.
+impl From<bench::BenchError> for CliError {
+    fn from(e: bench::BenchError) -> CliError {
         match e {
-            bench::hand::SessionError::Usage(m) => CliError::Usage(m),
-            bench::hand::SessionError::Failed(m) => CliError::Failed(m),
+            bench::BenchError::Usage(m) => CliError::Usage(m),
+            bench::BenchError::Failed(m) => CliError::Failed(m),
         }
     }
 }

@@ -66,11 +66,31 @@ impl Default for IpoeSettings {
     }
 }
 
+/// Why [`IpoeSettings::config`] refused a port's settings: `emulate`'s own words, which say
+/// what would work. Always the plan's to fix.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IpoeSettingsError {
+    /// A name the port's DNS answers for (`aftr-name`, the Internet name) is not a DNS name.
+    Name(String),
+    /// The DHCP side refused the pool, subnet or DNS address.
+    Refused(String),
+}
+
+impl std::fmt::Display for IpoeSettingsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IpoeSettingsError::Name(m) | IpoeSettingsError::Refused(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for IpoeSettingsError {}
+
 impl IpoeSettings {
     /// The port machine's configuration for a port with `mac`; refused (with what would
     /// work) where `emulate` refuses it: pools, subnet, DNS address outside the lab's ranges
     /// or in the pool, a name that is not a DNS name.
-    pub fn config(&self, mac: MacAddr) -> Result<IpoeConfig, String> {
+    pub fn config(&self, mac: MacAddr) -> Result<IpoeConfig, IpoeSettingsError> {
         let mut c = IpoeConfig::new(mac);
         c.entropy = Entropy::Os;
         c.dhcp = Dhcpv4Config {
@@ -89,13 +109,17 @@ impl IpoeSettings {
         });
         let mut names = DnsConfig::new();
         if let Some(n) = &self.aftr_name {
-            names.add(n, self.aftr.into())?;
+            names
+                .add(n, self.aftr.into())
+                .map_err(IpoeSettingsError::Name)?;
         }
         if let Some(a) = self.internet {
-            names.add(dns_defaults::INTERNET_NAME, a.into())?;
+            names
+                .add(dns_defaults::INTERNET_NAME, a.into())
+                .map_err(IpoeSettingsError::Name)?;
         }
         c.dns = Some(names);
-        c.check()?;
+        c.check().map_err(IpoeSettingsError::Refused)?;
         Ok(c)
     }
 
@@ -124,12 +148,17 @@ mod tests {
         );
         assert_eq!(s.subnet(), "198.51.100.0/24");
         s.pool_size = 300;
-        assert!(s.config(MacAddr::ZERO).unwrap_err().contains("245"));
+        assert!(s
+            .config(MacAddr::ZERO)
+            .unwrap_err()
+            .to_string()
+            .contains("245"));
         s.pool_size = 10;
         s.dns = Ipv4Addr::new(198, 51, 100, 12);
         assert!(s
             .config(MacAddr::ZERO)
             .unwrap_err()
+            .to_string()
             .contains("inside the pool"));
     }
 }

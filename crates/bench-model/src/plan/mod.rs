@@ -42,7 +42,7 @@ pub use estimate::{
     Estimate, Startup, ESTIMATE_CAPACITY, ESTIMATE_LOAD_SHARE, ESTIMATE_NOISE, ESTIMATE_RATE_SHARE,
     ESTIMATE_TABLE_SHARE, STARTUP,
 };
-pub use ipoe::IpoeSettings;
+pub use ipoe::{IpoeSettings, IpoeSettingsError};
 pub use methodology::{
     ConnCount, ConnectionRateSettings, GoalSetting, Methodology, MethodologySettings,
     NatThroughputSettings, TableCapacitySettings, TableWord, TeardownRateSettings,

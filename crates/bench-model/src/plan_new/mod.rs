@@ -180,26 +180,57 @@ fn port_speed(r: &Request, name: &str, p: &PortFacts) -> Result<Speed, String> {
     }
 }
 
+/// Why [`write`] wrote no plan: every case is the user's to fix (a `plan new` argument).
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlanNewError {
+    /// The setup needs `needed` ports (named `names`); the request gave `got`.
+    PortCount {
+        setup: &'static str,
+        names: Vec<&'static str>,
+        got: usize,
+    },
+    /// An endpoint plan without `--ssh`: its iperf3 server is started on the DUT over ssh.
+    EndpointWithoutSsh,
+    /// A port's facts do not make a plan (no wire speed and no `--speed`, an address or
+    /// gateway missing); the text says which port and what to give.
+    Port(String),
+}
+
+impl std::fmt::Display for PlanNewError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanNewError::PortCount { setup, names, got } => write!(
+                f,
+                "{setup} needs {} port(s) ({}), got {got}",
+                names.len(),
+                names.join(", ")
+            ),
+            PlanNewError::EndpointWithoutSsh => f.write_str("an endpoint plan measures TCP to an iperf3 server that wirerate starts on the DUT over ssh: give --ssh USER@HOST (with a key: ssh runs with BatchMode)"),
+            PlanNewError::Port(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for PlanNewError {}
+
 /// Writes the plan `r` asks for, or says what is missing.
-pub fn write(r: &Request) -> Result<String, String> {
+pub fn write(r: &Request) -> Result<String, PlanNewError> {
     let names = r.setup.port_names();
     if r.ports.len() != names.len() {
-        return Err(format!(
-            "{} needs {} port(s) ({}), got {}",
-            r.setup.name(),
-            names.len(),
-            names.join(", "),
-            r.ports.len()
-        ));
+        return Err(PlanNewError::PortCount {
+            setup: r.setup.name(),
+            names: names.to_vec(),
+            got: r.ports.len(),
+        });
     }
     if r.setup == Setup::Endpoint && r.ssh.is_none() {
-        return Err("an endpoint plan measures TCP to an iperf3 server that wirerate starts on the DUT over ssh: give --ssh USER@HOST (with a key: ssh runs with BatchMode)".into());
+        return Err(PlanNewError::EndpointWithoutSsh);
     }
     let mut speeds = Vec::new();
     for (name, p) in names.iter().zip(&r.ports) {
-        speeds.push(port_speed(r, name, p)?);
+        speeds.push(port_speed(r, name, p).map_err(PlanNewError::Port)?);
     }
-    let mut w = sections::Writer::new(r, speeds)?;
+    let mut w = sections::Writer::new(r, speeds).map_err(PlanNewError::Port)?;
     w.header();
     w.ports();
     w.dut();

@@ -160,7 +160,7 @@ fn speeds_unknown_known_and_lower() {
     // No wire speed and no --speed: refused, saying what to give.
     let mut r = request(Setup::Router, router_ports());
     r.speed = None;
-    let e = write(&r).unwrap_err();
+    let e = write(&r).unwrap_err().to_string();
     assert!(
         e.contains("port a (wrpna in wr-pn-a) has no wire speed"),
         "{e}"
@@ -178,7 +178,7 @@ fn speeds_unknown_known_and_lower() {
     assert_eq!(parsed(&text).0.speed().0, 2.5e9);
     // --speed above the link's: refused with both figures.
     r.speed = Some(BitsPerSec(1e10));
-    let e = write(&r).unwrap_err();
+    let e = write(&r).unwrap_err().to_string();
     assert!(e.contains("2.5 Gb/s") && e.contains("10 Gb/s"), "{e}");
     // Below it: the plan's reference, the link's speed said beside it.
     r.speed = Some(BitsPerSec(1e9));
@@ -193,7 +193,9 @@ fn speeds_unknown_known_and_lower() {
 fn a_port_without_addresses_is_refused_with_what_to_do() {
     let mut ports = router_ports();
     ports[0] = port("wrpna", Some("wr-pn-a"), None, None);
-    let e = write(&request(Setup::Router, ports)).unwrap_err();
+    let e = write(&request(Setup::Router, ports))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("ip -n wr-pn-a addr add 192.0.2.2/24 dev wrpna"),
         "{e}"
@@ -281,7 +283,7 @@ fn gateway_dslite_has_no_tcp_and_says_why() {
 fn endpoint_is_tcp_to_the_device_over_ssh() {
     let ports = vec![port("enp1s0", None, Some("192.0.2.2"), None)];
     let mut r = request(Setup::Endpoint, ports);
-    let e = write(&r).unwrap_err();
+    let e = write(&r).unwrap_err().to_string();
     assert!(e.contains("--ssh"), "{e}");
     r.ssh = Some("root@192.0.2.1".into());
     let (plan, cases) = parsed(&write(&r).unwrap());

@@ -11,7 +11,7 @@ use emulate::softwire::{
 use engine::control::{self, ControlPort};
 use engine::tun::{SynSeen, Tun};
 
-use super::{configure_wan_tun, step_relay, SessionError};
+use super::{configure_wan_tun, step_relay, BenchError};
 
 /// What the AFTR saw.
 #[derive(Debug)]
@@ -51,7 +51,7 @@ pub fn serve_aftr(
     mut tun: Option<Tun>,
     stop: &mut dyn FnMut() -> bool,
     news: &mut dyn FnMut(AftrNews),
-) -> Result<Done<AftrPort>, SessionError> {
+) -> Result<Done<AftrPort>, BenchError> {
     let mut m = AftrPort::new(cfg);
     if tun.is_some() {
         m.enable_ip_relay();
@@ -83,7 +83,7 @@ pub fn run_b4(
     hold: Option<Duration>,
     stop: &mut dyn FnMut() -> bool,
     news: &mut dyn FnMut(B4News),
-) -> Result<(Done<B4Port>, Option<B4Failure>), SessionError> {
+) -> Result<(Done<B4Port>, Option<B4Failure>), BenchError> {
     let (b4_ip, aftr_ip) = (cfg.ipv4, cfg.aftr_ipv4);
     let mut m = B4Port::new(cfg);
     if tun.is_some() {

@@ -10,7 +10,7 @@ use engine::control::ControlPort;
 use engine::tun::{SynSeen, Tun};
 
 use super::dslite::Done;
-use super::{step_relay, SessionError};
+use super::{step_relay, BenchError};
 
 /// What the IPoE port saw.
 #[derive(Debug)]
@@ -30,7 +30,7 @@ pub fn serve(
     mut tun: Option<Tun>,
     stop: &mut dyn FnMut() -> bool,
     news: &mut dyn FnMut(IpoeNews),
-) -> Result<Done<IpoePort>, SessionError> {
+) -> Result<Done<IpoePort>, BenchError> {
     let mut m = IpoePort::new(cfg);
     if tun.is_some() {
         m.enable_ip_relay();

@@ -25,22 +25,10 @@ use wire::ethernet::MacAddr;
 
 /// Why a session machine could not run: the user's input (exit status 2 in the CLI, the
 /// message names the flag) or a failure while running (a socket, the kernel; exit 1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionError {
-    Usage(String),
-    Failed(String),
-}
+pub use crate::error::BenchError;
 
-impl std::fmt::Display for SessionError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SessionError::Usage(m) | SessionError::Failed(m) => f.write_str(m),
-        }
-    }
-}
-
-pub(crate) fn failed(e: impl ToString) -> SessionError {
-    SessionError::Failed(e.to_string())
+pub(crate) fn failed(e: impl ToString) -> BenchError {
+    BenchError::Failed(e.to_string())
 }
 
 /// The longest one turn of a hand-run loop waits for frames: how quickly it notices a stop.
@@ -51,7 +39,7 @@ pub fn open_port(
     name: &str,
     dev: &str,
     netns: Option<&str>,
-) -> Result<(ControlPort, MacAddr), SessionError> {
+) -> Result<(ControlPort, MacAddr), BenchError> {
     let mut spec = PortSpec::new(name, dev);
     spec.netns = netns.map(str::to_string);
     let port = ControlPort::open(&spec).map_err(failed)?;
@@ -61,9 +49,9 @@ pub fn open_port(
 
 /// Creates the TUN device `name` in `netns` for `--tun` (a usage error for a name the kernel
 /// cannot take).
-pub fn create_tun(name: &str, netns: Option<&str>) -> Result<Tun, SessionError> {
+pub fn create_tun(name: &str, netns: Option<&str>) -> Result<Tun, BenchError> {
     if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', '\0']) {
-        return Err(SessionError::Usage(format!(
+        return Err(BenchError::Usage(format!(
             "--tun {name:?}: an interface name of 1 to 15 characters"
         )));
     }
@@ -75,7 +63,7 @@ pub fn configure_tun(
     netns: Option<&str>,
     name: &str,
     setup: &lab::tun::TunSetup,
-) -> Result<(), SessionError> {
+) -> Result<(), BenchError> {
     lab::tun::configure(netns, name, setup)
         .map_err(|e| failed(format!("configuring --tun {name}: {e}")))
 }
@@ -88,7 +76,7 @@ pub fn internet_tun(
     mtu: u32,
     addr: std::net::Ipv4Addr,
     routes: Vec<String>,
-) -> Result<Tun, SessionError> {
+) -> Result<Tun, BenchError> {
     let t = create_tun(name, netns)?;
     let setup = lab::tun::TunSetup {
         mtu,
@@ -107,7 +95,7 @@ pub fn configure_wan_tun(
     mtu: u32,
     local: std::net::Ipv4Addr,
     peer: std::net::Ipv4Addr,
-) -> Result<(), SessionError> {
+) -> Result<(), BenchError> {
     let setup = lab::tun::TunSetup {
         mtu,
         addrs: vec![vec![local.to_string(), "peer".into(), peer.to_string()]],
@@ -117,7 +105,7 @@ pub fn configure_wan_tun(
 }
 
 /// One turn of a hand-run machine's loop on its port.
-pub(crate) fn step<C: ControlPlane>(port: &mut ControlPort, m: &mut C) -> Result<(), SessionError> {
+pub(crate) fn step<C: ControlPlane>(port: &mut ControlPort, m: &mut C) -> Result<(), BenchError> {
     port.step(m, TURN).map_err(failed)
 }
 
@@ -128,7 +116,7 @@ pub(crate) fn step_relay<C: IpRelay>(
     m: &mut C,
     tun: Option<&mut Tun>,
     mut syn: impl FnMut(SynSeen),
-) -> Result<(), SessionError> {
+) -> Result<(), BenchError> {
     match tun {
         Some(t) => {
             port.step_relay(m, t, TURN).map_err(failed)?;

@@ -15,7 +15,7 @@ use engine::control::{self, ControlPort};
 use engine::tun::{SynSeen, Tun};
 use wire::ethernet::MacAddr;
 
-use super::{configure_wan_tun, failed, open_port, step_relay, SessionError};
+use super::{configure_wan_tun, failed, open_port, step_relay, BenchError};
 
 /// What the access concentrator saw, in order: a provisioning event of a session comes
 /// before the session event that caused it.
@@ -75,8 +75,8 @@ impl ServerRun {
         mut cfg: ServerConfig,
         tun: Option<Tun>,
         provision: bool,
-    ) -> Result<ServerRun, SessionError> {
-        Entropy::check_os().map_err(SessionError::Failed)?;
+    ) -> Result<ServerRun, BenchError> {
+        Entropy::check_os().map_err(BenchError::Failed)?;
         let (port, mac) = open_port("pppoe", dev, netns)?;
         cfg.mac = mac;
         let mut server = Server::new(cfg);
@@ -101,7 +101,7 @@ impl ServerRun {
         sessions: Option<u64>,
         stop: &mut dyn FnMut() -> bool,
         news: &mut dyn FnMut(ServerNews),
-    ) -> Result<ServerDone, SessionError> {
+    ) -> Result<ServerDone, BenchError> {
         let ServerRun {
             port,
             server: srv,
@@ -150,7 +150,7 @@ pub(crate) fn close_sessions(
     srv: &mut Server,
     grace: Duration,
     mut each: impl FnMut(&mut Server),
-) -> Result<(), SessionError> {
+) -> Result<(), BenchError> {
     let keys: Vec<_> = srv.sessions().collect();
     for k in keys {
         srv.close(control::now(), k);
@@ -208,8 +208,8 @@ impl ClientRun {
         netns: Option<&str>,
         mut cfg: ClientConfig,
         tun: Option<Tun>,
-    ) -> Result<ClientRun, SessionError> {
-        Entropy::check_os().map_err(SessionError::Failed)?;
+    ) -> Result<ClientRun, BenchError> {
+        Entropy::check_os().map_err(BenchError::Failed)?;
         let (port, mac) = open_port("pppoe", dev, netns)?;
         cfg.mac = mac;
         let mut client = Client::new(cfg);
@@ -232,7 +232,7 @@ impl ClientRun {
         hold: Option<Duration>,
         stop: &mut dyn FnMut() -> bool,
         news: &mut dyn FnMut(ClientNews),
-    ) -> Result<ClientDone, SessionError> {
+    ) -> Result<ClientDone, BenchError> {
         let ClientRun {
             netns,
             port,

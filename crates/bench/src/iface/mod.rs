@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+use crate::error::BenchError;
 use crate::plan_new::{subnet_guess_v4, subnet_guess_v6, NextHop, PortFacts, Source};
 use crate::port_link::{PortLink, WireSpeed};
 
@@ -33,7 +34,7 @@ pub struct Iface {
 /// Whether `name` can be handed to `ip`, `ethtool` and a sysfs path as an interface name:
 /// 1–15 bytes, none of them `/`, whitespace or a leading `-` (the kernel's own rule, minus
 /// what could become an option).
-pub fn check_interface_name(name: &str) -> Result<(), String> {
+pub fn check_interface_name(name: &str) -> Result<(), BenchError> {
     let ok = !name.is_empty()
         && name.len() <= 15
         && !name.starts_with('-')
@@ -45,15 +46,15 @@ pub fn check_interface_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
+        Err(BenchError::Usage(format!(
             "`{name}` is not an interface name (1–15 characters, no `/`, `:` or spaces, not starting with `-`)"
-        ))
+        )))
     }
 }
 
 impl Iface {
     /// `IFACE` or `IFACE@NETNS`, as `plan new`'s options take them.
-    pub fn parse(spec: &str) -> Result<Iface, String> {
+    pub fn parse(spec: &str) -> Result<Iface, BenchError> {
         let (interface, namespace) = match spec.split_once('@') {
             Some((i, ns)) => (i, Some(ns)),
             None => (spec, None),
@@ -66,9 +67,9 @@ impl Iface {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
             if !ok || ns == "." || ns == ".." {
-                return Err(format!(
+                return Err(BenchError::Usage(format!(
                     "`{ns}` is not a network namespace name (letters, digits, `-`, `_`, `.`; see `ip netns list`)"
-                ));
+                )));
             }
         }
         Ok(Iface {
@@ -175,10 +176,10 @@ impl Iface {
     }
 
     /// What `plan new` writes a port from: addresses, next hops, MTU, wire speed.
-    pub fn plan_facts(&self) -> Result<PortFacts, String> {
+    pub fn plan_facts(&self) -> Result<PortFacts, BenchError> {
         let addr = self
             .ip_json(&["addr", "show", "dev", &self.interface])
-            .map_err(|e| format!("interface {}: {e}", self.place()))?;
+            .map_err(|e| BenchError::Failed(format!("interface {}: {e}", self.place())))?;
         let Addresses { mtu, ipv4, ipv6 } = addresses(&addr);
         let routes4 = self
             .ip_json(&["-4", "route", "show", "dev", &self.interface])

@@ -35,7 +35,7 @@ use wire::template::StreamSpec;
 use crate::isp::{SessionLine, SessionPort, SoftwirePort};
 use crate::plan::{DsliteRole, DsliteSettings, PppoeRole, PppoeSettings};
 
-pub use crate::hand::SessionError;
+pub use crate::error::BenchError;
 
 mod oversize;
 
@@ -181,8 +181,8 @@ pub struct Inside {
     lines: Vec<SessionLine>,
 }
 
-fn failed(m: impl Into<String>) -> SessionError {
-    SessionError::Failed(m.into())
+fn failed(m: impl Into<String>) -> BenchError {
+    BenchError::Failed(m.into())
 }
 
 impl Inside {
@@ -192,7 +192,7 @@ impl Inside {
         args: &InsideOptions,
         a: &mut PortSpec,
         b: &mut PortSpec,
-    ) -> Result<Option<Inside>, SessionError> {
+    ) -> Result<Option<Inside>, BenchError> {
         let Some(kind) = args.kind else {
             return Ok(None);
         };
@@ -209,7 +209,7 @@ impl Inside {
                     ..ServerConfig::default()
                 }
                 .check()
-                .map_err(|e| SessionError::Usage(format!("--inside-mru: {e}")))?;
+                .map_err(|e| BenchError::Usage(format!("--inside-mru: {e}")))?;
                 let mut ac = SessionPort::start(&a.name, a, &ac_cfg).map_err(err)?;
                 let mut client = SessionPort::start(&b.name, b, &cl_cfg).map_err(err)?;
                 let cl_info = client.wait_up(UP_TIMEOUT, &never).map_err(err)?;
@@ -230,7 +230,7 @@ impl Inside {
             }
             InsideKind::Dslite => {
                 if !(1280..=9000).contains(&args.mtu) {
-                    return Err(SessionError::Usage(format!(
+                    return Err(BenchError::Usage(format!(
                         "--inside-mtu {}: give 1280..9000",
                         args.mtu
                     )));
@@ -356,7 +356,7 @@ impl Inside {
 
     /// Sends the oversize streams fragmented, closes the session or softwire, and returns
     /// what the trial's report is printed with: the session and the fragmented streams.
-    pub fn finish(mut self) -> Result<InsideSummary, SessionError> {
+    pub fn finish(mut self) -> Result<InsideSummary, BenchError> {
         self.collect_lines();
         let mut rows = Vec::new();
         let mut lines = std::mem::take(&mut self.lines);

@@ -11,7 +11,7 @@ use engine::trial::TrialStream;
 use wire::linerate::{Fate, FrameSize, Path};
 use wire::template::{FrameTemplate, StreamSpec};
 
-use super::{failed, Inside, SessionError, MAX_SLOW};
+use super::{failed, BenchError, Inside, MAX_SLOW};
 
 /// A stream whose packets must be fragmented inside the tunnel.
 pub(super) struct Oversize {
@@ -34,7 +34,7 @@ impl Inside {
     pub fn split_oversize(
         &mut self,
         streams: Vec<TrialStream>,
-    ) -> Result<Vec<TrialStream>, SessionError> {
+    ) -> Result<Vec<TrialStream>, BenchError> {
         let mut keep = Vec::new();
         for s in streams {
             let max = self.max_datagram(s.tx_port);
@@ -44,14 +44,14 @@ impl Inside {
                 continue;
             };
             if !self.fragment_oversize {
-                return Err(SessionError::Usage(format!(
+                return Err(BenchError::Usage(format!(
                     "stream {}: {}",
                     s.config.id,
                     self.refusal(too_big.reference_size(), s.tx_port)
                 )));
             }
             if s.config.frames.len() > 1 {
-                return Err(SessionError::Usage(format!(
+                return Err(BenchError::Usage(format!(
                     "stream {}: a size mix with packets above the {max} B the {} carries whole; \
                      give fixed sizes (the big ones are sent fragmented)",
                     s.config.id,
@@ -72,7 +72,7 @@ impl Inside {
             );
             let rate = path
                 .rate(&FrameSize::Fixed { bytes: size }, false)
-                .map_err(|e| SessionError::Usage(e.to_string()))?;
+                .map_err(|e| BenchError::Usage(e.to_string()))?;
             let wan = &rate.links[rate.links.len() - 1];
             let pps = s.config.rate.pps(s.config.avg_len_with_fcs()).min(1e9);
             let wanted = match s.config.limit {
@@ -95,7 +95,7 @@ impl Inside {
 }
 
 /// The plain IPv4 template of the same stream and size (the packet before encapsulation).
-fn plain_template(t: &FrameTemplate, size: usize) -> Result<FrameTemplate, SessionError> {
+fn plain_template(t: &FrameTemplate, size: usize) -> Result<FrameTemplate, BenchError> {
     let d = wire::dissect::dissect(t.bytes()).map_err(|e| failed(e.to_string()))?;
     let sig = wire::signature::Signature::new_checked(&t.bytes()[t.signature_offset()..])
         .map_err(|e| failed(e.to_string()))?;

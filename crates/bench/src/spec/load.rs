@@ -5,6 +5,7 @@
 
 use wire::units::Pps;
 
+use crate::error::BenchError;
 use crate::search::LineFraction;
 
 /// The lowest rate a line fraction asks for: a search's load near 0 still sends something
@@ -35,16 +36,18 @@ impl Load {
     /// Parses a rate: `10kpps`, `1.5Mpps` (frames/s); `100M`, `1Gbps` (L1 bit/s, as on the
     /// wire; `-l1` may be added); `100M-l2` (L2, with FCS); `50%` (of the path-aware line
     /// rate). The one rate parser of `wirerate trial`'s flags and stream files.
-    pub fn parse(text: &str) -> Result<Load, String> {
+    pub fn parse(text: &str) -> Result<Load, BenchError> {
         let t = text.trim();
         let lower = t.to_ascii_lowercase();
         if let Some(p) = lower.strip_suffix('%') {
             let percent: f64 = p
                 .trim()
                 .parse()
-                .map_err(|_| format!("rate '{t}': bad percentage"))?;
+                .map_err(|_| BenchError::Usage(format!("rate '{t}': bad percentage")))?;
             if !(percent > 0.0 && percent <= 100.0) {
-                return Err(format!("rate '{t}': give a percentage in (0, 100]"));
+                return Err(BenchError::Usage(format!(
+                    "rate '{t}': give a percentage in (0, 100]"
+                )));
             }
             return Ok(Load::LineFraction(percent / 100.0));
         }
@@ -58,9 +61,9 @@ impl Load {
             let v: f64 = num
                 .trim()
                 .parse()
-                .map_err(|_| format!("rate '{t}': bad number"))?;
+                .map_err(|_| BenchError::Usage(format!("rate '{t}': bad number")))?;
             if v.is_nan() || v <= 0.0 {
-                return Err(format!("rate '{t}': must be positive"));
+                return Err(BenchError::Usage(format!("rate '{t}': must be positive")));
             }
             return Ok(Load::Pps(v * mult));
         }
@@ -69,7 +72,9 @@ impl Load {
             None => (lower.strip_suffix("-l1").unwrap_or(&lower), false),
         };
         let bps = wire::linerate::parse_speed(bits)
-            .map_err(|e| format!("rate '{t}': {e}; or use 10kpps, 50%, 100M-l2"))?
+            .map_err(|e| {
+                BenchError::Usage(format!("rate '{t}': {e}; or use 10kpps, 50%, 100M-l2"))
+            })?
             .0;
         Ok(if l2 {
             Load::L2Bps(bps)
@@ -112,7 +117,10 @@ mod tests {
         assert_eq!(Load::parse("50%").unwrap(), Load::LineFraction(0.5));
         assert!(Load::parse("fast").is_err());
         assert!(Load::parse("0pps").is_err());
-        assert!(Load::parse("150%").unwrap_err().contains("(0, 100]"));
+        assert!(Load::parse("150%")
+            .unwrap_err()
+            .to_string()
+            .contains("(0, 100]"));
     }
 
     #[test]

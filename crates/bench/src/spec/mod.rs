@@ -33,6 +33,7 @@ use wire::linerate::FrameSize;
 use wire::template::FrameTemplate;
 use wire::units::{BitsPerSec, Pps};
 
+use crate::error::BenchError;
 use crate::results::SentStream;
 
 pub use load::Load;
@@ -49,12 +50,14 @@ pub enum Direction {
 
 impl Direction {
     /// `a-b`, `b-a` or `both`.
-    pub fn parse(text: &str) -> Result<Direction, String> {
+    pub fn parse(text: &str) -> Result<Direction, BenchError> {
         match text {
             "a-b" => Ok(Direction::AToB),
             "b-a" => Ok(Direction::BToA),
             "both" => Ok(Direction::Both),
-            o => Err(format!("direction '{o}': give a-b, b-a or both")),
+            o => Err(BenchError::Usage(format!(
+                "direction '{o}': give a-b, b-a or both"
+            ))),
         }
     }
 
@@ -317,31 +320,15 @@ impl TrialSpec {
     }
 }
 
-/// Why [`execute`] did not measure.
-#[derive(Debug)]
-pub enum ExecError {
-    /// The configuration cannot run (the user's to fix: a frame larger than a port's MTU, a
-    /// trial XDP cannot run on `--backend xdp`, ...).
-    Config(String),
-    /// The trial failed while running.
-    Failed(String),
-}
-
-impl std::fmt::Display for ExecError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ExecError::Config(m) | ExecError::Failed(m) => f.write_str(m),
-        }
-    }
-}
-
 /// Runs a built trial on the engine; `stop` aborts it. The one call both front doors make
 /// (`wirerate trial`, and the testbed for every UDP trial of a plan) once the configuration
 /// is complete.
-pub fn execute(config: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport, ExecError> {
+pub fn execute(config: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport, BenchError> {
     engine::trial::run(config, stop).map_err(|e| match e {
-        engine::Error::Config(m) => ExecError::Config(m),
-        e => ExecError::Failed(e.to_string()),
+        // A configuration that cannot run is the user's to fix (a frame larger than a port's
+        // MTU, a trial XDP cannot run on `--backend xdp`, ...).
+        engine::Error::Config(m) => BenchError::Usage(m),
+        e => BenchError::Failed(e.to_string()),
     })
 }
 

@@ -114,7 +114,8 @@ pub fn run(args: CalibrateArgs) -> CliResult {
         )));
     }
     let cal = res.map_err(CliError::Failed)?;
-    cal.save(&path).map_err(CliError::Failed)?;
+    cal.save(&path)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     outln!("saved {}", path.display());
     Ok(())
 }

@@ -177,7 +177,9 @@ fn server(a: ServerArgs) -> CliResult {
         None => None,
     };
     let (port, mac) = hand::open_port("ipoe", &a.dev, a.netns.as_deref())?;
-    let cfg = settings.config(mac).map_err(CliError::Usage)?;
+    let cfg = settings
+        .config(mac)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     let stop = Stop::new(duration);
     if !a.json {
         errln!(

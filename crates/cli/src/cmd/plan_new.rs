@@ -13,7 +13,7 @@ use wire::units::BitsPerSec;
 use crate::error::{CliError, CliResult};
 
 fn iface(s: &str) -> Result<Iface, String> {
-    Iface::parse(s)
+    Iface::parse(s).map_err(|e| e.to_string())
 }
 
 fn speed(s: &str) -> Result<BitsPerSec, String> {
@@ -103,7 +103,7 @@ pub fn run(setup: NewSetup) -> CliResult {
     };
     let request = bench::iface::plan_request(kind, &ports, common.speed, common.ssh, common.quick)
         .map_err(CliError::Usage)?;
-    let text = bench::plan_new::write(&request).map_err(CliError::Usage)?;
+    let text = bench::plan_new::write(&request).map_err(|e| CliError::Usage(e.to_string()))?;
     let name = common
         .out
         .as_ref()

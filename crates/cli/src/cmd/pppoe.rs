@@ -56,7 +56,7 @@ fn server(a: ServerArgs) -> CliResult {
         cfg.max_payload = mp;
     }
     if let Some(f) = &a.subscribers {
-        let t = bench::sessions::load_subscribers(f).map_err(CliError::Usage)?;
+        let t = bench::sessions::load_subscribers(f).map_err(|e| CliError::Usage(e.to_string()))?;
         cfg.subscribers = Some(Arc::new(t));
     }
     cfg.check().map_err(|e| {

@@ -28,7 +28,7 @@ pub(super) fn fleet(a: ClientArgs) -> CliResult {
     }
     let logins = match &a.subscribers {
         Some(f) => bench::sessions::load_subscribers(f)
-            .map_err(CliError::Usage)?
+            .map_err(|e| CliError::Usage(e.to_string()))?
             .credentials(),
         None => vec![Credential::new(&p.user, &p.password)],
     };

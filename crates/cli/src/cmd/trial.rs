@@ -8,8 +8,9 @@
 use super::trial_inside::print as print_inside;
 use super::trial_table::print_table;
 use crate::error::{CliError, CliResult};
-use bench::spec::{Carrier, ExecError, TrialSpec};
+use bench::spec::{Carrier, TrialSpec};
 use bench::streams::{parse_streams_file, specs, StreamDef};
+use bench::BenchError;
 use engine::port::PortSpec;
 use engine::trial;
 use engine::tx::TxBackend;
@@ -260,7 +261,7 @@ pub(super) fn spec(args: &TrialArgs) -> CliResult<TrialSpec> {
             tos: args.tos,
             reorder_every: args.reorder_every,
         }])
-        .map_err(usage)?,
+        .map_err(|e| usage(e.to_string()))?,
     };
     if !(args.drain >= 0.0 && args.drain <= 60.0) {
         return Err(usage("--drain: give 0..60 seconds"));
@@ -311,8 +312,8 @@ pub fn run(args: TrialArgs) -> CliResult {
     }
     let stop = AtomicBool::new(false);
     let r = bench::spec::execute(&cfg, &stop).map_err(|e| match e {
-        ExecError::Config(m) => usage(m),
-        ExecError::Failed(m) => CliError::Failed(format!("trial: {m}")),
+        BenchError::Usage(m) => usage(m),
+        BenchError::Failed(m) => CliError::Failed(format!("trial: {m}")),
     })?;
     if let Some(i) = inside {
         return print_inside(&i.finish()?, Some(&r), args.json, print_table);

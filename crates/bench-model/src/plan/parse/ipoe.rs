@@ -91,7 +91,7 @@ impl Walker<'_> {
         // Refused as a whole where emulate refuses it (the plan fails; the port is still
         // returned, so no key of the port is reported missing because of it).
         if let Err(e) = out.config(wire::ethernet::MacAddr::ZERO) {
-            self.err(v.span(), path, e);
+            self.err(v.span(), path, e.to_string());
         }
         Some(out)
     }
