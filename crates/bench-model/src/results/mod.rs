@@ -23,7 +23,7 @@ use crate::search::{ConnOutcome, ConnTrial, Outcome, SearchResult, TrialRequest}
 pub use wire::invalid::InvalidCounts;
 
 mod conn;
-pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord};
+pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord, PreliminaryEngines};
 mod facts;
 pub use crate::line_rate::LineRate;
 pub use facts::{RunFacts, TcpFacts, UdpFacts};

@@ -103,7 +103,7 @@ pub(super) fn run_conn(
             request: trial,
             outcome,
             tester_limited,
-            phases,
+            phases: phases.clone(),
             dut,
             superseded,
             finished_unix_ms: now_ms(),
