@@ -110,15 +110,16 @@ pub(super) fn open_sender(
     }
 }
 
-/// The most frames the preliminary sender sends at once to catch up after a stall: an eighth
-/// of a veth's 256-frame ring, so that no DUT port refuses connections for a burst the trial
-/// never asked for. Beyond it the schedule slips, and the phase's achieved rate shows the
-/// stall (a trial more than the tolerance below its rate is tester-limited). Why: with the
-/// XDP default of 10 ms of frames, every trial of a run at load 10 (2026-11-29) caught up
-/// 8–10 ms at once, and at 50,875/s the DUT's port refused 224 connections in a trial whose
-/// sender had sent ~400 frames in one such burst: the rate asked could not be told from the
-/// burst as the cause.
-pub(super) const MAX_CATCH_UP: u64 = 32;
+/// The most frames the preliminary sender sends at once to catch up after a stall: half a
+/// veth's 256-frame ring (two of the XDP sender's 64-frame flushes), so that no DUT port
+/// refuses connections for a burst the trial never asked for. Beyond it the schedule slips,
+/// and the phase's achieved rate shows the stall (a trial more than the tolerance below its
+/// rate is tester-limited). Why not the XDP default of 10 ms of frames: every trial of a run
+/// at load 10 (2026-11-29) caught up 8–10 ms at once, and napt then failed at 50,875/s with
+/// 224 connections refused by its port, where paced trials passed at up to 176,799/s
+/// offered. Why not less: with 32 frames, stalls of the loaded tester CPU longer than 32
+/// frames' time slipped so often that 25,938/s was offered as 12,843/s.
+pub(super) const MAX_CATCH_UP: u64 = 128;
 
 /// Sends the N preliminary frames from `start_ns` on the opened sender.
 pub(super) fn send(
