@@ -137,7 +137,13 @@ pub(super) fn send(
         stop,
         MAX_CATCH_UP,
     )?;
-    Ok(phase(&r, pps).0)
+    let mut tx = phase(&r, pps).0;
+    // One frame has no rate of its own: as on AF_PACKET (`send_paced`), it went at the asked
+    // one (the XDP sender reports 0, which read as a tester that offered nothing at N = 1).
+    if tx.sent <= 1 {
+        tx.achieved_pps = pps;
+    }
+    Ok(tx)
 }
 
 /// Attaches the XDP learner to the responder's port, or says why it cannot run (as
@@ -183,4 +189,46 @@ pub(super) fn read_learner(learner: &XdpLearner, learned: &mut Learned) -> Resul
     }
     learned.count_elsewhere(totals.duplicates, totals.out_of_range);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wire::encap::IpVersion;
+
+    fn cfg(ip: IpVersion, frame_size: usize, backend: Backend) -> ConnTrialConfig {
+        let mut c = ConnTrialConfig::new(
+            PortSpec::new("a", "veth-a"),
+            PortSpec::new("b", "veth-b"),
+            ip,
+        );
+        c.frame_size = frame_size;
+        c.connections = 10;
+        c.preliminary_backend = backend;
+        c
+    }
+
+    #[test]
+    fn what_xdp_cannot_run_is_named_before_any_port_is_touched() {
+        // Too large for a live frame's page: the reason names the largest.
+        let why = unfit(&cfg(IpVersion::V4, 3100, Backend::Auto)).unwrap();
+        assert!(
+            why.contains("above the XDP sender's largest, 3000 B"),
+            "{why}"
+        );
+        assert_eq!(unfit(&cfg(IpVersion::V4, 1518, Backend::Auto)), None);
+        // IPv6: `auto` learns on AF_PACKET and says why; `xdp` refuses; `af_packet` never
+        // tries (no reason to give).
+        let why = attach_learner(&cfg(IpVersion::V6, 82, Backend::Auto), 1)
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            why.contains("preliminary learner: af_packet") && why.contains("IPv4 only"),
+            "{why}"
+        );
+        let e = attach_learner(&cfg(IpVersion::V6, 82, Backend::Xdp), 1).unwrap_err();
+        assert!(e.to_string().contains("IPv4 only"), "{e}");
+        let none = attach_learner(&cfg(IpVersion::V4, 64, Backend::AfPacket), 1).unwrap();
+        assert_eq!(none.unwrap_err(), "");
+    }
 }
