@@ -457,6 +457,7 @@ fn dut_counters(offered_pps: f64, capacity_pps: f64, secs: f64, out: &Outcome) -
         backlog_drops: out.lost,
         tester_backlog_drops: 0,
         egress_tx: out.received,
+        egress_drops: 0,
         cpu_busy_ticks: (total as f64 * (0.03 + 0.95 * share)).round() as u64,
         cpu_total_ticks: total,
     }

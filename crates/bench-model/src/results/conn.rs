@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 
 use super::TrialKey;
 use crate::plan::Methodology;
-use crate::search::{ConnOutcome, ConnSearchResult, ConnTrial};
+use crate::search::{ConnOutcome, ConnSearchResult, ConnTrial, LoadBackend};
 
 /// What the engine measured in each phase (engine::nat::ConnTrialReport, kept whole so a
 /// reader can check the outcome against it).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConnPhases {
     /// Preliminary frames sent, at what rate, and the tester's worst lateness (ns).
     pub preliminary_sent: u64,
@@ -37,6 +37,21 @@ pub struct ConnPhases {
     /// trial again. 0 in records written before it was counted.
     #[serde(default)]
     pub tester_rx_drops: u64,
+    /// Which engine sent the preliminary frames, which learned them (the XDP sender and
+    /// learner when they could run it, else AF_PACKET; issue 37 item 3), and why. Absent in
+    /// records written before it was recorded (all AF_PACKET then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preliminary_engines: Option<PreliminaryEngines>,
+}
+
+/// The engines of a preliminary phase (engine::nat::PhaseEngines).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreliminaryEngines {
+    pub sender: LoadBackend,
+    pub learner: LoadBackend,
+    /// A fallback's reason, a learner in SKB mode; empty when both ran as asked.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 /// The lab DUT's connection table over a trial: what its counters grew by from the empty

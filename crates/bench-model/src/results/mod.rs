@@ -23,7 +23,7 @@ use crate::search::{ConnOutcome, ConnTrial, Outcome, SearchResult, TrialRequest}
 pub use wire::invalid::InvalidCounts;
 
 mod conn;
-pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord};
+pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord, PreliminaryEngines};
 mod facts;
 pub use crate::line_rate::LineRate;
 pub use facts::{RunFacts, TcpFacts, UdpFacts};
@@ -252,6 +252,12 @@ pub struct DutCounters {
     pub tester_backlog_drops: u64,
     /// Packets the DUT's egress port (facing the receiver) transmitted.
     pub egress_tx: u64,
+    /// Packets the DUT's egress port could not hand to the tester's port (its tx_dropped: on
+    /// a veth, the tester port's receive ring was full). The DUT forwarded them and the
+    /// tester lost them, so a trial that failed with any is the tester's, never a DUT figure.
+    /// Absent when zero (and in older runs).
+    #[serde(default, skip_serializing_if = "crate::search::is_zero")]
+    pub egress_drops: u64,
     /// Ticks (USER_HZ) the DUT's CPU was busy over the trial, and all its ticks (`/proc/stat`
     /// of the CPU the lab gives the DUT; 0 and 0 on a one-CPU machine, where there is none).
     #[serde(default)]

@@ -322,6 +322,7 @@ fn conn_trial(index: u32, n: u64, learned: u64, superseded: bool) -> Record {
             misdirected: 0,
             validated_duplicates: 0,
             tester_rx_drops: 0,
+            preliminary_engines: None,
         },
         dut: None,
         superseded,

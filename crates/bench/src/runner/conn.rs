@@ -73,8 +73,18 @@ pub(super) fn run_conn(
         // connections the tester lost, not the DUT (2026-11-26, load 11: 120 of 4,000 replies
         // lost with the DUT's ports dropping none).
         let rx_drops = phases.tester_rx_drops > 0 && !outcome.passed();
-        let tester_limited =
-            outcome.is_tester_limited(plan.run.tester_tolerance) || burst || rx_drops;
+        // Preliminary frames the DUT forwarded that the responder's port refused (its receive
+        // ring full: the DUT's egress tx_dropped) or that the tester's receive backlog
+        // dropped: connections the DUT established and the tester did not learn. The XDP
+        // learner has no user-space ring to drop, so these are its only tester losses.
+        let port_drops = dut
+            .and_then(|d| d.ports)
+            .map_or(0, |p| p.egress_drops + p.tester_backlog_drops);
+        let refused_by_tester = port_drops > 0 && !outcome.passed();
+        let tester_limited = outcome.is_tester_limited(plan.run.tester_tolerance)
+            || burst
+            || rx_drops
+            || refused_by_tester;
         // As for the load searches: a trial the tester could not pace is measured again, a
         // few times per search, before the search is allowed to stop tester-limited. A
         // `nat-throughput` load is one second of both directions at once from the one tester
@@ -103,7 +113,7 @@ pub(super) fn run_conn(
             request: trial,
             outcome,
             tester_limited,
-            phases,
+            phases: phases.clone(),
             dut,
             superseded,
             finished_unix_ms: now_ms(),
@@ -115,6 +125,9 @@ pub(super) fn run_conn(
                 _ if rx_drops && !burst => format!(
                     "the tester's receive rings dropped {} frames",
                     phases.tester_rx_drops
+                ),
+                _ if refused_by_tester && !burst => format!(
+                    "the responder's port refused or its backlog dropped {port_drops} preliminary frames the DUT forwarded",
                 ),
                 _ if burst => format!(
                     "the tester's sender stalled {:.0} ms and the DUT's port refused {} of the frames it then sent at once",

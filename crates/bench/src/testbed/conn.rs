@@ -44,6 +44,8 @@ impl Testbed {
         cfg.drain = UDP_DRAIN;
         // RFC 4814 pseudorandom tuples (RFC 9693 asks for them), the same order every trial.
         cfg.permutation_seed = Some(CONN_SEED);
+        // The preliminary phase on the engine the run asks for (`Auto`: XDP when it can run it).
+        cfg.preliminary_backend = backend;
         cfg.load = match trial.real {
             Some(RealTest::Load { pps, duration }) => Some(engine::nat::LoadPhase {
                 backend,
@@ -88,10 +90,7 @@ impl Testbed {
             dut_entries: end.map(|e| e.entries),
             misdirected: l.forward_misdirected + l.reverse_misdirected,
             tester_drops: l.rx_ring_drops,
-            engine: Some(match l.engine {
-                engine::nat::LoadEngine::AfPacket => crate::search::LoadBackend::AfPacket,
-                engine::nat::LoadEngine::Xdp => crate::search::LoadBackend::Xdp,
-            }),
+            engine: Some(load_backend(l.engine)),
             refused_by_dut: l.refused_by_dut,
             short_connections: l
                 .forward_short_connections
@@ -153,7 +152,20 @@ impl Testbed {
             misdirected: r.misdirected,
             validated_duplicates: r.validated_duplicates,
             tester_rx_drops: r.rx_ring_drops,
+            preliminary_engines: Some(crate::results::PreliminaryEngines {
+                sender: load_backend(r.preliminary_engines.sender),
+                learner: load_backend(r.preliminary_engines.learner),
+                note: r.preliminary_engines.note.clone(),
+            }),
         };
         Ok((outcome, phases, dut))
+    }
+}
+
+/// The engine's name for a packet engine, as the records name it.
+fn load_backend(e: engine::nat::LoadEngine) -> crate::search::LoadBackend {
+    match e {
+        engine::nat::LoadEngine::AfPacket => crate::search::LoadBackend::AfPacket,
+        engine::nat::LoadEngine::Xdp => crate::search::LoadBackend::Xdp,
     }
 }

@@ -222,6 +222,7 @@ fn dut_delta(before: &lab::DutSample, after: &lab::DutSample, both_ways: bool) -
             .tester_softnet_dropped
             .saturating_sub(before.tester_softnet_dropped),
         egress_tx: egress.iter().map(|n| d(n, |i| i.tx_packets)).sum(),
+        egress_drops: egress.iter().map(|n| d(n, |i| i.tx_dropped)).sum(),
         cpu_busy_ticks,
         cpu_total_ticks,
     }

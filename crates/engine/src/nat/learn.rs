@@ -90,6 +90,14 @@ impl Learned {
         }
     }
 
+    /// Adds frames another learner counted (the XDP learner of [`super::prelim_xdp`], which
+    /// records tuples in the kernel): `duplicates` for connections it had already learned,
+    /// `out_of_range` past N.
+    pub fn count_elsewhere(&mut self, duplicates: u64, out_of_range: u64) {
+        self.duplicates += duplicates;
+        self.out_of_range += out_of_range;
+    }
+
     /// Distinct connections learned.
     pub fn distinct(&self) -> u64 {
         self.distinct

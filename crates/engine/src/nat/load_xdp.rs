@@ -44,10 +44,11 @@ pub(super) enum XdpLoadError {
     AfterStart(Error),
 }
 
-/// Why this trial's load cannot run on XDP at all, if it cannot.
+/// Why this trial's connection frames (its load, or its preliminary phase: the same sender)
+/// cannot go on XDP at all, if they cannot.
 pub(super) fn unfit(cfg: &ConnTrialConfig) -> Option<String> {
     if cfg.ip != IpVersion::V4 {
-        return Some("the XDP connection load is IPv4 only".into());
+        return Some("the XDP connection engine is IPv4 only".into());
     }
     let len = cfg.frame_size.saturating_sub(wire::encap::FCS);
     if len > crate::xdp::tx::MAX_FRAME_LEN {
@@ -158,7 +159,7 @@ fn stream(
 
 /// The sender's report as the load's [`PhaseTx`], and the frames the program processed (sent
 /// or refused: the indices the connections were cycled through).
-fn phase(r: &TxPortReport, pps: f64) -> (PhaseTx, u64, u64) {
+pub(super) fn phase(r: &TxPortReport, pps: f64) -> (PhaseTx, u64, u64) {
     let Some(s) = r.streams.first() else {
         return (PhaseTx::default(), 0, 0);
     };

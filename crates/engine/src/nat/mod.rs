@@ -15,10 +15,13 @@
 //!
 //! Why not [`crate::trial`]: its streams have fixed headers chosen before the start, while the
 //! validation frames' headers are only known once the preliminary phase is over (the NAT
-//! chose them). Both phases send with `sendmmsg` on AF_PACKET with qdisc bypass (the lab's
-//! shaped links must not pace them) and count on TPACKET_V3 rings; connection rates are far
-//! below the frame rates the engine reaches, so the simpler path is enough. The load of
-//! `nat-throughput` is not: it runs on XDP when it can ([`load`], [`load_xdp`]). Both ports answer
+//! chose them). The preliminary phase runs on XDP when it can ([`prelim_xdp`],
+//! [`ConnTrialConfig::preliminary_backend`]): sent by the XDP sender, learned by an XDP
+//! program on the responder, each half on AF_PACKET (`sendmmsg` with qdisc bypass, TPACKET_V3
+//! ring) when XDP cannot run it, decided before the first frame and recorded
+//! ([`ConnTrialReport::preliminary_engines`]). The validation sends with `sendmmsg` on
+//! AF_PACKET and counts on a TPACKET_V3 ring: its rate is the plan's, not the one searched. The
+//! load of `nat-throughput` runs on XDP when it can ([`load`], [`load_xdp`]). Both ports answer
 //! ARP/ND throughout, and each resolves the DUT before anything is sent, so the DUT knows both
 //! (RFC 2544 §11) and no connection is lost to neighbour resolution.
 //!
@@ -30,6 +33,7 @@ pub mod learn;
 pub mod load;
 mod load_backend;
 mod load_xdp;
+mod prelim_xdp;
 pub mod priority;
 pub mod reply;
 
@@ -46,11 +50,13 @@ use crate::port::{PortSpec, RxRingConfig};
 use crate::resolve::{self, Identity};
 use crate::stream::{FlowMode, Flows, FrameGen, Limit, Rate, StreamConfig};
 use crate::sys::{self, MmsgBatch, PacketSocket};
+use crate::trial::Backend;
 use crate::{Error, Result};
 
 pub use check::{Failed, Opened, Validated};
 pub use learn::{Learned, Tuple};
 pub use load::{LoadEngine, LoadPhase, LoadReport};
+pub use prelim_xdp::PhaseEngines;
 pub use reply::ReplyWriter;
 
 /// Stream id of the preliminary frames (initiator → responder).
@@ -100,6 +106,10 @@ pub struct ConnTrialConfig {
     /// RFC 9693's real test for throughput: after a validation in which every connection came
     /// back, load the N connections both ways ([`load`]). `None`: no load.
     pub load: Option<LoadPhase>,
+    /// Which engine sends and learns the preliminary phase: `Auto` (the default) XDP when it
+    /// can run it (IPv4, frames up to 3,000 B, a port that takes XDP), else AF_PACKET, decided
+    /// before the first frame and recorded ([`prelim_xdp`]).
+    pub preliminary_backend: Backend,
 }
 
 impl ConnTrialConfig {
@@ -118,6 +128,7 @@ impl ConnTrialConfig {
             permutation_seed: None,
             resolve_timeout: Duration::from_secs(3),
             load: None,
+            preliminary_backend: Backend::Auto,
         }
     }
 
@@ -247,6 +258,8 @@ pub struct ConnTrialReport {
     /// initiator over the validation): a receiver that was not scheduled in time on a loaded
     /// machine. Connections lost that way are the tester's loss, not the DUT's.
     pub rx_ring_drops: u64,
+    /// Which engine sent the preliminary frames and which learned them, and why.
+    pub preliminary_engines: PhaseEngines,
     /// The load on the established connections, when asked for and every connection
     /// validated (`None` otherwise: a load on a table that lacks connections measures nothing
     /// RFC 9693 asks for).
@@ -396,6 +409,17 @@ pub fn run(
     let start_ns = AtomicU64::new(0);
     let validate_ns = AtomicU64::new(0);
     let frame_len = cfg.frame_size - wire::encap::FCS;
+    // The preliminary phase's learner, attached before any frame is sent (or why not).
+    let (learner, learner_note) = match prelim_xdp::attach_learner(cfg, PRELIMINARY_STREAM)? {
+        Ok(l) => (Some(l), String::new()),
+        Err(why) => (None, why),
+    };
+    let learner_engine = if learner.is_some() {
+        LoadEngine::Xdp
+    } else {
+        LoadEngine::AfPacket
+    };
+    let xdp_prelim = prelim_xdp::xdp_stream(&prelim);
 
     std::thread::scope(|sc| -> Result<ConnTrialReport> {
         let abort = |e: Error| {
@@ -448,7 +472,7 @@ pub fn run(
             let (spec, validate_ns, stop) = (&cfg.responder, &validate_ns, stop);
             let (timeout, frame_size, vpps) =
                 (cfg.resolve_timeout, cfg.frame_size, cfg.validation_rate_pps);
-            sc.spawn(move || -> Result<(Learned, PhaseTx, u64)> {
+            sc.spawn(move || -> Result<(Learned, PhaseTx, u64, Option<String>)> {
                 let setup = (|| {
                     let ifindex = spec.enter(0)?;
                     let ring = spec.open_rx(ifindex, &RxRingConfig::default())?;
@@ -477,8 +501,15 @@ pub fn run(
                 ring.drain(0, |s, p| on_frame(s, p.data))
                     .map_err(|e| Error::io("receive ring", e))?;
                 let drops = ring.socket().take_stats().map(|(_, d)| d).unwrap_or(0);
+                // The XDP learner's table, read after the gap like the ring; detached here,
+                // before validation (and before a load's own programs).
+                let mut learner_mode = None;
+                if let Some(l) = learner {
+                    prelim_xdp::read_learner(&l, &mut learned)?;
+                    learner_mode = l.mode_note().map(str::to_string);
+                }
                 if at == u64::MAX {
-                    return Ok((learned, PhaseTx::default(), drops));
+                    return Ok((learned, PhaseTx::default(), drops, learner_mode));
                 }
                 let order: Vec<(u64, Tuple)> = learned.iter().collect();
                 let mut writer = ReplyWriter::new(VALIDATION_STREAM, frame_size, dut, me.mac);
@@ -496,7 +527,7 @@ pub fn run(
                         writer.write(*index, t, ts, buf)
                     },
                 )?;
-                Ok((learned, tx, drops))
+                Ok((learned, tx, drops, learner_mode))
             })
         };
         // The initiator's sender.
@@ -504,16 +535,21 @@ pub fn run(
             let ready = ready_tx.clone();
             let (spec, start_ns, stop) = (&cfg.initiator, &start_ns, stop);
             let (timeout, pps) = (cfg.resolve_timeout, cfg.rate_pps);
-            let prelim = prelim.clone();
-            sc.spawn(move || -> Result<PhaseTx> {
+            let (prelim, xdp_prelim) = (prelim.clone(), &xdp_prelim);
+            sc.spawn(move || -> Result<(PhaseTx, LoadEngine, String)> {
                 let setup = (|| {
                     let ifindex = spec.enter(0)?;
                     let (sock, me, dut) = open_sender(spec, ifindex, a_hop, timeout)?;
                     let mut gen = FrameGen::new(&prelim)?;
                     gen.set_macs(dut, me.mac);
-                    Ok((sock, gen))
+                    // The XDP sender, opened before the start (or why not: then AF_PACKET).
+                    let mut xgen = FrameGen::new(xdp_prelim)?;
+                    xgen.set_macs(dut, me.mac);
+                    let xdp =
+                        prelim_xdp::open_sender(cfg, opened, spec, ifindex, &xgen, xdp_prelim)?;
+                    Ok((sock, gen, xgen, xdp))
                 })();
-                let (sock, gen) = announce(&ready, "initiator sender", setup)?;
+                let (sock, gen, xgen, xdp) = announce(&ready, "initiator sender", setup)?;
                 let start = loop {
                     let s = start_ns.load(Ordering::Acquire);
                     if s != 0 {
@@ -522,19 +558,28 @@ pub fn run(
                     std::thread::sleep(Duration::from_micros(200));
                 };
                 if start == u64::MAX {
-                    return Ok(PhaseTx::default());
+                    return Ok((PhaseTx::default(), LoadEngine::AfPacket, String::new()));
                 }
-                let mut batch = MmsgBatch::new(BATCH, gen.max_len().max(128));
-                send_paced(
-                    &sock,
-                    spec.faces_dut,
-                    &mut batch,
-                    n,
-                    pps,
-                    start,
-                    stop,
-                    |i, ts, buf| Ok(gen.write(i, ts, buf)),
-                )
+                match xdp {
+                    Ok(mut sender) => {
+                        prelim_xdp::send(&mut sender, xgen, xdp_prelim, pps, start, stop)
+                            .map(|tx| (tx, LoadEngine::Xdp, String::new()))
+                    }
+                    Err(why) => {
+                        let mut batch = MmsgBatch::new(BATCH, gen.max_len().max(128));
+                        send_paced(
+                            &sock,
+                            spec.faces_dut,
+                            &mut batch,
+                            n,
+                            pps,
+                            start,
+                            stop,
+                            |i, ts, buf| Ok(gen.write(i, ts, buf)),
+                        )
+                        .map(|tx| (tx, LoadEngine::AfPacket, why))
+                    }
+                }
             })
         };
         drop(ready_tx);
@@ -546,7 +591,7 @@ pub fn run(
             }
         }
         start_ns.store(sys::monotonic_ns() + 20_000_000, Ordering::Release);
-        let preliminary = match a_tx.join() {
+        let (preliminary, sender_engine, sender_note) = match a_tx.join() {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => return Err(abort(e)),
             Err(_) => return Err(abort(Error::Thread("initiator sender panicked".into()))),
@@ -554,7 +599,7 @@ pub fn run(
         std::thread::sleep(cfg.gap);
         between();
         validate_ns.store(sys::monotonic_ns(), Ordering::Release);
-        let (learned, validation, b_drops) = match b.join() {
+        let (learned, validation, b_drops, learner_mode) = match b.join() {
             Ok(Ok(x)) => x,
             Ok(Err(e)) => return Err(abort(e)),
             Err(_) => return Err(abort(Error::Thread("responder panicked".into()))),
@@ -585,6 +630,15 @@ pub fn run(
             misdirected: validated.misdirected(),
             failed: validated.failed(),
             rx_ring_drops: a_drops + b_drops,
+            preliminary_engines: PhaseEngines {
+                sender: sender_engine,
+                learner: learner_engine,
+                note: [sender_note, learner_note, learner_mode.unwrap_or_default()]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            },
             load,
         })
     })

@@ -6,6 +6,7 @@
 //! | [`sys`] | the only `unsafe` of this backend (BPF_PROG_RUN with live frames, ...) |
 //! | [`tx`] | TX: an XDP program run over live frames stamps each frame's signature and sends it |
 //! | [`conn_rx`] | RX of the load on N connections (`engine::nat`): each frame checked against its connection's tuple |
+//! | [`learn_rx`] | RX of a connection trial's preliminary phase (`engine::nat`): each frame's tuple learned by its index |
 //! | [`mode`] | native or SKB (generic) XDP: named by ports and receivers alike |
 //! | [`rx`] | RX: an XDP program on the receiving port counts test frames per stream in maps |
 //! | [`rx_napi`] | where a veth's receive poll runs: a NAPI thread pinned to a CPU, SCHED_FIFO |
@@ -13,6 +14,7 @@
 //! | [`trial`] | trials on this backend (`--backend xdp`): attach, control path, same report |
 
 pub mod conn_rx;
+pub mod learn_rx;
 pub mod mode;
 pub mod objects;
 pub mod rx;

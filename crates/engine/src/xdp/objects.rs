@@ -15,3 +15,8 @@ pub const TX: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tx.
 /// The receiver of the load on N connections (`bpf/conn_rx.bpf.c`, `xdp::conn_rx`): checks
 /// every frame against its connection's tuple and counts it per connection.
 pub const CONN_RX: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/conn_rx.bpf.o"));
+
+/// The learner of a connection trial's preliminary phase (`bpf/learn_rx.bpf.c`,
+/// `xdp::learn_rx`): records the tuple each preliminary frame arrived with by its index.
+pub const LEARN_RX: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/learn_rx.bpf.o"));

@@ -246,6 +246,39 @@ pub struct Totals {
 // SAFETY: #[repr(C)], four u64: no padding, any bit pattern valid.
 unsafe impl aya::Pod for Totals {}
 
+/// `struct slot` of `bpf/learn_rx.bpf.c`: the tuple connection k's preliminary frame arrived
+/// with (host order) and whether it did (`state` [`LEARN_SLOT_LEARNED`]; the learner of
+/// `engine::nat`'s preliminary phase, `super::learn_rx`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LearnSlot {
+    pub conn: Conn,
+    pub state: u32,
+}
+
+/// `LearnSlot::state` of a slot whose tuple is written.
+pub const LEARN_SLOT_LEARNED: u32 = 2;
+
+/// `struct totals` of `bpf/learn_rx.bpf.c`, summed over the CPUs.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LearnTotals {
+    /// First frames of their connection (slots written).
+    pub learned: u64,
+    /// Further frames of a connection already learned.
+    pub duplicates: u64,
+    /// Frames of the stream with an index past N.
+    pub out_of_range: u64,
+    /// Signed frames of another stream.
+    pub other_streams: u64,
+}
+
+// SAFETY: #[repr(C)], a 12-byte Conn (no padding) then a u32: 16 bytes, no padding (checked
+// below), any bit pattern valid.
+unsafe impl aya::Pod for LearnSlot {}
+// SAFETY: #[repr(C)], four u64: no padding, any bit pattern valid.
+unsafe impl aya::Pod for LearnTotals {}
+
 // SAFETY: plain #[repr(C)] integers with no padding holes (sizes checked by the test below),
 // so any bit pattern is a valid value and the bytes the kernel copies are exactly the fields.
 unsafe impl aya::Pod for Recipe {}
@@ -272,6 +305,8 @@ mod tests {
             8 * 2 + 4 * 8 + 2 * 12 + 4 * 2
         );
         assert_eq!(std::mem::size_of::<Conn>(), 12);
+        assert_eq!(std::mem::size_of::<LearnSlot>(), 16);
+        assert_eq!(std::mem::size_of::<LearnTotals>(), 32);
         assert_eq!(std::mem::size_of::<StreamState>(), 40);
         assert_eq!(std::mem::size_of::<RecipeState>(), 32);
         assert_eq!(std::mem::size_of::<Ctl>(), 16);

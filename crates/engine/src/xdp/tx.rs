@@ -684,6 +684,33 @@ pub(crate) fn run_taking_turns(
     stop: &AtomicBool,
     turns: Option<(&super::turns::Turns, usize)>,
 ) -> Result<TxPortReport> {
+    run_with(sender, gens, start_ns, stop, turns, None)
+}
+
+/// [`run`] for one paced stream that never catches up more than `max_catch_up` frames at once
+/// after a stall (the schedule's debt cap, [`Pacer::with_max_debt`]): frames due beyond it
+/// slip, so a frame-limited stream ends later and its achieved rate shows the stall instead
+/// of a burst the receiver never asked for. The preliminary phase of `engine::nat` sends so:
+/// a burst of 10 ms of connections would be refused by the DUT's port and read as the DUT's
+/// failure at a rate it was never offered.
+pub(crate) fn run_catching_up_at_most(
+    sender: &mut XdpSender,
+    gens: Vec<(FrameGen, &StreamConfig)>,
+    start_ns: u64,
+    stop: &AtomicBool,
+    max_catch_up: u64,
+) -> Result<TxPortReport> {
+    run_with(sender, gens, start_ns, stop, None, Some(max_catch_up))
+}
+
+fn run_with(
+    sender: &mut XdpSender,
+    gens: Vec<(FrameGen, &StreamConfig)>,
+    start_ns: u64,
+    stop: &AtomicBool,
+    turns: Option<(&super::turns::Turns, usize)>,
+    max_debt: Option<u64>,
+) -> Result<TxPortReport> {
     if gens.len() != sender.stream_runs.len() {
         return Err(Error::Config(format!(
             "XDP TX: {} streams given, {} opened",
@@ -694,6 +721,11 @@ pub(crate) fn run_taking_turns(
     sender.set_thread()?;
     let _ = crate::sys::set_timer_slack_ns(1);
     let mut streams = schedules(gens, start_ns);
+    if let Some(d) = max_debt {
+        for s in &mut streams {
+            s.pacer = s.pacer.clone().with_max_debt(d);
+        }
+    }
     if kernel_paced_fits(sender, &streams) {
         return run_kernel_paced(sender, streams, stop, turns);
     }
