@@ -21,13 +21,15 @@
 //!   lease table, an authoritative DNS server (UDP and TCP), and the port that puts them
 //!   beside the IPv6 provisioning; [`ranges`]: the address ranges they may hand out.
 //! - [`softwire`]: the AFTR and B4 on a port: ND for the tunnel endpoint, a tunnel probe,
-//!   and the data-path view of a softwire ([`softwire::SoftwireInfo`]).
+//!   and the data-path view of a softwire ([`softwire::SoftwireInfo`]); [`aftr_lookup`]: the
+//!   B4's lookup of its AFTR by name (RFC 6334) through the DNS server it was given.
 //!
 //! See `docs/emulate.md` for the behaviour each machine promises.
 
 // No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
 #![forbid(unsafe_code)]
 
+pub mod aftr_lookup;
 pub mod arp_nd;
 pub mod control_plane;
 pub mod dhcpv4;
