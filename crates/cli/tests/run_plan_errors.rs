@@ -120,6 +120,10 @@ fn every_shipped_plan_checks_ok() {
         }
         if seen.last().unwrap() == "cpe-ipoe.toml" {
             assert!(out.contains("default/tcp4/s1/mss400"), "{out}");
+            assert!(
+                out.contains("wan (enp2s0, ipoe server 198.51.100.1 (pool 198.51.100.10 +240))"),
+                "{out}"
+            );
             assert!(out.contains("mtu-probe"), "{out}");
         }
         if seen.last().unwrap() == "lab-flows.toml" {
