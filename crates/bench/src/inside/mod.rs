@@ -124,6 +124,7 @@ impl InsideOptions {
             provision: false,
             aftr_name: None,
             mtu: self.mtu,
+            internet: None,
         };
         let b4 = DsliteSettings {
             role: DsliteRole::B4,
