@@ -646,10 +646,13 @@ impl SoftwirePort {
         let datagrams = Datagrams::default();
         let (d1, d2) = (datagrams.shared(), datagrams.shared());
         // An AFTR with `internet`: its softwires' IPv4 goes to a TUN device in a namespace of
-        // its own (the B4s' 192.0.0.0/29 routed back into it), where iperf3's server runs.
+        // its own, where iperf3's server runs. The default route points back into it: with
+        // no NAT44 in our AFTR, the source a B4 tunnels is its LAN host's own (a B4 does no
+        // NAT44, RFC 6333) or 192.0.0.2, and the AFTR routes replies by the source it
+        // learned; what it learned nothing for it drops (`NoRoute`).
         let (internet, tun) = match (cfg.role, cfg.internet) {
             (DsliteRole::Aftr, Some(addr)) => {
-                let (i, t) = Internet::create(name, addr, mtu as u32, vec!["192.0.0.0/29".into()])?;
+                let (i, t) = Internet::create(name, addr, mtu as u32, vec!["default".into()])?;
                 (Some(i), Some(t))
             }
             _ => (None, None),
