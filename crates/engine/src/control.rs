@@ -271,8 +271,11 @@ pub fn complete_checksum(frame: &mut [u8]) {
 pub struct Background<C: ControlPlane + Send + 'static> {
     machine: std::sync::Arc<std::sync::Mutex<C>>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    handle: Option<std::thread::JoinHandle<Result<(ControlPortStats, Option<Tun>)>>>,
+    handle: Option<std::thread::JoinHandle<ThreadEnd>>,
 }
+
+/// What a [`Background`] thread hands back: its port's counts and its TUN device, if any.
+type ThreadEnd = Result<(ControlPortStats, Option<Tun>)>;
 
 impl<C: ControlPlane + Send + 'static> Background<C> {
     /// Opens a control port on `port` in a new thread and runs `make(port MAC)` there until
@@ -332,7 +335,7 @@ impl<C: ControlPlane + Send + 'static> Background<C> {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel::<Result<Arc<Mutex<C>>>>();
         let stop2 = stop.clone();
-        let handle = std::thread::spawn(move || -> Result<(ControlPortStats, Option<Tun>)> {
+        let handle = std::thread::spawn(move || -> ThreadEnd {
             let opened = ControlPort::open(&port).and_then(|p| p.mac().map(|m| (p, m)));
             let (mut cp, mac) = match opened {
                 Ok(x) => x,
