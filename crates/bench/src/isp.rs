@@ -604,14 +604,28 @@ impl Drop for SessionPort {
 pub struct SoftwirePort {
     /// The port's name in the plan.
     pub port: String,
+    /// The AFTR's Internet side (`internet` in the plan).
+    pub internet: Option<Internet>,
     machine: SoftwireMachine,
     lines: Arc<std::sync::Mutex<Vec<SessionLine>>>,
     datagrams: Datagrams,
+    /// Removes the Internet namespace when the port goes, however it goes. The last field:
+    /// fields drop in order, so the machine's thread (holding the TUN device) ends first.
+    _internet_guard: Option<InternetGuard>,
 }
 
 enum SoftwireMachine {
     Aftr(control::Background<AftrPort>),
     B4(control::Background<B4Port>),
+}
+
+/// Removes an Internet namespace on drop.
+struct InternetGuard(Internet);
+
+impl Drop for InternetGuard {
+    fn drop(&mut self) {
+        self.0.remove();
+    }
 }
 
 impl SoftwirePort {
@@ -632,37 +646,67 @@ impl SoftwirePort {
         let (provision, aftr_name, mtu) = (cfg.provision, cfg.aftr_name.clone(), cfg.mtu);
         let datagrams = Datagrams::default();
         let (d1, d2) = (datagrams.shared(), datagrams.shared());
+        // An AFTR with `internet`: its softwires' IPv4 goes to a TUN device in a namespace of
+        // its own, where iperf3's server runs. The default route points back into it: with
+        // no NAT44 in our AFTR, the source a B4 tunnels is its LAN host's own (a B4 does no
+        // NAT44, RFC 6333) or 192.0.0.2, and the AFTR routes replies by the source it
+        // learned; what it learned nothing for it drops (`NoRoute`).
+        let (internet, tun) = match (cfg.role, cfg.internet) {
+            (DsliteRole::Aftr, Some(addr)) => {
+                let (i, t) = Internet::create(name, addr, mtu as u32, vec!["default".into()])?;
+                (Some(i), Some(t))
+            }
+            _ => (None, None),
+        };
+        let guard = internet.clone().map(InternetGuard);
         let machine = match cfg.role {
             DsliteRole::Aftr => {
-                let bg = control::Background::start_with(
-                    port.clone(),
-                    move |mac| {
-                        let mut c = AftrConfig::new(address, MacAddr(mac));
-                        c.tunnel.mtu = mtu;
-                        if provision {
-                            c = c.with_provisioning();
-                            if let (Some(p), Some(n)) = (&mut c.provision, &aftr_name) {
-                                p.dhcp.aftr_name = Some(n.clone());
-                            }
+                let relay = tun.is_some();
+                let make = move |mac: [u8; 6]| {
+                    let mut c = AftrConfig::new(address, MacAddr(mac));
+                    c.tunnel.mtu = mtu;
+                    if provision {
+                        c = c.with_provisioning();
+                        if let (Some(p), Some(n)) = (&mut c.provision, &aftr_name) {
+                            p.dhcp.aftr_name = Some(n.clone());
                         }
-                        AftrPort::new(c)
-                    },
-                    move |m: &mut AftrPort| {
-                        for e in m.take_events() {
-                            // Test frames are the engine's to count; new softwires and
-                            // the CPE's DHCPv6 bindings are events.
-                            match e {
-                                AftrEvent::SoftwireUp { info, .. } => {
-                                    let mut v = sj::softwire(&info);
-                                    v["event"] = "up".into();
-                                    push(v);
-                                }
-                                AftrEvent::Provision(p) => push(sj::provision(&p)),
-                                AftrEvent::Packet { packet, .. } => d1.delivered(packet),
+                    }
+                    let mut m = AftrPort::new(c);
+                    if relay {
+                        m.enable_ip_relay();
+                    }
+                    m
+                };
+                let push2 = push.clone();
+                let events = move |m: &mut AftrPort| {
+                    for e in m.take_events() {
+                        // Test frames are the engine's to count; new softwires and the CPE's
+                        // DHCPv6 bindings are events.
+                        match e {
+                            AftrEvent::SoftwireUp { info, .. } => {
+                                let mut v = sj::softwire(&info);
+                                v["event"] = "up".into();
+                                push(v);
                             }
+                            AftrEvent::Provision(p) => push(sj::provision(&p)),
+                            AftrEvent::Packet { packet, .. } => d1.delivered(packet),
                         }
-                    },
-                )
+                    }
+                };
+                let bg = match tun {
+                    Some(t) => control::Background::start_relay(
+                        port.clone(),
+                        t,
+                        make,
+                        move |m: &mut AftrPort, t: &mut Tun| {
+                            events(m);
+                            for syn in t.take_syns() {
+                                push2(sj::syn(&syn));
+                            }
+                        },
+                    ),
+                    None => control::Background::start_with(port.clone(), make, events),
+                }
                 .map_err(|e| format!("DS-Lite AFTR on port {name}: {e}"))?;
                 SoftwireMachine::Aftr(bg)
             }
@@ -692,9 +736,11 @@ impl SoftwirePort {
         };
         Ok(SoftwirePort {
             port: name.to_string(),
+            internet,
             machine,
             lines,
             datagrams,
+            _internet_guard: guard,
         })
     }
 
@@ -788,12 +834,16 @@ impl SoftwirePort {
     pub fn finish(self) -> Result<SessionLine, String> {
         let mut v = match self.machine {
             SoftwireMachine::Aftr(bg) => {
-                let (m, ps) = bg.finish().map_err(|e| e.to_string())?;
-                json!({
+                let (m, ps, tun) = bg.finish_relay().map_err(|e| e.to_string())?;
+                let mut v = json!({
                     "role": "aftr", "softwires_up": m.stats.softwires_up,
                     "echo_replies": m.stats.echo_replies, "tunnel": sj::tunnel(m.tunnel_stats()),
                     "frames_rx": ps.rx, "frames_tx": ps.tx, "tx_failed": ps.tx_failed,
-                })
+                });
+                if let Some(t) = &tun {
+                    v["tun"] = sj::tun(t);
+                }
+                v
             }
             SoftwireMachine::B4(bg) => {
                 let (m, ps) = bg.finish().map_err(|e| e.to_string())?;

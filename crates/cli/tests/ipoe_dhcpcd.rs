@@ -10,13 +10,21 @@
 //! - dhcpcd -6 binds 2001:db8:c::100 (IA_NA), 2001:db8:100::/56 (IA_PD), DNS 2001:db8:53::1
 //!   and the AFTR name aftr.example.net (option 64);
 //! - dig asks the DNS server dhcpcd was given, over UDP and TCP, IPv4 and IPv6: the AFTR
-//!   name's AAAA is 2001:db8:d::1, authoritative; a name of the zone we do not hold is
+//!   name's AAAA is 2001:db8:d::77 (the server's `--aftr`), authoritative; a name of the zone we do not hold is
 //!   NXDOMAIN, one outside it REFUSED; getent (glibc's resolver, through the namespace's
 //!   resolv.conf) resolves the AFTR name too;
+//! - our B4 (`wirerate dslite b4 --aftr-name --dns`), given the AFTR name and the DNS server
+//!   from dhcpcd's hook and the address dhcpcd bound, asks our DNS for the name and tunnels
+//!   to the answer: the AFTR (`wirerate dslite aftr`) sits at 2001:db8:d::77, the address the
+//!   DNS server was told to give, not the B4's default 2001:db8:d::1, so a B4 that did not use
+//!   the answer would find no AFTR. Ten pings through the B4's TUN cross the softwire to the
+//!   AFTR's 192.0.0.1: ten answered, and the AFTR answered exactly the B4's probes plus ten;
 //! - tshark decodes, on the ISP side, DISCOVER/OFFER/REQUEST/ACK with yiaddr 198.51.100.10,
-//!   and DNS answers carrying 2001:db8:d::1 over UDP and TCP.
+//!   DNS answers carrying 2001:db8:d::77 over UDP and TCP, the B4's own AAAA query and its
+//!   answer, and exactly those echo requests and replies inside IPv4-in-IPv6 between the
+//!   leased address and 2001:db8:d::77.
 //!
-//! Root is needed (else `SKIP: …`); without dhcpcd, dig, getent, tcpdump or tshark the test
+//! Root is needed (else `SKIP: …`); without dhcpcd, dig, getent, nft, ping, tcpdump or tshark the test
 //! skips, but fails when `CI` is set (`scripts/install-deps.sh` installs them). The
 //! namespaces, every process left in them, the hook directory, dhcpcd's lease files and the
 //! namespace's resolv.conf are removed on drop, also on failure.
@@ -29,7 +37,9 @@ use std::time::{Duration, Instant};
 
 use common_isp::{ip, Capture};
 
-const AFTR: &str = "2001:db8:d::1";
+/// Where the AFTR is, and what our DNS answers for its name: not the B4's default AFTR
+/// address (2001:db8:d::1), so only a B4 that uses the answer reaches it.
+const AFTR: &str = "2001:db8:d::77";
 
 /// Two namespaces and a veth pair; side `a` (the ISP) has kernel IPv6 off, side `b` (the
 /// gateway's WAN, played by the kernel and dhcpcd) keeps it. Cleans up on drop.
@@ -209,7 +219,9 @@ fn dig(lab: &Lab, server: &str, name: &str, qtype: &str, tcp: bool) -> (String, 
 
 #[test]
 fn dhcpcd_gets_ipv4_ipv6_a_prefix_and_dns_and_our_dns_resolves_the_aftr_name() {
-    if !common_isp::root_and_tools(&["dhcpcd", "dig", "getent", "tcpdump", "tshark"]) {
+    if !common_isp::root_and_tools(&[
+        "dhcpcd", "dig", "getent", "nft", "ping", "tcpdump", "tshark",
+    ]) {
         return;
     }
     let lab = Lab::new();
@@ -228,7 +240,7 @@ fn dhcpcd_gets_ipv4_ipv6_a_prefix_and_dns_and_our_dns_resolves_the_aftr_name() {
             "-w",
         ])
         .arg(&pcap)
-        .args(["udp port 67 or udp port 68 or port 53"]);
+        .args(["udp port 67 or udp port 68 or port 53 or ip6 proto 4"]);
         c
     });
     let bin = env!("CARGO_BIN_EXE_wirerate");
@@ -237,6 +249,8 @@ fn dhcpcd_gets_ipv4_ipv6_a_prefix_and_dns_and_our_dns_resolves_the_aftr_name() {
         .args([
             "--aftr-name",
             "aftr.example.net",
+            "--aftr",
+            AFTR,
             "--json",
             "--duration",
             "90",
@@ -307,7 +321,8 @@ fn dhcpcd_gets_ipv4_ipv6_a_prefix_and_dns_and_our_dns_resolves_the_aftr_name() {
         let (status, answer) = dig(&lab, server, "aftr.example.net", "AAAA", tcp);
         assert_eq!(status, "NOERROR");
         assert!(
-            answer.contains("IN\tAAAA\t2001:db8:d::1") || answer.contains(&format!("AAAA {AFTR}")),
+            answer.contains(&format!("IN\tAAAA\t{AFTR}"))
+                || answer.contains(&format!("AAAA {AFTR}")),
             "{answer}"
         );
     }
@@ -332,6 +347,89 @@ fn dhcpcd_gets_ipv4_ipv6_a_prefix_and_dns_and_our_dns_resolves_the_aftr_name() {
     let g = String::from_utf8_lossy(&g.stdout).to_string();
     eprintln!("getent: {g}");
     assert!(g.lines().any(|l| l.starts_with(AFTR)), "{g}");
+
+    // Our B4, given what dhcpcd was given, finds the AFTR by name. The kernel of `b` shares
+    // the B4's address but not its socket or tunnel: it would answer the DNS reply with a port
+    // unreachable and the tunnel packets with a parameter problem, so it stays quiet.
+    common_isp::ns_sh(
+        &lab.b,
+        "nft add table ip6 wrquiet; \
+         nft add chain ip6 wrquiet out '{ type filter hook output priority 0; }'; \
+         nft add rule ip6 wrquiet out icmpv6 type '{ destination-unreachable, parameter-problem }' drop",
+    );
+    let b4_addr = var(&v6, "new_dhcp6_ia_na1_ia_addr1");
+    let aftr_name = var(&v6, "new_dhcp6_aftr_name");
+    let b4_tun = format!("wrb4{}", std::process::id() % 100_000);
+    let aftr = Command::new(bin)
+        .args(["dslite", "aftr", "--netns", &lab.a, "--dev", &lab.dev_a])
+        .args(["--addr", AFTR, "--json", "--duration", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wirerate dslite aftr");
+    let mut b4 = JsonChild::spawn(
+        Command::new(bin)
+            .args(["dslite", "b4", "--netns", &lab.b, "--dev", &lab.dev_b])
+            .args([
+                "--addr",
+                &b4_addr,
+                "--aftr-name",
+                &aftr_name,
+                "--dns",
+                &dns6,
+            ])
+            .args(["--tun", &b4_tun, "--json", "--duration", "60"]),
+    );
+    let up = b4.wait_for(Duration::from_secs(30), |v| {
+        v["event"] == "up" || v["event"] == "failed"
+    });
+    eprintln!("b4: {:#?}", b4.lines);
+    assert_eq!(up["event"], "up", "the B4 did not come up");
+    assert_eq!(up["remote"], AFTR, "{up}");
+    let resolved = b4
+        .lines
+        .iter()
+        .find(|v| v["event"] == "aftr")
+        .expect("aftr line");
+    assert_eq!(
+        (resolved["name"].as_str(), resolved["address"].as_str()),
+        (Some("aftr.example.net"), Some(AFTR))
+    );
+    let ping = lab.sh_b("ping -n -c 10 -i 0.2 -W 2 192.0.0.1");
+    let ping = String::from_utf8_lossy(&ping.stdout).to_string();
+    eprintln!("ping: {ping}");
+    assert!(
+        ping.contains("10 packets transmitted, 10 received"),
+        "{ping}"
+    );
+    let b4_lines = b4.stop(Duration::from_secs(10));
+    let b4_stats = b4_lines
+        .iter()
+        .find(|v| v["event"] == "stats")
+        .expect("B4 stats");
+    assert_eq!(b4_stats["dns"]["queries_tx"], 1, "{b4_stats}");
+    assert_eq!(b4_stats["dns"]["answers_rx"], 1, "{b4_stats}");
+    let probes = b4_stats["probes_tx"].as_u64().expect("probes_tx");
+    let _ = Command::new("kill")
+        .args(["-INT", &aftr.id().to_string()])
+        .status();
+    let aftr_out = wait_exit(aftr, Duration::from_secs(10));
+    let aftr_lines = json_lines(&aftr_out.stdout);
+    eprintln!("aftr: {aftr_lines:#?}");
+    assert!(aftr_lines
+        .iter()
+        .any(|v| v["event"] == "softwire" && v["remote"] == b4_addr.as_str()));
+    let aftr_stats = aftr_lines
+        .iter()
+        .find(|v| v["event"] == "stats")
+        .expect("AFTR stats");
+    assert_eq!(aftr_stats["echo_replies"], probes + 10, "{aftr_stats}");
+    assert_eq!(
+        aftr_stats["tunnel"]["decapsulated"],
+        probes + 10,
+        "{aftr_stats}"
+    );
 
     // The server's own account.
     let _ = Command::new("kill")
@@ -394,6 +492,24 @@ fn dhcpcd_gets_ipv4_ipv6_a_prefix_and_dns_and_our_dns_resolves_the_aftr_name() {
             "dns.aaaa",
             "-e",
             "tcp.dstport",
+            "-e",
+            "dns.flags.recdesired",
+            "-e",
+            "ipv6.src",
+            "-e",
+            "ipv6.dst",
+            "-e",
+            "ip.src",
+            "-e",
+            "ip.dst",
+            "-e",
+            "icmp.type",
+            "-e",
+            "dns.id",
+            "-e",
+            "udp.srcport",
+            "-e",
+            "udp.dstport",
         ])
         .output()
         .expect("tshark");
@@ -424,4 +540,117 @@ fn dhcpcd_gets_ipv4_ipv6_a_prefix_and_dns_and_our_dns_resolves_the_aftr_name() {
     };
     assert!(answers(false) >= 2, "AAAA answers over UDP");
     assert!(answers(true) >= 2, "AAAA answers over TCP");
+    // The B4's query: from the leased address, recursion desired (dig asked with
+    // +norecurse, glibc over IPv4), exactly one; and its answer, to its id and port.
+    let b4_queries: Vec<&Vec<&str>> = rows
+        .iter()
+        .filter(|r| r[2] == "0" && r[3] == "aftr.example.net" && r[6] == "1" && r[7] == b4_addr)
+        .collect();
+    assert_eq!(b4_queries.len(), 1, "the B4's AAAA queries: {b4_queries:?}");
+    let q = b4_queries[0];
+    assert!(
+        rows.iter().any(|r| r[2] == "1"
+            && r[4] == AFTR
+            && r[8] == b4_addr
+            && r[12] == q[12]
+            && r[14] == q[13]),
+        "no answer {AFTR} to the B4's query {q:?}"
+    );
+    // Echo requests and replies inside IPv4-in-IPv6, between the leased address and the
+    // AFTR the answer named: the probes and the ten pings, each way.
+    let echoes = |src6: &str, dst6: &str, src4: &str, dst4: &str, icmp: &str| {
+        rows.iter()
+            .filter(|r| {
+                r[7] == src6 && r[8] == dst6 && r[9] == src4 && r[10] == dst4 && r[11] == icmp
+            })
+            .count() as u64
+    };
+    assert_eq!(
+        echoes(&b4_addr, AFTR, "192.0.0.2", "192.0.0.1", "8"),
+        probes + 10
+    );
+    assert_eq!(
+        echoes(AFTR, &b4_addr, "192.0.0.1", "192.0.0.2", "0"),
+        probes + 10
+    );
+}
+
+/// A child printing JSON lines, read as they come by a thread.
+struct JsonChild {
+    child: Child,
+    rx: std::sync::mpsc::Receiver<serde_json::Value>,
+    lines: Vec<serde_json::Value>,
+}
+
+impl JsonChild {
+    fn spawn(cmd: &mut Command) -> JsonChild {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str(&l) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        JsonChild {
+            child,
+            rx,
+            lines: Vec::new(),
+        }
+    }
+
+    /// The first line (from now on) for which `want` holds; panics after `timeout`.
+    fn wait_for(
+        &mut self,
+        timeout: Duration,
+        want: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let end = Instant::now() + timeout;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(v) => {
+                    self.lines.push(v.clone());
+                    if want(&v) {
+                        return v;
+                    }
+                }
+                Err(e) => panic!("no such line within {timeout:?} ({e}): {:#?}", self.lines),
+            }
+        }
+    }
+
+    /// SIGINT, then every line it printed once it exited (killed after `timeout`).
+    fn stop(mut self, timeout: Duration) -> Vec<serde_json::Value> {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let end = Instant::now() + timeout;
+        while self.child.try_wait().expect("try_wait").is_none() {
+            if Instant::now() > end {
+                let _ = self.child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.wait();
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.extend(self.rx.iter());
+        lines
+    }
+}
+
+impl Drop for JsonChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -23,6 +23,15 @@
 //! `udp_both_ways_between_our_own_subscriber_and_isp_ends` runs the same plans with both ends
 //! ours over one veth, so that both receivers classify inside the session or softwire.
 //!
+//! `tcp_with_an_mss_sweep_through_a_gateway_on_our_dslite_uplink` (issue 35) runs TCP on the
+//! DS-Lite rig: the plan's AFTR has `internet = "203.0.113.1"` (its softwires handed to a TUN
+//! in the run's Internet namespace, where iperf3's server runs), the gateway clamps the MSS
+//! of SYNs out of its WAN TUN to its route MTU (1460 → MSS 1420), and iperf3 from the LAN
+//! host with `mss = [1460, 1200, 400]` records the SYN MSS seen at the ISP side per case:
+//! [1420, 1420], [1420, 1200], [1420, 400] (the control connection first). tshark, on the
+//! gateway's end of the ISP-side veth, decodes the same SYNs inside IPv4-in-IPv6 between the
+//! B4 and the AFTR. The Internet namespace is gone after the run.
+//!
 //! Root is needed (else `SKIP: …`); nft, tcpdump and tshark must be installed (a missing one
 //! skips, but fails under `CI`). Namespaces `wr-cpe<pid><tag>…`, removed on drop.
 
@@ -49,6 +58,30 @@ const BACKENDS: [&str; 2] = ["af_packet", "xdp"];
 
 fn can_run() -> bool {
     common_isp::root_and_tools(&["nft", "tshark", "tcpdump"])
+}
+
+/// The DS-Lite rig's plan for TCP: the AFTR with an Internet side, an MSS sweep.
+fn dslite_tcp_plan(c: &Cpe) -> String {
+    let wan = DSLITE.wan_port.replace(
+        "timeout = \"30s\"\n",
+        "timeout = \"30s\"\ninternet = \"203.0.113.1\"\n",
+    );
+    let ports = ports_text(c, &DSLITE).replace(DSLITE.wan_port, &wan);
+    format!(
+        r#"name = "cpe-dslite-tcp"
+{ports}[run]
+repetitions = 1
+profile-settle = "0s"
+[[matrix]]
+protocol = ["tcp"]
+ip = [4]
+mss = [1460, 1200, 400]
+methodologies = ["iperf3"]
+[methodology.iperf3]
+omit = "0s"
+duration = "2s"
+"#
+    )
 }
 
 /// One encapsulation of the uplink.
@@ -450,6 +483,140 @@ fn udp_both_ways_through_a_gateway_on_our_dslite_uplink() {
         check_directions(&DSLITE, &plan, &out, &stdout, backend);
         wire_dslite(&out, &pcap);
     }
+}
+
+#[test]
+fn tcp_with_an_mss_sweep_through_a_gateway_on_our_dslite_uplink() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() || !common_isp::root_and_tools(&["iperf3"]) {
+        return;
+    }
+    let c = Cpe::new("cpe", "t", DSLITE.napt);
+    // The gateway clamps SYNs into its WAN TUN to the route's MTU (the softwire's 1460).
+    sh(
+        &c.gw,
+        "nft -f - <<'EOF'\n\
+         table ip cpeclamp {\n\
+           chain clamp {\n\
+             type filter hook forward priority 0;\n\
+             oifname \"cpewan\" tcp flags syn tcp option maxseg size set rt mtu\n\
+           }\n\
+         }\n\
+         EOF",
+    );
+    // iperf3's client needs the kernel on the LAN side.
+    sh(
+        &c.lan,
+        "ip addr add 192.0.2.2/24 dev cpel0; ip route add default via 192.0.2.1",
+    );
+    let d = tempfile::tempdir().unwrap();
+    let plan = plan_file(d.path(), &dslite_tcp_plan(&c));
+    let check = Command::new(WIRERATE)
+        .args(["plan", "check", plan.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&check.stdout).to_string();
+    assert!(
+        check.status.success(),
+        "{listed}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    for m in [1460, 1200, 400] {
+        assert!(listed.contains(&format!("/tcp4/s1/mss{m}")), "{listed}");
+    }
+    let pcap = d.path().join("syn.pcap");
+    let dump = common_isp::Capture::start({
+        let mut cmd = Command::new("ip");
+        cmd.args([
+            "netns",
+            "exec",
+            &c.gw,
+            "tcpdump",
+            "--immediate-mode",
+            "-i",
+            "cpew0",
+            "-U",
+        ])
+        .args(["-w"])
+        .arg(&pcap)
+        // IPv4-in-IPv6 carrying TCP (IPv4 protocol 6 at ip6[49]).
+        .arg("ip6 and ip6[6] == 4 and ip6[49] == 6");
+        cmd
+    });
+    let out = d.path().join("run");
+    let run = spawn_run(&plan, &out);
+    wait_until("the run's sessions.jsonl", Duration::from_secs(20), || {
+        out.join("sessions.jsonl").exists()
+    });
+    // The AFTR is up once sessions.jsonl exists; the B4 probes it a few times.
+    let gateway = dial(&c, &DSLITE);
+    wait_until("the gateway's WAN TUN", Duration::from_secs(20), || {
+        sh(&c.gw, "ip -br addr show").contains("192.0.0.2")
+    });
+    let output = finish_within(run, Duration::from_secs(240));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    println!("{stdout}");
+    println!(
+        "sessions.jsonl:\n{}",
+        std::fs::read_to_string(out.join("sessions.jsonl")).unwrap_or_default()
+    );
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    gateway.signal("-TERM");
+    let (_, err) = dump.stop();
+    eprintln!("tcpdump: {err}");
+    let mut by_case = std::collections::BTreeMap::new();
+    for t in trials(&out) {
+        let tcp = t.tcp.as_ref().expect("TCP trials only");
+        assert!(tcp.l4_bps > 0.0, "{tcp:?}");
+        by_case.insert(t.key.case_id.clone(), tcp.syn_mss.clone());
+    }
+    println!("SYN MSS at the ISP side: {by_case:?}");
+    let mut want = Vec::new();
+    for (m, data) in [("1460", 1420), ("1200", 1200), ("400", 400)] {
+        let seen = by_case
+            .iter()
+            .find(|(id, _)| id.ends_with(&format!("mss{m}")))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no case for MSS {m}: {by_case:?}"));
+        assert_eq!(seen, vec![1420, data], "MSS {m}");
+        want.extend([1420, data]);
+    }
+    let lines = jsonl(&out.join("sessions.jsonl"));
+    assert!(lines
+        .iter()
+        .any(|l| l["event"] == "syn" && l["mss"] == 1420));
+    let stats = lines.iter().find(|l| l["event"] == "stats").expect("stats");
+    assert_eq!(stats["role"], "aftr");
+    assert!(stats["tun"].is_object(), "{stats}");
+    // The wire: the same client SYNs inside the softwire, B4 → AFTR, in order.
+    let syns: Vec<u32> = tshark(
+        &pcap,
+        "ipv6.nxt == 4 && tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == 5201",
+        &["ipv6.src", "ipv6.dst", "tcp.options.mss_val"],
+    )
+    .into_iter()
+    .map(|r| {
+        assert_eq!(
+            (r[0].as_str(), r[1].as_str()),
+            ("2001:db8:c::2", "2001:db8:d::1"),
+            "{r:?}"
+        );
+        r[2].parse().expect("an MSS")
+    })
+    .collect();
+    let mut sorted = syns.clone();
+    sorted.sort_unstable();
+    let mut expect = want.clone();
+    expect.sort_unstable();
+    assert_eq!(sorted, expect, "SYNs on the wire: {syns:?}");
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout).to_string();
+    let ours = format!("wr-inet{}", std::process::id());
+    assert!(!list.contains(&ours), "{list}");
 }
 
 fn wire_dslite(out: &Path, pcap: &Path) {

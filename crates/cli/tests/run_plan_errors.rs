@@ -118,8 +118,18 @@ fn every_shipped_plan_checks_ok() {
             assert!(out.contains("wan (enp2s0, pppoe server mru 1454)"), "{out}");
             assert!(out.contains("encap=pppoe"), "{out}");
         }
+        if seen.last().unwrap() == "cpe-dslite.toml" {
+            // TCP through the AFTR's Internet side, with the MSS sweep.
+            for m in [1420, 1200, 800, 400] {
+                assert!(out.contains(&format!("default/tcp4/s1/mss{m}")), "{out}");
+            }
+        }
         if seen.last().unwrap() == "cpe-ipoe.toml" {
             assert!(out.contains("default/tcp4/s1/mss400"), "{out}");
+            assert!(
+                out.contains("wan (enp2s0, ipoe server 198.51.100.1 (pool 198.51.100.10 +240))"),
+                "{out}"
+            );
             assert!(out.contains("mtu-probe"), "{out}");
         }
         if seen.last().unwrap() == "lab-flows.toml" {

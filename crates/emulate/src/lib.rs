@@ -23,13 +23,15 @@
 //! - [`mape`]: the MAP-E Border Relay (RFC 7597): decapsulation with the source check of
 //!   §8.1, encapsulation to the CE of a destination address and port, drops by reason.
 //! - [`softwire`]: the AFTR and B4 on a port: ND for the tunnel endpoint, a tunnel probe,
-//!   and the data-path view of a softwire ([`softwire::SoftwireInfo`]).
+//!   and the data-path view of a softwire ([`softwire::SoftwireInfo`]); [`aftr_lookup`]: the
+//!   B4's lookup of its AFTR by name (RFC 6334) through the DNS server it was given.
 //!
 //! See `docs/emulate.md` for the behaviour each machine promises.
 
 // No `unsafe` here: system calls live in the `sys` modules of `engine` and `lab`.
 #![forbid(unsafe_code)]
 
+pub mod aftr_lookup;
 pub mod arp_nd;
 pub mod control_plane;
 pub mod dhcpv4;

@@ -22,13 +22,14 @@ use wire::ipv4::Ipv4Packet;
 use wire::template::StreamSpec;
 use wire::units::Nanos;
 
+use crate::aftr_lookup::{AftrLookup, AftrName, Heard, LookupFailure, LookupStats};
 use crate::arp_nd::{NeighborConfig, NeighborEvent, Neighbors};
 use crate::dslite::{
     Aftr, TunnelConfig, TunnelDrop, TunnelEvent, TunnelStats, AFTR_IPV4, B4, B4_IPV4,
 };
 use crate::frames::{echo_reply, echo_request, parse_echo};
 use crate::provision::{ProvisionConfig, ProvisionEvent, Provisioner};
-use crate::util::{add, min_deadline, Counter};
+use crate::util::{add, min_deadline, Counter, Entropy};
 
 /// Identifier of our tunnel probes ("WR").
 const PROBE_ID: u16 = 0x5752;
@@ -331,8 +332,17 @@ impl AftrPort {
 #[derive(Debug, Clone)]
 pub struct B4Config {
     pub tunnel: TunnelConfig,
-    /// The AFTR's tunnel endpoint (its MAC is resolved with ND).
+    /// The AFTR's tunnel endpoint (its MAC is resolved with ND). Unused when `aftr_name`
+    /// is set: the address is then the DNS answer's.
     pub aftr: Ipv6Addr,
+    /// Look the AFTR up by name first (DHCPv6 option 64) at this DNS server (option 23), as
+    /// a stock DS-Lite gateway does (RFC 6334 §4; [`crate::aftr_lookup`]).
+    pub aftr_name: Option<AftrName>,
+    /// AAAA queries before giving up on the name, `dns_interval` apart (default 3, 1 s).
+    pub dns_attempts: u32,
+    pub dns_interval: Nanos,
+    /// The DNS transaction ids and source ports (the OS's by default, RFC 5452).
+    pub entropy: Entropy,
     /// Our IPv4 address (the probe's source) and the AFTR's (the probe's destination).
     pub ipv4: Ipv4Addr,
     pub aftr_ipv4: Ipv4Addr,
@@ -350,6 +360,10 @@ impl B4Config {
         B4Config {
             tunnel: TunnelConfig::new(local, mac),
             aftr,
+            aftr_name: None,
+            dns_attempts: 3,
+            dns_interval: Nanos(1_000_000_000),
+            entropy: Entropy::Os,
             ipv4: B4_IPV4,
             aftr_ipv4: AFTR_IPV4,
             probe_attempts: 5,
@@ -367,12 +381,18 @@ pub enum B4Failure {
     NdFailed,
     /// No echo reply came back through the tunnel.
     ProbeTimeout,
+    /// The DNS server to ask for the AFTR's name did not answer Neighbor Solicitations.
+    DnsNdFailed,
+    /// The AFTR's name gave no address.
+    AftrName(LookupFailure),
 }
 
 /// Where a B4 is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum B4State {
     Idle,
+    /// Looking the AFTR's name up (resolving the DNS server's MAC, then asking it).
+    LookingUp,
     /// Resolving the AFTR's MAC.
     Resolving,
     /// Probing the tunnel (sequence number of the last probe, next probe due).
@@ -387,6 +407,11 @@ pub enum B4State {
 /// What a [`B4Port`] reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum B4Event {
+    /// The AFTR's name resolved: the tunnel goes to `aftr`, the answer's address.
+    AftrResolved {
+        name: String,
+        aftr: Ipv6Addr,
+    },
     Up(SoftwireInfo),
     Failed(B4Failure),
     /// An IPv4 packet came out of the softwire (not our probe's answer).
@@ -410,6 +435,9 @@ pub struct B4PortStats {
 #[derive(Debug)]
 pub struct B4Port {
     cfg: B4Config,
+    /// The AFTR's address: the configured one, or the DNS answer once it came.
+    aftr: Ipv6Addr,
+    lookup: Option<AftrLookup>,
     nd: Neighbors,
     b4: Option<B4>,
     aftr_mac: Option<MacAddr>,
@@ -426,7 +454,19 @@ impl B4Port {
         let mut nc = NeighborConfig::new(cfg.tunnel.mac);
         nc.ipv6.push(cfg.tunnel.local);
         nc.attempts = cfg.nd_attempts;
+        let lookup = cfg.aftr_name.clone().map(|n| {
+            AftrLookup::new(
+                n,
+                cfg.tunnel.local,
+                cfg.tunnel.mac,
+                cfg.dns_attempts,
+                cfg.dns_interval,
+                cfg.entropy,
+            )
+        });
         B4Port {
+            aftr: cfg.aftr,
+            lookup,
             nd: Neighbors::new(nc),
             cfg,
             b4: None,
@@ -461,18 +501,67 @@ impl B4Port {
             local_mac: self.cfg.tunnel.mac,
             peer_mac: m,
             local: self.cfg.tunnel.local,
-            remote: self.cfg.aftr,
+            remote: self.aftr,
             mtu: self.cfg.tunnel.mtu,
             encap_limit: self.cfg.tunnel.encap_limit.is_some(),
         })
     }
 
-    /// Starts resolving the AFTR, then probing.
+    /// The AFTR-name lookup's counts, when the B4 looks its AFTR up by name.
+    pub fn lookup_stats(&self) -> Option<&LookupStats> {
+        self.lookup.as_ref().map(|l| &l.stats)
+    }
+
+    /// The AFTR's address: the configured one, or the DNS answer once the name resolved.
+    pub fn aftr(&self) -> Ipv6Addr {
+        self.aftr
+    }
+
+    /// Starts looking the AFTR's name up (when configured), resolving the AFTR, then probing.
     pub fn start(&mut self, now: Nanos) {
         self.started = now;
+        match self.lookup.as_ref().map(|l| l.target().server) {
+            Some(server) => {
+                self.state = B4State::LookingUp;
+                if let Some(mac) = self.nd.resolve(now, IpAddr::V6(server)) {
+                    self.ask_dns(now, mac);
+                }
+            }
+            None => self.resolve_aftr(now),
+        }
+    }
+
+    fn resolve_aftr(&mut self, now: Nanos) {
         self.state = B4State::Resolving;
-        if let Some(mac) = self.nd.resolve(now, IpAddr::V6(self.cfg.aftr)) {
+        if let Some(mac) = self.nd.resolve(now, IpAddr::V6(self.aftr)) {
             self.resolved(now, mac);
+        }
+    }
+
+    fn ask_dns(&mut self, now: Nanos, server_mac: MacAddr) {
+        if let Some(l) = &mut self.lookup {
+            l.start(now, server_mac);
+        }
+    }
+
+    /// The lookup's answer: tunnel to its address, or fail.
+    fn looked_up(&mut self, now: Nanos, heard: Heard) {
+        if self.state != B4State::LookingUp {
+            return;
+        }
+        match heard {
+            Heard::Resolved(a) => {
+                self.aftr = a;
+                if let Some(l) = &self.lookup {
+                    self.events.push(B4Event::AftrResolved {
+                        name: l.target().name.to_string(),
+                        aftr: a,
+                    });
+                }
+                self.resolve_aftr(now);
+            }
+            Heard::Failed(f) => self.fail(B4Failure::AftrName(f)),
+            Heard::NotOurs | Heard::Ignored => {}
         }
     }
 
@@ -489,7 +578,7 @@ impl B4Port {
             return;
         }
         self.aftr_mac = Some(mac);
-        self.b4 = Some(B4::new(self.cfg.tunnel.clone(), self.cfg.aftr, mac));
+        self.b4 = Some(B4::new(self.cfg.tunnel.clone(), self.aftr, mac));
         if self.cfg.probe_attempts == 0 {
             self.up(now);
         } else {
@@ -545,6 +634,9 @@ impl B4Port {
 
     pub fn take_transmit(&mut self) -> Vec<Vec<u8>> {
         let mut tx = self.nd.take_transmit();
+        if let Some(l) = &mut self.lookup {
+            tx.extend(l.take_transmit());
+        }
         if let Some(b) = &mut self.b4 {
             tx.extend(b.take_transmit());
         }
@@ -557,17 +649,27 @@ impl B4Port {
             _ => None,
         };
         let tunnel = self.b4.as_ref().and_then(|b| b.next_deadline());
-        min_deadline(min_deadline(self.nd.next_deadline(), tunnel), probe)
+        let lookup = self.lookup.as_ref().and_then(|l| l.next_deadline());
+        let ours = min_deadline(probe, lookup);
+        min_deadline(min_deadline(self.nd.next_deadline(), tunnel), ours)
     }
 
     fn neighbor_events(&mut self, now: Nanos) {
         for e in self.nd.take_events() {
+            let dns = self.lookup.as_ref().map(|l| IpAddr::V6(l.target().server));
+            let looking = self.state == B4State::LookingUp;
             match e {
-                NeighborEvent::Resolved { ip, mac } if ip == IpAddr::V6(self.cfg.aftr) => {
+                NeighborEvent::Resolved { ip, mac } if looking && Some(ip) == dns => {
+                    self.ask_dns(now, mac)
+                }
+                NeighborEvent::Failed { ip } if looking && Some(ip) == dns => {
+                    self.fail(B4Failure::DnsNdFailed);
+                }
+                NeighborEvent::Resolved { ip, mac } if ip == IpAddr::V6(self.aftr) => {
                     self.resolved(now, mac)
                 }
                 NeighborEvent::Failed { ip }
-                    if ip == IpAddr::V6(self.cfg.aftr) && self.state == B4State::Resolving =>
+                    if ip == IpAddr::V6(self.aftr) && self.state == B4State::Resolving =>
                 {
                     self.fail(B4Failure::NdFailed);
                 }
@@ -579,10 +681,19 @@ impl B4Port {
     pub fn poll(&mut self, now: Nanos) {
         let before = self.nd.stats.requests_tx;
         self.nd.poll(now);
-        if self.state == B4State::Resolving && before > 0 {
+        let resolving = matches!(self.state, B4State::Resolving | B4State::LookingUp);
+        if resolving && before > 0 {
             self.stats.retries += self.nd.stats.requests_tx - before;
         }
         self.neighbor_events(now);
+        if let Some(l) = &mut self.lookup {
+            let before = l.stats.queries_tx;
+            let timeout = l.poll(now);
+            self.stats.retries += l.stats.queries_tx - before;
+            if let (Some(f), B4State::LookingUp) = (timeout, self.state) {
+                self.fail(B4Failure::AftrName(f));
+            }
+        }
         if let Some(b) = &mut self.b4 {
             b.poll(now);
         }
@@ -594,6 +705,13 @@ impl B4Port {
         if self.nd.handle_frame(now, frame) {
             self.neighbor_events(now);
             return true;
+        }
+        if let Some(l) = &mut self.lookup {
+            let heard = l.handle_frame(frame);
+            if heard != Heard::NotOurs {
+                self.looked_up(now, heard);
+                return true;
+            }
         }
         let Some(b) = &mut self.b4 else {
             return false;
@@ -722,6 +840,134 @@ mod tests {
         assert!(matches!(&b.take_events()[..], [B4Event::Packet(p)] if *p == pkt));
         assert_eq!(a.tunnel_stats().reassembled, 1);
         assert_eq!(b.tunnel_stats().unwrap().reassembled, 1);
+    }
+
+    /// The ISP side of a link with a DNS server beside the AFTR: ND for the server's address
+    /// and the server itself (holding `name` → `answer`).
+    struct DnsSide {
+        nd: Neighbors,
+        dns: crate::dns::service::DnsService,
+    }
+
+    const DNS6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x53, 0, 0, 0, 0, 1);
+    const DM: MacAddr = MacAddr([2, 0, 0, 0, 0, 3]);
+    /// The AFTR as DNS knows it: not the B4's configured (default) AFTR address.
+    const ANSWERED: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xd, 0, 0, 0, 0, 0x77);
+
+    impl DnsSide {
+        fn new(name: &str, answer: Ipv6Addr) -> DnsSide {
+            let mut nc = NeighborConfig::new(DM);
+            nc.ipv6.push(DNS6);
+            let mut dns = crate::dns::DnsConfig::new();
+            dns.add(name, answer.into()).unwrap();
+            DnsSide {
+                nd: Neighbors::new(nc),
+                dns: crate::dns::service::DnsService::new(crate::dns::service::DnsServiceConfig {
+                    mac: DM,
+                    ipv4: None,
+                    ipv6: Some(DNS6),
+                    dns,
+                    entropy: Entropy::Seeded(1),
+                }),
+            }
+        }
+    }
+
+    /// One link: every frame the B4 sends reaches the AFTR and the DNS side (`dns_answers`:
+    /// whether the server answers queries, its ND always does), theirs reach the B4.
+    fn link(a: &mut AftrPort, d: &mut DnsSide, b: &mut B4Port, now: Nanos, dns_answers: bool) {
+        for _ in 0..10 {
+            let mut to_b = a.take_transmit();
+            to_b.extend(d.nd.take_transmit());
+            to_b.extend(d.dns.take_transmit());
+            let from_b = b.take_transmit();
+            if to_b.is_empty() && from_b.is_empty() {
+                return;
+            }
+            for f in to_b {
+                b.handle_frame(now, &f);
+            }
+            for f in from_b {
+                a.handle_frame(now, &f);
+                if !d.nd.handle_frame(now, &f) && dns_answers {
+                    d.dns.handle_frame(now, &f);
+                }
+            }
+        }
+    }
+
+    fn by_name(name: &str) -> B4Port {
+        // Configured with the default AFTR address, which nothing on the link answers for:
+        // only the DNS answer leads to the AFTR.
+        let mut cfg = B4Config::new(B4A, BM, AFTR);
+        cfg.aftr_name = Some(AftrName::new(name, DNS6).unwrap());
+        cfg.entropy = Entropy::Seeded(7);
+        B4Port::new(cfg)
+    }
+
+    #[test]
+    fn b4_looks_the_aftr_up_by_name_and_tunnels_to_the_answer_not_its_configured_address() {
+        let mut a = AftrPort::new(AftrConfig::new(ANSWERED, AM));
+        let mut d = DnsSide::new("aftr.example.net", ANSWERED);
+        let mut b = by_name("AFTR.Example.net");
+        b.start(Nanos(1_000));
+        assert_eq!(b.state(), B4State::LookingUp);
+        link(&mut a, &mut d, &mut b, Nanos(2_000), true);
+        assert!(b.is_up(), "{:?}", b.state());
+        assert_eq!(b.aftr(), ANSWERED);
+        let ev = b.take_events();
+        assert!(
+            matches!(&ev[..], [B4Event::AftrResolved { name, aftr }, B4Event::Up(info)]
+                if name == "AFTR.Example.net" && *aftr == ANSWERED
+                    && info.remote == ANSWERED && info.peer_mac == AM),
+            "{ev:?}"
+        );
+        let l = b.lookup_stats().unwrap();
+        assert_eq!((l.queries_tx, l.answers_rx, l.ignored), (1, 1, 0));
+        assert_eq!(d.dns.responder().stats.queries, 1);
+        assert_eq!(a.softwires().collect::<Vec<_>>(), [B4A]);
+        assert_eq!(a.stats.echo_replies, 1);
+        assert_eq!(b.stats.retries, 0);
+    }
+
+    #[test]
+    fn b4_fails_by_reason_when_the_aftr_name_does_not_resolve() {
+        // NXDOMAIN: a name of the server's zone it does not hold.
+        let mut a = AftrPort::new(AftrConfig::new(ANSWERED, AM));
+        let mut d = DnsSide::new("aftr.example.net", ANSWERED);
+        let mut b = by_name("other.example.net");
+        b.start(Nanos(0));
+        link(&mut a, &mut d, &mut b, Nanos(1), true);
+        let nx = B4Failure::AftrName(LookupFailure::NotFound {
+            rcode: wire::dns::rcode::NXDOMAIN,
+            truncated: false,
+        });
+        assert_eq!(b.state(), B4State::Failed(nx));
+        assert_eq!(b.stats.failed.get(nx), 1);
+        assert!(a.softwires().next().is_none());
+        // No answer: three queries one second apart, then a timeout at exactly 3 s.
+        let mut b = by_name("aftr.example.net");
+        b.start(Nanos(0));
+        for s in 0..3u64 {
+            let now = Nanos(s * 1_000_000_000);
+            b.poll(now);
+            link(&mut a, &mut d, &mut b, now, false);
+            assert_eq!(b.state(), B4State::LookingUp);
+        }
+        assert_eq!(b.next_deadline(), Some(Nanos(3_000_000_000)));
+        b.poll(Nanos(3_000_000_000));
+        let t = B4Failure::AftrName(LookupFailure::Timeout);
+        assert_eq!(b.state(), B4State::Failed(t));
+        assert_eq!(b.lookup_stats().unwrap().queries_tx, 3);
+        assert_eq!(b.stats.retries, 2);
+        // Nobody at the DNS server's address: ND fails.
+        let mut b = by_name("aftr.example.net");
+        b.start(Nanos(0));
+        for s in 1..=3u64 {
+            b.poll(Nanos(s * 1_000_000_000));
+            let _ = b.take_transmit();
+        }
+        assert_eq!(b.state(), B4State::Failed(B4Failure::DnsNdFailed));
     }
 
     #[test]

@@ -271,8 +271,11 @@ pub fn complete_checksum(frame: &mut [u8]) {
 pub struct Background<C: ControlPlane + Send + 'static> {
     machine: std::sync::Arc<std::sync::Mutex<C>>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    handle: Option<std::thread::JoinHandle<Result<ControlPortStats>>>,
+    handle: Option<std::thread::JoinHandle<ThreadEnd>>,
 }
+
+/// What a [`Background`] thread hands back: its port's counts and its TUN device, if any.
+type ThreadEnd = Result<(ControlPortStats, Option<Tun>)>;
 
 impl<C: ControlPlane + Send + 'static> Background<C> {
     /// Opens a control port on `port` in a new thread and runs `make(port MAC)` there until
@@ -289,12 +292,50 @@ impl<C: ControlPlane + Send + 'static> Background<C> {
         make: impl FnOnce([u8; 6]) -> C + Send + 'static,
         mut each_step: impl FnMut(&mut C) + Send + 'static,
     ) -> Result<Self> {
+        Self::launch(port, make, None, move |cp, m, _| {
+            cp.step(m, Duration::from_millis(5))?;
+            each_step(m);
+            Ok(())
+        })
+    }
+
+    /// As [`start_with`](Self::start_with), with the machine's IP packets relayed through
+    /// `tun` ([`ControlPort::step_relay`]): what an ISP port with a kernel behind it (iperf3's
+    /// server, an MSS clamp's far end) needs while test streams use the same port.
+    /// `each_step` also sees the device (the SYNs it read). The machine must have its relay
+    /// enabled (`enable_ip_relay`). [`finish_relay`](Self::finish_relay) hands the device
+    /// back for its counts.
+    pub fn start_relay(
+        port: PortSpec,
+        tun: Tun,
+        make: impl FnOnce([u8; 6]) -> C + Send + 'static,
+        mut each_step: impl FnMut(&mut C, &mut Tun) + Send + 'static,
+    ) -> Result<Self>
+    where
+        C: IpRelay,
+    {
+        Self::launch(port, make, Some(tun), move |cp, m, tun| {
+            if let Some(t) = tun.as_mut() {
+                cp.step_relay(m, t, Duration::from_millis(5))?;
+                each_step(m, t);
+            }
+            Ok(())
+        })
+    }
+
+    /// The thread of both: opens the port, makes the machine, and runs `turn` until stopped.
+    fn launch(
+        port: PortSpec,
+        make: impl FnOnce([u8; 6]) -> C + Send + 'static,
+        mut tun: Option<Tun>,
+        mut turn: impl FnMut(&mut ControlPort, &mut C, &mut Option<Tun>) -> Result<()> + Send + 'static,
+    ) -> Result<Self> {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::{mpsc, Arc, Mutex};
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel::<Result<Arc<Mutex<C>>>>();
         let stop2 = stop.clone();
-        let handle = std::thread::spawn(move || -> Result<ControlPortStats> {
+        let handle = std::thread::spawn(move || -> ThreadEnd {
             let opened = ControlPort::open(&port).and_then(|p| p.mac().map(|m| (p, m)));
             let (mut cp, mac) = match opened {
                 Ok(x) => x,
@@ -309,8 +350,7 @@ impl<C: ControlPlane + Send + 'static> Background<C> {
             while !stop2.load(Ordering::Relaxed) {
                 {
                     let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
-                    cp.step(&mut *g, Duration::from_millis(5))?;
-                    each_step(&mut g);
+                    turn(&mut cp, &mut g, &mut tun)?;
                 }
                 // Let a caller waiting in `with` take the lock between steps.
                 std::thread::yield_now();
@@ -318,7 +358,7 @@ impl<C: ControlPlane + Send + 'static> Background<C> {
             // Send what the caller queued last (a PADT after close, say).
             let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
             cp.flush(&mut *g);
-            Ok(cp.stats)
+            Ok((cp.stats, tun))
         });
         let machine = rx
             .recv_timeout(Duration::from_secs(10))
@@ -355,9 +395,15 @@ impl<C: ControlPlane + Send + 'static> Background<C> {
     }
 
     /// Stops the thread and returns the machine and its port's frame counts.
-    pub fn finish(mut self) -> Result<(C, ControlPortStats)> {
+    pub fn finish(self) -> Result<(C, ControlPortStats)> {
+        self.finish_relay().map(|(m, s, _)| (m, s))
+    }
+
+    /// As [`finish`](Self::finish), with the TUN device of [`start_relay`](Self::start_relay)
+    /// (closing it removes it).
+    pub fn finish_relay(mut self) -> Result<(C, ControlPortStats, Option<Tun>)> {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let stats = match self.handle.take().map(|h| h.join()) {
+        let (stats, tun) = match self.handle.take().map(|h| h.join()) {
             Some(Ok(r)) => r?,
             _ => return Err(Error::Thread("the control thread panicked".into())),
         };
@@ -365,7 +411,11 @@ impl<C: ControlPlane + Send + 'static> Background<C> {
         drop(self);
         let m = std::sync::Arc::try_unwrap(m)
             .map_err(|_| Error::Thread("control machine still shared".into()))?;
-        Ok((m.into_inner().unwrap_or_else(|p| p.into_inner()), stats))
+        Ok((
+            m.into_inner().unwrap_or_else(|p| p.into_inner()),
+            stats,
+            tun,
+        ))
     }
 }
 

@@ -346,6 +346,61 @@ fn dslite_sections_parse() {
     );
 }
 
+/// `internet` on an AFTR: a TUN with a kernel behind the softwires, so TCP (with the MSS
+/// sweep) crosses it; without it the refusal names the key to add; a B4 has no Internet side.
+#[test]
+fn a_dslite_aftr_with_an_internet_side_accepts_tcp() {
+    let udp = CPE
+        .replace(
+            "[ports.wan.pppoe]\nrole = \"server\"\nmru = 1454\nauth = [\"pap\"]\nusers = [{ user = \"cpe\", password = \"secret\" }]\ntimeout = \"20s\"\n",
+            "ipv4 = \"203.0.113.2\"\n[ports.wan.dslite]\nrole = \"aftr\"\naddress = \"2001:db8:d::1\"\n",
+        )
+        .replace("[64, 1472]", "[64, 1478]")
+        .replace("encap = [\"pppoe\"]", "encap = [\"dslite\"]");
+    let tcp_block =
+        "[[matrix]]\nprotocol = [\"tcp\"]\nip = [4]\nmss = [1420, 1200, 400]\nmethodologies = [\"iperf3\"]\n";
+    let errs = errors(&format!("{udp}{tcp_block}"));
+    assert!(
+        has(
+            &errs,
+            "matrix[1].protocol",
+            "add `internet = \"203.0.113.1\"` under [ports.wan.dslite]"
+        ),
+        "{errs:?}"
+    );
+    let tcp = format!("{udp}{tcp_block}").replace(
+        "address = \"2001:db8:d::1\"\n",
+        "address = \"2001:db8:d::1\"\ninternet = \"203.0.113.1\"\n",
+    );
+    let plan = Plan::parse(&tcp, "cpe.toml").unwrap();
+    assert_eq!(
+        plan.ports[1].dslite.as_ref().unwrap().internet,
+        Some(Ipv4Addr::new(203, 0, 113, 1))
+    );
+    assert_eq!(
+        plan.ports[1].internet(),
+        Some(Ipv4Addr::new(203, 0, 113, 1))
+    );
+    assert_eq!(
+        plan.cases()
+            .unwrap()
+            .iter()
+            .filter(|c| c.id.contains("/tcp4/"))
+            .count(),
+        3
+    );
+    let errs = errors(&tcp.replace("internet = \"203.0.113.1\"", "internet = \"192.0.0.9\""));
+    assert!(
+        has(&errs, "ports.wan.dslite.internet", "documentation address"),
+        "{errs:?}"
+    );
+    let errs = errors(&tcp.replace("role = \"aftr\"", "role = \"b4\"\npeer = \"2001:db8:d::2\""));
+    assert!(
+        has(&errs, "ports.wan.dslite.internet", "applies to the AFTR"),
+        "{errs:?}"
+    );
+}
+
 #[test]
 fn a_dslite_port_takes_its_link_mtu_and_refuses_frames_above_it() {
     let text = CPE

@@ -65,6 +65,25 @@ pub struct Port {
     pub ipoe: Option<IpoeSettings>,
 }
 
+impl Port {
+    /// The Internet host behind this port, when it plays an ISP side with `internet` (a
+    /// PPPoE access concentrator, a DS-Lite AFTR, an IPoE port): its traffic then reaches a
+    /// kernel through a TUN device, where iperf3's server runs, so TCP crosses it.
+    pub fn internet(&self) -> Option<Ipv4Addr> {
+        let ac = self
+            .pppoe
+            .as_ref()
+            .filter(|p| p.role == PppoeRole::Server)
+            .and_then(|p| p.internet);
+        let aftr = self
+            .dslite
+            .as_ref()
+            .filter(|d| d.role == DsliteRole::Aftr)
+            .and_then(|d| d.internet);
+        ac.or(aftr).or(self.ipoe.as_ref().and_then(|i| i.internet))
+    }
+}
+
 /// Which end of a PPPoE session a port plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -183,6 +202,11 @@ pub struct DsliteSettings {
     /// fragmented, so frames whose packet does not fit are refused (`crate::oversize`).
     #[serde(default = "default_dslite_mtu")]
     pub mtu: usize,
+    /// AFTR role: the Internet host's address. The AFTR then hands the softwires' IPv4 to a
+    /// TUN device in a namespace the run creates, where this address lives and iperf3's
+    /// server runs (as for a PPPoE access concentrator): TCP cases cross the softwire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internet: Option<Ipv4Addr>,
 }
 
 fn default_dslite_mtu() -> usize {

@@ -28,6 +28,11 @@ pub enum AftrNews {
 /// What the B4 saw.
 #[derive(Debug)]
 pub enum B4News {
+    /// The AFTR's name resolved to `aftr` (the B4 was given a name, not an address).
+    AftrResolved {
+        name: String,
+        aftr: std::net::Ipv6Addr,
+    },
     /// The tunnel probe was answered, `setup_ms` after the start.
     Up {
         info: SoftwireInfo,
@@ -111,6 +116,7 @@ pub fn run_b4(
                     news(B4News::Failed(why));
                     failed = Some(why);
                 }
+                B4Event::AftrResolved { name, aftr } => news(B4News::AftrResolved { name, aftr }),
                 B4Event::Packet(_) => {}
             }
         }

@@ -124,6 +124,7 @@ impl InsideOptions {
             provision: false,
             aftr_name: None,
             mtu: self.mtu,
+            internet: None,
         };
         let b4 = DsliteSettings {
             role: DsliteRole::B4,
@@ -163,8 +164,9 @@ enum Ends {
         cl_info: SessionInfo,
     },
     Dslite {
-        aftr: SoftwirePort,
-        b4: SoftwirePort,
+        // Boxed too: an AFTR port may hold its Internet side.
+        aftr: Box<SoftwirePort>,
+        b4: Box<SoftwirePort>,
         a_info: SoftwireInfo,
         b_info: SoftwireInfo,
     },
@@ -256,8 +258,8 @@ impl Inside {
                 a.ipv4 = Some(REMOTE);
                 b.ipv4 = Some(B4_IPV4);
                 Ends::Dslite {
-                    aftr,
-                    b4,
+                    aftr: Box::new(aftr),
+                    b4: Box::new(b4),
                     a_info,
                     b_info,
                 }

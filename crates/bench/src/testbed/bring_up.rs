@@ -324,6 +324,12 @@ impl Testbed {
                         .find(|s| s.port == p.name)
                         .and_then(|s| s.internet.clone())
                 })
+                .or_else(|| {
+                    tb.softwires
+                        .iter()
+                        .find(|s| s.port == p.name)
+                        .and_then(|s| s.internet.clone())
+                })
         });
         tb.iperf3 = match (pb, b) {
             (Some(_), Some(_)) if internet.is_some() => {

@@ -191,6 +191,32 @@ impl Testbed {
             Err(errors.join("; "))
         }
     }
+
+    /// Before TCP through an AFTR with an Internet side: waits (at most the port's `timeout`)
+    /// until a B4 has been heard from, so that iperf3 does not race the CPE's WAN coming up
+    /// (the AFTR does not wait at the start of a run: a softwire begins with the B4's first
+    /// packet). A B4 that stays silent until traffic flows is then met by iperf3's own SYN.
+    fn await_softwires(&self, plan: &Plan, stop: &AtomicBool) {
+        for s in self
+            .softwires
+            .iter()
+            .filter(|s| s.is_aftr() && s.internet.is_some())
+        {
+            let timeout = plan
+                .ports
+                .iter()
+                .find(|p| p.name == s.port)
+                .and_then(|p| p.dslite.as_ref())
+                .map_or(std::time::Duration::from_secs(10), |d| d.timeout);
+            let end = std::time::Instant::now() + timeout;
+            while s.softwire().is_none()
+                && std::time::Instant::now() < end
+                && !stop.load(std::sync::atomic::Ordering::SeqCst)
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+    }
 }
 
 /// The DUT's counters over a trial: ingress is the port facing A (both ports when the trial
@@ -265,6 +291,7 @@ impl crate::executor::TrialExecutor for Testbed {
         Result<crate::executor::TcpRun, String>,
         Option<crate::results::DutCounters>,
     ) {
+        self.await_softwires(plan, stop);
         self.with_dut_counters(|| crate::iperf3_run::iperf3_trial(&self.iperf3, case, plan, stop))
     }
 

@@ -7,6 +7,7 @@ use std::net::Ipv6Addr;
 use bench::hand::dslite::{run_b4, serve_aftr, AftrNews, B4News};
 use bench::hand::{self};
 use bench::session_json as sj;
+use emulate::aftr_lookup::AftrName;
 use emulate::dslite::TunnelStats;
 use emulate::softwire::{AftrConfig, B4Config};
 use engine::control::ControlPort;
@@ -22,7 +23,8 @@ pub use bench::inside::{DEFAULT_AFTR, DEFAULT_B4};
 ///
 /// The AFTR answers Neighbor Solicitations for its tunnel address, decapsulates IPv4-in-IPv6
 /// from any B4 (reassembling outer IPv6 fragments), learns each softwire from its first packet
-/// and answers ICMP echo to its own 192.0.0.1 through the softwire. The B4 resolves the AFTR
+/// and answers ICMP echo to its own 192.0.0.1 through the softwire. The B4 (given the AFTR's
+/// name with --aftr-name, first looks it up with an AAAA query to --dns) resolves the AFTR
 /// with ND and probes the tunnel with an echo to 192.0.0.1 until it is answered (setup time,
 /// retries, failure by reason). With --provision the AFTR also provisions the link the way a
 /// stock DS-Lite gateway expects: Router Advertisements and a DHCPv6 server giving an address,
@@ -33,6 +35,8 @@ pub use bench::inside::{DEFAULT_AFTR, DEFAULT_B4};
 #[command(after_help = "Examples:\n  \
     wirerate dslite aftr --netns wr-wan --dev veth0\n  \
     wirerate dslite b4 --netns wr-cpe --dev veth1 --hold 10\n  \
+    wirerate dslite b4 --netns wr-cpe --dev veth1 --addr 2001:db8:c::100 \
+      --aftr-name aftr.example.net --dns 2001:db8:53::1\n  \
     wirerate dslite aftr --netns wr-wan --dev veth0 --addr 2001:db8:d::1 --json\n  \
     wirerate dslite aftr --netns wr-wan --dev veth0 --provision --aftr-name aftr.example.net\n  \
     wirerate dslite aftr --netns wr-isp --dev veth1 --tun wr-inet0 --tun-netns wr-inet\n  \
@@ -103,8 +107,16 @@ pub struct B4Args {
     #[arg(long, default_value_t = DEFAULT_B4)]
     pub addr: Ipv6Addr,
     /// The AFTR's tunnel endpoint address.
-    #[arg(long, default_value_t = DEFAULT_AFTR)]
+    #[arg(long, default_value_t = DEFAULT_AFTR, conflicts_with = "aftr_name")]
     pub aftr: Ipv6Addr,
+    /// Look the AFTR up by this name (what DHCPv6 option 64 gives a gateway) with an AAAA
+    /// query to --dns, and tunnel to the answer's address (RFC 6334), as a stock DS-Lite
+    /// gateway does.
+    #[arg(long, value_name = "NAME", requires = "dns")]
+    pub aftr_name: Option<String>,
+    /// The DNS server to ask for --aftr-name (DHCPv6 option 23), on this link.
+    #[arg(long, value_name = "ADDR", requires = "aftr_name")]
+    pub dns: Option<Ipv6Addr>,
     /// Echo probes through the tunnel, one a second, before giving up (0: up once the AFTR's
     /// MAC is known, for an AFTR that does not answer 192.0.0.1).
     #[arg(long, default_value_t = 5)]
@@ -250,20 +262,36 @@ fn b4(a: B4Args) -> CliResult {
         .as_deref()
         .map(|name| hand::create_tun(name, c.netns.as_deref()))
         .transpose()?;
+    // Refuse a name that is not one before opening the port.
+    let aftr_name = match (&a.aftr_name, a.dns) {
+        (Some(n), Some(dns)) => {
+            Some(AftrName::new(n, dns).map_err(|e| CliError::Usage(format!("--aftr-name: {e}")))?)
+        }
+        _ => None,
+    };
     let (port, mac) = open(c)?;
     let mut cfg = B4Config::new(a.addr, mac, a.aftr);
     cfg.tunnel.mtu = c.mtu;
     cfg.probe_attempts = a.probes;
+    cfg.aftr_name = aftr_name;
     let stop = Stop::new(duration);
     if !c.json {
+        let aftr = match (&a.aftr_name, a.dns) {
+            (Some(n), Some(dns)) => format!("{n} (asking {dns})"),
+            _ => a.aftr.to_string(),
+        };
         errln!(
-            "DS-Lite B4 {} -> AFTR {} on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
+            "DS-Lite B4 {} -> AFTR {aftr} on {} ({mac}); Ctrl-C, Enter or Ctrl-D stops",
             a.addr,
-            a.aftr,
             c.dev
         );
     }
     let news = &mut |n| match n {
+        B4News::AftrResolved { name, aftr } => emit(
+            c.json,
+            serde_json::json!({"event": "aftr", "name": name, "address": aftr.to_string()}),
+            format!("aftr  {name} is {aftr}"),
+        ),
         B4News::Up { info, setup_ms } => {
             let mut v = sj::softwire(&info);
             v["event"] = "up".into();
@@ -305,6 +333,9 @@ fn b4(a: B4Args) -> CliResult {
         let v = serde_json::json!({
             "event": "stats", "setup_ms": setup_ms, "probes_tx": st.probes_tx,
             "probe_replies": st.probe_replies, "retries": st.retries, "failed": failures,
+            "dns": m.lookup_stats().map(|l| serde_json::json!({
+                "queries_tx": l.queries_tx, "answers_rx": l.answers_rx, "ignored": l.ignored,
+            })),
             "tunnel": sj::tunnel(&tunnel),
             "frames_rx": port.stats.rx, "frames_tx": port.stats.tx,
             "tun": tun.as_ref().map(sj::tun),
@@ -321,6 +352,14 @@ fn b4(a: B4Args) -> CliResult {
             st.retries,
             setup_ms.map_or(String::new(), |s| format!("; setup (start → up) {s:.1} ms"))
         );
+        if let Some(l) = m.lookup_stats() {
+            outln!(
+                "AFTR name: {} queries, {} answered, {} other responses ignored",
+                l.queries_tx,
+                l.answers_rx,
+                l.ignored
+            );
+        }
         for (k, v) in st.failed.iter() {
             outln!("failed {k:?}: {v}");
         }

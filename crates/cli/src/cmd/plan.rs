@@ -108,9 +108,15 @@ pub fn run(args: PlanArgs) -> CliResult {
                     .namespace
                     .as_deref()
                     .map_or(String::new(), |n| format!(" in {n}"));
-                let role = match (&x.pppoe, &x.dslite) {
-                    (Some(pp), _) => format!(", PPPoE {:?} MRU {}", pp.role, pp.mru).to_lowercase(),
-                    (_, Some(d)) => format!(", DS-Lite {:?}", d.role).to_lowercase(),
+                let role = match (&x.pppoe, &x.dslite, &x.ipoe) {
+                    (Some(pp), _, _) => {
+                        format!(", PPPoE {:?} MRU {}", pp.role, pp.mru).to_lowercase()
+                    }
+                    (_, Some(d), _) => format!(", DS-Lite {:?}", d.role).to_lowercase(),
+                    (_, _, Some(i)) => format!(
+                        ", ipoe server {} (pool {} +{})",
+                        i.gateway, i.pool, i.pool_size
+                    ),
                     _ => String::new(),
                 };
                 format!("{} ({}{ns}{role})", x.name, x.interface)

@@ -148,21 +148,28 @@ impl Walker<'_> {
                 (None, None, Some(_)) => "IPoE link",
                 (None, None, None) => continue,
             };
-            // An access concentrator or IPoE port with `internet` hands its traffic to a TUN
-            // device, where a kernel (iperf3's server) sits behind it: TCP crosses, from the
-            // first port.
+            // An access concentrator, AFTR or IPoE port with `internet` hands its traffic to a
+            // TUN device, where a kernel (iperf3's server) sits behind it: TCP crosses, from
+            // the first port.
             let ac = port
                 .pppoe
                 .as_ref()
                 .is_some_and(|p| p.role == PppoeRole::Server);
-            let tun = (ac && port.pppoe.as_ref().is_some_and(|p| p.internet.is_some()))
-                || port.ipoe.as_ref().is_some_and(|p| p.internet.is_some());
+            let aftr = port
+                .dslite
+                .as_ref()
+                .is_some_and(|d| d.role == DsliteRole::Aftr);
+            let tun = port.internet().is_some();
             if m.protocol.contains(&Protocol::Tcp) && !(tun && i == 1) {
                 let hint = if tun {
                     "the iperf3 client runs at the first port: make this port the second"
                         .to_string()
-                } else if ac || port.ipoe.is_some() {
-                    let table = if ac { "pppoe" } else { "ipoe" };
+                } else if ac || aftr || port.ipoe.is_some() {
+                    let table = match (ac, aftr) {
+                        (true, _) => "pppoe",
+                        (_, true) => "dslite",
+                        _ => "ipoe",
+                    };
                     format!("add `internet = \"203.0.113.1\"` under [ports.{}.{table}]: its traffic then reaches a kernel through a TUN device, where iperf3's server runs", port.name)
                 } else {
                     "run UDP through it, TCP on plain ports".to_string()
@@ -348,13 +355,9 @@ impl Walker<'_> {
         }
         if let Some(b) = b {
             let tcp = any(&|m| m.methodologies.contains(&Methodology::Iperf3));
-            // An AC with `internet` runs iperf3's server in the namespace the run creates for
-            // its TUN, never in port b's.
-            let internet = b
-                .pppoe
-                .as_ref()
-                .is_some_and(|p| p.role == PppoeRole::Server && p.internet.is_some())
-                || b.ipoe.as_ref().is_some_and(|p| p.internet.is_some());
+            // An ISP port with `internet` runs iperf3's server in the namespace the run
+            // creates for its TUN, never in port b's.
+            let internet = b.internet().is_some();
             if tcp && a.namespace == b.namespace && !internet {
                 self.src.error(
                     span(&b.name),

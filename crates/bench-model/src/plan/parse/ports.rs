@@ -180,6 +180,7 @@ impl Walker<'_> {
                 "provision",
                 "aftr-name",
                 "mtu",
+                "internet",
             ],
         );
         let role = self.required(t, &v.span(), path, "role").and_then(|r| {
@@ -229,12 +230,32 @@ impl Walker<'_> {
             Some(x) => self.int(x, &join(path, "mtu"), 1280, 9000)? as usize,
             None => crate::oversize::DSLITE_DEFAULT_MTU,
         };
-        for key in ["provision", "aftr-name"] {
+        let mut internet = None;
+        if let Some(x) = get(t, "internet") {
+            let q = join(path, "internet");
+            if let Some(a) = self.addr::<Ipv4Addr>(x, &q) {
+                // Documentation ranges only; 192.0.0.0/29, where the B4s are, is not one.
+                if emulate::pppoe::documentation_net(a).is_none() {
+                    self.err(
+                        x.span(),
+                        &q,
+                        format!("{a}: use a documentation address (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24), e.g. 203.0.113.1"),
+                    );
+                } else {
+                    internet = Some(a);
+                }
+            }
+        }
+        for (key, why) in [
+            ("provision", "it provisions the CPE's WAN link"),
+            ("aftr-name", "it provisions the CPE's WAN link"),
+            ("internet", "the Internet sits behind the ISP side"),
+        ] {
             if let (Some(x), Some(DsliteRole::B4)) = (get(t, key), role) {
                 self.err(
                     x.span(),
                     &join(path, key),
-                    "applies to the AFTR (it provisions the CPE's WAN link)",
+                    format!("applies to the AFTR ({why})"),
                 );
             }
         }
@@ -246,6 +267,7 @@ impl Walker<'_> {
             provision,
             aftr_name,
             mtu,
+            internet,
         })
     }
 
