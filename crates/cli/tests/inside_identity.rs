@@ -64,18 +64,33 @@ fn plan_run(
     )
     .replace("NS_A", &ns.a)
     .replace("NS_B", &ns.b);
-    let d = tempfile::tempdir().unwrap();
-    let path = plan_file(d.path(), &text);
     let plan = Plan::parse(&text, "plan.toml").expect("the plan parses");
-    let out = d.path().join("run");
-    println!("{}", run_plan_ok(&path, &out));
-    let mut ts: Vec<_> = trials(&out).into_iter().filter(|t| !t.superseded).collect();
+    // A trial in which the tester fell behind its own schedule (a machine busy with other
+    // work: it is measured again, and after a few such the search moves on) says nothing
+    // about identity: such a run is made again, at most `ATTEMPTS` times, and printed.
+    const ATTEMPTS: usize = 3;
+    let mut attempt = 0;
+    let (d, out, mut ts) = loop {
+        attempt += 1;
+        let d = tempfile::tempdir().unwrap();
+        let path = plan_file(d.path(), &text);
+        let out = d.path().join("run");
+        println!("attempt {attempt}:\n{}", run_plan_ok(&path, &out));
+        let all = trials(&out);
+        if attempt < ATTEMPTS && all.iter().any(|t| t.tester_limited) {
+            println!("attempt {attempt}: the tester fell behind its schedule; running it again");
+            continue;
+        }
+        let kept: Vec<_> = all.into_iter().filter(|t| !t.superseded).collect();
+        break (d, out, kept);
+    };
     assert_eq!(ts.len(), 1, "one passing trial at 1 % load: {ts:?}");
     let lines = std::fs::read_to_string(out.join("sessions.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    drop(d);
     (plan, ts.remove(0), lines)
 }
 
