@@ -15,7 +15,7 @@ pub use super::sys::Totals;
 use crate::port::PortSpec;
 use crate::{Error, Result};
 use aya::maps::{Array, MapData, PerCpuArray};
-use aya::programs::{Xdp, XdpFlags};
+use aya::programs::Xdp;
 use aya::{Ebpf, EbpfLoader};
 
 /// The program attached to one port, expecting one stream on N connections.
@@ -82,37 +82,13 @@ impl ConnReceiver {
             .map_err(|e| err("wr_conn_rx", e))?;
         prog.load()
             .map_err(|e| err("the kernel refused the program", e))?;
-        let mut refusals = Vec::new();
-        for (mode, flags) in [
-            (XdpMode::Native, XdpFlags::DRV_MODE),
-            (XdpMode::Skb, XdpFlags::SKB_MODE),
-        ] {
-            match prog.attach_to_if_index(ifindex, flags) {
-                Ok(_link) => {
-                    // The link stays owned by the program (and so by `bpf`) until drop.
-                    let mode_note = (!refusals.is_empty()).then(|| {
-                        format!(
-                            "{}: native XDP refused ({}); running in SKB mode",
-                            port.ifname,
-                            refusals.join("; ")
-                        )
-                    });
-                    return Ok(ConnReceiver {
-                        bpf,
-                        n,
-                        mode,
-                        mode_note,
-                    });
-                }
-                Err(e) => refusals.push(format!("{mode:?} mode: {e}")),
-            }
-        }
-        Err(Error::Config(format!(
-            "cannot attach XDP to {} (port {}): {}",
-            port.ifname,
-            port.name,
-            refusals.join("; ")
-        )))
+        let (mode, mode_note) = super::attach::native_else_skb(prog, ifindex, port, "running")?;
+        Ok(ConnReceiver {
+            bpf,
+            n,
+            mode,
+            mode_note,
+        })
     }
 
     pub fn mode(&self) -> XdpMode {

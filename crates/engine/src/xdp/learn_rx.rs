@@ -18,7 +18,7 @@ use super::sys::{Conn, LearnSlot, LEARN_SLOT_LEARNED};
 use crate::port::PortSpec;
 use crate::{Error, Result};
 use aya::maps::{Array, MapData, PerCpuArray};
-use aya::programs::{Xdp, XdpFlags};
+use aya::programs::Xdp;
 use aya::{Ebpf, EbpfLoader};
 
 /// The program attached to one port, learning one stream of N connections.
@@ -74,37 +74,13 @@ impl XdpLearner {
             .map_err(|e| err("wr_learn_rx", e))?;
         prog.load()
             .map_err(|e| err("the kernel refused the program", e))?;
-        let mut refusals = Vec::new();
-        for (mode, flags) in [
-            (XdpMode::Native, XdpFlags::DRV_MODE),
-            (XdpMode::Skb, XdpFlags::SKB_MODE),
-        ] {
-            match prog.attach_to_if_index(ifindex, flags) {
-                Ok(_link) => {
-                    // The link stays owned by the program (and so by `bpf`) until drop.
-                    let mode_note = (!refusals.is_empty()).then(|| {
-                        format!(
-                            "{}: native XDP refused ({}); learning in SKB mode",
-                            port.ifname,
-                            refusals.join("; ")
-                        )
-                    });
-                    return Ok(XdpLearner {
-                        bpf,
-                        n,
-                        mode,
-                        mode_note,
-                    });
-                }
-                Err(e) => refusals.push(format!("{mode:?} mode: {e}")),
-            }
-        }
-        Err(Error::Config(format!(
-            "cannot attach XDP to {} (port {}): {}",
-            port.ifname,
-            port.name,
-            refusals.join("; ")
-        )))
+        let (mode, mode_note) = super::attach::native_else_skb(prog, ifindex, port, "learning")?;
+        Ok(XdpLearner {
+            bpf,
+            n,
+            mode,
+            mode_note,
+        })
     }
 
     pub fn mode(&self) -> XdpMode {

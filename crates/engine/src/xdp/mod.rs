@@ -13,6 +13,7 @@
 //! | [`turns`] | senders sharing one CPU take turns call by call (the NAT load's two directions) |
 //! | [`trial`] | trials on this backend (`--backend xdp`): attach, control path, same report |
 
+mod attach;
 pub mod conn_rx;
 pub mod learn_rx;
 pub mod mode;
