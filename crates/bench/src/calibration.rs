@@ -241,7 +241,7 @@ pub fn measure(
             let mut tried: Vec<Tried> = Vec::new();
             let mut load = 1.0;
             while tried.len() < MAX_TRIALS as usize {
-                let built = trial(load).build(&a, &b, None)?;
+                let built = trial(load).build(&a, &b, None).map_err(|e| e.to_string())?;
                 let report = crate::spec::execute(&built.config, stop)
                     .map_err(|e| format!("engine trial: {e}"))?;
                 if stop.load(std::sync::atomic::Ordering::SeqCst) {

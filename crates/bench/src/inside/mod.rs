@@ -34,6 +34,7 @@ use wire::template::StreamSpec;
 
 use crate::isp::{SessionLine, SessionPort, SoftwirePort};
 use crate::plan::{DsliteRole, DsliteSettings, PppoeRole, PppoeSettings};
+use crate::spec::{Carrier, CarryError};
 
 pub use crate::error::BenchError;
 
@@ -276,25 +277,27 @@ impl Inside {
     }
 
     /// Points a stream sent from `tx_port` (0 = A, the ISP side) at the session or softwire.
-    pub fn apply(&self, spec: &mut StreamSpec, tx_port: usize) -> Result<(), String> {
+    pub fn apply(&self, spec: &mut StreamSpec, tx_port: usize) -> Result<(), CarryError> {
         match &self.ends {
             Ends::Pppoe {
                 ac_info, cl_info, ..
             } => {
                 if !spec.encap.pppoe || spec.encap.dslite {
-                    return Err(format!(
-                        "--inside pppoe needs --encap pppoe (or vlan+pppoe), not {}",
-                        spec.encap
-                    ));
+                    return Err(CarryError::WrongEncap {
+                        carrier: "pppoe",
+                        needs: "pppoe (or vlan+pppoe)",
+                        sent: spec.encap,
+                    });
                 }
                 if tx_port == 0 { ac_info } else { cl_info }.apply_to(spec);
             }
             Ends::Dslite { a_info, b_info, .. } => {
                 if !spec.encap.dslite || spec.encap.pppoe {
-                    return Err(format!(
-                        "--inside dslite needs --encap dslite, not {}",
-                        spec.encap
-                    ));
+                    return Err(CarryError::WrongEncap {
+                        carrier: "dslite",
+                        needs: "dslite",
+                        sent: spec.encap,
+                    });
                 }
                 if tx_port == 0 {
                     spec.src_ip = REMOTE.into();
@@ -461,5 +464,12 @@ impl Inside {
             fragmented: rows,
             sessions: lines,
         })
+    }
+}
+
+/// `wirerate trial --inside`: the session or softwire between the ports carries the streams.
+impl Carrier for Inside {
+    fn carry(&self, frame: &mut StreamSpec, tx_port: usize) -> Result<(), CarryError> {
+        self.apply(frame, tx_port)
     }
 }
