@@ -30,6 +30,7 @@ use wire::ethernet::MacAddr;
 use wire::units::Nanos;
 
 use crate::plan::{DsliteRole, DsliteSettings, PppAuth, PppoeRole, PppoeSettings};
+use crate::port_error::{Peer, PortError, PortKind};
 use crate::results::SessionDrop;
 use crate::session_json as sj;
 
@@ -407,7 +408,11 @@ fn run_client(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, S
 
 impl SessionPort {
     /// Starts the control plane `cfg` on `port` (named `name` in the plan).
-    pub fn start(name: &str, port: &PortSpec, cfg: &PppoeSettings) -> Result<SessionPort, String> {
+    pub fn start(
+        name: &str,
+        port: &PortSpec,
+        cfg: &PppoeSettings,
+    ) -> Result<SessionPort, PortError> {
         let stop = Arc::new(AtomicBool::new(false));
         let up = Arc::new(AtomicBool::new(false));
         let drops = Arc::new(Mutex::new(Vec::new()));
@@ -430,7 +435,12 @@ impl SessionPort {
             (PppoeRole::Server, Some(addr)) => {
                 let net = emulate::pppoe::documentation_net(cfg.pool);
                 let routes = net.map(|n| format!("{n}/24")).into_iter().collect();
-                let (i, t) = Internet::create(name, addr, 1492, routes)?;
+                let (i, t) = Internet::create(name, addr, 1492, routes).map_err(|reason| {
+                    PortError::Internet {
+                        port: name.to_string(),
+                        reason,
+                    }
+                })?;
                 (Some(i), Some(t))
             }
             _ => (None, None),
@@ -447,7 +457,10 @@ impl SessionPort {
                 if let Some(i) = &internet {
                     i.remove();
                 }
-                return Err(format!("starting the PPPoE thread: {e}"));
+                return Err(PortError::Spawn {
+                    kind: PortKind::Pppoe,
+                    source: e,
+                });
             }
         };
         let mut sp = SessionPort {
@@ -466,8 +479,15 @@ impl SessionPort {
         };
         // The thread reports once its socket is open; an error opening it ends the thread.
         if ready.recv_timeout(Duration::from_secs(5)).is_err() {
-            let why = sp.finish().err().unwrap_or_else(|| "no answer".into());
-            return Err(format!("PPPoE on port {name}: {why}"));
+            let reason = sp
+                .finish()
+                .err()
+                .map_or_else(|| "no answer".into(), |e| e.to_string());
+            return Err(PortError::Ended {
+                kind: PortKind::Pppoe,
+                port: name.to_string(),
+                reason,
+            });
         }
         Ok(sp)
     }
@@ -475,7 +495,11 @@ impl SessionPort {
     /// Waits for the session (the first one, for a server), at most `timeout`, giving up when
     /// `stop` is set. Events seen meanwhile are in [`take_lines`](Self::take_lines); the
     /// caller says where they went (a run: `sessions.jsonl`).
-    pub fn wait_up(&mut self, timeout: Duration, stop: &AtomicBool) -> Result<SessionInfo, String> {
+    pub fn wait_up(
+        &mut self,
+        timeout: Duration,
+        stop: &AtomicBool,
+    ) -> Result<SessionInfo, PortError> {
         let end = Instant::now() + timeout;
         loop {
             if let Ok(info) = self.infos.try_recv() {
@@ -484,27 +508,28 @@ impl SessionPort {
                 return Ok(info);
             }
             if stop.load(Ordering::SeqCst) {
-                return Err("interrupted".into());
+                return Err(PortError::Interrupted);
             }
             if self.handle.as_ref().is_some_and(|h| h.is_finished()) {
-                let why = match self.handle.take().map(|h| h.join()) {
+                let reason = match self.handle.take().map(|h| h.join()) {
                     Some(Ok(Err(e))) => e,
                     _ => "its thread ended".into(),
                 };
-                return Err(format!("PPPoE on port {}: {why}", self.port));
+                return Err(PortError::Ended {
+                    kind: PortKind::Pppoe,
+                    port: self.port.clone(),
+                    reason,
+                });
             }
             if Instant::now() >= end {
-                let who = match self.role {
-                    PppoeRole::Server => {
-                        "no subscriber (the DUT's PPPoE client) brought a session up"
-                    }
-                    PppoeRole::Client => "no access concentrator gave us a session",
-                };
-                return Err(format!(
-                    "PPPoE on port {}: {who} within {:.0} s; nothing was sent",
-                    self.port,
-                    timeout.as_secs_f64()
-                ));
+                return Err(PortError::NoPeer {
+                    port: self.port.clone(),
+                    peer: match self.role {
+                        PppoeRole::Server => Peer::Subscriber,
+                        PppoeRole::Client => Peer::AccessConcentrator,
+                    },
+                    timeout,
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -568,17 +593,24 @@ impl SessionPort {
 
     /// Closes the sessions (LCP Terminate + PADT), stops the thread and returns the
     /// statistics line.
-    pub fn finish(&mut self) -> Result<SessionLine, String> {
+    pub fn finish(&mut self) -> Result<SessionLine, PortError> {
         self.stop.store(true, Ordering::SeqCst);
         let Some(h) = self.handle.take() else {
-            return Err("already finished".into());
+            return Err(PortError::AlreadyFinished);
         };
         let joined = h.join();
         // The thread (and the TUN device it held) is gone: the namespace can go.
         if let Some(i) = &self.internet {
             i.remove();
         }
-        let mut v = joined.map_err(|_| "the PPPoE thread panicked".to_string())??;
+        let mut v = joined
+            .map_err(|_| PortError::Panicked {
+                kind: PortKind::Pppoe,
+            })?
+            .map_err(|reason| PortError::Failed {
+                kind: PortKind::Pppoe,
+                reason,
+            })?;
         v["event"] = "stats".into();
         v["port"] = self.port.clone().into();
         v["unix_ms"] = now_ms().into();

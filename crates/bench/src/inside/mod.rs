@@ -213,10 +213,16 @@ impl Inside {
                 }
                 .check()
                 .map_err(|e| BenchError::Usage(format!("--inside-mru: {e}")))?;
-                let mut ac = SessionPort::start(&a.name, a, &ac_cfg).map_err(err)?;
-                let mut client = SessionPort::start(&b.name, b, &cl_cfg).map_err(err)?;
-                let cl_info = client.wait_up(UP_TIMEOUT, &never).map_err(err)?;
-                let ac_info = ac.wait_up(UP_TIMEOUT, &never).map_err(err)?;
+                let mut ac =
+                    SessionPort::start(&a.name, a, &ac_cfg).map_err(|e| err(e.to_string()))?;
+                let mut client =
+                    SessionPort::start(&b.name, b, &cl_cfg).map_err(|e| err(e.to_string()))?;
+                let cl_info = client
+                    .wait_up(UP_TIMEOUT, &never)
+                    .map_err(|e| err(e.to_string()))?;
+                let ac_info = ac
+                    .wait_up(UP_TIMEOUT, &never)
+                    .map_err(|e| err(e.to_string()))?;
                 let (Some(local), Some(gw)) =
                     (cl_info.negotiated.local_ipv4, cl_info.negotiated.peer_ipv4)
                 else {
@@ -401,11 +407,11 @@ impl Inside {
                 }
                 // The subscriber hangs up (LCP Terminate, PADT), as a CPE does; then the AC.
                 lines.extend(client.take_lines());
-                let cl = client.finish().map_err(failed)?;
+                let cl = client.finish().map_err(|e| failed(e.to_string()))?;
                 lines.extend(client.take_lines());
                 lines.push(cl.clone());
                 lines.extend(ac.take_lines());
-                let srv = ac.finish().map_err(failed)?;
+                let srv = ac.finish().map_err(|e| failed(e.to_string()))?;
                 lines.extend(ac.take_lines());
                 lines.push(srv.clone());
                 let num = |v: &serde_json::Value| v.as_u64().unwrap_or(0);

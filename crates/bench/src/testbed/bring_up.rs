@@ -213,7 +213,7 @@ impl Testbed {
                     }
                     Err(e) => {
                         let _ = tb.down();
-                        return Err(e);
+                        return Err(e.to_string());
                     }
                 }
             }
@@ -248,7 +248,7 @@ impl Testbed {
                     }
                     Err(e) => {
                         let _ = tb.down();
-                        return Err(e);
+                        return Err(e.to_string());
                     }
                 }
             }

@@ -155,7 +155,7 @@ impl Testbed {
         for s in &mut self.sessions {
             match s.finish() {
                 Ok(v) => stats.push(v),
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(e.to_string()),
             }
         }
         for s in std::mem::take(&mut self.softwires) {
@@ -167,7 +167,7 @@ impl Testbed {
         for s in &mut self.leases {
             match s.finish() {
                 Ok(v) => stats.push(v),
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(e.to_string()),
             }
         }
         self.flush_log();
