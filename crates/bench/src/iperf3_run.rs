@@ -40,14 +40,28 @@ pub struct Iperf3Ends {
 
 impl Iperf3Ends {
     /// The server address for `ip`.
-    pub fn target(&self, ip: IpVersion) -> Result<IpAddr, String> {
+    pub fn target(&self, ip: IpVersion) -> Result<IpAddr, NoIperf3Target> {
         match ip {
             IpVersion::V4 => self.target_v4,
             IpVersion::V6 => self.target_v6,
         }
-        .ok_or_else(|| format!("no {ip} address for the iperf3 server"))
+        .ok_or(NoIperf3Target { ip })
     }
 }
+
+/// The iperf3 server has no address of the case's IP version ([`Iperf3Ends::target`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoIperf3Target {
+    pub ip: IpVersion,
+}
+
+impl std::fmt::Display for NoIperf3Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no {} address for the iperf3 server", self.ip)
+    }
+}
+
+impl std::error::Error for NoIperf3Target {}
 
 /// MSS values from `tcpdump -v` output (`options [mss 1460,…]`), in order.
 pub fn parse_syn_mss(text: &str) -> Vec<u32> {
@@ -86,7 +100,10 @@ pub fn iperf3_trial(
     plan: &Plan,
     stop: &AtomicBool,
 ) -> Result<(serde_json::Value, TcpFigures, Duration), String> {
-    let target = ends.target(case.dims.ip)?.to_string();
+    let target = ends
+        .target(case.dims.ip)
+        .map_err(|e| e.to_string())?
+        .to_string();
     let (ns_a, ns_b) = (&ends.client, &ends.server);
     let server_cmd = iperf3::server_argv(IPERF3_PORT, None)
         .iter()
