@@ -18,6 +18,7 @@ use emulate::pppoe::SessionInfo;
 use emulate::softwire::SoftwireInfo;
 use engine::port::PortSpec;
 
+use crate::error::BenchError;
 use crate::hooks::Exec;
 use crate::ipoe_port::LeasePort;
 use crate::isp::{SessionPort, SoftwirePort};
@@ -267,8 +268,8 @@ impl crate::executor::TrialExecutor for Testbed {
         case: &Case,
         request: &TrialRequest,
         stop: &AtomicBool,
-    ) -> Result<(Outcome, EngineFacts), String> {
-        Testbed::udp_trial(self, plan, case, request, stop)
+    ) -> Result<(Outcome, EngineFacts), BenchError> {
+        Testbed::udp_trial(self, plan, case, request, stop).map_err(BenchError::Failed)
     }
 
     fn conn_trial(
@@ -278,8 +279,9 @@ impl crate::executor::TrialExecutor for Testbed {
         table_size: Option<u64>,
         backend: engine::trial::Backend,
         stop: &AtomicBool,
-    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
+    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), BenchError> {
         Testbed::conn_trial(self, case, trial, table_size, backend, stop)
+            .map_err(BenchError::Failed)
     }
 
     fn tcp_trial(
@@ -288,14 +290,16 @@ impl crate::executor::TrialExecutor for Testbed {
         plan: &Plan,
         stop: &AtomicBool,
     ) -> (
-        Result<crate::executor::TcpRun, String>,
+        Result<crate::executor::TcpRun, BenchError>,
         Option<crate::results::DutCounters>,
     ) {
         self.await_softwires(plan, stop);
-        self.with_dut_counters(|| crate::iperf3_run::iperf3_trial(&self.iperf3, case, plan, stop))
+        let (run, dut) = self
+            .with_dut_counters(|| crate::iperf3_run::iperf3_trial(&self.iperf3, case, plan, stop));
+        (run.map_err(BenchError::Failed), dut)
     }
 
-    fn down(self: Box<Self>) -> Result<(), String> {
-        Testbed::down(*self)
+    fn down(self: Box<Self>) -> Result<(), BenchError> {
+        Testbed::down(*self).map_err(BenchError::Failed)
     }
 }
