@@ -16,12 +16,10 @@ use crate::plan::{Plan, Topology};
 use super::{ns_exec, port_spec, Iperf3Ends, Testbed, SESSIONS_JSONL};
 
 /// Whether `ifname` exists in namespace `ns` (or here).
-pub(crate) fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), String> {
+pub(crate) fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), InterfaceMissing> {
     if let Some(n) = ns {
         if !lab::netns::exists(n) && !n.contains('/') {
-            return Err(format!(
-                "network namespace `{n}` does not exist (ip netns list)"
-            ));
+            return Err(InterfaceMissing::NoNamespace { netns: n.clone() });
         }
     }
     let mut c = std::process::Command::new("ip");
@@ -31,17 +29,53 @@ pub(crate) fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), 
     let out = c
         .args(["link", "show", "dev", ifname])
         .output()
-        .map_err(|e| format!("running ip: {e}"))?;
+        .map_err(InterfaceMissing::Ip)?;
     if out.status.success() {
         Ok(())
     } else {
-        let why = String::from_utf8_lossy(&out.stderr);
-        Err(format!(
-            "interface `{ifname}` not found{} (ip: {})",
-            ns.as_ref()
-                .map_or(String::new(), |n| format!(" in namespace `{n}`")),
-            why.trim()
-        ))
+        Err(InterfaceMissing::NotFound {
+            interface: ifname.to_string(),
+            netns: ns.clone(),
+            ip_says: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Why a plan's real interface cannot be used ([`interface_exists`]).
+#[derive(Debug)]
+pub(crate) enum InterfaceMissing {
+    /// The namespace the plan names does not exist.
+    NoNamespace { netns: String },
+    /// `ip` could not be run.
+    Ip(std::io::Error),
+    /// `ip link show` does not know the interface (what it said).
+    NotFound {
+        interface: String,
+        netns: Option<String>,
+        ip_says: String,
+    },
+}
+
+impl std::fmt::Display for InterfaceMissing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InterfaceMissing::NoNamespace { netns } => write!(
+                f,
+                "network namespace `{netns}` does not exist (ip netns list)"
+            ),
+            InterfaceMissing::Ip(e) => write!(f, "running ip: {e}"),
+            InterfaceMissing::NotFound {
+                interface,
+                netns,
+                ip_says,
+            } => write!(
+                f,
+                "interface `{interface}` not found{} (ip: {ip_says})",
+                netns
+                    .as_ref()
+                    .map_or(String::new(), |n| format!(" in namespace `{n}`"))
+            ),
+        }
     }
 }
 
@@ -54,7 +88,7 @@ pub fn preflight(plan: &Plan) -> Vec<(String, String)> {
     }
     for p in &plan.ports {
         if let Err(e) = interface_exists(&p.namespace, &p.interface) {
-            problems.push((format!("ports.{}.interface", p.name), e));
+            problems.push((format!("ports.{}.interface", p.name), e.to_string()));
         }
     }
     problems
