@@ -38,11 +38,13 @@ pub use crate::iperf3_run::Iperf3Ends;
 
 mod bring_up;
 mod conn;
+mod error;
 mod reverse;
 mod udp;
 
 pub(crate) use bring_up::interface_exists;
 pub use bring_up::preflight;
+pub use error::{TeardownError, TestbedError};
 
 /// The ports of a run and what runs on them.
 pub struct Testbed {
@@ -149,26 +151,26 @@ impl Testbed {
     }
 
     /// Closes the sessions (PADT), records their statistics, removes the lab.
-    pub fn down(mut self) -> Result<(), String> {
+    pub fn down(mut self) -> Result<(), TestbedError> {
         self.flush_log();
         let mut errors = Vec::new();
         let mut stats = Vec::new();
         for s in &mut self.sessions {
             match s.finish() {
                 Ok(v) => stats.push(v),
-                Err(e) => errors.push(e.to_string()),
+                Err(e) => errors.push(TeardownError::Port(e)),
             }
         }
         for s in std::mem::take(&mut self.softwires) {
             match s.finish() {
                 Ok(v) => stats.push(v),
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(TeardownError::Softwire(e)),
             }
         }
         for s in &mut self.leases {
             match s.finish() {
                 Ok(v) => stats.push(v),
-                Err(e) => errors.push(e.to_string()),
+                Err(e) => errors.push(TeardownError::Port(e)),
             }
         }
         self.flush_log();
@@ -183,13 +185,13 @@ impl Testbed {
         }
         if let Some(l) = self.lab.take() {
             if let Err(e) = l.down() {
-                errors.push(format!("removing the lab: {e}"));
+                errors.push(TeardownError::Lab(e));
             }
         }
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(errors.join("; "))
+            Err(TestbedError::Down(errors))
         }
     }
 
@@ -300,6 +302,6 @@ impl crate::executor::TrialExecutor for Testbed {
     }
 
     fn down(self: Box<Self>) -> Result<(), BenchError> {
-        Testbed::down(*self).map_err(BenchError::Failed)
+        Testbed::down(*self).map_err(|e| BenchError::Failed(e.to_string()))
     }
 }
