@@ -666,7 +666,7 @@ impl SoftwirePort {
         name: &str,
         port: &PortSpec,
         cfg: &DsliteSettings,
-    ) -> Result<SoftwirePort, String> {
+    ) -> Result<SoftwirePort, PortError> {
         let lines: Arc<std::sync::Mutex<Vec<SessionLine>>> = Arc::default();
         let (l2, pname) = (lines.clone(), name.to_string());
         let push = move |mut v: Value| {
@@ -685,7 +685,11 @@ impl SoftwirePort {
         // learned; what it learned nothing for it drops (`NoRoute`).
         let (internet, tun) = match (cfg.role, cfg.internet) {
             (DsliteRole::Aftr, Some(addr)) => {
-                let (i, t) = Internet::create(name, addr, mtu as u32, vec!["default".into()])?;
+                let (i, t) = Internet::create(name, addr, mtu as u32, vec!["default".into()])
+                    .map_err(|reason| PortError::Internet {
+                        port: name.to_string(),
+                        reason,
+                    })?;
                 (Some(i), Some(t))
             }
             _ => (None, None),
@@ -739,11 +743,15 @@ impl SoftwirePort {
                     ),
                     None => control::Background::start_with(port.clone(), make, events),
                 }
-                .map_err(|e| format!("DS-Lite AFTR on port {name}: {e}"))?;
+                .map_err(|source| PortError::Open {
+                    kind: PortKind::DsliteAftr,
+                    port: name.to_string(),
+                    source,
+                })?;
                 SoftwireMachine::Aftr(bg)
             }
             DsliteRole::B4 => {
-                let aftr = cfg.peer.ok_or("a B4 needs the AFTR's address")?;
+                let aftr = cfg.peer.ok_or(PortError::NoAftrAddress)?;
                 let bg = control::Background::start_with(
                     port.clone(),
                     move |mac| {
@@ -762,7 +770,11 @@ impl SoftwirePort {
                         }
                     },
                 )
-                .map_err(|e| format!("DS-Lite B4 on port {name}: {e}"))?;
+                .map_err(|source| PortError::Open {
+                    kind: PortKind::DsliteB4,
+                    port: name.to_string(),
+                    source,
+                })?;
                 SoftwireMachine::B4(bg)
             }
         };
@@ -783,7 +795,7 @@ impl SoftwirePort {
         &self,
         timeout: Duration,
         stop: &AtomicBool,
-    ) -> Result<Option<SoftwireInfo>, String> {
+    ) -> Result<Option<SoftwireInfo>, PortError> {
         let SoftwireMachine::B4(bg) = &self.machine else {
             return Ok(None);
         };
@@ -796,15 +808,14 @@ impl SoftwirePort {
                 return Ok(Some(i));
             }
             if stop.load(Ordering::SeqCst) {
-                return Err("interrupted".into());
+                return Err(PortError::Interrupted);
             }
             if Instant::now() >= end {
-                let state = bg.with(|m| format!("{:?}", m.state()));
-                return Err(format!(
-                    "DS-Lite on port {}: the AFTR did not answer the B4's tunnel probe within {:.0} s (state {state}); nothing was sent",
-                    self.port,
-                    timeout.as_secs_f64()
-                ));
+                return Err(PortError::NoTunnel {
+                    port: self.port.clone(),
+                    timeout,
+                    state: bg.with(|m| format!("{:?}", m.state())),
+                });
             }
         }
     }
@@ -863,10 +874,13 @@ impl SoftwirePort {
     }
 
     /// Stops the control plane and returns its statistics line.
-    pub fn finish(self) -> Result<SessionLine, String> {
+    pub fn finish(self) -> Result<SessionLine, PortError> {
         let mut v = match self.machine {
             SoftwireMachine::Aftr(bg) => {
-                let (m, ps, tun) = bg.finish_relay().map_err(|e| e.to_string())?;
+                let (m, ps, tun) = bg.finish_relay().map_err(|source| PortError::Stop {
+                    kind: PortKind::DsliteAftr,
+                    source,
+                })?;
                 let mut v = json!({
                     "role": "aftr", "softwires_up": m.stats.softwires_up,
                     "echo_replies": m.stats.echo_replies, "tunnel": sj::tunnel(m.tunnel_stats()),
@@ -878,7 +892,10 @@ impl SoftwirePort {
                 v
             }
             SoftwireMachine::B4(bg) => {
-                let (m, ps) = bg.finish().map_err(|e| e.to_string())?;
+                let (m, ps) = bg.finish().map_err(|source| PortError::Stop {
+                    kind: PortKind::DsliteB4,
+                    source,
+                })?;
                 let st = &m.stats;
                 json!({
                     "role": "b4", "probes_tx": st.probes_tx, "probe_replies": st.probe_replies,

@@ -1,5 +1,5 @@
-//! How an ISP-side port of a run (a PPPoE session port, [`crate::isp::SessionPort`], or an
-//! IPoE port, [`crate::ipoe_port::LeasePort`]) fails to start, to come up or to finish. The
+//! How an ISP-side port of a run (a PPPoE session port, [`crate::isp::SessionPort`], a DS-Lite
+//! port, [`crate::isp::SoftwirePort`], or an IPoE port, [`crate::ipoe_port::LeasePort`]) fails to start, to come up or to finish. The
 //! variants carry the port, the timeout and the underlying error so callers can tell a DUT
 //! that never answered from a port that could not be opened; the messages are the ones a run's
 //! log and the CLI print.
@@ -14,6 +14,8 @@ use crate::plan::IpoeSettingsError;
 pub enum PortKind {
     Pppoe,
     Ipoe,
+    DsliteAftr,
+    DsliteB4,
 }
 
 impl fmt::Display for PortKind {
@@ -21,6 +23,8 @@ impl fmt::Display for PortKind {
         f.write_str(match self {
             PortKind::Pppoe => "PPPoE",
             PortKind::Ipoe => "IPoE",
+            PortKind::DsliteAftr => "DS-Lite AFTR",
+            PortKind::DsliteB4 => "DS-Lite B4",
         })
     }
 }
@@ -65,6 +69,25 @@ pub enum PortError {
         peer: Peer,
         timeout: Duration,
     },
+    /// The port's control plane could not be started on its interface (the engine's error).
+    Open {
+        kind: PortKind,
+        port: String,
+        source: engine::Error,
+    },
+    /// A DS-Lite B4 port without the AFTR's address.
+    NoAftrAddress,
+    /// A B4's tunnel probe got no answer within `timeout` (`state`: the B4's state then).
+    NoTunnel {
+        port: String,
+        timeout: Duration,
+        state: String,
+    },
+    /// Stopping the port's control plane failed (the engine's error).
+    Stop {
+        kind: PortKind,
+        source: engine::Error,
+    },
     /// `stop` was set while waiting.
     Interrupted,
     /// [`finish`](crate::isp::SessionPort::finish) was called twice.
@@ -103,6 +126,18 @@ impl fmt::Display for PortError {
                     ),
                 }
             }
+            PortError::Open { kind, port, source } => write!(f, "{kind} on port {port}: {source}"),
+            PortError::NoAftrAddress => f.write_str("a B4 needs the AFTR's address"),
+            PortError::NoTunnel {
+                port,
+                timeout,
+                state,
+            } => write!(
+                f,
+                "DS-Lite on port {port}: the AFTR did not answer the B4's tunnel probe within {:.0} s (state {state}); nothing was sent",
+                timeout.as_secs_f64()
+            ),
+            PortError::Stop { source, .. } => source.fmt(f),
             PortError::Interrupted => f.write_str("interrupted"),
             PortError::AlreadyFinished => f.write_str("already finished"),
             PortError::Panicked { kind } => write!(f, "the {kind} thread panicked"),
@@ -116,6 +151,7 @@ impl std::error::Error for PortError {
         match self {
             PortError::Settings { source, .. } => Some(source),
             PortError::Spawn { source, .. } => Some(source),
+            PortError::Open { source, .. } | PortError::Stop { source, .. } => Some(source),
             _ => None,
         }
     }

@@ -245,11 +245,13 @@ impl Inside {
                     )));
                 }
                 let (aftr_cfg, b4_cfg) = args.dslite();
-                let aftr = SoftwirePort::start(&a.name, a, &aftr_cfg).map_err(err)?;
-                let b4 = SoftwirePort::start(&b.name, b, &b4_cfg).map_err(err)?;
+                let aftr =
+                    SoftwirePort::start(&a.name, a, &aftr_cfg).map_err(|e| err(e.to_string()))?;
+                let b4 =
+                    SoftwirePort::start(&b.name, b, &b4_cfg).map_err(|e| err(e.to_string()))?;
                 let b_info = b4
                     .wait_up(UP_TIMEOUT, &never)
-                    .map_err(err)?
+                    .map_err(|e| err(e.to_string()))?
                     .ok_or_else(|| err("the B4 has no softwire".into()))?;
                 // The AFTR learnt the B4 from the tunnel probe it answered.
                 let end = Instant::now() + Duration::from_secs(2);
@@ -452,8 +454,8 @@ impl Inside {
                 }
                 lines.extend(aftr.take_lines());
                 lines.extend(b4.take_lines());
-                let a = aftr.finish().map_err(failed)?;
-                let b = b4.finish().map_err(failed)?;
+                let a = aftr.finish().map_err(|e| failed(e.to_string()))?;
+                let b = b4.finish().map_err(|e| failed(e.to_string()))?;
                 lines.push(a);
                 lines.push(b.clone());
                 serde_json::json!({

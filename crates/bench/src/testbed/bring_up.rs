@@ -269,7 +269,7 @@ impl Testbed {
                     }
                     Err(e) => {
                         let _ = tb.down();
-                        return Err(TestbedError::Softwire(e));
+                        return Err(TestbedError::Port(e));
                     }
                 }
             }
@@ -318,7 +318,7 @@ impl Testbed {
                 Ok(_) => {}
                 Err(e) => {
                     let _ = tb.down();
-                    return Err(TestbedError::Softwire(e));
+                    return Err(TestbedError::Port(e));
                 }
             }
         }

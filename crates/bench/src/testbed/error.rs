@@ -23,12 +23,11 @@ pub enum TestbedError {
     NoPorts,
     /// The run's `sessions.jsonl` could not be opened.
     SessionsLog(std::io::Error),
-    /// A PPPoE or IPoE port could not be started.
+    /// A port's control plane (PPPoE, DS-Lite, IPoE) could not be started, or a DS-Lite B4
+    /// found no AFTR.
     Port(PortError),
     /// A PPPoE or IPoE port did not come up (the log says what was tried).
     PortUp(PortError),
-    /// A DS-Lite port could not be started or did not come up (its own words).
-    Softwire(String),
     /// Taking the testbed down: every step that failed, in order.
     Down(Vec<TeardownError>),
 }
@@ -36,10 +35,8 @@ pub enum TestbedError {
 /// One step of taking a testbed down that failed.
 #[derive(Debug)]
 pub enum TeardownError {
-    /// Closing a PPPoE or IPoE port.
+    /// Closing a port's control plane.
     Port(PortError),
-    /// Closing a DS-Lite port (its own words).
-    Softwire(String),
     /// Removing the lab.
     Lab(lab::LabError),
 }
@@ -56,7 +53,6 @@ impl fmt::Display for TestbedError {
             TestbedError::PortUp(e) => {
                 write!(f, "{e} (see {SESSIONS_JSONL} for what was tried)")
             }
-            TestbedError::Softwire(m) => f.write_str(m),
             TestbedError::Down(steps) => {
                 for (i, s) in steps.iter().enumerate() {
                     if i > 0 {
@@ -74,7 +70,6 @@ impl fmt::Display for TeardownError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TeardownError::Port(e) => e.fmt(f),
-            TeardownError::Softwire(m) => f.write_str(m),
             TeardownError::Lab(e) => write!(f, "removing the lab: {e}"),
         }
     }

@@ -164,7 +164,7 @@ impl Testbed {
         for s in std::mem::take(&mut self.softwires) {
             match s.finish() {
                 Ok(v) => stats.push(v),
-                Err(e) => errors.push(TeardownError::Softwire(e)),
+                Err(e) => errors.push(TeardownError::Port(e)),
             }
         }
         for s in &mut self.leases {
