@@ -76,7 +76,7 @@ pub(super) fn fleet(a: ClientArgs) -> CliResult {
         );
     }
     let run = bench::sessions::run_fleet(&spec, cfg, limits, &|| stop.now(), |_, _, _| {})
-        .map_err(CliError::Failed)?;
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     if p.json {
         for s in &run.sessions {
             outln!("{}", s.to_json());
