@@ -284,10 +284,13 @@ pub fn plan_request(
     speed: Option<wire::units::BitsPerSec>,
     ssh: Option<String>,
     quick: bool,
-) -> Result<crate::plan_new::Request, String> {
+) -> Result<crate::plan_new::Request, PortFactsError> {
     let mut facts = Vec::new();
     for (name, p) in setup.port_names().iter().zip(ports) {
-        facts.push(p.plan_facts().map_err(|e| format!("port {name}: {e}"))?);
+        facts.push(p.plan_facts().map_err(|source| PortFactsError {
+            port: name.to_string(),
+            source,
+        })?);
     }
     Ok(crate::plan_new::Request {
         setup,
@@ -296,6 +299,25 @@ pub fn plan_request(
         ssh,
         quick,
     })
+}
+
+/// What the host could not say about the setup's port `port` ([`plan_request`]).
+#[derive(Debug)]
+pub struct PortFactsError {
+    pub port: String,
+    pub source: BenchError,
+}
+
+impl std::fmt::Display for PortFactsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "port {}: {}", self.port, self.source)
+    }
+}
+
+impl std::error::Error for PortFactsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }
 
 /// An interface's MTU and first global addresses, with their prefix lengths.
