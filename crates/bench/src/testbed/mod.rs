@@ -44,6 +44,7 @@ mod udp;
 
 pub(crate) use bring_up::interface_exists;
 pub use bring_up::preflight;
+pub use conn::ConnTrialError;
 pub use error::{TeardownError, TestbedError};
 
 /// The ports of a run and what runs on them.
@@ -283,7 +284,7 @@ impl crate::executor::TrialExecutor for Testbed {
         stop: &AtomicBool,
     ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), BenchError> {
         Testbed::conn_trial(self, case, trial, table_size, backend, stop)
-            .map_err(BenchError::Failed)
+            .map_err(|e| BenchError::Failed(e.to_string()))
     }
 
     fn tcp_trial(
