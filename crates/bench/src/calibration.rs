@@ -285,16 +285,15 @@ pub fn measure(
             let mut tried: Vec<Tried> = Vec::new();
             let mut load = 1.0;
             while tried.len() < MAX_TRIALS as usize {
-                let built = trial(load).build(&a, &b, None).map_err(MeasureError::Spec)?;
+                let built = trial(load)
+                    .build(&a, &b, None)
+                    .map_err(MeasureError::Spec)?;
                 let report =
                     crate::spec::execute(&built.config, stop).map_err(MeasureError::Trial)?;
                 if stop.load(std::sync::atomic::Ordering::SeqCst) {
                     return Err(MeasureError::Interrupted);
                 }
-                let s = report
-                    .streams
-                    .first()
-                    .ok_or(MeasureError::NoStream)?;
+                let s = report.streams.first().ok_or(MeasureError::NoStream)?;
                 let exact = s.tx.slipped == 0
                     && s.rx.received == s.tx.sent
                     && s.rx.lost.unwrap_or(0) == 0

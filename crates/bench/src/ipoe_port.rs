@@ -25,8 +25,8 @@ use wire::ethernet::MacAddr;
 use crate::hand::ipoe::{serve, IpoeNews};
 use crate::isp::{now_ms, Internet, SessionLine};
 use crate::plan::IpoeSettings;
-use crate::results::SessionDrop;
 use crate::port_error::{Peer, PortError, PortKind};
+use crate::results::SessionDrop;
 use crate::session_json as sj;
 
 /// What the port's thread tells the run.
@@ -120,12 +120,13 @@ impl LeasePort {
             })?;
         let (internet, tun) = match cfg.internet {
             Some(addr) => {
-                let (i, t) = Internet::create(name, addr, 1500, vec![cfg.subnet()]).map_err(
-                    |reason| PortError::Internet {
-                        port: name.to_string(),
-                        reason,
-                    },
-                )?;
+                let (i, t) =
+                    Internet::create(name, addr, 1500, vec![cfg.subnet()]).map_err(|reason| {
+                        PortError::Internet {
+                            port: name.to_string(),
+                            reason,
+                        }
+                    })?;
                 (Some(i), Some(t))
             }
             None => (None, None),

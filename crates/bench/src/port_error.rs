@@ -177,6 +177,8 @@ mod tests {
             peer: Peer::Gateway,
             timeout: Duration::from_secs(10),
         };
-        assert!(e.to_string().starts_with("IPoE on port a: no gateway took a DHCPv4 lease within 10 s"));
+        assert!(e
+            .to_string()
+            .starts_with("IPoE on port a: no gateway took a DHCPv4 lease within 10 s"));
     }
 }

@@ -180,7 +180,10 @@ pub enum Dhcpv4ConfigError {
     /// A pool of size 0.
     EmptyPool,
     /// The pool starts outside the subnet or at its network address.
-    PoolStartOutside { subnet: Ipv4Net, pool_first: Ipv4Addr },
+    PoolStartOutside {
+        subnet: Ipv4Net,
+        pool_first: Ipv4Addr,
+    },
     /// The pool runs into the broadcast address; `largest` is the pool that fits from there.
     PoolPastBroadcast {
         subnet: Ipv4Net,

@@ -41,12 +41,10 @@ pub(super) fn ssh_reachable(host: &str, port: Option<u16>) -> Result<(), SshChec
         c.args(["-p", &p.to_string()]);
     }
     c.args(["--", host, "true"]).stdin(Stdio::null());
-    let out = c
-        .output()
-        .map_err(|source| SshCheckError::Spawn {
-            host: host.to_string(),
-            source,
-        })?;
+    let out = c.output().map_err(|source| SshCheckError::Spawn {
+        host: host.to_string(),
+        source,
+    })?;
     if out.status.success() {
         Ok(())
     } else {

@@ -67,11 +67,7 @@ impl DutSwitches for SimSwitches {
         self.0.borrow_mut().push(format!("profile {profile}"));
         Ok(())
     }
-    fn set_conn_table(
-        &self,
-        limit: Option<u64>,
-        _: Option<Duration>,
-    ) -> Result<(), lab::LabError> {
+    fn set_conn_table(&self, limit: Option<u64>, _: Option<Duration>) -> Result<(), lab::LabError> {
         self.0.borrow_mut().push(format!("conn-table {limit:?}"));
         Ok(())
     }
@@ -188,7 +184,10 @@ impl TrialExecutor for SimBed {
         _: &Case,
         _: &Plan,
         _: &AtomicBool,
-    ) -> (Result<TcpRun, crate::error::BenchError>, Option<DutCounters>) {
+    ) -> (
+        Result<TcpRun, crate::error::BenchError>,
+        Option<DutCounters>,
+    ) {
         (
             Err(crate::error::BenchError::Failed(
                 "no iperf3 in the simulation".into(),

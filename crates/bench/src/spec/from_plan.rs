@@ -56,11 +56,7 @@ fn flows(s: &StreamSettings, case: &Case) -> Flows {
 /// testbed's to add (it is built from the session's headers or the lease, known only once it
 /// is up). A reverse
 /// probe is built like a bidirectional trial; the caller drops the forward stream.
-pub fn udp_spec(
-    plan: &Plan,
-    case: &Case,
-    request: &TrialRequest,
-) -> Result<TrialSpec, SpecError> {
+pub fn udp_spec(plan: &Plan, case: &Case, request: &TrialRequest) -> Result<TrialSpec, SpecError> {
     let (size, load) = match request.probe {
         Some(p) => (
             FrameSize::Fixed {

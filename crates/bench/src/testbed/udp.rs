@@ -103,9 +103,7 @@ impl Testbed {
             .ok_or("the case's trial spec has no stream")?;
         let carrier = self.port_a_carrier();
         let carrier = carrier.as_ref().map(|c| c as &dyn crate::spec::Carrier);
-        let built = spec
-            .build(&self.a, b, carrier)
-            .map_err(|e| e.to_string())?;
+        let built = spec.build(&self.a, b, carrier).map_err(|e| e.to_string())?;
         let max = built.max_pps.first().copied().unwrap_or(Pps(0.0));
         let mut sent = built.sent;
         let mut cfg = built.config;
@@ -456,11 +454,7 @@ struct PortACarrier {
 }
 
 impl crate::spec::Carrier for PortACarrier {
-    fn carry(
-        &self,
-        frame: &mut StreamSpec,
-        tx_port: usize,
-    ) -> Result<(), crate::spec::CarryError> {
+    fn carry(&self, frame: &mut StreamSpec, tx_port: usize) -> Result<(), crate::spec::CarryError> {
         if tx_port != 0 {
             return Ok(());
         }
