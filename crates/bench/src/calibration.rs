@@ -187,6 +187,51 @@ pub fn check_sizes(ips: &[IpVersion], sizes: &[u32]) -> Result<(), BenchError> {
     )))
 }
 
+/// Why [`measure`] stopped without a calibration.
+#[derive(Debug)]
+pub enum MeasureError {
+    /// The lab is not of the `direct` topology.
+    NotDirect {
+        lab: String,
+        topology: lab::Topology,
+    },
+    /// The lab's ports could not be read.
+    Lab(lab::LabError),
+    /// A trial's spec could not be built.
+    Spec(crate::spec::SpecError),
+    /// A trial failed on the engine.
+    Trial(BenchError),
+    /// `stop` was set.
+    Interrupted,
+    /// The engine's report had no stream.
+    NoStream,
+    /// Every frame size asked for is too small for its IP version (each: what and why).
+    NothingFits { skipped: Vec<String> },
+}
+
+impl std::fmt::Display for MeasureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MeasureError::NotDirect { lab, topology } => write!(
+                f,
+                "calibration needs the direct topology (lab {lab} is {topology})"
+            ),
+            MeasureError::Lab(e) => e.fmt(f),
+            MeasureError::Spec(e) => e.fmt(f),
+            MeasureError::Trial(e) => write!(f, "engine trial: {e}"),
+            MeasureError::Interrupted => f.write_str("interrupted"),
+            MeasureError::NoStream => f.write_str("the engine reported no stream"),
+            MeasureError::NothingFits { skipped } => write!(
+                f,
+                "no frame size fits the IP versions asked for: {}; nothing measured, nothing saved",
+                skipped.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for MeasureError {}
+
 /// Measures the ceiling on lab `lab` (which must use the `direct` topology): per IP version and
 /// frame size, line rate of `speed` first, then (if that was not exact) up to
 /// [`MAX_TRIALS`]` − 1` trials stepping down to 98 % of what the last one reached, each of
@@ -201,15 +246,14 @@ pub fn measure(
     backend: engine::trial::Backend,
     stop: &AtomicBool,
     mut progress: impl FnMut(&CeilingEntry),
-) -> Result<Calibration, String> {
+) -> Result<Calibration, MeasureError> {
     if lab.topology() != lab::Topology::Direct {
-        return Err(format!(
-            "calibration needs the direct topology (lab {} is {})",
-            lab.name(),
-            lab.topology()
-        ));
+        return Err(MeasureError::NotDirect {
+            lab: lab.name().to_string(),
+            topology: lab.topology(),
+        });
     }
-    let (a, b) = crate::trial::lab_ports(lab).map_err(|e| e.to_string())?;
+    let (a, b) = crate::trial::lab_ports(lab).map_err(MeasureError::Lab)?;
     let mut entries = Vec::new();
     let mut skipped = Vec::new();
     for &ip in ips {
@@ -241,16 +285,15 @@ pub fn measure(
             let mut tried: Vec<Tried> = Vec::new();
             let mut load = 1.0;
             while tried.len() < MAX_TRIALS as usize {
-                let built = trial(load).build(&a, &b, None)?;
-                let report = crate::spec::execute(&built.config, stop)
-                    .map_err(|e| format!("engine trial: {e}"))?;
+                let built = trial(load)
+                    .build(&a, &b, None)
+                    .map_err(MeasureError::Spec)?;
+                let report =
+                    crate::spec::execute(&built.config, stop).map_err(MeasureError::Trial)?;
                 if stop.load(std::sync::atomic::Ordering::SeqCst) {
-                    return Err("interrupted".into());
+                    return Err(MeasureError::Interrupted);
                 }
-                let s = report
-                    .streams
-                    .first()
-                    .ok_or("the engine reported no stream")?;
+                let s = report.streams.first().ok_or(MeasureError::NoStream)?;
                 let exact = s.tx.slipped == 0
                     && s.rx.received == s.tx.sent
                     && s.rx.lost.unwrap_or(0) == 0
@@ -307,10 +350,7 @@ pub fn measure(
         }
     }
     if entries.is_empty() {
-        return Err(format!(
-            "no frame size fits the IP versions asked for: {}; nothing measured, nothing saved",
-            skipped.join(", ")
-        ));
+        return Err(MeasureError::NothingFits { skipped });
     }
     Ok(Calibration {
         measured_unix: std::time::SystemTime::now()

@@ -11,6 +11,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use crate::error::BenchError;
 use crate::plan::{Case, Plan};
 use crate::results::{ConnDutCounters, ConnPhases, DutCounters, EngineFacts, TcpFigures};
 use crate::search::{ConnOutcome, ConnTrial, Outcome, TrialRequest};
@@ -18,8 +19,8 @@ use crate::search::{ConnOutcome, ConnTrial, Outcome, TrialRequest};
 /// One iperf3 run: its JSON as iperf3 printed it, the figures read from it, how long it took.
 pub type TcpRun = (serde_json::Value, TcpFigures, Duration);
 
-/// What the runner needs measured. Errors are one line for the run's log: the runner records
-/// the trial as failed (not done, so `--resume` retries it) and goes on.
+/// What the runner needs measured. An error is printed as one line of the run's log: the
+/// runner records the trial as failed (not done, so `--resume` retries it) and goes on.
 pub trait TrialExecutor {
     /// The lab DUT's switches, when the DUT is a lab DUT this run built; `None` for a real
     /// DUT (its hooks do the switching) or a lab without a DUT node.
@@ -32,7 +33,7 @@ pub trait TrialExecutor {
         case: &Case,
         request: &TrialRequest,
         stop: &AtomicBool,
-    ) -> Result<(Outcome, EngineFacts), String>;
+    ) -> Result<(Outcome, EngineFacts), BenchError>;
 
     /// One two-phase connection trial (RFC 9693), the DUT's table emptied first and capped
     /// at `table_size` when given; `backend` sends the `nat-throughput` load.
@@ -43,7 +44,7 @@ pub trait TrialExecutor {
         table_size: Option<u64>,
         backend: engine::trial::Backend,
         stop: &AtomicBool,
-    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String>;
+    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), BenchError>;
 
     /// One iperf3 run of `case`, with the DUT's counters over it where they can be read.
     fn tcp_trial(
@@ -51,10 +52,10 @@ pub trait TrialExecutor {
         case: &Case,
         plan: &Plan,
         stop: &AtomicBool,
-    ) -> (Result<TcpRun, String>, Option<DutCounters>);
+    ) -> (Result<TcpRun, BenchError>, Option<DutCounters>);
 
     /// Takes down what the executor brought up (the lab, the ISP sessions).
-    fn down(self: Box<Self>) -> Result<(), String>;
+    fn down(self: Box<Self>) -> Result<(), BenchError>;
 }
 
 /// The lab DUT's switches the runner sets per profile and per case.
@@ -62,17 +63,17 @@ pub trait DutSwitches {
     /// The lab has a DUT node (the `direct` topology has none: nothing to switch).
     fn has_dut(&self) -> bool;
     /// Applies a lab profile (rules, NAT, MSS clamp; the fast path as the profile sets it).
-    fn apply_profile(&self, profile: &lab::Profile) -> Result<(), String>;
+    fn apply_profile(&self, profile: &lab::Profile) -> Result<(), lab::LabError>;
     /// The connection table's cap and UDP timeout (`None`: the kernel's defaults).
     fn set_conn_table(
         &self,
         limit: Option<u64>,
         udp_timeout: Option<Duration>,
-    ) -> Result<(), String>;
+    ) -> Result<(), lab::LabError>;
     /// The DUT's receive offloads (GRO and friends) on or off.
-    fn set_offload(&self, on: bool) -> Result<(), String>;
+    fn set_offload(&self, on: bool) -> Result<(), lab::LabError>;
     /// The DUT's XDP fast path on or off.
-    fn set_fastpath(&self, on: bool) -> Result<(), String>;
+    fn set_fastpath(&self, on: bool) -> Result<(), lab::LabError>;
 }
 
 /// The real lab: its DUT's switches are `lab::Lab`'s.
@@ -82,22 +83,20 @@ impl DutSwitches for LabSwitches {
     fn has_dut(&self) -> bool {
         self.0.topology().has(lab::Node::Dut)
     }
-    fn apply_profile(&self, profile: &lab::Profile) -> Result<(), String> {
-        self.0.apply_profile(profile).map_err(|e| e.to_string())
+    fn apply_profile(&self, profile: &lab::Profile) -> Result<(), lab::LabError> {
+        self.0.apply_profile(profile)
     }
     fn set_conn_table(
         &self,
         limit: Option<u64>,
         udp_timeout: Option<Duration>,
-    ) -> Result<(), String> {
-        self.0
-            .set_conn_table(limit, udp_timeout)
-            .map_err(|e| e.to_string())
+    ) -> Result<(), lab::LabError> {
+        self.0.set_conn_table(limit, udp_timeout)
     }
-    fn set_offload(&self, on: bool) -> Result<(), String> {
-        self.0.set_dut_offload(on).map_err(|e| e.to_string())
+    fn set_offload(&self, on: bool) -> Result<(), lab::LabError> {
+        self.0.set_dut_offload(on)
     }
-    fn set_fastpath(&self, on: bool) -> Result<(), String> {
-        self.0.set_fastpath(on).map_err(|e| e.to_string())
+    fn set_fastpath(&self, on: bool) -> Result<(), lab::LabError> {
+        self.0.set_fastpath(on)
     }
 }

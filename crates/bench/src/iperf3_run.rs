@@ -40,14 +40,28 @@ pub struct Iperf3Ends {
 
 impl Iperf3Ends {
     /// The server address for `ip`.
-    pub fn target(&self, ip: IpVersion) -> Result<IpAddr, String> {
+    pub fn target(&self, ip: IpVersion) -> Result<IpAddr, NoIperf3Target> {
         match ip {
             IpVersion::V4 => self.target_v4,
             IpVersion::V6 => self.target_v6,
         }
-        .ok_or_else(|| format!("no {ip} address for the iperf3 server"))
+        .ok_or(NoIperf3Target { ip })
     }
 }
+
+/// The iperf3 server has no address of the case's IP version ([`Iperf3Ends::target`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoIperf3Target {
+    pub ip: IpVersion,
+}
+
+impl std::fmt::Display for NoIperf3Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no {} address for the iperf3 server", self.ip)
+    }
+}
+
+impl std::error::Error for NoIperf3Target {}
 
 /// MSS values from `tcpdump -v` output (`options [mss 1460,…]`), in order.
 pub fn parse_syn_mss(text: &str) -> Vec<u32> {
@@ -86,7 +100,10 @@ pub fn iperf3_trial(
     plan: &Plan,
     stop: &AtomicBool,
 ) -> Result<(serde_json::Value, TcpFigures, Duration), String> {
-    let target = ends.target(case.dims.ip)?.to_string();
+    let target = ends
+        .target(case.dims.ip)
+        .map_err(|e| e.to_string())?
+        .to_string();
     let (ns_a, ns_b) = (&ends.client, &ends.server);
     let server_cmd = iperf3::server_argv(IPERF3_PORT, None)
         .iter()
@@ -191,7 +208,7 @@ pub fn iperf3_trial(
         .map(|o| o.stdout)
         .unwrap_or_default();
     let _ = server.stop();
-    let json_text = client?;
+    let json_text = client.map_err(|e| e.to_string())?;
     let raw: serde_json::Value = serde_json::from_str(&json_text)
         .map_err(|e| format!("iperf3 -J output is not JSON: {e}"))?;
     let report = iperf3::parse(&json_text).map_err(|e| format!("iperf3: {e}"))?;
@@ -244,15 +261,18 @@ pub fn iperf3_trial(
 }
 
 /// Runs `argv`, collecting stdout; killed (this child, by its handle) when `stop` is set.
-pub(crate) fn run_interruptible(argv: &[String], stop: &AtomicBool) -> Result<String, String> {
+pub(crate) fn run_interruptible(argv: &[String], stop: &AtomicBool) -> Result<String, ClientError> {
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{}: {e}", argv[0]))?;
-    let mut out = child.stdout.take().ok_or("no stdout")?;
+        .map_err(|source| ClientError::Spawn {
+            program: argv[0].clone(),
+            source,
+        })?;
+    let mut out = child.stdout.take().ok_or(ClientError::NoStdout)?;
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = out.read_to_string(&mut s);
@@ -262,12 +282,12 @@ pub(crate) fn run_interruptible(argv: &[String], stop: &AtomicBool) -> Result<St
         if stop.load(Ordering::SeqCst) {
             let _ = child.kill();
             let _ = child.wait();
-            return Err("interrupted".into());
+            return Err(ClientError::Interrupted);
         }
         match child.try_wait() {
             Ok(Some(st)) => break st,
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(ClientError::Wait(e)),
         }
     };
     let text = reader.join().unwrap_or_default();
@@ -280,10 +300,45 @@ pub(crate) fn run_interruptible(argv: &[String], stop: &AtomicBool) -> Result<St
         let j = serde_json::from_str::<serde_json::Value>(&text)
             .ok()
             .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(String::from));
-        return Err(format!(
-            "iperf3 client failed ({status}): {}",
-            j.unwrap_or_else(|| err.trim().to_string())
-        ));
+        return Err(ClientError::Failed {
+            status,
+            message: j.unwrap_or_else(|| err.trim().to_string()),
+        });
     }
     Ok(text)
+}
+
+/// Why the iperf3 client gave no output ([`run_interruptible`]).
+#[derive(Debug)]
+pub(crate) enum ClientError {
+    /// The program could not be started.
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    /// Its standard output could not be taken.
+    NoStdout,
+    /// `stop` was set: the child was killed.
+    Interrupted,
+    /// Waiting for the child failed.
+    Wait(std::io::Error),
+    /// It exited unsuccessfully: iperf3's own error (from its JSON, else its stderr).
+    Failed {
+        status: std::process::ExitStatus,
+        message: String,
+    },
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientError::Spawn { program, source } => write!(f, "{program}: {source}"),
+            ClientError::NoStdout => f.write_str("no stdout"),
+            ClientError::Interrupted => f.write_str("interrupted"),
+            ClientError::Wait(e) => e.fmt(f),
+            ClientError::Failed { status, message } => {
+                write!(f, "iperf3 client failed ({status}): {message}")
+            }
+        }
+    }
 }

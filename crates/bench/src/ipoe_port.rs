@@ -25,6 +25,7 @@ use wire::ethernet::MacAddr;
 use crate::hand::ipoe::{serve, IpoeNews};
 use crate::isp::{now_ms, Internet, SessionLine};
 use crate::plan::IpoeSettings;
+use crate::port_error::{Peer, PortError, PortKind};
 use crate::results::SessionDrop;
 use crate::session_json as sj;
 
@@ -110,13 +111,22 @@ pub struct LeasePort {
 impl LeasePort {
     /// Starts the IPoE port `cfg` on `port` (named `name` in the plan); returns once its
     /// socket is open.
-    pub fn start(name: &str, port: &PortSpec, cfg: &IpoeSettings) -> Result<LeasePort, String> {
+    pub fn start(name: &str, port: &PortSpec, cfg: &IpoeSettings) -> Result<LeasePort, PortError> {
         // Refuse settings before anything is created (the plan checked them already).
         cfg.config(MacAddr::ZERO)
-            .map_err(|e| format!("IPoE on port {name}: {e}"))?;
+            .map_err(|source| PortError::Settings {
+                port: name.to_string(),
+                source,
+            })?;
         let (internet, tun) = match cfg.internet {
             Some(addr) => {
-                let (i, t) = Internet::create(name, addr, 1500, vec![cfg.subnet()])?;
+                let (i, t) =
+                    Internet::create(name, addr, 1500, vec![cfg.subnet()]).map_err(|reason| {
+                        PortError::Internet {
+                            port: name.to_string(),
+                            reason,
+                        }
+                    })?;
                 (Some(i), Some(t))
             }
             None => (None, None),
@@ -173,7 +183,10 @@ impl LeasePort {
                 if let Some(i) = &internet {
                     i.remove();
                 }
-                return Err(format!("starting the IPoE thread: {e}"));
+                return Err(PortError::Spawn {
+                    kind: PortKind::Ipoe,
+                    source: e,
+                });
             }
         };
         let mut lp = LeasePort {
@@ -185,13 +198,24 @@ impl LeasePort {
         };
         match ready.recv_timeout(Duration::from_secs(5)) {
             Ok(Ok(())) => Ok(lp),
-            Ok(Err(e)) => {
+            Ok(Err(reason)) => {
                 let _ = lp.finish();
-                Err(format!("IPoE on port {name}: {e}"))
+                Err(PortError::Ended {
+                    kind: PortKind::Ipoe,
+                    port: name.to_string(),
+                    reason,
+                })
             }
             Err(_) => {
-                let why = lp.finish().err().unwrap_or_else(|| "no answer".into());
-                Err(format!("IPoE on port {name}: {why}"))
+                let reason = lp
+                    .finish()
+                    .err()
+                    .map_or_else(|| "no answer".into(), |e| e.to_string());
+                Err(PortError::Ended {
+                    kind: PortKind::Ipoe,
+                    port: name.to_string(),
+                    reason,
+                })
             }
         }
     }
@@ -202,28 +226,36 @@ impl LeasePort {
 
     /// Waits at most `timeout` for a bound lease (giving up when `stop` is set); the data
     /// path it gives.
-    pub fn wait_up(&mut self, timeout: Duration, stop: &AtomicBool) -> Result<LeaseInfo, String> {
+    pub fn wait_up(
+        &mut self,
+        timeout: Duration,
+        stop: &AtomicBool,
+    ) -> Result<LeaseInfo, PortError> {
         let end = Instant::now() + timeout;
         loop {
             if let Some(l) = self.lease() {
                 return Ok(l);
             }
             if stop.load(Ordering::SeqCst) {
-                return Err("interrupted".into());
+                return Err(PortError::Interrupted);
             }
             if self.handle.as_ref().is_some_and(|h| h.is_finished()) {
-                let why = match self.handle.take().map(|h| h.join()) {
+                let reason = match self.handle.take().map(|h| h.join()) {
                     Some(Ok(Err(e))) => e,
                     _ => "its thread ended".into(),
                 };
-                return Err(format!("IPoE on port {}: {why}", self.port));
+                return Err(PortError::Ended {
+                    kind: PortKind::Ipoe,
+                    port: self.port.clone(),
+                    reason,
+                });
             }
             if Instant::now() >= end {
-                return Err(format!(
-                    "IPoE on port {}: no gateway took a DHCPv4 lease within {:.0} s; nothing was sent (is the DUT's WAN set to DHCP, and cabled to this port?)",
-                    self.port,
-                    timeout.as_secs_f64()
-                ));
+                return Err(PortError::NoPeer {
+                    port: self.port.clone(),
+                    peer: Peer::Gateway,
+                    timeout,
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -245,16 +277,23 @@ impl LeasePort {
     }
 
     /// Stops the thread and returns the statistics line; the Internet namespace goes.
-    pub fn finish(&mut self) -> Result<SessionLine, String> {
+    pub fn finish(&mut self) -> Result<SessionLine, PortError> {
         self.stop.store(true, Ordering::SeqCst);
         let Some(h) = self.handle.take() else {
-            return Err("already finished".into());
+            return Err(PortError::AlreadyFinished);
         };
         let joined = h.join();
         if let Some(i) = &self.internet {
             i.remove();
         }
-        let mut v = joined.map_err(|_| "the IPoE thread panicked".to_string())??;
+        let mut v = joined
+            .map_err(|_| PortError::Panicked {
+                kind: PortKind::Ipoe,
+            })?
+            .map_err(|reason| PortError::Failed {
+                kind: PortKind::Ipoe,
+                reason,
+            })?;
         v["event"] = "stats".into();
         v["port"] = self.port.clone().into();
         v["unix_ms"] = now_ms().into();

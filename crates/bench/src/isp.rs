@@ -30,6 +30,7 @@ use wire::ethernet::MacAddr;
 use wire::units::Nanos;
 
 use crate::plan::{DsliteRole, DsliteSettings, PppAuth, PppoeRole, PppoeSettings};
+use crate::port_error::{Peer, PortError, PortKind};
 use crate::results::SessionDrop;
 use crate::session_json as sj;
 
@@ -407,7 +408,11 @@ fn run_client(port: PortSpec, cfg: &PppoeSettings, ch: Chans) -> Result<Value, S
 
 impl SessionPort {
     /// Starts the control plane `cfg` on `port` (named `name` in the plan).
-    pub fn start(name: &str, port: &PortSpec, cfg: &PppoeSettings) -> Result<SessionPort, String> {
+    pub fn start(
+        name: &str,
+        port: &PortSpec,
+        cfg: &PppoeSettings,
+    ) -> Result<SessionPort, PortError> {
         let stop = Arc::new(AtomicBool::new(false));
         let up = Arc::new(AtomicBool::new(false));
         let drops = Arc::new(Mutex::new(Vec::new()));
@@ -430,7 +435,12 @@ impl SessionPort {
             (PppoeRole::Server, Some(addr)) => {
                 let net = emulate::pppoe::documentation_net(cfg.pool);
                 let routes = net.map(|n| format!("{n}/24")).into_iter().collect();
-                let (i, t) = Internet::create(name, addr, 1492, routes)?;
+                let (i, t) = Internet::create(name, addr, 1492, routes).map_err(|reason| {
+                    PortError::Internet {
+                        port: name.to_string(),
+                        reason,
+                    }
+                })?;
                 (Some(i), Some(t))
             }
             _ => (None, None),
@@ -447,7 +457,10 @@ impl SessionPort {
                 if let Some(i) = &internet {
                     i.remove();
                 }
-                return Err(format!("starting the PPPoE thread: {e}"));
+                return Err(PortError::Spawn {
+                    kind: PortKind::Pppoe,
+                    source: e,
+                });
             }
         };
         let mut sp = SessionPort {
@@ -466,8 +479,15 @@ impl SessionPort {
         };
         // The thread reports once its socket is open; an error opening it ends the thread.
         if ready.recv_timeout(Duration::from_secs(5)).is_err() {
-            let why = sp.finish().err().unwrap_or_else(|| "no answer".into());
-            return Err(format!("PPPoE on port {name}: {why}"));
+            let reason = sp
+                .finish()
+                .err()
+                .map_or_else(|| "no answer".into(), |e| e.to_string());
+            return Err(PortError::Ended {
+                kind: PortKind::Pppoe,
+                port: name.to_string(),
+                reason,
+            });
         }
         Ok(sp)
     }
@@ -475,7 +495,11 @@ impl SessionPort {
     /// Waits for the session (the first one, for a server), at most `timeout`, giving up when
     /// `stop` is set. Events seen meanwhile are in [`take_lines`](Self::take_lines); the
     /// caller says where they went (a run: `sessions.jsonl`).
-    pub fn wait_up(&mut self, timeout: Duration, stop: &AtomicBool) -> Result<SessionInfo, String> {
+    pub fn wait_up(
+        &mut self,
+        timeout: Duration,
+        stop: &AtomicBool,
+    ) -> Result<SessionInfo, PortError> {
         let end = Instant::now() + timeout;
         loop {
             if let Ok(info) = self.infos.try_recv() {
@@ -484,27 +508,28 @@ impl SessionPort {
                 return Ok(info);
             }
             if stop.load(Ordering::SeqCst) {
-                return Err("interrupted".into());
+                return Err(PortError::Interrupted);
             }
             if self.handle.as_ref().is_some_and(|h| h.is_finished()) {
-                let why = match self.handle.take().map(|h| h.join()) {
+                let reason = match self.handle.take().map(|h| h.join()) {
                     Some(Ok(Err(e))) => e,
                     _ => "its thread ended".into(),
                 };
-                return Err(format!("PPPoE on port {}: {why}", self.port));
+                return Err(PortError::Ended {
+                    kind: PortKind::Pppoe,
+                    port: self.port.clone(),
+                    reason,
+                });
             }
             if Instant::now() >= end {
-                let who = match self.role {
-                    PppoeRole::Server => {
-                        "no subscriber (the DUT's PPPoE client) brought a session up"
-                    }
-                    PppoeRole::Client => "no access concentrator gave us a session",
-                };
-                return Err(format!(
-                    "PPPoE on port {}: {who} within {:.0} s; nothing was sent",
-                    self.port,
-                    timeout.as_secs_f64()
-                ));
+                return Err(PortError::NoPeer {
+                    port: self.port.clone(),
+                    peer: match self.role {
+                        PppoeRole::Server => Peer::Subscriber,
+                        PppoeRole::Client => Peer::AccessConcentrator,
+                    },
+                    timeout,
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -568,17 +593,24 @@ impl SessionPort {
 
     /// Closes the sessions (LCP Terminate + PADT), stops the thread and returns the
     /// statistics line.
-    pub fn finish(&mut self) -> Result<SessionLine, String> {
+    pub fn finish(&mut self) -> Result<SessionLine, PortError> {
         self.stop.store(true, Ordering::SeqCst);
         let Some(h) = self.handle.take() else {
-            return Err("already finished".into());
+            return Err(PortError::AlreadyFinished);
         };
         let joined = h.join();
         // The thread (and the TUN device it held) is gone: the namespace can go.
         if let Some(i) = &self.internet {
             i.remove();
         }
-        let mut v = joined.map_err(|_| "the PPPoE thread panicked".to_string())??;
+        let mut v = joined
+            .map_err(|_| PortError::Panicked {
+                kind: PortKind::Pppoe,
+            })?
+            .map_err(|reason| PortError::Failed {
+                kind: PortKind::Pppoe,
+                reason,
+            })?;
         v["event"] = "stats".into();
         v["port"] = self.port.clone().into();
         v["unix_ms"] = now_ms().into();
@@ -634,7 +666,7 @@ impl SoftwirePort {
         name: &str,
         port: &PortSpec,
         cfg: &DsliteSettings,
-    ) -> Result<SoftwirePort, String> {
+    ) -> Result<SoftwirePort, PortError> {
         let lines: Arc<std::sync::Mutex<Vec<SessionLine>>> = Arc::default();
         let (l2, pname) = (lines.clone(), name.to_string());
         let push = move |mut v: Value| {
@@ -653,7 +685,11 @@ impl SoftwirePort {
         // learned; what it learned nothing for it drops (`NoRoute`).
         let (internet, tun) = match (cfg.role, cfg.internet) {
             (DsliteRole::Aftr, Some(addr)) => {
-                let (i, t) = Internet::create(name, addr, mtu as u32, vec!["default".into()])?;
+                let (i, t) = Internet::create(name, addr, mtu as u32, vec!["default".into()])
+                    .map_err(|reason| PortError::Internet {
+                        port: name.to_string(),
+                        reason,
+                    })?;
                 (Some(i), Some(t))
             }
             _ => (None, None),
@@ -707,11 +743,15 @@ impl SoftwirePort {
                     ),
                     None => control::Background::start_with(port.clone(), make, events),
                 }
-                .map_err(|e| format!("DS-Lite AFTR on port {name}: {e}"))?;
+                .map_err(|source| PortError::Open {
+                    kind: PortKind::DsliteAftr,
+                    port: name.to_string(),
+                    source,
+                })?;
                 SoftwireMachine::Aftr(bg)
             }
             DsliteRole::B4 => {
-                let aftr = cfg.peer.ok_or("a B4 needs the AFTR's address")?;
+                let aftr = cfg.peer.ok_or(PortError::NoAftrAddress)?;
                 let bg = control::Background::start_with(
                     port.clone(),
                     move |mac| {
@@ -730,7 +770,11 @@ impl SoftwirePort {
                         }
                     },
                 )
-                .map_err(|e| format!("DS-Lite B4 on port {name}: {e}"))?;
+                .map_err(|source| PortError::Open {
+                    kind: PortKind::DsliteB4,
+                    port: name.to_string(),
+                    source,
+                })?;
                 SoftwireMachine::B4(bg)
             }
         };
@@ -751,7 +795,7 @@ impl SoftwirePort {
         &self,
         timeout: Duration,
         stop: &AtomicBool,
-    ) -> Result<Option<SoftwireInfo>, String> {
+    ) -> Result<Option<SoftwireInfo>, PortError> {
         let SoftwireMachine::B4(bg) = &self.machine else {
             return Ok(None);
         };
@@ -764,15 +808,14 @@ impl SoftwirePort {
                 return Ok(Some(i));
             }
             if stop.load(Ordering::SeqCst) {
-                return Err("interrupted".into());
+                return Err(PortError::Interrupted);
             }
             if Instant::now() >= end {
-                let state = bg.with(|m| format!("{:?}", m.state()));
-                return Err(format!(
-                    "DS-Lite on port {}: the AFTR did not answer the B4's tunnel probe within {:.0} s (state {state}); nothing was sent",
-                    self.port,
-                    timeout.as_secs_f64()
-                ));
+                return Err(PortError::NoTunnel {
+                    port: self.port.clone(),
+                    timeout,
+                    state: bg.with(|m| format!("{:?}", m.state())),
+                });
             }
         }
     }
@@ -831,10 +874,13 @@ impl SoftwirePort {
     }
 
     /// Stops the control plane and returns its statistics line.
-    pub fn finish(self) -> Result<SessionLine, String> {
+    pub fn finish(self) -> Result<SessionLine, PortError> {
         let mut v = match self.machine {
             SoftwireMachine::Aftr(bg) => {
-                let (m, ps, tun) = bg.finish_relay().map_err(|e| e.to_string())?;
+                let (m, ps, tun) = bg.finish_relay().map_err(|source| PortError::Stop {
+                    kind: PortKind::DsliteAftr,
+                    source,
+                })?;
                 let mut v = json!({
                     "role": "aftr", "softwires_up": m.stats.softwires_up,
                     "echo_replies": m.stats.echo_replies, "tunnel": sj::tunnel(m.tunnel_stats()),
@@ -846,7 +892,10 @@ impl SoftwirePort {
                 v
             }
             SoftwireMachine::B4(bg) => {
-                let (m, ps) = bg.finish().map_err(|e| e.to_string())?;
+                let (m, ps) = bg.finish().map_err(|source| PortError::Stop {
+                    kind: PortKind::DsliteB4,
+                    source,
+                })?;
                 let st = &m.stats;
                 json!({
                     "role": "b4", "probes_tx": st.probes_tx, "probe_replies": st.probe_replies,

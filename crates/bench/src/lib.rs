@@ -33,6 +33,7 @@ pub mod iperf3_run;
 pub mod ipoe_port;
 pub mod isp;
 pub mod mtu_probe;
+pub mod port_error;
 pub mod runner;
 pub mod session_json;
 pub mod sessions;

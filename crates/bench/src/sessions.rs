@@ -88,14 +88,13 @@ pub fn run_fleet(
     limits: FleetLimits,
     stop: &dyn Fn() -> bool,
     mut on_event: impl FnMut(&ClientFleet, usize, &ClientEvent),
-) -> Result<FleetRun, String> {
-    let mut port = ControlPort::open(spec).map_err(|e| e.to_string())?;
+) -> Result<FleetRun, engine::Error> {
+    let mut port = ControlPort::open(spec)?;
     let mut fleet = ClientFleet::new(cfg);
     let started = Instant::now();
     fleet.start(control::now());
-    let mut step = |port: &mut ControlPort, fleet: &mut ClientFleet| -> Result<(), String> {
-        port.step(fleet, Duration::from_millis(20))
-            .map_err(|e| e.to_string())?;
+    let mut step = |port: &mut ControlPort, fleet: &mut ClientFleet| -> Result<(), engine::Error> {
+        port.step(fleet, Duration::from_millis(20))?;
         for (i, e) in fleet.take_events() {
             on_event(fleet, i, &e);
         }

@@ -184,7 +184,11 @@ mod tests {
     ) -> Result<Vec<TrialStream>, String> {
         let specs = specs(defs).map_err(|e| e.to_string())?;
         let spec = crate::spec::TrialSpec::new(specs, wire::units::BitsPerSec(1e9));
-        Ok(spec.build(a, b, None)?.config.streams)
+        Ok(spec
+            .build(a, b, None)
+            .map_err(|e| e.to_string())?
+            .config
+            .streams)
     }
 
     fn ports() -> (PortSpec, PortSpec) {

@@ -37,14 +37,39 @@ pub struct AftrName {
 
 impl AftrName {
     /// `name` as dotted text (refused when it is not a DNS name, or is the root).
-    pub fn new(name: &str, server: Ipv6Addr) -> Result<AftrName, String> {
-        let n = Name::from_dotted(name).map_err(|e| format!("{name:?} is not a DNS name: {e}"))?;
+    pub fn new(name: &str, server: Ipv6Addr) -> Result<AftrName, AftrNameError> {
+        let n = Name::from_dotted(name).map_err(|reason| AftrNameError::NotAName {
+            name: name.to_string(),
+            reason,
+        })?;
         if n.is_root() {
-            return Err("the AFTR name is empty".into());
+            return Err(AftrNameError::Empty);
         }
         Ok(AftrName { name: n, server })
     }
 }
+
+/// Why [`AftrName::new`] refused a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AftrNameError {
+    /// Not a dotted DNS name (`reason`: what `wire` found wrong with it).
+    NotAName { name: String, reason: wire::Error },
+    /// The root name: nothing to look up.
+    Empty,
+}
+
+impl std::fmt::Display for AftrNameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AftrNameError::NotAName { name, reason } => {
+                write!(f, "{name:?} is not a DNS name: {reason}")
+            }
+            AftrNameError::Empty => f.write_str("the AFTR name is empty"),
+        }
+    }
+}
+
+impl std::error::Error for AftrNameError {}
 
 /// Why the AFTR's name gave no address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

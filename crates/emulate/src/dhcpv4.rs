@@ -31,6 +31,7 @@
 
 use core::net::Ipv4Addr;
 use std::collections::BTreeMap;
+use std::fmt;
 
 use wire::dhcpv4::{op, Dhcpv4Packet, Dhcpv4Repr, Ipv4List, MessageType};
 use wire::ethernet::MacAddr;
@@ -111,64 +112,144 @@ impl Dhcpv4Config {
     /// a subnet outside the documentation /24s and 198.18.0.0/15, a pool of 0 or one that
     /// leaves the subnet or holds its network, broadcast or gateway address, a lease under
     /// 10 s, DNS servers outside those ranges.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Dhcpv4ConfigError> {
+        use Dhcpv4ConfigError as E;
         let net = self.subnet();
         if !(8..=30).contains(&self.prefix_len) || lab_range_v4(&net).is_none() {
-            return Err(format!(
-                "the subnet {net} (gateway {}) is not inside {LAB_V4_TEXT}",
-                self.gateway
-            ));
+            return Err(E::SubnetOutsideLab {
+                subnet: net,
+                gateway: self.gateway,
+            });
         }
         if self.gateway == net.network() || self.gateway == net.broadcast() {
-            return Err(format!(
-                "the gateway {} is the network or broadcast address of {net}",
-                self.gateway
-            ));
+            return Err(E::GatewayNotAHost {
+                gateway: self.gateway,
+                subnet: net,
+            });
         }
         if self.pool_size == 0 {
-            return Err("the address pool is empty (pool size 0)".into());
+            return Err(E::EmptyPool);
         }
         let first = u32::from(self.pool_first);
         let last = first.checked_add(self.pool_size - 1);
         let usable_last = u32::from(net.broadcast()) - 1;
         if !net.contains(self.pool_first) || first <= u32::from(net.network()) {
-            return Err(format!(
-                "the pool must start inside {net}, above its network address (not {})",
-                self.pool_first
-            ));
+            return Err(E::PoolStartOutside {
+                subnet: net,
+                pool_first: self.pool_first,
+            });
         }
         let Some(last) = last.filter(|&l| l <= usable_last) else {
-            return Err(format!(
-                "the pool of {} from {} runs past {} (the last address before {net}'s broadcast); the largest pool from there is {}",
-                self.pool_size,
-                self.pool_first,
-                Ipv4Addr::from(usable_last),
-                usable_last - first + 1
-            ));
+            return Err(E::PoolPastBroadcast {
+                subnet: net,
+                pool_first: self.pool_first,
+                pool_size: self.pool_size,
+                usable_last: Ipv4Addr::from(usable_last),
+                largest: usable_last - first + 1,
+            });
         };
         let gw = u32::from(self.gateway);
         if (first..=last).contains(&gw) {
-            return Err(format!(
-                "the pool {}..{} holds the gateway's own address {}; start it above the gateway",
-                self.pool_first,
-                Ipv4Addr::from(last),
-                self.gateway
-            ));
+            return Err(E::PoolHoldsGateway {
+                pool_first: self.pool_first,
+                pool_last: Ipv4Addr::from(last),
+                gateway: self.gateway,
+            });
         }
         if self.lease_time < 10 {
-            return Err(format!(
-                "a lease time of {} s is too short (at least 10 s)",
-                self.lease_time
-            ));
+            return Err(E::LeaseTooShort {
+                seconds: self.lease_time,
+            });
         }
         for d in &self.dns {
             if lab_range_v4(&Ipv4Net::new(*d, 32)).is_none() {
-                return Err(format!("the DNS server {d} is not inside {LAB_V4_TEXT}"));
+                return Err(E::DnsOutsideLab { dns: *d });
             }
         }
         Ok(())
     }
 }
+
+/// Why [`Dhcpv4Config::check`] refused a configuration; the message says what would work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dhcpv4ConfigError {
+    /// The gateway's subnet is not a /8../30 inside the lab's IPv4 ranges.
+    SubnetOutsideLab { subnet: Ipv4Net, gateway: Ipv4Addr },
+    /// The gateway is the subnet's network or broadcast address.
+    GatewayNotAHost { gateway: Ipv4Addr, subnet: Ipv4Net },
+    /// A pool of size 0.
+    EmptyPool,
+    /// The pool starts outside the subnet or at its network address.
+    PoolStartOutside {
+        subnet: Ipv4Net,
+        pool_first: Ipv4Addr,
+    },
+    /// The pool runs into the broadcast address; `largest` is the pool that fits from there.
+    PoolPastBroadcast {
+        subnet: Ipv4Net,
+        pool_first: Ipv4Addr,
+        pool_size: u32,
+        usable_last: Ipv4Addr,
+        largest: u32,
+    },
+    /// The gateway's own address is inside the pool.
+    PoolHoldsGateway {
+        pool_first: Ipv4Addr,
+        pool_last: Ipv4Addr,
+        gateway: Ipv4Addr,
+    },
+    /// A lease time under 10 s.
+    LeaseTooShort { seconds: u32 },
+    /// A DNS server outside the lab's IPv4 ranges.
+    DnsOutsideLab { dns: Ipv4Addr },
+}
+
+impl fmt::Display for Dhcpv4ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dhcpv4ConfigError::SubnetOutsideLab { subnet, gateway } => write!(
+                f,
+                "the subnet {subnet} (gateway {gateway}) is not inside {LAB_V4_TEXT}"
+            ),
+            Dhcpv4ConfigError::GatewayNotAHost { gateway, subnet } => write!(
+                f,
+                "the gateway {gateway} is the network or broadcast address of {subnet}"
+            ),
+            Dhcpv4ConfigError::EmptyPool => f.write_str("the address pool is empty (pool size 0)"),
+            Dhcpv4ConfigError::PoolStartOutside { subnet, pool_first } => write!(
+                f,
+                "the pool must start inside {subnet}, above its network address (not {pool_first})"
+            ),
+            Dhcpv4ConfigError::PoolPastBroadcast {
+                subnet,
+                pool_first,
+                pool_size,
+                usable_last,
+                largest,
+            } => write!(
+                f,
+                "the pool of {pool_size} from {pool_first} runs past {usable_last} (the last address before {subnet}'s broadcast); the largest pool from there is {largest}"
+            ),
+            Dhcpv4ConfigError::PoolHoldsGateway {
+                pool_first,
+                pool_last,
+                gateway,
+            } => write!(
+                f,
+                "the pool {pool_first}..{pool_last} holds the gateway's own address {gateway}; start it above the gateway"
+            ),
+            Dhcpv4ConfigError::LeaseTooShort { seconds } => write!(
+                f,
+                "a lease time of {seconds} s is too short (at least 10 s)"
+            ),
+            Dhcpv4ConfigError::DnsOutsideLab { dns } => {
+                write!(f, "the DNS server {dns} is not inside {LAB_V4_TEXT}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Dhcpv4ConfigError {}
 
 /// How a message reached us, which decides between the RENEWING (unicast) and REBINDING
 /// (broadcast) states and is counted.
@@ -1118,7 +1199,7 @@ mod tests {
         let bad = |f: &dyn Fn(&mut Dhcpv4Config)| {
             let mut c = base.clone();
             f(&mut c);
-            c.check().unwrap_err()
+            c.check().unwrap_err().to_string()
         };
         assert!(bad(&|c| c.pool_size = 0).contains("empty"));
         assert!(bad(&|c| c.pool_size = 300).contains("largest pool from there is 245"));
@@ -1126,6 +1207,15 @@ mod tests {
         assert!(bad(&|c| c.pool_first = ip("198.51.100.0")).contains("above its network"));
         assert!(bad(&|c| c.pool_first = ip("198.51.100.1")).contains("gateway's own address"));
         assert!(bad(&|c| c.lease_time = 5).contains("too short"));
+        let short = Dhcpv4Config {
+            lease_time: 5,
+            ..base.clone()
+        };
+        assert_eq!(
+            short.check(),
+            Err(Dhcpv4ConfigError::LeaseTooShort { seconds: 5 }),
+            "the refusal carries the value a caller can match on"
+        );
         assert!(bad(&|c| c.dns = vec![ip("8.8.8.8")]).contains("DNS server 8.8.8.8"));
         assert!(bad(&|c| c.prefix_len = 16).contains("not inside"));
         // The benchmarking range holds 100,000 subscribers behind one gateway.

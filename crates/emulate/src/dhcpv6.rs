@@ -16,6 +16,7 @@
 
 use core::net::Ipv6Addr;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use wire::dhcpv6::{
     self, msg, opt, parse_oro, status, Dhcpv6Packet, IaAddrRepr, IaRepr, OptionWriter,
@@ -131,53 +132,109 @@ impl Dhcpv6Config {
     /// Refuses what cannot work or would leave the lab's address space: pools outside
     /// 2001:db8::/32 or of size 0, a delegated length not longer than the base (or above 128),
     /// an AFTR name that is not a valid DNS name, T1 > T2 or preferred > valid.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Dhcpv6ConfigError> {
+        use Dhcpv6ConfigError as E;
         let (doc, doc_len) = DOCUMENTATION_V6;
         if let Some(p) = &self.addresses {
             let last = p.get(p.size.saturating_sub(1));
             if p.size == 0 {
-                return Err("the address pool is empty".into());
+                return Err(E::EmptyAddressPool);
             }
             if !in_prefix(p.first, doc, doc_len) || !in_prefix(last, doc, doc_len) {
-                return Err(format!(
-                    "the address pool {}..{last} leaves 2001:db8::/32",
-                    p.first
-                ));
+                return Err(E::AddressPoolOutside {
+                    first: p.first,
+                    last,
+                });
             }
         }
         if let Some(p) = &self.prefixes {
             if p.base_len < doc_len || !in_prefix(p.base, doc, doc_len) {
-                return Err(format!(
-                    "the prefix pool {}/{} is not inside 2001:db8::/32",
-                    p.base, p.base_len
-                ));
+                return Err(E::PrefixPoolOutside {
+                    base: p.base,
+                    base_len: p.base_len,
+                });
             }
             if p.delegated_len <= p.base_len || p.delegated_len > 128 {
-                return Err(format!(
-                    "a delegated /{} does not fit in the pool /{} (it must be longer, at most /128)",
-                    p.delegated_len, p.base_len
-                ));
+                return Err(E::DelegatedLength {
+                    delegated_len: p.delegated_len,
+                    base_len: p.base_len,
+                });
             }
             if u128::from(p.base) & !(u128::MAX << (128 - u32::from(p.base_len))) != 0 {
-                return Err(format!(
-                    "{}/{} has bits set past its length",
-                    p.base, p.base_len
-                ));
+                return Err(E::HostBits {
+                    base: p.base,
+                    base_len: p.base_len,
+                });
             }
             if p.capacity() == 0 {
-                return Err("the prefix pool is empty".into());
+                return Err(E::EmptyPrefixPool);
             }
         }
         if let Some(n) = &self.aftr_name {
             let mut b = [0u8; dhcpv6::MAX_NAME_LEN];
-            dhcpv6::encode_name(n, &mut b).map_err(|e| format!("AFTR name {n:?}: {e}"))?;
+            dhcpv6::encode_name(n, &mut b).map_err(|e| E::AftrName {
+                name: n.clone(),
+                reason: e,
+            })?;
         }
         if self.t1 > self.t2 || self.preferred > self.valid {
-            return Err("lifetimes must satisfy T1 <= T2 and preferred <= valid".into());
+            return Err(E::Lifetimes);
         }
         Ok(())
     }
 }
+
+/// Why [`Dhcpv6Config::check`] refused a configuration; the message says what would work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dhcpv6ConfigError {
+    /// An address pool of size 0.
+    EmptyAddressPool,
+    /// The address pool leaves 2001:db8::/32.
+    AddressPoolOutside { first: Ipv6Addr, last: Ipv6Addr },
+    /// The prefix pool is not inside 2001:db8::/32.
+    PrefixPoolOutside { base: Ipv6Addr, base_len: u8 },
+    /// The delegated length is not longer than the pool's, or above 128.
+    DelegatedLength { delegated_len: u8, base_len: u8 },
+    /// The prefix pool's base has bits set past its length.
+    HostBits { base: Ipv6Addr, base_len: u8 },
+    /// A prefix pool that delegates nothing.
+    EmptyPrefixPool,
+    /// The AFTR name (option 64) cannot be encoded as a DNS name.
+    AftrName { name: String, reason: wire::Error },
+    /// T1 > T2 or preferred > valid.
+    Lifetimes,
+}
+
+impl fmt::Display for Dhcpv6ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Dhcpv6ConfigError as E;
+        match self {
+            E::EmptyAddressPool => f.write_str("the address pool is empty"),
+            E::AddressPoolOutside { first, last } => {
+                write!(f, "the address pool {first}..{last} leaves 2001:db8::/32")
+            }
+            E::PrefixPoolOutside { base, base_len } => write!(
+                f,
+                "the prefix pool {base}/{base_len} is not inside 2001:db8::/32"
+            ),
+            E::DelegatedLength {
+                delegated_len,
+                base_len,
+            } => write!(
+                f,
+                "a delegated /{delegated_len} does not fit in the pool /{base_len} (it must be longer, at most /128)"
+            ),
+            E::HostBits { base, base_len } => {
+                write!(f, "{base}/{base_len} has bits set past its length")
+            }
+            E::EmptyPrefixPool => f.write_str("the prefix pool is empty"),
+            E::AftrName { name, reason } => write!(f, "AFTR name {name:?}: {reason}"),
+            E::Lifetimes => f.write_str("lifetimes must satisfy T1 <= T2 and preferred <= valid"),
+        }
+    }
+}
+
+impl std::error::Error for Dhcpv6ConfigError {}
 
 /// IA_NA or IA_PD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -1146,7 +1203,7 @@ mod tests {
             first: a("2001:db9::1"),
             size: 1,
         });
-        assert!(c.check().unwrap_err().contains("2001:db8::/32"));
+        assert!(c.check().unwrap_err().to_string().contains("2001:db8::/32"));
         let mut c = config();
         c.prefixes = Some(PrefixPool {
             base: a("2001:db8:100::"),

@@ -81,24 +81,48 @@ impl IpoeConfig {
     }
 
     /// The DHCPv4 and DHCPv6 checks, and the DNS address not in the pool.
-    pub fn check(&self) -> Result<(), String> {
-        self.dhcp.check()?;
+    pub fn check(&self) -> Result<(), IpoeConfigError> {
+        self.dhcp.check().map_err(IpoeConfigError::Dhcpv4)?;
         if let Some(p) = &self.provision {
-            p.check()?;
+            p.check().map_err(IpoeConfigError::Provision)?;
         }
         let d = &self.dhcp;
         for a in &d.dns {
             let i = u32::from(*a).wrapping_sub(u32::from(d.pool_first));
             if i < d.pool_size || *a == d.gateway {
-                return Err(format!(
-                    "the DNS server {a} is the gateway or inside the pool; use an address of its own, e.g. {}",
-                    crate::dhcpv4::defaults::DNS
-                ));
+                return Err(IpoeConfigError::DnsInPool { dns: *a });
             }
         }
         Ok(())
     }
 }
+
+/// Why [`IpoeConfig::check`] refused a port's configuration; the message says what would work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpoeConfigError {
+    /// The DHCPv4 server's own refusal.
+    Dhcpv4(crate::dhcpv4::Dhcpv4ConfigError),
+    /// The IPv6 provisioner's (RA and DHCPv6) refusal.
+    Provision(crate::provision::ProvisionConfigError),
+    /// The DNS address handed out is the gateway's or a pool address.
+    DnsInPool { dns: Ipv4Addr },
+}
+
+impl std::fmt::Display for IpoeConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IpoeConfigError::Dhcpv4(e) => e.fmt(f),
+            IpoeConfigError::Provision(e) => e.fmt(f),
+            IpoeConfigError::DnsInPool { dns } => write!(
+                f,
+                "the DNS server {dns} is the gateway or inside the pool; use an address of its own, e.g. {}",
+                crate::dhcpv4::defaults::DNS
+            ),
+        }
+    }
+}
+
+impl std::error::Error for IpoeConfigError {}
 
 /// The gateway's WAN as the data path sees it: where test frames go and come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -111,23 +111,54 @@ impl ProvisionConfig {
 
     /// The DHCPv6 server's checks ([`Dhcpv6Config::check`]) and the RA's prefixes in
     /// 2001:db8::/32.
-    pub fn check(&self) -> Result<(), String> {
-        self.dhcp.check()?;
+    pub fn check(&self) -> Result<(), ProvisionConfigError> {
+        self.dhcp.check().map_err(ProvisionConfigError::Dhcpv6)?;
         let (doc, len) = crate::dhcpv6::DOCUMENTATION_V6;
         for p in &self.ra.prefixes {
             if p.prefix_len < len || !crate::dhcpv6::in_prefix(p.prefix, doc, len) {
-                return Err(format!(
-                    "the RA prefix {}/{} is not inside 2001:db8::/32",
-                    p.prefix, p.prefix_len
-                ));
+                return Err(ProvisionConfigError::RaPrefixOutside {
+                    prefix: p.prefix,
+                    prefix_len: p.prefix_len,
+                });
             }
         }
         if self.ra.min_interval > self.ra.max_interval {
-            return Err("the RA interval's minimum is above its maximum".into());
+            return Err(ProvisionConfigError::RaInterval);
         }
         Ok(())
     }
 }
+
+/// Why [`ProvisionConfig::check`] refused a configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProvisionConfigError {
+    /// The DHCPv6 server's own refusal.
+    Dhcpv6(crate::dhcpv6::Dhcpv6ConfigError),
+    /// An RA prefix outside 2001:db8::/32.
+    RaPrefixOutside {
+        prefix: core::net::Ipv6Addr,
+        prefix_len: u8,
+    },
+    /// The RA interval's minimum above its maximum.
+    RaInterval,
+}
+
+impl std::fmt::Display for ProvisionConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProvisionConfigError::Dhcpv6(e) => e.fmt(f),
+            ProvisionConfigError::RaPrefixOutside { prefix, prefix_len } => write!(
+                f,
+                "the RA prefix {prefix}/{prefix_len} is not inside 2001:db8::/32"
+            ),
+            ProvisionConfigError::RaInterval => {
+                f.write_str("the RA interval's minimum is above its maximum")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProvisionConfigError {}
 
 /// Frames claimed but not answered, by reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -48,11 +48,24 @@ impl Entropy {
 
     /// Whether the operating system's randomness can be read here (the CLI checks once before
     /// it runs a machine on a port, and refuses to run without it).
-    pub fn check_os() -> Result<(), String> {
+    pub fn check_os() -> Result<(), NoOsRandomness> {
         let mut b = [0u8; 16];
-        getrandom::fill(&mut b).map_err(|e| format!("no randomness from the operating system: {e}"))
+        getrandom::fill(&mut b).map_err(NoOsRandomness)
     }
 }
+
+/// The operating system's randomness could not be read ([`Entropy::check_os`]): getrandom(2)'s
+/// error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoOsRandomness(pub getrandom::Error);
+
+impl fmt::Display for NoOsRandomness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no randomness from the operating system: {}", self.0)
+    }
+}
+
+impl std::error::Error for NoOsRandomness {}
 
 /// A random source: SplitMix64 from a seed (tiny, reproducible; not cryptographic), or the
 /// operating system's randomness.

@@ -71,15 +71,16 @@ impl Default for IpoeSettings {
 #[derive(Debug, Clone, PartialEq)]
 pub enum IpoeSettingsError {
     /// A name the port's DNS answers for (`aftr-name`, the Internet name) is not a DNS name.
-    Name(String),
+    Name(emulate::dns::HostNameError),
     /// The DHCP side refused the pool, subnet or DNS address.
-    Refused(String),
+    Refused(emulate::ipoe::IpoeConfigError),
 }
 
 impl std::fmt::Display for IpoeSettingsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            IpoeSettingsError::Name(m) | IpoeSettingsError::Refused(m) => f.write_str(m),
+            IpoeSettingsError::Name(e) => e.fmt(f),
+            IpoeSettingsError::Refused(e) => e.fmt(f),
         }
     }
 }

@@ -76,7 +76,7 @@ impl ServerRun {
         tun: Option<Tun>,
         provision: bool,
     ) -> Result<ServerRun, BenchError> {
-        Entropy::check_os().map_err(BenchError::Failed)?;
+        Entropy::check_os().map_err(|e| BenchError::Failed(e.to_string()))?;
         let (port, mac) = open_port("pppoe", dev, netns)?;
         cfg.mac = mac;
         let mut server = Server::new(cfg);
@@ -209,7 +209,7 @@ impl ClientRun {
         mut cfg: ClientConfig,
         tun: Option<Tun>,
     ) -> Result<ClientRun, BenchError> {
-        Entropy::check_os().map_err(BenchError::Failed)?;
+        Entropy::check_os().map_err(|e| BenchError::Failed(e.to_string()))?;
         let (port, mac) = open_port("pppoe", dev, netns)?;
         cfg.mac = mac;
         let mut client = Client::new(cfg);

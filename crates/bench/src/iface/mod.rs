@@ -19,6 +19,44 @@ use crate::error::BenchError;
 use crate::plan_new::{subnet_guess_v4, subnet_guess_v6, NextHop, PortFacts, Source};
 use crate::port_link::{PortLink, WireSpeed};
 
+/// Why a command about an interface (`ethtool`, `ip -j`, run in its namespace) gave nothing
+/// usable: the command line is in every variant, so the message says what was run.
+#[derive(Debug)]
+pub enum IfaceCommandError {
+    /// The program could not be started (not installed, no permission).
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    /// It ran and failed: its standard error.
+    Failed { command: String, stderr: String },
+    /// `ip -j` printed something that is not JSON.
+    Json {
+        command: String,
+        source: serde_json::Error,
+    },
+}
+
+impl std::fmt::Display for IfaceCommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IfaceCommandError::Spawn { command, source } => write!(f, "`{command}`: {source}"),
+            IfaceCommandError::Failed { command, stderr } => write!(f, "`{command}`: {stderr}"),
+            IfaceCommandError::Json { command, source } => write!(f, "`{command}`: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for IfaceCommandError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            IfaceCommandError::Spawn { source, .. } => Some(source),
+            IfaceCommandError::Json { source, .. } => Some(source),
+            IfaceCommandError::Failed { .. } => None,
+        }
+    }
+}
+
 pub mod counters;
 pub mod offloads;
 
@@ -97,30 +135,35 @@ impl Iface {
     }
 
     /// Runs `argv` where the interface lives; its stdout, or what went wrong.
-    fn run(&self, argv: &[&str]) -> Result<String, String> {
+    fn run(&self, argv: &[&str]) -> Result<String, IfaceCommandError> {
         let full = self.argv(argv);
         let out = Command::new(full[0])
             .args(&full[1..])
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("`{}`: {e}", full.join(" ")))?;
+            .map_err(|source| IfaceCommandError::Spawn {
+                command: full.join(" "),
+                source,
+            })?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
-            Err(format!(
-                "`{}`: {}",
-                full.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
+            Err(IfaceCommandError::Failed {
+                command: full.join(" "),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            })
         }
     }
 
     /// `ip -j ARGS` for this interface's namespace, parsed.
-    fn ip_json(&self, args: &[&str]) -> Result<Value, String> {
+    fn ip_json(&self, args: &[&str]) -> Result<Value, IfaceCommandError> {
         let mut argv = vec!["ip", "-j"];
         argv.extend_from_slice(args);
         let text = self.run(&argv)?;
-        serde_json::from_str(&text).map_err(|e| format!("`ip -j {}`: {e}", args.join(" ")))
+        serde_json::from_str(&text).map_err(|source| IfaceCommandError::Json {
+            command: format!("ip -j {}", args.join(" ")),
+            source,
+        })
     }
 
     /// The interface's driver (`ethtool -i`), when ethtool can tell.
@@ -151,7 +194,7 @@ impl Iface {
     }
 
     /// The driver's counters (`ethtool -S`).
-    pub fn counters(&self) -> Result<BTreeMap<String, u64>, String> {
+    pub fn counters(&self) -> Result<BTreeMap<String, u64>, IfaceCommandError> {
         self.run(&["ethtool", "-S", &self.interface])
             .map(|t| counters::parse(&t))
     }
@@ -241,10 +284,13 @@ pub fn plan_request(
     speed: Option<wire::units::BitsPerSec>,
     ssh: Option<String>,
     quick: bool,
-) -> Result<crate::plan_new::Request, String> {
+) -> Result<crate::plan_new::Request, PortFactsError> {
     let mut facts = Vec::new();
     for (name, p) in setup.port_names().iter().zip(ports) {
-        facts.push(p.plan_facts().map_err(|e| format!("port {name}: {e}"))?);
+        facts.push(p.plan_facts().map_err(|source| PortFactsError {
+            port: name.to_string(),
+            source,
+        })?);
     }
     Ok(crate::plan_new::Request {
         setup,
@@ -253,6 +299,25 @@ pub fn plan_request(
         ssh,
         quick,
     })
+}
+
+/// What the host could not say about the setup's port `port` ([`plan_request`]).
+#[derive(Debug)]
+pub struct PortFactsError {
+    pub port: String,
+    pub source: BenchError,
+}
+
+impl std::fmt::Display for PortFactsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "port {}: {}", self.port, self.source)
+    }
+}
+
+impl std::error::Error for PortFactsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }
 
 /// An interface's MTU and first global addresses, with their prefix lengths.

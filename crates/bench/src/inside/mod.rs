@@ -34,6 +34,7 @@ use wire::template::StreamSpec;
 
 use crate::isp::{SessionLine, SessionPort, SoftwirePort};
 use crate::plan::{DsliteRole, DsliteSettings, PppoeRole, PppoeSettings};
+use crate::spec::{Carrier, CarryError};
 
 pub use crate::error::BenchError;
 
@@ -212,10 +213,16 @@ impl Inside {
                 }
                 .check()
                 .map_err(|e| BenchError::Usage(format!("--inside-mru: {e}")))?;
-                let mut ac = SessionPort::start(&a.name, a, &ac_cfg).map_err(err)?;
-                let mut client = SessionPort::start(&b.name, b, &cl_cfg).map_err(err)?;
-                let cl_info = client.wait_up(UP_TIMEOUT, &never).map_err(err)?;
-                let ac_info = ac.wait_up(UP_TIMEOUT, &never).map_err(err)?;
+                let mut ac =
+                    SessionPort::start(&a.name, a, &ac_cfg).map_err(|e| err(e.to_string()))?;
+                let mut client =
+                    SessionPort::start(&b.name, b, &cl_cfg).map_err(|e| err(e.to_string()))?;
+                let cl_info = client
+                    .wait_up(UP_TIMEOUT, &never)
+                    .map_err(|e| err(e.to_string()))?;
+                let ac_info = ac
+                    .wait_up(UP_TIMEOUT, &never)
+                    .map_err(|e| err(e.to_string()))?;
                 let (Some(local), Some(gw)) =
                     (cl_info.negotiated.local_ipv4, cl_info.negotiated.peer_ipv4)
                 else {
@@ -238,11 +245,13 @@ impl Inside {
                     )));
                 }
                 let (aftr_cfg, b4_cfg) = args.dslite();
-                let aftr = SoftwirePort::start(&a.name, a, &aftr_cfg).map_err(err)?;
-                let b4 = SoftwirePort::start(&b.name, b, &b4_cfg).map_err(err)?;
+                let aftr =
+                    SoftwirePort::start(&a.name, a, &aftr_cfg).map_err(|e| err(e.to_string()))?;
+                let b4 =
+                    SoftwirePort::start(&b.name, b, &b4_cfg).map_err(|e| err(e.to_string()))?;
                 let b_info = b4
                     .wait_up(UP_TIMEOUT, &never)
-                    .map_err(err)?
+                    .map_err(|e| err(e.to_string()))?
                     .ok_or_else(|| err("the B4 has no softwire".into()))?;
                 // The AFTR learnt the B4 from the tunnel probe it answered.
                 let end = Instant::now() + Duration::from_secs(2);
@@ -276,25 +285,27 @@ impl Inside {
     }
 
     /// Points a stream sent from `tx_port` (0 = A, the ISP side) at the session or softwire.
-    pub fn apply(&self, spec: &mut StreamSpec, tx_port: usize) -> Result<(), String> {
+    pub fn apply(&self, spec: &mut StreamSpec, tx_port: usize) -> Result<(), CarryError> {
         match &self.ends {
             Ends::Pppoe {
                 ac_info, cl_info, ..
             } => {
                 if !spec.encap.pppoe || spec.encap.dslite {
-                    return Err(format!(
-                        "--inside pppoe needs --encap pppoe (or vlan+pppoe), not {}",
-                        spec.encap
-                    ));
+                    return Err(CarryError::WrongEncap {
+                        carrier: "pppoe",
+                        needs: "pppoe (or vlan+pppoe)",
+                        sent: spec.encap,
+                    });
                 }
                 if tx_port == 0 { ac_info } else { cl_info }.apply_to(spec);
             }
             Ends::Dslite { a_info, b_info, .. } => {
                 if !spec.encap.dslite || spec.encap.pppoe {
-                    return Err(format!(
-                        "--inside dslite needs --encap dslite, not {}",
-                        spec.encap
-                    ));
+                    return Err(CarryError::WrongEncap {
+                        carrier: "dslite",
+                        needs: "dslite",
+                        sent: spec.encap,
+                    });
                 }
                 if tx_port == 0 {
                     spec.src_ip = REMOTE.into();
@@ -398,11 +409,11 @@ impl Inside {
                 }
                 // The subscriber hangs up (LCP Terminate, PADT), as a CPE does; then the AC.
                 lines.extend(client.take_lines());
-                let cl = client.finish().map_err(failed)?;
+                let cl = client.finish().map_err(|e| failed(e.to_string()))?;
                 lines.extend(client.take_lines());
                 lines.push(cl.clone());
                 lines.extend(ac.take_lines());
-                let srv = ac.finish().map_err(failed)?;
+                let srv = ac.finish().map_err(|e| failed(e.to_string()))?;
                 lines.extend(ac.take_lines());
                 lines.push(srv.clone());
                 let num = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
@@ -443,8 +454,8 @@ impl Inside {
                 }
                 lines.extend(aftr.take_lines());
                 lines.extend(b4.take_lines());
-                let a = aftr.finish().map_err(failed)?;
-                let b = b4.finish().map_err(failed)?;
+                let a = aftr.finish().map_err(|e| failed(e.to_string()))?;
+                let b = b4.finish().map_err(|e| failed(e.to_string()))?;
                 lines.push(a);
                 lines.push(b.clone());
                 serde_json::json!({
@@ -461,5 +472,12 @@ impl Inside {
             fragmented: rows,
             sessions: lines,
         })
+    }
+}
+
+/// `wirerate trial --inside`: the session or softwire between the ports carries the streams.
+impl Carrier for Inside {
+    fn carry(&self, frame: &mut StreamSpec, tx_port: usize) -> Result<(), CarryError> {
+        self.apply(frame, tx_port)
     }
 }

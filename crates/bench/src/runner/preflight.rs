@@ -34,16 +34,17 @@ pub fn hook_program(command: &str) -> Option<String> {
     None
 }
 
-pub(super) fn ssh_reachable(host: &str, port: Option<u16>) -> Result<(), String> {
+pub(super) fn ssh_reachable(host: &str, port: Option<u16>) -> Result<(), SshCheckError> {
     let mut c = Command::new("ssh");
     c.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=3"]);
     if let Some(p) = port {
         c.args(["-p", &p.to_string()]);
     }
     c.args(["--", host, "true"]).stdin(Stdio::null());
-    let out = c
-        .output()
-        .map_err(|e| format!("cannot run ssh to check DUT host `{host}`: {e}"))?;
+    let out = c.output().map_err(|source| SshCheckError::Spawn {
+        host: host.to_string(),
+        source,
+    })?;
     if out.status.success() {
         Ok(())
     } else {
@@ -54,15 +55,42 @@ pub(super) fn ssh_reachable(host: &str, port: Option<u16>) -> Result<(), String>
             .last()
             .unwrap_or("ssh failed")
             .to_string();
-        Err(format!(
-            "DUT host `{host}` is unreachable over ssh (`ssh -o BatchMode=yes -o ConnectTimeout=3 {host} true`: {why})"
-        ))
+        Err(SshCheckError::Unreachable {
+            host: host.to_string(),
+            ssh_says: why,
+        })
+    }
+}
+
+/// Why the DUT host did not answer `ssh … true` ([`ssh_reachable`]).
+#[derive(Debug)]
+pub(super) enum SshCheckError {
+    /// ssh could not be run here.
+    Spawn {
+        host: String,
+        source: std::io::Error,
+    },
+    /// ssh ran and failed: the last line of what it said.
+    Unreachable { host: String, ssh_says: String },
+}
+
+impl std::fmt::Display for SshCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SshCheckError::Spawn { host, source } => {
+                write!(f, "cannot run ssh to check DUT host `{host}`: {source}")
+            }
+            SshCheckError::Unreachable { host, ssh_says } => write!(
+                f,
+                "DUT host `{host}` is unreachable over ssh (`ssh -o BatchMode=yes -o ConnectTimeout=3 {host} true`: {ssh_says})"
+            ),
+        }
     }
 }
 
 /// Whether `program` exists where `exec` runs hooks (for a namespace: on this host, since
 /// namespaces share the file system).
-pub(super) fn program_exists(exec: &Exec, program: &str) -> Result<bool, String> {
+pub(super) fn program_exists(exec: &Exec, program: &str) -> Result<bool, std::io::Error> {
     let check = format!("command -v {} >/dev/null 2>&1", hooks::shell_quote(program));
     let argv = match exec {
         Exec::Ssh { .. } => exec.argv(&check, &[]),
@@ -74,7 +102,7 @@ pub(super) fn program_exists(exec: &Exec, program: &str) -> Result<bool, String>
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .map_err(|e| format!("{}: {e}", argv[0]))?;
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", argv[0])))?;
     Ok(st.success())
 }
 
@@ -135,7 +163,7 @@ pub fn host_checks(plan: &Plan, cases: &[Case]) -> Vec<Problem> {
     let mut host_ok = true;
     if let Exec::Ssh { host, port } = &plan.dut.exec {
         if let Err(e) = ssh_reachable(host, *port) {
-            problems.push(Problem::at("dut.ssh", e));
+            problems.push(Problem::at("dut.ssh", e.to_string()));
             host_ok = false;
         }
     }

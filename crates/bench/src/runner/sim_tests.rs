@@ -63,19 +63,19 @@ impl DutSwitches for SimSwitches {
     fn has_dut(&self) -> bool {
         true
     }
-    fn apply_profile(&self, profile: &lab::Profile) -> Result<(), String> {
+    fn apply_profile(&self, profile: &lab::Profile) -> Result<(), lab::LabError> {
         self.0.borrow_mut().push(format!("profile {profile}"));
         Ok(())
     }
-    fn set_conn_table(&self, limit: Option<u64>, _: Option<Duration>) -> Result<(), String> {
+    fn set_conn_table(&self, limit: Option<u64>, _: Option<Duration>) -> Result<(), lab::LabError> {
         self.0.borrow_mut().push(format!("conn-table {limit:?}"));
         Ok(())
     }
-    fn set_offload(&self, on: bool) -> Result<(), String> {
+    fn set_offload(&self, on: bool) -> Result<(), lab::LabError> {
         self.0.borrow_mut().push(format!("offload {on}"));
         Ok(())
     }
-    fn set_fastpath(&self, on: bool) -> Result<(), String> {
+    fn set_fastpath(&self, on: bool) -> Result<(), lab::LabError> {
         self.0.borrow_mut().push(format!("fastpath {on}"));
         Ok(())
     }
@@ -92,7 +92,7 @@ impl TrialExecutor for SimBed {
         case: &Case,
         request: &TrialRequest,
         _stop: &AtomicBool,
-    ) -> Result<(Outcome, EngineFacts), String> {
+    ) -> Result<(Outcome, EngineFacts), crate::error::BenchError> {
         self.udp_trials += 1;
         if let Some((n, stop)) = self.stop_during {
             if n == self.udp_trials {
@@ -173,8 +173,10 @@ impl TrialExecutor for SimBed {
         _: Option<u64>,
         _: engine::trial::Backend,
         _: &AtomicBool,
-    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
-        Err("no connection trials in the simulation".into())
+    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), crate::error::BenchError> {
+        Err(crate::error::BenchError::Failed(
+            "no connection trials in the simulation".into(),
+        ))
     }
 
     fn tcp_trial(
@@ -182,11 +184,19 @@ impl TrialExecutor for SimBed {
         _: &Case,
         _: &Plan,
         _: &AtomicBool,
-    ) -> (Result<TcpRun, String>, Option<DutCounters>) {
-        (Err("no iperf3 in the simulation".into()), None)
+    ) -> (
+        Result<TcpRun, crate::error::BenchError>,
+        Option<DutCounters>,
+    ) {
+        (
+            Err(crate::error::BenchError::Failed(
+                "no iperf3 in the simulation".into(),
+            )),
+            None,
+        )
     }
 
-    fn down(self: Box<Self>) -> Result<(), String> {
+    fn down(self: Box<Self>) -> Result<(), crate::error::BenchError> {
         self.log.borrow_mut().push("down".into());
         Ok(())
     }

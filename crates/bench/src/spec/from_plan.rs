@@ -6,7 +6,7 @@ use engine::tx::TxBackend;
 use wire::encap::EncapSpec;
 use wire::linerate::FrameSize;
 
-use super::{Direction, Load, StreamSpec, TrialSpec};
+use super::{Direction, Load, SpecError, StreamSpec, TrialSpec};
 use crate::plan::{Case, Plan, StreamSettings, TxMethod};
 use crate::search::{ProbeDirection, TrialRequest};
 use crate::trial::engine_backend;
@@ -56,7 +56,7 @@ fn flows(s: &StreamSettings, case: &Case) -> Flows {
 /// testbed's to add (it is built from the session's headers or the lease, known only once it
 /// is up). A reverse
 /// probe is built like a bidirectional trial; the caller drops the forward stream.
-pub fn udp_spec(plan: &Plan, case: &Case, request: &TrialRequest) -> Result<TrialSpec, String> {
+pub fn udp_spec(plan: &Plan, case: &Case, request: &TrialRequest) -> Result<TrialSpec, SpecError> {
     let (size, load) = match request.probe {
         Some(p) => (
             FrameSize::Fixed {
@@ -65,8 +65,9 @@ pub fn udp_spec(plan: &Plan, case: &Case, request: &TrialRequest) -> Result<Tria
             Load::Pps((request.load.0 * f64::from(p.pps)).max(1.0)),
         ),
         None => (
-            case.frame()
-                .ok_or_else(|| format!("{}: UDP case without a frame size", case.id))?,
+            case.frame().ok_or_else(|| SpecError::NoFrameSize {
+                case: case.id.clone(),
+            })?,
             Load::from(request.load),
         ),
     };

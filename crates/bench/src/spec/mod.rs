@@ -14,6 +14,7 @@
 //! between ports A (index 0) and B (index 1). A port that plays a PPPoE session or DS-Lite
 //! softwire puts the frames it sends inside it through a [`Carrier`].
 
+mod error;
 pub mod from_plan;
 pub mod load;
 mod record;
@@ -36,6 +37,7 @@ use wire::units::{BitsPerSec, Pps};
 use crate::error::BenchError;
 use crate::results::SentStream;
 
+pub use error::{CarryError, SpecError};
 pub use load::Load;
 pub use record::{differences, sent_stream};
 
@@ -118,10 +120,10 @@ impl StreamSpec {
     }
 
     /// The settings no trial can run, with the texts both front doors show.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), SpecError> {
         if let Some(k) = self.reorder_every {
             if k < 2 {
-                return Err("reorder_every: give K ≥ 2".into());
+                return Err(SpecError::ReorderEvery { every: k });
             }
         }
         for (what, n) in [
@@ -132,7 +134,7 @@ impl StreamSpec {
             ("dst-ports", u32::from(self.flows.dst_port_count)),
         ] {
             if n == 0 {
-                return Err(format!("{what} 0: give at least 1"));
+                return Err(SpecError::ZeroCount { what });
             }
         }
         Ok(())
@@ -177,7 +179,11 @@ impl TrialSpec {
 /// (`crate::testbed`).
 pub trait Carrier {
     /// Points `frame` — a stream sent by port `tx_port` (0 = A) — at the session or tunnel.
-    fn carry(&self, frame: &mut wire::template::StreamSpec, tx_port: usize) -> Result<(), String>;
+    fn carry(
+        &self,
+        frame: &mut wire::template::StreamSpec,
+        tx_port: usize,
+    ) -> Result<(), CarryError>;
 }
 
 /// A spec built for the engine: its configuration, and the 100 % of each of its streams (in
@@ -193,16 +199,14 @@ pub struct Built {
     pub sent: Vec<SentStream>,
 }
 
-fn addr(p: &PortSpec, v: IpVersion) -> Result<IpAddr, String> {
+fn addr(p: &PortSpec, v: IpVersion) -> Result<IpAddr, SpecError> {
     match v {
         IpVersion::V4 => p.ipv4.map(IpAddr::V4),
         IpVersion::V6 => p.ipv6.map(IpAddr::V6),
     }
-    .ok_or_else(|| {
-        format!(
-            "port {} has no {v} address (give --{}-addr)",
-            p.name, p.name
-        )
+    .ok_or_else(|| SpecError::NoAddress {
+        port: p.name.clone(),
+        ip: v,
     })
 }
 
@@ -215,7 +219,7 @@ fn frame_spec(
     (src, dst): (&PortSpec, &PortSpec),
     tx: usize,
     carrier: Option<&dyn Carrier>,
-) -> Result<wire::template::StreamSpec, String> {
+) -> Result<wire::template::StreamSpec, SpecError> {
     let encap = s.encap;
     let mut spec = wire::template::StreamSpec::new(encap);
     spec.stream_id = id;
@@ -247,7 +251,7 @@ impl TrialSpec {
         a: &PortSpec,
         b: &PortSpec,
         carrier: Option<&dyn Carrier>,
-    ) -> Result<Built, String> {
+    ) -> Result<Built, SpecError> {
         let mut streams = Vec::new();
         let mut max_pps = Vec::new();
         let mut sent = Vec::new();
@@ -261,8 +265,8 @@ impl TrialSpec {
                 let mut frames = Vec::new();
                 let mut weights = Vec::new();
                 for (size, w) in s.size.parts(s.encap.ip) {
-                    let t =
-                        FrameTemplate::new(&spec, size).map_err(|e| format!("stream {id}: {e}"))?;
+                    let t = FrameTemplate::new(&spec, size)
+                        .map_err(|source| SpecError::Template { stream: id, source })?;
                     frames.push(t);
                     weights.push(w);
                 }
@@ -287,7 +291,7 @@ impl TrialSpec {
                     // stream's rate, near line rate: engine::pacing::Pacer::with_link).
                     link_l1_bps: Some(self.speed.0),
                 };
-                config.check().map_err(|e| e.to_string())?;
+                config.check().map_err(SpecError::Stream)?;
                 sent.push(sent_stream(
                     &config,
                     (&ends.0.name, &ends.1.name),
@@ -304,7 +308,7 @@ impl TrialSpec {
             }
         }
         if streams.is_empty() {
-            return Err("no streams: the TOML file needs at least one [[stream]]".into());
+            return Err(SpecError::NoStreams);
         }
         let mut config = TrialConfig::new(vec![a.clone(), b.clone()], streams);
         config.drain = self.drain;
@@ -330,11 +334,4 @@ pub fn execute(config: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport, B
         engine::Error::Config(m) => BenchError::Usage(m),
         e => BenchError::Failed(e.to_string()),
     })
-}
-
-/// `wirerate trial --inside`: the session or softwire between the ports carries the streams.
-impl Carrier for crate::inside::Inside {
-    fn carry(&self, frame: &mut wire::template::StreamSpec, tx_port: usize) -> Result<(), String> {
-        self.apply(frame, tx_port)
-    }
 }

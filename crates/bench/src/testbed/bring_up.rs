@@ -13,15 +13,13 @@ use crate::ipoe_port::LeasePort;
 use crate::isp::{SessionPort, SoftwirePort};
 use crate::plan::{Plan, Topology};
 
-use super::{ns_exec, port_spec, Iperf3Ends, Testbed, SESSIONS_JSONL};
+use super::{ns_exec, port_spec, Iperf3Ends, Testbed, TestbedError, SESSIONS_JSONL};
 
 /// Whether `ifname` exists in namespace `ns` (or here).
-pub(crate) fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), String> {
+pub(crate) fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), InterfaceMissing> {
     if let Some(n) = ns {
         if !lab::netns::exists(n) && !n.contains('/') {
-            return Err(format!(
-                "network namespace `{n}` does not exist (ip netns list)"
-            ));
+            return Err(InterfaceMissing::NoNamespace { netns: n.clone() });
         }
     }
     let mut c = std::process::Command::new("ip");
@@ -31,17 +29,53 @@ pub(crate) fn interface_exists(ns: &Option<String>, ifname: &str) -> Result<(), 
     let out = c
         .args(["link", "show", "dev", ifname])
         .output()
-        .map_err(|e| format!("running ip: {e}"))?;
+        .map_err(InterfaceMissing::Ip)?;
     if out.status.success() {
         Ok(())
     } else {
-        let why = String::from_utf8_lossy(&out.stderr);
-        Err(format!(
-            "interface `{ifname}` not found{} (ip: {})",
-            ns.as_ref()
-                .map_or(String::new(), |n| format!(" in namespace `{n}`")),
-            why.trim()
-        ))
+        Err(InterfaceMissing::NotFound {
+            interface: ifname.to_string(),
+            netns: ns.clone(),
+            ip_says: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Why a plan's real interface cannot be used ([`interface_exists`]).
+#[derive(Debug)]
+pub(crate) enum InterfaceMissing {
+    /// The namespace the plan names does not exist.
+    NoNamespace { netns: String },
+    /// `ip` could not be run.
+    Ip(std::io::Error),
+    /// `ip link show` does not know the interface (what it said).
+    NotFound {
+        interface: String,
+        netns: Option<String>,
+        ip_says: String,
+    },
+}
+
+impl std::fmt::Display for InterfaceMissing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InterfaceMissing::NoNamespace { netns } => write!(
+                f,
+                "network namespace `{netns}` does not exist (ip netns list)"
+            ),
+            InterfaceMissing::Ip(e) => write!(f, "running ip: {e}"),
+            InterfaceMissing::NotFound {
+                interface,
+                netns,
+                ip_says,
+            } => write!(
+                f,
+                "interface `{interface}` not found{} (ip: {ip_says})",
+                netns
+                    .as_ref()
+                    .map_or(String::new(), |n| format!(" in namespace `{n}`"))
+            ),
+        }
     }
 }
 
@@ -54,7 +88,7 @@ pub fn preflight(plan: &Plan) -> Vec<(String, String)> {
     }
     for p in &plan.ports {
         if let Err(e) = interface_exists(&p.namespace, &p.interface) {
-            problems.push((format!("ports.{}.interface", p.name), e));
+            problems.push((format!("ports.{}.interface", p.name), e.to_string()));
         }
     }
     problems
@@ -64,7 +98,7 @@ impl Testbed {
     /// Builds the lab, or checks nothing more for real interfaces, then brings up every
     /// port's control plane and waits for its session. On any failure everything started so
     /// far is stopped again and nothing has been sent.
-    pub fn up(plan: &Plan, dir: &Path, stop: &AtomicBool) -> Result<Testbed, String> {
+    pub fn up(plan: &Plan, dir: &Path, stop: &AtomicBool) -> Result<Testbed, TestbedError> {
         match &plan.topology {
             Topology::Lab { topology, name, .. } => Self::build_lab(
                 topology,
@@ -83,19 +117,23 @@ impl Testbed {
         name: &str,
         purpose: &str,
         speed: BitsPerSec,
-    ) -> Result<Testbed, String> {
-        let topo: lab::Topology = topology.parse().map_err(|e| format!("{e}"))?;
+    ) -> Result<Testbed, TestbedError> {
+        let topo: lab::Topology = topology.parse().map_err(TestbedError::Topology)?;
         // One lab, one user: a second run on this lab would tear it down under this one.
         let lock = lab::LabLock::acquire(name, purpose, lab::lock::USER_WAIT)
-            .map_err(|e| e.to_string())?;
+            .map_err(TestbedError::Lock)?;
         // Rebuild: whatever a killed run left in the namespaces (servers, captures) goes.
-        lab::down(name).map_err(|e| format!("lab {name}: {e}"))?;
+        let lab_err = |source| TestbedError::Lab {
+            name: name.to_string(),
+            source,
+        };
+        lab::down(name).map_err(lab_err)?;
         let l = lab::Lab::up(&lab::LabConfig {
             name: name.to_string(),
             topology: topo,
             profile: None,
         })
-        .map_err(|e| format!("lab {name}: {e}"))?;
+        .map_err(lab_err)?;
         let built = (|| -> lab::Result<Testbed> {
             l.set_wire_speed(Some(speed.0.round() as u64))?;
             let a = crate::trial::lab_port(&l, lab::PortId::A, "a")?;
@@ -163,13 +201,13 @@ impl Testbed {
             }
             Err(e) => {
                 let _ = l.clone().down();
-                Err(e.to_string())
+                Err(TestbedError::LabPorts(e))
             }
         }
     }
 
-    fn interfaces(plan: &Plan, dir: &Path, stop: &AtomicBool) -> Result<Testbed, String> {
-        let pa = plan.ports.first().ok_or("the plan has no ports")?;
+    fn interfaces(plan: &Plan, dir: &Path, stop: &AtomicBool) -> Result<Testbed, TestbedError> {
+        let pa = plan.ports.first().ok_or(TestbedError::NoPorts)?;
         let pb = plan.ports.get(1);
         let mut a = port_spec(pa, &pa.name);
         let mut b = pb.map(|p| port_spec(p, &p.name));
@@ -177,7 +215,7 @@ impl Testbed {
             .create(true)
             .append(true)
             .open(dir.join(SESSIONS_JSONL))
-            .map_err(|e| format!("{SESSIONS_JSONL}: {e}"))?;
+            .map_err(TestbedError::SessionsLog)?;
         let mut tb = Testbed {
             lab: None,
             a: a.clone(),
@@ -213,7 +251,7 @@ impl Testbed {
                     }
                     Err(e) => {
                         let _ = tb.down();
-                        return Err(e);
+                        return Err(TestbedError::Port(e));
                     }
                 }
             }
@@ -231,7 +269,7 @@ impl Testbed {
                     }
                     Err(e) => {
                         let _ = tb.down();
-                        return Err(e);
+                        return Err(TestbedError::Port(e));
                     }
                 }
             }
@@ -248,7 +286,7 @@ impl Testbed {
                     }
                     Err(e) => {
                         let _ = tb.down();
-                        return Err(e);
+                        return Err(TestbedError::Port(e));
                     }
                 }
             }
@@ -258,7 +296,7 @@ impl Testbed {
             tb.flush_log();
             if let Err(e) = got {
                 let _ = tb.down();
-                return Err(format!("{e} (see {SESSIONS_JSONL} for what was tried)"));
+                return Err(TestbedError::PortUp(e));
             }
             // Test frames to this port go to our gateway address, where the DUT's NAPT sends
             // them (the lease is the way back).
@@ -280,7 +318,7 @@ impl Testbed {
                 Ok(_) => {}
                 Err(e) => {
                     let _ = tb.down();
-                    return Err(e);
+                    return Err(TestbedError::Port(e));
                 }
             }
         }
@@ -304,7 +342,7 @@ impl Testbed {
                 }
                 Err(e) => {
                     let _ = tb.down();
-                    return Err(format!("{e} (see {SESSIONS_JSONL} for what was tried)"));
+                    return Err(TestbedError::PortUp(e));
                 }
             }
         }

@@ -11,6 +11,41 @@ use crate::search::{
 
 use super::{dut_delta, Testbed, CONN_SEED, UDP_DRAIN};
 
+/// Why [`Testbed::conn_trial`] measured nothing.
+#[derive(Debug)]
+pub enum ConnTrialError {
+    /// The testbed has no lab DUT (real interfaces: its table cannot be emptied).
+    NoLabDut,
+    /// No port B to answer (the endpoint topology).
+    NoResponder,
+    /// Emptying the DUT's connection table failed.
+    ResetTable(lab::LabError),
+    /// The engine's trial failed.
+    Engine(engine::Error),
+    /// Deleting the DUT's connections (RFC 9693's tear-down test) failed.
+    Teardown(lab::LabError),
+}
+
+impl std::fmt::Display for ConnTrialError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnTrialError::NoLabDut => f.write_str(
+                "connection trials need the lab's DUT (its table is emptied between trials)",
+            ),
+            ConnTrialError::NoResponder => f.write_str(
+                "connection trials need a responder port (the endpoint topology has none)",
+            ),
+            ConnTrialError::ResetTable(e) => {
+                write!(f, "emptying the DUT's connection table: {e}")
+            }
+            ConnTrialError::Engine(e) => write!(f, "connection trial: {e}"),
+            ConnTrialError::Teardown(e) => write!(f, "tearing down the DUT's connections: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnTrialError {}
+
 impl Testbed {
     /// One two-phase connection trial of `case` (engine::nat): port A opens
     /// `trial.connections` connections at `trial.rate`, port B learns their tuples and answers
@@ -24,17 +59,11 @@ impl Testbed {
         table_size: Option<u64>,
         backend: engine::trial::Backend,
         stop: &AtomicBool,
-    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
-        let lab = self
-            .lab
-            .as_ref()
-            .ok_or("connection trials need the lab's DUT (its table is emptied between trials)")?;
-        let b = self
-            .b
-            .as_ref()
-            .ok_or("connection trials need a responder port (the endpoint topology has none)")?;
+    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), ConnTrialError> {
+        let lab = self.lab.as_ref().ok_or(ConnTrialError::NoLabDut)?;
+        let b = self.b.as_ref().ok_or(ConnTrialError::NoResponder)?;
         lab.reset_conn_table(table_size)
-            .map_err(|e| format!("emptying the DUT's connection table: {e}"))?;
+            .map_err(ConnTrialError::ResetTable)?;
         let mut cfg = engine::nat::ConnTrialConfig::new(self.a.clone(), b.clone(), case.dims.ip);
         cfg.frame_size = case.frame().and_then(|f| f.fixed()).unwrap_or(64);
         cfg.connections = trial.connections;
@@ -60,7 +89,7 @@ impl Testbed {
             mid = lab.conn_stats().ok();
             ports_mid = self.dut_sample();
         })
-        .map_err(|e| format!("connection trial: {e}"))?;
+        .map_err(ConnTrialError::Engine)?;
         let end = lab.conn_stats().ok();
         let ports_end = self.dut_sample();
         // RFC 9693's tear-down: right after the validation (and the counters), delete the
@@ -69,7 +98,7 @@ impl Testbed {
             Some(RealTest::Teardown) => {
                 let t = lab
                     .teardown_conn_table()
-                    .map_err(|e| format!("tearing down the DUT's connections: {e}"))?;
+                    .map_err(ConnTrialError::Teardown)?;
                 Some(TeardownOutcome {
                     entries_before: t.entries_before,
                     entries_after: t.entries_after,

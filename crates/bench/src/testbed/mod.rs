@@ -18,6 +18,7 @@ use emulate::pppoe::SessionInfo;
 use emulate::softwire::SoftwireInfo;
 use engine::port::PortSpec;
 
+use crate::error::BenchError;
 use crate::hooks::Exec;
 use crate::ipoe_port::LeasePort;
 use crate::isp::{SessionPort, SoftwirePort};
@@ -37,11 +38,14 @@ pub use crate::iperf3_run::Iperf3Ends;
 
 mod bring_up;
 mod conn;
+mod error;
 mod reverse;
 mod udp;
 
 pub(crate) use bring_up::interface_exists;
 pub use bring_up::preflight;
+pub use conn::ConnTrialError;
+pub use error::{TeardownError, TestbedError};
 
 /// The ports of a run and what runs on them.
 pub struct Testbed {
@@ -148,26 +152,26 @@ impl Testbed {
     }
 
     /// Closes the sessions (PADT), records their statistics, removes the lab.
-    pub fn down(mut self) -> Result<(), String> {
+    pub fn down(mut self) -> Result<(), TestbedError> {
         self.flush_log();
         let mut errors = Vec::new();
         let mut stats = Vec::new();
         for s in &mut self.sessions {
             match s.finish() {
                 Ok(v) => stats.push(v),
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(TeardownError::Port(e)),
             }
         }
         for s in std::mem::take(&mut self.softwires) {
             match s.finish() {
                 Ok(v) => stats.push(v),
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(TeardownError::Port(e)),
             }
         }
         for s in &mut self.leases {
             match s.finish() {
                 Ok(v) => stats.push(v),
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(TeardownError::Port(e)),
             }
         }
         self.flush_log();
@@ -182,13 +186,13 @@ impl Testbed {
         }
         if let Some(l) = self.lab.take() {
             if let Err(e) = l.down() {
-                errors.push(format!("removing the lab: {e}"));
+                errors.push(TeardownError::Lab(e));
             }
         }
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(errors.join("; "))
+            Err(TestbedError::Down(errors))
         }
     }
 
@@ -267,8 +271,8 @@ impl crate::executor::TrialExecutor for Testbed {
         case: &Case,
         request: &TrialRequest,
         stop: &AtomicBool,
-    ) -> Result<(Outcome, EngineFacts), String> {
-        Testbed::udp_trial(self, plan, case, request, stop)
+    ) -> Result<(Outcome, EngineFacts), BenchError> {
+        Testbed::udp_trial(self, plan, case, request, stop).map_err(BenchError::Failed)
     }
 
     fn conn_trial(
@@ -278,8 +282,9 @@ impl crate::executor::TrialExecutor for Testbed {
         table_size: Option<u64>,
         backend: engine::trial::Backend,
         stop: &AtomicBool,
-    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), String> {
+    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), BenchError> {
         Testbed::conn_trial(self, case, trial, table_size, backend, stop)
+            .map_err(|e| BenchError::Failed(e.to_string()))
     }
 
     fn tcp_trial(
@@ -288,14 +293,16 @@ impl crate::executor::TrialExecutor for Testbed {
         plan: &Plan,
         stop: &AtomicBool,
     ) -> (
-        Result<crate::executor::TcpRun, String>,
+        Result<crate::executor::TcpRun, BenchError>,
         Option<crate::results::DutCounters>,
     ) {
         self.await_softwires(plan, stop);
-        self.with_dut_counters(|| crate::iperf3_run::iperf3_trial(&self.iperf3, case, plan, stop))
+        let (run, dut) = self
+            .with_dut_counters(|| crate::iperf3_run::iperf3_trial(&self.iperf3, case, plan, stop));
+        (run.map_err(BenchError::Failed), dut)
     }
 
-    fn down(self: Box<Self>) -> Result<(), String> {
-        Testbed::down(*self)
+    fn down(self: Box<Self>) -> Result<(), BenchError> {
+        Testbed::down(*self).map_err(|e| BenchError::Failed(e.to_string()))
     }
 }

@@ -94,7 +94,8 @@ impl Testbed {
         // and rate, one direction), built like `wirerate trial` builds its own: the 100 % is
         // the path's, computed once by the spec.
         let probe = request.probe;
-        let spec = crate::spec::from_plan::udp_spec(plan, case, request)?;
+        let spec =
+            crate::spec::from_plan::udp_spec(plan, case, request).map_err(|e| e.to_string())?;
         let frame_size = spec
             .streams
             .first()
@@ -102,7 +103,7 @@ impl Testbed {
             .ok_or("the case's trial spec has no stream")?;
         let carrier = self.port_a_carrier();
         let carrier = carrier.as_ref().map(|c| c as &dyn crate::spec::Carrier);
-        let built = spec.build(&self.a, b, carrier)?;
+        let built = spec.build(&self.a, b, carrier).map_err(|e| e.to_string())?;
         let max = built.max_pps.first().copied().unwrap_or(Pps(0.0));
         let mut sent = built.sent;
         let mut cfg = built.config;
@@ -117,7 +118,10 @@ impl Testbed {
                 };
                 s.direction = crate::spec::Direction::AToB;
             }
-            small.build(&self.a, b, carrier)?.config
+            small
+                .build(&self.a, b, carrier)
+                .map_err(|e| e.to_string())?
+                .config
         } else {
             cfg.clone()
         };
@@ -450,7 +454,7 @@ struct PortACarrier {
 }
 
 impl crate::spec::Carrier for PortACarrier {
-    fn carry(&self, frame: &mut StreamSpec, tx_port: usize) -> Result<(), String> {
+    fn carry(&self, frame: &mut StreamSpec, tx_port: usize) -> Result<(), crate::spec::CarryError> {
         if tx_port != 0 {
             return Ok(());
         }

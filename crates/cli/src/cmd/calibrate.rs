@@ -113,7 +113,7 @@ pub fn run(args: CalibrateArgs) -> CliResult {
             args.lab
         )));
     }
-    let cal = res.map_err(CliError::Failed)?;
+    let cal = res.map_err(|e| CliError::Failed(e.to_string()))?;
     cal.save(&path)
         .map_err(|e| CliError::Failed(e.to_string()))?;
     outln!("saved {}", path.display());

@@ -102,7 +102,7 @@ pub fn run(setup: NewSetup) -> CliResult {
         NewSetup::Endpoint { port, common } => (Setup::Endpoint, vec![port], common),
     };
     let request = bench::iface::plan_request(kind, &ports, common.speed, common.ssh, common.quick)
-        .map_err(CliError::Usage)?;
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     let text = bench::plan_new::write(&request).map_err(|e| CliError::Usage(e.to_string()))?;
     let name = common
         .out

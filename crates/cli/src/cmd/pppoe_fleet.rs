@@ -46,7 +46,7 @@ pub(super) fn fleet(a: ClientArgs) -> CliResult {
     client
         .check()
         .map_err(|e| CliError::Usage(format!("--mru {}: {e}", client.mru)))?;
-    Entropy::check_os().map_err(CliError::Failed)?;
+    Entropy::check_os().map_err(|e| CliError::Failed(e.to_string()))?;
     let sessions = a.sessions.map_or(logins.len(), |n| n as usize);
     if a.subscribers.is_some() && sessions > logins.len() {
         return Err(CliError::Usage(format!(
@@ -76,7 +76,7 @@ pub(super) fn fleet(a: ClientArgs) -> CliResult {
         );
     }
     let run = bench::sessions::run_fleet(&spec, cfg, limits, &|| stop.now(), |_, _, _| {})
-        .map_err(CliError::Failed)?;
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     if p.json {
         for s in &run.sessions {
             outln!("{}", s.to_json());

@@ -289,7 +289,9 @@ pub fn run(args: TrialArgs) -> CliResult {
     let inside_opts = args.inside.options()?;
     let mut inside = bench::inside::Inside::up(&inside_opts, &mut a, &mut b)?;
     let carrier = inside.as_ref().map(|i| i as &dyn Carrier);
-    let built = spec.build(&a, &b, carrier).map_err(usage)?;
+    let built = spec
+        .build(&a, &b, carrier)
+        .map_err(|e| usage(e.to_string()))?;
     for (port, asked, link) in built.config.ports_over_their_link() {
         eprintln!(
             "wirerate: port {} is asked {:.1} % of its {} link ({} of L1 bits with its streams together): more than a link of that speed carries; the veth carries it, but no real port of that speed could offer this load",

@@ -42,6 +42,31 @@ pub mod defaults {
     pub const TTL: u32 = 300;
 }
 
+/// Why [`DnsConfig::add`] refused a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostNameError {
+    /// Not a dotted DNS name (`reason`: what `wire` found wrong with it).
+    NotAName { name: String, reason: wire::Error },
+    /// The root or a top-level name: no zone to answer for.
+    NoDomain { name: String },
+}
+
+impl std::fmt::Display for HostNameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostNameError::NotAName { name, reason } => {
+                write!(f, "{name:?} is not a DNS name: {reason}")
+            }
+            HostNameError::NoDomain { name } => write!(
+                f,
+                "{name:?} has no domain to be authoritative for (give e.g. aftr.example.net)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for HostNameError {}
+
 /// The records of one name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Host {
@@ -66,12 +91,15 @@ impl DnsConfig {
     }
 
     /// Adds `addr` to `name` (a dotted name; refused when it is not a valid DNS name).
-    pub fn add(&mut self, name: &str, addr: IpAddr) -> Result<(), String> {
-        let n = Name::from_dotted(name).map_err(|e| format!("{name:?} is not a DNS name: {e}"))?;
+    pub fn add(&mut self, name: &str, addr: IpAddr) -> Result<(), HostNameError> {
+        let n = Name::from_dotted(name).map_err(|reason| HostNameError::NotAName {
+            name: name.to_string(),
+            reason,
+        })?;
         if n.is_root() || n.parent().is_root() {
-            return Err(format!(
-                "{name:?} has no domain to be authoritative for (give e.g. aftr.example.net)"
-            ));
+            return Err(HostNameError::NoDomain {
+                name: name.to_string(),
+            });
         }
         match self.hosts.iter_mut().find(|h| h.name.eq_ignore_case(&n)) {
             Some(h) => {
