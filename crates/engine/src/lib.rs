@@ -49,8 +49,14 @@ use std::fmt;
 /// What can go wrong in the engine.
 #[derive(Debug)]
 pub enum Error {
-    /// The request does not make sense (a bad stream, a frame without signature, ...).
+    /// The request does not make sense (a bad stream, a frame without signature, ...): the
+    /// user's to fix.
     Config(String),
+    /// The engine's own BPF objects could not be loaded, found complete, read or attached
+    /// (the kernel or its verifier refused a program, a map is missing or unreadable, no XDP
+    /// mode attaches): a fault of the tester or of the system it runs on, never of the request,
+    /// so callers must not report it as a usage error.
+    Bpf(String),
     /// A system call failed; `what` says which step.
     Io {
         what: String,
@@ -74,7 +80,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Config(m) | Error::Timeout(m) | Error::Thread(m) => f.write_str(m),
+            Error::Config(m) | Error::Bpf(m) | Error::Timeout(m) | Error::Thread(m) => {
+                f.write_str(m)
+            }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }

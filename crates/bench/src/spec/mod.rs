@@ -332,6 +332,8 @@ pub fn execute(config: &TrialConfig, stop: &AtomicBool) -> Result<TrialReport, B
         // A configuration that cannot run is the user's to fix (a frame larger than a port's
         // MTU, a trial XDP cannot run on `--backend xdp`, ...).
         engine::Error::Config(m) => BenchError::Usage(m),
+        // The engine's BPF objects failing to load or attach, a system call, a thread: the
+        // tester's or the system's fault, exit 1, never blamed on the plan.
         e => BenchError::Failed(e.to_string()),
     })
 }

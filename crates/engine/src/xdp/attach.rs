@@ -37,7 +37,7 @@ pub(super) fn native_else_skb(
             Err(e) => refusals.push(format!("{mode:?} mode: {e}")),
         }
     }
-    Err(Error::Config(format!(
+    Err(Error::Bpf(format!(
         "cannot attach XDP to {} (port {}): {}",
         port.ifname,
         port.name,

@@ -36,7 +36,7 @@ impl std::fmt::Debug for ConnReceiver {
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Config(format!("XDP connection receiver: {what}: {e}"))
+    Error::Bpf(format!("XDP connection receiver: {what}: {e}"))
 }
 
 impl ConnReceiver {
@@ -47,7 +47,9 @@ impl ConnReceiver {
         let n = u32::try_from(expected.len())
             .ok()
             .filter(|&n| n > 0)
-            .ok_or_else(|| err("connections", "give 1 to 2^32 − 1"))?;
+            .ok_or_else(|| {
+                Error::Config("XDP connection receiver: connections: give 1 to 2^32 − 1".into())
+            })?;
         std::thread::scope(|s| {
             s.spawn(|| Self::attach_here(port, stream, expected, n))
                 .join()

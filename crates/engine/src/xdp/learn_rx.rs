@@ -39,7 +39,7 @@ impl std::fmt::Debug for XdpLearner {
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Config(format!("XDP learner: {what}: {e}"))
+    Error::Bpf(format!("XDP learner: {what}: {e}"))
 }
 
 impl XdpLearner {
@@ -50,7 +50,7 @@ impl XdpLearner {
         let n = u32::try_from(connections)
             .ok()
             .filter(|&n| n > 0)
-            .ok_or_else(|| err("connections", "give 1 to 2^32 − 1"))?;
+            .ok_or_else(|| Error::Config("XDP learner: connections: give 1 to 2^32 − 1".into()))?;
         std::thread::scope(|s| {
             s.spawn(|| Self::attach_here(port, stream, n))
                 .join()

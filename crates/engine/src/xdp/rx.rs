@@ -254,39 +254,37 @@ impl XdpReceiver {
             .set_global("wr_pass_ours", &pass, true)
             .set_global("wr_not_before", &not_before_ns, true)
             .load(super::objects::RX)
-            .map_err(|e| {
-                Error::Config(format!("loading the XDP receiver object: {}", chain(&e)))
-            })?;
+            .map_err(|e| Error::Bpf(format!("loading the XDP receiver object: {}", chain(&e))))?;
         {
             let mut slots: Array<&mut MapData, u32> = Array::try_from(
                 bpf.map_mut("wr_rx_slots")
-                    .ok_or_else(|| Error::Config("rx.bpf.o has no map wr_rx_slots".into()))?,
+                    .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_slots".into()))?,
             )
-            .map_err(|e| Error::Config(format!("wr_rx_slots: {}", chain(&e))))?;
+            .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
             for (slot, &id) in ids.iter().enumerate() {
                 slots
                     .set(u32::from(id), slot as u32 + 1, 0)
-                    .map_err(|e| Error::Config(format!("wr_rx_slots: {}", chain(&e))))?;
+                    .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
             }
         }
         {
             let mut map: Array<&mut MapData, ExpectWords> = Array::try_from(
                 bpf.map_mut("wr_rx_expect")
-                    .ok_or_else(|| Error::Config("rx.bpf.o has no map wr_rx_expect".into()))?,
+                    .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_expect".into()))?,
             )
-            .map_err(|e| Error::Config(format!("wr_rx_expect: {}", chain(&e))))?;
+            .map_err(|e| Error::Bpf(format!("wr_rx_expect: {}", chain(&e))))?;
             for (slot, e) in expect.iter().enumerate() {
                 map.set(slot as u32, expect_words(e), 0)
-                    .map_err(|e| Error::Config(format!("wr_rx_expect: {}", chain(&e))))?;
+                    .map_err(|e| Error::Bpf(format!("wr_rx_expect: {}", chain(&e))))?;
             }
         }
         let prog: &mut Xdp = bpf
             .program_mut("wr_rx")
-            .ok_or_else(|| Error::Config("rx.bpf.o has no program wr_rx".into()))?
+            .ok_or_else(|| Error::Bpf("rx.bpf.o has no program wr_rx".into()))?
             .try_into()
-            .map_err(|e: aya::programs::ProgramError| Error::Config(chain(&e)))?;
+            .map_err(|e: aya::programs::ProgramError| Error::Bpf(chain(&e)))?;
         prog.load().map_err(|e| {
-            Error::Config(format!(
+            Error::Bpf(format!(
                 "the kernel refused the XDP receiver program: {}",
                 chain(&e)
             ))
@@ -323,7 +321,7 @@ impl XdpReceiver {
                 Err(e) => refusals.push(format!("{mode:?} mode: {}", chain(&e))),
             }
         }
-        Err(Error::Config(format!(
+        Err(Error::Bpf(format!(
             "cannot attach XDP to {} (port {}): {}",
             port.ifname,
             port.name,
@@ -353,12 +351,12 @@ impl XdpReceiver {
         let m = self
             .bpf
             .map(map)
-            .ok_or_else(|| Error::Config(format!("rx.bpf.o has no map {map}")))?;
+            .ok_or_else(|| Error::Bpf(format!("rx.bpf.o has no map {map}")))?;
         let arr: PerCpuArray<&MapData, V> =
-            PerCpuArray::try_from(m).map_err(|e| Error::Config(format!("{map}: {}", chain(&e))))?;
+            PerCpuArray::try_from(m).map_err(|e| Error::Bpf(format!("{map}: {}", chain(&e))))?;
         let v = arr
             .get(&index, 0)
-            .map_err(|e| Error::Config(format!("reading {map}: {}", chain(&e))))?;
+            .map_err(|e| Error::Bpf(format!("reading {map}: {}", chain(&e))))?;
         Ok(v.iter().copied().collect())
     }
 
@@ -392,12 +390,12 @@ impl XdpReceiver {
         let seq: Array<&MapData, SeqState> = Array::try_from(
             self.bpf
                 .map("wr_rx_seq")
-                .ok_or_else(|| Error::Config("rx.bpf.o has no map wr_rx_seq".into()))?,
+                .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_seq".into()))?,
         )
-        .map_err(|e| Error::Config(format!("wr_rx_seq: {}", chain(&e))))?;
+        .map_err(|e| Error::Bpf(format!("wr_rx_seq: {}", chain(&e))))?;
         let [high1, _ipdv] = seq
             .get(&slot, 0)
-            .map_err(|e| Error::Config(format!("reading wr_rx_seq: {}", chain(&e))))?;
+            .map_err(|e| Error::Bpf(format!("reading wr_rx_seq: {}", chain(&e))))?;
         let mut buckets = vec![0u64; NBUCKETS];
         for h in &hists {
             for (b, n) in buckets.iter_mut().zip(h.iter()) {

@@ -208,7 +208,12 @@ fn with_meta(index: u32, frame: &[u8]) -> Vec<u8> {
 }
 
 fn bpf_err(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Config(format!("XDP TX: {what}: {e}"))
+    Error::Bpf(format!("XDP TX: {what}: {e}"))
+}
+
+/// A connection table the request asks for that the XDP sender cannot carry: the user's to fix.
+fn conn_refused(what: &str) -> Error {
+    Error::Config(format!("XDP TX: connections: {what}"))
 }
 
 fn array<'a, V: aya::Pod>(bpf: &'a mut Ebpf, name: &str) -> Result<Array<&'a mut MapData, V>> {
@@ -315,7 +320,7 @@ pub(crate) fn open_with_conns(
         conn_recipe(&mut recipes, conns.len())?;
     }
     let conn_slots =
-        u32::try_from(conns.len().max(1)).map_err(|_| bpf_err("connections", "more than 2^32"))?;
+        u32::try_from(conns.len().max(1)).map_err(|_| conn_refused("more than 2^32"))?;
     let mut bpf = aya::EbpfLoader::new()
         .set_max_entries("conns", conn_slots)
         .load(super::objects::TX)
@@ -390,19 +395,17 @@ pub(crate) fn open_with_conns(
 /// Turns the only recipe into one that cycles through `n` connections (`RECIPE_CONNS`).
 fn conn_recipe(recipes: &mut [Recipe], n: usize) -> Result<()> {
     let [r] = recipes else {
-        return Err(bpf_err(
-            "connections",
+        return Err(conn_refused(
             "a connection table needs exactly one stream of one frame size",
         ));
     };
     if r.ip_is_v4 == 0 {
-        return Err(bpf_err(
-            "connections",
+        return Err(conn_refused(
             "the connection table is IPv4 only; use the AF_PACKET backend for IPv6",
         ));
     }
     r.flags |= RECIPE_CONNS;
-    r.conn_count = u32::try_from(n).map_err(|_| bpf_err("connections", "more than 2^32"))?;
+    r.conn_count = u32::try_from(n).map_err(|_| conn_refused("more than 2^32"))?;
     Ok(())
 }
 
