@@ -57,6 +57,7 @@ pub use check::{Failed, Opened, Validated};
 pub use learn::{Learned, Tuple};
 pub use load::{LoadEngine, LoadPhase, LoadReport};
 pub use prelim_xdp::PhaseEngines;
+use priority::SenderPriority;
 pub use reply::ReplyWriter;
 
 /// Stream id of the preliminary frames (initiator → responder).
@@ -536,7 +537,7 @@ pub fn run(
             let (spec, start_ns, stop) = (&cfg.initiator, &start_ns, stop);
             let (timeout, pps) = (cfg.resolve_timeout, cfg.rate_pps);
             let (prelim, xdp_prelim) = (prelim.clone(), &xdp_prelim);
-            sc.spawn(move || -> Result<(PhaseTx, LoadEngine, String)> {
+            sc.spawn(move || -> Result<(PhaseTx, LoadEngine, String, Option<SenderPriority>)> {
                 let setup = (|| {
                     let ifindex = spec.enter(0)?;
                     let (sock, me, dut) = open_sender(spec, ifindex, a_hop, timeout)?;
@@ -550,6 +551,11 @@ pub fn run(
                     Ok((sock, gen, xgen, xdp))
                 })();
                 let (sock, gen, xgen, xdp) = announce(&ready, "initiator sender", setup)?;
+                // After `enter` (nice −10), before the start: the XDP phase is too short to
+                // sit out another program's scheduler slice (priority::PRELIMINARY_DEFAULT).
+                let prio = xdp
+                    .is_ok()
+                    .then(|| priority::raise(priority::preliminary_wish()));
                 let start = loop {
                     let s = start_ns.load(Ordering::Acquire);
                     if s != 0 {
@@ -558,12 +564,12 @@ pub fn run(
                     std::thread::sleep(Duration::from_micros(200));
                 };
                 if start == u64::MAX {
-                    return Ok((PhaseTx::default(), LoadEngine::AfPacket, String::new()));
+                    return Ok((PhaseTx::default(), LoadEngine::AfPacket, String::new(), None));
                 }
                 match xdp {
                     Ok(mut sender) => {
                         prelim_xdp::send(&mut sender, xgen, xdp_prelim, pps, start, stop)
-                            .map(|tx| (tx, LoadEngine::Xdp, String::new()))
+                            .map(|tx| (tx, LoadEngine::Xdp, String::new(), prio))
                     }
                     Err(why) => {
                         let mut batch = MmsgBatch::new(BATCH, gen.max_len().max(128));
@@ -577,7 +583,7 @@ pub fn run(
                             stop,
                             |i, ts, buf| Ok(gen.write(i, ts, buf)),
                         )
-                        .map(|tx| (tx, LoadEngine::AfPacket, why))
+                        .map(|tx| (tx, LoadEngine::AfPacket, why, None))
                     }
                 }
             })
@@ -591,7 +597,7 @@ pub fn run(
             }
         }
         start_ns.store(sys::monotonic_ns() + 20_000_000, Ordering::Release);
-        let (preliminary, sender_engine, sender_note) = match a_tx.join() {
+        let (preliminary, sender_engine, sender_note, sender_priority) = match a_tx.join() {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => return Err(abort(e)),
             Err(_) => return Err(abort(Error::Thread("initiator sender panicked".into()))),
@@ -638,6 +644,7 @@ pub fn run(
                     .filter(|s| !s.is_empty())
                     .collect::<Vec<_>>()
                     .join("; "),
+                sender_priority,
             },
             load,
         })

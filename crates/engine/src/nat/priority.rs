@@ -1,4 +1,5 @@
-//! The scheduling priority of the `nat-throughput` load's two sender threads.
+//! The scheduling priority of the XDP senders of the connection methodologies: the
+//! `nat-throughput` load's two sender threads, and the preliminary phase's one.
 //!
 //! Why: both directions are sent from the one tester CPU (the other is the DUT's), taking
 //! turns call by call ([`crate::xdp::turns`]). Any other runnable thread on that CPU — another
@@ -15,6 +16,15 @@
 //! for measuring one against another. When the wish cannot be granted (not root, no
 //! CAP_SYS_NICE), the sender runs with what it has and the record says `unraised`; the trial is
 //! not failed for it.
+//!
+//! The preliminary phase's XDP sender asks for [`PRELIMINARY_DEFAULT`], SCHED_FIFO: its phase
+//! is short (N / rate: 12.5 ms for 5,000 connections at 400,000/s) and catches up at most
+//! 128 frames after a stall (`prelim_xdp::MAX_CATCH_UP`), so one scheduler slice of another program
+//! (8–16 ms on the tester CPU at load 8, measured with `perf record -e sched:sched_switch`,
+//! 2026-11-29) slips thousands of connections and the trial is tester-limited. A real-time
+//! thread is not preempted by ordinary ones; the kernel's fair server lets those run only
+//! after they waited most of a second, longer than any phase above 5,000 connections/s.
+//! `WIRERATE_NAT_PRELIMINARY_PRIORITY` overrides it (same syntax).
 
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +49,13 @@ pub const DEFAULT: SenderPriority = SenderPriority::Nice { nice: -10 };
 /// The environment variable that overrides [`DEFAULT`].
 pub const ENV: &str = "WIRERATE_NAT_SENDER_PRIORITY";
 
+/// What the preliminary phase's XDP sender asks for unless overridden (see the module's
+/// documentation for why real-time).
+pub const PRELIMINARY_DEFAULT: SenderPriority = SenderPriority::Fifo { priority: 1 };
+
+/// The environment variable that overrides [`PRELIMINARY_DEFAULT`].
+pub const PRELIMINARY_ENV: &str = "WIRERATE_NAT_PRELIMINARY_PRIORITY";
+
 /// Parses `fifo:N`, `nice:N` or `none`.
 pub fn parse(s: &str) -> Option<SenderPriority> {
     let s = s.trim();
@@ -57,10 +74,20 @@ pub fn parse(s: &str) -> Option<SenderPriority> {
 /// The wish: [`ENV`] if set and valid, else [`DEFAULT`] (an invalid value is ignored, and
 /// [`raise`]'s result says what was used).
 pub fn wish() -> SenderPriority {
-    std::env::var(ENV)
+    wish_from(ENV, DEFAULT)
+}
+
+/// The preliminary sender's wish: [`PRELIMINARY_ENV`] if set and valid, else
+/// [`PRELIMINARY_DEFAULT`].
+pub fn preliminary_wish() -> SenderPriority {
+    wish_from(PRELIMINARY_ENV, PRELIMINARY_DEFAULT)
+}
+
+fn wish_from(env: &str, default: SenderPriority) -> SenderPriority {
+    std::env::var(env)
         .ok()
         .and_then(|v| parse(&v))
-        .unwrap_or(DEFAULT)
+        .unwrap_or(default)
 }
 
 /// Raises the calling thread to `want`; returns what it got. Best effort: a refused
