@@ -551,11 +551,12 @@ pub fn run(
                     Ok((sock, gen, xgen, xdp))
                 })();
                 let (sock, gen, xgen, xdp) = announce(&ready, "initiator sender", setup)?;
-                // After `enter` (nice −10), before the start: the XDP phase is too short to
-                // sit out another program's scheduler slice (priority::PRELIMINARY_DEFAULT).
+                // After `enter` (nice −10), before the start: a short XDP phase cannot sit
+                // out another program's scheduler slice (priority::PRELIMINARY_DEFAULT).
+                let phase = Duration::from_secs_f64(n as f64 / pps.max(1.0));
                 let prio = xdp
                     .is_ok()
-                    .then(|| priority::raise(priority::preliminary_wish()));
+                    .then(|| priority::raise(priority::preliminary_wish(phase)));
                 let start = loop {
                     let s = start_ns.load(Ordering::Acquire);
                     if s != 0 {

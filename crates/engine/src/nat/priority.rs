@@ -22,9 +22,15 @@
 //! 128 frames after a stall (`prelim_xdp::MAX_CATCH_UP`), so one scheduler slice of another program
 //! (8–16 ms on the tester CPU at load 8, measured with `perf record -e sched:sched_switch`,
 //! 2026-11-29) slips thousands of connections and the trial is tester-limited. A real-time
-//! thread is not preempted by ordinary ones; the kernel's fair server lets those run only
-//! after they waited most of a second, longer than any phase above 5,000 connections/s.
-//! `WIRERATE_NAT_PRELIMINARY_PRIORITY` overrides it (same syntax).
+//! thread is not preempted by ordinary ones — for most of a second: the kernel then runs the
+//! ordinary threads it starved for 50 ms at once (`sched_rt_runtime_us` 950,000 of
+//! `sched_rt_period_us` 1,000,000, or the fair server), and 50 ms is more than 128 frames at
+//! any rate above 2,560/s. So only phases shorter than [`PRELIMINARY_FIFO_LONGEST`] run
+//! real-time; longer (slower) ones keep [`DEFAULT`], under which a slice of another program
+//! is fewer frames than the catch-up. A run of the whole NAT plan at load 12–15
+//! (2026-11-29) showed it: with every phase real-time, the firewall's 5,000 connections at
+//! 3,728/s (1.3 s) went out at 3,684/s, 58 frames short — one 50 ms stall.
+//! `WIRERATE_NAT_PRELIMINARY_PRIORITY` overrides the choice (same syntax).
 
 use serde::{Deserialize, Serialize};
 
@@ -49,9 +55,13 @@ pub const DEFAULT: SenderPriority = SenderPriority::Nice { nice: -10 };
 /// The environment variable that overrides [`DEFAULT`].
 pub const ENV: &str = "WIRERATE_NAT_SENDER_PRIORITY";
 
-/// What the preliminary phase's XDP sender asks for unless overridden (see the module's
-/// documentation for why real-time).
+/// What the preliminary phase's XDP sender asks for unless overridden, when its phase is
+/// shorter than [`PRELIMINARY_FIFO_LONGEST`] (see the module's documentation for why).
 pub const PRELIMINARY_DEFAULT: SenderPriority = SenderPriority::Fifo { priority: 1 };
+
+/// The longest preliminary phase sent real-time: half the second after which the kernel
+/// stops a real-time thread for 50 ms, so a phase never meets that stop.
+pub const PRELIMINARY_FIFO_LONGEST: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The environment variable that overrides [`PRELIMINARY_DEFAULT`].
 pub const PRELIMINARY_ENV: &str = "WIRERATE_NAT_PRELIMINARY_PRIORITY";
@@ -77,10 +87,16 @@ pub fn wish() -> SenderPriority {
     wish_from(ENV, DEFAULT)
 }
 
-/// The preliminary sender's wish: [`PRELIMINARY_ENV`] if set and valid, else
-/// [`PRELIMINARY_DEFAULT`].
-pub fn preliminary_wish() -> SenderPriority {
-    wish_from(PRELIMINARY_ENV, PRELIMINARY_DEFAULT)
+/// The preliminary sender's wish for a phase of `phase` (N / rate): [`PRELIMINARY_ENV`] if
+/// set and valid, else [`PRELIMINARY_DEFAULT`] for a phase shorter than
+/// [`PRELIMINARY_FIFO_LONGEST`], [`DEFAULT`] for a longer one.
+pub fn preliminary_wish(phase: std::time::Duration) -> SenderPriority {
+    let default = if phase < PRELIMINARY_FIFO_LONGEST {
+        PRELIMINARY_DEFAULT
+    } else {
+        DEFAULT
+    };
+    wish_from(PRELIMINARY_ENV, default)
 }
 
 fn wish_from(env: &str, default: SenderPriority) -> SenderPriority {
@@ -138,6 +154,21 @@ mod tests {
         ] {
             assert_eq!(parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn only_a_short_preliminary_phase_runs_real_time() {
+        if std::env::var_os(PRELIMINARY_ENV).is_some() {
+            println!("SKIP: {PRELIMINARY_ENV} is set and overrides the choice");
+            return;
+        }
+        let ms = std::time::Duration::from_millis;
+        // 5,000 connections at 400,000/s and at 10,001/s: real-time.
+        assert_eq!(preliminary_wish(ms(12)), PRELIMINARY_DEFAULT);
+        assert_eq!(preliminary_wish(ms(499)), PRELIMINARY_DEFAULT);
+        // At 10,000/s and slower the kernel's 50 ms stop could fall inside the phase.
+        assert_eq!(preliminary_wish(ms(500)), DEFAULT);
+        assert_eq!(preliminary_wish(ms(1341)), DEFAULT);
     }
 
     #[test]
