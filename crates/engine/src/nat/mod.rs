@@ -553,10 +553,12 @@ pub fn run(
                 let (sock, gen, xgen, xdp) = announce(&ready, "initiator sender", setup)?;
                 // After `enter` (nice −10), before the start: a short XDP phase cannot sit
                 // out another program's scheduler slice (priority::PRELIMINARY_DEFAULT).
-                let phase = Duration::from_secs_f64(n as f64 / pps.max(1.0));
-                let prio = xdp
-                    .is_ok()
-                    .then(|| priority::raise(priority::preliminary_wish(phase)));
+                let per_frame = |frames: u64| Duration::from_secs_f64(frames as f64 / pps.max(1.0));
+                let wish = priority::preliminary_wish(
+                    per_frame(n),
+                    per_frame(prelim_xdp::MAX_CATCH_UP),
+                );
+                let prio = xdp.is_ok().then(|| priority::raise(wish));
                 let start = loop {
                     let s = start_ns.load(Ordering::Acquire);
                     if s != 0 {

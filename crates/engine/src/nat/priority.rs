@@ -25,11 +25,13 @@
 //! thread is not preempted by ordinary ones — for most of a second: the kernel then runs the
 //! ordinary threads it starved for 50 ms at once (`sched_rt_runtime_us` 950,000 of
 //! `sched_rt_period_us` 1,000,000, or the fair server), and 50 ms is more than 128 frames at
-//! any rate above 2,560/s. So only phases shorter than [`PRELIMINARY_FIFO_LONGEST`] run
-//! real-time; longer (slower) ones keep [`DEFAULT`], under which a slice of another program
-//! is fewer frames than the catch-up. A run of the whole NAT plan at load 12–15
-//! (2026-11-29) showed it: with every phase real-time, the firewall's 5,000 connections at
-//! 3,728/s (1.3 s) went out at 3,684/s, 58 frames short — one 50 ms stall.
+//! any rate above 2,560/s. So a phase runs real-time when it is shorter than
+//! [`PRELIMINARY_FIFO_LONGEST`] or when that stop costs no more than its catch-up
+//! ([`RT_STOP`] × rate ≤ 128 frames); in between it keeps [`DEFAULT`]. Runs of the whole NAT
+//! plan at load 12–15 (2026-11-29) showed both ends: with every phase real-time, the
+//! firewall's 5,000 connections at 3,728/s (1.3 s) went out at 3,684/s, 58 frames short — one
+//! 50 ms stall; with only the phases under 0.5 s real-time, the capacity trials at 2,500/s
+//! (nice −10) went out at 2,012–2,383/s, where real-time they had all been paced in full.
 //! `WIRERATE_NAT_PRELIMINARY_PRIORITY` overrides the choice (same syntax).
 
 use serde::{Deserialize, Serialize};
@@ -59,9 +61,14 @@ pub const ENV: &str = "WIRERATE_NAT_SENDER_PRIORITY";
 /// shorter than [`PRELIMINARY_FIFO_LONGEST`] (see the module's documentation for why).
 pub const PRELIMINARY_DEFAULT: SenderPriority = SenderPriority::Fifo { priority: 1 };
 
-/// The longest preliminary phase sent real-time: half the second after which the kernel
-/// stops a real-time thread for 50 ms, so a phase never meets that stop.
+/// The longest preliminary phase always sent real-time: half the second after which the
+/// kernel stops a real-time thread for [`RT_STOP`], so a phase never meets that stop.
 pub const PRELIMINARY_FIFO_LONGEST: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How long the kernel stops a real-time thread that ran most of a second: the period
+/// (`sched_rt_period_us`, 1 s) less what real-time may use of it (`sched_rt_runtime_us`,
+/// 0.95 s), the defaults.
+pub const RT_STOP: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The environment variable that overrides [`PRELIMINARY_DEFAULT`].
 pub const PRELIMINARY_ENV: &str = "WIRERATE_NAT_PRELIMINARY_PRIORITY";
@@ -87,11 +94,16 @@ pub fn wish() -> SenderPriority {
     wish_from(ENV, DEFAULT)
 }
 
-/// The preliminary sender's wish for a phase of `phase` (N / rate): [`PRELIMINARY_ENV`] if
+/// The preliminary sender's wish for a phase of `phase` (N / rate) that may catch up
+/// `catch_up` of schedule after a stall (its catch-up frames / rate): [`PRELIMINARY_ENV`] if
 /// set and valid, else [`PRELIMINARY_DEFAULT`] for a phase shorter than
-/// [`PRELIMINARY_FIFO_LONGEST`], [`DEFAULT`] for a longer one.
-pub fn preliminary_wish(phase: std::time::Duration) -> SenderPriority {
-    let default = if phase < PRELIMINARY_FIFO_LONGEST {
+/// [`PRELIMINARY_FIFO_LONGEST`] or one that catches up a whole [`RT_STOP`], [`DEFAULT`]
+/// otherwise.
+pub fn preliminary_wish(
+    phase: std::time::Duration,
+    catch_up: std::time::Duration,
+) -> SenderPriority {
+    let default = if phase < PRELIMINARY_FIFO_LONGEST || catch_up >= RT_STOP {
         PRELIMINARY_DEFAULT
     } else {
         DEFAULT
@@ -163,12 +175,16 @@ mod tests {
             return;
         }
         let ms = std::time::Duration::from_millis;
-        // 5,000 connections at 400,000/s and at 10,001/s: real-time.
-        assert_eq!(preliminary_wish(ms(12)), PRELIMINARY_DEFAULT);
-        assert_eq!(preliminary_wish(ms(499)), PRELIMINARY_DEFAULT);
-        // At 10,000/s and slower the kernel's 50 ms stop could fall inside the phase.
-        assert_eq!(preliminary_wish(ms(500)), DEFAULT);
-        assert_eq!(preliminary_wish(ms(1341)), DEFAULT);
+        // 5,000 connections at 400,000/s and at 10,001/s (128 frames: 0.3 and 12.8 ms):
+        // real-time.
+        assert_eq!(preliminary_wish(ms(12), ms(0)), PRELIMINARY_DEFAULT);
+        assert_eq!(preliminary_wish(ms(499), ms(12)), PRELIMINARY_DEFAULT);
+        // At 10,000/s down to 2,561/s the kernel's 50 ms stop could fall inside the phase
+        // and slip frames.
+        assert_eq!(preliminary_wish(ms(500), ms(12)), DEFAULT);
+        assert_eq!(preliminary_wish(ms(1341), ms(34)), DEFAULT);
+        // At 2,560/s and slower the phase catches up the whole stop: real-time again.
+        assert_eq!(preliminary_wish(ms(2400), ms(50)), PRELIMINARY_DEFAULT);
     }
 
     #[test]
