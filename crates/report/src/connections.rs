@@ -174,9 +174,10 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                     upper.is_none(),
                     at_figure,
                 );
-                let at_upper = ts.iter().rev().find(|t| {
-                    !t.superseded && upper.is_some_and(|u| t.request.connections == u)
-                });
+                let at_upper = ts
+                    .iter()
+                    .rev()
+                    .find(|t| !t.superseded && upper.is_some_and(|u| t.request.connections == u));
                 r.dut_egress_drops_at_upper = at_upper.and_then(|t| egress_drops(t));
                 out.push(r);
             }
@@ -203,7 +204,8 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                 // refusals, and egress drops if the DUT had any.
                 let at_upper = ts.iter().rev().find(|t| {
                     !t.superseded
-                        && upper.is_some_and(|u| (t.request.rate.0 - u.0).abs() <= 1e-9 * u.0.max(1.0))
+                        && upper
+                            .is_some_and(|u| (t.request.rate.0 - u.0).abs() <= 1e-9 * u.0.max(1.0))
                 });
                 if let Some(t) = at_upper {
                     r.lost_at_upper = Some(t.request.connections.saturating_sub(t.phases.learned));

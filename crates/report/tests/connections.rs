@@ -72,9 +72,7 @@ fn done(rep: u32, lower: f64, upper: f64, trials: u32) -> Record {
 
 /// The connection table's rows of a Markdown summary, as cells.
 fn md_rows(md: &str) -> Vec<Vec<String>> {
-    let start = md
-        .find("## Connections")
-        .expect("a connections section");
+    let start = md.find("## Connections").expect("a connections section");
     md[start..]
         .lines()
         .skip_while(|l| !l.starts_with("| case"))
@@ -113,13 +111,19 @@ fn connection_rows_name_the_preliminary_engine_and_the_duts_egress_drops() {
     assert_eq!(a.connections.len(), 2, "{:?}", a.connections);
     let (r0, r1) = (&a.connections[0], &a.connections[1]);
     assert_eq!(r0.preliminary_engine.as_deref(), Some("xdp"));
-    assert_eq!((r0.lost_at_upper, r0.dut_drops_at_upper), (Some(845), Some(845)));
+    assert_eq!(
+        (r0.lost_at_upper, r0.dut_drops_at_upper),
+        (Some(845), Some(845))
+    );
     assert_eq!(r0.dut_egress_drops_at_upper, None, "zero is not shown");
     assert_eq!(
         r1.preliminary_engine.as_deref(),
         Some("sender xdp, learner af_packet")
     );
-    assert_eq!((r1.lost_at_upper, r1.dut_drops_at_upper), (Some(100), Some(63)));
+    assert_eq!(
+        (r1.lost_at_upper, r1.dut_drops_at_upper),
+        (Some(100), Some(63))
+    );
     assert_eq!(r1.dut_egress_drops_at_upper, Some(37));
 
     let files = report::render_all(&a);
@@ -148,15 +152,17 @@ fn connection_rows_name_the_preliminary_engine_and_the_duts_egress_drops() {
         col("dut_drops_at_upper"),
     );
     assert_eq!(
-        [rows[0][engine], rows[0][egress], rows[0][lost], rows[0][drops]],
+        [
+            rows[0][engine],
+            rows[0][egress],
+            rows[0][lost],
+            rows[0][drops]
+        ],
         ["xdp", "", "845", "845"],
         "{csv}"
     );
     // The engine cell holds a comma: quoted in CSV.
-    assert!(
-        csv.contains("\"sender xdp, learner af_packet\""),
-        "{csv}"
-    );
+    assert!(csv.contains("\"sender xdp, learner af_packet\""), "{csv}");
     assert!(csv.lines().nth(2).unwrap().ends_with(",37"), "{csv}");
 
     // Markdown: the titles and the cells of both rows.
@@ -169,7 +175,10 @@ fn connection_rows_name_the_preliminary_engine_and_the_duts_egress_drops() {
     );
     let body: Vec<&Vec<String>> = md.iter().skip(2).collect();
     assert_eq!(body.len(), 2);
-    assert_eq!((body[0][engine].as_str(), body[0][egress].as_str()), ("xdp", ""));
+    assert_eq!(
+        (body[0][engine].as_str(), body[0][egress].as_str()),
+        ("xdp", "")
+    );
     assert_eq!(
         (body[1][engine].as_str(), body[1][egress].as_str()),
         ("sender xdp, learner af_packet", "37")

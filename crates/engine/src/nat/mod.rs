@@ -537,59 +537,67 @@ pub fn run(
             let (spec, start_ns, stop) = (&cfg.initiator, &start_ns, stop);
             let (timeout, pps) = (cfg.resolve_timeout, cfg.rate_pps);
             let (prelim, xdp_prelim) = (prelim.clone(), &xdp_prelim);
-            sc.spawn(move || -> Result<(PhaseTx, LoadEngine, String, Option<SenderPriority>)> {
-                let setup = (|| {
-                    let ifindex = spec.enter(0)?;
-                    let (sock, me, dut) = open_sender(spec, ifindex, a_hop, timeout)?;
-                    let mut gen = FrameGen::new(&prelim)?;
-                    gen.set_macs(dut, me.mac);
-                    // The XDP sender, opened before the start (or why not: then AF_PACKET).
-                    let mut xgen = FrameGen::new(xdp_prelim)?;
-                    xgen.set_macs(dut, me.mac);
-                    let xdp =
-                        prelim_xdp::open_sender(cfg, opened, spec, ifindex, &xgen, xdp_prelim)?;
-                    Ok((sock, gen, xgen, xdp))
-                })();
-                let (sock, gen, xgen, xdp) = announce(&ready, "initiator sender", setup)?;
-                // After `enter` (nice −10), before the start: a short XDP phase cannot sit
-                // out another program's scheduler slice (priority::PRELIMINARY_DEFAULT).
-                let per_frame = |frames: u64| Duration::from_secs_f64(frames as f64 / pps.max(1.0));
-                let wish = priority::preliminary_wish(
-                    per_frame(n),
-                    per_frame(prelim_xdp::MAX_CATCH_UP),
-                );
-                let prio = xdp.is_ok().then(|| priority::raise(wish));
-                let start = loop {
-                    let s = start_ns.load(Ordering::Acquire);
-                    if s != 0 {
-                        break s;
+            sc.spawn(
+                move || -> Result<(PhaseTx, LoadEngine, String, Option<SenderPriority>)> {
+                    let setup = (|| {
+                        let ifindex = spec.enter(0)?;
+                        let (sock, me, dut) = open_sender(spec, ifindex, a_hop, timeout)?;
+                        let mut gen = FrameGen::new(&prelim)?;
+                        gen.set_macs(dut, me.mac);
+                        // The XDP sender, opened before the start (or why not: then AF_PACKET).
+                        let mut xgen = FrameGen::new(xdp_prelim)?;
+                        xgen.set_macs(dut, me.mac);
+                        let xdp =
+                            prelim_xdp::open_sender(cfg, opened, spec, ifindex, &xgen, xdp_prelim)?;
+                        Ok((sock, gen, xgen, xdp))
+                    })();
+                    let (sock, gen, xgen, xdp) = announce(&ready, "initiator sender", setup)?;
+                    // After `enter` (nice −10), before the start: a short XDP phase cannot sit
+                    // out another program's scheduler slice (priority::PRELIMINARY_DEFAULT).
+                    let per_frame =
+                        |frames: u64| Duration::from_secs_f64(frames as f64 / pps.max(1.0));
+                    let wish = priority::preliminary_wish(
+                        per_frame(n),
+                        per_frame(prelim_xdp::MAX_CATCH_UP),
+                    );
+                    let prio = xdp.is_ok().then(|| priority::raise(wish));
+                    let start = loop {
+                        let s = start_ns.load(Ordering::Acquire);
+                        if s != 0 {
+                            break s;
+                        }
+                        std::thread::sleep(Duration::from_micros(200));
+                    };
+                    if start == u64::MAX {
+                        return Ok((
+                            PhaseTx::default(),
+                            LoadEngine::AfPacket,
+                            String::new(),
+                            None,
+                        ));
                     }
-                    std::thread::sleep(Duration::from_micros(200));
-                };
-                if start == u64::MAX {
-                    return Ok((PhaseTx::default(), LoadEngine::AfPacket, String::new(), None));
-                }
-                match xdp {
-                    Ok(mut sender) => {
-                        prelim_xdp::send(&mut sender, xgen, xdp_prelim, pps, start, stop)
-                            .map(|tx| (tx, LoadEngine::Xdp, String::new(), prio))
+                    match xdp {
+                        Ok(mut sender) => {
+                            prelim_xdp::send(&mut sender, xgen, xdp_prelim, pps, start, stop)
+                                .map(|tx| (tx, LoadEngine::Xdp, String::new(), prio))
+                        }
+                        Err(why) => {
+                            let mut batch = MmsgBatch::new(BATCH, gen.max_len().max(128));
+                            send_paced(
+                                &sock,
+                                spec.faces_dut,
+                                &mut batch,
+                                n,
+                                pps,
+                                start,
+                                stop,
+                                |i, ts, buf| Ok(gen.write(i, ts, buf)),
+                            )
+                            .map(|tx| (tx, LoadEngine::AfPacket, why, None))
+                        }
                     }
-                    Err(why) => {
-                        let mut batch = MmsgBatch::new(BATCH, gen.max_len().max(128));
-                        send_paced(
-                            &sock,
-                            spec.faces_dut,
-                            &mut batch,
-                            n,
-                            pps,
-                            start,
-                            stop,
-                            |i, ts, buf| Ok(gen.write(i, ts, buf)),
-                        )
-                        .map(|tx| (tx, LoadEngine::AfPacket, why, None))
-                    }
-                }
-            })
+                },
+            )
         };
         drop(ready_tx);
         for _ in 0..3 {
