@@ -559,6 +559,7 @@ pub fn run(
                     let wish = priority::preliminary_wish(
                         per_frame(n),
                         per_frame(prelim_xdp::MAX_CATCH_UP),
+                        learner_engine == LoadEngine::Xdp,
                     );
                     let prio = xdp.is_ok().then(|| priority::raise(wish));
                     let start = loop {

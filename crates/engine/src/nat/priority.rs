@@ -95,15 +95,20 @@ pub fn wish() -> SenderPriority {
 }
 
 /// The preliminary sender's wish for a phase of `phase` (N / rate) that may catch up
-/// `catch_up` of schedule after a stall (its catch-up frames / rate): [`PRELIMINARY_ENV`] if
-/// set and valid, else [`PRELIMINARY_DEFAULT`] for a phase shorter than
-/// [`PRELIMINARY_FIFO_LONGEST`] or one that catches up a whole [`RT_STOP`], [`DEFAULT`]
-/// otherwise.
+/// `catch_up` of schedule after a stall (its catch-up frames / rate), learned in the kernel
+/// or not (`learner_in_kernel`): [`PRELIMINARY_ENV`] if set and valid, else
+/// [`PRELIMINARY_DEFAULT`] for a phase shorter than [`PRELIMINARY_FIFO_LONGEST`] or one that
+/// catches up a whole [`RT_STOP`], [`DEFAULT`] otherwise — and always [`DEFAULT`] when an
+/// AF_PACKET learner must read its ring on the same tester CPU during the phase: a real-time
+/// sender spinning there starved it (1,000 connections at 5,000/s: its ring dropped 365 of
+/// them, `nat_prelim_xdp`, 2026-11-29).
 pub fn preliminary_wish(
     phase: std::time::Duration,
     catch_up: std::time::Duration,
+    learner_in_kernel: bool,
 ) -> SenderPriority {
-    let default = if phase < PRELIMINARY_FIFO_LONGEST || catch_up >= RT_STOP {
+    let short = phase < PRELIMINARY_FIFO_LONGEST || catch_up >= RT_STOP;
+    let default = if short && learner_in_kernel {
         PRELIMINARY_DEFAULT
     } else {
         DEFAULT
@@ -177,14 +182,20 @@ mod tests {
         let ms = std::time::Duration::from_millis;
         // 5,000 connections at 400,000/s and at 10,001/s (128 frames: 0.3 and 12.8 ms):
         // real-time.
-        assert_eq!(preliminary_wish(ms(12), ms(0)), PRELIMINARY_DEFAULT);
-        assert_eq!(preliminary_wish(ms(499), ms(12)), PRELIMINARY_DEFAULT);
+        assert_eq!(preliminary_wish(ms(12), ms(0), true), PRELIMINARY_DEFAULT);
+        assert_eq!(preliminary_wish(ms(499), ms(12), true), PRELIMINARY_DEFAULT);
+        // Not with a learner in user space on the same CPU.
+        assert_eq!(preliminary_wish(ms(12), ms(0), false), DEFAULT);
         // At 10,000/s down to 2,561/s the kernel's 50 ms stop could fall inside the phase
         // and slip frames.
-        assert_eq!(preliminary_wish(ms(500), ms(12)), DEFAULT);
-        assert_eq!(preliminary_wish(ms(1341), ms(34)), DEFAULT);
+        assert_eq!(preliminary_wish(ms(500), ms(12), true), DEFAULT);
+        assert_eq!(preliminary_wish(ms(1341), ms(34), true), DEFAULT);
         // At 2,560/s and slower the phase catches up the whole stop: real-time again.
-        assert_eq!(preliminary_wish(ms(2400), ms(50)), PRELIMINARY_DEFAULT);
+        assert_eq!(
+            preliminary_wish(ms(2400), ms(50), true),
+            PRELIMINARY_DEFAULT
+        );
+        assert_eq!(preliminary_wish(ms(2400), ms(50), false), DEFAULT);
     }
 
     #[test]
