@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use engine::nat::priority::SenderPriority;
 use engine::nat::{self, ConnTrialConfig, LoadEngine};
 use engine::trial::Backend;
 use lab::Lab;
@@ -117,6 +118,23 @@ fn xdp_preliminary_phase_learns_exactly_the_connections_the_napt_created() {
     // Far below the DUT's rate: all N.
     assert_eq!((r.learned, r.validated), (n, n));
     assert_eq!(r.preliminary_engines.note, "");
+    // A 0.6 s phase above 2,560/s: the port's nice −10, not real-time (nat::priority).
+    assert_sender_priority(&r, SenderPriority::Nice { nice: -10 });
+}
+
+/// The XDP sender ran at `want` and the report says so (unless the environment overrides the
+/// choice: then only that it was recorded).
+fn assert_sender_priority(r: &nat::ConnTrialReport, want: SenderPriority) {
+    let got = r.preliminary_engines.sender_priority;
+    if std::env::var_os(nat::priority::PRELIMINARY_ENV).is_some() {
+        println!(
+            "SKIP (priority only): {} overrides it",
+            nat::priority::PRELIMINARY_ENV
+        );
+        assert!(got.is_some(), "the XDP sender's priority is recorded");
+        return;
+    }
+    assert_eq!(got, Some(want));
 }
 
 #[test]
@@ -134,6 +152,8 @@ fn xdp_preliminary_phase_through_an_overloaded_napt_learns_only_what_it_created(
         r.preliminary.refused_by_peer, r.learned
     );
     assert_exact(lab, &cfg, &r, in_table);
+    // A 4 ms phase: real-time (nat::priority).
+    assert_sender_priority(&r, SenderPriority::Fifo { priority: 1 });
 }
 
 #[test]
@@ -157,6 +177,10 @@ fn an_ipv6_preliminary_phase_falls_back_to_af_packet_with_the_reason() {
             && e.note.contains("IPv4 only"),
         "{}",
         e.note
+    );
+    assert_eq!(
+        e.sender_priority, None,
+        "AF_PACKET keeps the port thread's priority"
     );
     assert_eq!((r.preliminary.sent, r.learned, r.validated), (n, n, n));
     assert_eq!(in_table, n);
@@ -213,6 +237,8 @@ fn a_responder_port_that_holds_another_xdp_program_learns_on_af_packet() {
         "{}",
         e.note
     );
+    // Not real-time: the AF_PACKET learner reads its ring on the same tester CPU.
+    assert_sender_priority(&r, SenderPriority::Nice { nice: -10 });
     assert_eq!(r.rx_ring_drops, 0, "the tester's ring dropped frames");
     assert_eq!((r.learned, r.validated), (n, n));
     assert_eq!(in_table, n);

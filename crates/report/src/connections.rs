@@ -2,13 +2,16 @@
 //! `nat-teardown-rate`, `nat-throughput`, issue #15): one row per (case, methodology,
 //! repetition) — per N for `nat-throughput` — with the search's bracket, what failed past
 //! the capacity, and the DUT's own connection counters from the trial the figure rests on, so a
-//! reader can check the tester's count against the DUT's. Pure: records in, rows and bytes out.
+//! reader can check the tester's count against the DUT's; and how it was measured: which engine
+//! ran the preliminary phase (`phases.preliminary_engines`), and the DUT's egress drops when it
+//! had any — frames the DUT forwarded that the tester's port could not take, the tester's loss,
+//! not the DUT's (DESIGN.md §7). Pure: records in, rows and bytes out.
 
 use std::collections::BTreeMap;
 
 use bench_model::plan::Methodology;
 use bench_model::results::{ConnDone, ConnTrialRecord};
-use bench_model::search::{ConnFinding, ConnStatus};
+use bench_model::search::{ConnFinding, ConnStatus, LoadBackend};
 use serde::{Deserialize, Serialize};
 
 /// One finished connection search.
@@ -52,7 +55,9 @@ pub struct ConnRow {
     pub dut_drops_at_figure: Option<u64>,
     /// `nat-throughput`: frames lost (both directions) in the trial at the first failing
     /// rate, and the DUT's own ingress drops over it: equal when the DUT dropped them at its
-    /// input queue, which is what makes the failure the DUT's.
+    /// input queue, which is what makes the failure the DUT's. `nat-connection-rate`: the
+    /// connections lost there (N − learned) and the DUT's ingress drops over that trial's
+    /// preliminary phase, alike.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_at_upper: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,8 +66,40 @@ pub struct ConnRow {
     /// next N), as the status cell says it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tester_short: Option<String>,
+    /// Which engine ran the preliminary phase (`xdp`, `af_packet`, or `sender …, learner …`
+    /// when the two halves differed), from the trial at the figure or else the search's last
+    /// trial; `None` in records written before it was recorded (AF_PACKET then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preliminary_engine: Option<String>,
+    /// The DUT's egress drops in the trial at the first failing value (preliminary phase, and
+    /// validation and load), only when non-zero: frames the DUT forwarded and the tester's
+    /// port refused, so that failure was the tester's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_egress_drops_at_upper: Option<u64>,
     /// The same sentence the run printed (bench_model::search::nat::describe).
     pub summary: String,
+}
+
+/// The preliminary phase's engine as the row says it: one name when both halves ran on it.
+fn engine_cell(t: &ConnTrialRecord) -> Option<String> {
+    let e = t.phases.preliminary_engines.as_ref()?;
+    let name = |b: LoadBackend| match b {
+        LoadBackend::Xdp => "xdp",
+        LoadBackend::AfPacket => "af_packet",
+    };
+    Some(if e.sender == e.learner {
+        name(e.sender).to_string()
+    } else {
+        format!("sender {}, learner {}", name(e.sender), name(e.learner))
+    })
+}
+
+/// The DUT's egress drops over the whole trial (preliminary phase, then validation and load);
+/// `None` when none were counted or the record has no port counters.
+fn egress_drops(t: &ConnTrialRecord) -> Option<u64> {
+    let d = t.dut?;
+    let n = d.ports.map_or(0, |c| c.egress_drops) + d.load_ports.map_or(0, |c| c.egress_drops);
+    (n > 0).then_some(n)
 }
 
 /// Rows from the records of a run, in record order of the finished searches.
@@ -111,6 +148,10 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
             lost_at_upper: None,
             dut_drops_at_upper: None,
             tester_short: None,
+            preliminary_engine: at_figure
+                .or(ts.iter().rev().find(|t| !t.superseded))
+                .and_then(|t| engine_cell(t)),
+            dut_egress_drops_at_upper: None,
             summary: summary.clone(),
         };
         match &r.finding {
@@ -125,14 +166,20 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                     .iter()
                     .rev()
                     .find(|t| t.outcome.passed() && value == Some(t.request.connections as f64));
-                out.push(row(
+                let mut r = row(
                     value,
                     upper.map(|x| x as f64),
                     rate.0,
                     past.map(|p| p.to_string()),
                     upper.is_none(),
                     at_figure,
-                ));
+                );
+                let at_upper = ts
+                    .iter()
+                    .rev()
+                    .find(|t| !t.superseded && upper.is_some_and(|u| t.request.connections == u));
+                r.dut_egress_drops_at_upper = at_upper.and_then(|t| egress_drops(t));
+                out.push(r);
             }
             ConnFinding::ConnectionRate {
                 connections,
@@ -153,6 +200,18 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                     upper.is_none(),
                     at_figure,
                 );
+                // The first failing rate: connections lost there beside the DUT's port's
+                // refusals, and egress drops if the DUT had any.
+                let at_upper = ts.iter().rev().find(|t| {
+                    !t.superseded
+                        && upper
+                            .is_some_and(|u| (t.request.rate.0 - u.0).abs() <= 1e-9 * u.0.max(1.0))
+                });
+                if let Some(t) = at_upper {
+                    r.lost_at_upper = Some(t.request.connections.saturating_sub(t.phases.learned));
+                    r.dut_drops_at_upper = t.dut.and_then(|d| d.ports).map(|c| c.ingress_drops);
+                    r.dut_egress_drops_at_upper = egress_drops(t);
+                }
                 // The tester bounded the bracket: "at least", not the DUT's figure.
                 if let Some(short) = short {
                     r.tester_limited = true;
@@ -231,6 +290,7 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                             + l.reverse_sent.saturating_sub(l.reverse_received)
                     });
                     r.dut_drops_at_upper = at_upper.and_then(drops);
+                    r.dut_egress_drops_at_upper = at_upper.and_then(|t| egress_drops(t));
                     // Per N: an N the tester ended is not a DUT figure, whatever the others.
                     if let Some(short) = p.tester_limited {
                         r.tester_limited = true;
@@ -255,7 +315,7 @@ pub fn unit(m: Methodology) -> &'static str {
 }
 
 /// Columns shared by CSV, Markdown and HTML.
-pub const COLUMNS: [&str; 16] = [
+pub const COLUMNS: [&str; 18] = [
     "case",
     "methodology",
     "repetition",
@@ -272,10 +332,12 @@ pub const COLUMNS: [&str; 16] = [
     "dut_drops_at_figure",
     "lost_at_upper",
     "dut_drops_at_upper",
+    "preliminary_engine",
+    "dut_egress_drops_at_upper",
 ];
 
 /// Header as Markdown and HTML show it.
-pub const TITLES: [&str; 16] = [
+pub const TITLES: [&str; 18] = [
     "case",
     "methodology",
     "rep",
@@ -290,12 +352,14 @@ pub const TITLES: [&str; 16] = [
     "DUT refused",
     "load engine",
     "DUT drops at the result",
-    "frames lost at first failing",
+    "lost at first failing",
     "DUT drops at first failing",
+    "preliminary engine",
+    "DUT egress drops at first failing",
 ];
 
 /// Columns whose cells are numbers (right-aligned in HTML).
-pub const NUMERIC: [usize; 8] = [3, 5, 8, 10, 11, 13, 14, 15];
+pub const NUMERIC: [usize; 9] = [3, 5, 8, 10, 11, 13, 14, 15, 17];
 
 fn opt(x: Option<impl ToString>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
@@ -338,6 +402,8 @@ pub fn cells(r: &ConnRow) -> Vec<String> {
         opt(r.dut_drops_at_figure),
         opt(r.lost_at_upper),
         opt(r.dut_drops_at_upper),
+        r.preliminary_engine.clone().unwrap_or_default(),
+        opt(r.dut_egress_drops_at_upper),
     ]
 }
 
@@ -416,6 +482,8 @@ mod tests {
                 "ok",
                 "1500",
                 "0",
+                "",
+                "",
                 "",
                 "",
                 "",
@@ -526,11 +594,11 @@ mod tests {
             one[9],
             "tester-limited (asked 150000, sent 141000 frames/s each way)"
         );
-        assert_eq!(&one[12..], ["xdp", "0", "", ""]);
+        assert_eq!(&one[12..], ["xdp", "0", "", "", "", ""]);
         // N = 1,000: the DUT's figure; the frames lost at the first failing rate are the
         // DUT's own ingress drops.
         assert_eq!((full[3].as_str(), full[9].as_str()), ("100000", "ok"));
-        assert_eq!(&full[12..], ["xdp", "0", "700", "700"]);
+        assert_eq!(&full[12..], ["xdp", "0", "700", "700", "", ""]);
         // JSON keeps them too.
         let j = serde_json::to_value(&rows[1]).unwrap();
         assert_eq!(j["dut_drops_at_upper"], 700);

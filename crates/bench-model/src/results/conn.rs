@@ -52,6 +52,10 @@ pub struct PreliminaryEngines {
     /// A fallback's reason, a learner in SKB mode; empty when both ran as asked.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
+    /// The scheduling priority the XDP sender ran at (engine::nat::priority; `None` on
+    /// AF_PACKET, and in records written before it was raised).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_priority: Option<crate::search::LoadPriority>,
 }
 
 /// The lab DUT's connection table over a trial: what its counters grew by from the empty

@@ -125,15 +125,7 @@ impl Testbed {
                 .forward_short_connections
                 .zip(l.reverse_short_connections)
                 .map(|(f, r)| f + r),
-            sender_priority: l.sender_priority.map(|p| {
-                use crate::search::LoadPriority as P;
-                use engine::nat::priority::SenderPriority as S;
-                match p {
-                    S::Fifo { priority } => P::Fifo { priority },
-                    S::Nice { nice } => P::Nice { nice },
-                    S::Unraised => P::Unraised,
-                }
-            }),
+            sender_priority: l.sender_priority.map(load_priority),
         });
         let dut = match (start, mid, end) {
             (Some(s), Some(m), Some(e)) => Some(ConnDutCounters {
@@ -185,9 +177,21 @@ impl Testbed {
                 sender: load_backend(r.preliminary_engines.sender),
                 learner: load_backend(r.preliminary_engines.learner),
                 note: r.preliminary_engines.note.clone(),
+                sender_priority: r.preliminary_engines.sender_priority.map(load_priority),
             }),
         };
         Ok((outcome, phases, dut))
+    }
+}
+
+/// The priority a sender thread ran at, as the records name it.
+fn load_priority(p: engine::nat::priority::SenderPriority) -> crate::search::LoadPriority {
+    use crate::search::LoadPriority as P;
+    use engine::nat::priority::SenderPriority as S;
+    match p {
+        S::Fifo { priority } => P::Fifo { priority },
+        S::Nice { nice } => P::Nice { nice },
+        S::Unraised => P::Unraised,
     }
 }
 

@@ -57,6 +57,7 @@ pub use check::{Failed, Opened, Validated};
 pub use learn::{Learned, Tuple};
 pub use load::{LoadEngine, LoadPhase, LoadReport};
 pub use prelim_xdp::PhaseEngines;
+use priority::SenderPriority;
 pub use reply::ReplyWriter;
 
 /// Stream id of the preliminary frames (initiator → responder).
@@ -536,51 +537,68 @@ pub fn run(
             let (spec, start_ns, stop) = (&cfg.initiator, &start_ns, stop);
             let (timeout, pps) = (cfg.resolve_timeout, cfg.rate_pps);
             let (prelim, xdp_prelim) = (prelim.clone(), &xdp_prelim);
-            sc.spawn(move || -> Result<(PhaseTx, LoadEngine, String)> {
-                let setup = (|| {
-                    let ifindex = spec.enter(0)?;
-                    let (sock, me, dut) = open_sender(spec, ifindex, a_hop, timeout)?;
-                    let mut gen = FrameGen::new(&prelim)?;
-                    gen.set_macs(dut, me.mac);
-                    // The XDP sender, opened before the start (or why not: then AF_PACKET).
-                    let mut xgen = FrameGen::new(xdp_prelim)?;
-                    xgen.set_macs(dut, me.mac);
-                    let xdp =
-                        prelim_xdp::open_sender(cfg, opened, spec, ifindex, &xgen, xdp_prelim)?;
-                    Ok((sock, gen, xgen, xdp))
-                })();
-                let (sock, gen, xgen, xdp) = announce(&ready, "initiator sender", setup)?;
-                let start = loop {
-                    let s = start_ns.load(Ordering::Acquire);
-                    if s != 0 {
-                        break s;
+            sc.spawn(
+                move || -> Result<(PhaseTx, LoadEngine, String, Option<SenderPriority>)> {
+                    let setup = (|| {
+                        let ifindex = spec.enter(0)?;
+                        let (sock, me, dut) = open_sender(spec, ifindex, a_hop, timeout)?;
+                        let mut gen = FrameGen::new(&prelim)?;
+                        gen.set_macs(dut, me.mac);
+                        // The XDP sender, opened before the start (or why not: then AF_PACKET).
+                        let mut xgen = FrameGen::new(xdp_prelim)?;
+                        xgen.set_macs(dut, me.mac);
+                        let xdp =
+                            prelim_xdp::open_sender(cfg, opened, spec, ifindex, &xgen, xdp_prelim)?;
+                        Ok((sock, gen, xgen, xdp))
+                    })();
+                    let (sock, gen, xgen, xdp) = announce(&ready, "initiator sender", setup)?;
+                    // After `enter` (nice −10), before the start: a short XDP phase cannot sit
+                    // out another program's scheduler slice (priority::PRELIMINARY_DEFAULT).
+                    let per_frame =
+                        |frames: u64| Duration::from_secs_f64(frames as f64 / pps.max(1.0));
+                    let wish = priority::preliminary_wish(
+                        per_frame(n),
+                        per_frame(prelim_xdp::MAX_CATCH_UP),
+                        learner_engine == LoadEngine::Xdp,
+                    );
+                    let prio = xdp.is_ok().then(|| priority::raise(wish));
+                    let start = loop {
+                        let s = start_ns.load(Ordering::Acquire);
+                        if s != 0 {
+                            break s;
+                        }
+                        std::thread::sleep(Duration::from_micros(200));
+                    };
+                    if start == u64::MAX {
+                        return Ok((
+                            PhaseTx::default(),
+                            LoadEngine::AfPacket,
+                            String::new(),
+                            None,
+                        ));
                     }
-                    std::thread::sleep(Duration::from_micros(200));
-                };
-                if start == u64::MAX {
-                    return Ok((PhaseTx::default(), LoadEngine::AfPacket, String::new()));
-                }
-                match xdp {
-                    Ok(mut sender) => {
-                        prelim_xdp::send(&mut sender, xgen, xdp_prelim, pps, start, stop)
-                            .map(|tx| (tx, LoadEngine::Xdp, String::new()))
+                    match xdp {
+                        Ok(mut sender) => {
+                            prelim_xdp::send(&mut sender, xgen, xdp_prelim, pps, start, stop)
+                                .map(|tx| (tx, LoadEngine::Xdp, String::new(), prio))
+                        }
+                        Err(why) => {
+                            let mut batch = MmsgBatch::new(BATCH, gen.max_len().max(128));
+                            send_paced(
+                                &sock,
+                                spec.faces_dut,
+                                &mut batch,
+                                n,
+                                pps,
+                                start,
+                                stop,
+                                |i, ts, buf| Ok(gen.write(i, ts, buf)),
+                            )
+                            .map(|tx| (tx, LoadEngine::AfPacket, why, None))
+                        }
                     }
-                    Err(why) => {
-                        let mut batch = MmsgBatch::new(BATCH, gen.max_len().max(128));
-                        send_paced(
-                            &sock,
-                            spec.faces_dut,
-                            &mut batch,
-                            n,
-                            pps,
-                            start,
-                            stop,
-                            |i, ts, buf| Ok(gen.write(i, ts, buf)),
-                        )
-                        .map(|tx| (tx, LoadEngine::AfPacket, why))
-                    }
-                }
-            })
+                },
+            )
         };
         drop(ready_tx);
         for _ in 0..3 {
@@ -591,7 +609,7 @@ pub fn run(
             }
         }
         start_ns.store(sys::monotonic_ns() + 20_000_000, Ordering::Release);
-        let (preliminary, sender_engine, sender_note) = match a_tx.join() {
+        let (preliminary, sender_engine, sender_note, sender_priority) = match a_tx.join() {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => return Err(abort(e)),
             Err(_) => return Err(abort(Error::Thread("initiator sender panicked".into()))),
@@ -638,6 +656,7 @@ pub fn run(
                     .filter(|s| !s.is_empty())
                     .collect::<Vec<_>>()
                     .join("; "),
+                sender_priority,
             },
             load,
         })

@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use super::load::LoadEngine;
 use super::load_xdp::{phase, unfit};
+use super::priority::SenderPriority;
 use super::{ConnTrialConfig, Learned, Opened, PhaseTx, Tuple};
 use crate::port::PortSpec;
 use crate::stream::{Flows, FrameGen, StreamConfig};
@@ -36,12 +37,14 @@ use crate::xdp::tx::XdpSender;
 use crate::{Error, Result};
 
 /// Which engine sent the preliminary frames and which learned them, and why (a fallback's
-/// reason, a learner in SKB mode).
+/// reason, a learner in SKB mode), and the scheduling priority the XDP sender ran at (`None`
+/// on AF_PACKET, which keeps the port thread's).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct PhaseEngines {
     pub sender: LoadEngine,
     pub learner: LoadEngine,
     pub note: String,
+    pub sender_priority: Option<SenderPriority>,
 }
 
 /// The connection table of the preliminary stream: entry k is the IPv4 tuple connection k is
