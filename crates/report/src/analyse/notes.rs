@@ -216,6 +216,7 @@ mod tests {
             tcp: None,
             engine,
             superseded: false,
+            lan_watch: Vec::new(),
             finished_unix_ms: 0,
         }
     }
