@@ -26,9 +26,9 @@ mod conn;
 pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord, PreliminaryEngines};
 mod facts;
 mod lan_watch;
-pub use lan_watch::{LanGap, LanWatch, Probe, LAN_GAP_THRESHOLD, LAN_WATCH_PERIOD};
 pub use crate::line_rate::LineRate;
 pub use facts::{RunFacts, TcpFacts, UdpFacts};
+pub use lan_watch::{LanGap, LanWatch, Probe, LAN_GAP_THRESHOLD, LAN_WATCH_PERIOD};
 mod sent;
 pub use sent::SentStream;
 
