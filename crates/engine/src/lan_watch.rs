@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::port::PortSpec;
-use crate::resolve::{arp_request, learn, neighbor_solicitation};
+use crate::resolve::{arp_request, is_reply_from, neighbor_solicitation};
 use crate::sys::{PacketSocket, SockFilter, ETH_P_ALL};
 use crate::{Error, Result};
 
@@ -204,8 +204,9 @@ fn request(mac: [u8; 6], t: &WatchTarget) -> Result<Vec<u8>> {
 }
 
 /// The watch loop: a request to each target every `period` until `stop`, then up to one
-/// period more for the last requests' answers. A reply answers the latest request to its
-/// address (ARP and ND carry no request id). A request the port could not send counts as
+/// period more for the last requests' answers. A reply (an ARP reply or NA from the
+/// gateway's address, not its own requests) answers the latest request to that address (ARP
+/// and ND carry no request id). A request the port could not send counts as
 /// sent and unanswered: the watch asks whether the gateway could be reached at all.
 fn watch(
     sock: &PacketSocket,
@@ -273,7 +274,7 @@ fn watch(
             .map_err(|e| Error::io("recv", e))?
         {
             for log in &mut logs {
-                if learn(&buf[..n], log.target.gateway).is_some() {
+                if is_reply_from(&buf[..n], log.target.gateway) {
                     if let Some(p) = log.probes.last_mut() {
                         p.answered = true;
                     }
