@@ -54,6 +54,13 @@ pub trait TrialExecutor {
         stop: &AtomicBool,
     ) -> (Result<TcpRun, BenchError>, Option<DutCounters>);
 
+    /// The LAN health watch's records of the last UDP or iperf3 trial (one per gateway
+    /// address watched), taken once: the runner puts them into that trial's record. None
+    /// where nothing is watched.
+    fn take_lan_watch(&mut self) -> Vec<crate::results::LanWatch> {
+        Vec::new()
+    }
+
     /// Takes down what the executor brought up (the lab, the ISP sessions).
     fn down(self: Box<Self>) -> Result<(), BenchError>;
 }

@@ -10,6 +10,7 @@
 //! | [`sys`] | the only `unsafe`: AF_PACKET sockets, TX ring (TPACKET_V2), RX ring (TPACKET_V3), setns, CPU affinity, clocks |
 //! | [`port`] | a port: an interface, maybe inside a netns; opens its TX/RX rings from inside it |
 //! | [`resolve`] | ARP/ND: answer for our addresses, resolve the next hop's MAC |
+//! | [`lan_watch`] | the LAN health watch: ARP/ND requests to a gateway at a fixed period during a trial, which were answered |
 //! | [`stream`] | stream configuration and the per-frame writer (flows, IMIX, signature stamping) |
 //! | [`flowset`] | flow sets of any size: N distinct tuples per cycle, counting or permuted (Feistel) order |
 //! | [`nat`] | the two-phase connection trial of a NAT or stateful firewall: a responder that learns translated tuples and answers on them |
@@ -28,6 +29,7 @@
 
 pub mod control;
 pub mod flowset;
+pub mod lan_watch;
 pub mod nat;
 pub mod pacing;
 pub mod port;

@@ -206,6 +206,19 @@ pub fn learn(frame: &[u8], target: IpAddr) -> Option<[u8; 6]> {
     }
 }
 
+/// Whether `frame` is `target`'s answer to a request: an ARP reply from it, or a Neighbor
+/// Advertisement for it. Stricter than [`learn`], which takes the target's own ARP requests
+/// too: the LAN watch (`crate::lan_watch`) asks whether the target answers *our* requests,
+/// and a gateway whose link comes back up may ask for us before it has heard any.
+pub fn is_reply_from(frame: &[u8], target: IpAddr) -> bool {
+    match target {
+        IpAddr::V4(t) => {
+            parse_arp(frame).is_some_and(|a| a.operation == ArpOperation::Reply && a.source_ip == t)
+        }
+        IpAddr::V6(_) => learn(frame, target).is_some(),
+    }
+}
+
 /// How often a request is repeated while no answer arrives.
 const REQUEST_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -315,6 +328,11 @@ mod tests {
         assert_eq!(&reply[0..6], &A);
         assert_eq!(&reply[20..22], &[0, 2]);
         assert_eq!(learn(&reply, IpAddr::V4(b_ip)), Some(B));
+        assert!(is_reply_from(&reply, IpAddr::V4(b_ip)));
+        // B's own request tells its MAC but answers nothing.
+        let asks = arp_request(B, b_ip, a_ip).unwrap();
+        assert_eq!(learn(&asks, IpAddr::V4(b_ip)), Some(B));
+        assert!(!is_reply_from(&asks, IpAddr::V4(b_ip)));
         // Nobody else answers, and a reply is not answered.
         let other = Identity {
             mac: B,

@@ -2240,6 +2240,7 @@ methodologies = ["multi-goal"]
                 tcp: None,
                 engine: None,
                 superseded: false,
+                lan_watch: Vec::new(),
                 finished_unix_ms: 1_795_300_000_000 + u64::from(index),
             }));
             index += 1;

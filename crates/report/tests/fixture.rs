@@ -150,6 +150,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                             tcp: None,
                             engine: None,
                             superseded: false,
+                            lan_watch: Vec::new(),
                             finished_unix_ms: clock,
                         }));
                         index += 1;
@@ -384,6 +385,7 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
                         tcp: None,
                         engine: None,
                         superseded: false,
+                        lan_watch: Vec::new(),
                         finished_unix_ms: clock,
                     }));
                     index += 1;
@@ -524,6 +526,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                     tcp,
                     engine,
                     superseded: false,
+                    lan_watch: Vec::new(),
                     finished_unix_ms: clock,
                 }));
                 index += 1;

@@ -22,6 +22,7 @@ mod dims;
 mod estimate;
 mod expand;
 mod ipoe;
+mod lan_watch;
 mod line_rate;
 mod load;
 mod methodology;
@@ -43,6 +44,7 @@ pub use estimate::{
     ESTIMATE_TABLE_SHARE, STARTUP,
 };
 pub use ipoe::{IpoeSettings, IpoeSettingsError};
+pub use lan_watch::WatchedGateway;
 pub use methodology::{
     ConnCount, ConnectionRateSettings, GoalSetting, Methodology, MethodologySettings,
     NatThroughputSettings, TableCapacitySettings, TableWord, TeardownRateSettings,

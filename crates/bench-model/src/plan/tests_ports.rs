@@ -588,3 +588,44 @@ fn a_pppoe_server_takes_a_subscriber_table_relative_to_the_plan() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_lan_watch_asks_each_gateway_of_a_plain_port_and_can_be_switched_off() {
+    let plan = Plan::parse(CPE, "cpe.toml").unwrap();
+    assert!(plan.run.lan_watch, "on by default");
+    // The LAN port's gateway-v4, from its ipv4; the PPPoE AC port is its session's to watch.
+    assert_eq!(
+        plan.lan_watched_gateways(),
+        vec![WatchedGateway {
+            port: "lan".into(),
+            from: Ipv4Addr::new(192, 168, 1, 100).into(),
+            gateway: Ipv4Addr::new(192, 168, 1, 1).into(),
+        }]
+    );
+    let v6 = CPE.replace(
+        "gateway-v4 = \"192.168.1.1\"\n",
+        "gateway-v4 = \"192.168.1.1\"\nipv6 = \"2001:db8:1::100\"\ngateway-v6 = \"2001:db8:1::1\"\n",
+    );
+    let w = Plan::parse(&v6, "cpe.toml").unwrap().lan_watched_gateways();
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert_eq!(w[1].gateway, "2001:db8:1::1".parse::<Ipv6Addr>().unwrap());
+    assert_eq!(w[1].from, "2001:db8:1::100".parse::<Ipv6Addr>().unwrap());
+    let off = CPE.replace("[dut]\n", "[run]\nlan-watch = false\n[dut]\n");
+    let plan = Plan::parse(&off, "cpe.toml").unwrap();
+    assert!(!plan.run.lan_watch);
+    assert!(plan.lan_watched_gateways().is_empty());
+    // A value that is not a boolean names its key.
+    let errs = errors(&CPE.replace("[dut]\n", "[run]\nlan-watch = \"no\"\n[dut]\n"));
+    assert!(errs.iter().any(|e| e.key == "run.lan-watch"), "{errs:?}");
+    // The lab is not watched.
+    let lab = Plan::parse(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../plans/lab-demo.toml"
+        ))
+        .unwrap(),
+        "lab-demo.toml",
+    )
+    .unwrap();
+    assert!(lab.run.lan_watch && lab.lan_watched_gateways().is_empty());
+}

@@ -293,6 +293,15 @@ pub struct RunSettings {
     /// sent (TX method, drain): `wirerate trial`'s stream flags as `[run]` keys.
     #[serde(default)]
     pub stream: StreamSettings,
+    /// `run.lan-watch` (default on): during every trial, ask the gateway address of each port
+    /// that has one (ARP/ND, [`Plan::lan_watched_gateways`]) whether it still answers, and flag
+    /// the trial when it went silent (`results::LanWatch`).
+    #[serde(default = "yes")]
+    pub lan_watch: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Most transmit or receive threads per port (the engine's `trial::MAX_THREADS`).

@@ -25,8 +25,10 @@ pub use wire::invalid::InvalidCounts;
 mod conn;
 pub use conn::{ConnDone, ConnDutCounters, ConnPhases, ConnTrialRecord, PreliminaryEngines};
 mod facts;
+mod lan_watch;
 pub use crate::line_rate::LineRate;
 pub use facts::{RunFacts, TcpFacts, UdpFacts};
+pub use lan_watch::{LanGap, LanWatch, Probe, LAN_GAP_THRESHOLD, LAN_WATCH_PERIOD};
 mod sent;
 pub use sent::SentStream;
 
@@ -100,8 +102,21 @@ pub struct TrialRecord {
     /// is hidden.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub superseded: bool,
+    /// The LAN health watch over this trial, one entry per gateway address watched (#35
+    /// item 5; UDP and iperf3 trials alike): a gateway that stopped answering its LAN port
+    /// shows as a gap. Empty when nothing was watched (the lab, `[run] lan-watch = false`, a
+    /// port without a gateway address) and in older runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lan_watch: Vec<LanWatch>,
     /// Completion time, Unix milliseconds.
     pub finished_unix_ms: u64,
+}
+
+impl TrialRecord {
+    /// The watched gateway addresses that went silent during the trial ([`LanWatch::gaps`]).
+    pub fn lan_gaps(&self) -> impl Iterator<Item = &LanWatch> {
+        self.lan_watch.iter().filter(|w| w.flagged())
+    }
 }
 
 fn is_zero(v: &u64) -> bool {

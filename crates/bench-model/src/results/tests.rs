@@ -42,6 +42,7 @@ fn trial(index: u32, request: TrialRequest, outcome: Outcome) -> Record {
         engine: None,
         udp: None,
         superseded: false,
+        lan_watch: Vec::new(),
         finished_unix_ms: 1_800_000_000_000 + u64::from(index),
     })
 }

@@ -57,6 +57,33 @@ impl Ctx<'_, '_> {
         (self.opts.progress)(Event::Note(m));
     }
 
+    /// A note in the run's log for each gateway the LAN health watch found silent during the
+    /// trial of `rec` (the report says it again beside the figures).
+    pub(super) fn note_lan_gaps(&mut self, rec: &TrialRecord) {
+        for w in rec.lan_gaps() {
+            let gaps: Vec<String> = w
+                .gaps
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{:.1} s from {:.1} s into the trial",
+                        g.length_ms as f64 / 1e3,
+                        g.start_ms as f64 / 1e3
+                    )
+                })
+                .collect();
+            self.note(format!(
+                "{} rep {} trial {}: the gateway {} did not answer ARP/ND on port {} for {} (LAN watch): not a clean DUT figure",
+                rec.key.case_id,
+                rec.key.repetition,
+                rec.key.index,
+                w.gateway,
+                w.port,
+                gaps.join(", ")
+            ));
+        }
+    }
+
     pub(super) fn eta(&self) -> Duration {
         let elapsed = self.started.elapsed().as_secs_f64();
         let left = (self.est_total - self.est_done).max(0.0);

@@ -78,6 +78,7 @@ pub(super) fn run_methodology(
             return Err(RunError::Interrupted);
         }
         let res = ctx.bed.udp_trial(plan, case, &request, ctx.opts.stop);
+        let lan_watch = ctx.bed.take_lan_watch();
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
@@ -139,8 +140,10 @@ pub(super) fn run_methodology(
             udp: crate::results::UdpFacts::of(plan, case, outcome.offered.0),
             engine: Some(engine),
             superseded,
+            lan_watch,
             finished_unix_ms: now_ms(),
         };
+        ctx.note_lan_gaps(&rec);
         if superseded {
             stalls_retried += 1;
             let why = match rec.engine.as_ref() {

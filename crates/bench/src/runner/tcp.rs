@@ -59,6 +59,7 @@ pub(super) fn run_iperf3(
             return Err(RunError::Interrupted);
         }
         let (res, dut) = ctx.bed.tcp_trial(case, ctx.plan, ctx.opts.stop);
+        let lan_watch = ctx.bed.take_lan_watch();
         if ctx.stopped() {
             return Err(RunError::Interrupted);
         }
@@ -101,8 +102,10 @@ pub(super) fn run_iperf3(
             engine: None,
             udp: None,
             superseded: false,
+            lan_watch,
             finished_unix_ms: now_ms(),
         };
+        ctx.note_lan_gaps(&rec);
         ctx.append(&Record::Trial(rec.clone()))?;
         ctx.summary.trials_run += 1;
         let eta = ctx.eta();

@@ -191,6 +191,8 @@ impl Testbed {
                 b_session: None,
                 log: None,
                 watched: Vec::new(),
+                lan_watch: Vec::new(),
+                lan_watch_records: Vec::new(),
                 lock: None,
             })
         })();
@@ -236,6 +238,8 @@ impl Testbed {
             b_session: None,
             log: Some(log),
             watched: Vec::new(),
+            lan_watch: super::lan_watch::watched_lans(plan),
+            lan_watch_records: Vec::new(),
             lock: None,
         };
         // Control planes first (all of them started, then waited for), so a DUT that brings

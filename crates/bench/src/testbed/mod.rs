@@ -39,6 +39,7 @@ pub use crate::iperf3_run::Iperf3Ends;
 mod bring_up;
 mod conn;
 mod error;
+mod lan_watch;
 mod reverse;
 mod udp;
 
@@ -71,6 +72,11 @@ pub struct Testbed {
     /// The real ports whose own drop counters are read around every UDP trial
     /// ([`Testbed::watch_tester_counters`]).
     watched: Vec<WatchedPort>,
+    /// The ports whose gateway the LAN health watch asks during every trial (real interfaces
+    /// with a gateway address, `[run] lan-watch`).
+    lan_watch: Vec<lan_watch::WatchedLan>,
+    /// The watch's records of the last trial, until the runner takes them.
+    lan_watch_records: Vec<crate::results::LanWatch>,
     /// The lab's lock, held from before the lab is built until after it is removed (declared
     /// last: dropped after everything else).
     lock: Option<lab::LabLock>,
@@ -297,9 +303,22 @@ impl crate::executor::TrialExecutor for Testbed {
         Option<crate::results::DutCounters>,
     ) {
         self.await_softwires(plan, stop);
-        let (run, dut) = self
+        self.lan_watch_records.clear();
+        let running = match self.start_lan_watch() {
+            Ok(r) => r,
+            Err(e) => return (Err(BenchError::Failed(e)), None),
+        };
+        let (res, dut) = self
             .with_dut_counters(|| crate::iperf3_run::iperf3_trial(&self.iperf3, case, plan, stop));
-        (run.map_err(BenchError::Failed), dut)
+        let res = res.map_err(BenchError::Failed);
+        match self.finish_lan_watch(running) {
+            Ok(()) => (res, dut),
+            Err(e) => (res.and(Err(BenchError::Failed(e))), dut),
+        }
+    }
+
+    fn take_lan_watch(&mut self) -> Vec<crate::results::LanWatch> {
+        std::mem::take(&mut self.lan_watch_records)
     }
 
     fn down(self: Box<Self>) -> Result<(), BenchError> {

@@ -258,7 +258,12 @@ impl Testbed {
         self.place_receivers(&mut cfg)?;
         let before = self.dut_sample();
         let ports_before = self.read_watched();
-        let report = crate::spec::execute(&cfg, stop).map_err(|e| format!("engine trial: {e}"))?;
+        self.lan_watch_records.clear();
+        let lan = self.start_lan_watch()?;
+        let report = crate::spec::execute(&cfg, stop).map_err(|e| format!("engine trial: {e}"));
+        let watched = self.finish_lan_watch(lan);
+        let report = report?;
+        watched?;
         let after = self.dut_sample();
         let tester_port_drops = self.watched_rises(&ports_before);
         let facts = EngineFacts {

@@ -68,6 +68,27 @@ fn duration(secs: f64) -> String {
     format!("{}m{:02}s", s / 60, s % 60)
 }
 
+/// What the LAN health watch asks during the plan's trials (`[run] lan-watch`).
+fn lan_watch_line(p: &Plan) -> String {
+    let asks: Vec<String> = p
+        .lan_watched_gateways()
+        .iter()
+        .map(|g| format!("{} asks {}", g.port, g.gateway))
+        .collect();
+    if !p.run.lan_watch {
+        "LAN watch: off ([run] lan-watch = false)".into()
+    } else if asks.is_empty() {
+        "LAN watch: nothing to ask (no plain port has a gateway-v4 or gateway-v6)".into()
+    } else {
+        format!(
+            "LAN watch: {} (ARP/ND every {} ms during every trial; {} s without an answer flags the trial)",
+            asks.join(", "),
+            bench::results::LAN_WATCH_PERIOD.as_millis(),
+            bench::results::LAN_GAP_THRESHOLD.as_secs_f64()
+        )
+    }
+}
+
 pub fn run(args: PlanArgs) -> CliResult {
     let (plan, quiet, offline) = match args.command {
         PlanCommand::New { setup } => return super::plan_new::run(setup),
@@ -129,6 +150,9 @@ pub fn run(args: PlanArgs) -> CliResult {
                 desc.join(" → ")
             ),
         }
+    }
+    if let bench::plan::Topology::Interfaces = p.topology {
+        outln!("{}", lan_watch_line(&p));
     }
     if !quiet {
         outln!(

@@ -292,6 +292,24 @@ impl PacketSocket {
         Ok(r > 0)
     }
 
+    /// Installs `prog` as the socket's classic BPF filter (`SO_ATTACH_FILTER`): frames it
+    /// refuses never reach the socket's queue, so a socket that listens for a few control
+    /// frames is not filled by a trial's test traffic.
+    pub fn attach_filter(&self, prog: &[SockFilter]) -> io::Result<()> {
+        let fprog = libc::sock_fprog {
+            len: u16::try_from(prog.len())
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "BPF program too long"))?,
+            filter: prog.as_ptr() as *mut libc::sock_filter,
+        };
+        // The kernel copies the program during the call; `prog` outlives it.
+        setsockopt(
+            self.raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            &fprog,
+        )
+    }
+
     /// Creates a `PACKET_FANOUT` group in `PACKET_FANOUT_CBPF` mode with a group id the kernel
     /// picks, joins it, installs `prog` as the group's steering program and returns the id
     /// for the other members ([`PacketSocket::join_cbpf_fanout`]). The group ignores frames

@@ -28,7 +28,7 @@ pub(crate) mod udp_rows;
 use dims::CaseDims;
 use findings::{conclusions, findings};
 use index::Index;
-use notes::session_drop_notes;
+use notes::{lan_gap_notes, session_drop_notes};
 use switch_tables::switch_tables;
 
 /// Methodologies whose result is one rate per case: a row of the results table (throughput
@@ -65,6 +65,12 @@ pub fn analyse(input: RunInput<'_>) -> Analysis {
     // Every trial, superseded ones too: a session that went down is a fact about the device
     // even when the tester also fell behind in that trial and measured it again.
     notes.extend(session_drop_notes(input.records.iter().filter_map(
+        |r| match r {
+            bench_model::results::Record::Trial(t) => Some(t),
+            _ => None,
+        },
+    )));
+    notes.extend(lan_gap_notes(input.records.iter().filter_map(
         |r| match r {
             bench_model::results::Record::Trial(t) => Some(t),
             _ => None,

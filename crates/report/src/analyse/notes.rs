@@ -70,6 +70,47 @@ pub(crate) fn session_drop_notes<'a>(trials: impl Iterator<Item = &'a TrialRecor
         .collect()
 }
 
+/// One note per trial during which the LAN health watch found a gateway silent for at least
+/// a second (#35 item 5): which trial, which port and address, when and for how long. As for
+/// session drops, superseded trials count too; the trial's figure is not a clean DUT figure
+/// (the gateway rebooted, hung, or lost its LAN link while it ran).
+pub(crate) fn lan_gap_notes<'a>(trials: impl Iterator<Item = &'a TrialRecord>) -> Vec<String> {
+    let mut hit: Vec<&TrialRecord> = trials.filter(|t| t.lan_gaps().next().is_some()).collect();
+    hit.sort_by_key(|t| t.finished_unix_ms);
+    hit.iter()
+        .map(|t| {
+            let gaps: Vec<String> = t
+                .lan_gaps()
+                .flat_map(|w| {
+                    w.gaps.iter().map(move |g| {
+                        format!(
+                            "the gateway {} did not answer ARP/ND on port {} for {:.1} s from {} UTC ({} probes unanswered)",
+                            w.gateway,
+                            w.port,
+                            g.length_ms as f64 / 1e3,
+                            clock_utc(g.unix_ms),
+                            g.unanswered
+                        )
+                    })
+                })
+                .collect();
+            format!(
+                "{} ({}, repetition {}, trial {}): {} while the trial ran (LAN watch); the gateway rebooted, hung or lost its LAN link, so the trial's figure is not a clean one of the DUT forwarding{}",
+                t.key.case_id,
+                t.key.methodology.name(),
+                t.key.repetition,
+                t.key.index,
+                gaps.join("; "),
+                if t.superseded {
+                    " (the tester also fell behind in that trial, so it was measured again and is not used for any figure)"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect()
+}
+
 /// `HH:MM:SS.mmm` of a Unix time in milliseconds.
 fn clock_utc(unix_ms: u64) -> String {
     let ms = unix_ms % 1000;
@@ -190,6 +231,41 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_lan_gap_is_a_note_with_its_trial_port_length_and_time() {
+        use bench_model::results::{LanWatch, Probe};
+        let gw: std::net::IpAddr = "192.0.2.1".parse().unwrap();
+        // 30 probes every 100 ms, the last 18 unanswered: silent from 1.2 s to the end of
+        // the watch at 3.0 s.
+        let probes: Vec<Probe> = (0..30)
+            .map(|i| Probe {
+                sent_ms: i * 100,
+                answered: i < 12,
+            })
+            .collect();
+        let start = 1_795_300_000_000 + 3_723_000;
+        let mut hit = udp_trial(400, Some(facts("af_packet", "", None)));
+        hit.key.index = 2;
+        hit.lan_watch = vec![LanWatch::of("lan", gw, start, &probes, 3000)];
+        let mut calm = udp_trial(0, Some(facts("af_packet", "", None)));
+        let all: Vec<Probe> = probes
+            .iter()
+            .map(|p| Probe {
+                answered: true,
+                ..*p
+            })
+            .collect();
+        calm.lan_watch = vec![LanWatch::of("lan", gw, start, &all, 3000)];
+        let notes = lan_gap_notes([&calm, &hit, &calm].into_iter());
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(
+            notes[0],
+            "forward/udp4/64B (multi-goal, repetition 0, trial 2): the gateway 192.0.2.1 did not answer ARP/ND on port lan for 1.8 s from 23:28:44.200 UTC (18 probes unanswered) while the trial ran (LAN watch); the gateway rebooted, hung or lost its LAN link, so the trial's figure is not a clean one of the DUT forwarding"
+        );
+        // Nothing watched (the lab, older runs): no note.
+        assert!(lan_gap_notes([&udp_trial(0, None)].into_iter()).is_empty());
+    }
+
     fn udp_trial(lost: u64, engine: Option<EngineFacts>) -> TrialRecord {
         let load = LineFraction(0.5);
         TrialRecord {
@@ -216,6 +292,7 @@ mod tests {
             tcp: None,
             engine,
             superseded: false,
+            lan_watch: Vec::new(),
             finished_unix_ms: 0,
         }
     }

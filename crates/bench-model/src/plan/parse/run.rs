@@ -84,6 +84,7 @@ impl Walker<'_> {
             tx_threads: 1,
             rx_threads: 1,
             stream: StreamSettings::default(),
+            lan_watch: true,
         };
         let Some(v) = get(root, "run") else { return r };
         let Some(t) = self.table(v, "run") else {
@@ -100,6 +101,7 @@ impl Walker<'_> {
             "backend",
             "tx-threads",
             "rx-threads",
+            "lan-watch",
         ]
         .into_iter()
         .chain(RUN_STREAM_KEYS)
@@ -154,6 +156,9 @@ impl Walker<'_> {
             get(t, "tester-tolerance").and_then(|x| self.float(x, "run.tester-tolerance", 0.0, 0.5))
         {
             r.tester_tolerance = x;
+        }
+        if let Some(x) = get(t, "lan-watch").and_then(|x| self.boolean(x, "run.lan-watch")) {
+            r.lan_watch = x;
         }
         r.stream = self.run_stream(t, r.backend);
         r
