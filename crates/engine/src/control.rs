@@ -267,9 +267,18 @@ pub fn complete_checksum(frame: &mut [u8]) {
 /// on the same port, and the caller reads session state or queues frames between steps with
 /// [`with`](Self::with). This is how a PPPoE session or a DS-Lite softwire stays up under
 /// test traffic (`wirerate trial --pppoe/--dslite`, plans with an ISP-side WAN port).
+///
+/// std's `Mutex` is not fair: a thread that unlocks and locks again at once keeps the lock
+/// ahead of a caller the unlock woke, which first has to be scheduled (on an idle vCPU here
+/// that can take more than 10 ms), so a caller could wait through hundreds of steps (a test
+/// making 2,000 `with` calls took 515 s so). The thread therefore gives way: a caller in
+/// `with` says it is waiting (a count of such callers), and the thread does not take the
+/// lock again until that caller has had it. A caller waits at most for the step in progress.
 #[derive(Debug)]
 pub struct Background<C: ControlPlane + Send + 'static> {
     machine: std::sync::Arc<std::sync::Mutex<C>>,
+    /// Callers waiting in [`with`](Self::with) for the lock; the thread waits while any do.
+    callers: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     handle: Option<std::thread::JoinHandle<ThreadEnd>>,
 }
@@ -330,11 +339,13 @@ impl<C: ControlPlane + Send + 'static> Background<C> {
         mut tun: Option<Tun>,
         mut turn: impl FnMut(&mut ControlPort, &mut C, &mut Option<Tun>) -> Result<()> + Send + 'static,
     ) -> Result<Self> {
-        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
         use std::sync::{mpsc, Arc, Mutex};
         let stop = Arc::new(AtomicBool::new(false));
+        let callers = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = mpsc::channel::<Result<Arc<Mutex<C>>>>();
         let stop2 = stop.clone();
+        let callers2 = callers.clone();
         let handle = std::thread::spawn(move || -> ThreadEnd {
             let opened = ControlPort::open(&port).and_then(|p| p.mac().map(|m| (p, m)));
             let (mut cp, mac) = match opened {
@@ -352,8 +363,12 @@ impl<C: ControlPlane + Send + 'static> Background<C> {
                     let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
                     turn(&mut cp, &mut g, &mut tun)?;
                 }
-                // Let a caller waiting in `with` take the lock between steps.
-                std::thread::yield_now();
+                // A caller waiting in `with` takes the lock before the next step (see the
+                // type's doc). It unparks this thread once it has the lock; the timeout only
+                // bounds a wake-up that raced with the check.
+                while callers2.load(Ordering::Acquire) > 0 && !stop2.load(Ordering::Relaxed) {
+                    std::thread::park_timeout(Duration::from_millis(5));
+                }
             }
             // Send what the caller queued last (a PADT after close, say).
             let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
@@ -365,14 +380,22 @@ impl<C: ControlPlane + Send + 'static> Background<C> {
             .map_err(|_| Error::Timeout("the control thread did not start".into()))??;
         Ok(Background {
             machine,
+            callers,
             stop,
             handle: Some(handle),
         })
     }
 
-    /// Runs `f` on the machine between two steps of its thread.
+    /// Runs `f` on the machine between two steps of its thread: waits at most for the step
+    /// in progress (the thread gives way to a waiting caller, see the type's doc).
     pub fn with<R>(&self, f: impl FnOnce(&mut C) -> R) -> R {
+        use std::sync::atomic::Ordering;
+        self.callers.fetch_add(1, Ordering::AcqRel);
         let mut g = self.machine.lock().unwrap_or_else(|p| p.into_inner());
+        self.callers.fetch_sub(1, Ordering::AcqRel);
+        if let Some(h) = &self.handle {
+            h.thread().unpark();
+        }
         f(&mut g)
     }
 
