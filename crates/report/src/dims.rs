@@ -345,7 +345,7 @@ mod tests {
             encap: e.parse().unwrap(),
             ..Dims::new("p")
         };
-        let mut v = vec![
+        let mut v = [
             with("vlan+ipv4"),
             with("qinq+ipv4"),
             with("ipv4"),

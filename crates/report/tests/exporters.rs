@@ -2389,7 +2389,7 @@ fn typed_facts_decide_the_row_not_the_case_id() {
                     .as_mut()
                     .expect("the fixture's UDP trials carry facts");
                 assert_eq!(f.frame, FrameSize::Fixed { bytes: 64 });
-                f.frame = frame.clone();
+                f.frame = frame;
                 f.encap = encap;
                 f.line = line.clone();
                 edited += 1;
