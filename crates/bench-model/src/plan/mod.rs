@@ -24,6 +24,7 @@ mod expand;
 mod ipoe;
 mod line_rate;
 mod load;
+mod mape;
 mod methodology;
 mod mtu_probe;
 mod parse;
@@ -43,6 +44,7 @@ pub use estimate::{
     ESTIMATE_TABLE_SHARE, STARTUP,
 };
 pub use ipoe::{IpoeSettings, IpoeSettingsError};
+pub use mape::MapeSettings;
 pub use methodology::{
     ConnCount, ConnectionRateSettings, GoalSetting, Methodology, MethodologySettings,
     NatThroughputSettings, TableCapacitySettings, TableWord, TeardownRateSettings,

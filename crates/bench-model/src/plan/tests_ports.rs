@@ -588,3 +588,90 @@ fn a_pppoe_server_takes_a_subscriber_table_relative_to_the_plan() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `[ports.wan.mape]`: a BR with its rule; TCP crosses its `internet`; the rule is checked
+/// where it is written, and with `provision` against the /56s the port delegates.
+#[test]
+fn a_mape_br_port_with_its_rule_and_an_internet_side() {
+    let mape = "ipv4 = \"203.0.113.2\"\n[ports.wan.mape]\nrole = \"br\"\naddress = \"2001:db8:d::1\"\nrule-ipv6-prefix = \"2001:db8:100::/40\"\nrule-ipv4-prefix = \"198.51.100.0/24\"\nea-bits = 16\nprovision = true\nfmr = true\ninternet = \"203.0.113.1\"\n";
+    let base = CPE.replace(
+        "[ports.wan.pppoe]\nrole = \"server\"\nmru = 1454\nauth = [\"pap\"]\nusers = [{ user = \"cpe\", password = \"secret\" }]\ntimeout = \"20s\"\n",
+        mape,
+    );
+    let tcp = base.replace(
+        "[[matrix]]\nprotocol = [\"udp\"]\nip = [4]\nencap = [\"pppoe\"]\nframe-size = [64, 1472]\nmethodologies = [\"rfc2544-throughput\"]\n",
+        "[[matrix]]\nprotocol = [\"tcp\"]\nip = [4]\nmss = [1420, 1200, 400]\nmethodologies = [\"iperf3\"]\n",
+    );
+    let plan = Plan::parse(&tcp, "cpe-mape.toml").unwrap();
+    let m = plan.ports[1].mape.as_ref().unwrap();
+    assert_eq!(
+        m.rule_ipv6,
+        ("2001:db8:100::".parse::<Ipv6Addr>().unwrap(), 40)
+    );
+    assert_eq!(
+        (m.ea_bits, m.psid_offset, m.fmr, m.provision),
+        (16, 6, true, true)
+    );
+    assert_eq!(m.rule().unwrap().psid_len(), 8);
+    assert_eq!(
+        plan.ports[1].internet(),
+        Some(Ipv4Addr::new(203, 0, 113, 1))
+    );
+    assert_eq!(plan.cases().unwrap().len(), 3);
+    // UDP has no MAP-E data path yet: refused with what to do instead.
+    let errs = errors(&base);
+    assert!(
+        has(&errs, "matrix[0].protocol", "cannot cross port `wan` yet"),
+        "{errs:?}"
+    );
+    // EA bits that the delegated /56 cannot carry (/40 + 18 = /58 > /56).
+    let errs = errors(&tcp.replace("ea-bits = 16", "ea-bits = 18"));
+    assert!(
+        has(&errs, "ports.wan.mape.rule-ipv6-prefix", "cannot map"),
+        "{errs:?}"
+    );
+    // A rule outside the delegated pool.
+    let errs = errors(&tcp.replace("2001:db8:100::/40", "2001:db8:200::/40"));
+    assert!(
+        has(
+            &errs,
+            "ports.wan.mape.rule-ipv6-prefix",
+            "not inside the MAP-E rule"
+        ),
+        "{errs:?}"
+    );
+    // Without provisioning the same rule is fine (the CE's prefix is configured by hand).
+    Plan::parse(
+        &tcp.replace("2001:db8:100::/40", "2001:db8:200::/40")
+            .replace("provision = true\n", ""),
+        "p.toml",
+    )
+    .unwrap();
+    // Bad values name their key.
+    let errs = errors(&tcp.replace("198.51.100.0/24", "10.0.0.0/24"));
+    assert!(
+        has(
+            &errs,
+            "ports.wan.mape.rule-ipv4-prefix",
+            "documentation prefix"
+        ),
+        "{errs:?}"
+    );
+    let errs = errors(&tcp.replace("198.51.100.0/24", "198.51.100.0"));
+    assert!(
+        has(&errs, "ports.wan.mape.rule-ipv4-prefix", "ADDRESS/LENGTH"),
+        "{errs:?}"
+    );
+    let errs = errors(&tcp.replace("ea-bits = 16", "ea-bits = 60"));
+    assert!(
+        has(&errs, "ports.wan.mape.ea-bits", "between 0 and 48"),
+        "{errs:?}"
+    );
+    let errs = errors(&tcp.replace("role = \"br\"", "role = \"ce\""));
+    assert!(has(&errs, "ports.wan.mape.role", ""), "{errs:?}");
+    let errs = errors(
+        &tcp.replace("psid-offset", "x")
+            .replace("fmr = true", "psid-offset = 16"),
+    );
+    assert!(has(&errs, "ports.wan.mape.psid-offset", ""), "{errs:?}");
+}

@@ -142,11 +142,12 @@ impl Walker<'_> {
             );
         }
         for (i, port) in ports.iter().enumerate() {
-            let what = match (&port.pppoe, &port.dslite, &port.ipoe) {
-                (Some(_), _, _) => "PPPoE session",
-                (None, Some(_), _) => "DS-Lite softwire",
-                (None, None, Some(_)) => "IPoE link",
-                (None, None, None) => continue,
+            let what = match (&port.pppoe, &port.dslite, &port.ipoe, &port.mape) {
+                (Some(_), _, _, _) => "PPPoE session",
+                (None, Some(_), _, _) => "DS-Lite softwire",
+                (None, None, Some(_), _) => "IPoE link",
+                (None, None, None, Some(_)) => "MAP-E tunnel",
+                (None, None, None, None) => continue,
             };
             // An access concentrator, AFTR or IPoE port with `internet` hands its traffic to a
             // TUN device, where a kernel (iperf3's server) sits behind it: TCP crosses, from
@@ -164,10 +165,11 @@ impl Walker<'_> {
                 let hint = if tun {
                     "the iperf3 client runs at the first port: make this port the second"
                         .to_string()
-                } else if ac || aftr || port.ipoe.is_some() {
-                    let table = match (ac, aftr) {
-                        (true, _) => "pppoe",
-                        (_, true) => "dslite",
+                } else if ac || aftr || port.ipoe.is_some() || port.mape.is_some() {
+                    let table = match (ac, aftr, port.mape.is_some()) {
+                        (true, _, _) => "pppoe",
+                        (_, true, _) => "dslite",
+                        (_, _, true) => "mape",
                         _ => "ipoe",
                     };
                     format!("add `internet = \"203.0.113.1\"` under [ports.{}.{table}]: its traffic then reaches a kernel through a TUN device, where iperf3's server runs", port.name)
@@ -199,6 +201,14 @@ impl Walker<'_> {
                 );
             }
             let probe_only = m.methodologies.iter().all(|x| *x == Methodology::MtuProbe);
+            if port.mape.is_some() && (udp || m.methodologies.contains(&Methodology::MtuProbe)) {
+                self.src.error(
+                    span_of("protocol"),
+                    &join(path, "protocol"),
+                    format!("UDP test frames and the MTU probe cannot cross port `{}` yet: its MAP-E BR has no `encap = [\"mape\"]` data path (issue 38)", port.name),
+                    Some("measure TCP through the BR's `internet` (iperf3 with an MSS sweep); see docs/emulate.md, MAP-E".into()),
+                );
+            }
             if let Some(ds) = &port.dslite {
                 if udp && (m.encap.is_empty() || m.encap.iter().any(|e| !e.dslite)) {
                     self.src.error(
