@@ -62,7 +62,8 @@ pub struct Common {
     /// The interface.
     #[arg(long)]
     pub dev: String,
-    /// Largest outer IPv6 packet; bigger ones are fragmented (RFC 6333 §5.3).
+    /// Largest outer IPv6 packet: DS-Lite fragments bigger ones (RFC 6333 §5.3), the MAP-E BR
+    /// drops them (counted `TooBig`).
     #[arg(long, default_value_t = 1500)]
     pub mtu: usize,
     /// Stop after this many seconds (default: until Ctrl-C, or Enter/Ctrl-D on a terminal).

@@ -30,7 +30,9 @@ pub const DEFAULT_BR: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xd, 0, 0, 0, 0, 1
 /// address, …). Towards a CE it encapsulates to the MAP address the rule computes from the
 /// destination address and port. With --provision it also provisions the link the way a MAP-E
 /// CE expects: Router Advertisements and a DHCPv6 server giving an address, a delegated
-/// prefix, DNS and OPTION_S46_CONT_MAPE (94: the rule and the BR's address).
+/// prefix, DNS and OPTION_S46_CONT_MAPE (94: the rule and the BR's address); the provisioning
+/// flags are `wirerate dslite aftr`'s, except that no AFTR name (option 64) is sent, so
+/// --aftr-name is not used here.
 ///
 /// The CE computes its MAP address, shared IPv4 address and port set from --prefix (its
 /// delegated prefix) and the rule, prints them, and with --dev runs the tunnel to the BR;
