@@ -10,7 +10,7 @@
 //! events or, with [`BrPort::enable_ip_relay`], to a TUN hand-off; the way back is the
 //! rule's arithmetic (no learning needed, unlike the AFTR's).
 
-use core::net::{IpAddr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::collections::BTreeMap;
 
 use wire::ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
@@ -23,6 +23,33 @@ use crate::mape::{Br, BrConfig, BrDrop};
 use crate::provision::{ProvisionConfig, ProvisionEvent, Provisioner};
 use crate::softwire::{SoftwireInfo, DEFAULT_MAX_EVENTS};
 use crate::util::min_deadline;
+
+/// Upstream destinations whose source is remembered ([`BrPort::source_towards`]); further
+/// ones are not (a test sends a handful of flows, a real CE behind it a few more).
+pub const MAX_SOURCES: usize = 4096;
+
+/// Protocol, source address and port, destination address and port of an unfragmented (or
+/// first-fragment) UDP or TCP IPv4 packet.
+fn ports_of(ipv4: &[u8]) -> Option<(u8, Ipv4Addr, u16, Ipv4Addr, u16)> {
+    let ihl = usize::from(*ipv4.first()? & 0x0f) * 4;
+    let proto = *ipv4.get(9)?;
+    let frag_offset = u16::from_be_bytes([*ipv4.get(6)?, *ipv4.get(7)?]) & 0x1fff;
+    if ihl < 20 || frag_offset != 0 || !(proto == 6 || proto == 17) {
+        return None;
+    }
+    let addr = |at: usize| -> Option<Ipv4Addr> {
+        Some(Ipv4Addr::new(
+            *ipv4.get(at)?,
+            *ipv4.get(at + 1)?,
+            *ipv4.get(at + 2)?,
+            *ipv4.get(at + 3)?,
+        ))
+    };
+    let port = |at: usize| -> Option<u16> {
+        Some(u16::from_be_bytes([*ipv4.get(at)?, *ipv4.get(at + 1)?]))
+    };
+    Some((proto, addr(12)?, port(ihl)?, addr(16)?, port(ihl + 2)?))
+}
 
 /// The BR on a port.
 #[derive(Debug, Clone)]
@@ -94,6 +121,10 @@ pub struct BrPort {
     provision: Option<Provisioner>,
     /// CE MAP address → the MAC its packets came from.
     ces: BTreeMap<Ipv6Addr, MacAddr>,
+    /// (protocol, destination IPv4, destination port) of a decapsulated packet → the shared
+    /// IPv4 address and port its CE's NAPT sent it from: what a reply must be addressed to
+    /// (a test's reverse stream learns it here). Bounded by [`MAX_SOURCES`].
+    sources: BTreeMap<(u8, Ipv4Addr, u16), (Ipv4Addr, u16)>,
     events: Vec<BrEvent>,
     tx: Vec<Vec<u8>>,
     /// IPv4 packets out of the tunnel for a TUN hand-off (`Some` once enabled).
@@ -116,6 +147,7 @@ impl BrPort {
             provision,
             cfg,
             ces: BTreeMap::new(),
+            sources: BTreeMap::new(),
             events: Vec::new(),
             tx: Vec::new(),
             ip_up: None,
@@ -216,6 +248,7 @@ impl BrPort {
             return true; // counted by reason in the BR's upstream_dropped
         };
         let (ce, mapping, packet) = (d.ce, d.mapping, d.ipv4.to_vec());
+        self.remember_source(&packet);
         if self.ces.insert(ce, eth.src).is_none() {
             self.stats.ces_up += 1;
             if let Some(info) = self.softwire_info(ce) {
@@ -230,6 +263,30 @@ impl BrPort {
             self.stats.events_dropped += 1;
         }
         true
+    }
+
+    /// The shared IPv4 address and port a CE's NAPT sent protocol `proto`'s packets to
+    /// `dst`:`dst_port` from, once one passed the BR's checks: the address and port a reply
+    /// goes to (the BR maps it to that CE by the rule).
+    pub fn source_towards(
+        &self,
+        proto: u8,
+        dst: Ipv4Addr,
+        dst_port: u16,
+    ) -> Option<(Ipv4Addr, u16)> {
+        self.sources.get(&(proto, dst, dst_port)).copied()
+    }
+
+    /// Records where a decapsulated UDP or TCP packet came from (the latest source wins: a
+    /// NAPT that re-maps a flow is followed).
+    fn remember_source(&mut self, ipv4: &[u8]) {
+        let Some((proto, src, sport, dst, dport)) = ports_of(ipv4) else {
+            return;
+        };
+        let key = (proto, dst, dport);
+        if self.sources.len() < MAX_SOURCES || self.sources.contains_key(&key) {
+            self.sources.insert(key, (src, sport));
+        }
     }
 
     /// Sends an IPv4 packet to the CE that owns its destination address and port (RFC 7597
@@ -446,6 +503,27 @@ mod tests {
         );
         assert_eq!(p.stats.no_neighbor, 1);
         assert_eq!(p.send_ip(Nanos(0), &udp(PEER, 53, CE4, 1234)), Ok(()));
+    }
+
+    #[test]
+    fn the_source_a_ce_sent_a_destination_from_is_remembered_only_when_it_passes() {
+        let mut p = port();
+        assert_eq!(p.source_towards(17, PEER, 53), None);
+        // Outside the set: dropped, so not remembered.
+        assert!(p.handle_frame(Nanos(0), &from_ce(&udp(CE4, 1236, PEER, 53))));
+        assert_eq!(p.source_towards(17, PEER, 53), None);
+        assert!(p.handle_frame(Nanos(0), &from_ce(&udp(CE4, 1233, PEER, 53))));
+        assert_eq!(p.source_towards(17, PEER, 53), Some((CE4, 1233)));
+        assert_eq!(p.source_towards(6, PEER, 53), None, "UDP is not TCP");
+        assert_eq!(p.source_towards(17, PEER, 54), None);
+        // The NAPT moves the flow: the latest source wins.
+        assert!(p.handle_frame(Nanos(0), &from_ce(&udp(CE4, 1234, PEER, 53))));
+        assert_eq!(p.source_towards(17, PEER, 53), Some((CE4, 1234)));
+        // A reply to it goes back to the CE the rule names.
+        assert_eq!(p.encapsulate(&udp(PEER, 53, CE4, 1234)), Ok(CE));
+        // Bytes that are no UDP/TCP packet are ignored, not a panic.
+        assert_eq!(ports_of(&[0x45, 0, 0]), None);
+        assert_eq!(ports_of(&[]), None);
     }
 
     #[test]
