@@ -884,6 +884,27 @@ impl SoftwirePort {
         }
     }
 
+    /// A MAP-E BR's tunnel towards the CE that sent UDP to `dst`:`dst_port` (the forward
+    /// stream of a test): the shared IPv4 address and port that CE's NAPT sent it from, and
+    /// the tunnel to the CE at the MAP address `rule` computes from them (RFC 7597 §5.3) —
+    /// which is the CE heard from, since the BR checked its source against the same rule.
+    /// None before such a packet passed the BR, or on another machine.
+    pub fn mape_reply_path(
+        &self,
+        rule: &wire::map_rule::MapRule,
+        dst: std::net::Ipv4Addr,
+        dst_port: u16,
+    ) -> Option<(std::net::Ipv4Addr, u16, SoftwireInfo)> {
+        let SoftwireMachine::Br(bg) = &self.machine else {
+            return None;
+        };
+        bg.with(|m| {
+            let (ipv4, port) = m.source_towards(17, dst, dst_port)?;
+            let ce = rule.ce_for(ipv4, port)?.ipv6_address();
+            Some((ipv4, port, m.softwire_info(ce)?))
+        })
+    }
+
     /// Sends an IPv4 packet into the softwire through the control plane (the slow path, for
     /// what the fast path cannot send): an AFTR to the B4 at `b4`, a B4 to its AFTR. The outer
     /// IPv6 packet is fragmented above the tunnel MTU; returns the frames sent (0: refused).
