@@ -125,11 +125,27 @@ fn every_shipped_plan_checks_ok() {
             }
         }
         if seen.last().unwrap() == "cpe-mape.toml" {
-            // TCP through the BR's Internet side, with the MSS sweep (UDP and the MTU probe
-            // wait for a MAP-E data path: issue 38).
+            // UDP one way and both ways in IPv4-in-IPv6 (+40 B), TCP through the BR's
+            // Internet side with the MSS sweep, and the MTU probe both ways.
+            for size in [64, 1478] {
+                assert!(
+                    out.contains(&format!("default/udp4/{size}B/encap=mape ")),
+                    "{out}"
+                );
+                assert!(
+                    out.contains(&format!("default/udp4/{size}B/encap=mape/bidir ")),
+                    "{out}"
+                );
+            }
             for m in [1420, 1200, 800, 400] {
                 assert!(out.contains(&format!("default/tcp4/s1/mss{m}")), "{out}");
             }
+            assert!(
+                out.lines()
+                    .any(|l| l.contains("default/udp4/1518B/encap=mape/bidir ")
+                        && l.contains("mtu-probe")),
+                "{out}"
+            );
             assert!(
                 out.contains("MAP-E BR 2001:db8:d::1 rule 2001:db8:100::/40 198.51.100.0/24 EA 16"),
                 "{out}"
