@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use emulate::mape::BrConfig;
+use emulate::mape_port::{BrEvent, BrPort, BrPortConfig};
 use emulate::ppp::link::Credential;
 use emulate::ppp::AuthMethod;
 use emulate::pppoe::client::{Client, ClientConfig, ClientEvent};
@@ -29,7 +31,7 @@ use serde_json::{json, Value};
 use wire::ethernet::MacAddr;
 use wire::units::Nanos;
 
-use crate::plan::{DsliteRole, DsliteSettings, PppAuth, PppoeRole, PppoeSettings};
+use crate::plan::{DsliteRole, DsliteSettings, MapeSettings, PppAuth, PppoeRole, PppoeSettings};
 use crate::port_error::{Peer, PortError, PortKind};
 use crate::results::SessionDrop;
 use crate::session_json as sj;
@@ -649,6 +651,9 @@ pub struct SoftwirePort {
 enum SoftwireMachine {
     Aftr(control::Background<AftrPort>),
     B4(control::Background<B4Port>),
+    /// A MAP-E BR: on the wire its tunnel to a CE is IPv4-in-IPv6 like a softwire, so it is
+    /// a softwire port whose ISP side checks the CE's address and ports (`[ports.NAME.mape]`).
+    Br(control::Background<BrPort>),
 }
 
 /// Removes an Internet namespace on drop.
@@ -788,6 +793,100 @@ impl SoftwirePort {
         })
     }
 
+    /// Starts the MAP-E BR `cfg` on `port` (named `name` in the plan): the AFTR's plumbing —
+    /// the Internet namespace and its TUN hand-off when `internet` is set, events as session
+    /// lines — with `emulate::mape_port::BrPort` as the machine. Like an AFTR it does not
+    /// wait: a CE is known from its first tunnelled packet that passes the BR's checks.
+    pub fn start_br(
+        name: &str,
+        port: &PortSpec,
+        cfg: &MapeSettings,
+    ) -> Result<SoftwirePort, PortError> {
+        let rule = cfg.rule().map_err(|source| PortError::MapeRule {
+            port: name.to_string(),
+            source,
+        })?;
+        let lines: Arc<std::sync::Mutex<Vec<SessionLine>>> = Arc::default();
+        let (l2, pname) = (lines.clone(), name.to_string());
+        let push = move |mut v: Value| {
+            v["port"] = pname.clone().into();
+            v["unix_ms"] = now_ms().into();
+            l2.lock().unwrap_or_else(|p| p.into_inner()).push(v);
+        };
+        let datagrams = Datagrams::default();
+        let d1 = datagrams.shared();
+        // With `internet`, the default route of the Internet namespace points into the TUN:
+        // replies to the CEs' shared addresses go to the BR, which maps them by the rule.
+        let (internet, tun) = match cfg.internet {
+            Some(addr) => {
+                let (i, t) = Internet::create(name, addr, cfg.mtu as u32, vec!["default".into()])
+                    .map_err(|reason| PortError::Internet {
+                    port: name.to_string(),
+                    reason,
+                })?;
+                (Some(i), Some(t))
+            }
+            None => (None, None),
+        };
+        let guard = internet.clone().map(InternetGuard);
+        let (address, mtu, provision, fmr) = (cfg.address, cfg.mtu, cfg.provision, cfg.fmr);
+        let relay = tun.is_some();
+        let make = move |mac: [u8; 6]| {
+            let mut b = BrConfig::new(address, vec![rule]);
+            b.mtu = mtu;
+            let mut c = BrPortConfig::new(b, MacAddr(mac));
+            if provision {
+                c = c.with_provisioning(fmr);
+            }
+            let mut m = BrPort::new(c);
+            if relay {
+                m.enable_ip_relay();
+            }
+            m
+        };
+        let push2 = push.clone();
+        let events = move |m: &mut BrPort| {
+            for e in m.take_events() {
+                match e {
+                    BrEvent::CeUp { ce, mapping, .. } => {
+                        let mut v = sj::ce_mapping(ce, &mapping);
+                        v["event"] = "up".into();
+                        push(v);
+                    }
+                    BrEvent::Provision(p) => push(sj::provision(&p)),
+                    BrEvent::Packet { packet, .. } => d1.delivered(packet),
+                }
+            }
+        };
+        let bg = match tun {
+            Some(t) => control::Background::start_relay(
+                port.clone(),
+                t,
+                make,
+                move |m: &mut BrPort, t: &mut Tun| {
+                    events(m);
+                    for syn in t.take_syns() {
+                        push2(sj::syn(&syn));
+                    }
+                },
+            ),
+            None => control::Background::start_with(port.clone(), make, events),
+        }
+        .map_err(|source| PortError::Open {
+            kind: PortKind::MapeBr,
+            port: name.to_string(),
+            source,
+        })?;
+        Ok(SoftwirePort {
+            port: name.to_string(),
+            internet,
+            machine: SoftwireMachine::Br(bg),
+            lines,
+            datagrams,
+            _internet_guard: guard,
+        })
+    }
+
     /// A B4 waits for its tunnel probe's answer (at most `timeout`); an AFTR does not wait:
     /// a softwire starts with the B4's first tunnelled packet, which for a home gateway is
     /// the first test frame. `Some` is the softwire a B4's test frames ride.
@@ -830,7 +929,32 @@ impl SoftwirePort {
                 m.softwire_info(b4)
             }),
             SoftwireMachine::B4(bg) => bg.with(|m| m.softwire_info().filter(|_| m.is_up())),
+            SoftwireMachine::Br(bg) => bg.with(|m| {
+                let ce = m.ces().next()?;
+                m.softwire_info(ce)
+            }),
         }
+    }
+
+    /// A MAP-E BR's tunnel towards the CE that sent UDP to `dst`:`dst_port` (the forward
+    /// stream of a test): the shared IPv4 address and port that CE's NAPT sent it from, and
+    /// the tunnel to the CE at the MAP address `rule` computes from them (RFC 7597 §5.3) —
+    /// which is the CE heard from, since the BR checked its source against the same rule.
+    /// None before such a packet passed the BR, or on another machine.
+    pub fn mape_reply_path(
+        &self,
+        rule: &wire::map_rule::MapRule,
+        dst: std::net::Ipv4Addr,
+        dst_port: u16,
+    ) -> Option<(std::net::Ipv4Addr, u16, SoftwireInfo)> {
+        let SoftwireMachine::Br(bg) = &self.machine else {
+            return None;
+        };
+        bg.with(|m| {
+            let (ipv4, port) = m.source_towards(17, dst, dst_port)?;
+            let ce = rule.ce_for(ipv4, port)?.ipv6_address();
+            Some((ipv4, port, m.softwire_info(ce)?))
+        })
     }
 
     /// Sends an IPv4 packet into the softwire through the control plane (the slow path, for
@@ -838,10 +962,11 @@ impl SoftwirePort {
     /// IPv6 packet is fragmented above the tunnel MTU; returns the frames sent (0: refused).
     pub fn encapsulate(&self, b4: Ipv6Addr, ipv4: &[u8]) -> usize {
         match &self.machine {
-            SoftwireMachine::Aftr(bg) => bg.with(|m| m.encapsulate(b4, ipv4)),
-            SoftwireMachine::B4(bg) => bg.with(|m| m.encapsulate(ipv4)),
+            SoftwireMachine::Aftr(bg) => bg.with(|m| m.encapsulate(b4, ipv4)).unwrap_or(0),
+            SoftwireMachine::B4(bg) => bg.with(|m| m.encapsulate(ipv4)).unwrap_or(0),
+            // The BR's rule names the CE (its address and port), not the caller.
+            SoftwireMachine::Br(bg) => bg.with(|m| usize::from(m.encapsulate(ipv4).is_ok())),
         }
-        .unwrap_or(0)
     }
 
     /// From now on (`true`), keeps the IPv4 packets the softwire delivers for
@@ -855,15 +980,18 @@ impl SoftwirePort {
         self.datagrams.take_delivered()
     }
 
-    /// Whether this port plays the AFTR (the ISP side of the softwire).
+    /// Whether this port plays the ISP side of the softwire (a DS-Lite AFTR or a MAP-E BR).
     pub fn is_aftr(&self) -> bool {
-        matches!(self.machine, SoftwireMachine::Aftr(_))
+        matches!(
+            self.machine,
+            SoftwireMachine::Aftr(_) | SoftwireMachine::Br(_)
+        )
     }
 
     /// Whether the softwire can carry test frames (an AFTR always can).
     pub fn is_up(&self) -> bool {
         match &self.machine {
-            SoftwireMachine::Aftr(_) => true,
+            SoftwireMachine::Aftr(_) | SoftwireMachine::Br(_) => true,
             SoftwireMachine::B4(bg) => bg.with(|m| m.is_up()),
         }
     }
@@ -884,6 +1012,21 @@ impl SoftwirePort {
                 let mut v = json!({
                     "role": "aftr", "softwires_up": m.stats.softwires_up,
                     "echo_replies": m.stats.echo_replies, "tunnel": sj::tunnel(m.tunnel_stats()),
+                    "frames_rx": ps.rx, "frames_tx": ps.tx, "tx_failed": ps.tx_failed,
+                });
+                if let Some(t) = &tun {
+                    v["tun"] = sj::tun(t);
+                }
+                v
+            }
+            SoftwireMachine::Br(bg) => {
+                let (m, ps, tun) = bg.finish_relay().map_err(|source| PortError::Stop {
+                    kind: PortKind::MapeBr,
+                    source,
+                })?;
+                let mut v = json!({
+                    "role": "br", "ces_up": m.stats.ces_up, "no_neighbor": m.stats.no_neighbor,
+                    "br": sj::br(m.br().stats()),
                     "frames_rx": ps.rx, "frames_tx": ps.tx, "tx_failed": ps.tx_failed,
                 });
                 if let Some(t) = &tun {

@@ -16,6 +16,7 @@ pub enum PortKind {
     Ipoe,
     DsliteAftr,
     DsliteB4,
+    MapeBr,
 }
 
 impl fmt::Display for PortKind {
@@ -25,6 +26,7 @@ impl fmt::Display for PortKind {
             PortKind::Ipoe => "IPoE",
             PortKind::DsliteAftr => "DS-Lite AFTR",
             PortKind::DsliteB4 => "DS-Lite B4",
+            PortKind::MapeBr => "MAP-E BR",
         })
     }
 }
@@ -77,6 +79,9 @@ pub enum PortError {
     },
     /// A DS-Lite B4 port without the AFTR's address.
     NoAftrAddress,
+    /// A MAP-E BR port whose mapping rule cannot be built (the plan checks it first, so this
+    /// is a caller that did not).
+    MapeRule { port: String, source: wire::Error },
     /// A B4's tunnel probe got no answer within `timeout` (`state`: the B4's state then).
     NoTunnel {
         port: String,
@@ -128,6 +133,9 @@ impl fmt::Display for PortError {
             }
             PortError::Open { kind, port, source } => write!(f, "{kind} on port {port}: {source}"),
             PortError::NoAftrAddress => f.write_str("a B4 needs the AFTR's address"),
+            PortError::MapeRule { port, source } => {
+                write!(f, "MAP-E BR on port {port}: {source}")
+            }
             PortError::NoTunnel {
                 port,
                 timeout,

@@ -169,3 +169,31 @@ pub fn ipoe_stats(m: &IpoePort) -> Value {
     }
     v
 }
+
+/// A MAP-E CE as the BR's rule maps it: its MAP address, shared IPv4 address, PSID and ports.
+pub fn ce_mapping(ce: std::net::Ipv6Addr, m: &wire::map_rule::CeMapping) -> Value {
+    json!({
+        "ce": ce.to_string(),
+        "ipv4": m.ipv4.to_string(),
+        "psid": m.ports.psid(),
+        "psid_len": m.ports.psid_len(),
+        "ports": port_ranges(&m.ports),
+    })
+}
+
+/// A port set as "first-last" ranges.
+pub fn port_ranges(p: &wire::map_rule::PortSet) -> Vec<String> {
+    p.ranges()
+        .map(|r| format!("{}-{}", r.start(), r.end()))
+        .collect()
+}
+
+/// The BR's counters: what passed and what was dropped by reason, per direction.
+pub fn br(s: &emulate::mape::BrStats) -> Value {
+    json!({
+        "decapsulated": s.decapsulated,
+        "encapsulated": s.encapsulated,
+        "upstream_dropped": counts(&s.upstream_dropped),
+        "downstream_dropped": counts(&s.downstream_dropped),
+    })
+}

@@ -80,6 +80,8 @@ enum Command {
     Pppoe(cmd::pppoe::PppoeArgs),
     /// Play a DS-Lite AFTR or B4 on one interface (manual use).
     Dslite(cmd::dslite::DsliteArgs),
+    /// Play a MAP-E Border Relay or CE on one interface (manual use).
+    Mape(cmd::mape::MapeArgs),
     /// Play the ISP side of an IPoE WAN (DHCPv4, RA + DHCPv6, DNS) on one interface.
     Ipoe(cmd::ipoe::IpoeArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
@@ -101,6 +103,7 @@ fn main() {
         Command::Lab(a) => cmd::lab::run(a),
         Command::Pppoe(a) => cmd::pppoe::run(a),
         Command::Dslite(a) => cmd::dslite::run(a),
+        Command::Mape(a) => cmd::mape::run(a),
         Command::Ipoe(a) => cmd::ipoe::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };

@@ -863,3 +863,299 @@ methodologies = ["forwarding-rate"]
         "{summary}"
     );
 }
+
+/// The MAP-E rig's ports: our BR on port `wan` with the rule 2001:db8:100::/40,
+/// 198.51.100.0/24, 16 EA bits and PSID offset 0 (so a CE's port set is one contiguous
+/// range), with an Internet side when `internet`.
+fn mape_ports(c: &Cpe, internet: bool) -> String {
+    format!(
+        r#"[topology]
+kind = "interfaces"
+[ports.lan]
+interface = "cpel0"
+namespace = "{lan}"
+ipv4 = "192.0.2.2"
+gateway-v4 = "192.0.2.1"
+speed = "1G"
+[ports.wan]
+interface = "cpew1"
+namespace = "{isp}"
+speed = "1G"
+ipv4 = "203.0.113.2"
+[ports.wan.mape]
+role = "br"
+address = "2001:db8:d::1"
+rule-ipv6-prefix = "2001:db8:100::/40"
+rule-ipv4-prefix = "198.51.100.0/24"
+ea-bits = 16
+psid-offset = 0
+{internet}timeout = "30s"
+[dut]
+kind = "device"
+[dut.profiles.gateway]
+"#,
+        lan = c.lan,
+        isp = c.isp,
+        internet = if internet {
+            "internet = \"203.0.113.1\"\n"
+        } else {
+            ""
+        },
+    )
+}
+
+/// The MAP-E rig's TCP plan: an Internet side behind the BR and an MSS sweep.
+fn mape_tcp_plan(c: &Cpe) -> String {
+    format!(
+        r#"name = "cpe-mape-tcp"
+{ports}[run]
+repetitions = 1
+profile-settle = "0s"
+[[matrix]]
+protocol = ["tcp"]
+ip = [4]
+mss = [1460, 400]
+methodologies = ["iperf3"]
+[methodology.iperf3]
+omit = "0s"
+duration = "2s"
+"#,
+        ports = mape_ports(c, true),
+    )
+}
+
+/// The MAP-E rig's UDP plan: one fixed-rate trial per frame size, both ways at once, far
+/// below what the user-space CE on a TUN carries (0.2 % of the tunnelled frame's line rate,
+/// about 2,000 frames/s each way at 64 B), so every frame must arrive.
+fn mape_udp_plan(c: &Cpe) -> String {
+    format!(
+        r#"name = "cpe-mape-udp"
+{ports}[run]
+trial-duration = "2s"
+settle = "100ms"
+profile-settle = "0s"
+max-load = 0.002
+backend = "af_packet"
+tester-tolerance = 0.05
+[methodology.forwarding-rate]
+trials = 1
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+encap = ["mape"]
+bidirectional = true
+frame-size = [64, 512]
+methodologies = ["forwarding-rate"]
+"#,
+        ports = mape_ports(c, false),
+    )
+}
+
+/// Issue 38: a Linux gateway whose WAN is a MAP-E CE (`wirerate mape ce` on a TUN) NAPTs
+/// into its shared address and port set; the run's BR (`[ports.wan.mape]`) carries iperf3's
+/// TCP to its Internet side with the MSS sweep, and counts by reason what the gateway sends
+/// from a port outside its set — a second nft rule maps UDP to port 9999 onto port 1024,
+/// PSID 4's — without forwarding it. A second run sends UDP both ways (`encap = ["mape"]`) at
+/// a fixed rate: every frame arrives, each direction counted separately, and the BR's
+/// counters agree.
+///
+/// The CE's delegated prefix 2001:db8:112:300::/56 has the EA bits 0x1203: IPv4
+/// 198.51.100.18, PSID 3, whose ports with offset 0 are 768–1023.
+#[test]
+fn tcp_and_udp_both_ways_through_a_gateway_on_our_mape_uplink_and_ports_outside_the_set_counted() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() || !common_isp::root_and_tools(&["iperf3"]) {
+        return;
+    }
+    let c = Cpe::new("cpe", "m", false);
+    sh(
+        &c.gw,
+        "nft -f - <<'EOF'\n\
+         table ip cpemape {\n\
+           chain napt {\n\
+             type nat hook postrouting priority 100;\n\
+             oifname \"cpewan\" udp dport 9999 snat to 198.51.100.18:1024\n\
+             oifname \"cpewan\" meta l4proto { tcp, udp } snat to 198.51.100.18:768-1023\n\
+           }\n\
+           chain clamp {\n\
+             type filter hook forward priority 0;\n\
+             oifname \"cpewan\" tcp flags syn tcp option maxseg size set rt mtu\n\
+           }\n\
+         }\n\
+         EOF",
+    );
+    sh(
+        &c.lan,
+        "ip addr add 192.0.2.2/24 dev cpel0; ip route add default via 192.0.2.1",
+    );
+    let d = tempfile::tempdir().unwrap();
+    let plan = plan_file(d.path(), &mape_tcp_plan(&c));
+    let check = Command::new(WIRERATE)
+        .args(["plan", "check", plan.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&check.stdout).to_string();
+    assert!(
+        check.status.success(),
+        "{listed}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let out = d.path().join("run");
+    let run = spawn_run(&plan, &out);
+    wait_until("the run's sessions.jsonl", Duration::from_secs(20), || {
+        out.join("sessions.jsonl").exists()
+    });
+    let ce = Proc::spawn(
+        Command::new(WIRERATE)
+            .args(["mape", "ce", "--prefix", "2001:db8:112:300::/56"])
+            .args(["--psid-offset", "0", "--br", "2001:db8:d::1"])
+            .args(["--netns", &c.gw, "--dev", "cpew0", "--tun", "cpewan"])
+            .args(["--duration", "300"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_until("the gateway's WAN TUN", Duration::from_secs(20), || {
+        sh(&c.gw, "ip -br addr show").contains("198.51.100.18")
+    });
+    // Five datagrams the gateway maps outside its port set, from one socket: one conntrack
+    // entry (a second flow could not take the same single port to the same destination).
+    const OUTSIDE: u64 = 5;
+    sh(
+        &c.lan,
+        &format!(
+            "bash -c 'exec 3>/dev/udp/203.0.113.1/9999; for i in $(seq {OUTSIDE}); do echo wirerate >&3; done'"
+        ),
+    );
+    let output = finish_within(run, Duration::from_secs(240));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let sessions = std::fs::read_to_string(out.join("sessions.jsonl")).unwrap_or_default();
+    println!("{stdout}\nsessions.jsonl:\n{sessions}");
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut by_case = std::collections::BTreeMap::new();
+    for t in trials(&out) {
+        let tcp = t.tcp.as_ref().expect("TCP trials only");
+        assert!(tcp.l4_bps > 0.0, "{tcp:?}");
+        by_case.insert(t.key.case_id.clone(), tcp.syn_mss.clone());
+    }
+    for (m, data) in [("1460", 1420), ("400", 400)] {
+        let seen = by_case
+            .iter()
+            .find(|(id, _)| id.ends_with(&format!("mss{m}")))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no case for MSS {m}: {by_case:?}"));
+        assert_eq!(seen, vec![1420, data], "MSS {m}");
+    }
+    let lines = jsonl(&out.join("sessions.jsonl"));
+    // The BR knew the CE by its first packet, with the address and PSID of its prefix.
+    let up = lines.iter().find(|l| l["event"] == "up").expect("CE up");
+    assert_eq!(
+        (&up["ce"], &up["ipv4"], &up["psid"]),
+        (
+            &serde_json::json!("2001:db8:112:300:0:c633:6412:3"),
+            &serde_json::json!("198.51.100.18"),
+            &serde_json::json!(3)
+        ),
+        "{up}"
+    );
+    let stats = lines.iter().find(|l| l["event"] == "stats").expect("stats");
+    assert_eq!(stats["role"], "br", "{stats}");
+    assert!(stats["tun"].is_object(), "{stats}");
+    let br = &stats["br"];
+    assert!(br["decapsulated"].as_u64().unwrap() > 0, "{stats}");
+    assert!(br["encapsulated"].as_u64().unwrap() > 0, "{stats}");
+    // Exactly the datagrams outside the port set were refused, as another PSID's, and
+    // nothing else was.
+    assert_eq!(
+        br["upstream_dropped"],
+        serde_json::json!({ "WrongPsid": OUTSIDE }),
+        "{stats}"
+    );
+    assert_eq!(br["downstream_dropped"], serde_json::json!({}), "{stats}");
+
+    // UDP both ways at a fixed rate: lan→gateway→CE→BR arrives in IPv4-in-IPv6 from the CE's
+    // MAP address; the reverse stream leaves the BR port in IPv4-in-IPv6 to the CE's MAP
+    // address, for the shared address and the port the gateway's NAPT mapped the forward
+    // stream to, and the NAPT maps it back to the lan port. Each direction counted exactly.
+    // The lan port's kernel has no socket on the reverse stream's port and would answer some
+    // of its frames with ICMP port unreachable; our BR counts such ICMP errors as NoPort (it
+    // does not check their embedded ports yet), so they stay in the lan namespace.
+    sh(
+        &c.lan,
+        "nft -f - <<'EOF'\n\
+         table ip cpemapelan {\n\
+           chain out {\n\
+             type filter hook output priority 0;\n\
+             icmp type destination-unreachable drop\n\
+           }\n\
+         }\n\
+         EOF",
+    );
+    let d = tempfile::tempdir().unwrap();
+    let plan_path = plan_file(d.path(), &mape_udp_plan(&c));
+    let plan = Plan::parse(&mape_udp_plan(&c), "cpe-mape-udp.toml").unwrap();
+    let out = d.path().join("run");
+    let run = spawn_run(&plan_path, &out);
+    let output = finish_within(run, Duration::from_secs(240));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let sessions = std::fs::read_to_string(out.join("sessions.jsonl")).unwrap_or_default();
+    println!("{stdout}\nsessions.jsonl:\n{sessions}");
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    ce.signal("-TERM");
+    let ts: Vec<_> = trials(&out).into_iter().filter(|t| !t.superseded).collect();
+    assert_eq!(ts.len(), 2, "a trial per frame size: {ts:#?}");
+    let cases = plan.cases().unwrap();
+    let mut forward_received = 0;
+    for t in &ts {
+        let case = cases.iter().find(|c| c.id == t.key.case_id).unwrap();
+        let size = case.frame().and_then(|f| f.fixed()).unwrap();
+        // 100 % is one direction's line rate of the tunnelled frame (+40 B) on the WAN link.
+        let expect = 1e9 / ((size + 40 + 20) as f64 * 8.0);
+        assert!((plan.line_pps(case).0 - expect).abs() < 1e-6, "{}", case.id);
+        let e = t.engine.as_ref().expect("engine facts");
+        let dirs: Vec<(&str, &str)> = e
+            .per_direction
+            .iter()
+            .map(|d| (d.tx_port.as_str(), d.rx_port.as_str()))
+            .collect();
+        assert_eq!(dirs, [("lan", "wan"), ("wan", "lan")], "{}", case.id);
+        for dir in &e.per_direction {
+            println!(
+                "{}: {}→{} sent {} received {} lost {}",
+                case.id, dir.tx_port, dir.rx_port, dir.sent, dir.received, dir.lost
+            );
+            assert!(dir.sent > 0, "{}: {dir:?}", case.id);
+            assert_eq!(
+                (dir.received, dir.lost),
+                (dir.sent, 0),
+                "{} {}→{}: every frame sent arrives",
+                case.id,
+                dir.tx_port,
+                dir.rx_port
+            );
+        }
+        forward_received += e.per_direction[0].received;
+        assert_eq!(t.outcome.lost, 0, "{}", case.id);
+    }
+    let lines = jsonl(&out.join("sessions.jsonl"));
+    let stats = lines.iter().find(|l| l["event"] == "stats").expect("stats");
+    let br = &stats["br"];
+    // The BR decapsulated every forward frame (and the learning frames before each trial,
+    // 20 a time), refused none, and had nothing to encapsulate: the reverse stream is the
+    // engine's, built for the CE the rule names.
+    let decapsulated = br["decapsulated"].as_u64().unwrap();
+    assert!(
+        decapsulated > forward_received && (decapsulated - forward_received) % 20 == 0,
+        "{decapsulated} decapsulated, {forward_received} forward frames received: {stats}"
+    );
+    assert_eq!(br["upstream_dropped"], serde_json::json!({}), "{stats}");
+    assert_eq!(br["downstream_dropped"], serde_json::json!({}), "{stats}");
+}

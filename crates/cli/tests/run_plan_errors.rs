@@ -124,6 +124,33 @@ fn every_shipped_plan_checks_ok() {
                 assert!(out.contains(&format!("default/tcp4/s1/mss{m}")), "{out}");
             }
         }
+        if seen.last().unwrap() == "cpe-mape.toml" {
+            // UDP one way and both ways in IPv4-in-IPv6 (+40 B), TCP through the BR's
+            // Internet side with the MSS sweep, and the MTU probe both ways.
+            for size in [64, 1478] {
+                assert!(
+                    out.contains(&format!("default/udp4/{size}B/encap=mape ")),
+                    "{out}"
+                );
+                assert!(
+                    out.contains(&format!("default/udp4/{size}B/encap=mape/bidir ")),
+                    "{out}"
+                );
+            }
+            for m in [1420, 1200, 800, 400] {
+                assert!(out.contains(&format!("default/tcp4/s1/mss{m}")), "{out}");
+            }
+            assert!(
+                out.lines()
+                    .any(|l| l.contains("default/udp4/1518B/encap=mape/bidir ")
+                        && l.contains("mtu-probe")),
+                "{out}"
+            );
+            assert!(
+                out.contains("MAP-E BR 2001:db8:d::1 rule 2001:db8:100::/40 198.51.100.0/24 EA 16"),
+                "{out}"
+            );
+        }
         if seen.last().unwrap() == "cpe-ipoe.toml" {
             assert!(out.contains("default/tcp4/s1/mss400"), "{out}");
             assert!(
@@ -146,6 +173,7 @@ fn every_shipped_plan_checks_ok() {
         [
             "cpe-dslite.toml",
             "cpe-ipoe.toml",
+            "cpe-mape.toml",
             "cpe-pppoe.toml",
             "lab-demo.toml",
             "lab-flows.toml",

@@ -22,6 +22,8 @@ use wire::dhcpv6::{
     self, msg, opt, parse_oro, status, Dhcpv6Packet, IaAddrRepr, IaRepr, OptionWriter,
 };
 use wire::ethernet::MacAddr;
+use wire::map_rule::{MapRule, PortParams, DEFAULT_PSID_OFFSET};
+use wire::s46::{self, S46Rule};
 use wire::units::Nanos;
 
 use crate::util::{add, Counter};
@@ -99,6 +101,10 @@ pub struct Dhcpv6Config {
     pub dns: Vec<Ipv6Addr>,
     /// AFTR-Name (option 64), sent when the client asks in its ORO (RFC 6334 §3).
     pub aftr_name: Option<String>,
+    /// The MAP-E rule and BR (OPTION_S46_CONT_MAPE, 94), sent when the client asks in its
+    /// ORO (RFC 7598 §5): a MAP-E CE takes its shared IPv4 address and port set from the
+    /// delegated prefix through this rule, so the rule must cover every prefix of the pool.
+    pub mape: Option<MapeProvision>,
     /// Lifetimes of what is granted, seconds; T1/T2 tell the client when to Renew/Rebind.
     pub preferred: u32,
     pub valid: u32,
@@ -120,6 +126,7 @@ impl Dhcpv6Config {
             prefixes: None,
             dns: Vec::new(),
             aftr_name: None,
+            mape: None,
             preferred: 3600,
             valid: 7200,
             t1: 1800,
@@ -177,6 +184,9 @@ impl Dhcpv6Config {
                 reason: e,
             })?;
         }
+        if let Some(m) = &self.mape {
+            m.check(self.prefixes.as_ref()).map_err(E::Mape)?;
+        }
         if self.t1 > self.t2 || self.preferred > self.valid {
             return Err(E::Lifetimes);
         }
@@ -203,6 +213,9 @@ pub enum Dhcpv6ConfigError {
     AftrName { name: String, reason: wire::Error },
     /// T1 > T2 or preferred > valid.
     Lifetimes,
+    /// The MAP-E rule (option 94) cannot map the prefixes the pool delegates
+    /// ([`MapeProvision::check`] says why).
+    Mape(String),
 }
 
 impl fmt::Display for Dhcpv6ConfigError {
@@ -230,11 +243,81 @@ impl fmt::Display for Dhcpv6ConfigError {
             E::EmptyPrefixPool => f.write_str("the prefix pool is empty"),
             E::AftrName { name, reason } => write!(f, "AFTR name {name:?}: {reason}"),
             E::Lifetimes => f.write_str("lifetimes must satisfy T1 <= T2 and preferred <= valid"),
+            E::Mape(why) => f.write_str(why),
         }
     }
 }
 
 impl std::error::Error for Dhcpv6ConfigError {}
+
+/// What OPTION_S46_CONT_MAPE carries: one Basic Mapping Rule (its F flag set when it is also
+/// a Forwarding Mapping Rule) and the BR's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapeProvision {
+    pub rule: S46Rule,
+    pub br: Ipv6Addr,
+}
+
+impl MapeProvision {
+    /// The option for `rule` and `br`; an S46_PORTPARAMS goes inside the rule only when the
+    /// rule's offset differs from RFC 7597's default 6 (with a PSID to place) or its PSID is
+    /// provisioned beside the EA bits: otherwise a CE derives the same port set without it.
+    pub fn new(rule: &MapRule, fmr: bool, br: Ipv6Addr) -> MapeProvision {
+        let (ipv6_prefix, prefix6_len) = rule.ipv6_prefix();
+        let (ipv4_prefix, prefix4_len) = rule.ipv4_prefix();
+        let needs_params = rule.explicit_psid().is_some()
+            || (rule.psid_len() > 0 && rule.psid_offset() != DEFAULT_PSID_OFFSET);
+        let port_params = needs_params.then(|| PortParams {
+            offset: rule.psid_offset(),
+            psid_len: rule.psid_len(),
+            psid: rule.explicit_psid().unwrap_or(0),
+        });
+        MapeProvision {
+            rule: S46Rule {
+                fmr,
+                ea_len: rule.ea_len(),
+                prefix4_len,
+                ipv4_prefix,
+                prefix6_len,
+                ipv6_prefix,
+                port_params,
+            },
+            br,
+        }
+    }
+
+    /// Refuses a rule that cannot map the pool's prefixes: every delegated prefix must lie in
+    /// the rule's IPv6 prefix and be at least as long as the rule prefix plus the EA bits
+    /// (and at most 64 bits), else the CE has no address or port set to derive.
+    pub fn check(&self, pool: Option<&PrefixPool>) -> Result<(), String> {
+        let rule = self
+            .rule
+            .map_rule()
+            .map_err(|e| format!("the MAP-E rule: {e}"))?;
+        let Some(p) = pool else {
+            return Err(
+                "the MAP-E rule needs delegated prefixes (IA_PD) to map: no prefix pool".into(),
+            );
+        };
+        let (r6, r6_len) = rule.ipv6_prefix();
+        if p.base_len < r6_len || !in_prefix(p.base, r6, r6_len) {
+            return Err(format!(
+                "the prefix pool {}/{} is not inside the MAP-E rule's IPv6 prefix {r6}/{r6_len}",
+                p.base, p.base_len
+            ));
+        }
+        let need = rule.end_user_len();
+        if p.delegated_len < need || p.delegated_len > wire::map_rule::MAX_END_USER_PREFIX_LEN {
+            return Err(format!(
+                "a delegated /{} cannot carry the MAP-E rule's EA bits: the rule prefix /{r6_len} plus {} EA bits needs a delegated length of /{need} to /{}",
+                p.delegated_len,
+                rule.ea_len(),
+                wire::map_rule::MAX_END_USER_PREFIX_LEN
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// IA_NA or IA_PD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -775,6 +858,11 @@ impl Dhcpv6Server {
                 w.name(opt::AFTR_NAME, n)?;
             }
         }
+        if m.oro.contains(&s46::opt::S46_CONT_MAPE) {
+            if let Some(mp) = &self.cfg.mape {
+                w.s46_cont_mape(&[mp.rule], &[mp.br])?;
+            }
+        }
         Ok(())
     }
 
@@ -1230,6 +1318,109 @@ mod tests {
             size: 1000,
         };
         assert_eq!(p.capacity(), 256);
+    }
+
+    /// The MAP-E rule of the lab: 2001:db8:100::/40 with 16 EA bits over 198.51.100.0/24, so
+    /// each delegated /56 of the test pool is one CE with an 8-bit PSID.
+    fn mape(offset: u8) -> MapeProvision {
+        let params = (offset != DEFAULT_PSID_OFFSET).then_some(PortParams {
+            offset,
+            psid_len: 0,
+            psid: 0,
+        });
+        let r = MapRule::new(
+            a("2001:db8:100::"),
+            40,
+            "198.51.100.0".parse().unwrap(),
+            24,
+            16,
+            params,
+        )
+        .unwrap();
+        MapeProvision::new(&r, true, a("2001:db8:d::1"))
+    }
+
+    #[test]
+    fn option_94_goes_out_when_asked_for_and_reads_back_as_the_rule() {
+        let mut c = config();
+        c.mape = Some(mape(DEFAULT_PSID_OFFSET));
+        c.check().unwrap();
+        let mut s = Dhcpv6Server::new(c);
+        let ias = [(opt::IA_PD, 8)];
+        let plain = s
+            .handle(
+                Nanos(0),
+                &client_msg(msg::SOLICIT, &CLIENT_DUID, None, &ias, &[23]),
+            )
+            .unwrap();
+        assert!(
+            !summary(&plain).2.contains(&s46::opt::S46_CONT_MAPE),
+            "not asked for"
+        );
+        let rep = s
+            .handle(
+                Nanos(0),
+                &client_msg(msg::SOLICIT, &CLIENT_DUID, None, &ias, &[94]),
+            )
+            .unwrap();
+        let p = Dhcpv6Packet::new_checked(&rep[..]).unwrap();
+        let v = p
+            .options()
+            .map(|o| o.unwrap())
+            .find(|(c, _)| *c == s46::opt::S46_CONT_MAPE)
+            .expect("option 94")
+            .1;
+        let cont = wire::s46::MapeContainer::parse(v).unwrap();
+        let rules: Vec<_> = cont.rules().collect();
+        assert_eq!(rules.len(), 1);
+        assert!(rules[0].fmr);
+        assert_eq!(
+            rules[0].port_params, None,
+            "offset 6 needs no S46_PORTPARAMS"
+        );
+        assert_eq!(
+            (rules[0].ea_len, rules[0].prefix4_len, rules[0].prefix6_len),
+            (16, 24, 40)
+        );
+        assert_eq!(cont.brs().collect::<Vec<_>>(), vec![a("2001:db8:d::1")]);
+        // The CE's side: the delegated prefix maps through the rule it was given.
+        let m = rules[0]
+            .map_rule()
+            .unwrap()
+            .ce_mapping(a("2001:db8:100::"), 56)
+            .unwrap();
+        assert_eq!(
+            m.ipv4,
+            "198.51.100.0".parse::<core::net::Ipv4Addr>().unwrap()
+        );
+        assert_eq!(m.ports.psid_len(), 8);
+    }
+
+    #[test]
+    fn option_94_carries_portparams_when_the_offset_is_not_the_default() {
+        let m = mape(4);
+        let pp = m.rule.port_params.expect("S46_PORTPARAMS");
+        assert_eq!((pp.offset, pp.psid_len), (4, 8));
+        assert_eq!(m.rule.map_rule().unwrap().psid_offset(), 4);
+    }
+
+    #[test]
+    fn a_rule_that_cannot_map_the_pool_is_refused() {
+        let mut c = config();
+        c.mape = Some(mape(DEFAULT_PSID_OFFSET));
+        // 2001:db8:100::/48 pool, delegated /56: inside the /40 rule, long enough.
+        c.check().unwrap();
+        let mut short = c.clone();
+        short.prefixes.as_mut().unwrap().delegated_len = 52;
+        let e = short.check().unwrap_err();
+        assert!(e.contains("/56"), "{e}");
+        let mut outside = c.clone();
+        outside.prefixes.as_mut().unwrap().base = a("2001:db8:200::");
+        let e = outside.check().unwrap_err();
+        assert!(e.contains("not inside the MAP-E rule"), "{e}");
+        let mut none = c;
+        none.prefixes = None;
+        assert!(none.check().unwrap_err().contains("no prefix pool"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ control_plane!(
     crate::dslite::B4,
     crate::softwire::AftrPort,
     crate::softwire::B4Port,
+    crate::mape_port::BrPort,
     crate::ipoe::IpoePort
 );
 
@@ -20,5 +21,6 @@ ip_relay!(
     crate::pppoe::client::Client,
     crate::softwire::AftrPort,
     crate::softwire::B4Port,
+    crate::mape_port::BrPort,
     crate::ipoe::IpoePort
 );

@@ -43,6 +43,7 @@ mod impls;
 pub mod ipfrag;
 pub mod ipoe;
 pub mod mape;
+pub mod mape_port;
 pub mod ppp;
 pub mod pppoe;
 pub mod pppoe_v6;

@@ -109,6 +109,16 @@ impl ProvisionConfig {
         ProvisionConfig { mac, ra, dhcp }
     }
 
+    /// [`Self::dslite`]'s link (RA, addresses, /56 prefixes, DNS) for a MAP-E CE: no AFTR
+    /// name, and OPTION_S46_CONT_MAPE with `mape`'s rule and BR next to the delegated prefix
+    /// (the CE derives its shared IPv4 address and port set from both).
+    pub fn mape(mac: MacAddr, mtu: u32, mape: crate::dhcpv6::MapeProvision) -> ProvisionConfig {
+        let mut c = ProvisionConfig::dslite(mac, mtu);
+        c.dhcp.aftr_name = None;
+        c.dhcp.mape = Some(mape);
+        c
+    }
+
     /// The DHCPv6 server's checks ([`Dhcpv6Config::check`]) and the RA's prefixes in
     /// 2001:db8::/32.
     pub fn check(&self) -> Result<(), ProvisionConfigError> {

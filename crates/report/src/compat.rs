@@ -42,14 +42,14 @@ pub(crate) fn run_facts(info: &RunInfo) -> (RunFacts, Option<String>) {
 
 /// The encapsulation a case's `encap` text names (an `encap=` case-id segment, or the `encap`
 /// user variable of runs before that dimension existed), with the case's IP version: `vlan` on
-/// an IPv6 case is `vlan+ipv6`; a value that names its IP version (`ipv4+pppoe`) or is DS-Lite
+/// an IPv6 case is `vlan+ipv6`; a value that names its IP version (`ipv4+pppoe`) or is DS-Lite or MAP-E
 /// keeps its own. `None` when `wire` cannot read it (the caller keeps it as a label).
 pub(crate) fn encap_of_text(value: &str, ip: IpVersion) -> Option<EncapSpec> {
     let names_ip = value
         .split('+')
         .any(|p| matches!(p.trim(), "ipv4" | "ipv6" | "ip4" | "ip6"));
     let spec = value.parse::<EncapSpec>().ok()?;
-    Some(if names_ip || spec.dslite {
+    Some(if names_ip || spec.ipv4_in_ipv6() {
         spec
     } else {
         spec.with_ip(ip)

@@ -2,10 +2,10 @@
 //! UDP payload. Values (VLAN ids, labels, session ids, addresses) belong to the stream, not here.
 //!
 //! The canonical wire order is Ethernet → 802.1Q/802.1ad tags → MPLS labels → PPPoE+PPP →
-//! outer IPv6 (DS-Lite) → inner IP → UDP, whatever order the user wrote the parts in.
+//! outer IPv6 (DS-Lite or MAP-E) → inner IP → UDP, whatever order the user wrote the parts in.
 //!
 //! Spelled as `+`-joined parts: `ipv4` (default), `ipv6`, `vlan`, `qinq`, `mpls:N`, `pppoe`,
-//! `dslite`, e.g. `pppoe+vlan` or `dslite+pppoe`.
+//! `dslite`, `mape`, e.g. `pppoe+vlan` or `dslite+pppoe`.
 
 use core::fmt;
 use core::str::FromStr;
@@ -97,6 +97,11 @@ pub struct EncapSpec {
     pub pppoe: bool,
     /// IPv4-in-IPv6 (RFC 6333): an outer IPv6 header around the IPv4 test packet.
     pub dslite: bool,
+    /// MAP-E (RFC 7597): the same IPv4-in-IPv6 frame as `dslite`, between a CE's MAP address
+    /// and a Border Relay. Kept apart from `dslite` because plans tie each to its own port
+    /// kind; the frame's shape is the same ([`EncapSpec::ipv4_in_ipv6`]).
+    #[serde(default)]
+    pub mape: bool,
 }
 
 /// Why an encapsulation string was refused.
@@ -112,7 +117,7 @@ impl fmt::Display for EncapError {
 impl std::error::Error for EncapError {}
 
 const ENCAP_HELP: &str =
-    "valid parts, joined with '+': ipv4, ipv6, vlan, qinq, mpls:N (N = 1..8), pppoe, dslite";
+    "valid parts, joined with '+': ipv4, ipv6, vlan, qinq, mpls:N (N = 1..8), pppoe, dslite, mape";
 
 impl EncapSpec {
     /// The same IP traffic with no encapsulation at all: the reference port's frame.
@@ -123,6 +128,24 @@ impl EncapSpec {
             mpls_labels: 0,
             pppoe: false,
             dslite: false,
+            mape: false,
+        }
+    }
+
+    /// Whether the test packet is IPv4 inside an outer IPv6 header (next header 4): DS-Lite
+    /// and MAP-E frames, which differ only in their outer addresses.
+    pub const fn ipv4_in_ipv6(&self) -> bool {
+        self.dslite || self.mape
+    }
+
+    /// The softwire's name as plans spell it (`dslite`, `mape`), None without one.
+    pub const fn softwire_name(&self) -> Option<&'static str> {
+        if self.mape {
+            Some("mape")
+        } else if self.dslite {
+            Some("dslite")
+        } else {
+            None
         }
     }
 
@@ -143,9 +166,9 @@ impl EncapSpec {
             + if self.pppoe { PPPOE_SESSION } else { 0 }
     }
 
-    /// Bytes of tunnel headers in front of the test IP packet (the DS-Lite outer IPv6).
+    /// Bytes of tunnel headers in front of the test IP packet (the DS-Lite or MAP-E outer IPv6).
     pub fn tunnel_extra(&self) -> usize {
-        if self.dslite {
+        if self.ipv4_in_ipv6() {
             IPV6_HEADER
         } else {
             0
@@ -205,6 +228,7 @@ impl FromStr for EncapSpec {
                     "mpls" => "mpls",
                     "pppoe" => "pppoe",
                     "dslite" | "ds-lite" => "dslite",
+                    "mape" | "map-e" => "mape",
                     _ => {
                         return Err(EncapError(format!(
                             "unknown encapsulation part '{part}' in '{text}'; {ENCAP_HELP}"
@@ -243,14 +267,19 @@ impl FromStr for EncapSpec {
                     spec.mpls_labels = n;
                 }
                 "pppoe" => spec.pppoe = true,
+                "mape" | "map-e" => spec.mape = true,
                 _ => spec.dslite = true,
             }
         }
-        if spec.dslite && ip_given == Some(IpVersion::V6) {
-            return Err(EncapError(
-                "dslite carries IPv4 inside IPv6; drop 'ipv6' (the outer IPv6 header is implied)"
-                    .into(),
-            ));
+        if spec.dslite && spec.mape {
+            return Err(EncapError(format!(
+                "'{text}' names two softwires; a frame crosses either dslite or mape, give one"
+            )));
+        }
+        if let (Some(name), Some(IpVersion::V6)) = (spec.softwire_name(), ip_given) {
+            return Err(EncapError(format!(
+                "{name} carries IPv4 inside IPv6; drop 'ipv6' (the outer IPv6 header is implied)"
+            )));
         }
         if spec.mpls_labels > 0 && spec.pppoe {
             return Err(EncapError(
@@ -279,10 +308,9 @@ impl fmt::Display for EncapSpec {
         if self.pppoe {
             parts.push("pppoe".into());
         }
-        if self.dslite {
-            parts.push("dslite".into());
-        } else {
-            parts.push(self.ip.to_string());
+        match self.softwire_name() {
+            Some(name) => parts.push(name.into()),
+            None => parts.push(self.ip.to_string()),
         }
         f.write_str(&parts.join("+"))
     }
@@ -305,6 +333,9 @@ mod tests {
         assert_eq!(p("mpls").mpls_labels, 1);
         assert_eq!(p("ipv6+qinq").tagging, Tagging::QinQ);
         assert!(p("dslite").dslite);
+        let m = p("mape");
+        assert!(m.mape && !m.dslite && m.ipv4_in_ipv6() && m.ip == IpVersion::V4);
+        assert!(!p("pppoe").ipv4_in_ipv6());
         assert!(p("ipv4").is_plain());
     }
 
@@ -317,6 +348,10 @@ mod tests {
         assert_eq!(p("dslite").overhead(), 40);
         assert_eq!(p("pppoe+vlan").overhead(), 12);
         assert_eq!(p("dslite+pppoe+qinq").overhead(), 56);
+        // MAP-E's frame is DS-Lite's: the same 40-byte outer IPv6 header.
+        assert_eq!(p("mape").overhead(), 40);
+        assert_eq!(p("mape+pppoe+vlan").overhead(), 52);
+        assert_eq!(p("mape").headers_len(), 14 + 40 + 20 + 8);
         assert_eq!(p("ipv6").headers_len(), 14 + 40 + 8);
     }
 
@@ -336,6 +371,8 @@ mod tests {
             "qinq+mpls:2+ipv6",
             "vlan+pppoe+ipv6",
             "pppoe+dslite",
+            "mape",
+            "vlan+pppoe+mape",
         ] {
             let spec = p(s);
             assert_eq!(p(&spec.to_string()), spec, "{s} -> {spec}");
@@ -352,6 +389,9 @@ mod tests {
             "mpls:9",
             "mpls:x",
             "dslite+ipv6",
+            "mape+ipv6",
+            "mape+dslite",
+            "mape:1",
             "mpls+pppoe",
             "vlan:3",
             "ipv4+ipv6",

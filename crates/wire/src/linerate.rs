@@ -4,7 +4,7 @@
 //! on the wire (7 preamble + 1 SFD + 12 inter-frame gap). A test packet is sized by its plain
 //! frame on the reference link; on a link with encapsulation it grows by the encapsulation's
 //! bytes and, where a tunnel makes it exceed the link MTU, it is fragmented (IPv4 inside PPPoE,
-//! the outer IPv6 of DS-Lite) or cannot be forwarded at all (IPv6 is never fragmented by
+//! the outer IPv6 of DS-Lite and MAP-E) or cannot be forwarded at all (IPv6 is never fragmented by
 //! routers). The theoretical rate of a path is the minimum over its links.
 
 use core::fmt;
@@ -275,7 +275,7 @@ pub fn frames_on_link(ip_len: usize, link: &Link) -> (Vec<usize>, Fate) {
         }
         frames
     };
-    if e.dslite {
+    if e.ipv4_in_ipv6() {
         let outer = IPV6_HEADER + ip_len;
         if outer <= ip_mtu {
             return (vec![pad(l2 + outer)], Fate::Whole);
@@ -288,7 +288,11 @@ pub fn frames_on_link(ip_len: usize, link: &Link) -> (Vec<usize>, Fate) {
             frames,
             Fate::Fragmented {
                 frames: n,
-                what: "outer IPv6 (DS-Lite tunnel)",
+                what: if e.mape {
+                    "outer IPv6 (MAP-E tunnel)"
+                } else {
+                    "outer IPv6 (DS-Lite tunnel)"
+                },
             },
         );
     }
@@ -554,6 +558,7 @@ mod tests {
             ("pppoe", 8),
             ("pppoe+vlan", 12),
             ("dslite", 40),
+            ("mape", 40),
         ] {
             let path = Path::router(BitsPerSec(1e9), enc(e), ETHERNET_MTU);
             let r = path.rate(&FrameSize::Fixed { bytes: 128 }, false).unwrap();
@@ -623,6 +628,30 @@ mod tests {
         // 1452 bytes of room after 40 + 8: 1448 (a multiple of 8), then 52.
         assert_eq!(frames, vec![14 + 48 + 1448 + 4, 14 + 48 + 52 + 4]);
         assert_eq!(frames_on_link(1460, &link), (vec![1518], Fate::Whole));
+    }
+
+    #[test]
+    fn mape_fragments_the_outer_ipv6_like_dslite() {
+        // RFC 7597 §8.3.1: the CE and BR fragment the encapsulating IPv6 packet as DS-Lite's
+        // endpoints do; the frames on the WAN link are the same sizes.
+        let link = Link {
+            name: "wan".into(),
+            speed: BitsPerSec(1e9),
+            encap: enc("mape"),
+            mtu: 1500,
+        };
+        let (frames, fate) = frames_on_link(1500, &link);
+        assert_eq!(
+            fate,
+            Fate::Fragmented {
+                frames: 2,
+                what: "outer IPv6 (MAP-E tunnel)"
+            }
+        );
+        assert_eq!(frames, vec![14 + 48 + 1448 + 4, 14 + 48 + 52 + 4]);
+        assert_eq!(frames_on_link(1460, &link), (vec![1518], Fate::Whole));
+        // 64-byte reference frames are 104 bytes on the tunnel link.
+        assert_eq!(frames_on_link(46, &link), (vec![104], Fate::Whole));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! A complete test frame built once from a [`StreamSpec`], then restamped per frame.
 //!
-//! [`FrameTemplate::new`] composes Ethernet → tags → MPLS → PPPoE → (DS-Lite IPv6) → IP → UDP →
+//! [`FrameTemplate::new`] composes Ethernet → tags → MPLS → PPPoE → (DS-Lite/MAP-E IPv6) → IP → UDP →
 //! signature → fill, sized so that the *plain* frame of the same IP packet on the reference link
 //! has the requested size (DESIGN.md §4), with every length and checksum filled.
 //!
@@ -64,7 +64,7 @@ pub struct StreamSpec {
     /// The test packet's addresses (the inner packet for DS-Lite).
     pub src_ip: IpAddr,
     pub dst_ip: IpAddr,
-    /// DS-Lite tunnel endpoints: B4 and AFTR addresses of the outer IPv6 header.
+    /// Softwire endpoints of the outer IPv6 header: B4 and AFTR (DS-Lite), CE and BR (MAP-E).
     pub tunnel_src: Ipv6Addr,
     pub tunnel_dst: Ipv6Addr,
     pub src_port: u16,
@@ -232,7 +232,7 @@ impl FrameTemplate {
             IpVersion::V4 => EtherType::IPV4,
             IpVersion::V6 => EtherType::IPV6,
         };
-        let after_pppoe = if e.dslite {
+        let after_pppoe = if e.ipv4_in_ipv6() {
             EtherType::IPV6
         } else {
             ip_ethertype
@@ -314,7 +314,7 @@ impl FrameTemplate {
             bytes[at..at + 2].copy_from_slice(&proto.0.to_be_bytes());
             at += 2;
         }
-        if e.dslite {
+        if e.ipv4_in_ipv6() {
             Ipv6Repr {
                 src: spec.tunnel_src,
                 dst: spec.tunnel_dst,
@@ -522,4 +522,32 @@ fn validate(spec: &StreamSpec) -> Result<(), TemplateError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::net::{Ipv4Addr, Ipv6Addr};
+
+    /// A MAP-E frame is DS-Lite's IPv4-in-IPv6 with the CE's and BR's addresses outside: the
+    /// same bytes for the same addresses, and the dissector finds the inner IPv4 packet.
+    #[test]
+    fn mape_builds_dslites_frame_with_its_own_outer_addresses() {
+        let ce: Ipv6Addr = "2001:db8:12:3400:0:c612:3400:0".parse().unwrap();
+        let br: Ipv6Addr = "2001:db8:ffff::1".parse().unwrap();
+        let build = |encap: &str| {
+            let mut spec = StreamSpec::new(encap.parse().unwrap());
+            spec.src_ip = IpAddr::V4(Ipv4Addr::new(198, 51, 100, 18));
+            spec.dst_ip = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 2));
+            spec.tunnel_src = ce;
+            spec.tunnel_dst = br;
+            FrameTemplate::new(&spec, 128).unwrap()
+        };
+        let (mape, dslite) = (build("mape"), build("dslite"));
+        assert_eq!(mape.bytes(), dslite.bytes());
+        assert_eq!(mape.bytes().len(), 128 - 4 + 40);
+        let d = crate::dissect::dissect(mape.bytes()).unwrap();
+        assert_eq!(d.tunnel, Some((ce, br)));
+        assert_eq!(d.src, IpAddr::V4(Ipv4Addr::new(198, 51, 100, 18)));
+    }
 }

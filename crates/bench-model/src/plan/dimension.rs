@@ -397,7 +397,7 @@ pub static DIMENSIONS: [Dimension; 13] = [
             Some((v, Ok(mut e))) => {
                 // Older runs' `encap` user variable named the IP version; the dimension
                 // takes the case's.
-                if !names_ip(v) && !e.dslite {
+                if !names_ip(v) && !e.ipv4_in_ipv6() {
                     e.ip = d.ip;
                 }
                 d.encap = Some(e);
@@ -784,7 +784,7 @@ pub(super) fn parse_encap(s: &str) -> Result<EncapSpec, String> {
     s.parse::<EncapSpec>().map_err(|e| format!("`{s}`: {e}"))
 }
 
-/// An encapsulation as plans and case ids spell it: `plain`, `vlan`, `qinq+pppoe`, `dslite`
+/// An encapsulation as plans and case ids spell it: `plain`, `vlan`, `qinq+pppoe`, `dslite`, `mape`
 /// (the IP version is the case's own dimension): `wire`'s spelling, outermost first, without
 /// the IP version.
 pub fn spell_encap(e: &EncapSpec) -> String {
@@ -800,8 +800,8 @@ pub fn spell_encap(e: &EncapSpec) -> String {
     if e.pppoe {
         parts.push("pppoe".into());
     }
-    if e.dslite {
-        parts.push("dslite".into());
+    if let Some(name) = e.softwire_name() {
+        parts.push(name.into());
     }
     if parts.is_empty() {
         return "plain".into();

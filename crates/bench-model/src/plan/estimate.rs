@@ -209,11 +209,9 @@ impl Plan {
         // Both ways through an emulated port, each trial is preceded by one of learning
         // frames (crate::testbed): another engine start.
         let learning = case.dims.bidirectional
-            && self
-                .ports
-                .iter()
-                .take(2)
-                .any(|p| p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some());
+            && self.ports.iter().take(2).any(|p| {
+                p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some() || p.mape.is_some()
+            });
         // `engine_trial` counts the default drain; `run.drain` moves it.
         let drain = self.run.stream.drain.as_secs_f64() - DEFAULT_DRAIN.as_secs_f64();
         let per_trial = STARTUP.engine_trial * if learning { 2.0 } else { 1.0 } + drain;

@@ -25,6 +25,7 @@ mod ipoe;
 mod lan_watch;
 mod line_rate;
 mod load;
+mod mape;
 mod methodology;
 mod mtu_probe;
 mod parse;
@@ -45,6 +46,7 @@ pub use estimate::{
 };
 pub use ipoe::{IpoeSettings, IpoeSettingsError};
 pub use lan_watch::WatchedGateway;
+pub use mape::MapeSettings;
 pub use methodology::{
     ConnCount, ConnectionRateSettings, GoalSetting, Methodology, MethodologySettings,
     NatThroughputSettings, TableCapacitySettings, TableWord, TeardownRateSettings,

@@ -629,3 +629,159 @@ fn the_lan_watch_asks_each_gateway_of_a_plain_port_and_can_be_switched_off() {
     .unwrap();
     assert!(lab.run.lan_watch && lab.lan_watched_gateways().is_empty());
 }
+
+/// `[ports.wan.mape]`: a BR with its rule; TCP crosses its `internet`; the rule is checked
+/// where it is written, and with `provision` against the /56s the port delegates.
+#[test]
+fn a_mape_br_port_with_its_rule_and_an_internet_side() {
+    let mape = "ipv4 = \"203.0.113.2\"\n[ports.wan.mape]\nrole = \"br\"\naddress = \"2001:db8:d::1\"\nrule-ipv6-prefix = \"2001:db8:100::/40\"\nrule-ipv4-prefix = \"198.51.100.0/24\"\nea-bits = 16\nprovision = true\nfmr = true\ninternet = \"203.0.113.1\"\n";
+    let base = CPE.replace(
+        "[ports.wan.pppoe]\nrole = \"server\"\nmru = 1454\nauth = [\"pap\"]\nusers = [{ user = \"cpe\", password = \"secret\" }]\ntimeout = \"20s\"\n",
+        mape,
+    );
+    let tcp = base.replace(
+        "[[matrix]]\nprotocol = [\"udp\"]\nip = [4]\nencap = [\"pppoe\"]\nframe-size = [64, 1472]\nmethodologies = [\"rfc2544-throughput\"]\n",
+        "[[matrix]]\nprotocol = [\"tcp\"]\nip = [4]\nmss = [1420, 1200, 400]\nmethodologies = [\"iperf3\"]\n",
+    );
+    let plan = Plan::parse(&tcp, "cpe-mape.toml").unwrap();
+    let m = plan.ports[1].mape.as_ref().unwrap();
+    assert_eq!(
+        m.rule_ipv6,
+        ("2001:db8:100::".parse::<Ipv6Addr>().unwrap(), 40)
+    );
+    assert_eq!(
+        (m.ea_bits, m.psid_offset, m.fmr, m.provision),
+        (16, 6, true, true)
+    );
+    assert_eq!(m.rule().unwrap().psid_len(), 8);
+    assert_eq!(
+        plan.ports[1].internet(),
+        Some(Ipv4Addr::new(203, 0, 113, 1))
+    );
+    assert_eq!(plan.cases().unwrap().len(), 3);
+    // UDP crosses the BR inside IPv6: the block must say `mape` (not another encapsulation).
+    let errs = errors(&base);
+    assert!(
+        has(&errs, "matrix[0].encap", "plays a MAP-E BR"),
+        "{errs:?}"
+    );
+    assert!(has(&errs, "matrix[0].encap", "write `mape`"), "{errs:?}");
+    // EA bits that the delegated /56 cannot carry (/40 + 18 = /58 > /56).
+    let errs = errors(&tcp.replace("ea-bits = 16", "ea-bits = 18"));
+    assert!(
+        has(&errs, "ports.wan.mape.rule-ipv6-prefix", "cannot map"),
+        "{errs:?}"
+    );
+    // A rule outside the delegated pool.
+    let errs = errors(&tcp.replace("2001:db8:100::/40", "2001:db8:200::/40"));
+    assert!(
+        has(
+            &errs,
+            "ports.wan.mape.rule-ipv6-prefix",
+            "not inside the MAP-E rule"
+        ),
+        "{errs:?}"
+    );
+    // Without provisioning the same rule is fine (the CE's prefix is configured by hand).
+    Plan::parse(
+        &tcp.replace("2001:db8:100::/40", "2001:db8:200::/40")
+            .replace("provision = true\n", ""),
+        "p.toml",
+    )
+    .unwrap();
+    // Bad values name their key.
+    let errs = errors(&tcp.replace("198.51.100.0/24", "10.0.0.0/24"));
+    assert!(
+        has(
+            &errs,
+            "ports.wan.mape.rule-ipv4-prefix",
+            "documentation prefix"
+        ),
+        "{errs:?}"
+    );
+    let errs = errors(&tcp.replace("198.51.100.0/24", "198.51.100.0"));
+    assert!(
+        has(&errs, "ports.wan.mape.rule-ipv4-prefix", "ADDRESS/LENGTH"),
+        "{errs:?}"
+    );
+    let errs = errors(&tcp.replace("ea-bits = 16", "ea-bits = 60"));
+    assert!(
+        has(&errs, "ports.wan.mape.ea-bits", "between 0 and 48"),
+        "{errs:?}"
+    );
+    let errs = errors(&tcp.replace("role = \"br\"", "role = \"ce\""));
+    assert!(has(&errs, "ports.wan.mape.role", ""), "{errs:?}");
+    let errs = errors(
+        &tcp.replace("psid-offset", "x")
+            .replace("fmr = true", "psid-offset = 16"),
+    );
+    assert!(has(&errs, "ports.wan.mape.psid-offset", ""), "{errs:?}");
+}
+
+/// UDP through a MAP-E BR port (`encap = ["mape"]`), one way and both ways, and the MTU probe:
+/// each direction's 100 % is the line rate of the tunnelled frame, 40 bytes more on the WAN
+/// link (as DS-Lite's), the BR needs no next hop for the reverse stream, and a frame whose
+/// IPv4 packet plus 40 bytes exceeds the port's MTU is refused unless the block only probes.
+#[test]
+fn udp_and_the_mtu_probe_through_a_mape_br_port() {
+    let mape = "ipv4 = \"203.0.113.2\"\n[ports.wan.mape]\nrole = \"br\"\naddress = \"2001:db8:d::1\"\nrule-ipv6-prefix = \"2001:db8:100::/40\"\nrule-ipv4-prefix = \"198.51.100.0/24\"\nea-bits = 16\n";
+    let base = CPE.replace(
+        "[ports.wan.pppoe]\nrole = \"server\"\nmru = 1454\nauth = [\"pap\"]\nusers = [{ user = \"cpe\", password = \"secret\" }]\ntimeout = \"20s\"\n",
+        mape,
+    );
+    let udp = base.replace(
+        "encap = [\"pppoe\"]\nframe-size = [64, 1472]",
+        "encap = [\"mape\"]\nbidirectional = true\nframe-size = [64, 1478]",
+    );
+    let plan = Plan::parse(&udp, "cpe-mape.toml").unwrap();
+    let cases = plan.cases().unwrap();
+    assert_eq!(cases.len(), 2);
+    assert!(cases
+        .iter()
+        .all(|c| c.dims.bidirectional && c.dims.encap.is_some_and(|e| e.mape)));
+    let at = |bytes: usize| {
+        cases
+            .iter()
+            .find(|c| c.frame().and_then(|f| f.fixed()) == Some(bytes))
+            .unwrap()
+    };
+    // 64 B on the LAN is 104 B on the WAN link, the bottleneck.
+    assert_eq!(plan.path_encap(at(64)).overhead(), 40);
+    let expect = 1e9 / ((64.0 + 40.0 + 20.0) * 8.0);
+    assert!(
+        (plan.line_pps(at(64)).0 - expect).abs() < 1e-6,
+        "{}",
+        plan.line_pps(at(64)).0
+    );
+    // 1478 B: a 1460-byte IPv4 packet, 1500 bytes with the outer header: the largest whole.
+    let expect = 1e9 / ((1478.0 + 40.0 + 20.0) * 8.0);
+    assert!((plan.line_pps(at(1478)).0 - expect).abs() < 1e-6);
+    // One byte more would be fragmented by the CE: refused, naming the largest whole frame.
+    let errs = errors(&udp.replace("[64, 1478]", "[64, 1479]"));
+    assert!(
+        has(&errs, "matrix[0].frame-size", "crosses whole is 1478 B"),
+        "{errs:?}"
+    );
+    // ... unless the block only probes for that threshold.
+    let probe = udp
+        .replace("[64, 1478]", "[1518]")
+        .replace("\"rfc2544-throughput\"", "\"mtu-probe\"");
+    Plan::parse(&probe, "p.toml").unwrap();
+    // `mape` needs a MAP-E port; `dslite` is not the BR's frame; ip = 6 is not carried.
+    let errs = errors(&CPE.replace("encap = [\"pppoe\"]", "encap = [\"mape\"]"));
+    assert!(
+        has(&errs, "matrix[0].encap", "plays the MAP-E Border Relay"),
+        "{errs:?}"
+    );
+    let errs = errors(&udp.replace("[\"mape\"]", "[\"dslite\"]"));
+    assert!(has(&errs, "matrix[0].encap", "write `mape`"), "{errs:?}");
+    let errs = errors(&udp.replace("ip = [4]", "ip = [4, 6]"));
+    assert!(
+        has(
+            &errs,
+            "matrix[0].encap",
+            "mape carries IPv4 test traffic inside IPv6"
+        ),
+        "{errs:?}"
+    );
+}

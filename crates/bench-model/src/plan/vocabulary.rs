@@ -63,6 +63,9 @@ pub struct Port {
     /// The port plays the ISP side of an IPoE WAN (DHCPv4, RA/DHCPv6, DNS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipoe: Option<IpoeSettings>,
+    /// The port plays a MAP-E Border Relay (the ISP side of a MAP-E CE).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mape: Option<super::MapeSettings>,
 }
 
 impl Port {
@@ -80,7 +83,10 @@ impl Port {
             .as_ref()
             .filter(|d| d.role == DsliteRole::Aftr)
             .and_then(|d| d.internet);
-        ac.or(aftr).or(self.ipoe.as_ref().and_then(|i| i.internet))
+        let br = self.mape.as_ref().and_then(|m| m.internet);
+        ac.or(aftr)
+            .or(br)
+            .or(self.ipoe.as_ref().and_then(|i| i.internet))
     }
 }
 

@@ -7,6 +7,7 @@
 //!
 //! - [`pppoe`]: the access concentrator (with its IPv6 provisioning) and the subscriber.
 //! - [`dslite`]: the AFTR (with its link provisioning) and the B4.
+//! - [`mape`]: the MAP-E BR (with its link provisioning); the CE is [`dslite`]'s B4.
 //! - [`ipoe`]: the ISP side of an IPoE WAN (DHCPv4, RA + DHCPv6, DNS).
 //!
 //! Either may hand its sessions' IP packets to a TUN device ("the Internet" on the ISP side, a
@@ -14,6 +15,7 @@
 
 pub mod dslite;
 pub mod ipoe;
+pub mod mape;
 pub mod pppoe;
 
 use std::time::Duration;

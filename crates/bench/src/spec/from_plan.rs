@@ -15,12 +15,12 @@ use crate::trial::engine_backend;
 /// `run.drain` says otherwise ([`crate::plan::DEFAULT_DRAIN`]).
 pub const UDP_DRAIN: std::time::Duration = crate::plan::DEFAULT_DRAIN;
 
-/// Whether port `i` of the plan plays a PPPoE session or DS-Lite softwire (it then sends
-/// inside it, through the testbed's [`super::Carrier`]).
+/// Whether port `i` of the plan plays a PPPoE session, DS-Lite softwire, IPoE link or MAP-E
+/// BR (it then sends inside it, through the testbed's [`super::Carrier`] or reverse stream).
 fn plays_session(plan: &Plan, i: usize) -> bool {
-    plan.ports
-        .get(i)
-        .is_some_and(|p| p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some())
+    plan.ports.get(i).is_some_and(|p| {
+        p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some() || p.mape.is_some()
+    })
 }
 
 /// The encapsulation port A sends `case`'s frames in: PPPoE or DS-Lite when it plays the

@@ -278,6 +278,22 @@ impl Testbed {
                 }
             }
         }
+        // A MAP-E BR like an AFTR: it answers at once and waits for no one.
+        for (i, p) in plan.ports.iter().enumerate().take(2) {
+            if let Some(cfg) = &p.mape {
+                let spec = if i == 0 { &a } else { b.as_ref().unwrap_or(&a) };
+                match SoftwirePort::start_br(&p.name, spec, cfg) {
+                    Ok(s) => {
+                        tb.softwires.push(s);
+                        tunnels.push((i, cfg.timeout));
+                    }
+                    Err(e) => {
+                        let _ = tb.down();
+                        return Err(TestbedError::Port(e));
+                    }
+                }
+            }
+        }
         // IPoE: the port answers DHCP at once; the gateway's lease is waited for below.
         let mut dhcp = Vec::new();
         for (i, p) in plan.ports.iter().enumerate().take(2) {

@@ -216,8 +216,13 @@ impl Testbed {
                 .ports
                 .iter()
                 .find(|p| p.name == s.port)
-                .and_then(|p| p.dslite.as_ref())
-                .map_or(std::time::Duration::from_secs(10), |d| d.timeout);
+                .and_then(|p| {
+                    p.dslite
+                        .as_ref()
+                        .map(|d| d.timeout)
+                        .or(p.mape.as_ref().map(|m| m.timeout))
+                })
+                .unwrap_or(std::time::Duration::from_secs(10));
             let end = std::time::Instant::now() + timeout;
             while s.softwire().is_none()
                 && std::time::Instant::now() < end

@@ -99,6 +99,28 @@ pub(super) fn reverse_in_softwire(
     reverse_stream(forward, &spec, frame_size, "DS-Lite")
 }
 
+/// The reverse stream from port B's MAP-E BR: a reply to what the CE's NAPT made of the
+/// forward stream — inner IPv4 from B's address and the forward destination port to the CE's
+/// shared address `ce_ipv4` and the port `ce_port` it mapped the forward source to (learned
+/// by the BR), in IPv6 from the BR to the CE's MAP address (`info`). The CE's NAPT maps it
+/// back to port A.
+pub(super) fn reverse_from_br(
+    frame_size: FrameSize,
+    forward: &TrialStream,
+    a: &PortSpec,
+    b: &PortSpec,
+    (ce_ipv4, ce_port): (std::net::Ipv4Addr, u16),
+    info: &SoftwireInfo,
+) -> Result<TrialStream, String> {
+    let mut encap = EncapSpec::plain(IpVersion::V4);
+    encap.mape = true;
+    let mut spec = mirrored(encap, forward, a, b)?;
+    spec.dst_ip = ce_ipv4.into();
+    spec.dst_port = ce_port;
+    info.apply_to(&mut spec, false);
+    reverse_stream(forward, &spec, frame_size, "MAP-E")
+}
+
 /// A B→A stream spec: B's address to A's, the forward stream's UDP ports swapped.
 fn mirrored(
     encap: EncapSpec,
@@ -139,7 +161,7 @@ fn forward_tos(forward: &TrialStream) -> Option<u8> {
 }
 
 /// The UDP source and destination ports of the forward stream's first frame.
-fn forward_ports(forward: &TrialStream) -> Option<(u16, u16)> {
+pub(super) fn forward_ports(forward: &TrialStream) -> Option<(u16, u16)> {
     let bytes = forward.config.frames.first()?.bytes();
     let d = wire::dissect::dissect(bytes).ok()?;
     let udp = bytes.get(d.udp_offset?..)?;

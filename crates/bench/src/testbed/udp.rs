@@ -16,7 +16,9 @@ use crate::plan::{Case, Plan};
 use crate::results::EngineFacts;
 use crate::search::{LineFraction, Outcome, ProbeDirection, TrialRequest};
 
-use super::reverse::{reverse_in_session, reverse_in_softwire, reverse_to_lease, sent_of_reverse};
+use super::reverse::{
+    reverse_from_br, reverse_in_session, reverse_in_softwire, reverse_to_lease, sent_of_reverse,
+};
 use super::{dut_delta, Testbed, WatchedPort};
 
 impl Testbed {
@@ -194,6 +196,49 @@ impl Testbed {
                         b4_side,
                     )?)
                 }
+                FarEnd::Br(port) => {
+                    // The reply to what the CE's NAPT made of the forward stream: the BR learns
+                    // the shared address and port from the forward frames it decapsulates
+                    // (learning frames, repeated until one passed its checks or `timeout`).
+                    reverse_dst_rewritten = true;
+                    let cfg_br = plan
+                        .ports
+                        .get(1)
+                        .and_then(|p| p.mape.as_ref())
+                        .ok_or("port B plays no MAP-E BR")?;
+                    let rule = cfg_br
+                        .rule()
+                        .map_err(|e| format!("MAP-E BR on port {port}: {e}"))?;
+                    let dst = b.ipv4.ok_or_else(|| {
+                        format!("port {port} has no IPv4 address for the forward stream")
+                    })?;
+                    let (_, dst_port) = super::reverse::forward_ports(forward)
+                        .ok_or("the forward stream has no UDP ports")?;
+                    let path = || {
+                        self.softwires
+                            .iter()
+                            .find(|s| s.port == *port)
+                            .and_then(|s| s.mape_reply_path(&rule, dst, dst_port))
+                    };
+                    let end = std::time::Instant::now() + cfg_br.timeout;
+                    while path().is_none()
+                        && std::time::Instant::now() < end
+                        && !stop.load(std::sync::atomic::Ordering::SeqCst)
+                    {
+                        learn(&learning, stop)?;
+                    }
+                    let (ce_ipv4, ce_port, info) = path().ok_or_else(|| {
+                        format!("MAP-E on port {port}: no forward frame to {dst}:{dst_port} passed the BR's checks within {:.0} s of learning frames (is the DUT's CE up, its BR address this port's, and its port set the rule's? sessions.jsonl counts the BR's drops by reason), so the reverse stream has no CE address and port to go to; nothing was measured", cfg_br.timeout.as_secs_f64())
+                    })?;
+                    Some(reverse_from_br(
+                        frame_size,
+                        forward,
+                        &self.a,
+                        b,
+                        (ce_ipv4, ce_port),
+                        &info,
+                    )?)
+                }
             };
             // The reverse direction through a NAPT needs the mapping the forward direction
             // creates: learning frames, as RFC 2544 §11 asks, so its first frames are not lost.
@@ -203,7 +248,13 @@ impl Testbed {
             match reverse {
                 Some(r) => {
                     if let Some(f) = sent.first() {
-                        sent.push(sent_of_reverse(f, &r));
+                        let mut rs = sent_of_reverse(f, &r);
+                        if matches!(far_end, FarEnd::Br(_)) {
+                            // The same IPv4-in-IPv6 frame, which plans call MAP-E here.
+                            rs.encap.dslite = false;
+                            rs.encap.mape = true;
+                        }
+                        sent.push(rs);
                     }
                     cfg.streams.push(r)
                 }
@@ -223,12 +274,9 @@ impl Testbed {
         // decapsulates on the way (a CPE's LAN→WAN frames arrive in its PPPoE session): the
         // receiver checks lengths, checksums, fragments, destination, sequence and timestamp,
         // but not the header stack the frames were sent with.
-        if plan
-            .ports
-            .iter()
-            .take(2)
-            .any(|p| p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some())
-        {
+        if plan.ports.iter().take(2).any(|p| {
+            p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some() || p.mape.is_some()
+        }) {
             for s in &cfg.streams {
                 let base = cfg.expect_of(&s.config);
                 let e = engine::validate::Expect {
@@ -413,6 +461,9 @@ impl Testbed {
         if pb.dslite.is_some() {
             return FarEnd::Softwire(pb.name.clone());
         }
+        if pb.mape.is_some() {
+            return FarEnd::Br(pb.name.clone());
+        }
         if pb.ipoe.is_some() {
             if let Some(info) = self
                 .leases
@@ -480,6 +531,8 @@ enum FarEnd {
     Session(SessionInfo, bool),
     /// A DS-Lite AFTR or B4 (the plan's name of port B).
     Softwire(String),
+    /// A MAP-E BR (the plan's name of port B).
+    Br(String),
     /// An IPoE port: the gateway's lease.
     Lease(emulate::ipoe::LeaseInfo),
 }

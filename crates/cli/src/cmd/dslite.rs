@@ -62,7 +62,8 @@ pub struct Common {
     /// The interface.
     #[arg(long)]
     pub dev: String,
-    /// Largest outer IPv6 packet; bigger ones are fragmented (RFC 6333 §5.3).
+    /// Largest outer IPv6 packet: DS-Lite fragments bigger ones (RFC 6333 §5.3), the MAP-E BR
+    /// drops them (counted `TooBig`).
     #[arg(long, default_value_t = 1500)]
     pub mtu: usize,
     /// Stop after this many seconds (default: until Ctrl-C, or Enter/Ctrl-D on a terminal).
@@ -139,7 +140,7 @@ pub fn run(a: DsliteArgs) -> CliResult {
     }
 }
 
-fn open(c: &Common) -> CliResult<(ControlPort, MacAddr)> {
+pub(crate) fn open(c: &Common) -> CliResult<(ControlPort, MacAddr)> {
     if !(1280..=65_535).contains(&c.mtu) {
         return Err(CliError::Usage(format!(
             "--mtu {}: IPv6 needs 1280..65535",
@@ -274,7 +275,6 @@ fn b4(a: B4Args) -> CliResult {
     cfg.tunnel.mtu = c.mtu;
     cfg.probe_attempts = a.probes;
     cfg.aftr_name = aftr_name;
-    let stop = Stop::new(duration);
     if !c.json {
         let aftr = match (&a.aftr_name, a.dns) {
             (Some(n), Some(dns)) => format!("{n} (asking {dns})"),
@@ -286,6 +286,20 @@ fn b4(a: B4Args) -> CliResult {
             c.dev
         );
     }
+    drive_b4(c, port, cfg, tun, hold, duration)
+}
+
+/// Runs a B4 (or a MAP-E CE, whose tunnel is a B4's: `wirerate mape ce`) on `port`, prints
+/// its events as they come and its statistics at the end; fails when it did not come up.
+pub(crate) fn drive_b4(
+    c: &Common,
+    port: ControlPort,
+    cfg: B4Config,
+    tun: Option<engine::tun::Tun>,
+    hold: Option<std::time::Duration>,
+    duration: Option<std::time::Duration>,
+) -> CliResult {
+    let stop = Stop::new(duration);
     let news = &mut |n| match n {
         B4News::AftrResolved { name, aftr } => emit(
             c.json,

@@ -10,6 +10,7 @@ pub mod hand;
 pub mod ipoe;
 pub mod lab;
 pub mod linerate;
+pub mod mape;
 pub mod plan;
 pub mod plan_new;
 pub mod pppoe;

@@ -138,7 +138,17 @@ pub fn run(args: PlanArgs) -> CliResult {
                         ", ipoe server {} (pool {} +{})",
                         i.gateway, i.pool, i.pool_size
                     ),
-                    _ => String::new(),
+                    _ => x.mape.as_ref().map_or(String::new(), |m| {
+                        format!(
+                            ", MAP-E BR {} rule {}/{} {}/{} EA {}",
+                            m.address,
+                            m.rule_ipv6.0,
+                            m.rule_ipv6.1,
+                            m.rule_ipv4.0,
+                            m.rule_ipv4.1,
+                            m.ea_bits
+                        )
+                    }),
                 };
                 format!("{} ({}{ns}{role})", x.name, x.interface)
             })

@@ -142,11 +142,12 @@ impl Walker<'_> {
             );
         }
         for (i, port) in ports.iter().enumerate() {
-            let what = match (&port.pppoe, &port.dslite, &port.ipoe) {
-                (Some(_), _, _) => "PPPoE session",
-                (None, Some(_), _) => "DS-Lite softwire",
-                (None, None, Some(_)) => "IPoE link",
-                (None, None, None) => continue,
+            let what = match (&port.pppoe, &port.dslite, &port.ipoe, &port.mape) {
+                (Some(_), _, _, _) => "PPPoE session",
+                (None, Some(_), _, _) => "DS-Lite softwire",
+                (None, None, Some(_), _) => "IPoE link",
+                (None, None, None, Some(_)) => "MAP-E tunnel",
+                (None, None, None, None) => continue,
             };
             // An access concentrator, AFTR or IPoE port with `internet` hands its traffic to a
             // TUN device, where a kernel (iperf3's server) sits behind it: TCP crosses, from
@@ -164,10 +165,11 @@ impl Walker<'_> {
                 let hint = if tun {
                     "the iperf3 client runs at the first port: make this port the second"
                         .to_string()
-                } else if ac || aftr || port.ipoe.is_some() {
-                    let table = match (ac, aftr) {
-                        (true, _) => "pppoe",
-                        (_, true) => "dslite",
+                } else if ac || aftr || port.ipoe.is_some() || port.mape.is_some() {
+                    let table = match (ac, aftr, port.mape.is_some()) {
+                        (true, _, _) => "pppoe",
+                        (_, true, _) => "dslite",
+                        (_, _, true) => "mape",
                         _ => "ipoe",
                     };
                     format!("add `internet = \"203.0.113.1\"` under [ports.{}.{table}]: its traffic then reaches a kernel through a TUN device, where iperf3's server runs", port.name)
@@ -199,6 +201,30 @@ impl Walker<'_> {
                 );
             }
             let probe_only = m.methodologies.iter().all(|x| *x == Methodology::MtuProbe);
+            if let Some(mp) = &port.mape {
+                if udp && (m.encap.is_empty() || m.encap.iter().any(|e| !e.mape)) {
+                    self.src.error(
+                        span_of("encap"),
+                        &join(path, "encap"),
+                        format!("port `{}` plays a MAP-E BR, so UDP frames cross it inside IPv6", port.name),
+                        Some("write `encap = [\"mape\"]`: line rates and reports then count the tunnelled frame (+40 bytes)".into()),
+                    );
+                }
+                // RFC 7597 §8.3.1: above the link's MTU the CE fragments the outer IPv6
+                // packet, as a B4 does. (`mtu-probe` alone goes there on purpose.)
+                if let Some(bad) = m
+                    .frame_size
+                    .iter()
+                    .map(|f| f.largest(wire::encap::IpVersion::V4) as u32)
+                    .find(|&f| ipv4_packet(f) + 40 > mp.mtu as u32 && !probe_only)
+                {
+                    self.err(
+                        span_of("frame-size"),
+                        &join(path, "frame-size"),
+                        crate::oversize::dslite_refusal(bad as usize, mp.mtu, &port.name),
+                    );
+                }
+            }
             if let Some(ds) = &port.dslite {
                 if udp && (m.encap.is_empty() || m.encap.iter().any(|e| !e.dslite)) {
                     self.src.error(
@@ -332,8 +358,8 @@ impl Walker<'_> {
                         need(a, gw, format!("IPv{n} test frames go to this next hop (the DUT's address on this link; its MAC is resolved)"));
                     }
                     let bidir = any(&|m| has(m, Protocol::Udp, ip) && engine(m) && m.bidirectional);
-                    // An AFTR sends the reverse stream into the softwire: no next hop.
-                    if bidir && !has_gw(b) && b.dslite.is_none() {
+                    // An AFTR or BR sends the reverse stream into the tunnel: no next hop.
+                    if bidir && !has_gw(b) && b.dslite.is_none() && b.mape.is_none() {
                         need(b, gw, format!("bidirectional IPv{n} trials also send from this port, to this next hop"));
                     }
                     if (udp || tcp) && !has_addr(b) {
@@ -391,9 +417,14 @@ impl Walker<'_> {
         let key = join(path, "encap");
         let pppoe_port = ports.iter().find(|p| p.pppoe.is_some());
         let dslite_port = ports.iter().find(|p| p.dslite.is_some());
+        let mape_port = ports.iter().find(|p| p.mape.is_some());
         // The lab's veths keep the kernel's default MTU; a larger frame would be refused by the
-        // tester's own port. (Through PPPoE or DS-Lite the MRU/MTU checks above apply.)
-        if matches!(topo, Topology::Lab { .. }) && pppoe_port.is_none() && dslite_port.is_none() {
+        // tester's own port. (Through PPPoE, DS-Lite or MAP-E the MRU/MTU checks above apply.)
+        if matches!(topo, Topology::Lab { .. })
+            && pppoe_port.is_none()
+            && dslite_port.is_none()
+            && mape_port.is_none()
+        {
             let largest = lab_model::LINK_MTU + 18;
             if let Some(bad) = m
                 .frame_size
@@ -425,6 +456,13 @@ impl Walker<'_> {
                     format!("`{spelled}` needs a port that plays the DS-Lite softwire (a WAN emulation port: [ports.NAME.dslite]); no port here does"),
                 );
             }
+            if e.mape && mape_port.is_none() {
+                self.err(
+                    span_of("encap"),
+                    &key,
+                    format!("`{spelled}` needs a port that plays the MAP-E Border Relay (a WAN emulation port: [ports.NAME.mape]); no port here does"),
+                );
+            }
             if tagged && matches!(topo, Topology::Lab { .. }) {
                 self.err(
                     span_of("encap"),
@@ -446,6 +484,13 @@ impl Walker<'_> {
                     format!("`{spelled}`: port `{}` plays a DS-Lite softwire, so every test frame crosses it in IPv4-in-IPv6; write `dslite` (or drop `encap`)", p.name),
                 );
             }
+            if let Some(p) = mape_port.filter(|_| !e.mape) {
+                self.err(
+                    span_of("encap"),
+                    &key,
+                    format!("`{spelled}`: port `{}` plays a MAP-E BR, so every test frame crosses it in IPv4-in-IPv6; write `mape` (or drop `encap`)", p.name),
+                );
+            }
         }
         if m.bidirectional {
             let key = join(path, "bidirectional");
@@ -456,6 +501,7 @@ impl Walker<'_> {
                 let mut rest = **e;
                 rest.pppoe = false;
                 rest.dslite = false;
+                rest.mape = false;
                 !rest.is_plain()
             };
             if let Some(e) = m.encap.iter().find(tagged) {

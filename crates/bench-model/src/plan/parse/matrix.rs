@@ -213,11 +213,14 @@ impl Walker<'_> {
         let has = |p: Protocol| m.protocol.contains(&p);
         let methodologies = &m.methodologies;
         if let (false, Some(ev)) = (m.encap.is_empty(), get(t, "encap")) {
-            if m.encap.iter().any(|e| e.dslite) && m.ip.contains(&IpVersion::V6) {
+            if let (Some(name), true) = (
+                m.encap.iter().find_map(|e| e.softwire_name()),
+                m.ip.contains(&IpVersion::V6),
+            ) {
                 self.err(
                     ev.span(),
                     &join(path, "encap"),
-                    "dslite carries IPv4 test traffic inside IPv6; this block also asks for ip = 6 (put dslite in a block with ip = [4])",
+                    format!("{name} carries IPv4 test traffic inside IPv6; this block also asks for ip = 6 (put {name} in a block with ip = [4])"),
                 );
             }
             if has(Protocol::Tcp) && m.encap.iter().any(|e| !e.is_plain()) {

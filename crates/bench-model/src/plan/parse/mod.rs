@@ -70,6 +70,7 @@ fn type_name(v: &DeValue<'_>) -> &'static str {
 
 mod checks;
 mod ipoe;
+mod mape;
 mod matrix;
 mod ports;
 mod run;

@@ -358,6 +358,7 @@ impl Walker<'_> {
                     "pppoe",
                     "dslite",
                     "ipoe",
+                    "mape",
                 ],
             );
             let interface = self
@@ -383,6 +384,17 @@ impl Walker<'_> {
             let pppoe = get(pt, "pppoe").and_then(|x| self.pppoe(x, &join(&path, "pppoe")));
             let dslite = get(pt, "dslite").and_then(|x| self.dslite(x, &join(&path, "dslite")));
             let ipoe = get(pt, "ipoe").and_then(|x| self.ipoe(x, &join(&path, "ipoe")));
+            let mape = get(pt, "mape").and_then(|x| self.mape(x, &join(&path, "mape")));
+            if let (true, Some(x)) = (
+                pppoe.is_some() || dslite.is_some() || ipoe.is_some(),
+                get(pt, "mape"),
+            ) {
+                self.err(
+                    x.span(),
+                    &join(&path, "mape"),
+                    "a port plays one WAN: PPPoE, DS-Lite, IPoE or MAP-E",
+                );
+            }
             if let (Some(_), Some(d)) = (&pppoe, get(pt, "dslite")) {
                 self.err(
                     d.span(),
@@ -410,6 +422,7 @@ impl Walker<'_> {
                     pppoe,
                     dslite,
                     ipoe,
+                    mape,
                 });
             }
         }
