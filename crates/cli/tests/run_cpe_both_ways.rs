@@ -866,7 +866,8 @@ methodologies = ["forwarding-rate"]
 
 /// The MAP-E rig's ports: our BR on port `wan` with the rule 2001:db8:100::/40,
 /// 198.51.100.0/24, 16 EA bits and PSID offset 0 (so a CE's port set is one contiguous
-/// range), with an Internet side when `internet`.
+/// range), provisioning the CE's WAN (DHCPv6 IA_PD and option 94), with an Internet side when
+/// `internet`.
 fn mape_ports(c: &Cpe, internet: bool) -> String {
     format!(
         r#"[topology]
@@ -889,6 +890,7 @@ rule-ipv6-prefix = "2001:db8:100::/40"
 rule-ipv4-prefix = "198.51.100.0/24"
 ea-bits = 16
 psid-offset = 0
+provision = true
 {internet}timeout = "30s"
 [dut]
 kind = "device"
@@ -951,20 +953,138 @@ methodologies = ["forwarding-rate"]
     )
 }
 
+/// A DHCPv6 client for the MAP-E CE, in scapy (Debian's `/usr/bin/python3`): solicits on
+/// argv[1] with Rapid Commit, IA_PD and ORO 94, once a second until an answer arrives (a few
+/// tries while the BR starts), then decodes the Reply's bytes itself — the delegated prefix (IA_PD's
+/// IAPREFIX) and OPTION_S46_CONT_MAPE (RFC 7598: S46_RULE with its F flag, EA-bits length,
+/// IPv4 and IPv6 prefixes and an S46_PORTPARAMS inside, S46_BR) — and prints them as
+/// `key=value` lines: what the CE is then started with.
+const MAPE_CLIENT: &str = r#"
+import sys, ipaddress, threading
+from scapy.all import Ether, IPv6, UDP, AsyncSniffer, sendp, get_if_hwaddr, conf
+from scapy.layers.dhcp6 import (DHCP6_Solicit, DHCP6OptClientId, DUID_LL, DHCP6OptRapidCommit,
+    DHCP6OptIA_PD, DHCP6OptOptReq, DHCP6OptElapsedTime)
+conf.verb = 0
+iface = sys.argv[1]
+mac = get_if_hwaddr(iface)
+sol = (Ether(src=mac, dst="33:33:00:01:00:02") / IPv6(src="fe80::ce", dst="ff02::1:2")
+       / UDP(sport=546, dport=547) / DHCP6_Solicit(trid=0x0c0e94)
+       / DHCP6OptClientId(duid=DUID_LL(lladdr=mac)) / DHCP6OptRapidCommit()
+       / DHCP6OptIA_PD(iaid=1) / DHCP6OptOptReq(reqopts=[94]) / DHCP6OptElapsedTime())
+# One sniffer for every try, listening before the first Solicit goes out: the BR answers
+# within milliseconds, faster than a sniffer started per try compiles its filter.
+ready = threading.Event()
+s = AsyncSniffer(iface=iface, filter="udp and dst port 546", count=1, timeout=25,
+                 started_callback=ready.set)
+s.start()
+ready.wait(10)
+for _ in range(20):
+    sendp(sol, iface=iface)
+    s.join(timeout=1)
+    if not s.running:
+        break
+if s.running:
+    s.stop()
+reply = bytes(s.results[0][UDP].payload) if s.results else None
+if reply is None:
+    sys.exit("no DHCPv6 answer in 20 s")
+if reply[0] != 7:
+    sys.exit(f"the answer is DHCPv6 message type {reply[0]}, not a Reply: {reply.hex()}")
+
+def options(b):
+    i = 0
+    while i + 4 <= len(b):
+        code, n = int.from_bytes(b[i:i+2], "big"), int.from_bytes(b[i+2:i+4], "big")
+        yield code, b[i+4:i+4+n]
+        i += 4 + n
+
+def v6(b, bits):
+    return ipaddress.IPv6Address(b[:(bits + 7) // 8].ljust(16, b"\0"))
+
+for code, body in options(reply[4:]):
+    if code == 25:  # IA_PD: IAID, T1, T2, then options
+        for c, p in options(body[12:]):
+            if c == 26:  # IAPREFIX: preferred, valid, length, prefix
+                print(f"prefix={ipaddress.IPv6Address(p[9:25])}/{p[8]}")
+    if code == 94:
+        for c, r in options(body):
+            if c == 89:  # S46_RULE
+                flags, ea, len4 = r[0], r[1], r[2]
+                v4 = ipaddress.IPv4Address(r[3:7])
+                len6 = r[7]
+                n6 = (len6 + 7) // 8
+                print(f"fmr={flags & 1}\nea-bits={ea}\nrule-ipv4={v4}/{len4}")
+                print(f"rule-ipv6={v6(r[8:8+n6], len6)}/{len6}")
+                offset = 6  # RFC 7597's default when no S46_PORTPARAMS comes
+                for pc, pp in options(r[8+n6:]):
+                    if pc == 93:
+                        offset = pp[0]
+                print(f"psid-offset={offset}")
+            if c == 90:  # S46_BR
+                print(f"br={ipaddress.IPv6Address(r[:16])}")
+"#;
+
+/// Issue 38: the CE's provisioning: [`MAPE_CLIENT`] on the gateway's WAN link, its
+/// `key=value` lines as a map.
+fn mape_provisioning(c: &Cpe) -> std::collections::BTreeMap<String, String> {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &c.gw,
+            "/usr/bin/python3",
+            "-c",
+            MAPE_CLIENT,
+            "cpew0",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the DHCPv6 client: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Whether Debian's scapy is importable (the MAP-E CE's DHCPv6 client); CI must have it.
+fn scapy_here() -> bool {
+    let ok = Command::new("/usr/bin/python3")
+        .args(["-c", "import scapy.layers.dhcp6"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        if std::env::var_os("CI").is_some() {
+            panic!("scapy is missing for /usr/bin/python3 (apt-get install python3-scapy)");
+        }
+        println!("SKIP: /usr/bin/python3 has no scapy (apt-get install python3-scapy)");
+    }
+    ok
+}
+
 /// Issue 38: a Linux gateway whose WAN is a MAP-E CE (`wirerate mape ce` on a TUN) NAPTs
 /// into its shared address and port set; the run's BR (`[ports.wan.mape]`) carries iperf3's
 /// TCP to its Internet side with the MSS sweep, and counts by reason what the gateway sends
-/// from a port outside its set — a second nft rule maps UDP to port 9999 onto port 1024,
-/// PSID 4's — without forwarding it. A second run sends UDP both ways (`encap = ["mape"]`) at
+/// from a port outside its set — a second nft rule maps UDP to port 9999 onto port 256,
+/// PSID 1's — without forwarding it. A second run sends UDP both ways (`encap = ["mape"]`) at
 /// a fixed rate: every frame arrives, each direction counted separately, and the BR's
 /// counters agree.
 ///
-/// The CE's delegated prefix 2001:db8:112:300::/56 has the EA bits 0x1203: IPv4
-/// 198.51.100.18, PSID 3, whose ports with offset 0 are 768–1023.
+/// The CE is provisioned by the BR: a DHCPv6 client (scapy, decoding the Reply's bytes
+/// itself) gets a delegated prefix and option 94, and the CE is started with exactly what it
+/// decoded. The BR's pool delegates 2001:db8:100::/56 first, whose EA bits 0x0000 give IPv4
+/// 198.51.100.0 and PSID 0, whose ports with offset 0 are 1–255 (port 0 is none); port 256
+/// is PSID 1's.
 #[test]
 fn tcp_and_udp_both_ways_through_a_gateway_on_our_mape_uplink_and_ports_outside_the_set_counted() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run() || !common_isp::root_and_tools(&["iperf3"]) {
+    if !can_run() || !common_isp::root_and_tools(&["iperf3"]) || !scapy_here() {
         return;
     }
     let c = Cpe::new("cpe", "m", false);
@@ -974,8 +1094,8 @@ fn tcp_and_udp_both_ways_through_a_gateway_on_our_mape_uplink_and_ports_outside_
          table ip cpemape {\n\
            chain napt {\n\
              type nat hook postrouting priority 100;\n\
-             oifname \"cpewan\" udp dport 9999 snat to 198.51.100.18:1024\n\
-             oifname \"cpewan\" meta l4proto { tcp, udp } snat to 198.51.100.18:768-1023\n\
+             oifname \"cpewan\" udp dport 9999 snat to 198.51.100.0:256\n\
+             oifname \"cpewan\" meta l4proto { tcp, udp } snat to 198.51.100.0:1-255\n\
            }\n\
            chain clamp {\n\
              type filter hook forward priority 0;\n\
@@ -1005,10 +1125,37 @@ fn tcp_and_udp_both_ways_through_a_gateway_on_our_mape_uplink_and_ports_outside_
     wait_until("the run's sessions.jsonl", Duration::from_secs(20), || {
         out.join("sessions.jsonl").exists()
     });
+    // The CE asks the BR for its prefix and rule, as a MAP-E gateway does, and the decoded
+    // option is what the plan configured.
+    let got = mape_provisioning(&c);
+    let want = [
+        ("prefix", "2001:db8:100::/56"),
+        ("rule-ipv6", "2001:db8:100::/40"),
+        ("rule-ipv4", "198.51.100.0/24"),
+        ("ea-bits", "16"),
+        ("psid-offset", "0"),
+        ("br", "2001:db8:d::1"),
+    ];
+    for (k, v) in want {
+        assert_eq!(got.get(k).map(String::as_str), Some(v), "{k}: {got:?}");
+    }
+    let flag = |k: &str| got[k].clone();
     let ce = Proc::spawn(
         Command::new(WIRERATE)
-            .args(["mape", "ce", "--prefix", "2001:db8:112:300::/56"])
-            .args(["--psid-offset", "0", "--br", "2001:db8:d::1"])
+            .args(["mape", "ce", "--prefix", &flag("prefix")])
+            .args([
+                "--rule-ipv6",
+                &flag("rule-ipv6"),
+                "--rule-ipv4",
+                &flag("rule-ipv4"),
+            ])
+            .args([
+                "--ea-bits",
+                &flag("ea-bits"),
+                "--psid-offset",
+                &flag("psid-offset"),
+            ])
+            .args(["--br", &flag("br")])
             .args(["--netns", &c.gw, "--dev", "cpew0", "--tun", "cpewan"])
             .args(["--duration", "300"])
             .stdin(Stdio::null())
@@ -1016,7 +1163,10 @@ fn tcp_and_udp_both_ways_through_a_gateway_on_our_mape_uplink_and_ports_outside_
             .stderr(Stdio::null()),
     );
     wait_until("the gateway's WAN TUN", Duration::from_secs(20), || {
-        sh(&c.gw, "ip -br addr show").contains("198.51.100.18")
+        // "198.51.100.0 peer 192.0.0.1/32": the shared address as a whole word.
+        sh(&c.gw, "ip -br addr show")
+            .split_whitespace()
+            .any(|w| w == "198.51.100.0" || w.starts_with("198.51.100.0/"))
     });
     // Five datagrams the gateway maps outside its port set, from one socket: one conntrack
     // entry (a second flow could not take the same single port to the same destination).
@@ -1056,9 +1206,9 @@ fn tcp_and_udp_both_ways_through_a_gateway_on_our_mape_uplink_and_ports_outside_
     assert_eq!(
         (&up["ce"], &up["ipv4"], &up["psid"]),
         (
-            &serde_json::json!("2001:db8:112:300:0:c633:6412:3"),
-            &serde_json::json!("198.51.100.18"),
-            &serde_json::json!(3)
+            &serde_json::json!("2001:db8:100::c633:6400:0"),
+            &serde_json::json!("198.51.100.0"),
+            &serde_json::json!(0)
         ),
         "{up}"
     );
