@@ -43,8 +43,8 @@ fn can_run() -> bool {
 /// Solicits on argv[1] with Rapid Commit, IA_PD and ORO (23, 94) once a second until an answer
 /// arrives (a few tries while the server starts); exits 0 once one did.
 const CLIENT: &str = r#"
-import sys, threading
-from scapy.all import Ether, IPv6, UDP, AsyncSniffer, sendp, get_if_hwaddr, conf
+import sys
+from scapy.all import Ether, IPv6, UDP, sendp, get_if_hwaddr, conf
 from scapy.layers.dhcp6 import (DHCP6_Solicit, DHCP6OptClientId, DUID_LL, DHCP6OptRapidCommit,
     DHCP6OptIA_PD, DHCP6OptOptReq, DHCP6OptElapsedTime)
 conf.verb = 0
@@ -54,22 +54,7 @@ sol = (Ether(src=mac, dst="33:33:00:01:00:02") / IPv6(src="fe80::b", dst="ff02::
        / UDP(sport=546, dport=547) / DHCP6_Solicit(trid=0x0a0b0c)
        / DHCP6OptClientId(duid=DUID_LL(lladdr=mac)) / DHCP6OptRapidCommit()
        / DHCP6OptIA_PD(iaid=1) / DHCP6OptOptReq(reqopts=[23, 94]) / DHCP6OptElapsedTime())
-# One sniffer for every try, listening before the first Solicit goes out: the BR answers
-# within milliseconds, faster than a sniffer started per try compiles its filter (such a
-# sniffer missed every answer in one suite run).
-ready = threading.Event()
-s = AsyncSniffer(iface=iface, filter="udp and dst port 546", count=1, timeout=25,
-                 started_callback=ready.set)
-s.start()
-ready.wait(10)
-for _ in range(20):
-    sendp(sol, iface=iface)
-    s.join(timeout=1)
-    if not s.running:
-        break
-if s.running:
-    s.stop()
-sys.exit(0 if s.results else 1)
+sys.exit(0 if solicit(iface, sol) is not None else 1)
 "#;
 
 #[test]
@@ -99,7 +84,9 @@ fn tshark_decodes_option_94_as_our_br_provisions_it() {
             .stderr(Stdio::null()),
     );
     let client = Command::new("ip")
-        .args(["netns", "exec", &lab.b, PYTHON, "-c", CLIENT, "m94v1"])
+        .args(["netns", "exec", &lab.b, PYTHON, "-c"])
+        .arg(format!("{}{CLIENT}", common_isp::SCAPY_SOLICIT))
+        .arg("m94v1")
         .output()
         .unwrap();
     assert!(

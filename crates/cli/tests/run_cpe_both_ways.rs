@@ -960,8 +960,8 @@ methodologies = ["forwarding-rate"]
 /// IPv4 and IPv6 prefixes and an S46_PORTPARAMS inside, S46_BR) — and prints them as
 /// `key=value` lines: what the CE is then started with.
 const MAPE_CLIENT: &str = r#"
-import sys, ipaddress, threading
-from scapy.all import Ether, IPv6, UDP, AsyncSniffer, sendp, get_if_hwaddr, conf
+import sys, ipaddress
+from scapy.all import Ether, IPv6, UDP, sendp, get_if_hwaddr, conf
 from scapy.layers.dhcp6 import (DHCP6_Solicit, DHCP6OptClientId, DUID_LL, DHCP6OptRapidCommit,
     DHCP6OptIA_PD, DHCP6OptOptReq, DHCP6OptElapsedTime)
 conf.verb = 0
@@ -971,21 +971,7 @@ sol = (Ether(src=mac, dst="33:33:00:01:00:02") / IPv6(src="fe80::ce", dst="ff02:
        / UDP(sport=546, dport=547) / DHCP6_Solicit(trid=0x0c0e94)
        / DHCP6OptClientId(duid=DUID_LL(lladdr=mac)) / DHCP6OptRapidCommit()
        / DHCP6OptIA_PD(iaid=1) / DHCP6OptOptReq(reqopts=[94]) / DHCP6OptElapsedTime())
-# One sniffer for every try, listening before the first Solicit goes out: the BR answers
-# within milliseconds, faster than a sniffer started per try compiles its filter.
-ready = threading.Event()
-s = AsyncSniffer(iface=iface, filter="udp and dst port 546", count=1, timeout=25,
-                 started_callback=ready.set)
-s.start()
-ready.wait(10)
-for _ in range(20):
-    sendp(sol, iface=iface)
-    s.join(timeout=1)
-    if not s.running:
-        break
-if s.running:
-    s.stop()
-reply = bytes(s.results[0][UDP].payload) if s.results else None
+reply = solicit(iface, sol)
 if reply is None:
     sys.exit("no DHCPv6 answer in 20 s")
 if reply[0] != 7:
@@ -1028,15 +1014,9 @@ for code, body in options(reply[4:]):
 /// `key=value` lines as a map.
 fn mape_provisioning(c: &Cpe) -> std::collections::BTreeMap<String, String> {
     let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &c.gw,
-            "/usr/bin/python3",
-            "-c",
-            MAPE_CLIENT,
-            "cpew0",
-        ])
+        .args(["netns", "exec", &c.gw, "/usr/bin/python3", "-c"])
+        .arg(format!("{}{MAPE_CLIENT}", common_isp::SCAPY_SOLICIT))
+        .arg("cpew0")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

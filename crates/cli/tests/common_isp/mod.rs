@@ -223,3 +223,28 @@ impl Drop for Capture {
         }
     }
 }
+
+/// A scapy (Debian's `/usr/bin/python3`) function for the DHCPv6 clients of the MAP-E tests:
+/// `solicit(iface, sol)` sends `sol` once a second, up to 20 times, until an answer to port 546
+/// arrives, and returns its UDP payload (or None). One sniffer listens before the first Solicit
+/// goes out: our servers answer within milliseconds, faster than a sniffer started per try
+/// compiles its filter (such a sniffer missed every answer in one suite run).
+pub const SCAPY_SOLICIT: &str = r#"
+import threading
+from scapy.all import UDP, AsyncSniffer, sendp
+
+def solicit(iface, sol):
+    ready = threading.Event()
+    s = AsyncSniffer(iface=iface, filter="udp and dst port 546", count=1, timeout=25,
+                     started_callback=ready.set)
+    s.start()
+    ready.wait(10)
+    for _ in range(20):
+        sendp(sol, iface=iface)
+        s.join(timeout=1)
+        if not s.running:
+            break
+    if s.running:
+        s.stop()
+    return bytes(s.results[0][UDP].payload) if s.results else None
+"#;
