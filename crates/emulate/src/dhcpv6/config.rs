@@ -7,7 +7,7 @@ use std::fmt;
 use wire::dhcpv6;
 use wire::ethernet::MacAddr;
 
-use super::mape::MapeProvision;
+use super::mape::{MapeProvision, MapeProvisionError};
 use super::pools::{in_prefix, AddressPool, PrefixPool, DOCUMENTATION_V6};
 
 /// What the server hands out and says.
@@ -137,7 +137,7 @@ pub enum Dhcpv6ConfigError {
     Lifetimes,
     /// The MAP-E rule (option 94) cannot map the prefixes the pool delegates
     /// ([`MapeProvision::check`] says why).
-    Mape(String),
+    Mape(MapeProvisionError),
 }
 
 impl fmt::Display for Dhcpv6ConfigError {
@@ -165,7 +165,7 @@ impl fmt::Display for Dhcpv6ConfigError {
             E::EmptyPrefixPool => f.write_str("the prefix pool is empty"),
             E::AftrName { name, reason } => write!(f, "AFTR name {name:?}: {reason}"),
             E::Lifetimes => f.write_str("lifetimes must satisfy T1 <= T2 and preferred <= valid"),
-            E::Mape(why) => f.write_str(why),
+            E::Mape(why) => write!(f, "{why}"),
         }
     }
 }

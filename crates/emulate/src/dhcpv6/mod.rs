@@ -29,7 +29,7 @@ mod server;
 mod tests;
 
 pub use config::{Dhcpv6Config, Dhcpv6ConfigError};
-pub use mape::MapeProvision;
+pub use mape::{MapeProvision, MapeProvisionError};
 pub use messages::{Dhcpv6Drop, Dhcpv6Event, Dhcpv6Stats, IaKind, Leased};
 pub use pools::{in_prefix, AddressPool, PrefixPool, DOCUMENTATION_V6};
 pub use server::Dhcpv6Server;
