@@ -324,7 +324,7 @@ mod tests {
         let r = buffer_time(n, max, Some(0.4 * max));
         let queue_secs = 30_000.0 / max;
         assert!(
-            (r.corrected_secs.clone().unwrap() - queue_secs).abs() < 1.0 / max,
+            (r.corrected_secs.unwrap() - queue_secs).abs() < 1.0 / max,
             "{r:?}"
         );
     }
