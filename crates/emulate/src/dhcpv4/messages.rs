@@ -117,7 +117,7 @@ pub enum Dhcpv4Drop {
     PoolExhausted,
 }
 
-/// Counters of a [`Dhcpv4Server`].
+/// Counters of a [`super::Dhcpv4Server`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Dhcpv4Stats {
     pub rx: Counter<MessageType>,

@@ -63,7 +63,7 @@ pub enum Dhcpv6Drop {
     NotForUs,
 }
 
-/// Counters of a [`Dhcpv6Server`].
+/// Counters of a [`super::Dhcpv6Server`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Dhcpv6Stats {
     /// Messages received by type.
