@@ -19,6 +19,7 @@
 //! | [`rx`] | classification and per-stream receive accounting |
 //! | [`rx_clock`] | AF_PACKET receive stamps (CLOCK_REALTIME) onto the signature's clock, across steps of the realtime clock |
 //! | [`settle`] | waiting for a receive count to reach what was sent or stand still, instead of a fixed sleep |
+//! | [`unknown`] | the one error of a name outside a fixed set (`unknown backend "dpdk" (auto, af_packet, xdp)`) |
 //! | [`validate`] | receive-side validation: which signed frames count for a stream, invalid ones by reason |
 //! | [`trial`] | one timed run of a set of streams between ports |
 //! | [`control`] | runs an `emulate` control plane (PPPoE, ARP/ND, DS-Lite) on a port's socket |
@@ -43,6 +44,7 @@ pub mod sys;
 pub mod trial;
 pub mod tun;
 pub mod tx;
+pub mod unknown;
 pub mod validate;
 pub mod xdp;
 

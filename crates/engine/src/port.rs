@@ -209,12 +209,16 @@ impl TxBackend {
 }
 
 impl std::str::FromStr for TxBackend {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = crate::unknown::UnknownName;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s {
             "sendmmsg" | "mmsg" => Ok(TxBackend::Sendmmsg),
             "ring" | "tx-ring" => Ok(TxBackend::Ring),
-            _ => Err(format!("unknown TX backend {s:?} (sendmmsg, ring)")),
+            _ => Err(crate::unknown::UnknownName::new(
+                "TX backend",
+                s,
+                "sendmmsg, ring",
+            )),
         }
     }
 }

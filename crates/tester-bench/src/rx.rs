@@ -10,6 +10,7 @@ use crate::verdict::RxVerdict;
 use engine::port::RxRingConfig;
 use engine::rx::Receiver;
 use engine::stream::{Limit, Rate, StreamConfig};
+use engine::unknown::UnknownName;
 use engine::xdp::rx_napi::SchedTimes;
 use engine::{Error, Result};
 use serde::Serialize;
@@ -29,12 +30,12 @@ pub enum RxBackend {
 }
 
 impl std::str::FromStr for RxBackend {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s {
             "af_packet" | "af-packet" | "afpacket" => Ok(RxBackend::AfPacket),
             "xdp" => Ok(RxBackend::Xdp),
-            _ => Err(format!("unknown RX backend {s:?} (af_packet, xdp)")),
+            _ => Err(UnknownName::new("RX backend", s, "af_packet, xdp")),
         }
     }
 }
@@ -52,12 +53,12 @@ pub enum RxSource {
 }
 
 impl std::str::FromStr for RxSource {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s {
             "trafgen" => Ok(RxSource::Trafgen),
             "xdp" => Ok(RxSource::Xdp),
-            _ => Err(format!("unknown RX bench source {s:?} (trafgen, xdp)")),
+            _ => Err(UnknownName::new("RX bench source", s, "trafgen, xdp")),
         }
     }
 }
@@ -77,12 +78,12 @@ pub enum RxNapi {
 }
 
 impl std::str::FromStr for RxNapi {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s {
             "thread" => Ok(RxNapi::Thread),
             "softirq" => Ok(RxNapi::Softirq),
-            _ => Err(format!("unknown receive NAPI mode {s:?} (thread, softirq)")),
+            _ => Err(UnknownName::new("receive NAPI mode", s, "thread, softirq")),
         }
     }
 }
@@ -501,6 +502,7 @@ mod tests {
         assert!("busy"
             .parse::<RxNapi>()
             .unwrap_err()
+            .to_string()
             .contains("thread, softirq"));
         assert_eq!(RxNapi::default(), RxNapi::Thread);
     }

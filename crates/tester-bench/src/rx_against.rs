@@ -15,6 +15,7 @@ use crate::net::{bench_frame, lab_failed, BenchNet};
 use crate::peer::PeerProcess;
 use crate::rx::{xdp_source, NapiThreads, RxBackend, RxBenchConfig, RxNapi, RxSource};
 use crate::window::{loadavg, median};
+use engine::unknown::UnknownName;
 use engine::{Error, Result};
 use serde::Serialize;
 use std::path::Path;
@@ -105,8 +106,8 @@ impl XdpBenchOp {
 }
 
 impl std::str::FromStr for XdpBenchOp {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         [
             XdpBenchOp::NoTouch,
             XdpBenchOp::ReadData,
@@ -115,7 +116,11 @@ impl std::str::FromStr for XdpBenchOp {
         .into_iter()
         .find(|o| o.name() == s)
         .ok_or_else(|| {
-            format!("unknown xdp-bench packet operation {s:?} (no-touch, read-data, parse-ip)")
+            UnknownName::new(
+                "xdp-bench packet operation",
+                s,
+                "no-touch, read-data, parse-ip",
+            )
         })
     }
 }
@@ -285,7 +290,7 @@ mod tests {
         ] {
             assert_eq!(op.name().parse::<XdpBenchOp>(), Ok(op));
         }
-        let e = "swap".parse::<XdpBenchOp>().unwrap_err();
+        let e = "swap".parse::<XdpBenchOp>().unwrap_err().to_string();
         assert!(e.contains("no-touch, read-data, parse-ip"), "{e}");
     }
 

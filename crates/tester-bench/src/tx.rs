@@ -14,6 +14,7 @@ use crate::window::{counter_rate, counter_window, median, task_cpu_ns, Window};
 use engine::port::{PortSpec, TxRingConfig};
 use engine::stream::{FrameGen, Limit, Rate, StreamConfig};
 use engine::tx::TxBackend;
+use engine::unknown::UnknownName;
 use engine::{Error, Result};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,8 +64,8 @@ impl TxBenchBackend {
 }
 
 impl std::str::FromStr for TxBenchBackend {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s {
             "xdp" => Ok(TxBenchBackend::Xdp),
             // `af_packet` means the AF_PACKET default, the TX ring.
@@ -72,8 +73,10 @@ impl std::str::FromStr for TxBenchBackend {
             _ => match s.parse::<TxBackend>() {
                 Ok(TxBackend::Ring) => Ok(TxBenchBackend::Ring),
                 Ok(TxBackend::Sendmmsg) => Ok(TxBenchBackend::Sendmmsg),
-                Err(_) => Err(format!(
-                    "unknown TX backend {s:?} (ring, sendmmsg, af_packet = ring, xdp)"
+                Err(_) => Err(UnknownName::new(
+                    "TX backend",
+                    s,
+                    "ring, sendmmsg, af_packet = ring, xdp",
                 )),
             },
         }

@@ -80,12 +80,16 @@ impl fmt::Display for Nanos {
 /// Parses a time with a unit: `250ns`, `100us` (or `µs`), `5ms`, `1.5s`, `2m` (or `2min`),
 /// `1h`. The one time parser of `wirerate trial`'s flags and stream files and of plans (which
 /// add file, line and key to the message).
-pub fn parse_time(text: &str) -> Result<std::time::Duration, String> {
+pub fn parse_time(text: &str) -> Result<std::time::Duration, ParseTimeError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
+    let why = |problem| ParseTimeError {
+        text: t.to_string(),
+        problem,
+    };
     let scale = match unit.trim() {
         "ns" => 1e-9,
         "us" | "µs" => 1e-6,
@@ -93,20 +97,53 @@ pub fn parse_time(text: &str) -> Result<std::time::Duration, String> {
         "s" => 1.0,
         "m" | "min" => 60.0,
         "h" => 3600.0,
-        "" => return Err(format!("time '{t}': give a unit: 500us, 5ms, 1s")),
-        u => {
-            return Err(format!(
-                "time '{t}': unknown unit '{u}' (ns, us, ms, s, m, h)"
-            ))
-        }
+        "" => return Err(why(TimeProblem::NoUnit)),
+        u => return Err(why(TimeProblem::UnknownUnit(u.to_string()))),
     };
-    let v: f64 = num.parse().map_err(|_| format!("time '{t}': bad number"))?;
-    std::time::Duration::try_from_secs_f64(v * scale).map_err(|_| format!("time '{t}': too long"))
+    let v: f64 = num.parse().map_err(|_| why(TimeProblem::BadNumber))?;
+    std::time::Duration::try_from_secs_f64(v * scale).map_err(|_| why(TimeProblem::TooLong))
 }
+
+/// Why [`parse_time`] refused a text; the message quotes it (trimmed) and says what to give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseTimeError {
+    /// The text as parsed (trimmed).
+    pub text: String,
+    pub problem: TimeProblem,
+}
+
+/// What is wrong with a time's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimeProblem {
+    /// A number without a unit.
+    NoUnit,
+    /// A unit that is not ns, us/µs, ms, s, m/min or h.
+    UnknownUnit(String),
+    /// The number does not parse (or is negative).
+    BadNumber,
+    /// Too long for a `Duration` (or not finite).
+    TooLong,
+}
+
+impl fmt::Display for ParseTimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.text;
+        match &self.problem {
+            TimeProblem::NoUnit => write!(f, "time '{t}': give a unit: 500us, 5ms, 1s"),
+            TimeProblem::UnknownUnit(u) => {
+                write!(f, "time '{t}': unknown unit '{u}' (ns, us, ms, s, m, h)")
+            }
+            TimeProblem::BadNumber => write!(f, "time '{t}': bad number"),
+            TimeProblem::TooLong => write!(f, "time '{t}': too long"),
+        }
+    }
+}
+
+impl std::error::Error for ParseTimeError {}
 
 #[cfg(test)]
 mod time_tests {
-    use super::parse_time;
+    use super::{parse_time, TimeProblem};
     use std::time::Duration;
 
     #[test]
@@ -122,9 +159,27 @@ mod time_tests {
         for bad in ["5", "ms", "5 parsecs", "-1ms", "1e999s", "", "1.2.3s"] {
             assert!(parse_time(bad).is_err(), "{bad}");
         }
-        assert!(parse_time("5").unwrap_err().contains("give a unit"));
-        assert!(parse_time("5 parsecs")
-            .unwrap_err()
-            .contains("unknown unit 'parsecs'"));
+        assert_eq!(
+            parse_time("5").unwrap_err().to_string(),
+            "time '5': give a unit: 500us, 5ms, 1s"
+        );
+        assert_eq!(
+            parse_time(" 5 parsecs").unwrap_err().to_string(),
+            "time '5 parsecs': unknown unit 'parsecs' (ns, us, ms, s, m, h)"
+        );
+        assert_eq!(
+            parse_time("1.2.3s").unwrap_err().to_string(),
+            "time '1.2.3s': bad number"
+        );
+        assert_eq!(
+            parse_time("1e999s").unwrap_err().problem,
+            TimeProblem::UnknownUnit("e999s".into())
+        );
+        assert_eq!(
+            parse_time("99999999999999999999999h")
+                .unwrap_err()
+                .to_string(),
+            "time '99999999999999999999999h': too long"
+        );
     }
 }

@@ -193,6 +193,19 @@ impl Default for NatThroughputSettings {
     }
 }
 
+/// `"table"` among a NAT throughput search's connection counts, in a case whose profile sets
+/// no `table-size` to resolve it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoTableSize;
+
+impl std::fmt::Display for NoTableSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("`\"table\"` needs the case's profile to set `table-size`")
+    }
+}
+
+impl std::error::Error for NoTableSize {}
+
 impl NatThroughputSettings {
     /// The search configuration for a case whose table holds `table_size` connections
     /// (`None`: not known; then `"table"` cannot be resolved and this is `Err` naming it).
@@ -200,17 +213,15 @@ impl NatThroughputSettings {
         &self,
         tester_tolerance: f64,
         table_size: Option<u64>,
-    ) -> Result<search::NatThroughputConfig, String> {
+    ) -> Result<search::NatThroughputConfig, NoTableSize> {
         let connections = self
             .connections
             .iter()
             .map(|c| match c {
                 ConnCount::N(n) => Ok(*n),
-                ConnCount::Table(_) => table_size.ok_or_else(|| {
-                    "`\"table\"` needs the case's profile to set `table-size`".to_string()
-                }),
+                ConnCount::Table(_) => table_size.ok_or(NoTableSize),
             })
-            .collect::<Result<Vec<u64>, String>>()?;
+            .collect::<Result<Vec<u64>, NoTableSize>>()?;
         let rate = ConnRate(self.preliminary_rate);
         Ok(search::NatThroughputConfig {
             connections,

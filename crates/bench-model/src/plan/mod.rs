@@ -49,7 +49,7 @@ pub use lan_watch::WatchedGateway;
 pub use mape::MapeSettings;
 pub use methodology::{
     ConnCount, ConnectionRateSettings, GoalSetting, Methodology, MethodologySettings,
-    NatThroughputSettings, TableCapacitySettings, TableWord, TeardownRateSettings,
+    NatThroughputSettings, NoTableSize, TableCapacitySettings, TableWord, TeardownRateSettings,
     DEFAULT_IPERF3_OMIT,
 };
 pub use mtu_probe::MtuProbeSettings;

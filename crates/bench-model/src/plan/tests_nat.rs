@@ -313,7 +313,11 @@ fn teardown_and_throughput_parse_and_resolve_table_per_case() {
         p.config(0.01, Some(6000)).unwrap().connections,
         [1, 1000, 6000]
     );
-    assert!(p.config(0.01, None).unwrap_err().contains("table-size"));
+    assert!(p
+        .config(0.01, None)
+        .unwrap_err()
+        .to_string()
+        .contains("table-size"));
     let cases = plan.cases().unwrap();
     let napt = cases
         .iter()

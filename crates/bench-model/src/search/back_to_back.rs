@@ -133,8 +133,44 @@ pub struct BufferTime {
     /// Implied DUT Buffer Time, seconds.
     pub implied_secs: f64,
     /// Corrected DUT Buffer Time in seconds, or why it is not given.
-    pub corrected_secs: Result<f64, String>,
+    pub corrected_secs: Result<f64, NoCorrectedTime>,
 }
+
+/// Why [`BufferTime::corrected_secs`] is not given; the message is what reports print.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NoCorrectedTime {
+    /// No completed throughput search in the case to correct with.
+    NoThroughput,
+    /// The maximum theoretical frame rate is 0.
+    NoMaxRate,
+    /// The throughput (frames/s) is not between 0 and the maximum rate.
+    ThroughputOutOfRange { throughput_pps: f64, max_pps: f64 },
+    /// The throughput is the maximum rate: the burst cannot fill the buffer (RFC 9004 §3).
+    AtMaxRate,
+}
+
+impl std::fmt::Display for NoCorrectedTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoCorrectedTime::NoThroughput => f.write_str(
+                "no completed throughput search in this case (RFC 9004 needs the measured throughput)",
+            ),
+            NoCorrectedTime::NoMaxRate => f.write_str("no theoretical maximum frame rate"),
+            NoCorrectedTime::ThroughputOutOfRange {
+                throughput_pps,
+                max_pps,
+            } => write!(
+                f,
+                "the throughput {throughput_pps:.0} frames/s is not between 0 and the maximum {max_pps:.0}"
+            ),
+            NoCorrectedTime::AtMaxRate => f.write_str(
+                "the throughput is the maximum frame rate: a burst cannot fill the DUT's buffer (RFC 9004 §3)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NoCorrectedTime {}
 
 /// Computes [`BufferTime`] from the average back-to-back length in frames, the maximum
 /// theoretical frame rate and, when a throughput search of the same case completed, its
@@ -146,18 +182,16 @@ pub fn buffer_time(mean_frames: f64, max_pps: f64, throughput_pps: Option<f64>) 
         0.0
     };
     let corrected_secs = match throughput_pps {
-        None => Err(
-            "no completed throughput search in this case (RFC 9004 needs the measured throughput)"
-                .into(),
-        ),
-        Some(_) if max_pps <= 0.0 => Err("no theoretical maximum frame rate".into()),
-        Some(t) if !(0.0..=max_pps * (1.0 + 1e-9)).contains(&t) => Err(format!(
-            "the throughput {t:.0} frames/s is not between 0 and the maximum {max_pps:.0}"
-        )),
+        None => Err(NoCorrectedTime::NoThroughput),
+        Some(_) if max_pps <= 0.0 => Err(NoCorrectedTime::NoMaxRate),
+        Some(t) if !(0.0..=max_pps * (1.0 + 1e-9)).contains(&t) => {
+            Err(NoCorrectedTime::ThroughputOutOfRange {
+                throughput_pps: t,
+                max_pps,
+            })
+        }
         // RFC 9004 §3: at the maximum rate the burst cannot fill the DUT's buffer.
-        Some(t) if t >= max_pps * (1.0 - 1e-9) => Err(
-            "the throughput is the maximum frame rate: a burst cannot fill the DUT's buffer (RFC 9004 §3)".into(),
-        ),
+        Some(t) if t >= max_pps * (1.0 - 1e-9) => Err(NoCorrectedTime::AtMaxRate),
         Some(t) => Ok((mean_frames - mean_frames * t / max_pps) / max_pps),
     };
     BufferTime {
@@ -233,6 +267,7 @@ mod tests {
         assert!(buffer_time(1000.0, 1000.0, Some(1000.0))
             .corrected_secs
             .unwrap_err()
+            .to_string()
             .contains("cannot fill"));
         // Almost line rate: almost nothing buffered.
         let c = buffer_time(1000.0, 1000.0, Some(990.0))
@@ -267,8 +302,15 @@ mod tests {
         assert!(r
             .corrected_secs
             .unwrap_err()
+            .to_string()
             .contains("no completed throughput"));
-        assert!(buffer_time(1.0, 100.0, Some(200.0)).corrected_secs.is_err());
+        assert_eq!(
+            buffer_time(1.0, 100.0, Some(200.0))
+                .corrected_secs
+                .unwrap_err()
+                .to_string(),
+            "the throughput 200 frames/s is not between 0 and the maximum 100"
+        );
     }
 
     /// On the simulated DUT (capacity C, a queue of B frames) the back-to-back search finds
@@ -282,7 +324,7 @@ mod tests {
         let r = buffer_time(n, max, Some(0.4 * max));
         let queue_secs = 30_000.0 / max;
         assert!(
-            (r.corrected_secs.clone().unwrap() - queue_secs).abs() < 1.0 / max,
+            (r.corrected_secs.unwrap() - queue_secs).abs() < 1.0 / max,
             "{r:?}"
         );
     }

@@ -30,7 +30,7 @@ mod mtu;
 pub mod nat;
 pub mod sim;
 
-pub use back_to_back::{buffer_time, BackToBack, BackToBackConfig, BufferTime};
+pub use back_to_back::{buffer_time, BackToBack, BackToBackConfig, BufferTime, NoCorrectedTime};
 pub use binary::{BinaryConfig, BinarySearch};
 pub use forwarding_rate::{ForwardingRate, ForwardingRateConfig};
 pub use latency::{LatencyConfig, LatencySearch};

@@ -60,12 +60,6 @@ pub(super) fn run_methodology(
         ))
     })?;
     let mut trial_index = recorded.len() as u32;
-    if case.frame().is_none() {
-        return Err(failed(format!(
-            "{}: UDP case without a frame size",
-            case.id
-        )));
-    }
     // The calibration's ceilings are per size; an IMIX case has none to compare with.
     let frame_size = case.frame().and_then(|f| f.fixed()).map(|b| b as u32);
     let mut stalls_retried = 0u32;

@@ -14,6 +14,7 @@ use bench::BenchError;
 use engine::port::PortSpec;
 use engine::trial;
 use engine::tx::TxBackend;
+use engine::unknown::UnknownName;
 use std::net::IpAddr;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -152,11 +153,11 @@ pub struct TrialArgs {
     json: bool,
 }
 
-fn parse_backend(s: &str) -> Result<trial::Backend, String> {
+fn parse_backend(s: &str) -> Result<trial::Backend, UnknownName> {
     s.parse()
 }
 
-fn parse_tx_method(s: &str) -> Result<TxBackend, String> {
+fn parse_tx_method(s: &str) -> Result<TxBackend, UnknownName> {
     s.parse()
 }
 

@@ -42,13 +42,17 @@ impl Backend {
 }
 
 impl std::str::FromStr for Backend {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = crate::unknown::UnknownName;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s {
             "auto" => Ok(Backend::Auto),
             "af_packet" | "af-packet" | "afpacket" | "packet" => Ok(Backend::AfPacket),
             "xdp" => Ok(Backend::Xdp),
-            _ => Err(format!("unknown backend {s:?} (auto, af_packet, xdp)")),
+            _ => Err(crate::unknown::UnknownName::new(
+                "backend",
+                s,
+                "auto, af_packet, xdp",
+            )),
         }
     }
 }

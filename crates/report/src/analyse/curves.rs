@@ -130,7 +130,7 @@ pub(crate) fn of(index: &Index, dims: &mut CaseDims, rows: &[Row], speed: f64) -
             throughput_pps,
             implied_buffer_ms: bt.implied_secs * 1e3,
             corrected_buffer_ms: bt.corrected_secs.as_ref().ok().map(|s| s * 1e3),
-            corrected_refused: bt.corrected_secs.err(),
+            corrected_refused: bt.corrected_secs.err().map(|why| why.to_string()),
         });
     }
     Curves {

@@ -64,7 +64,9 @@ pub(in crate::plan) fn check_name(s: &str, what: NameKind) -> Result<(), String>
     Ok(())
 }
 
-pub(super) fn ipv4_packet(size: u32) -> u32 {
+/// The IPv4 packet inside a reference frame of `size` bytes (with FCS): what an MTU or MRU
+/// must carry.
+pub(super) fn ipv4_packet(size: usize) -> usize {
     size.saturating_sub(18)
 }
 
@@ -215,13 +217,13 @@ impl Walker<'_> {
                 if let Some(bad) = m
                     .frame_size
                     .iter()
-                    .map(|f| f.largest(wire::encap::IpVersion::V4) as u32)
-                    .find(|&f| ipv4_packet(f) + 40 > mp.mtu as u32 && !probe_only)
+                    .map(|f| f.largest(wire::encap::IpVersion::V4))
+                    .find(|&f| ipv4_packet(f) + 40 > mp.mtu && !probe_only)
                 {
                     self.err(
                         span_of("frame-size"),
                         &join(path, "frame-size"),
-                        crate::oversize::dslite_refusal(bad as usize, mp.mtu, &port.name),
+                        crate::oversize::dslite_refusal(bad, mp.mtu, &port.name),
                     );
                 }
             }
@@ -241,13 +243,13 @@ impl Walker<'_> {
                     .frame_size
                     .iter()
                     // The IMIX's largest frame is 1518 B.
-                    .map(|f| f.largest(wire::encap::IpVersion::V4) as u32)
-                    .find(|&f| ipv4_packet(f) + 40 > mtu as u32 && !probe_only)
+                    .map(|f| f.largest(wire::encap::IpVersion::V4))
+                    .find(|&f| ipv4_packet(f) + 40 > mtu && !probe_only)
                 {
                     self.err(
                         span_of("frame-size"),
                         &join(path, "frame-size"),
-                        crate::oversize::dslite_refusal(bad as usize, mtu, &port.name),
+                        crate::oversize::dslite_refusal(bad, mtu, &port.name),
                     );
                 }
             }
@@ -262,18 +264,18 @@ impl Walker<'_> {
                         Some("write `encap = [\"pppoe\"]`: line rates and reports then count the PPPoE frame (+8 bytes)".into()),
                     );
                 }
-                let mru = u32::from(pp.mru);
+                let mru = usize::from(pp.mru);
                 if let Some(bad) = m
                     .frame_size
                     .iter()
                     // The IMIX's largest frame is 1518 B.
-                    .map(|f| f.largest(wire::encap::IpVersion::V4) as u32)
+                    .map(|f| f.largest(wire::encap::IpVersion::V4))
                     .find(|&f| ipv4_packet(f) > mru && !probe_only)
                 {
                     self.err(
                         span_of("frame-size"),
                         &join(path, "frame-size"),
-                        crate::oversize::pppoe_refusal(bad as usize, mru as usize, &port.name),
+                        crate::oversize::pppoe_refusal(bad, mru, &port.name),
                     );
                 }
             }

@@ -555,7 +555,7 @@ impl Walker<'_> {
             // `plan check` resolves `"table"` against the profiles).
             if let Err(e) = s
                 .config(run.tester_tolerance, Some(1))
-                .map_err(search::InvalidConfig)
+                .map_err(|e| search::InvalidConfig(e.to_string()))
                 .and_then(search::NatThroughputSearch::new)
             {
                 self.refuse_search(t, st, "nat-throughput", ["min-rate", "max-rate"], e.0);
