@@ -40,6 +40,8 @@ mod bring_up;
 mod conn;
 mod error;
 mod lan_watch;
+#[cfg(test)]
+mod old_assembly_tests;
 mod reverse;
 mod udp;
 
