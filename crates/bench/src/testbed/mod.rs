@@ -7,8 +7,9 @@
 //! teardown (sessions closed with PADT, the lab removed) at the end, on error and on Ctrl-C.
 //!
 //! One job a file: `bring_up` builds the lab or starts the ports' control planes, `udp`
-//! runs a UDP trial, `reverse` builds the reverse stream inside what port B plays, `conn` runs
-//! a connection trial; this module holds the testbed, its counters and its teardown.
+//! runs a UDP trial (its streams assembled by [`crate::trial_streams`] from the headers of
+//! what the ports play), `conn` runs a connection trial; this module holds the testbed, its
+//! counters and its teardown.
 
 use std::fs::File;
 use std::io::Write;
@@ -40,9 +41,6 @@ mod bring_up;
 mod conn;
 mod error;
 mod lan_watch;
-#[cfg(test)]
-mod old_assembly_tests;
-mod reverse;
 mod udp;
 
 pub(crate) use bring_up::interface_exists;
