@@ -10,12 +10,120 @@ use emulate::pppoe::SessionInfo;
 use emulate::softwire::SoftwireInfo;
 use engine::trial::TrialConfig;
 
+use crate::error::BenchError;
 use crate::plan::{Case, Plan};
+use crate::port_error::PortError;
 use crate::results::EngineFacts;
-use crate::search::{LineFraction, Outcome, ProbeDirection, TrialRequest};
-use crate::trial_streams::{self, ARides, BReplies, PortHeaders, TrialStreams};
+use crate::search::{Outcome, ProbeDirection, TrialRequest};
+use crate::trial_streams::{self, ARides, AssemblyError, BReplies, PortHeaders};
 
+use super::lan_watch::LanWatchError;
 use super::{dut_delta, Testbed, WatchedPort};
+
+/// Why [`Testbed::udp_trial`] measured nothing; the runner records the trial as failed with
+/// this message (the texts are the ones runs printed before the type).
+#[derive(Debug)]
+pub enum UdpTrialError {
+    /// A PPPoE session went down and did not come back within its port's `timeout`.
+    SessionLost { port: String, source: PortError },
+    /// An IPoE lease ended and no new one came within its port's `timeout`.
+    LeaseLost { port: String, source: PortError },
+    /// A DS-Lite softwire the testbed plays is down.
+    SoftwireDown { port: String },
+    /// The endpoint topology: nothing receives the frames.
+    NoReceivingPort,
+    /// The trial's streams could not be assembled.
+    Assembly(AssemblyError),
+    /// No B4 was heard from through port `port`'s AFTR within `timeout` of learning frames.
+    NoB4 { port: String, timeout: Duration },
+    /// The plan's port B has no MAP-E BR (what port B plays changed under the run).
+    NoBr,
+    /// Port `port`'s MAP-E rule is not one.
+    MapeRule { port: String, source: wire::Error },
+    /// Port `port` (a BR) has no IPv4 address the forward stream goes to.
+    NoForwardAddress { port: String },
+    /// The forward stream's frames carry no UDP ports.
+    NoForwardPorts,
+    /// No forward frame to `dst`:`dst_port` passed port `port`'s BR within `timeout`.
+    NoBrPath {
+        port: String,
+        dst: std::net::Ipv4Addr,
+        dst_port: u16,
+        timeout: Duration,
+    },
+    /// Sending the learning frames failed.
+    Learning(engine::Error),
+    /// The lab DUT's XDP receive mode could not be read.
+    ReceiveMode(lab::LabError),
+    /// The LAN health watch failed around the trial.
+    LanWatch(LanWatchError),
+    /// The engine's trial failed.
+    Engine(BenchError),
+}
+
+impl std::fmt::Display for UdpTrialError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UdpTrialError::SessionLost { port, source } => write!(
+                f,
+                "the PPPoE session on port {port} went down (sessions.jsonl says why) and did not come back: {source}; the run stops here, its finished trials are kept"
+            ),
+            UdpTrialError::LeaseLost { port, source } => write!(
+                f,
+                "the IPoE lease on port {port} ended (sessions.jsonl says how) and no new one came: {source}; the run stops here, its finished trials are kept"
+            ),
+            UdpTrialError::SoftwireDown { port } => write!(
+                f,
+                "the DS-Lite softwire on port {port} is down (sessions.jsonl says why)"
+            ),
+            UdpTrialError::NoReceivingPort => f.write_str(
+                "UDP test frames need a receiving port (the endpoint topology has none)",
+            ),
+            UdpTrialError::Assembly(e) => e.fmt(f),
+            UdpTrialError::NoB4 { port, timeout } => write!(
+                f,
+                "DS-Lite on port {port}: no B4 sent anything through its softwire within {:.0} s of learning frames, so the reverse stream has no tunnel to enter; nothing was measured (is the DUT's B4 up, and its AFTR address this port's?)",
+                timeout.as_secs_f64()
+            ),
+            UdpTrialError::NoBr => f.write_str("port B plays no MAP-E BR"),
+            UdpTrialError::MapeRule { port, source } => {
+                write!(f, "MAP-E BR on port {port}: {source}")
+            }
+            UdpTrialError::NoForwardAddress { port } => {
+                write!(f, "port {port} has no IPv4 address for the forward stream")
+            }
+            UdpTrialError::NoForwardPorts => f.write_str("the forward stream has no UDP ports"),
+            UdpTrialError::NoBrPath {
+                port,
+                dst,
+                dst_port,
+                timeout,
+            } => write!(
+                f,
+                "MAP-E on port {port}: no forward frame to {dst}:{dst_port} passed the BR's checks within {:.0} s of learning frames (is the DUT's CE up, its BR address this port's, and its port set the rule's? sessions.jsonl counts the BR's drops by reason), so the reverse stream has no CE address and port to go to; nothing was measured",
+                timeout.as_secs_f64()
+            ),
+            UdpTrialError::Learning(e) => write!(f, "learning frames before the trial: {e}"),
+            UdpTrialError::ReceiveMode(e) => e.fmt(f),
+            UdpTrialError::LanWatch(e) => e.fmt(f),
+            UdpTrialError::Engine(e) => write!(f, "engine trial: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for UdpTrialError {}
+
+impl From<AssemblyError> for UdpTrialError {
+    fn from(e: AssemblyError) -> UdpTrialError {
+        UdpTrialError::Assembly(e)
+    }
+}
+
+impl From<LanWatchError> for UdpTrialError {
+    fn from(e: LanWatchError) -> UdpTrialError {
+        UdpTrialError::LanWatch(e)
+    }
+}
 
 impl Testbed {
     /// Reads the tester's own drop counters of these ports (the preflight's
@@ -73,21 +181,17 @@ impl Testbed {
         case: &Case,
         request: &TrialRequest,
         stop: &AtomicBool,
-    ) -> Result<(Outcome, EngineFacts), String> {
+    ) -> Result<(Outcome, EngineFacts), UdpTrialError> {
         self.flush_log();
         self.sessions_back_up(plan, stop)?;
         self.leases_back_up(plan, stop)?;
         let drops_before = self.session_drop_counts();
         if let Some(s) = self.softwires.iter().find(|s| !s.is_up()) {
-            return Err(format!(
-                "the DS-Lite softwire on port {} is down (sessions.jsonl says why)",
-                s.port
-            ));
+            return Err(UdpTrialError::SoftwireDown {
+                port: s.port.clone(),
+            });
         }
-        let b = self
-            .b
-            .as_ref()
-            .ok_or("UDP test frames need a receiving port (the endpoint topology has none)")?;
+        let b = self.b.as_ref().ok_or(UdpTrialError::NoReceivingPort)?;
         let probe = request.probe;
         let reverse_probe = probe.is_some_and(|p| p.direction == ProbeDirection::Reverse);
         // A probe runs one way: the reverse one alone, from port B.
@@ -99,28 +203,21 @@ impl Testbed {
             b_replies: None,
         };
         let learning = trial_streams::learning_frames(plan, case, request, &ports)
-            .map_err(|e| e.to_string())?;
+            .map_err(AssemblyError::Spec)?;
         if with_reverse {
             ports.b_replies = self.b_replies(plan, &learning, stop)?;
         }
-        let streams =
-            trial_streams::assemble(plan, case, request, &ports).map_err(|e| e.to_string())?;
+        let streams = trial_streams::assemble(plan, case, request, &ports)?;
         // The reverse direction through a NAPT needs the mapping the forward direction
         // creates: learning frames, as RFC 2544 §11 asks, so its first frames are not lost.
         if streams.napt_reply {
             learn(&streams.learning, stop)?;
         }
-        let TrialStreams {
-            config: mut cfg,
-            sent,
-            max,
-            learning,
-            ..
-        } = streams;
+        let mut streams = streams;
         if probe.is_some() {
             let sessions = [self.a_session, self.b_session];
-            if let Some(why) = crate::mtu_probe::unsendable(&cfg)
-                .or_else(|| crate::mtu_probe::above_session_mru(&cfg, &sessions))
+            if let Some(why) = crate::mtu_probe::unsendable(&streams.config)
+                .or_else(|| crate::mtu_probe::above_session_mru(&streams.config, &sessions))
             {
                 return Ok(crate::mtu_probe::not_sent(request, why));
             }
@@ -128,59 +225,32 @@ impl Testbed {
             // path's neighbours resolved and a tunnel up, so a probe's frames are lost only for
             // their size (the reverse direction learned above).
             if !reverse_probe {
-                learn(&learning, stop)?;
+                learn(&streams.learning, stop)?;
             }
         }
-        self.place_receivers(&mut cfg)?;
+        self.place_receivers(&mut streams.config)?;
         let before = self.dut_sample();
         let ports_before = self.read_watched();
         self.lan_watch_records.clear();
         let lan = self.start_lan_watch()?;
-        let report = crate::spec::execute(&cfg, stop).map_err(|e| format!("engine trial: {e}"));
+        let report = crate::spec::execute(&streams.config, stop).map_err(UdpTrialError::Engine);
         let watched = self.finish_lan_watch(lan);
         let report = report?;
         watched?;
         let after = self.dut_sample();
-        let tester_port_drops = self.watched_rises(&ports_before);
-        let facts = EngineFacts {
-            backend: report.backend.name().to_string(),
-            note: report.backend_note.clone(),
-            sent: report.streams.iter().map(|s| s.tx.sent).sum(),
-            slipped: report.streams.iter().map(|s| s.tx.slipped).sum(),
-            refused_by_dut: report.streams.iter().map(|s| s.tx.refused_by_peer).sum(),
-            max_catch_up: report
-                .streams
-                .iter()
-                .map(|s| s.tx.max_debt)
-                .max()
-                .unwrap_or(0),
-            invalid: {
-                let mut t = engine::validate::InvalidCounts::default();
-                report.streams.iter().for_each(|s| t.merge(&s.rx.invalid));
-                t
-            },
-            dut: match (before, after) {
-                (Some(b), Some(a)) => Some(dut_delta(&b, &a, with_reverse && !reverse_probe)),
-                _ => None,
-            },
-            per_direction: crate::trial::per_direction(&report.streams, max),
-            session_drops: self.session_drops_since(&drops_before),
-            streams: sent,
-            tester_port_drops,
+        let (outcome, mut facts) = streams.record(
+            request,
+            report.backend.name(),
+            &report.backend_note,
+            &report.streams,
+        );
+        facts.dut = match (before, after) {
+            (Some(b), Some(a)) => Some(dut_delta(&b, &a, with_reverse && !reverse_probe)),
+            _ => None,
         };
-        let mut o = crate::trial::outcome(request, &report.streams, max);
-        if let (Some(c), Some(r)) = (cfg.streams.first(), report.streams.first()) {
-            o.intended = crate::trial::intended_with_gaps(o.intended, &c.config, &r.tx);
-        }
-        let sent = report.streams.first().map_or(0, |s| s.tx.sent);
-        if let Some(p) = probe {
-            // A probe's load is a fraction of its own rate.
-            let achieved = report.streams.first().map_or(0.0, |s| s.tx.achieved_pps);
-            if sent > 1 && p.pps > 0 {
-                o.offered = LineFraction(achieved / f64::from(p.pps));
-            }
-        }
-        Ok((o, facts))
+        facts.session_drops = self.session_drops_since(&drops_before);
+        facts.tester_port_drops = self.watched_rises(&ports_before);
+        Ok((outcome, facts))
     }
 
     /// Every drop so far of each port that can lose its uplink: PPPoE sessions, then IPoE
@@ -209,7 +279,7 @@ impl Testbed {
 
     /// Waits for every IPoE port without a lease to get one again (the gateway rebooted, or
     /// let its lease run out), as long as the port's `timeout`; the run stops otherwise.
-    fn leases_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), String> {
+    fn leases_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), UdpTrialError> {
         for k in 0..self.leases.len() {
             if self.leases[k].lease().is_some() {
                 continue;
@@ -223,7 +293,7 @@ impl Testbed {
                 .map_or(Duration::from_secs(30), |c| c.timeout);
             let got = self.leases[k].wait_up(timeout, stop);
             self.flush_log();
-            got.map_err(|e| format!("the IPoE lease on port {port} ended (sessions.jsonl says how) and no new one came: {e}; the run stops here, its finished trials are kept"))?;
+            got.map_err(|source| UdpTrialError::LeaseLost { port, source })?;
         }
         Ok(())
     }
@@ -232,7 +302,7 @@ impl Testbed {
     /// dropped its uplink during a trial redials, and the next trial rides its new session.
     /// A session that does not come back within the port's `timeout` stops the run with the
     /// reason; the finished trials are kept.
-    fn sessions_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), String> {
+    fn sessions_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), UdpTrialError> {
         for k in 0..self.sessions.len() {
             let port = self.sessions[k].port.clone();
             let index = plan.ports.iter().position(|p| p.name == port);
@@ -252,11 +322,7 @@ impl Testbed {
                 .map_or(Duration::from_secs(30), |c| c.timeout);
             let got = self.sessions[k].wait_up(timeout, stop);
             self.flush_log();
-            let info = got.map_err(|e| {
-                format!(
-                    "the PPPoE session on port {port} went down (sessions.jsonl says why) and did not come back: {e}; the run stops here, its finished trials are kept"
-                )
-            })?;
+            let info = got.map_err(|source| UdpTrialError::SessionLost { port, source })?;
             match index {
                 Some(0) => self.a_session = Some(info),
                 Some(_) => self.b_session = Some(info),
@@ -285,7 +351,7 @@ impl Testbed {
         plan: &Plan,
         learning: &TrialConfig,
         stop: &AtomicBool,
-    ) -> Result<Option<BReplies>, String> {
+    ) -> Result<Option<BReplies>, UdpTrialError> {
         Ok(match self.far_end(plan) {
             FarEnd::Plain => None,
             FarEnd::Session(info, isp_side) => Some(BReplies::Session { info, isp_side }),
@@ -309,8 +375,9 @@ impl Testbed {
                         std::thread::sleep(Duration::from_millis(200));
                     }
                 }
-                let info = self.softwire_of(&port).ok_or_else(|| {
-                    format!("DS-Lite on port {port}: no B4 sent anything through its softwire within {:.0} s of learning frames, so the reverse stream has no tunnel to enter; nothing was measured (is the DUT's B4 up, and its AFTR address this port's?)", timeout.as_secs_f64())
+                let info = self.softwire_of(&port).ok_or_else(|| UdpTrialError::NoB4 {
+                    port: port.clone(),
+                    timeout,
                 })?;
                 let b4_side = !self.softwire_is_aftr(&port);
                 Some(BReplies::Softwire { info, b4_side })
@@ -323,18 +390,21 @@ impl Testbed {
                     .ports
                     .get(1)
                     .and_then(|p| p.mape.as_ref())
-                    .ok_or("port B plays no MAP-E BR")?;
-                let rule = cfg_br
-                    .rule()
-                    .map_err(|e| format!("MAP-E BR on port {port}: {e}"))?;
-                let dst = self.b.as_ref().and_then(|b| b.ipv4).ok_or_else(|| {
-                    format!("port {port} has no IPv4 address for the forward stream")
+                    .ok_or(UdpTrialError::NoBr)?;
+                let rule = cfg_br.rule().map_err(|source| UdpTrialError::MapeRule {
+                    port: port.clone(),
+                    source,
                 })?;
+                let dst = self
+                    .b
+                    .as_ref()
+                    .and_then(|b| b.ipv4)
+                    .ok_or_else(|| UdpTrialError::NoForwardAddress { port: port.clone() })?;
                 let (_, dst_port) = learning
                     .streams
                     .first()
                     .and_then(trial_streams::udp_ports)
-                    .ok_or("the forward stream has no UDP ports")?;
+                    .ok_or(UdpTrialError::NoForwardPorts)?;
                 let path = || {
                     self.softwires
                         .iter()
@@ -348,8 +418,11 @@ impl Testbed {
                 {
                     learn(learning, stop)?;
                 }
-                let (ce_ipv4, ce_port, info) = path().ok_or_else(|| {
-                    format!("MAP-E on port {port}: no forward frame to {dst}:{dst_port} passed the BR's checks within {:.0} s of learning frames (is the DUT's CE up, its BR address this port's, and its port set the rule's? sessions.jsonl counts the BR's drops by reason), so the reverse stream has no CE address and port to go to; nothing was measured", cfg_br.timeout.as_secs_f64())
+                let (ce_ipv4, ce_port, info) = path().ok_or_else(|| UdpTrialError::NoBrPath {
+                    port: port.clone(),
+                    dst,
+                    dst_port,
+                    timeout: cfg_br.timeout,
                 })?;
                 Some(BReplies::Br {
                     ce: (ce_ipv4, ce_port),
@@ -400,11 +473,11 @@ impl Testbed {
 
     /// The XDP receive mode of the ports facing the lab's DUT, for the DUT as it is now: the
     /// run switches its fast path between cases (`crate::trial::lab_receive_mode`).
-    fn place_receivers(&self, cfg: &mut engine::trial::TrialConfig) -> Result<(), String> {
+    fn place_receivers(&self, cfg: &mut TrialConfig) -> Result<(), UdpTrialError> {
         let Some(l) = &self.lab else {
             return Ok(());
         };
-        let mode = crate::trial::lab_receive_mode(l).map_err(|e| e.to_string())?;
+        let mode = crate::trial::lab_receive_mode(l).map_err(UdpTrialError::ReceiveMode)?;
         for p in cfg.ports.iter_mut().filter(|p| p.faces_dut) {
             p.xdp_rx_mode = mode;
         }
@@ -429,8 +502,7 @@ enum FarEnd {
 /// Sends RFC 2544 §11 learning frames ([`crate::trial_streams::TrialStreams::learning`])
 /// before a bidirectional trial through an emulated port: a CPE's NAPT then holds the mapping
 /// the reverse stream's frames are the reply to, and an AFTR has heard from the CPE's B4.
-fn learn(learning: &TrialConfig, stop: &AtomicBool) -> Result<(), String> {
-    engine::trial::run(learning, stop)
-        .map_err(|e| format!("learning frames before the trial: {e}"))?;
+fn learn(learning: &TrialConfig, stop: &AtomicBool) -> Result<(), UdpTrialError> {
+    engine::trial::run(learning, stop).map_err(UdpTrialError::Learning)?;
     Ok(())
 }

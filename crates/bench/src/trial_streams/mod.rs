@@ -20,9 +20,11 @@ use engine::trial::TrialConfig;
 use wire::template::TemplateError;
 use wire::units::Pps;
 
+use engine::trial::StreamResult;
+
 use crate::plan::{Case, Plan};
-use crate::results::SentStream;
-use crate::search::TrialRequest;
+use crate::results::{EngineFacts, SentStream};
+use crate::search::{LineFraction, Outcome, TrialRequest};
 use crate::spec::{from_plan, Carrier, CarryError, SpecError};
 
 #[cfg(test)]
@@ -172,6 +174,53 @@ pub struct TrialStreams {
     /// Whether the reverse stream is a reply the DUT's NAPT maps back to port A, so the
     /// forward direction's mapping must exist first (learning frames before the trial).
     pub napt_reply: bool,
+}
+
+impl TrialStreams {
+    /// The outcome of this trial at `request` from the engine's results per stream, and the
+    /// engine's facts for its record (`backend` and its `note` as the engine reports them):
+    /// what was sent, per direction, and what each stream was. The DUT's counters, session
+    /// drops and tester port drops are the testbed's to add.
+    pub fn record(
+        self,
+        request: &TrialRequest,
+        backend: &str,
+        note: &str,
+        results: &[StreamResult],
+    ) -> (Outcome, EngineFacts) {
+        let max = self.max;
+        let facts = EngineFacts {
+            backend: backend.to_string(),
+            note: note.to_string(),
+            sent: results.iter().map(|s| s.tx.sent).sum(),
+            slipped: results.iter().map(|s| s.tx.slipped).sum(),
+            refused_by_dut: results.iter().map(|s| s.tx.refused_by_peer).sum(),
+            max_catch_up: results.iter().map(|s| s.tx.max_debt).max().unwrap_or(0),
+            invalid: {
+                let mut t = engine::validate::InvalidCounts::default();
+                results.iter().for_each(|s| t.merge(&s.rx.invalid));
+                t
+            },
+            dut: None,
+            per_direction: crate::trial::per_direction(results, max),
+            session_drops: Vec::new(),
+            streams: self.sent,
+            tester_port_drops: Vec::new(),
+        };
+        let mut o = crate::trial::outcome(request, results, max);
+        if let (Some(c), Some(r)) = (self.config.streams.first(), results.first()) {
+            o.intended = crate::trial::intended_with_gaps(o.intended, &c.config, &r.tx);
+        }
+        let sent = results.first().map_or(0, |s| s.tx.sent);
+        if let Some(p) = request.probe {
+            // A probe's load is a fraction of its own rate.
+            let achieved = results.first().map_or(0.0, |s| s.tx.achieved_pps);
+            if sent > 1 && p.pps > 0 {
+                o.offered = LineFraction(achieved / f64::from(p.pps));
+            }
+        }
+        (o, facts)
+    }
 }
 
 /// Why a trial's streams could not be assembled.
