@@ -2,8 +2,9 @@
 //! engine's [`TrialConfig`] ([`TrialSpec::build`]) and one executor call ([`execute`]), for
 //! both front doors: `wirerate trial` maps its flags and `--streams` file into a spec
 //! ([`crate::streams::StreamDef::spec`]), a plan's case and a search's request map into one
-//! ([`from_plan::udp_spec`]); `cli::cmd::trial` and [`crate::testbed::Testbed::udp_trial`] then
-//! build and execute it with the same two calls.
+//! ([`from_plan::udp_spec`]); `cli::cmd::trial` and [`crate::trial_streams::assemble`] (for
+//! [`crate::testbed::Testbed::udp_trial`]) then build it, and both execute it with the same
+//! call.
 //!
 //! The 100 % of a [`Load::LineFraction`] is computed here once per stream, by
 //! [`wire::linerate::path_max_pps`] on the encapsulation of the stream's path; every load is
@@ -179,9 +180,9 @@ impl TrialSpec {
     }
 }
 
-/// Puts the frames a port sends inside the PPPoE session or DS-Lite softwire it plays:
-/// `wirerate trial --inside` (`crate::inside::Inside`) and a plan port that plays one
-/// (`crate::testbed`).
+/// Puts the frames a port sends inside the PPPoE session, DS-Lite softwire, MAP-E BR or IPoE
+/// lease it plays: `wirerate trial --inside` (`crate::inside::Inside`) and a plan's ports
+/// (`crate::trial_streams::PortHeaders`, port B's reverse stream the reply to the forward one).
 pub trait Carrier {
     /// Points `frame` — a stream sent by port `tx_port` (0 = A) — at the session or tunnel.
     fn carry(
@@ -212,9 +213,8 @@ pub struct Built {
     pub config: TrialConfig,
     pub max_pps: Vec<Pps>,
     /// What each stream sends, for the trial's record (`wirerate trial --json` prints it as
-    /// `sent`; a plan's record keeps it as `engine.streams`). Describes `config.streams` as
-    /// built: a caller that adds a stream afterwards (a reverse stream inside a session)
-    /// records it with [`sent_stream`].
+    /// `sent`; a plan's record keeps it as `engine.streams`), in the order of
+    /// `config.streams`.
     pub sent: Vec<SentStream>,
 }
 

@@ -172,9 +172,10 @@ impl Testbed {
             .collect()
     }
 
-    /// One UDP trial of `case` from port A to port B: the engine's stream at
-    /// `request.load` × the path's line rate ([`Plan::line_pps`], on the encapsulated frame),
-    /// inside port A's PPPoE session when it plays one.
+    /// One UDP trial of `case` from port A to port B (and back, bidirectional): the streams
+    /// [`trial_streams::assemble`] makes of it at `request.load` × the path's line rate
+    /// ([`Plan::line_pps`], on the encapsulated frame), inside what each port plays, with the
+    /// learning frames the path needs sent first.
     pub fn udp_trial(
         &mut self,
         plan: &Plan,
@@ -207,13 +208,12 @@ impl Testbed {
         if with_reverse {
             ports.b_replies = self.b_replies(plan, &learning, stop)?;
         }
-        let streams = trial_streams::assemble(plan, case, request, &ports)?;
+        let mut streams = trial_streams::assemble(plan, case, request, &ports)?;
         // The reverse direction through a NAPT needs the mapping the forward direction
         // creates: learning frames, as RFC 2544 §11 asks, so its first frames are not lost.
         if streams.napt_reply {
             learn(&streams.learning, stop)?;
         }
-        let mut streams = streams;
         if probe.is_some() {
             let sessions = [self.a_session, self.b_session];
             if let Some(why) = crate::mtu_probe::unsendable(&streams.config)
