@@ -16,11 +16,9 @@ use emulate::ipoe::LeaseInfo;
 use emulate::pppoe::SessionInfo;
 use emulate::softwire::SoftwireInfo;
 use engine::port::PortSpec;
-use engine::trial::TrialConfig;
+use engine::trial::{StreamResult, TrialConfig};
 use wire::template::TemplateError;
 use wire::units::Pps;
-
-use engine::trial::StreamResult;
 
 use crate::plan::{Case, Plan};
 use crate::results::{EngineFacts, SentStream};
