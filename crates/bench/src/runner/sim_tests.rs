@@ -777,17 +777,20 @@ fn sim_stream(
     }
 }
 
-/// Issue 34 item 6: a bidirectional plan through our PPPoE access concentrator, run by the
-/// runner on the assembling testbed: every trial's record has both directions, each with the
-/// frames its own stream sent, received and lost, and the two streams as assembled (the
-/// reverse one inside the session, the reply to the forward tuple).
-#[test]
-fn a_bidirectional_trial_through_our_access_concentrator_records_each_direction() {
+/// A bidirectional forwarding-rate plan between port A (plain) and port B (`wan`, encap
+/// `encap`), run by the runner on the assembling testbed with port B's headers `b`: the
+/// trials' records.
+fn run_both_ways(
+    wan: &str,
+    encap: &str,
+    b: Option<crate::trial_streams::BReplies>,
+) -> Vec<TrialRecord> {
     use crate::trial_streams::tests as fx;
     let text = fx::plan_text(
         fx::LAN_PLAIN,
-        fx::WAN_PPPOE,
-        r#"[run]
+        wan,
+        &format!(
+            r#"[run]
 repetitions = 1
 trial-duration = "0.5s"
 settle = "0s"
@@ -798,64 +801,132 @@ trials = 1
 [[matrix]]
 protocol = ["udp"]
 ip = [4]
-encap = ["pppoe"]
+encap = ["{encap}"]
 bidirectional = true
 frame-size = [64]
 methodologies = ["forwarding-rate"]
-"#,
+"#
+        ),
     );
     let (plan, _) = Plan::parse_expanded(&text, "sim.toml").unwrap();
-    let ac = crate::trial_streams::BReplies::Session {
-        info: fx::ac_session(),
-        isp_side: true,
-    };
     let bed = AssemblingBed {
-        ports: fx::headers(&plan, None, Some(ac)),
+        ports: fx::headers(&plan, None, b),
         reverse_loss_every: 8,
     };
     let dir = tempfile::tempdir().unwrap();
     let stop = AtomicBool::new(false);
     run_sim_on(&text, dir.path(), bed, &stop).unwrap();
-    let trials = trial_records(dir.path());
-    assert!(!trials.is_empty(), "the run measured");
-    for t in &trials {
-        let e = t.engine.as_ref().expect("a UDP trial's engine facts");
-        assert_eq!(t.outcome.directions, 2);
-        let d = &e.per_direction;
-        assert_eq!(d.len(), 2, "{d:?}");
-        assert_eq!(
-            (d[0].tx_port.as_str(), d[0].rx_port.as_str()),
-            ("lan", "wan")
-        );
-        assert_eq!(
-            (d[1].tx_port.as_str(), d[1].rx_port.as_str()),
-            ("wan", "lan")
-        );
-        assert!(
-            d[0].sent > 0 && d[0].sent == d[1].sent,
-            "the same load both ways"
-        );
-        assert_eq!((d[0].received, d[0].lost), (d[0].sent, 0));
-        assert_eq!(d[1].lost, d[1].sent / 8, "the reverse direction's own loss");
-        assert_eq!(d[1].received + d[1].lost, d[1].sent);
-        assert_eq!(e.sent, d[0].sent + d[1].sent);
-        assert_eq!(t.outcome.lost, d[1].lost);
-        let s = &e.streams;
-        assert_eq!(s.len(), 2);
-        assert_eq!((s[0].stream_id, s[0].encap.pppoe), (1, false));
-        assert_eq!((s[1].stream_id, s[1].encap.pppoe), (2, true));
-        assert_eq!(
-            (s[1].tx_port.as_str(), s[1].rx_port.as_str()),
-            ("wan", "lan")
-        );
-        assert_eq!((s[1].src_port, s[1].dst_port), (9, 1024));
-        assert_eq!(
-            (s[1].src, s[1].dst),
-            (
-                std::net::Ipv4Addr::new(198, 51, 100, 1).into(),
-                std::net::Ipv4Addr::new(198, 51, 100, 10).into()
-            )
-        );
+    trial_records(dir.path())
+}
+
+/// Issue 34 item 6: bidirectional plans through a plain port B and through our PPPoE access
+/// concentrator, DS-Lite AFTR and MAP-E BR, run by the runner on the assembling testbed:
+/// every trial's record has both directions, each with the frames its own stream sent,
+/// received and lost, and the two streams as assembled (the reverse one inside what port B
+/// plays, from its address and, where a NAPT answers, to the forward tuple's reply).
+#[test]
+fn a_bidirectional_trial_through_each_isp_side_records_each_direction() {
+    use crate::trial_streams::{tests as fx, BReplies};
+    use std::net::{IpAddr, Ipv4Addr};
+    use wire::encap::EncapSpec;
+    let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
+    let plain_v4 = EncapSpec::plain(IpVersion::V4);
+    let ac = BReplies::Session {
+        info: fx::ac_session(),
+        isp_side: true,
+    };
+    let aftr = BReplies::Softwire {
+        info: fx::softwire(),
+        b4_side: false,
+    };
+    let br = BReplies::Br {
+        ce: fx::CE,
+        info: fx::softwire(),
+    };
+    // Port B, its encap, its headers; the reverse stream's encapsulation as recorded, its
+    // source and destination address and port.
+    let plain = (v4(198, 51, 100, 2), 1024, v4(192, 0, 2, 2), 9);
+    let cases = [
+        ("plain", fx::WAN_PLAIN, "plain", None, plain_v4, plain),
+        (
+            "pppoe",
+            fx::WAN_PPPOE,
+            "pppoe",
+            Some(ac),
+            EncapSpec {
+                pppoe: true,
+                ..plain_v4
+            },
+            (v4(198, 51, 100, 1), 9, v4(198, 51, 100, 10), 1024),
+        ),
+        (
+            "dslite",
+            fx::WAN_DSLITE,
+            "dslite",
+            Some(aftr),
+            EncapSpec {
+                dslite: true,
+                ..plain_v4
+            },
+            (v4(203, 0, 113, 2), 9, v4(192, 0, 2, 2), 1024),
+        ),
+        (
+            "mape",
+            fx::WAN_MAPE,
+            "mape",
+            Some(br),
+            EncapSpec {
+                mape: true,
+                ..plain_v4
+            },
+            (v4(203, 0, 113, 2), 9, IpAddr::V4(fx::CE.0), fx::CE.1),
+        ),
+    ];
+    for (what, wan, encap, b, reverse_encap, (src, src_port, dst, dst_port)) in cases {
+        let trials = run_both_ways(wan, encap, b);
+        assert!(!trials.is_empty(), "{what}: the run measured");
+        for t in &trials {
+            let e = t.engine.as_ref().expect("a UDP trial's engine facts");
+            assert_eq!(t.outcome.directions, 2, "{what}");
+            let d = &e.per_direction;
+            assert_eq!(d.len(), 2, "{what}: {d:?}");
+            assert_eq!(
+                (d[0].tx_port.as_str(), d[0].rx_port.as_str()),
+                ("lan", "wan")
+            );
+            assert_eq!(
+                (d[1].tx_port.as_str(), d[1].rx_port.as_str()),
+                ("wan", "lan")
+            );
+            assert!(
+                d[0].sent > 0 && d[0].sent == d[1].sent,
+                "{what}: one load both ways"
+            );
+            assert_eq!((d[0].received, d[0].lost), (d[0].sent, 0), "{what}");
+            assert_eq!(
+                d[1].lost,
+                d[1].sent / 8,
+                "{what}: the reverse direction's own loss"
+            );
+            assert_eq!(d[1].received + d[1].lost, d[1].sent, "{what}");
+            assert_eq!(e.sent, d[0].sent + d[1].sent, "{what}");
+            assert_eq!(t.outcome.lost, d[1].lost, "{what}");
+            let s = &e.streams;
+            assert_eq!(s.len(), 2, "{what}");
+            assert_eq!(s[0].stream_id, 1);
+            assert_eq!(s[0].encap, plain_v4);
+            assert_eq!(s[1].stream_id, 2);
+            assert_eq!(s[1].encap, reverse_encap, "{what}");
+            assert_eq!(
+                (s[1].tx_port.as_str(), s[1].rx_port.as_str()),
+                ("wan", "lan")
+            );
+            assert_eq!(
+                (s[1].src, s[1].src_port, s[1].dst, s[1].dst_port),
+                (src, src_port, dst, dst_port),
+                "{what}"
+            );
+        }
     }
 }
 
