@@ -9,7 +9,8 @@
 //! - [`executor`]: the seam between the runner and what it measures on (tests simulate it).
 //! - [`spec`]: what a UDP trial sends, for `wirerate trial` and plans alike; its builder and
 //!   executor call.
-//! - [`testbed`], [`trial`]: one trial on the lab with the packet engine.
+//! - [`testbed`], [`trial`]: one trial on the lab with the packet engine; [`trial_streams`]:
+//!   the streams of a plan's UDP trial, assembled once from the spec and the ports' headers.
 //! - [`isp`]: the emulated ISP side of a port (PPPoE access concentrator, DS-Lite AFTR);
 //!   [`ipoe_port`]: an IPoE WAN's (DHCPv4, RA + DHCPv6, DNS).
 //! - [`calibration`]: the tester's own ceiling per frame size.
@@ -41,3 +42,4 @@ pub mod spec;
 pub mod streams;
 pub mod testbed;
 pub mod trial;
+pub mod trial_streams;

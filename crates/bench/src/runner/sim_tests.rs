@@ -254,7 +254,7 @@ fn run_calibrated(
     text: &str,
     dir: &Path,
     resume: bool,
-    bed: SimBed,
+    bed: impl TrialExecutor + 'static,
     stop: &AtomicBool,
     calibration: Option<Calibration>,
 ) -> Result<RunSummary, RunError> {
@@ -645,4 +645,297 @@ fn records_carry_frame_size_encapsulation_line_rate_and_offered_rate() {
         _ => None,
     });
     assert_eq!(done, Some(line.pps));
+}
+
+/// A simulated testbed that assembles every UDP trial as the real one does
+/// ([`crate::trial_streams::assemble`], from the headers of what the ports play, given here)
+/// and records it with the same call ([`crate::trial_streams::TrialStreams::record`]): each
+/// stream sends its rate × the trial's duration, the DUT forwards A→B whole and loses one
+/// B→A frame in `reverse_loss_every`.
+struct AssemblingBed {
+    ports: crate::trial_streams::PortHeaders,
+    reverse_loss_every: u64,
+}
+
+impl TrialExecutor for AssemblingBed {
+    fn dut_switches(&self) -> Option<Box<dyn DutSwitches>> {
+        None
+    }
+
+    fn udp_trial(
+        &mut self,
+        plan: &Plan,
+        case: &Case,
+        request: &TrialRequest,
+        _stop: &AtomicBool,
+    ) -> Result<(Outcome, EngineFacts), crate::error::BenchError> {
+        let streams = crate::trial_streams::assemble(plan, case, request, &self.ports)
+            .map_err(|e| crate::error::BenchError::Failed(e.to_string()))?;
+        let c = &streams.config;
+        let results: Vec<_> = c
+            .streams
+            .iter()
+            .map(|s| {
+                let pps = s.config.pps();
+                let sent = (pps * request.duration.as_secs_f64()).round() as u64;
+                let lost = if s.tx_port == 1 {
+                    sent / self.reverse_loss_every
+                } else {
+                    0
+                };
+                sim_stream(
+                    s.config.id,
+                    (&c.ports[s.tx_port].name, &c.ports[s.rx_port].name),
+                    (sent, sent - lost),
+                    pps,
+                )
+            })
+            .collect();
+        Ok(streams.record(request, "sim", "", &results))
+    }
+
+    fn conn_trial(
+        &mut self,
+        _: &Case,
+        _: &ConnTrial,
+        _: Option<u64>,
+        _: engine::trial::Backend,
+        _: &AtomicBool,
+    ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), crate::error::BenchError> {
+        Err(crate::error::BenchError::Failed(
+            "no connection trials in the simulation".into(),
+        ))
+    }
+
+    fn tcp_trial(
+        &mut self,
+        _: &Case,
+        _: &Plan,
+        _: &AtomicBool,
+    ) -> (
+        Result<TcpRun, crate::error::BenchError>,
+        Option<DutCounters>,
+    ) {
+        (
+            Err(crate::error::BenchError::Failed(
+                "no iperf3 in the simulation".into(),
+            )),
+            None,
+        )
+    }
+
+    fn down(self: Box<Self>) -> Result<(), crate::error::BenchError> {
+        Ok(())
+    }
+}
+
+/// The engine's result of one stream that sent `sent` frames at `pps`, `received` of them.
+fn sim_stream(
+    id: u16,
+    (tx, rx): (&str, &str),
+    (sent, received): (u64, u64),
+    pps: f64,
+) -> engine::trial::StreamResult {
+    engine::trial::StreamResult {
+        stream_id: id,
+        tx_port: tx.into(),
+        rx_port: rx.into(),
+        tx: engine::tx::TxStreamReport {
+            stream_id: id,
+            sent,
+            bytes: 0,
+            bytes_with_fcs: 0,
+            intended_pps: pps,
+            achieved_pps: pps,
+            first_tx_ns: 0,
+            last_tx_ns: 0,
+            slipped: 0,
+            max_debt: 0,
+            swapped_pairs: 0,
+            refused_by_peer: 0,
+        },
+        rx: engine::rx::StreamRxReport {
+            stream_id: id,
+            received,
+            bytes: 0,
+            lost: Some(sent - received),
+            lost_by_sequence: 0,
+            duplicates: 0,
+            out_of_order: 0,
+            late: 0,
+            negative_latency: 0,
+            highest_seq: None,
+            first_rx_ns: 0,
+            last_rx_ns: 0,
+            latency: None,
+            invalid: Default::default(),
+        },
+        ipdv: None,
+        rx_pps: pps * received as f64 / sent.max(1) as f64,
+        rx_l2_bps: 0.0,
+        rx_l1_bps: 0.0,
+    }
+}
+
+/// A bidirectional forwarding-rate plan between port A (plain) and port B (`wan`, encap
+/// `encap`), run by the runner on the assembling testbed with port B's headers `b`: the
+/// trials' records.
+fn run_both_ways(
+    wan: &str,
+    encap: &str,
+    b: Option<crate::trial_streams::BReplies>,
+) -> Vec<TrialRecord> {
+    use crate::trial_streams::tests as fx;
+    let text = fx::plan_text(
+        fx::LAN_PLAIN,
+        wan,
+        &format!(
+            r#"[run]
+repetitions = 1
+trial-duration = "0.5s"
+settle = "0s"
+profile-settle = "0s"
+max-load = 0.01
+[methodology.forwarding-rate]
+trials = 1
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+encap = ["{encap}"]
+bidirectional = true
+frame-size = [64]
+methodologies = ["forwarding-rate"]
+"#
+        ),
+    );
+    let (plan, _) = Plan::parse_expanded(&text, "sim.toml").unwrap();
+    let bed = AssemblingBed {
+        ports: fx::headers(&plan, None, b),
+        reverse_loss_every: 8,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let stop = AtomicBool::new(false);
+    run_sim_on(&text, dir.path(), bed, &stop).unwrap();
+    trial_records(dir.path())
+}
+
+/// Issue 34 item 6: bidirectional plans through a plain port B and through our PPPoE access
+/// concentrator, DS-Lite AFTR and MAP-E BR, run by the runner on the assembling testbed:
+/// every trial's record has both directions, each with the frames its own stream sent,
+/// received and lost, and the two streams as assembled (the reverse one inside what port B
+/// plays, from its address and, where a NAPT answers, to the forward tuple's reply).
+#[test]
+fn a_bidirectional_trial_through_each_isp_side_records_each_direction() {
+    use crate::trial_streams::{tests as fx, BReplies};
+    use std::net::{IpAddr, Ipv4Addr};
+    use wire::encap::EncapSpec;
+    let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
+    let plain_v4 = EncapSpec::plain(IpVersion::V4);
+    let ac = BReplies::Session {
+        info: fx::ac_session(),
+        isp_side: true,
+    };
+    let aftr = BReplies::Softwire {
+        info: fx::softwire(),
+        b4_side: false,
+    };
+    let br = BReplies::Br {
+        ce: fx::CE,
+        info: fx::softwire(),
+    };
+    // Port B, its encap, its headers; the reverse stream's encapsulation as recorded, its
+    // source and destination address and port.
+    let plain = (v4(198, 51, 100, 2), 1024, v4(192, 0, 2, 2), 9);
+    let cases = [
+        ("plain", fx::WAN_PLAIN, "plain", None, plain_v4, plain),
+        (
+            "pppoe",
+            fx::WAN_PPPOE,
+            "pppoe",
+            Some(ac),
+            EncapSpec {
+                pppoe: true,
+                ..plain_v4
+            },
+            (v4(198, 51, 100, 1), 9, v4(198, 51, 100, 10), 1024),
+        ),
+        (
+            "dslite",
+            fx::WAN_DSLITE,
+            "dslite",
+            Some(aftr),
+            EncapSpec {
+                dslite: true,
+                ..plain_v4
+            },
+            (v4(203, 0, 113, 2), 9, v4(192, 0, 2, 2), 1024),
+        ),
+        (
+            "mape",
+            fx::WAN_MAPE,
+            "mape",
+            Some(br),
+            EncapSpec {
+                mape: true,
+                ..plain_v4
+            },
+            (v4(203, 0, 113, 2), 9, IpAddr::V4(fx::CE.0), fx::CE.1),
+        ),
+    ];
+    for (what, wan, encap, b, reverse_encap, (src, src_port, dst, dst_port)) in cases {
+        let trials = run_both_ways(wan, encap, b);
+        assert!(!trials.is_empty(), "{what}: the run measured");
+        for t in &trials {
+            let e = t.engine.as_ref().expect("a UDP trial's engine facts");
+            assert_eq!(t.outcome.directions, 2, "{what}");
+            let d = &e.per_direction;
+            assert_eq!(d.len(), 2, "{what}: {d:?}");
+            assert_eq!(
+                (d[0].tx_port.as_str(), d[0].rx_port.as_str()),
+                ("lan", "wan")
+            );
+            assert_eq!(
+                (d[1].tx_port.as_str(), d[1].rx_port.as_str()),
+                ("wan", "lan")
+            );
+            assert!(
+                d[0].sent > 0 && d[0].sent == d[1].sent,
+                "{what}: one load both ways"
+            );
+            assert_eq!((d[0].received, d[0].lost), (d[0].sent, 0), "{what}");
+            assert_eq!(
+                d[1].lost,
+                d[1].sent / 8,
+                "{what}: the reverse direction's own loss"
+            );
+            assert_eq!(d[1].received + d[1].lost, d[1].sent, "{what}");
+            assert_eq!(e.sent, d[0].sent + d[1].sent, "{what}");
+            assert_eq!(t.outcome.lost, d[1].lost, "{what}");
+            let s = &e.streams;
+            assert_eq!(s.len(), 2, "{what}");
+            assert_eq!(s[0].stream_id, 1);
+            assert_eq!(s[0].encap, plain_v4);
+            assert_eq!(s[1].stream_id, 2);
+            assert_eq!(s[1].encap, reverse_encap, "{what}");
+            assert_eq!(
+                (s[1].tx_port.as_str(), s[1].rx_port.as_str()),
+                ("wan", "lan")
+            );
+            assert_eq!(
+                (s[1].src, s[1].src_port, s[1].dst, s[1].dst_port),
+                (src, src_port, dst, dst_port),
+                "{what}"
+            );
+        }
+    }
+}
+
+/// Runs `text` on `bed` into `dir`, fresh.
+fn run_sim_on(
+    text: &str,
+    dir: &Path,
+    bed: impl TrialExecutor + 'static,
+    stop: &AtomicBool,
+) -> Result<RunSummary, RunError> {
+    run_calibrated(text, dir, false, bed, stop, None)
 }

@@ -18,8 +18,13 @@ pub enum SpecError {
     ZeroCount { what: &'static str },
     /// A stream needs an address of `ip` the port does not have.
     NoAddress { port: String, ip: IpVersion },
-    /// A frame of stream `stream` cannot be built (its size, a header field).
-    Template { stream: u16, source: TemplateError },
+    /// A frame of stream `stream` cannot be built at reference size `size` (its size, a
+    /// header field).
+    Template {
+        stream: u16,
+        size: usize,
+        source: TemplateError,
+    },
     /// The engine's own check of a built stream (pacing, bursts, limits).
     Stream(engine::Error),
     /// The carrier (a session or softwire) cannot carry the stream.
@@ -38,7 +43,7 @@ impl fmt::Display for SpecError {
             SpecError::NoAddress { port, ip } => {
                 write!(f, "port {port} has no {ip} address (give --{port}-addr)")
             }
-            SpecError::Template { stream, source } => write!(f, "stream {stream}: {source}"),
+            SpecError::Template { stream, source, .. } => write!(f, "stream {stream}: {source}"),
             SpecError::Stream(e) => e.fmt(f),
             SpecError::Carry(e) => e.fmt(f),
             SpecError::NoStreams => {

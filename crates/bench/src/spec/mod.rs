@@ -2,8 +2,9 @@
 //! engine's [`TrialConfig`] ([`TrialSpec::build`]) and one executor call ([`execute`]), for
 //! both front doors: `wirerate trial` maps its flags and `--streams` file into a spec
 //! ([`crate::streams::StreamDef::spec`]), a plan's case and a search's request map into one
-//! ([`from_plan::udp_spec`]); `cli::cmd::trial` and [`crate::testbed::Testbed::udp_trial`] then
-//! build and execute it with the same two calls.
+//! ([`from_plan::udp_spec`]); `cli::cmd::trial` and [`crate::trial_streams::assemble`] (for
+//! [`crate::testbed::Testbed::udp_trial`]) then build it, and both execute it with the same
+//! call.
 //!
 //! The 100 % of a [`Load::LineFraction`] is computed here once per stream, by
 //! [`wire::linerate::path_max_pps`] on the encapsulation of the stream's path; every load is
@@ -94,6 +95,10 @@ pub struct StreamSpec {
     pub tos: u8,
     /// Swap every K-th pair of sequence numbers (K ≥ 2).
     pub reorder_every: Option<u64>,
+    /// The engine stream id of this definition's first stream; `None`: the next in order
+    /// (numbered from 1). A plan's reverse probe sends the reverse stream alone, and keeps the
+    /// id 2 it has in a bidirectional trial (in its frames' signature and its record).
+    pub first_id: Option<u16>,
 }
 
 impl StreamSpec {
@@ -111,6 +116,7 @@ impl StreamSpec {
             flows: Flows::default(),
             tos: 0,
             reorder_every: None,
+            first_id: None,
         }
     }
 
@@ -174,9 +180,9 @@ impl TrialSpec {
     }
 }
 
-/// Puts the frames a port sends inside the PPPoE session or DS-Lite softwire it plays:
-/// `wirerate trial --inside` (`crate::inside::Inside`) and a plan port that plays one
-/// (`crate::testbed`).
+/// Puts the frames a port sends inside the PPPoE session, DS-Lite softwire, MAP-E BR or IPoE
+/// lease it plays: `wirerate trial --inside` (`crate::inside::Inside`) and a plan's ports
+/// (`crate::trial_streams::PortHeaders`, port B's reverse stream the reply to the forward one).
 pub trait Carrier {
     /// Points `frame` — a stream sent by port `tx_port` (0 = A) — at the session or tunnel.
     fn carry(
@@ -184,6 +190,20 @@ pub trait Carrier {
         frame: &mut wire::template::StreamSpec,
         tx_port: usize,
     ) -> Result<(), CarryError>;
+
+    /// Whether the frames port `tx_port` sends keep the MACs the carrier gave them (a
+    /// session's or tunnel's ends); `false`: the engine addresses them from the port's next
+    /// hop. Every port's, unless the carrier says otherwise.
+    fn sets_macs(&self, _tx_port: usize) -> bool {
+        true
+    }
+
+    /// Whether port `tx_port` may send without an address of its own, the carrier giving its
+    /// frames their source (an access concentrator's port is addressed by IPCP alone); the
+    /// frames then keep the template's placeholder source where the carrier gives none.
+    fn addresses_sender(&self, _tx_port: usize) -> bool {
+        false
+    }
 }
 
 /// A spec built for the engine: its configuration, and the 100 % of each of its streams (in
@@ -193,9 +213,8 @@ pub struct Built {
     pub config: TrialConfig,
     pub max_pps: Vec<Pps>,
     /// What each stream sends, for the trial's record (`wirerate trial --json` prints it as
-    /// `sent`; a plan's record keeps it as `engine.streams`). Describes `config.streams` as
-    /// built: a caller that adds a stream afterwards (a reverse stream inside a session)
-    /// records it with [`sent_stream`].
+    /// `sent`; a plan's record keeps it as `engine.streams`), in the order of
+    /// `config.streams`.
     pub sent: Vec<SentStream>,
 }
 
@@ -231,7 +250,11 @@ fn frame_spec(
             spec.tunnel_dst = d6;
         }
     } else {
-        spec.src_ip = addr(src, encap.ip)?;
+        spec.src_ip = match addr(src, encap.ip) {
+            Ok(ip) => ip,
+            Err(_) if carrier.is_some_and(|c| c.addresses_sender(tx)) => spec.src_ip,
+            Err(e) => return Err(e),
+        };
         spec.dst_ip = addr(dst, encap.ip)?;
     }
     spec.tos = s.tos;
@@ -244,8 +267,9 @@ fn frame_spec(
 
 impl TrialSpec {
     /// The engine's configuration of this spec between ports `a` (0) and `b` (1): streams
-    /// numbered from 1 in order (a `both` definition gives A→B, then B→A), each at its load
-    /// in frames per second. Every error is the user's to fix.
+    /// numbered from 1 in order (a `both` definition gives A→B, then B→A; a definition's
+    /// [`StreamSpec::first_id`] sets its own), each at its load in frames per second. Every
+    /// error is the user's to fix.
     pub fn build(
         &self,
         a: &PortSpec,
@@ -258,15 +282,20 @@ impl TrialSpec {
         for s in &self.streams {
             s.check()?;
             let max = s.max_pps(self.speed);
-            for &(tx, rx) in s.direction.legs() {
+            let first_id = s.first_id.unwrap_or(streams.len() as u16 + 1);
+            for (leg, &(tx, rx)) in (0u16..).zip(s.direction.legs()) {
                 let ends = if tx == 0 { (a, b) } else { (b, a) };
-                let id = streams.len() as u16 + 1;
+                let id = first_id + leg;
                 let spec = frame_spec(s, id, ends, tx, carrier)?;
                 let mut frames = Vec::new();
                 let mut weights = Vec::new();
                 for (size, w) in s.size.parts(s.encap.ip) {
-                    let t = FrameTemplate::new(&spec, size)
-                        .map_err(|source| SpecError::Template { stream: id, source })?;
+                    let t =
+                        FrameTemplate::new(&spec, size).map_err(|source| SpecError::Template {
+                            stream: id,
+                            size,
+                            source,
+                        })?;
                     frames.push(t);
                     weights.push(w);
                 }
@@ -285,7 +314,7 @@ impl TrialSpec {
                     burst_gap: s.burst_gap,
                     limit: s.limit,
                     reorder_every: s.reorder_every,
-                    rewrite_macs: !s.encap.pppoe && carrier.is_none(),
+                    rewrite_macs: !s.encap.pppoe && !carrier.is_some_and(|c| c.sets_macs(tx)),
                     // The tester's port is a link of the reference speed: catch-ups and
                     // bursts leave it no faster than such a link carries them (or twice the
                     // stream's rate, near line rate: engine::pacing::Pacer::with_link).

@@ -48,15 +48,16 @@ pub(super) fn watched_lans(plan: &Plan) -> Vec<WatchedLan> {
 
 impl Testbed {
     /// Starts the watch of every watched port for the trial about to run.
-    pub(super) fn start_lan_watch(&self) -> Result<Running, String> {
+    pub(super) fn start_lan_watch(&self) -> Result<Running, LanWatchError> {
         let mut running = Vec::new();
         for w in &self.lan_watch {
-            let watch = NeighborWatch::start(&w.spec, &w.targets, LAN_WATCH_PERIOD).map_err(|e| {
-                format!(
-                    "LAN watch on port {}: {e}; nothing was measured (`[run] lan-watch = false` runs without it)",
-                    w.port
-                )
-            })?;
+            let watch =
+                NeighborWatch::start(&w.spec, &w.targets, LAN_WATCH_PERIOD).map_err(|source| {
+                    LanWatchError::Start {
+                        port: w.port.clone(),
+                        source,
+                    }
+                })?;
             running.push((w.port.clone(), watch));
         }
         Ok(Running(running))
@@ -65,18 +66,44 @@ impl Testbed {
     /// Stops the trial's watches and keeps their records for the runner
     /// ([`crate::executor::TrialExecutor::take_lan_watch`]). A watch that failed mid-trial
     /// is said in the record's place as an error.
-    pub(super) fn finish_lan_watch(&mut self, running: Running) -> Result<(), String> {
+    pub(super) fn finish_lan_watch(&mut self, running: Running) -> Result<(), LanWatchError> {
         let mut records = Vec::new();
         for (port, watch) in running.0 {
-            let log = watch
-                .finish()
-                .map_err(|e| format!("LAN watch on port {port}: {e}"))?;
+            let log = watch.finish().map_err(|source| LanWatchError::Finish {
+                port: port.clone(),
+                source,
+            })?;
             records.extend(records_of(&port, &log));
         }
         self.lan_watch_records = records;
         Ok(())
     }
 }
+
+/// Why a port's LAN health watch failed around a trial.
+#[derive(Debug)]
+pub enum LanWatchError {
+    /// It could not start (the trial was not run).
+    Start { port: String, source: engine::Error },
+    /// It failed during the trial.
+    Finish { port: String, source: engine::Error },
+}
+
+impl std::fmt::Display for LanWatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LanWatchError::Start { port, source } => write!(
+                f,
+                "LAN watch on port {port}: {source}; nothing was measured (`[run] lan-watch = false` runs without it)"
+            ),
+            LanWatchError::Finish { port, source } => {
+                write!(f, "LAN watch on port {port}: {source}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LanWatchError {}
 
 /// The records of one port's watch log, one per gateway address.
 fn records_of(port: &str, log: &WatchLog) -> Vec<LanWatch> {

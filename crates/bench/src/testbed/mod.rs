@@ -7,8 +7,9 @@
 //! teardown (sessions closed with PADT, the lab removed) at the end, on error and on Ctrl-C.
 //!
 //! One job a file: `bring_up` builds the lab or starts the ports' control planes, `udp`
-//! runs a UDP trial, `reverse` builds the reverse stream inside what port B plays, `conn` runs
-//! a connection trial; this module holds the testbed, its counters and its teardown.
+//! runs a UDP trial (its streams assembled by [`crate::trial_streams`] from the headers of
+//! what the ports play), `conn` runs a connection trial; this module holds the testbed, its
+//! counters and its teardown.
 
 use std::fs::File;
 use std::io::Write;
@@ -40,13 +41,14 @@ mod bring_up;
 mod conn;
 mod error;
 mod lan_watch;
-mod reverse;
 mod udp;
 
 pub(crate) use bring_up::interface_exists;
 pub use bring_up::preflight;
 pub use conn::ConnTrialError;
 pub use error::{TeardownError, TestbedError};
+pub use lan_watch::LanWatchError;
+pub use udp::UdpTrialError;
 
 /// The ports of a run and what runs on them.
 pub struct Testbed {
@@ -283,7 +285,8 @@ impl crate::executor::TrialExecutor for Testbed {
         request: &TrialRequest,
         stop: &AtomicBool,
     ) -> Result<(Outcome, EngineFacts), BenchError> {
-        Testbed::udp_trial(self, plan, case, request, stop).map_err(BenchError::Failed)
+        Testbed::udp_trial(self, plan, case, request, stop)
+            .map_err(|e| BenchError::Failed(e.to_string()))
     }
 
     fn conn_trial(
@@ -311,14 +314,14 @@ impl crate::executor::TrialExecutor for Testbed {
         self.lan_watch_records.clear();
         let running = match self.start_lan_watch() {
             Ok(r) => r,
-            Err(e) => return (Err(BenchError::Failed(e)), None),
+            Err(e) => return (Err(BenchError::Failed(e.to_string())), None),
         };
         let (res, dut) = self
             .with_dut_counters(|| crate::iperf3_run::iperf3_trial(&self.iperf3, case, plan, stop));
         let res = res.map_err(BenchError::Failed);
         match self.finish_lan_watch(running) {
             Ok(()) => (res, dut),
-            Err(e) => (res.and(Err(BenchError::Failed(e))), dut),
+            Err(e) => (res.and(Err(BenchError::Failed(e.to_string()))), dut),
         }
     }
 

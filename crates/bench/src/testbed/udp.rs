@@ -1,5 +1,6 @@
-//! One UDP trial on the testbed: the case's spec built over port A's session or softwire, the
-//! reverse stream of a bidirectional trial from what port B plays, learning frames, the
+//! One UDP trial on the testbed: the headers of what its ports play (port A's session or
+//! softwire, port B's session, lease, softwire or BR, which an AFTR or BR learns from learning
+//! frames), the trial's streams assembled from them ([`crate::trial_streams::assemble`]), the
 //! engine run, and the counters read around it (the DUT's, the tester ports', the sessions').
 
 use std::sync::atomic::AtomicBool;
@@ -7,19 +8,122 @@ use std::time::Duration;
 
 use emulate::pppoe::SessionInfo;
 use emulate::softwire::SoftwireInfo;
-use engine::stream::Rate;
-use wire::linerate::FrameSize;
-use wire::template::StreamSpec;
-use wire::units::Pps;
+use engine::trial::TrialConfig;
 
+use crate::error::BenchError;
 use crate::plan::{Case, Plan};
+use crate::port_error::PortError;
 use crate::results::EngineFacts;
-use crate::search::{LineFraction, Outcome, ProbeDirection, TrialRequest};
+use crate::search::{Outcome, ProbeDirection, TrialRequest};
+use crate::trial_streams::{self, ARides, AssemblyError, BReplies, PortHeaders};
 
-use super::reverse::{
-    reverse_from_br, reverse_in_session, reverse_in_softwire, reverse_to_lease, sent_of_reverse,
-};
+use super::lan_watch::LanWatchError;
 use super::{dut_delta, Testbed, WatchedPort};
+
+/// Why [`Testbed::udp_trial`] measured nothing; the runner records the trial as failed with
+/// this message (the texts are the ones runs printed before the type).
+#[derive(Debug)]
+pub enum UdpTrialError {
+    /// A PPPoE session went down and did not come back within its port's `timeout`.
+    SessionLost { port: String, source: PortError },
+    /// An IPoE lease ended and no new one came within its port's `timeout`.
+    LeaseLost { port: String, source: PortError },
+    /// A DS-Lite softwire the testbed plays is down.
+    SoftwireDown { port: String },
+    /// The endpoint topology: nothing receives the frames.
+    NoReceivingPort,
+    /// The trial's streams could not be assembled.
+    Assembly(AssemblyError),
+    /// No B4 was heard from through port `port`'s AFTR within `timeout` of learning frames.
+    NoB4 { port: String, timeout: Duration },
+    /// The plan's port B has no MAP-E BR (what port B plays changed under the run).
+    NoBr,
+    /// Port `port`'s MAP-E rule is not one.
+    MapeRule { port: String, source: wire::Error },
+    /// Port `port` (a BR) has no IPv4 address the forward stream goes to.
+    NoForwardAddress { port: String },
+    /// The forward stream's frames carry no UDP ports.
+    NoForwardPorts,
+    /// No forward frame to `dst`:`dst_port` passed port `port`'s BR within `timeout`.
+    NoBrPath {
+        port: String,
+        dst: std::net::Ipv4Addr,
+        dst_port: u16,
+        timeout: Duration,
+    },
+    /// Sending the learning frames failed.
+    Learning(engine::Error),
+    /// The lab DUT's XDP receive mode could not be read.
+    ReceiveMode(lab::LabError),
+    /// The LAN health watch failed around the trial.
+    LanWatch(LanWatchError),
+    /// The engine's trial failed.
+    Engine(BenchError),
+}
+
+impl std::fmt::Display for UdpTrialError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UdpTrialError::SessionLost { port, source } => write!(
+                f,
+                "the PPPoE session on port {port} went down (sessions.jsonl says why) and did not come back: {source}; the run stops here, its finished trials are kept"
+            ),
+            UdpTrialError::LeaseLost { port, source } => write!(
+                f,
+                "the IPoE lease on port {port} ended (sessions.jsonl says how) and no new one came: {source}; the run stops here, its finished trials are kept"
+            ),
+            UdpTrialError::SoftwireDown { port } => write!(
+                f,
+                "the DS-Lite softwire on port {port} is down (sessions.jsonl says why)"
+            ),
+            UdpTrialError::NoReceivingPort => f.write_str(
+                "UDP test frames need a receiving port (the endpoint topology has none)",
+            ),
+            UdpTrialError::Assembly(e) => e.fmt(f),
+            UdpTrialError::NoB4 { port, timeout } => write!(
+                f,
+                "DS-Lite on port {port}: no B4 sent anything through its softwire within {:.0} s of learning frames, so the reverse stream has no tunnel to enter; nothing was measured (is the DUT's B4 up, and its AFTR address this port's?)",
+                timeout.as_secs_f64()
+            ),
+            UdpTrialError::NoBr => f.write_str("port B plays no MAP-E BR"),
+            UdpTrialError::MapeRule { port, source } => {
+                write!(f, "MAP-E BR on port {port}: {source}")
+            }
+            UdpTrialError::NoForwardAddress { port } => {
+                write!(f, "port {port} has no IPv4 address for the forward stream")
+            }
+            UdpTrialError::NoForwardPorts => f.write_str("the forward stream has no UDP ports"),
+            UdpTrialError::NoBrPath {
+                port,
+                dst,
+                dst_port,
+                timeout,
+            } => write!(
+                f,
+                "MAP-E on port {port}: no forward frame to {dst}:{dst_port} passed the BR's checks within {:.0} s of learning frames (is the DUT's CE up, its BR address this port's, and its port set the rule's? sessions.jsonl counts the BR's drops by reason), so the reverse stream has no CE address and port to go to; nothing was measured",
+                timeout.as_secs_f64()
+            ),
+            UdpTrialError::Learning(e) => write!(f, "learning frames before the trial: {e}"),
+            UdpTrialError::ReceiveMode(e) => e.fmt(f),
+            UdpTrialError::LanWatch(e) => e.fmt(f),
+            UdpTrialError::Engine(e) => write!(f, "engine trial: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for UdpTrialError {}
+
+impl From<AssemblyError> for UdpTrialError {
+    fn from(e: AssemblyError) -> UdpTrialError {
+        UdpTrialError::Assembly(e)
+    }
+}
+
+impl From<LanWatchError> for UdpTrialError {
+    fn from(e: LanWatchError) -> UdpTrialError {
+        UdpTrialError::LanWatch(e)
+    }
+}
 
 impl Testbed {
     /// Reads the tester's own drop counters of these ports (the preflight's
@@ -68,291 +172,85 @@ impl Testbed {
             .collect()
     }
 
-    /// One UDP trial of `case` from port A to port B: the engine's stream at
-    /// `request.load` × the path's line rate ([`Plan::line_pps`], on the encapsulated frame),
-    /// inside port A's PPPoE session when it plays one.
+    /// One UDP trial of `case` from port A to port B (and back, bidirectional): the streams
+    /// [`trial_streams::assemble`] makes of it at `request.load` × the path's line rate
+    /// ([`Plan::line_pps`], on the encapsulated frame), inside what each port plays, with the
+    /// learning frames the path needs sent first.
     pub fn udp_trial(
         &mut self,
         plan: &Plan,
         case: &Case,
         request: &TrialRequest,
         stop: &AtomicBool,
-    ) -> Result<(Outcome, EngineFacts), String> {
+    ) -> Result<(Outcome, EngineFacts), UdpTrialError> {
         self.flush_log();
         self.sessions_back_up(plan, stop)?;
         self.leases_back_up(plan, stop)?;
         let drops_before = self.session_drop_counts();
         if let Some(s) = self.softwires.iter().find(|s| !s.is_up()) {
-            return Err(format!(
-                "the DS-Lite softwire on port {} is down (sessions.jsonl says why)",
-                s.port
-            ));
+            return Err(UdpTrialError::SoftwireDown {
+                port: s.port.clone(),
+            });
         }
-        let b = self
-            .b
-            .as_ref()
-            .ok_or("UDP test frames need a receiving port (the endpoint topology has none)")?;
-        // The case at this request as a trial spec (an `mtu-probe` trial: its own frame size
-        // and rate, one direction), built like `wirerate trial` builds its own: the 100 % is
-        // the path's, computed once by the spec.
+        let b = self.b.as_ref().ok_or(UdpTrialError::NoReceivingPort)?;
         let probe = request.probe;
-        let spec =
-            crate::spec::from_plan::udp_spec(plan, case, request).map_err(|e| e.to_string())?;
-        let frame_size = spec
-            .streams
-            .first()
-            .map(|s| s.size)
-            .ok_or("the case's trial spec has no stream")?;
-        let carrier = self.port_a_carrier();
-        let carrier = carrier.as_ref().map(|c| c as &dyn crate::spec::Carrier);
-        let built = spec.build(&self.a, b, carrier).map_err(|e| e.to_string())?;
-        let max = built.max_pps.first().copied().unwrap_or(Pps(0.0));
-        let mut sent = built.sent;
-        let mut cfg = built.config;
         let reverse_probe = probe.is_some_and(|p| p.direction == ProbeDirection::Reverse);
-        // Learning frames (below) are the forward stream's; a reverse probe's size may be one
-        // the forward direction does not carry, so it learns with the smallest frame instead.
-        let learning = if reverse_probe {
-            let mut small = spec.clone();
-            for s in &mut small.streams {
-                s.size = FrameSize::Fixed {
-                    bytes: wire::encap::min_frame_size(case.dims.ip),
-                };
-                s.direction = crate::spec::Direction::AToB;
-            }
-            small
-                .build(&self.a, b, carrier)
-                .map_err(|e| e.to_string())?
-                .config
-        } else {
-            cfg.clone()
-        };
-        // RFC 2544 §14 bidirectional: the B→A copy of the forward stream (the spec built it
-        // when port B is plain), inside port B's PPPoE session or softwire when it plays one.
-        let far_end = self.far_end(plan);
-        let mut reverse_dst_rewritten = false;
         // A probe runs one way: the reverse one alone, from port B.
         let with_reverse = probe.map_or(case.dims.bidirectional, |_| reverse_probe);
+        let mut ports = PortHeaders {
+            a: self.a.clone(),
+            b: b.clone(),
+            a_rides: self.a_rides(),
+            b_replies: None,
+        };
+        let learning = trial_streams::learning_frames(plan, case, request, &ports)
+            .map_err(AssemblyError::Spec)?;
         if with_reverse {
-            let forward = cfg.streams.first().ok_or("no forward stream")?;
-            let reverse = match &far_end {
-                FarEnd::Plain => None,
-                FarEnd::Session(info, isp_side) => {
-                    // A home gateway's NAPT turns the reply tuple back into the LAN host's.
-                    reverse_dst_rewritten = *isp_side;
-                    Some(reverse_in_session(
-                        case.dims.ip,
-                        frame_size,
-                        forward,
-                        &self.a,
-                        b,
-                        info,
-                        *isp_side,
-                    )?)
-                }
-                FarEnd::Lease(info) => {
-                    // The reply to what the DUT's NAPT made of the forward stream, like an
-                    // access concentrator's (learning frames first, below).
-                    reverse_dst_rewritten = true;
-                    Some(reverse_to_lease(
-                        case.dims.ip,
-                        frame_size,
-                        forward,
-                        &self.a,
-                        b,
-                        info,
-                    )?)
-                }
-                FarEnd::Softwire(port) => {
-                    // The AFTR learns the CPE's softwire from its tunnelled packets: forward
-                    // frames first (RFC 2544 §11 learning), repeated until the CPE's B4 is
-                    // heard from or the port's `timeout` (the CPE may still be coming up).
-                    let timeout = plan
-                        .ports
-                        .get(1)
-                        .and_then(|p| p.dslite.as_ref())
-                        .map_or(Duration::from_secs(10), |d| d.timeout);
-                    let end = std::time::Instant::now() + timeout;
-                    while self.softwire_of(port).is_none()
-                        && std::time::Instant::now() < end
-                        && !stop.load(std::sync::atomic::Ordering::SeqCst)
-                    {
-                        learn(&learning, stop)?;
-                        if self.softwire_of(port).is_none() {
-                            std::thread::sleep(Duration::from_millis(200));
-                        }
-                    }
-                    let info = self.softwire_of(port).ok_or_else(|| {
-                        format!("DS-Lite on port {port}: no B4 sent anything through its softwire within {:.0} s of learning frames, so the reverse stream has no tunnel to enter; nothing was measured (is the DUT's B4 up, and its AFTR address this port's?)", timeout.as_secs_f64())
-                    })?;
-                    let b4_side = !self.softwire_is_aftr(port);
-                    Some(reverse_in_softwire(
-                        case.dims.ip,
-                        frame_size,
-                        forward,
-                        &self.a,
-                        b,
-                        &info,
-                        b4_side,
-                    )?)
-                }
-                FarEnd::Br(port) => {
-                    // The reply to what the CE's NAPT made of the forward stream: the BR learns
-                    // the shared address and port from the forward frames it decapsulates
-                    // (learning frames, repeated until one passed its checks or `timeout`).
-                    reverse_dst_rewritten = true;
-                    let cfg_br = plan
-                        .ports
-                        .get(1)
-                        .and_then(|p| p.mape.as_ref())
-                        .ok_or("port B plays no MAP-E BR")?;
-                    let rule = cfg_br
-                        .rule()
-                        .map_err(|e| format!("MAP-E BR on port {port}: {e}"))?;
-                    let dst = b.ipv4.ok_or_else(|| {
-                        format!("port {port} has no IPv4 address for the forward stream")
-                    })?;
-                    let (_, dst_port) = super::reverse::forward_ports(forward)
-                        .ok_or("the forward stream has no UDP ports")?;
-                    let path = || {
-                        self.softwires
-                            .iter()
-                            .find(|s| s.port == *port)
-                            .and_then(|s| s.mape_reply_path(&rule, dst, dst_port))
-                    };
-                    let end = std::time::Instant::now() + cfg_br.timeout;
-                    while path().is_none()
-                        && std::time::Instant::now() < end
-                        && !stop.load(std::sync::atomic::Ordering::SeqCst)
-                    {
-                        learn(&learning, stop)?;
-                    }
-                    let (ce_ipv4, ce_port, info) = path().ok_or_else(|| {
-                        format!("MAP-E on port {port}: no forward frame to {dst}:{dst_port} passed the BR's checks within {:.0} s of learning frames (is the DUT's CE up, its BR address this port's, and its port set the rule's? sessions.jsonl counts the BR's drops by reason), so the reverse stream has no CE address and port to go to; nothing was measured", cfg_br.timeout.as_secs_f64())
-                    })?;
-                    Some(reverse_from_br(
-                        frame_size,
-                        forward,
-                        &self.a,
-                        b,
-                        (ce_ipv4, ce_port),
-                        &info,
-                    )?)
-                }
-            };
-            // The reverse direction through a NAPT needs the mapping the forward direction
-            // creates: learning frames, as RFC 2544 §11 asks, so its first frames are not lost.
-            if reverse_dst_rewritten {
-                learn(&learning, stop)?;
-            }
-            match reverse {
-                Some(r) => {
-                    if let Some(f) = sent.first() {
-                        let mut rs = sent_of_reverse(f, &r);
-                        if matches!(far_end, FarEnd::Br(_)) {
-                            // The same IPv4-in-IPv6 frame, which plans call MAP-E here.
-                            rs.encap.dslite = false;
-                            rs.encap.mape = true;
-                        }
-                        sent.push(rs);
-                    }
-                    cfg.streams.push(r)
-                }
-                None if cfg.streams.len() < 2 => {
-                    return Err(format!("{}: port B plays a session the testbed has no headers of, so the reverse stream has nothing to ride; nothing was measured", case.id));
-                }
-                None => {}
-            }
-            if reverse_probe {
-                cfg.streams.remove(0);
-                if !sent.is_empty() {
-                    sent.remove(0);
-                }
-            }
+            ports.b_replies = self.b_replies(plan, &learning, stop)?;
         }
-        // A PPPoE session or DS-Lite softwire on either port means the DUT encapsulates or
-        // decapsulates on the way (a CPE's LAN→WAN frames arrive in its PPPoE session): the
-        // receiver checks lengths, checksums, fragments, destination, sequence and timestamp,
-        // but not the header stack the frames were sent with.
-        if plan.ports.iter().take(2).any(|p| {
-            p.pppoe.is_some() || p.dslite.is_some() || p.ipoe.is_some() || p.mape.is_some()
-        }) {
-            for s in &cfg.streams {
-                let base = cfg.expect_of(&s.config);
-                let e = engine::validate::Expect {
-                    shape: None,
-                    dst: base
-                        .dst
-                        .filter(|_| !(reverse_dst_rewritten && s.tx_port == 1)),
-                    ..base
-                };
-                cfg.expect.push((s.config.id, e));
-            }
+        let mut streams = trial_streams::assemble(plan, case, request, &ports)?;
+        // The reverse direction through a NAPT needs the mapping the forward direction
+        // creates: learning frames, as RFC 2544 §11 asks, so its first frames are not lost.
+        if streams.napt_reply {
+            learn(&streams.learning, stop)?;
         }
         if probe.is_some() {
             let sessions = [self.a_session, self.b_session];
-            if let Some(why) = crate::mtu_probe::unsendable(&cfg)
-                .or_else(|| crate::mtu_probe::above_session_mru(&cfg, &sessions))
+            if let Some(why) = crate::mtu_probe::unsendable(&streams.config)
+                .or_else(|| crate::mtu_probe::above_session_mru(&streams.config, &sessions))
             {
                 return Ok(crate::mtu_probe::not_sent(request, why));
             }
-            // RFC 2544 §11 learning before a forward probe, in the smallest frame: the path's
-            // neighbours resolved and a tunnel up, so a probe's frames are lost only for their
-            // size (the reverse direction learned above).
+            // RFC 2544 §11 learning before a forward probe, in the probe's own frames: the
+            // path's neighbours resolved and a tunnel up, so a probe's frames are lost only for
+            // their size (the reverse direction learned above).
             if !reverse_probe {
-                learn(&learning, stop)?;
+                learn(&streams.learning, stop)?;
             }
         }
-        self.place_receivers(&mut cfg)?;
+        self.place_receivers(&mut streams.config)?;
         let before = self.dut_sample();
         let ports_before = self.read_watched();
         self.lan_watch_records.clear();
         let lan = self.start_lan_watch()?;
-        let report = crate::spec::execute(&cfg, stop).map_err(|e| format!("engine trial: {e}"));
+        let report = crate::spec::execute(&streams.config, stop).map_err(UdpTrialError::Engine);
         let watched = self.finish_lan_watch(lan);
         let report = report?;
         watched?;
         let after = self.dut_sample();
-        let tester_port_drops = self.watched_rises(&ports_before);
-        let facts = EngineFacts {
-            backend: report.backend.name().to_string(),
-            note: report.backend_note.clone(),
-            sent: report.streams.iter().map(|s| s.tx.sent).sum(),
-            slipped: report.streams.iter().map(|s| s.tx.slipped).sum(),
-            refused_by_dut: report.streams.iter().map(|s| s.tx.refused_by_peer).sum(),
-            max_catch_up: report
-                .streams
-                .iter()
-                .map(|s| s.tx.max_debt)
-                .max()
-                .unwrap_or(0),
-            invalid: {
-                let mut t = engine::validate::InvalidCounts::default();
-                report.streams.iter().for_each(|s| t.merge(&s.rx.invalid));
-                t
-            },
-            dut: match (before, after) {
-                (Some(b), Some(a)) => Some(dut_delta(&b, &a, with_reverse && !reverse_probe)),
-                _ => None,
-            },
-            per_direction: crate::trial::per_direction(&report.streams, max),
-            session_drops: self.session_drops_since(&drops_before),
-            streams: sent,
-            tester_port_drops,
+        let (outcome, mut facts) = streams.record(
+            request,
+            report.backend.name(),
+            &report.backend_note,
+            &report.streams,
+        );
+        facts.dut = match (before, after) {
+            (Some(b), Some(a)) => Some(dut_delta(&b, &a, with_reverse && !reverse_probe)),
+            _ => None,
         };
-        let mut o = crate::trial::outcome(request, &report.streams, max);
-        if let (Some(c), Some(r)) = (cfg.streams.first(), report.streams.first()) {
-            o.intended = crate::trial::intended_with_gaps(o.intended, &c.config, &r.tx);
-        }
-        let sent = report.streams.first().map_or(0, |s| s.tx.sent);
-        if let Some(p) = probe {
-            // A probe's load is a fraction of its own rate.
-            let achieved = report.streams.first().map_or(0.0, |s| s.tx.achieved_pps);
-            if sent > 1 && p.pps > 0 {
-                o.offered = LineFraction(achieved / f64::from(p.pps));
-            }
-        }
-        Ok((o, facts))
+        facts.session_drops = self.session_drops_since(&drops_before);
+        facts.tester_port_drops = self.watched_rises(&ports_before);
+        Ok((outcome, facts))
     }
 
     /// Every drop so far of each port that can lose its uplink: PPPoE sessions, then IPoE
@@ -381,7 +279,7 @@ impl Testbed {
 
     /// Waits for every IPoE port without a lease to get one again (the gateway rebooted, or
     /// let its lease run out), as long as the port's `timeout`; the run stops otherwise.
-    fn leases_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), String> {
+    fn leases_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), UdpTrialError> {
         for k in 0..self.leases.len() {
             if self.leases[k].lease().is_some() {
                 continue;
@@ -395,7 +293,7 @@ impl Testbed {
                 .map_or(Duration::from_secs(30), |c| c.timeout);
             let got = self.leases[k].wait_up(timeout, stop);
             self.flush_log();
-            got.map_err(|e| format!("the IPoE lease on port {port} ended (sessions.jsonl says how) and no new one came: {e}; the run stops here, its finished trials are kept"))?;
+            got.map_err(|source| UdpTrialError::LeaseLost { port, source })?;
         }
         Ok(())
     }
@@ -404,7 +302,7 @@ impl Testbed {
     /// dropped its uplink during a trial redials, and the next trial rides its new session.
     /// A session that does not come back within the port's `timeout` stops the run with the
     /// reason; the finished trials are kept.
-    fn sessions_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), String> {
+    fn sessions_back_up(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<(), UdpTrialError> {
         for k in 0..self.sessions.len() {
             let port = self.sessions[k].port.clone();
             let index = plan.ports.iter().position(|p| p.name == port);
@@ -424,11 +322,7 @@ impl Testbed {
                 .map_or(Duration::from_secs(30), |c| c.timeout);
             let got = self.sessions[k].wait_up(timeout, stop);
             self.flush_log();
-            let info = got.map_err(|e| {
-                format!(
-                    "the PPPoE session on port {port} went down (sessions.jsonl says why) and did not come back: {e}; the run stops here, its finished trials are kept"
-                )
-            })?;
+            let info = got.map_err(|source| UdpTrialError::SessionLost { port, source })?;
             match index {
                 Some(0) => self.a_session = Some(info),
                 Some(_) => self.b_session = Some(info),
@@ -438,16 +332,104 @@ impl Testbed {
         Ok(())
     }
 
-    /// What carries port A's frames when it plays a PPPoE session or DS-Lite B4 (`None`: a
-    /// plain port, whose frames the spec addresses from the ports alone).
-    fn port_a_carrier(&self) -> Option<PortACarrier> {
-        match (self.a_session, &self.a_softwire) {
+    /// The session or softwire port A's frames ride when it plays a PPPoE subscriber or
+    /// DS-Lite B4 (`None`: a plain port, whose frames the spec addresses from the ports alone).
+    fn a_rides(&self) -> Option<ARides> {
+        match (self.a_session, self.a_softwire) {
+            (Some(info), _) => Some(ARides::Session(info)),
+            (None, Some(info)) => Some(ARides::Softwire(info)),
             (None, None) => None,
-            (session, softwire) => Some(PortACarrier {
-                session,
-                softwire: *softwire,
-            }),
         }
+    }
+
+    /// The headers of what port B plays, for the reverse stream of a bidirectional trial
+    /// (`None`: a plain port, or one whose session or lease is not up). A DS-Lite AFTR or
+    /// MAP-E BR learns the CPE from its tunnelled packets: `learning` frames are sent until it
+    /// has, or the port's `timeout`.
+    fn b_replies(
+        &self,
+        plan: &Plan,
+        learning: &TrialConfig,
+        stop: &AtomicBool,
+    ) -> Result<Option<BReplies>, UdpTrialError> {
+        Ok(match self.far_end(plan) {
+            FarEnd::Plain => None,
+            FarEnd::Session(info, isp_side) => Some(BReplies::Session { info, isp_side }),
+            FarEnd::Lease(info) => Some(BReplies::Lease(info)),
+            FarEnd::Softwire(port) => {
+                // The AFTR learns the CPE's softwire from its tunnelled packets: forward
+                // frames first (RFC 2544 §11 learning), repeated until the CPE's B4 is
+                // heard from or the port's `timeout` (the CPE may still be coming up).
+                let timeout = plan
+                    .ports
+                    .get(1)
+                    .and_then(|p| p.dslite.as_ref())
+                    .map_or(Duration::from_secs(10), |d| d.timeout);
+                let end = std::time::Instant::now() + timeout;
+                while self.softwire_of(&port).is_none()
+                    && std::time::Instant::now() < end
+                    && !stop.load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    learn(learning, stop)?;
+                    if self.softwire_of(&port).is_none() {
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                }
+                let info = self.softwire_of(&port).ok_or_else(|| UdpTrialError::NoB4 {
+                    port: port.clone(),
+                    timeout,
+                })?;
+                let b4_side = !self.softwire_is_aftr(&port);
+                Some(BReplies::Softwire { info, b4_side })
+            }
+            FarEnd::Br(port) => {
+                // The reply to what the CE's NAPT made of the forward stream: the BR learns
+                // the shared address and port from the forward frames it decapsulates
+                // (learning frames, repeated until one passed its checks or `timeout`).
+                let cfg_br = plan
+                    .ports
+                    .get(1)
+                    .and_then(|p| p.mape.as_ref())
+                    .ok_or(UdpTrialError::NoBr)?;
+                let rule = cfg_br.rule().map_err(|source| UdpTrialError::MapeRule {
+                    port: port.clone(),
+                    source,
+                })?;
+                let dst = self
+                    .b
+                    .as_ref()
+                    .and_then(|b| b.ipv4)
+                    .ok_or_else(|| UdpTrialError::NoForwardAddress { port: port.clone() })?;
+                let (_, dst_port) = learning
+                    .streams
+                    .first()
+                    .and_then(trial_streams::udp_ports)
+                    .ok_or(UdpTrialError::NoForwardPorts)?;
+                let path = || {
+                    self.softwires
+                        .iter()
+                        .find(|s| s.port == port)
+                        .and_then(|s| s.mape_reply_path(&rule, dst, dst_port))
+                };
+                let end = std::time::Instant::now() + cfg_br.timeout;
+                while path().is_none()
+                    && std::time::Instant::now() < end
+                    && !stop.load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    learn(learning, stop)?;
+                }
+                let (ce_ipv4, ce_port, info) = path().ok_or_else(|| UdpTrialError::NoBrPath {
+                    port: port.clone(),
+                    dst,
+                    dst_port,
+                    timeout: cfg_br.timeout,
+                })?;
+                Some(BReplies::Br {
+                    ce: (ce_ipv4, ce_port),
+                    info,
+                })
+            }
+        })
     }
 
     /// What port B plays: where the reverse stream of a bidirectional trial starts.
@@ -491,33 +473,13 @@ impl Testbed {
 
     /// The XDP receive mode of the ports facing the lab's DUT, for the DUT as it is now: the
     /// run switches its fast path between cases (`crate::trial::lab_receive_mode`).
-    fn place_receivers(&self, cfg: &mut engine::trial::TrialConfig) -> Result<(), String> {
+    fn place_receivers(&self, cfg: &mut TrialConfig) -> Result<(), UdpTrialError> {
         let Some(l) = &self.lab else {
             return Ok(());
         };
-        let mode = crate::trial::lab_receive_mode(l).map_err(|e| e.to_string())?;
+        let mode = crate::trial::lab_receive_mode(l).map_err(UdpTrialError::ReceiveMode)?;
         for p in cfg.ports.iter_mut().filter(|p| p.faces_dut) {
             p.xdp_rx_mode = mode;
-        }
-        Ok(())
-    }
-}
-
-/// Port A's PPPoE session or DS-Lite softwire, into which its (forward) frames go.
-struct PortACarrier {
-    session: Option<SessionInfo>,
-    softwire: Option<SoftwireInfo>,
-}
-
-impl crate::spec::Carrier for PortACarrier {
-    fn carry(&self, frame: &mut StreamSpec, tx_port: usize) -> Result<(), crate::spec::CarryError> {
-        if tx_port != 0 {
-            return Ok(());
-        }
-        if let Some(info) = &self.session {
-            info.apply_to(frame);
-        } else if let Some(info) = &self.softwire {
-            info.apply_to(frame, true);
         }
         Ok(())
     }
@@ -537,30 +499,10 @@ enum FarEnd {
     Lease(emulate::ipoe::LeaseInfo),
 }
 
-/// How many forward frames [`learn`] sends, and how fast.
-const LEARNING_FRAMES: u64 = 20;
-const LEARNING_PPS: f64 = 1000.0;
-
-/// RFC 2544 §11 learning before a bidirectional trial through an emulated port: a few frames
-/// of the forward stream only, so a CPE's NAPT holds the mapping the reverse stream's frames
-/// are the reply to, and an AFTR has heard from the CPE's B4 (its softwire). Sent on
-/// AF_PACKET, whose receiver leaves the frames to the port's control plane too (an XDP
-/// receiver would take them from under the AFTR). What arrives is not counted anywhere.
-fn learn(cfg: &engine::trial::TrialConfig, stop: &AtomicBool) -> Result<(), String> {
-    let mut l = cfg.clone();
-    l.streams.truncate(1);
-    if let Some(s) = l.streams.first_mut() {
-        s.config.rate = Rate::Pps(LEARNING_PPS);
-        s.config.limit = engine::stream::Limit::Frames(LEARNING_FRAMES);
-    }
-    l.backend = engine::trial::Backend::AfPacket;
-    l.drain = Duration::from_millis(50);
-    // The forward frames arrive re-encapsulated; the learning counts nothing, so accept any.
-    l.expect = l
-        .streams
-        .iter()
-        .map(|s| (s.config.id, engine::validate::Expect::default()))
-        .collect();
-    engine::trial::run(&l, stop).map_err(|e| format!("learning frames before the trial: {e}"))?;
+/// Sends RFC 2544 §11 learning frames ([`crate::trial_streams::TrialStreams::learning`])
+/// before a bidirectional trial through an emulated port: a CPE's NAPT then holds the mapping
+/// the reverse stream's frames are the reply to, and an AFTR has heard from the CPE's B4.
+fn learn(learning: &TrialConfig, stop: &AtomicBool) -> Result<(), UdpTrialError> {
+    engine::trial::run(learning, stop).map_err(UdpTrialError::Learning)?;
     Ok(())
 }
