@@ -1175,13 +1175,17 @@ fn tcp_and_udp_both_ways_through_a_gateway_on_our_mape_uplink_and_ports_outside_
     // it, refusing the connection. Not UDP (an ICMP port unreachable would be refused
     // downstream, NoPort), not iperf3's port (its SYN capture). Tried again until refused: a
     // SYN sent while the CE starts may be lost.
-    wait_until("a connection refused through the BR", Duration::from_secs(30), || {
-        sh(
-            &c.lan,
-            "timeout 3 bash -c 'exec 3<>/dev/tcp/203.0.113.1/9' 2>&1 || true",
-        )
-        .contains("refused")
-    });
+    wait_until(
+        "a connection refused through the BR",
+        Duration::from_secs(30),
+        || {
+            sh(
+                &c.lan,
+                "timeout 3 bash -c 'exec 3<>/dev/tcp/203.0.113.1/9' 2>&1 || true",
+            )
+            .contains("refused")
+        },
+    );
     let output = finish_within(run, Duration::from_secs(240));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let sessions = std::fs::read_to_string(out.join("sessions.jsonl")).unwrap_or_default();
