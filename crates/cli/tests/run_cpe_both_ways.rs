@@ -269,7 +269,11 @@ fn run_through(c: &Cpe, u: &Uplink, backend: &str, dir: &Path) -> (PathBuf, Stri
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // tcpdump writes the file's pcap header (24 bytes) once its capture is open (as
+    // run_mtu_probe waits for it), not a fixed half second that a loaded machine may outlast.
+    wait_until("tcpdump's capture to open", Duration::from_secs(20), || {
+        std::fs::metadata(&pcap).is_ok_and(|m| m.len() >= 24)
+    });
     let out = dir.join("run");
     let run = spawn_run(&plan, &out);
     // The ISP side first (the run creates sessions.jsonl, then starts its AC/AFTR), then the
