@@ -162,6 +162,13 @@ kind = "device"
     )
 }
 
+/// The UDP plan through `u`: both ways at 0.5 % of the line rate, which every path here
+/// carries without loss, so each search passes its first trial. The search is bounded to
+/// [0.25 %, 0.5 %] at 50 % resolution: where a loaded machine's tester falls behind its
+/// schedule at 0.5 % (its trials tester-limited), the search measures 0.25 % and stops,
+/// instead of bisecting towards the default floor in a dozen trials that check nothing more
+/// (every kept trial is checked the same way; the report side is skipped when a search ends
+/// tester-limited).
 fn plan_text(c: &Cpe, u: &Uplink, backend: &str) -> String {
     format!(
         r#"name = "cpe-both-ways-{name}"
@@ -169,9 +176,12 @@ fn plan_text(c: &Cpe, u: &Uplink, backend: &str) -> String {
 trial-duration = "1s"
 settle = "100ms"
 profile-settle = "0s"
+min-load = 0.0025
 max-load = 0.005
 backend = "{backend}"
 tester-tolerance = 0.05
+[methodology.rfc2544-throughput]
+resolution = 0.5
 [[matrix]]
 protocol = ["udp"]
 ip = [4]
@@ -259,7 +269,11 @@ fn run_through(c: &Cpe, u: &Uplink, backend: &str, dir: &Path) -> (PathBuf, Stri
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // tcpdump writes the file's pcap header (24 bytes) once its capture is open (as
+    // run_mtu_probe waits for it), not a fixed half second that a loaded machine may outlast.
+    wait_until("tcpdump's capture to open", Duration::from_secs(20), || {
+        std::fs::metadata(&pcap).is_ok_and(|m| m.len() >= 24)
+    });
     let out = dir.join("run");
     let run = spawn_run(&plan, &out);
     // The ISP side first (the run creates sessions.jsonl, then starts its AC/AFTR), then the
@@ -1156,6 +1170,25 @@ fn tcp_and_udp_both_ways_through_a_gateway_on_our_mape_uplink_and_ports_outside_
         &format!(
             "bash -c 'exec 3>/dev/udp/203.0.113.1/9999; for i in $(seq {OUTSIDE}); do echo wirerate >&3; done'"
         ),
+    );
+    // The CE is silent until the LAN sends something the BR accepts (the datagrams above are
+    // outside its port set), and the run waits up to the port's `timeout` (30 s) for the BR
+    // to hear from it before it starts iperf3 (testbed `await_softwires`). So the LAN host
+    // connects to a closed TCP port of the Internet side, inside the gateway's port set: the
+    // BR decapsulates the SYN (the CE is up) and the Internet side's RST comes back through
+    // it, refusing the connection. Not UDP (an ICMP port unreachable would be refused
+    // downstream, NoPort), not iperf3's port (its SYN capture). Tried again until refused: a
+    // SYN sent while the CE starts may be lost.
+    wait_until(
+        "a connection refused through the BR",
+        Duration::from_secs(30),
+        || {
+            sh(
+                &c.lan,
+                "timeout 3 bash -c 'exec 3<>/dev/tcp/203.0.113.1/9' 2>&1 || true",
+            )
+            .contains("refused")
+        },
     );
     let output = finish_within(run, Duration::from_secs(240));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();

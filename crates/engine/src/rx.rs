@@ -353,6 +353,12 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// Frames counted as received over all expected streams so far (duplicates and invalid
+    /// frames not included): what a trial's drain compares with what was sent.
+    pub fn received_total(&self) -> u64 {
+        self.streams.iter().map(|s| s.received).sum()
+    }
+
     /// A receiver for `expected` streams that checks only what holds for any stream
     /// ([`Expect::default`]).
     pub fn new(expected: &[u16]) -> Self {

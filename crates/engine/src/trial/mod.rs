@@ -3,8 +3,9 @@
 //! Order of events: every port's receive thread starts first (and answers ARP/ND for the
 //! port's addresses from then on); then each sending port's thread resolves its next hops,
 //! opens its TX ring and reports ready; all senders start on one common schedule instant; after
-//! the last sender finishes, the receivers keep counting for the drain time; only then is loss
-//! computed (`sent − received`, exact on both sides).
+//! the last sender finishes, the receivers keep counting for the drain time, or until every
+//! frame sent has been counted ([`drain`]); only then is loss computed (`sent − received`,
+//! exact on both sides).
 //!
 //! Results per stream, per direction (ordered port pair) and in total (the sum, e.g. of both
 //! directions of a bidirectional trial).
@@ -81,6 +82,7 @@ fn rx_thread(
     ready: mpsc::Sender<RxReady>,
     stop: &AtomicBool,
     gate: &Gate,
+    counted: &AtomicU64,
 ) -> Result<RxDone> {
     // Every frame of the trial is sent after this (receivers start before senders).
     let not_before_ns = sys::monotonic_ns();
@@ -149,6 +151,7 @@ fn rx_thread(
                 }
             })
             .map_err(|e| Error::io(format!("port {} RX ring", spec.name), e))? as u64;
+        counted.store(receiver.received_total(), Ordering::Release);
     }
     // Whatever is still in the ring arrived within the drain time: count it.
     frames += ring
@@ -506,6 +509,11 @@ fn run_on(
             left: AtomicUsize::new(ids.len()),
         })
         .collect();
+    // What each receive thread has counted so far, in spawn order (port by port).
+    let counted: Vec<AtomicU64> = rx_plan
+        .iter()
+        .flat_map(|(ids, _)| ids.iter().map(|_| AtomicU64::new(0)))
+        .collect();
     let rx_stop = AtomicBool::new(false);
     let tx_stop = AtomicBool::new(false);
     let start_ns = AtomicU64::new(0);
@@ -532,9 +540,20 @@ fn run_on(
                 };
                 let (ready, ready_rx) = mpsc::channel();
                 let (rx_stop, ring, gate) = (&rx_stop, cfg.rx_ring, &gates[p]);
+                let counted = &counted[rx_handles.len()];
                 let expected = expected.clone();
                 rx_handles.push(sc.spawn(move || {
-                    rx_thread(spec, (p, t), expected, ring, fanout, ready, rx_stop, gate)
+                    rx_thread(
+                        spec,
+                        (p, t),
+                        expected,
+                        ring,
+                        fanout,
+                        ready,
+                        rx_stop,
+                        gate,
+                        counted,
+                    )
                 }));
                 match ready_rx.recv_timeout(Duration::from_secs(10)) {
                     Ok(Ok(g)) => group = group.or(g),
@@ -602,7 +621,15 @@ fn run_on(
         }
         // Drain, then stop the receivers.
         if first_err.is_none() && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(cfg.drain);
+            // With XDP receivers the programs count the streams, these threads none of them.
+            let sent = if xdp_rx.is_none() {
+                sent_total(cfg, &tx_done)
+            } else {
+                None
+            };
+            drain(cfg.drain, sent, || {
+                counted.iter().map(|c| c.load(Ordering::Acquire)).sum()
+            });
         }
         rx_stop.store(true, Ordering::Relaxed);
         let mut rx_done = Vec::new();
@@ -628,6 +655,39 @@ fn run_on(
         }
     };
     Ok(assemble(cfg, (backend, note), rx, ipdv, rx_ports, tx_done))
+}
+
+/// Frames sent over all streams of the trial, or `None` when a stream has no sender's report.
+fn sent_total(cfg: &TrialConfig, tx_done: &[(usize, TxPortReport)]) -> Option<u64> {
+    cfg.streams
+        .iter()
+        .map(|s| tx_of(tx_done, s).map(|t| t.sent))
+        .sum()
+}
+
+/// The receivers' drain after the last frame was sent: `longest` (the trial's
+/// [`TrialConfig::drain`]), ended early once `counted()` (the frames the receivers counted as
+/// received, duplicates and invalid frames not included) reaches `sent` (every frame sent, when
+/// known). A frame counted is final, and a trial cannot count more than it sent, so the wait
+/// that remains would only wait for nothing: a lossless trial ends as soon as its last frame
+/// arrived, while a trial that lost frames still waits the whole drain for late ones (RFC 2544
+/// §26.1: a frame later than the drain is lost). Polled every millisecond.
+fn drain(longest: Duration, sent: Option<u64>, counted: impl Fn() -> u64) {
+    let Some(sent) = sent else {
+        std::thread::sleep(longest);
+        return;
+    };
+    let end = std::time::Instant::now() + longest;
+    loop {
+        if counted() >= sent {
+            return;
+        }
+        let now = std::time::Instant::now();
+        if now >= end {
+            return;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(1)));
+    }
 }
 
 /// The AF_PACKET receivers' reports: one per trial stream (in order), and one per port.
@@ -806,6 +866,31 @@ fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_drain_ends_when_every_frame_sent_was_counted_and_not_before() {
+        use std::sync::atomic::AtomicU64;
+        let long = Duration::from_secs(5);
+        // Every frame counted at once: no wait at all.
+        let t0 = std::time::Instant::now();
+        drain(long, Some(100), || 100);
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+        // The count grows to what was sent: the drain ends with the last frame.
+        let n = AtomicU64::new(0);
+        let t0 = std::time::Instant::now();
+        drain(long, Some(20), || n.fetch_add(1, Ordering::Relaxed) + 1);
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+        assert_eq!(n.load(Ordering::Relaxed), 20);
+        // A frame lost: the whole drain, for a late one.
+        let short = Duration::from_millis(60);
+        let t0 = std::time::Instant::now();
+        drain(short, Some(100), || 99);
+        assert!(t0.elapsed() >= short);
+        // What was sent unknown (XDP receivers count the streams): the whole drain.
+        let t0 = std::time::Instant::now();
+        drain(short, None, || 100);
+        assert!(t0.elapsed() >= short);
+    }
 
     #[test]
     fn streams_split_round_robin_without_idle_threads() {
