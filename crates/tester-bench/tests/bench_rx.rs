@@ -7,7 +7,19 @@ use engine::xdp::rx::{XdpReceiver, XdpRxConfig};
 use lab::is_root;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// The benches that turn on threaded NAPI run one at a time. Each bench's receiving veth end is
+/// `wrb1` in a namespace of its own, and the bench finds its NAPI threads as the `napi/wrb1-*`
+/// kernel threads that appear when it turns threading on: a second bench doing the same at that
+/// moment lends it a thread that then vanishes (seen once in the suite: xdp-bench's round had
+/// no scheduler figures, "its NAPI thread was found and pinned" failed).
+static NAPI: Mutex<()> = Mutex::new(());
+
+fn one_napi_bench_at_a_time() -> MutexGuard<'static, ()> {
+    NAPI.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Runs `args`, failing the test with its stderr if it fails; returns stdout.
 fn sh(args: &[&str]) -> String {
@@ -27,6 +39,7 @@ fn sh(args: &[&str]) -> String {
 /// the XDP receiver counts exactly N.
 #[test]
 fn bench_rx_xdp_counts_trafgen_exactly() {
+    let _napi = one_napi_bench_at_a_time();
     if !is_root() {
         println!("SKIP: needs root (network namespaces, XDP)");
         return;
@@ -56,6 +69,7 @@ fn bench_rx_xdp_counts_trafgen_exactly() {
 /// the ring is emptied after every batch whatever else runs on the CPU. Counts only.
 #[test]
 fn bench_rx_xdp_source_counts_every_frame_once_and_refuses_none() {
+    let _napi = one_napi_bench_at_a_time();
     if !is_root() {
         println!("SKIP: needs root (network namespaces, XDP)");
         return;
@@ -120,6 +134,7 @@ fn xdp_bench_beside_the_checkout() -> Option<std::path::PathBuf> {
 /// it was attached before the first frame and the round waited for the last). Counts only.
 #[test]
 fn bench_rx_against_xdp_bench_puts_both_receivers_behind_the_same_sender() {
+    let _napi = one_napi_bench_at_a_time();
     if !is_root() {
         println!("SKIP: needs root (network namespaces, XDP)");
         return;
@@ -183,6 +198,7 @@ fn bench_rx_against_xdp_bench_puts_both_receivers_behind_the_same_sender() {
 /// (a frame counted twice: the totals still add up, the distinct count does not) fails.
 #[test]
 fn bench_rx_verdict_catches_a_frame_counted_twice() {
+    let _napi = one_napi_bench_at_a_time();
     use engine::stream::{Limit, Rate, StreamConfig};
     use tester_bench::{bench_frame, BenchNet, RxVerdict};
     if !is_root() {
