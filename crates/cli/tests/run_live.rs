@@ -82,10 +82,11 @@ struct GroundTruthRun {
 }
 
 /// Runs `plan` (one case, one throughput methodology) until a run ends with a DUT figure, at
-/// most [`GROUND_TRUTH_ATTEMPTS`] times: a run whose search ended tester-limited, or used a trial
-/// recorded as tester-limited, is run again. `line_fps` (the case's line rate) only labels the
+/// most [`GROUND_TRUTH_ATTEMPTS`] times: a run whose search ended tester-limited, used a trial
+/// recorded as tester-limited, or used a trial below `truth_fps` (the rule's own rate) whose
+/// whole loss was at the DUT's port ingress, is run again. `line_fps` (the case's line rate) only labels the
 /// trial tables printed for each run.
-fn run_ground_truth(plan: &Path, dir: &Path, line_fps: f64) -> GroundTruthRun {
+fn run_ground_truth(plan: &Path, dir: &Path, line_fps: f64, truth_fps: f64) -> GroundTruthRun {
     for attempt in 1..=GROUND_TRUTH_ATTEMPTS {
         let out = dir.join(format!("run{attempt}"));
         let stdout = run_plan_ok(plan, &out);
@@ -117,6 +118,31 @@ fn run_ground_truth(plan: &Path, dir: &Path, line_fps: f64) -> GroundTruthRun {
                  by the search; not a DUT figure",
                 t.key.index,
                 t.engine.as_ref().map_or(0, |e| e.slipped)
+            );
+            continue;
+        }
+        // Below the truth only the lab's plumbing can lose frames. A search trial offered
+        // clearly below it (2 %) whose every lost frame was dropped at the DUT's port (its
+        // full ingress backlog: the lab namespace's CPU held up) measured the VM's hiccup, and
+        // the search went below the truth on it: not a figure of the rule under test. Seen once
+        // in a suite run: 717 lost = 717 ingress drops at 45,175 frames/s, the policer
+        // (50,000/s) dropping none, the search ending at -10 %.
+        if let Some(t) = trials.iter().find(|t| {
+            let ingress = t
+                .engine
+                .as_ref()
+                .and_then(|e| e.dut)
+                .map_or(0, |d| d.ingress_drops);
+            let intended_fps = t.outcome.intended.0 * line_fps;
+            !t.superseded
+                && t.outcome.lost > 0
+                && ingress >= t.outcome.lost
+                && intended_fps < truth_fps * 0.98
+        }) {
+            println!(
+                "attempt {attempt}: trial {} lost {} frames below the truth ({truth_fps:.0} \
+                 frames/s), all at the DUT's port ingress; not a figure of the rule",
+                t.key.index, t.outcome.lost
             );
             continue;
         }
@@ -317,11 +343,11 @@ methodologies = ["rfc2544-throughput"]
 "#,
     );
     let line_fps = 100e6 / ((1518.0 + 20.0) * 8.0);
-    let run = run_ground_truth(&plan, d.path(), line_fps);
+    let tbf_fps = 20e6 / (1514.0 * 8.0);
+    let run = run_ground_truth(&plan, d.path(), line_fps, tbf_fps);
     let stdout = &run.stdout;
     assert_all_on_xdp(&run.trials, stdout);
     let found_fps = run.fraction * line_fps;
-    let tbf_fps = 20e6 / (1514.0 * 8.0);
     let err = (found_fps - tbf_fps) / tbf_fps;
     println!(
         "tbf ground truth: found {found_fps:.1} fps ({:.3} Mbit/s as tbf counts), tbf {tbf_fps:.1} fps (20 Mbit/s): error {:+.2} % in {} trials ({} records), attempt {}, {:.0} s",
@@ -436,7 +462,7 @@ methodologies = ["multi-goal"]
         ),
     );
     let line_fps = 1e9 / ((64.0 + 20.0) * 8.0);
-    let run = run_ground_truth(&plan, d.path(), line_fps);
+    let run = run_ground_truth(&plan, d.path(), line_fps, N);
     let stdout = &run.stdout;
     assert_all_on_xdp(&run.trials, stdout);
     let found_fps = run.fraction * line_fps;
@@ -520,7 +546,7 @@ methodologies = ["forwarding-rate"]
         ),
     );
     let line_fps = 1e9 / ((64.0 + 20.0) * 8.0);
-    let run = run_ground_truth(&plan, d.path(), line_fps);
+    let run = run_ground_truth(&plan, d.path(), line_fps, N);
     let stdout = &run.stdout;
     assert_all_on_xdp(&run.trials, stdout);
     assert!(
