@@ -174,9 +174,7 @@ impl TrialExecutor for SimBed {
         _: engine::trial::Backend,
         _: &AtomicBool,
     ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), crate::error::BenchError> {
-        Err(crate::error::BenchError::Failed(
-            "no connection trials in the simulation".into(),
-        ))
+        no_conn_trial()
     }
 
     fn tcp_trial(
@@ -188,12 +186,7 @@ impl TrialExecutor for SimBed {
         Result<TcpRun, crate::error::BenchError>,
         Option<DutCounters>,
     ) {
-        (
-            Err(crate::error::BenchError::Failed(
-                "no iperf3 in the simulation".into(),
-            )),
-            None,
-        )
+        no_tcp_trial()
     }
 
     fn down(self: Box<Self>) -> Result<(), crate::error::BenchError> {
@@ -702,9 +695,7 @@ impl TrialExecutor for AssemblingBed {
         _: engine::trial::Backend,
         _: &AtomicBool,
     ) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), crate::error::BenchError> {
-        Err(crate::error::BenchError::Failed(
-            "no connection trials in the simulation".into(),
-        ))
+        no_conn_trial()
     }
 
     fn tcp_trial(
@@ -716,12 +707,7 @@ impl TrialExecutor for AssemblingBed {
         Result<TcpRun, crate::error::BenchError>,
         Option<DutCounters>,
     ) {
-        (
-            Err(crate::error::BenchError::Failed(
-                "no iperf3 in the simulation".into(),
-            )),
-            None,
-        )
+        no_tcp_trial()
     }
 
     fn down(self: Box<Self>) -> Result<(), crate::error::BenchError> {
@@ -938,4 +924,25 @@ fn run_sim_on(
     stop: &AtomicBool,
 ) -> Result<RunSummary, RunError> {
     run_calibrated(text, dir, false, bed, stop, None)
+}
+
+/// What both simulated executors answer to a connection trial: the simulation has none.
+fn no_conn_trial(
+) -> Result<(ConnOutcome, ConnPhases, Option<ConnDutCounters>), crate::error::BenchError> {
+    Err(crate::error::BenchError::Failed(
+        "no connection trials in the simulation".into(),
+    ))
+}
+
+/// What both simulated executors answer to an iperf3 trial: the simulation has no iperf3.
+fn no_tcp_trial() -> (
+    Result<TcpRun, crate::error::BenchError>,
+    Option<DutCounters>,
+) {
+    (
+        Err(crate::error::BenchError::Failed(
+            "no iperf3 in the simulation".into(),
+        )),
+        None,
+    )
 }
