@@ -257,7 +257,8 @@ pub static DIMENSIONS: [Dimension; 13] = [
                 Item::Word(_) => m.frame_size.push(FrameSize::Imix),
                 Item::Int(n) => {
                     // The one check of a size: its range and every IP version of the block.
-                    let size = fixed_frame_size(n, &m.ip).map_err(Refusal::new)?;
+                    let size =
+                        fixed_frame_size(n, &m.ip).map_err(|e| Refusal::new(e.to_string()))?;
                     let at = m.frame_size.len() - usize::from(m.has_imix());
                     m.frame_size.insert(at, size);
                 }
