@@ -63,6 +63,52 @@ impl std::fmt::Display for NoIperf3Target {
 
 impl std::error::Error for NoIperf3Target {}
 
+/// Why an iperf3 run gave no figures ([`iperf3_trial`]); its `Display` is the text the run
+/// records and users read.
+#[derive(Debug)]
+pub enum Iperf3TrialError {
+    /// The server has no address of the case's IP version.
+    NoTarget(NoIperf3Target),
+    /// The server could not be started.
+    ServerStart(std::io::Error),
+    /// The server did not say it listens in time: what it wrote to stderr.
+    ServerSilent { stderr: String },
+    /// The client failed, or was stopped.
+    Client(ClientError),
+    /// The client's `-J` output is not JSON.
+    NotJson(serde_json::Error),
+    /// The JSON is not an iperf3 report this reader knows.
+    Report(iperf3::report::ReportError),
+}
+
+impl std::fmt::Display for Iperf3TrialError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Iperf3TrialError::NoTarget(e) => e.fmt(f),
+            Iperf3TrialError::ServerStart(e) => write!(f, "iperf3 server: {e}"),
+            Iperf3TrialError::ServerSilent { stderr } => {
+                write!(f, "iperf3 server did not start: {stderr}")
+            }
+            Iperf3TrialError::Client(e) => e.fmt(f),
+            Iperf3TrialError::NotJson(e) => write!(f, "iperf3 -J output is not JSON: {e}"),
+            Iperf3TrialError::Report(e) => write!(f, "iperf3: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Iperf3TrialError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Iperf3TrialError::NoTarget(e) => Some(e),
+            Iperf3TrialError::ServerStart(e) => Some(e),
+            Iperf3TrialError::ServerSilent { .. } => None,
+            Iperf3TrialError::Client(e) => Some(e),
+            Iperf3TrialError::NotJson(e) => Some(e),
+            Iperf3TrialError::Report(e) => Some(e),
+        }
+    }
+}
+
 /// MSS values from `tcpdump -v` output (`options [mss 1460,…]`), in order.
 pub fn parse_syn_mss(text: &str) -> Vec<u32> {
     let mut out = Vec::new();
@@ -99,10 +145,10 @@ pub fn iperf3_trial(
     case: &Case,
     plan: &Plan,
     stop: &AtomicBool,
-) -> Result<(serde_json::Value, TcpFigures, Duration), String> {
+) -> Result<(serde_json::Value, TcpFigures, Duration), Iperf3TrialError> {
     let target = ends
         .target(case.dims.ip)
-        .map_err(|e| e.to_string())?
+        .map_err(Iperf3TrialError::NoTarget)?
         .to_string();
     let (ns_a, ns_b) = (&ends.client, &ends.server);
     let server_cmd = iperf3::server_argv(IPERF3_PORT, None)
@@ -118,10 +164,12 @@ pub fn iperf3_trial(
         },
         &[],
     )
-    .map_err(|e| format!("iperf3 server: {e}"))?;
+    .map_err(Iperf3TrialError::ServerStart)?;
     if !server.wait_for_output("Server listening", Duration::from_secs(5)) {
         let out = server.stop().map(|o| o.stderr).unwrap_or_default();
-        return Err(format!("iperf3 server did not start: {}", out.trim()));
+        return Err(Iperf3TrialError::ServerSilent {
+            stderr: out.trim().to_string(),
+        });
     }
     let sessions = case.dims.sessions.unwrap_or(1);
     let capture = ends.capture.as_ref().and_then(|(exec, ifname)| {
@@ -208,10 +256,10 @@ pub fn iperf3_trial(
         .map(|o| o.stdout)
         .unwrap_or_default();
     let _ = server.stop();
-    let json_text = client.map_err(|e| e.to_string())?;
-    let raw: serde_json::Value = serde_json::from_str(&json_text)
-        .map_err(|e| format!("iperf3 -J output is not JSON: {e}"))?;
-    let report = iperf3::parse(&json_text).map_err(|e| format!("iperf3: {e}"))?;
+    let json_text = client.map_err(Iperf3TrialError::Client)?;
+    let raw: serde_json::Value =
+        serde_json::from_str(&json_text).map_err(Iperf3TrialError::NotJson)?;
+    let report = iperf3::parse(&json_text).map_err(Iperf3TrialError::Report)?;
     let mss = report
         .tcp_mss
         .map(|m| m as u32)
@@ -310,7 +358,7 @@ pub(crate) fn run_interruptible(argv: &[String], stop: &AtomicBool) -> Result<St
 
 /// Why the iperf3 client gave no output ([`run_interruptible`]).
 #[derive(Debug)]
-pub(crate) enum ClientError {
+pub enum ClientError {
     /// The program could not be started.
     Spawn {
         program: String,
@@ -340,5 +388,69 @@ impl std::fmt::Display for ClientError {
                 write!(f, "iperf3 client failed ({status}): {message}")
             }
         }
+    }
+}
+
+impl std::error::Error for ClientError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ClientError::Spawn { source, .. } => Some(source),
+            ClientError::Wait(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed error's texts are those the run recorded when the error was a string.
+    #[test]
+    fn iperf3_trial_errors_keep_their_texts() {
+        let text = |e: Iperf3TrialError| e.to_string();
+        assert_eq!(
+            text(Iperf3TrialError::NoTarget(NoIperf3Target {
+                ip: IpVersion::V6
+            })),
+            "no ipv6 address for the iperf3 server"
+        );
+        assert_eq!(
+            text(Iperf3TrialError::ServerStart(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such namespace"
+            ))),
+            "iperf3 server: no such namespace"
+        );
+        assert_eq!(
+            text(Iperf3TrialError::ServerSilent {
+                stderr: "iperf3: error - unable to start listener".into()
+            }),
+            "iperf3 server did not start: iperf3: error - unable to start listener"
+        );
+        assert_eq!(
+            text(Iperf3TrialError::Client(ClientError::Interrupted)),
+            "interrupted"
+        );
+        let not_json = serde_json::from_str::<serde_json::Value>("iperf3: error").unwrap_err();
+        let expected = format!("iperf3 -J output is not JSON: {not_json}");
+        assert_eq!(text(Iperf3TrialError::NotJson(not_json)), expected);
+        // As before: the report reader's own text after `iperf3: `.
+        assert_eq!(
+            text(Iperf3TrialError::Report(iperf3::ReportError(
+                "missing `end`".into()
+            ))),
+            "iperf3: iperf3 report: missing `end`"
+        );
+    }
+
+    /// A client that cannot be started is the client's error, its program named.
+    #[test]
+    fn a_client_that_cannot_start_names_its_program() {
+        let stop = AtomicBool::new(false);
+        let e = run_interruptible(&["/nonexistent/iperf3".to_string()], &stop).unwrap_err();
+        let e = Iperf3TrialError::Client(e);
+        assert!(e.to_string().starts_with("/nonexistent/iperf3: "), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
     }
 }

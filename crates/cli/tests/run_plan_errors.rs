@@ -204,6 +204,33 @@ fn typo_is_reported_with_line_key_and_hint_before_anything_runs() {
     no_namespace("badplan");
 }
 
+/// A frame size is refused once, at its item's file, line, column and key: out of range with
+/// the text of every integer key, too small for the block's IP version with the template's.
+#[test]
+fn a_bad_frame_size_is_one_error_at_its_item() {
+    let d = tempfile::tempdir().unwrap();
+    let range = "must be between 1 and 9018";
+    for (size, message) in [
+        ("0", range),
+        ("-1", range),
+        ("9019", range),
+        ("20", "frame size 20 B is too small for ipv4 UDP plus the 16-byte signature; the smallest that works is 64 B"),
+    ] {
+        let p = plan(
+            d.path(),
+            "size.toml",
+            &BASE.replace("frame-size = [64]", &format!("frame-size = [{size}]")),
+        );
+        let o = wirerate(&["plan", "check", p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{size}: {}", stderr(&o));
+        let e = stderr(&o);
+        let at = format!("size.toml:14:15: `matrix[0].frame-size[0]`: {message}");
+        assert!(e.contains(&at), "{size}: {e}");
+        assert_eq!(e.matches("frame-size").count(), 1, "{size}: {e}");
+    }
+    no_namespace("badplan");
+}
+
 #[test]
 fn missing_hook_command_is_named_before_anything_runs() {
     let d = tempfile::tempdir().unwrap();

@@ -604,19 +604,20 @@ fn size_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut 
             }
         }
         for (p, offload, fastpath) in lines {
-            let mut pts: Vec<&&Row> = rows
+            // Each point at its row's frame size, as the case's trials recorded it.
+            let mut pts: Vec<(f64, &&Row)> = rows
                 .iter()
                 .filter(|r| {
                     &r.dims.profile == p
                         && (r.dims.offload, r.dims.fastpath) == (offload, fastpath)
                         && r.pps.is_some()
-                        && r.dims.frame_bytes().is_some()
                 })
+                .filter_map(|r| Some((f64::from(r.dims.frame_bytes()?), r)))
                 .collect();
             if pts.is_empty() {
                 continue;
             }
-            pts.sort_by(|x, y| x.frame_len.total_cmp(&y.frame_len));
+            pts.sort_by(|x, y| x.0.total_cmp(&y.0));
             let mut name = p.clone();
             for sw in (Dims {
                 offload,
@@ -631,7 +632,7 @@ fn size_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut 
                 name: name.clone(),
                 points: pts
                     .iter()
-                    .map(|r| (r.frame_len, r.l2_bps.unwrap_or_default().0 / 1e6))
+                    .map(|(x, r)| (*x, r.l2_bps.unwrap_or_default().0 / 1e6))
                     .collect(),
                 dashed: false,
                 color: None,
@@ -640,7 +641,7 @@ fn size_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut 
                 name,
                 points: pts
                     .iter()
-                    .map(|r| (r.frame_len, r.percent.unwrap_or(0.0)))
+                    .map(|(x, r)| (*x, r.percent.unwrap_or(0.0)))
                     .collect(),
                 dashed: false,
                 color: None,

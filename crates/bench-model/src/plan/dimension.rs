@@ -8,6 +8,7 @@ use wire::encap::{EncapSpec, IpVersion, Tagging};
 use wire::linerate::FrameSize;
 
 use super::dims::{Dims, Matrix, Protocol};
+use super::frame_size::fixed_frame_size;
 use super::source::did_you_mean;
 
 /// How a dimension's values are written in a `[[matrix]]` block. The plan parser checks the
@@ -19,12 +20,9 @@ pub enum Syntax {
     Words(&'static [&'static str]),
     /// A list of integers in `min..=max`.
     Ints { min: i64, max: i64 },
-    /// A list of integers in `min..=max`, or this word.
-    IntsOrWord {
-        min: i64,
-        max: i64,
-        word: &'static str,
-    },
+    /// A list of integers, or this word. The row's [`Dimension::store`] bounds the integers
+    /// (one conversion with its own texts: the frame size's `fixed_frame_size`).
+    IntsOrWord { word: &'static str },
     /// A list of non-empty strings.
     Texts,
     /// `true` or `false`.
@@ -251,28 +249,18 @@ pub static DIMENSIONS: [Dimension; 13] = [
     },
     Dimension {
         key: "frame-size",
-        syntax: Syntax::IntsOrWord {
-            min: 1,
-            max: wire::template::MAX_FRAME_SIZE as i64,
-            word: "imix",
-        },
+        syntax: Syntax::IntsOrWord { word: "imix" },
         store: |m, item, _| {
             match item {
                 // One IMIX per block, after the sizes.
                 Item::Word(_) if m.has_imix() => {}
                 Item::Word(_) => m.frame_size.push(FrameSize::Imix),
                 Item::Int(n) => {
-                    let bytes = n as usize;
-                    // The template's own check and text, as `wirerate trial --size` reports
-                    // it, for every IP version of the block.
-                    if let Some(e) =
-                        m.ip.iter()
-                            .find_map(|&ip| wire::template::check_reference_size(bytes, ip).err())
-                    {
-                        return Err(Refusal::new(e.to_string()));
-                    }
+                    // The one check of a size: its range and every IP version of the block.
+                    let size =
+                        fixed_frame_size(n, &m.ip).map_err(|e| Refusal::new(e.to_string()))?;
                     let at = m.frame_size.len() - usize::from(m.has_imix());
-                    m.frame_size.insert(at, FrameSize::Fixed { bytes });
+                    m.frame_size.insert(at, size);
                 }
                 _ => return Err(Refusal::new("expected a frame size")),
             }

@@ -21,6 +21,7 @@ mod dimension;
 mod dims;
 mod estimate;
 mod expand;
+mod frame_size;
 mod ipoe;
 mod lan_watch;
 mod line_rate;

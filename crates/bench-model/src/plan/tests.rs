@@ -230,6 +230,33 @@ fn several_errors_are_reported_together() {
     assert!(keys.contains(&"matrix[0].frame-size[3]"), "{keys:?}");
 }
 
+/// A frame size is checked once, where the frame-size row stores it: out of range (zero,
+/// negative, above a jumbo frame, beyond 64 bits) the text of every integer key, too small for
+/// the block's IP version the template's; each at the item's line and key.
+#[test]
+fn frame_size_errors_name_the_item_with_one_text_each() {
+    let range = "must be between 1 and 9018";
+    let too_small = "frame size 20 B is too small for ipv4 UDP plus the 16-byte signature; the smallest that works is 64 B";
+    for (size, message) in [
+        ("0", range),
+        ("-64", range),
+        ("9019", range),
+        ("99999999999999999999", range),
+        ("20", too_small),
+    ] {
+        let text = demo().replace(
+            "frame-size = [64, 512, 1518]",
+            &format!("frame-size = [64, {size}, 1518]"),
+        );
+        let errs = errors(&text);
+        assert_eq!(errs.len(), 1, "{size}: {errs:?}");
+        assert_eq!(errs[0].key, "matrix[0].frame-size[1]", "{size}");
+        assert_eq!(errs[0].message, message, "{size}");
+        assert_eq!(errs[0].line, line_of(&text, "frame-size = [64, "), "{size}");
+        assert_eq!(errs[0].file, "plan.toml");
+    }
+}
+
 #[test]
 fn syntax_error_has_a_line() {
     let text = demo().replace("name = \"demo\"", "name = \"demo");

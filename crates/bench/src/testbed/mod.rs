@@ -318,7 +318,7 @@ impl crate::executor::TrialExecutor for Testbed {
         };
         let (res, dut) = self
             .with_dut_counters(|| crate::iperf3_run::iperf3_trial(&self.iperf3, case, plan, stop));
-        let res = res.map_err(BenchError::Failed);
+        let res = res.map_err(|e| BenchError::Failed(e.to_string()));
         match self.finish_lan_watch(running) {
             Ok(()) => (res, dut),
             Err(e) => (res.and(Err(BenchError::Failed(e.to_string()))), dut),

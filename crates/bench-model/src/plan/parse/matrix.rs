@@ -96,9 +96,9 @@ impl Walker<'_> {
         match syntax {
             Syntax::Words(ws) => self.choice(i, q, &words(ws)).map(Item::Word),
             Syntax::Ints { min, max } => self.int(i, q, min, max).map(Item::Int),
-            Syntax::IntsOrWord { min, max, word } => match i.get_ref() {
+            Syntax::IntsOrWord { word } => match i.get_ref() {
                 DeValue::String(_) => self.choice(i, q, &words(&[word])).map(Item::Word),
-                _ => self.int(i, q, min, max).map(Item::Int),
+                _ => self.any_int(i, q).map(Item::Int),
             },
             Syntax::Texts => self.nonempty(i, q).map(Item::Text),
             Syntax::Flag => self.boolean(i, q).map(Item::Flag),

@@ -107,6 +107,21 @@ impl Walker<'_> {
         }
     }
 
+    /// An integer of any size, its bounds left to the key's own check: one beyond 64 bits
+    /// reads as the bound on its side, so that check reports it as out of its range.
+    pub(super) fn any_int(&mut self, v: &Value<'_>, path: &str) -> Option<i64> {
+        let DeValue::Integer(i) = v.get_ref() else {
+            self.type_err(v, path, "an integer");
+            return None;
+        };
+        let beyond = if i.as_str().starts_with('-') {
+            i64::MIN
+        } else {
+            i64::MAX
+        };
+        Some(i64::from_str_radix(i.as_str(), i.radix()).unwrap_or(beyond))
+    }
+
     pub(super) fn float(&mut self, v: &Value<'_>, path: &str, min: f64, max: f64) -> Option<f64> {
         let x = match v.get_ref() {
             DeValue::Float(f) => f.as_str().parse::<f64>().ok(),
