@@ -559,7 +559,7 @@ pub(crate) fn direction_figures(
                     }
                 };
                 let s = &mut seen[at].1;
-                s.rx_pps.push(d.rx_pps);
+                s.rx_pps.push(d.rx_pps.0);
                 s.offered.push(d.offered);
                 s.counts[0] += d.sent;
                 s.counts[1] += d.received;
@@ -679,7 +679,7 @@ pub struct Analysis {
     /// Host facts.
     pub host: BTreeMap<String, String>,
     /// Reference link speed, bits per second.
-    pub speed_bps: f64,
+    pub speed_bps: BitsPerSec,
     /// Repetitions per case.
     pub repetitions: u32,
     /// Profiles in plan order.
@@ -734,7 +734,7 @@ pub fn udp_max(
         },
     )?;
     let (pps, l2) = line.times(if bidirectional { 2 } else { 1 });
-    Some((pps, l2, line.bottleneck))
+    Some((pps.0, l2.0, line.bottleneck))
 }
 
 pub(crate) fn mean(v: &[f64]) -> Option<f64> {

@@ -478,7 +478,7 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     o.push_str(&format!(
         "wirerate {} · reference link {} Gb/s · {} repetition{} per case\n\n",
         a.version,
-        a.speed_bps / 1e9,
+        a.speed_bps.0 / 1e9,
         a.repetitions,
         if a.repetitions == 1 { "" } else { "s" }
     ));

@@ -1945,7 +1945,7 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
             received: (1000.0 * share) as u64,
             lost: 1000 - (1000.0 * share) as u64,
             offered: load,
-            rx_pps: load * one_way * share,
+            rx_pps: wire::units::Pps(load * one_way * share),
         };
         t.engine = Some(bench_model::results::EngineFacts {
             backend: "xdp".into(),
@@ -2336,7 +2336,7 @@ fn rates_come_from_the_100_percent_the_run_recorded() {
             if done.case_id == case {
                 let p = done.line_pps.expect("the fixture records the run's 100 %");
                 done.line_pps = Some(p * 1.1);
-                recorded = Some(p * 1.1);
+                recorded = Some((p * 1.1).0);
             }
         }
     }
@@ -2406,7 +2406,7 @@ fn typed_facts_decide_the_row_not_the_case_id() {
     assert_eq!(row.dims.frame_bytes(), Some(128), "{row:?}");
     assert_eq!(row.frame_len, 128.0);
     assert_eq!(row.dims.encap.to_string(), "vlan+ipv4");
-    assert_eq!(row.max_pps.0, line.pps);
+    assert_eq!(row.max_pps, line.pps);
     assert_eq!(row.bottleneck, line.bottleneck);
     // 1e9 / ((128 + 4 + 20) × 8): the VLAN tag's 4 B on the far link.
     assert_eq!(row.max_pps.0.round(), (1e9f64 / (152.0 * 8.0)).round());

@@ -160,14 +160,14 @@ impl Testbed {
         };
         let phases = ConnPhases {
             preliminary_sent: r.preliminary.sent,
-            preliminary_pps: r.preliminary.achieved_pps,
+            preliminary_pps: wire::units::Pps(r.preliminary.achieved_pps),
             preliminary_max_late_ns: r.preliminary.max_late_ns,
             preliminary_refused_by_dut: r.preliminary.refused_by_peer,
             learned: r.learned,
             translated: r.translated,
             learned_duplicates: r.learned_duplicates,
             validation_sent: r.validation.sent,
-            validation_pps: r.validation.achieved_pps,
+            validation_pps: wire::units::Pps(r.validation.achieved_pps),
             validation_max_late_ns: r.validation.max_late_ns,
             validated: r.validated,
             misdirected: r.misdirected,

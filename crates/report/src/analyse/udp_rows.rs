@@ -27,16 +27,16 @@ pub(crate) struct Records<'a> {
     pub done: &'a BTreeMap<SearchKey, Option<&'a SearchResult>>,
     /// Results the runner found within 10 % of the tester's calibrated ceiling: pps per
     /// direction.
-    pub ceiling: &'a BTreeMap<(String, Methodology), f64>,
+    pub ceiling: &'a BTreeMap<(String, Methodology), Pps>,
     /// What each case's trials recorded about their frames and path, with the 100 % their
     /// loads are fractions of (absent in runs recorded before eb18b68).
     pub udp_facts: &'a BTreeMap<String, &'a UdpFacts>,
     /// For runs without those facts ([`crate::compat::udp_line`]): the 100 % per direction
     /// each search's loads were fractions of, as the runner recorded it in its `done` record
     /// (`MethodologyDone::line_pps`, runs from 3fcea2d to eb18b68), and the reference link speed.
-    pub line_pps: &'a BTreeMap<(String, Methodology), f64>,
+    pub line_pps: &'a BTreeMap<(String, Methodology), Pps>,
     /// See `line_pps`.
-    pub speed: f64,
+    pub speed: BitsPerSec,
     /// Repetitions planned.
     pub reps: u32,
 }
@@ -94,8 +94,8 @@ pub(crate) fn rows(
     };
     let (max_pps, max_l2) = line.times(if dims.bidirectional { 2 } else { 1 });
     let limits = Limits {
-        max_pps,
-        max_l2,
+        max_pps: max_pps.0,
+        max_l2: max_l2.0,
         bottleneck: line.bottleneck,
         encap: facts.map_or(dims.encap, |f| f.encap),
     };
@@ -297,7 +297,7 @@ fn figure<'a>(
     if f.limited.is_none() {
         if let Some(p) = rec.ceiling.get(&(case_id.to_string(), m)) {
             // The calibrated ceiling is per direction.
-            f.limited = Some(100.0 * p * directions / max_pps);
+            f.limited = Some(100.0 * p.0 * directions / max_pps);
         }
     }
     (f.noise_pps, f.noise_basis) = match (f.rep_pps.len(), single_bracket) {
