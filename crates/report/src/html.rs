@@ -196,7 +196,7 @@ fn grouped(
                     let v = value(r)?;
                     let pps = r.pps.unwrap_or_default().0;
                     let noise = if rate && pps > 0.0 {
-                        r.noise_pps / pps * v
+                        r.noise_pps.0 / pps * v
                     } else {
                         0.0
                     };
@@ -518,7 +518,7 @@ fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &m
         let reached = r
             .tester_reached_percent
             .map_or(0.0, |p| p / 100.0 * r.max_pps.0);
-        let pps = r.pps.unwrap_or_default().0.max(reached) + r.noise_pps;
+        let pps = r.pps.unwrap_or_default().0.max(reached) + r.noise_pps.0;
         let m = max_mbps.entry(r.dims.protocol).or_default();
         *m = m.max(pps * r.frame_len * 8.0 / 1e6);
         let p = max_pps.entry(r.dims.protocol).or_default();

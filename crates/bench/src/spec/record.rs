@@ -155,7 +155,7 @@ pub fn differences(x: &Built, y: &Built, rel: f64) -> Vec<String> {
         if !close(a.pps.0, b.pps.0) || !close(a.max_pps.0, b.max_pps.0) {
             out.push(format!(
                 "record of stream {}: rate {} of {} ≠ {} of {} frames/s",
-                a.stream_id, a.pps, a.max_pps, b.pps, b.max_pps
+                a.stream_id, a.pps.0, a.max_pps.0, b.pps.0, b.max_pps.0
             ));
         }
     }

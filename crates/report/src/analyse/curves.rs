@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use bench_model::plan::Methodology;
 use bench_model::results::LineRate;
 use bench_model::search::{Finding, Status};
-use wire::units::BitsPerSec;
+use wire::units::{BitsPerSec, Pps};
 
 use super::dims::CaseDims;
 use super::index::Index;
@@ -126,8 +126,8 @@ pub(crate) fn of(index: &Index, dims: &mut CaseDims, rows: &[Row], speed: BitsPe
             dims,
             repetitions: means.len(),
             mean_frames,
-            max_pps,
-            throughput_pps,
+            max_pps: Pps(max_pps),
+            throughput_pps: throughput_pps.map(Pps),
             implied_buffer_ms: bt.implied_secs * 1e3,
             corrected_buffer_ms: bt.corrected_secs.as_ref().ok().map(|s| s * 1e3),
             corrected_refused: bt.corrected_secs.err().map(|why| why.to_string()),
