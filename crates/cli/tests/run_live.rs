@@ -666,7 +666,7 @@ methodologies = ["iperf3"]
             tcp.l1_bps.0 <= 1.02e9,
             "{}: {} b/s on a 1 Gb/s link",
             t.key.case_id,
-            tcp.l1_bps
+            tcp.l1_bps.0
         );
         // The DUT's counters over the run, with its CPU where the lab gives it one.
         let dut = tcp.dut.expect("DUT counters over an iperf3 run");

@@ -413,7 +413,7 @@ pub fn caveats(a: &Analysis, b: &Analysis) -> Vec<String> {
     if a.speed_bps != b.speed_bps {
         out.push(format!(
             "different reference speeds ({} b/s against {} b/s): percentages of line rate differ in meaning",
-            a.speed_bps, b.speed_bps
+            a.speed_bps.0, b.speed_bps.0
         ));
     }
     if a.repetitions != b.repetitions {

@@ -109,13 +109,13 @@ impl Testbed {
             _ => None,
         };
         let load = r.load.as_ref().map(|l| LoadOutcome {
-            intended_pps: l.forward.intended_pps,
+            intended_pps: wire::units::Pps(l.forward.intended_pps),
             forward_sent: l.forward.sent,
             forward_received: l.forward_received,
-            forward_pps: l.forward.achieved_pps,
+            forward_pps: wire::units::Pps(l.forward.achieved_pps),
             reverse_sent: l.reverse.sent,
             reverse_received: l.reverse_received,
-            reverse_pps: l.reverse.achieved_pps,
+            reverse_pps: wire::units::Pps(l.reverse.achieved_pps),
             dut_entries: end.map(|e| e.entries),
             misdirected: l.forward_misdirected + l.reverse_misdirected,
             tester_drops: l.rx_ring_drops,
