@@ -5,16 +5,16 @@
 use serde::{Deserialize, Serialize};
 use wire::encap::EncapSpec;
 use wire::linerate::FrameSize;
-use wire::units::BitsPerSec;
+use wire::units::{BitsPerSec, Pps};
 
 /// 100 % load of one direction of a path: the slowest link's frame rate, with the bytes of
 /// its encapsulation (DESIGN.md §4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LineRate {
     /// Test frames per second, one direction.
-    pub pps: f64,
+    pub pps: Pps,
     /// The same at L2 (frames with FCS) on the reference link, bits/s.
-    pub l2_bps: f64,
+    pub l2_bps: BitsPerSec,
     /// The link that limits the rate (`wire::linerate::LinkLoad::link`).
     pub bottleneck: String,
 }
@@ -26,8 +26,8 @@ impl LineRate {
         let path = wire::linerate::Path::router(speed, encap, wire::linerate::ETHERNET_MTU);
         let r = path.rate(frame, false).ok()?;
         Some(LineRate {
-            pps: r.max_pps.0,
-            l2_bps: r.total_l2.0,
+            pps: r.max_pps,
+            l2_bps: r.total_l2,
             bottleneck: r
                 .links
                 .get(r.bottleneck)
@@ -37,7 +37,7 @@ impl LineRate {
     }
 
     /// This rate times `directions` (a bidirectional trial's 100 % is the sum of both).
-    pub fn times(&self, directions: u8) -> (f64, f64) {
+    pub fn times(&self, directions: u8) -> (Pps, BitsPerSec) {
         let d = f64::from(directions.max(1));
         (self.pps * d, self.l2_bps * d)
     }

@@ -273,7 +273,7 @@ pub fn iperf3_trial(
     let wire_count = counting.and_then(|c| c.join().ok().flatten());
     let (l2_bps, l1_bps) = match &wire_count {
         Some(w) if w.frames > 0 => (w.l2_bps(), w.l1_bps()),
-        _ => (rates.l2.0, rates.l1.0),
+        _ => (rates.l2, rates.l1),
     };
     let retransmits = match (&report.forward.retransmits, &report.backward) {
         (Some(f), Some(b)) => Some(f + b.retransmits.unwrap_or(0)),
@@ -292,7 +292,7 @@ pub fn iperf3_trial(
     Ok((
         raw,
         TcpFigures {
-            l4_bps: l4.0,
+            l4_bps: l4,
             l2_bps,
             l1_bps,
             wire_count,

@@ -179,7 +179,7 @@ pub fn per_direction(streams: &[StreamResult], max: Pps) -> Vec<crate::results::
                 d.received += s.rx.received;
                 d.lost += lost;
                 d.offered += offered;
-                d.rx_pps += s.rx_pps;
+                d.rx_pps = d.rx_pps + Pps(s.rx_pps);
             }
             None => out.push(crate::results::DirectionFacts {
                 tx_port: s.tx_port.clone(),
@@ -188,7 +188,7 @@ pub fn per_direction(streams: &[StreamResult], max: Pps) -> Vec<crate::results::
                 received: s.rx.received,
                 lost,
                 offered,
-                rx_pps: s.rx_pps,
+                rx_pps: Pps(s.rx_pps),
             }),
         }
     }
@@ -309,7 +309,7 @@ mod tests {
         assert_eq!((d[0].sent, d[0].received, d[0].lost), (1000, 1000, 0));
         assert_eq!((d[1].sent, d[1].received, d[1].lost), (1000, 0, 1000));
         assert!((d[0].offered - 0.5).abs() < 1e-12 && (d[1].offered - 0.5).abs() < 1e-12);
-        assert_eq!(d[1].rx_pps, 0.0, "the direction the DUT did not forward");
+        assert_eq!(d[1].rx_pps.0, 0.0, "the direction the DUT did not forward");
         assert!(
             per_direction(&[fwd], max).is_empty(),
             "a one-way trial has no per-direction facts"

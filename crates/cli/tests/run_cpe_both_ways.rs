@@ -352,7 +352,7 @@ fn check_directions(u: &Uplink, plan: &Plan, out: &Path, stdout: &str, backend: 
                 d.lost,
                 d.offered * 100.0,
                 size + u.overhead,
-                d.rx_pps
+                d.rx_pps.0
             );
             // Too fast would mean the plain frame's line rate; too slow is a stalled sender,
             // which the run flags as tester-limited.
@@ -588,7 +588,7 @@ fn tcp_with_an_mss_sweep_through_a_gateway_on_our_dslite_uplink() {
     let mut by_case = std::collections::BTreeMap::new();
     for t in trials(&out) {
         let tcp = t.tcp.as_ref().expect("TCP trials only");
-        assert!(tcp.l4_bps > 0.0, "{tcp:?}");
+        assert!(tcp.l4_bps.0 > 0.0, "{tcp:?}");
         by_case.insert(t.key.case_id.clone(), tcp.syn_mss.clone());
     }
     println!("SYN MSS at the ISP side: {by_case:?}");
@@ -1202,7 +1202,7 @@ fn tcp_and_udp_both_ways_through_a_gateway_on_our_mape_uplink_and_ports_outside_
     let mut by_case = std::collections::BTreeMap::new();
     for t in trials(&out) {
         let tcp = t.tcp.as_ref().expect("TCP trials only");
-        assert!(tcp.l4_bps > 0.0, "{tcp:?}");
+        assert!(tcp.l4_bps.0 > 0.0, "{tcp:?}");
         by_case.insert(t.key.case_id.clone(), tcp.syn_mss.clone());
     }
     for (m, data) in [("1460", 1420), ("400", 400)] {

@@ -281,7 +281,7 @@ fn a_dhcp_gateway_passes_udp_both_ways_and_tcp_with_its_clamped_mss() {
     let mut by_case = std::collections::BTreeMap::new();
     for t in trials(&out) {
         let tcp = t.tcp.as_ref().expect("TCP trials only");
-        assert!(tcp.l4_bps > 0.0, "{tcp:?}");
+        assert!(tcp.l4_bps.0 > 0.0, "{tcp:?}");
         by_case.insert(t.key.case_id.clone(), tcp.syn_mss.clone());
     }
     println!("SYN MSS at the ISP side: {by_case:?}");

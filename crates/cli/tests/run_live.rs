@@ -642,7 +642,7 @@ methodologies = ["iperf3"]
         // What iperf3 itself reported as received, and its retransmits and CPU figures.
         let end = &raw["end"];
         let received = end["sum_received"]["bits_per_second"].as_f64().unwrap();
-        assert_eq!(tcp.l4_bps, received, "{}", t.key.case_id);
+        assert_eq!(tcp.l4_bps.0, received, "{}", t.key.case_id);
         assert_eq!(
             tcp.retransmits,
             end["sum_sent"]["retransmits"].as_u64(),
@@ -663,10 +663,10 @@ methodologies = ["iperf3"]
         assert_eq!(tcp.l1_bps, wire.l1_bps());
         assert!(tcp.l1_bps > tcp.l2_bps, "{}", t.key.case_id);
         assert!(
-            tcp.l1_bps <= 1.02e9,
+            tcp.l1_bps.0 <= 1.02e9,
             "{}: {} b/s on a 1 Gb/s link",
             t.key.case_id,
-            tcp.l1_bps
+            tcp.l1_bps.0
         );
         // The DUT's counters over the run, with its CPU where the lab gives it one.
         let dut = tcp.dut.expect("DUT counters over an iperf3 run");
@@ -694,7 +694,7 @@ methodologies = ["iperf3"]
         println!(
             "{}: {:.3} Gb/s L4 (iperf3 said {:.3}), SYN MSS {:?}",
             t.key.case_id,
-            tcp.l4_bps / 1e9,
+            tcp.l4_bps.0 / 1e9,
             received / 1e9,
             tcp.syn_mss
         );

@@ -274,7 +274,7 @@ methodologies = ["iperf3"]
         .iter()
         .find_map(|t| t.tcp.as_ref())
         .expect("an iperf3 trial");
-    assert!(tcp.l4_bps > 0.0, "{tcp:?}");
+    assert!(tcp.l4_bps.0 > 0.0, "{tcp:?}");
     assert_eq!(tcp.syn_mss.first(), Some(&1460), "{tcp:?}");
     // Nothing of the plan's interfaces was removed, and no lab was built.
     sh(&format!("ip -n {a} link show wrpta"));

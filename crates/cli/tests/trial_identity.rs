@@ -98,7 +98,7 @@ fn trial_side(args: &[&str]) -> (String, Vec<SentStream>) {
     assert_eq!(streams.len(), sent.len());
     for (s, r) in sent.iter().zip(streams) {
         assert_eq!(r["stream_id"].as_u64(), Some(u64::from(s.stream_id)));
-        assert_eq!(r["tx"]["intended_pps"].as_f64(), Some(s.pps), "{r}");
+        assert_eq!(r["tx"]["intended_pps"].as_f64(), Some(s.pps.0), "{r}");
     }
     (j["backend"].as_str().unwrap_or_default().to_string(), sent)
 }
@@ -160,8 +160,11 @@ fn trial_and_a_one_case_plan_send_the_same_trial_on_a_lab() {
             .sum::<f64>()
             / f64::from(weight);
         let max = 1e9 / ((size + 20.0) * 8.0);
-        assert!((plan_sent[0].max_pps - max).abs() < 1e-9 * max, "{name}");
-        assert!((plan_sent[0].pps - 0.05 * max).abs() < 1e-9 * max, "{name}");
+        assert!((plan_sent[0].max_pps.0 - max).abs() < 1e-9 * max, "{name}");
+        assert!(
+            (plan_sent[0].pps.0 - 0.05 * max).abs() < 1e-9 * max,
+            "{name}"
+        );
         if name == "flows and tos" {
             assert_eq!((plan_sent[0].flows, plan_sent[0].tos), ([1, 1, 16, 1], 184));
         }

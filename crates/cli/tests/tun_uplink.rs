@@ -514,7 +514,7 @@ fn plan_runs_iperf3_with_an_mss_sweep_through_an_emulated_pppoe_port() {
     let mut by_mss = std::collections::BTreeMap::new();
     for t in &ts {
         let tcp = t.tcp.as_ref().expect("TCP trials only");
-        assert!(tcp.l4_bps > 0.0, "{tcp:?}");
+        assert!(tcp.l4_bps.0 > 0.0, "{tcp:?}");
         let asked = t.key.case_id.clone();
         by_mss.insert(asked, tcp.syn_mss.clone());
     }

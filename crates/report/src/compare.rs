@@ -164,8 +164,9 @@ fn log_ratio_of(a: &Row, b: &Row) -> Option<LogRatio> {
     if a.rep_pps.len() < MIN_REPETITIONS_FOR_TEST || b.rep_pps.len() < MIN_REPETITIONS_FOR_TEST {
         return None;
     }
-    let floor = |r: &Row| r.resolution_pps.powi(2) / 12.0;
-    log_ratio(&a.rep_pps, &b.rep_pps, floor(a), floor(b))
+    let floor = |r: &Row| r.resolution_pps.0.powi(2) / 12.0;
+    let reps = |r: &Row| r.rep_pps.iter().map(|p| p.0).collect::<Vec<f64>>();
+    log_ratio(&reps(a), &reps(b), floor(a), floor(b))
 }
 
 /// How the two runs differ as a whole, over the cases judged over their repetitions: the
@@ -241,8 +242,8 @@ pub fn compare(a: &Analysis, b: &Analysis, threshold: f64) -> Vec<CompareRow> {
             rb.and_then(|r| r.pps).map(|p| p.0),
         );
         let (an, bn) = (
-            ra.map_or(0.0, |r| r.noise_pps),
-            rb.map_or(0.0, |r| r.noise_pps),
+            ra.map_or(0.0, |r| r.noise_pps.0),
+            rb.map_or(0.0, |r| r.noise_pps.0),
         );
         let reason = not_comparable(ra, rb);
         let mut row = CompareRow {
@@ -412,7 +413,7 @@ pub fn caveats(a: &Analysis, b: &Analysis) -> Vec<String> {
     if a.speed_bps != b.speed_bps {
         out.push(format!(
             "different reference speeds ({} b/s against {} b/s): percentages of line rate differ in meaning",
-            a.speed_bps, b.speed_bps
+            a.speed_bps.0, b.speed_bps.0
         ));
     }
     if a.repetitions != b.repetitions {

@@ -12,7 +12,7 @@ use bench_model::plan::{Case, Methodology, Plan, Protocol};
 use bench_model::results::{LineRate, RunFacts, RunInfo, TcpFacts, TrialRecord};
 use wire::encap::{EncapSpec, IpVersion};
 use wire::linerate::FrameSize;
-use wire::units::BitsPerSec;
+use wire::units::{BitsPerSec, Pps};
 
 use crate::model::{Dims, DEFAULT_SPEED};
 
@@ -27,7 +27,7 @@ pub(crate) fn run_facts(info: &RunInfo) -> (RunFacts, Option<String>) {
         Ok((plan, cases)) => (RunFacts::of(&plan, &cases), None),
         Err(e) => (
             RunFacts {
-                speed_bps: DEFAULT_SPEED,
+                speed_bps: BitsPerSec(DEFAULT_SPEED),
                 repetitions: 1,
                 profiles: Vec::new(),
                 description: None,
@@ -142,15 +142,15 @@ pub(crate) fn dims_of_case_id(id: &str) -> Dims {
 /// from 3fcea2d to eb18b68) and it disagrees (a note says so). `None`, with a note, when the size
 /// does not fit the path.
 pub(crate) fn udp_line(
-    speed: f64,
-    recorded_pps: Option<f64>,
+    speed: BitsPerSec,
+    recorded_pps: Option<Pps>,
     dims: &Dims,
     frame: &FrameSize,
     label: (&str, Methodology),
     notes: &mut Vec<String>,
 ) -> Option<LineRate> {
     let (case_id, m) = label;
-    let Some(computed) = LineRate::on_path(BitsPerSec(speed), dims.encap, frame) else {
+    let Some(computed) = LineRate::on_path(speed, dims.encap, frame) else {
         notes.push(format!(
             "{case_id}: frame size {frame} B does not fit the path; no theoretical maximum"
         ));
@@ -161,17 +161,17 @@ pub(crate) fn udp_line(
     // version, or a path the report does not know).
     let directions = if dims.bidirectional { 2 } else { 1 };
     match recorded_pps {
-        Some(recorded) if (recorded - computed.pps).abs() > 1e-6 * computed.pps => {
+        Some(recorded) if (recorded.0 - computed.pps.0).abs() > 1e-6 * computed.pps.0 => {
             let (all, _) = computed.times(directions);
             notes.push(format!(
                 "{case_id} ({}): the run offered {:.0} frames/s as 100 % of line rate, this report's path arithmetic gives {:.0}; the figures use the run's",
                 m.name(),
-                recorded * f64::from(directions),
-                all
+                recorded.0 * f64::from(directions),
+                all.0
             ));
             Some(LineRate {
                 pps: recorded,
-                l2_bps: computed.l2_bps * recorded / computed.pps,
+                l2_bps: computed.l2_bps * (recorded.0 / computed.pps.0),
                 bottleneck: computed.bottleneck,
             })
         }
@@ -186,10 +186,10 @@ pub(crate) fn tcp_of(
     t: &TrialRecord,
     report: Option<&iperf3::report::Report>,
     dims: &Dims,
-    speed: f64,
+    speed: BitsPerSec,
 ) -> Option<(BitsPerSec, u32, TcpFacts)> {
     let (l4, mss) = match (&t.tcp, report) {
-        (Some(f), _) => (BitsPerSec(f.l4_bps), f.mss),
+        (Some(f), _) => (f.l4_bps, f.mss),
         (None, Some(r)) => (
             r.total_received(),
             r.tcp_mss
@@ -205,7 +205,7 @@ pub(crate) fn tcp_of(
     let facts = match t.tcp.as_ref().and_then(|f| f.facts) {
         Some(f) => f,
         None => TcpFacts::derive(
-            BitsPerSec(speed),
+            speed,
             dims.ip,
             l4,
             mss,

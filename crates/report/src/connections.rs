@@ -246,7 +246,7 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                             && t.outcome.load.is_some_and(|l| {
                                 l.lossless()
                                     && p.lower.is_some_and(|v| {
-                                        (l.intended_pps - v).abs() <= 1e-9 * v.max(1.0)
+                                        (l.intended_pps.0 - v).abs() <= 1e-9 * v.max(1.0)
                                     })
                             })
                     });
@@ -267,7 +267,7 @@ pub fn rows(trials: &[&ConnTrialRecord], done: &[&ConnDone]) -> Vec<ConnRow> {
                     let at_upper = at_n.iter().rev().find(|t| {
                         t.outcome.load.is_some_and(|l| {
                             p.upper
-                                .is_some_and(|u| (l.intended_pps - u).abs() <= 1e-9 * u.max(1.0))
+                                .is_some_and(|u| (l.intended_pps.0 - u).abs() <= 1e-9 * u.max(1.0))
                         })
                     });
                     let drops = |t: &&&ConnTrialRecord| {

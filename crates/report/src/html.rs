@@ -196,7 +196,7 @@ fn grouped(
                     let v = value(r)?;
                     let pps = r.pps.unwrap_or_default().0;
                     let noise = if rate && pps > 0.0 {
-                        r.noise_pps / pps * v
+                        r.noise_pps.0 / pps * v
                     } else {
                         0.0
                     };
@@ -270,7 +270,7 @@ fn page_head(a: &Analysis, o: &mut String) {
     o.push_str(&format!(
         "<p class=\"meta\">wirerate {} · reference link {} Gb/s · {} repetition{} per case · baseline profile: {}</p>\n",
         esc(&a.version),
-        a.speed_bps / 1e9,
+        a.speed_bps.0 / 1e9,
         a.repetitions,
         if a.repetitions == 1 { "" } else { "s" },
         esc(a.baseline.as_deref().unwrap_or("none"))
@@ -518,7 +518,7 @@ fn profile_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &m
         let reached = r
             .tester_reached_percent
             .map_or(0.0, |p| p / 100.0 * r.max_pps.0);
-        let pps = r.pps.unwrap_or_default().0.max(reached) + r.noise_pps;
+        let pps = r.pps.unwrap_or_default().0.max(reached) + r.noise_pps.0;
         let m = max_mbps.entry(r.dims.protocol).or_default();
         *m = m.max(pps * r.frame_len * 8.0 / 1e6);
         let p = max_pps.entry(r.dims.protocol).or_default();
@@ -665,12 +665,12 @@ fn size_charts(a: &Analysis, families: &BTreeMap<FamilyKey, Vec<&Row>>, o: &mut 
         let mut theo = Vec::new();
         let mut f = lo;
         while f <= hi {
-            if let Some((_, l2, _)) = udp_max(a.speed_bps, encap, dims.bidirectional, f) {
+            if let Some((_, l2, _)) = udp_max(a.speed_bps.0, encap, dims.bidirectional, f) {
                 theo.push((f64::from(f), l2 / 1e6));
             }
             f += 16.min(hi - f).max(1);
             if f == hi {
-                if let Some((_, l2, _)) = udp_max(a.speed_bps, encap, dims.bidirectional, f) {
+                if let Some((_, l2, _)) = udp_max(a.speed_bps.0, encap, dims.bidirectional, f) {
                     theo.push((f64::from(f), l2 / 1e6));
                 }
                 break;

@@ -164,12 +164,12 @@ pub struct Row {
     /// L4 bits per second (iperf3 only).
     pub l4_bps: Option<BitsPerSec>,
     /// Per-repetition frames per second.
-    pub rep_pps: Vec<f64>,
+    pub rep_pps: Vec<Pps>,
     /// Noise in frames per second, the ± that findings and comparisons allow the figure
     /// ([`NoiseBasis`] says how it was measured): with two or more repetitions, half the
     /// spread over them plus half the search's final interval (its resolution); with one, the
     /// search's whole final bracket (UDP) or the spread of iperf3's per-interval rates (TCP).
-    pub noise_pps: f64,
+    pub noise_pps: Pps,
     /// How `noise_pps` was measured.
     #[serde(default)]
     pub noise_basis: NoiseBasis,
@@ -177,7 +177,7 @@ pub struct Row {
     /// (0 for iperf3 and forwarding rates). Each repetition's figure is a lower bound anywhere
     /// within such a step, which `compare`'s test over repetitions counts; not exported.
     #[serde(skip)]
-    pub resolution_pps: f64,
+    pub resolution_pps: Pps,
     /// Theoretical maximum frames per second on the bottleneck link (directions summed).
     pub max_pps: Pps,
     /// Theoretical maximum L2 bits per second at the reference link (directions summed).
@@ -225,7 +225,7 @@ pub struct Row {
     /// Multi-goal only: RFC 9971 conditional throughput of goal 0 (frames/s, directions
     /// summed), mean over the repetitions that have it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditional_pps: Option<f64>,
+    pub conditional_pps: Option<Pps>,
     /// The figure's own trials show sporadic loss well below what the device forwarded
     /// (`crate::sporadic`; a note says where): its noise is that range, and summaries compare
     /// another loss goal where there is one.
@@ -431,10 +431,10 @@ pub struct BackToBackRow {
     /// Average back-to-back frames (the longest loss-free burst at the minimum gap).
     pub mean_frames: f64,
     /// Maximum theoretical frame rate of one direction, frames/s.
-    pub max_pps: f64,
+    pub max_pps: Pps,
     /// Throughput of the same case (one direction, frames/s) from a completed
     /// `rfc2544-throughput` search, else the first goal of a completed `multi-goal` search.
-    pub throughput_pps: Option<f64>,
+    pub throughput_pps: Option<Pps>,
     /// RFC 9004 Implied DUT Buffer Time, ms.
     pub implied_buffer_ms: f64,
     /// RFC 9004 Corrected DUT Buffer Time, ms; `None` with [`Self::corrected_refused`].
@@ -508,9 +508,9 @@ pub struct DirectionFigure {
     /// `a→b` or `b→a` (sending port → receiving port).
     pub direction: String,
     /// Frames/s received in this direction (mean over repetitions of the trials at the result).
-    pub pps: f64,
+    pub pps: Pps,
     /// L2 bits per second (frames with FCS).
-    pub l2_bps: f64,
+    pub l2_bps: BitsPerSec,
     /// Percent of one direction's line rate on the case's path.
     pub percent: f64,
     /// The load this direction's sender offered, percent of the same line rate (mean over
@@ -559,7 +559,7 @@ pub(crate) fn direction_figures(
                     }
                 };
                 let s = &mut seen[at].1;
-                s.rx_pps.push(d.rx_pps);
+                s.rx_pps.push(d.rx_pps.0);
                 s.offered.push(d.offered);
                 s.counts[0] += d.sent;
                 s.counts[1] += d.received;
@@ -572,8 +572,8 @@ pub(crate) fn direction_figures(
             let pps = mean(&s.rx_pps)?;
             Some(DirectionFigure {
                 direction,
-                pps,
-                l2_bps: pps * frame_len * 8.0,
+                pps: Pps(pps),
+                l2_bps: BitsPerSec(pps * frame_len * 8.0),
                 percent: if one_way > 0.0 {
                     100.0 * pps / one_way
                 } else {
@@ -594,7 +594,7 @@ pub struct SwitchCell {
     /// Case id.
     pub case_id: String,
     /// Measured L2 bits per second; `None` when tester-limited.
-    pub l2_bps: Option<f64>,
+    pub l2_bps: Option<BitsPerSec>,
     /// Percent of line rate.
     pub percent: Option<f64>,
     /// DUT CPU busy percent.
@@ -679,7 +679,7 @@ pub struct Analysis {
     /// Host facts.
     pub host: BTreeMap<String, String>,
     /// Reference link speed, bits per second.
-    pub speed_bps: f64,
+    pub speed_bps: BitsPerSec,
     /// Repetitions per case.
     pub repetitions: u32,
     /// Profiles in plan order.
@@ -734,7 +734,7 @@ pub fn udp_max(
         },
     )?;
     let (pps, l2) = line.times(if bidirectional { 2 } else { 1 });
-    Some((pps, l2, line.bottleneck))
+    Some((pps.0, l2.0, line.bottleneck))
 }
 
 pub(crate) fn mean(v: &[f64]) -> Option<f64> {

@@ -113,7 +113,7 @@ pub fn directions_cell(r: &Row) -> String {
             format!(
                 "{} {} pps ({} %; {})",
                 d.direction,
-                num::pps(d.pps),
+                num::pps(d.pps.0),
                 num::pct(d.percent),
                 direction_counts(d)
             )
@@ -251,7 +251,7 @@ pub fn b2b_cells(b: &BackToBackRow) -> Vec<String> {
         b.repetitions.to_string(),
         format!("{:.1}", b.mean_frames),
         b.throughput_pps
-            .map(|p| format!("{p:.0}"))
+            .map(|p| format!("{:.0}", p.0))
             .unwrap_or_default(),
         format!("{:.4}", b.implied_buffer_ms),
         b.corrected_buffer_ms
@@ -319,7 +319,7 @@ pub fn cell(r: &Row, column: &str) -> String {
         "max_pps" => num::frames(r.max_pps),
         "max_mbps_l2" => num::l2(r.max_l2_bps),
         "percent_line_rate" => r.percent.map(num::pct).unwrap_or_default(),
-        "noise_pps" => num::pps(r.noise_pps),
+        "noise_pps" => num::pps(r.noise_pps.0),
         "dut_cpu_percent" => r.dut_cpu_percent.map(num::pct).unwrap_or_default(),
         "dut_power_watts" => r.dut_power_watts.map(num::watts).unwrap_or_default(),
         "per_direction" => directions_cell(r),
@@ -347,8 +347,8 @@ pub fn switch_cell(c: Option<&SwitchCell>) -> String {
         return "TL (tester-limited)".into();
     }
     let mut s = match (c.l2_bps, c.percent) {
-        (Some(b), Some(p)) => format!("{} Mb/s ({} %)", num::mbps(b), num::pct(p)),
-        (Some(b), None) => format!("{} Mb/s", num::mbps(b)),
+        (Some(b), Some(p)) => format!("{} Mb/s ({} %)", num::mbps(b.0), num::pct(p)),
+        (Some(b), None) => format!("{} Mb/s", num::mbps(b.0)),
         _ => "–".into(),
     };
     if let Some(cpu) = c.dut_cpu_percent {
@@ -478,7 +478,7 @@ pub fn markdown(a: &Analysis) -> Vec<u8> {
     o.push_str(&format!(
         "wirerate {} · reference link {} Gb/s · {} repetition{} per case\n\n",
         a.version,
-        a.speed_bps / 1e9,
+        a.speed_bps.0 / 1e9,
         a.repetitions,
         if a.repetitions == 1 { "" } else { "s" }
     ));
@@ -737,8 +737,8 @@ pub fn terminal(a: &Analysis) -> String {
         for d in &r.per_direction {
             rows.push([
                 format!("  {}", d.direction),
-                num::pps(d.pps),
-                num::mbps(d.l2_bps),
+                num::pps(d.pps.0),
+                num::mbps(d.l2_bps.0),
                 num::pct(d.percent),
                 direction_counts(d),
             ]);

@@ -509,6 +509,11 @@ fn compare_flags_unfinished_and_different_plan_runs() {
     assert_eq!(text.matches("CAVEAT: ").count(), 3, "{text}");
 }
 
+/// A row's per-repetition figures as plain numbers, for the statistics' functions.
+fn reps(r: &report::model::Row) -> Vec<f64> {
+    r.rep_pps.iter().map(|p| p.0).collect()
+}
+
 /// `rows` of `a` whose case is `case`, each repetition's figure mapped by `f` (its index, its
 /// figure) and the mean kept with them.
 fn reshape(a: &mut Analysis, case: &str, f: impl Fn(usize, f64) -> f64) {
@@ -517,9 +522,11 @@ fn reshape(a: &mut Analysis, case: &str, f: impl Fn(usize, f64) -> f64) {
             .rep_pps
             .iter()
             .enumerate()
-            .map(|(i, x)| f(i, *x))
+            .map(|(i, x)| Pps(f(i, x.0)))
             .collect();
-        r.pps = Some(Pps(r.rep_pps.iter().sum::<f64>() / r.rep_pps.len() as f64));
+        r.pps = Some(Pps(
+            r.rep_pps.iter().map(|p| p.0).sum::<f64>() / r.rep_pps.len() as f64
+        ));
     }
 }
 
@@ -590,7 +597,7 @@ fn compare_of_one_measurement_each_is_tentative() {
     let mut b = a.clone();
     reshape(&mut b, case, |_, x| x * 0.7);
     for r in b.rows.iter_mut().filter(|r| r.case_id == case) {
-        r.noise_pps *= 0.7;
+        r.noise_pps = r.noise_pps * 0.7;
     }
     let rows = compare(&a, &b, 0.05);
     let v = verdict_of(&rows, case);
@@ -678,7 +685,7 @@ fn remeasure(base: &Analysis, d: &mut Draws, c: &Conditions, shifted: &[(&str, f
             .find(|(c, _)| *c == r.case_id)
             .map_or(1.0, |(_, f)| *f);
         let mean = r.pps.unwrap().0 * (c.drift * d.normal()).exp();
-        let step = r.resolution_pps;
+        let step = r.resolution_pps.0;
         let hit = (outlier.1 > 0 && d.uniform() < 1.0 / f64::from(outlier.1))
             .then(|| (d.uniform() * 3.0) as usize);
         r.rep_pps = (0..3)
@@ -687,14 +694,14 @@ fn remeasure(base: &Analysis, d: &mut Draws, c: &Conditions, shifted: &[(&str, f
                 if hit == Some(i) {
                     x *= 1.0 - outlier.0;
                 }
-                if step > 0.0 {
+                Pps(if step > 0.0 {
                     (x / step).floor() * step
                 } else {
                     x
-                }
+                })
             })
             .collect();
-        r.pps = Some(Pps(r.rep_pps.iter().sum::<f64>() / 3.0));
+        r.pps = Some(Pps(r.rep_pps.iter().map(|p| p.0).sum::<f64>() / 3.0));
     }
     b
 }
@@ -720,8 +727,7 @@ fn false_alarms(base: &Analysis, seed: u64, c: &Conditions, a_a: usize) -> (usiz
         five += usize::from(!changed(&compare(&a, &b, 0.05)).is_empty());
         let unadjusted = a.rows.iter().zip(&b.rows).any(|(x, y)| {
             x.rep_pps.len() >= 3
-                && report::stats::t_test(&x.rep_pps, &y.rep_pps, 0.0, 0.0)
-                    .is_some_and(|w| w.p < 0.05)
+                && report::stats::t_test(&reps(x), &reps(y), 0.0, 0.0).is_some_and(|w| w.p < 0.05)
         });
         naive += usize::from(unadjusted);
     }
@@ -1142,8 +1148,8 @@ fn back_to_back_buffer_times_in_every_format() {
     });
     assert_eq!(a.back_to_back.len(), 2, "{:?}", a.back_to_back);
     let with = a.back_to_back.iter().find(|b| b.case_id == case).unwrap();
-    let t = with.throughput_pps.unwrap();
-    let max = with.max_pps;
+    let t = with.throughput_pps.unwrap().0;
+    let max = with.max_pps.0;
     assert!(t > 0.0 && t <= max);
     // Implied = frames / max; corrected = (frames − frames × t / max) / max.
     assert!((with.implied_buffer_ms - 30_000.0 / max * 1e3).abs() < 1e-9);
@@ -1342,7 +1348,7 @@ fn multi_goal_conditional_throughput_and_irregular_results() {
         .iter()
         .find(|r| r.case_id == "forward/udp4/64B" && r.methodology == Methodology::MultiGoal)
         .unwrap();
-    assert!((row.conditional_pps.unwrap() - 0.4 * row.max_pps.0).abs() < 1e-6);
+    assert!((row.conditional_pps.unwrap().0 - 0.4 * row.max_pps.0).abs() < 1e-6);
     assert_eq!(row.irregular_repetitions, 1);
     assert!(a.notes.iter().any(
         |n| n.contains("forward/udp4/64B (multi-goal NDR): 1 repetition(s) with an irregular")
@@ -1945,7 +1951,7 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
             received: (1000.0 * share) as u64,
             lost: 1000 - (1000.0 * share) as u64,
             offered: load,
-            rx_pps: load * one_way * share,
+            rx_pps: wire::units::Pps(load * one_way * share),
         };
         t.engine = Some(bench_model::results::EngineFacts {
             backend: "xdp".into(),
@@ -1968,7 +1974,7 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
         .iter()
         .find(|r| r.case_id == "cpe/udp4/64B/bidir")
         .unwrap();
-    let result = row.rep_pps[0] / row.max_pps.0;
+    let result = row.rep_pps[0].0 / row.max_pps.0;
     assert_eq!(row.per_direction.len(), 2);
     let (ab, ba) = (&row.per_direction[0], &row.per_direction[1]);
     assert_eq!(
@@ -1980,7 +1986,7 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
         "{ab:?} at load {result}"
     );
     assert!((ba.percent - 60.0 * result).abs() < 1e-6, "{ba:?}");
-    assert!((ab.l2_bps - ab.pps * 64.0 * 8.0).abs() < 1e-3);
+    assert!((ab.l2_bps.0 - ab.pps.0 * 64.0 * 8.0).abs() < 1e-3);
     // One-way rows have none.
     assert!(a
         .rows
@@ -2008,8 +2014,8 @@ fn bidirectional_rows_show_each_direction_against_its_own_line_rate() {
         cell,
         &format!(
             "a→b {:.0} pps ({:.2} %; offered {:.2} %, sent {}, received {}, lost 0); b→a {:.0} pps ({:.2} %; offered {:.2} %, sent {}, received {}, lost {})",
-            ab.pps, ab.percent, ab.offered_percent, ab.sent, ab.received,
-            ba.pps, ba.percent, ba.offered_percent, ba.sent, ba.received, ba.lost
+            ab.pps.0, ab.percent, ab.offered_percent, ab.sent, ab.received,
+            ba.pps.0, ba.percent, ba.offered_percent, ba.sent, ba.received, ba.lost
         )
     );
     let md = String::from_utf8(report::text::markdown(&a)).unwrap();
@@ -2107,7 +2113,7 @@ fn forwarding_rate_rows_switch_table_and_conclusion() {
     assert!((off.pps.unwrap().0 - 0.73 * line).abs() < 1.0, "{off:?}");
     assert!((on.percent.unwrap() - 95.0).abs() < 1e-6);
     // Noise: half the spread of the trials.
-    assert!((off.noise_pps - 0.03 * line).abs() < 1.0);
+    assert!((off.noise_pps.0 - 0.03 * line).abs() < 1.0);
     assert_eq!(off.noise_basis, report::model::NoiseBasis::Trials);
     // The throughput rows of the same cases are still there, unchanged in kind.
     assert!(a.rows.iter().any(
@@ -2277,7 +2283,7 @@ methodologies = ["multi-goal"]
     // Its noise reaches what forward was seen to forward in trials that lost at most 0.5 %
     // (its capacity, 40 % of line rate, within the search's 2 % width).
     assert!(
-        ndr.pps.unwrap().0 + ndr.noise_pps >= 0.40 * line * 0.98,
+        ndr.pps.unwrap().0 + ndr.noise_pps.0 >= 0.40 * line * 0.98,
         "{ndr:?}"
     );
     let filter = row("filter-stateful-1", "multi-goal NDR");
@@ -2336,7 +2342,7 @@ fn rates_come_from_the_100_percent_the_run_recorded() {
             if done.case_id == case {
                 let p = done.line_pps.expect("the fixture records the run's 100 %");
                 done.line_pps = Some(p * 1.1);
-                recorded = Some(p * 1.1);
+                recorded = Some((p * 1.1).0);
             }
         }
     }
@@ -2406,7 +2412,7 @@ fn typed_facts_decide_the_row_not_the_case_id() {
     assert_eq!(row.dims.frame_bytes(), Some(128), "{row:?}");
     assert_eq!(row.frame_len, 128.0);
     assert_eq!(row.dims.encap.to_string(), "vlan+ipv4");
-    assert_eq!(row.max_pps.0, line.pps);
+    assert_eq!(row.max_pps, line.pps);
     assert_eq!(row.bottleneck, line.bottleneck);
     // 1e9 / ((128 + 4 + 20) × 8): the VLAN tag's 4 B on the far link.
     assert_eq!(row.max_pps.0.round(), (1e9f64 / (152.0 * 8.0)).round());

@@ -271,7 +271,7 @@ fn generate(variant: char) -> (RunInfo, Vec<Record>, Vec<HookRecord>) {
                     line_pps: result
                         .as_ref()
                         .and(case.frame().and_then(|f| f.fixed()))
-                        .map(|_| plan.line_pps(&case).0),
+                        .map(|_| plan.line_pps(&case)),
                     result,
                     ceiling: None,
                 }));
@@ -418,7 +418,7 @@ fn generate_wan() -> (RunInfo, Vec<Record>) {
                     line_pps: result
                         .as_ref()
                         .and(case.frame().and_then(|f| f.fixed()))
-                        .map(|_| plan.line_pps(&case).0),
+                        .map(|_| plan.line_pps(&case)),
                     result,
                     ceiling: None,
                 }));
@@ -597,9 +597,9 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                         None,
                         directions,
                     )),
-                    l4_bps: l4,
-                    l2_bps: pps * f64::from(frame) * 8.0,
-                    l1_bps: pps * f64::from(frame + 20) * 8.0,
+                    l4_bps: wire::units::BitsPerSec(l4),
+                    l2_bps: wire::units::BitsPerSec(pps * f64::from(frame) * 8.0),
+                    l1_bps: wire::units::BitsPerSec(pps * f64::from(frame + 20) * 8.0),
                     mss,
                     retransmits: Some(0),
                     syn_mss: vec![mss; sessions as usize + 1],
@@ -651,7 +651,7 @@ fn generate_matrix() -> (RunInfo, Vec<Record>) {
                 line_pps: result
                     .as_ref()
                     .and(case.frame().and_then(|f| f.fixed()))
-                    .map(|_| plan.line_pps(&case).0),
+                    .map(|_| plan.line_pps(&case)),
                 result,
                 ceiling: None,
             }));

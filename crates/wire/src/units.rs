@@ -37,6 +37,22 @@ impl core::ops::Add for BitsPerSec {
     }
 }
 
+/// A load fraction (or count of directions) times a rate: `0.5 × 1.488 Mpps`.
+impl core::ops::Mul<f64> for Pps {
+    type Output = Pps;
+    fn mul(self, k: f64) -> Pps {
+        Pps(self.0 * k)
+    }
+}
+
+/// A load fraction (or count of directions) times a rate.
+impl core::ops::Mul<f64> for BitsPerSec {
+    type Output = BitsPerSec;
+    fn mul(self, k: f64) -> BitsPerSec {
+        BitsPerSec(self.0 * k)
+    }
+}
+
 /// Formats with an SI prefix (k, M, G, T) and three significant decimals, e.g. `1.488 M`.
 pub fn si(value: f64) -> String {
     let (scaled, prefix) = if value >= 1e12 {

@@ -16,6 +16,7 @@
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use wire::units::BitsPerSec;
 
 use crate::hooks::{self, Exec, Hook};
 use crate::iperf3::{ETHERNET_OVERHEAD, L1_OVERHEAD};
@@ -46,14 +47,14 @@ impl WireCount {
     }
 
     /// Bits per second at L2 (frames with FCS).
-    pub fn l2_bps(&self) -> f64 {
-        (self.bytes + 4 * self.frames) as f64 * 8.0 / self.seconds
+    pub fn l2_bps(&self) -> BitsPerSec {
+        BitsPerSec((self.bytes + 4 * self.frames) as f64 * 8.0 / self.seconds)
     }
 
     /// Bits per second at L1 (plus preamble, SFD and inter-frame gap).
-    pub fn l1_bps(&self) -> f64 {
+    pub fn l1_bps(&self) -> BitsPerSec {
         let per_frame = u64::from(ETHERNET_OVERHEAD - 14 + L1_OVERHEAD);
-        (self.bytes + per_frame * self.frames) as f64 * 8.0 / self.seconds
+        BitsPerSec((self.bytes + per_frame * self.frames) as f64 * 8.0 / self.seconds)
     }
 }
 
@@ -187,9 +188,9 @@ mod tests {
             bytes: 81_274 * 1514,
             seconds: 1.0,
         };
-        assert!((w.l1_bps() - 1e9).abs() < 1538.0 * 8.0, "{}", w.l1_bps());
+        assert!((w.l1_bps().0 - 1e9).abs() < 1538.0 * 8.0, "{}", w.l1_bps());
         assert_eq!(w.mean_frame_len(), 1518.0);
-        assert!((w.l2_bps() - 81_274.0 * 1518.0 * 8.0).abs() < 1e-3);
+        assert!((w.l2_bps().0 - 81_274.0 * 1518.0 * 8.0).abs() < 1e-3);
         assert_eq!(
             WireCount {
                 frames: 0,

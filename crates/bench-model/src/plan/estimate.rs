@@ -146,13 +146,13 @@ impl Plan {
                                         let sent = (pps * duration.as_secs_f64()) as u64;
                                         let got = if pps <= load_limit { sent } else { sent / 2 };
                                         o.load = Some(search::LoadOutcome {
-                                            intended_pps: pps,
+                                            intended_pps: wire::units::Pps(pps),
                                             forward_sent: sent,
                                             forward_received: got,
-                                            forward_pps: pps,
+                                            forward_pps: wire::units::Pps(pps),
                                             reverse_sent: sent,
                                             reverse_received: got,
-                                            reverse_pps: pps,
+                                            reverse_pps: wire::units::Pps(pps),
                                             ..Default::default()
                                         })
                                     }

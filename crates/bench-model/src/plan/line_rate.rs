@@ -42,7 +42,7 @@ impl Plan {
     /// frames with the bytes its encapsulation adds (a PPPoE link carries frame + 8),
     /// DESIGN.md §4.
     pub fn line_pps(&self, case: &Case) -> wire::units::Pps {
-        wire::units::Pps(self.line_rate(case).pps)
+        self.line_rate(case).pps
     }
 
     /// [`Plan::line_pps`] with its L2 rate and bottleneck link, as trial records carry it
@@ -55,15 +55,15 @@ impl Plan {
             .unwrap_or(wire::linerate::FrameSize::Fixed { bytes: 64 });
         let size = frame.mean(case.dims.ip);
         match crate::line_rate::LineRate::on_path(self.speed(), self.path_encap(case), &frame) {
-            Some(r) if r.pps > 0.0 => r,
+            Some(r) if r.pps.0 > 0.0 => r,
             _ => {
                 // The one 100 % of a size the path cannot carry (wire::linerate::path_max_pps):
                 // the frame as sent, its encapsulation included, on one link.
                 let encap = self.path_encap(case);
-                let pps = wire::linerate::path_max_pps(self.speed(), encap, &frame).0;
+                let pps = wire::linerate::path_max_pps(self.speed(), encap, &frame);
                 crate::line_rate::LineRate {
                     pps,
-                    l2_bps: pps * (size + encap.overhead() as f64) * 8.0,
+                    l2_bps: wire::units::BitsPerSec(pps.0 * (size + encap.overhead() as f64) * 8.0),
                     bottleneck: "link".into(),
                 }
             }

@@ -3,6 +3,7 @@
 //! DUT's own connection table counted, and the search's result when it finished.
 
 use serde::{Deserialize, Serialize};
+use wire::units::Pps;
 
 use super::TrialKey;
 use crate::plan::Methodology;
@@ -14,7 +15,7 @@ use crate::search::{ConnOutcome, ConnSearchResult, ConnTrial, LoadBackend};
 pub struct ConnPhases {
     /// Preliminary frames sent, at what rate, and the tester's worst lateness (ns).
     pub preliminary_sent: u64,
-    pub preliminary_pps: f64,
+    pub preliminary_pps: Pps,
     pub preliminary_max_late_ns: u64,
     /// Of `preliminary_sent`: frames the DUT's port refused (its receive ring full), each a
     /// connection the DUT lost at its ingress (engine::nat::PhaseTx::refused_by_peer).
@@ -25,7 +26,7 @@ pub struct ConnPhases {
     pub translated: u64,
     pub learned_duplicates: u64,
     pub validation_sent: u64,
-    pub validation_pps: f64,
+    pub validation_pps: Pps,
     pub validation_max_late_ns: u64,
     /// Connections whose reply came back on their own tuple.
     pub validated: u64,

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 use wire::encap::{EncapSpec, IpVersion};
 use wire::linerate::FrameSize;
-use wire::units::BitsPerSec;
+use wire::units::{BitsPerSec, Pps};
 
 use crate::iperf3::wire_count::WireCount;
 use crate::line_rate::LineRate;
@@ -22,7 +22,7 @@ use crate::plan::{Case, Plan};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunFacts {
     /// The reference link speed (`Plan::speed`), bits/s.
-    pub speed_bps: f64,
+    pub speed_bps: BitsPerSec,
     /// Repetitions per case.
     pub repetitions: u32,
     /// DUT profiles in plan order (the first is the findings' baseline).
@@ -46,7 +46,7 @@ impl RunFacts {
     /// The facts of `plan`, whose expanded cases are `cases`.
     pub fn of(plan: &Plan, cases: &[Case]) -> RunFacts {
         RunFacts {
-            speed_bps: plan.speed().0,
+            speed_bps: plan.speed(),
             repetitions: plan.run.repetitions,
             profiles: plan.dut.profiles.iter().map(|p| p.name.clone()).collect(),
             description: plan.description.clone(),
@@ -67,7 +67,7 @@ pub struct UdpFacts {
     /// The 100 % every load of the trial is a fraction of, per direction.
     pub line: LineRate,
     /// The rate the tester offered, frames/s per direction (`Outcome::offered` × `line.pps`).
-    pub offered_pps: f64,
+    pub offered_pps: Pps,
 }
 
 impl UdpFacts {
@@ -80,7 +80,7 @@ impl UdpFacts {
         Some(UdpFacts {
             frame,
             encap,
-            offered_pps: offered * line.pps,
+            offered_pps: line.pps * offered,
             line,
         })
     }
@@ -104,7 +104,7 @@ pub struct TcpFacts {
     /// assumed, payload = MSS − 12).
     pub frame_len: f64,
     /// Line rate of that frame, frames/s per direction, at the reference link speed.
-    pub line_pps: f64,
+    pub line_pps: Pps,
 }
 
 impl TcpFacts {
@@ -126,12 +126,12 @@ impl TcpFacts {
         TcpFacts {
             directions,
             frame_len,
-            line_pps: wire::linerate::max_frame_rate(speed, frame_len as usize).0,
+            line_pps: wire::linerate::max_frame_rate(speed, frame_len as usize),
         }
     }
 
     /// The 100 % of all directions, frames/s.
-    pub fn max_pps(&self) -> f64 {
+    pub fn max_pps(&self) -> Pps {
         self.line_pps * f64::from(self.directions.max(1))
     }
 }

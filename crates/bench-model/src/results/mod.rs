@@ -16,6 +16,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use wire::units::{BitsPerSec, Pps};
 
 use crate::plan::Methodology;
 use crate::search::{ConnOutcome, ConnTrial, Outcome, SearchResult, TrialRequest};
@@ -218,7 +219,7 @@ pub struct DirectionFacts {
     /// direction's line rate on the case's path.
     pub offered: f64,
     /// Received frames/s over the sending interval (`engine::trial::StreamResult::rx_pps`).
-    pub rx_pps: f64,
+    pub rx_pps: Pps,
 }
 
 impl Eq for DirectionFacts {}
@@ -316,18 +317,18 @@ pub struct MethodologyDone {
     /// into rates with it instead of redoing the path arithmetic (#18 item 3); absent in runs
     /// recorded before 3fcea2d and for methodologies without a load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub line_pps: Option<f64>,
+    pub line_pps: Option<Pps>,
 }
 
 /// What an iperf3 trial measured, converted for a router test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TcpFigures {
     /// L4 throughput iperf3 reported as received (sum over directions for `--bidir`).
-    pub l4_bps: f64,
+    pub l4_bps: BitsPerSec,
     /// The same at L2 (Ethernet frames with FCS) and L1 (+20 B per frame).
-    pub l2_bps: f64,
+    pub l2_bps: BitsPerSec,
     /// See `l2_bps`.
-    pub l1_bps: f64,
+    pub l1_bps: BitsPerSec,
     /// The MSS used for the conversion.
     pub mss: u32,
     /// Retransmits (sender side).
@@ -358,9 +359,9 @@ pub struct TcpFigures {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CeilingCheck {
     /// The tester's ceiling for this frame size and IP version, frames/s.
-    pub ceiling_pps: f64,
+    pub ceiling_pps: Pps,
     /// The result (goal 0), frames/s.
-    pub result_pps: f64,
+    pub result_pps: Pps,
     /// True when the result is within 10 % of the ceiling: a tester figure, not a DUT figure.
     pub tester_limited: bool,
 }

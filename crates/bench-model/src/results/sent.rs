@@ -7,6 +7,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 use wire::encap::EncapSpec;
+use wire::units::Pps;
 
 /// One engine stream of a UDP trial as it was configured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,9 +31,9 @@ pub struct SentStream {
     pub src_port: u16,
     pub dst_port: u16,
     /// 100 % of this stream: the path-aware line rate of its size, frames/s.
-    pub max_pps: f64,
+    pub max_pps: Pps,
     /// The rate it was asked to send at, frames/s.
-    pub pps: f64,
+    pub pps: Pps,
     /// Exactly this many frames, or for this long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frames: Option<u64>,

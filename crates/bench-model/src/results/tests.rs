@@ -310,14 +310,14 @@ fn conn_trial(index: u32, n: u64, learned: u64, superseded: bool) -> Record {
         tester_limited: superseded,
         phases: ConnPhases {
             preliminary_sent: n,
-            preliminary_pps: 5000.0,
+            preliminary_pps: wire::units::Pps(5000.0),
             preliminary_max_late_ns: 0,
             preliminary_refused_by_dut: 0,
             learned,
             translated: learned,
             learned_duplicates: 0,
             validation_sent: learned,
-            validation_pps: 5000.0,
+            validation_pps: wire::units::Pps(5000.0),
             validation_max_late_ns: 0,
             validated: learned,
             misdirected: 0,
@@ -378,10 +378,10 @@ fn udp_facts_name_the_path_and_survive_a_round_trip() {
     assert_eq!(f.frame_bytes(), Some(128));
     assert!(f.encap.pppoe, "{:?}", f.encap);
     // 1e9 / ((128 + 8 + 20) × 8) on the PPPoE link.
-    assert_eq!(f.line.pps.round(), (1e9f64 / (156.0 * 8.0)).round());
+    assert_eq!(f.line.pps.0.round(), (1e9f64 / (156.0 * 8.0)).round());
     assert_ne!(f.line.bottleneck, "link");
-    assert_eq!(f.line.pps, plan.line_pps(case).0);
-    assert_eq!(f.offered_pps, 0.5 * f.line.pps);
+    assert_eq!(f.line.pps, plan.line_pps(case));
+    assert_eq!(f.offered_pps, f.line.pps * 0.5);
     let json = serde_json::to_string(&f).unwrap();
     assert!(
         json.contains("\"frame\":{\"kind\":\"fixed\",\"bytes\":128}"),

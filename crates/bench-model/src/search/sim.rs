@@ -14,7 +14,7 @@
 //! forwarding rate at an overload says little about where the loss starts, which is the case
 //! that guesses from forwarding rates get wrong.
 
-use wire::units::Nanos;
+use wire::units::{Nanos, Pps};
 
 use super::{LatencySummary, LineFraction, Outcome, Percentiles, TrialRequest};
 
@@ -315,13 +315,13 @@ impl SimStatefulDut {
                     }
                 };
                 o.load = Some(LoadOutcome {
-                    intended_pps: asked,
+                    intended_pps: Pps(asked),
                     forward_sent: sent,
                     forward_received: received(sent),
-                    forward_pps: pps,
+                    forward_pps: Pps(pps),
                     reverse_sent: sent,
                     reverse_received: received(sent),
-                    reverse_pps: pps,
+                    reverse_pps: Pps(pps),
                     dut_entries: Some(present),
                     misdirected: 0,
                     tester_drops: 0,

@@ -136,7 +136,7 @@ pub(super) fn run_conn(
                 ),
                 Some(l) if l.is_tester_limited(plan.run.tester_tolerance) => format!(
                     "the tester offered {:.0} and {:.0} frames/s of {:.0} each way, its receive rings dropped {}",
-                    l.forward_pps, l.reverse_pps, l.intended_pps, l.tester_drops
+                    l.forward_pps.0, l.reverse_pps.0, l.intended_pps.0, l.tester_drops
                 ),
                 _ => format!(
                     "the tester offered {:.0}/s of {:.0}/s",
@@ -182,7 +182,7 @@ pub(super) fn run_conn(
         if let Some(l) = outcome.load {
             ctx.note(format!(
                 "  load {:.0} frames/s each way: A→B {} of {}, B→A {} of {}{}{}{}{}",
-                l.intended_pps,
+                l.intended_pps.0,
                 l.forward_received,
                 l.forward_sent,
                 l.reverse_received,

@@ -204,8 +204,8 @@ pub(super) fn run_methodology(
             let pps = t.to_pps(plan.line_pps(case)).0;
             cal.ceiling_pps(case.dims.ip, frame_size)
                 .map(|c| CeilingCheck {
-                    ceiling_pps: c,
-                    result_pps: pps,
+                    ceiling_pps: wire::units::Pps(c),
+                    result_pps: wire::units::Pps(pps),
                     tester_limited: cal
                         .is_tester_limited(case.dims.ip, frame_size, pps)
                         .unwrap_or(false),
@@ -224,7 +224,7 @@ pub(super) fn run_methodology(
         line_pps: case
             .frame()
             .filter(|_| m != Methodology::MtuProbe)
-            .map(|_| plan.line_pps(case).0),
+            .map(|_| plan.line_pps(case)),
     };
     ctx.append(&Record::Done(d.clone()))?;
     ctx.done_results.insert((case.id.clone(), rep, m), result);

@@ -552,7 +552,7 @@ fn ceiling_of(dir: &Path) -> Option<(f64, f64, bool)> {
     records(dir).into_iter().find_map(|r| match r {
         Record::Done(d) => d
             .ceiling
-            .map(|c| (c.result_pps, c.ceiling_pps, c.tester_limited)),
+            .map(|c| (c.result_pps.0, c.ceiling_pps.0, c.tester_limited)),
         _ => None,
     })
 }
@@ -616,21 +616,21 @@ fn records_carry_frame_size_encapsulation_line_rate_and_offered_rate() {
     let (_, info, _) = RunDir::resume(dir.path()).unwrap();
     let facts = info.facts.expect("run.json carries the run's facts");
     assert_eq!(facts.cases, cases);
-    assert_eq!(facts.speed_bps, 1e9);
+    assert_eq!(facts.speed_bps.0, 1e9);
     assert_eq!(facts.repetitions, 1);
     assert_eq!(facts.profiles, ["forward"]);
     let trials = trial_records(dir.path());
     assert!(trials.len() >= 4, "a search of several trials");
     let line = plan.line_rate(&cases[0]);
     // 1e9 / ((128 + 20) × 8).
-    assert_eq!(line.pps.round(), (1e9f64 / (148.0 * 8.0)).round());
+    assert_eq!(line.pps.0.round(), (1e9f64 / (148.0 * 8.0)).round());
     for t in &trials {
         let f = t.udp.as_ref().expect("a UDP trial carries its facts");
         assert_eq!(f.frame, wire::linerate::FrameSize::Fixed { bytes: 128 });
         assert_eq!(f.frame_bytes(), Some(128));
         assert_eq!(f.encap, wire::encap::EncapSpec::plain(IpVersion::V4));
         assert_eq!(f.line, line);
-        assert_eq!(f.offered_pps, t.outcome.offered.0 * line.pps);
+        assert_eq!(f.offered_pps, line.pps * t.outcome.offered.0);
     }
     // The 100 % of the search is the one its trials recorded.
     let done = records(dir.path()).into_iter().find_map(|r| match r {

@@ -82,7 +82,7 @@ pub(super) fn run_iperf3(
         std::fs::write(&path, serde_json::to_vec_pretty(&raw).unwrap_or_default())
             .map_err(|e| failed(format!("{}: {e}", path.display())))?;
         let speed: BitsPerSec = ctx.plan.speed();
-        let load = LineFraction(tcp.l1_bps / speed.0);
+        let load = LineFraction(tcp.l1_bps.0 / speed.0);
         let rec = TrialRecord {
             key,
             request: TrialRequest::rate(load, ctx.plan.methodology.iperf3_duration),

@@ -41,8 +41,8 @@ pub fn sent_stream(
         dst: frame.dst_ip,
         src_port: frame.src_port,
         dst_port: frame.dst_port,
-        max_pps: max.0,
-        pps: config.pps(),
+        max_pps: max,
+        pps: Pps(config.pps()),
         frames,
         duration_ns,
         flows: [
@@ -142,8 +142,8 @@ pub fn differences(x: &Built, y: &Built, rel: f64) -> Vec<String> {
     diff(&mut out, "records".into(), &x.sent.len(), &y.sent.len());
     for (a, b) in x.sent.iter().zip(&y.sent) {
         let rates = |s: &SentStream| SentStream {
-            pps: 0.0,
-            max_pps: 0.0,
+            pps: Pps(0.0),
+            max_pps: Pps(0.0),
             ..s.clone()
         };
         diff(
@@ -152,10 +152,10 @@ pub fn differences(x: &Built, y: &Built, rel: f64) -> Vec<String> {
             &rates(a),
             &rates(b),
         );
-        if !close(a.pps, b.pps) || !close(a.max_pps, b.max_pps) {
+        if !close(a.pps.0, b.pps.0) || !close(a.max_pps.0, b.max_pps.0) {
             out.push(format!(
                 "record of stream {}: rate {} of {} ≠ {} of {} frames/s",
-                a.stream_id, a.pps, a.max_pps, b.pps, b.max_pps
+                a.stream_id, a.pps.0, a.max_pps.0, b.pps.0, b.max_pps.0
             ));
         }
     }

@@ -109,13 +109,13 @@ impl Testbed {
             _ => None,
         };
         let load = r.load.as_ref().map(|l| LoadOutcome {
-            intended_pps: l.forward.intended_pps,
+            intended_pps: wire::units::Pps(l.forward.intended_pps),
             forward_sent: l.forward.sent,
             forward_received: l.forward_received,
-            forward_pps: l.forward.achieved_pps,
+            forward_pps: wire::units::Pps(l.forward.achieved_pps),
             reverse_sent: l.reverse.sent,
             reverse_received: l.reverse_received,
-            reverse_pps: l.reverse.achieved_pps,
+            reverse_pps: wire::units::Pps(l.reverse.achieved_pps),
             dut_entries: end.map(|e| e.entries),
             misdirected: l.forward_misdirected + l.reverse_misdirected,
             tester_drops: l.rx_ring_drops,
@@ -160,14 +160,14 @@ impl Testbed {
         };
         let phases = ConnPhases {
             preliminary_sent: r.preliminary.sent,
-            preliminary_pps: r.preliminary.achieved_pps,
+            preliminary_pps: wire::units::Pps(r.preliminary.achieved_pps),
             preliminary_max_late_ns: r.preliminary.max_late_ns,
             preliminary_refused_by_dut: r.preliminary.refused_by_peer,
             learned: r.learned,
             translated: r.translated,
             learned_duplicates: r.learned_duplicates,
             validation_sent: r.validation.sent,
-            validation_pps: r.validation.achieved_pps,
+            validation_pps: wire::units::Pps(r.validation.achieved_pps),
             validation_max_late_ns: r.validation.max_late_ns,
             validated: r.validated,
             misdirected: r.misdirected,

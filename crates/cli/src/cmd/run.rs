@@ -207,8 +207,8 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
             if let Some(t) = &r.tcp {
                 outln!(
                     "  [{index}/{n}] iperf3: {}b/s L4, {}b/s L2, retransmits {}, SYN MSS at far port {:?}  ETA {}",
-                    si(t.l4_bps),
-                    si(t.l2_bps),
+                    si(t.l4_bps.0),
+                    si(t.l2_bps.0),
                     t.retransmits.map_or("-".into(), |x| x.to_string()),
                     t.syn_mss,
                     hms(eta)
@@ -275,7 +275,7 @@ fn print_event(plan: &Plan, cases: &BTreeMap<String, Case>, e: Event<'_>) {
                             match d.ceiling {
                                 Some(c) if c.tester_limited => format!(
                                     "  TESTER-LIMITED: within 10 % of the tester's ceiling ({}pps)",
-                                    si(c.ceiling_pps)
+                                    si(c.ceiling_pps.0)
                                 ),
                                 _ => String::new(),
                             }

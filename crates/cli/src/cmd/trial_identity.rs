@@ -203,7 +203,7 @@ fn a_far_link_encapsulation_is_one_trial() {
     );
     assert_identical(&t, &p, 0.0);
     // 30 % of the tagged frame's line rate, the frames plain as sent.
-    assert_eq!(t.sent[0].max_pps, 1e9 / ((132.0 + 20.0) * 8.0));
+    assert_eq!(t.sent[0].max_pps.0, 1e9 / ((132.0 + 20.0) * 8.0));
     assert_eq!(t.sent[0].lengths, vec![128]);
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use bench_model::plan::Methodology;
 use bench_model::results::LineRate;
 use bench_model::search::{Finding, Status};
-use wire::units::BitsPerSec;
+use wire::units::{BitsPerSec, Pps};
 
 use super::dims::CaseDims;
 use super::index::Index;
@@ -20,7 +20,7 @@ pub(crate) struct Curves {
 
 /// The loss curves, latency and back-to-back rows of the run; `rows` are the throughput rows
 /// (a back-to-back row's corrected buffer time needs the case's throughput).
-pub(crate) fn of(index: &Index, dims: &mut CaseDims, rows: &[Row], speed: f64) -> Curves {
+pub(crate) fn of(index: &Index, dims: &mut CaseDims, rows: &[Row], speed: BitsPerSec) -> Curves {
     let mut loss_curves = Vec::new();
     let mut latency = Vec::new();
     let mut curve_acc: BTreeMap<String, BTreeMap<i64, Vec<f64>>> = BTreeMap::new();
@@ -105,9 +105,9 @@ pub(crate) fn of(index: &Index, dims: &mut CaseDims, rows: &[Row], speed: f64) -
             None => dims
                 .frame()
                 .filter(|f| f.fixed().is_some())
-                .and_then(|f| LineRate::on_path(BitsPerSec(speed), dims.encap, &f)),
+                .and_then(|f| LineRate::on_path(speed, dims.encap, &f)),
         };
-        let Some(max_pps) = line.map(|l| l.pps) else {
+        let Some(max_pps) = line.map(|l| l.pps.0) else {
             continue;
         };
         // The same case's throughput: RFC 2544 first, else multi-goal's first goal (the
@@ -126,8 +126,8 @@ pub(crate) fn of(index: &Index, dims: &mut CaseDims, rows: &[Row], speed: f64) -
             dims,
             repetitions: means.len(),
             mean_frames,
-            max_pps,
-            throughput_pps,
+            max_pps: Pps(max_pps),
+            throughput_pps: throughput_pps.map(Pps),
             implied_buffer_ms: bt.implied_secs * 1e3,
             corrected_buffer_ms: bt.corrected_secs.as_ref().ok().map(|s| s * 1e3),
             corrected_refused: bt.corrected_secs.err().map(|why| why.to_string()),

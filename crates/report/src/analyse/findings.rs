@@ -34,7 +34,7 @@ pub(crate) fn compare_rows(x: &Row, y: &Row) -> Option<Comparison> {
     if !(a.is_finite() && b.is_finite() && b > 0.0) {
         return None;
     }
-    let (na, nb) = (x.noise_pps, y.noise_pps);
+    let (na, nb) = (x.noise_pps.0, y.noise_pps.0);
     let measured = x.noise_basis != NoiseBasis::None
         && y.noise_basis != NoiseBasis::None
         && na.is_finite()
@@ -426,10 +426,10 @@ mod tests {
             pps: Some(Pps(pps)),
             l2_bps: Some(BitsPerSec(pps * 128.0 * 8.0)),
             l4_bps: None,
-            rep_pps: vec![pps, pps],
-            noise_pps: 1_000.0,
+            rep_pps: vec![Pps(pps), Pps(pps)],
+            noise_pps: Pps(1_000.0),
             noise_basis: NoiseBasis::Repetitions,
-            resolution_pps: 0.0,
+            resolution_pps: Pps(0.0),
             max_pps: Pps(844_594.0),
             max_l2_bps: BitsPerSec(1e9),
             bottleneck: "link".into(),

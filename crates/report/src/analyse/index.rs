@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use bench_model::plan::Methodology;
 use bench_model::results::{ConnDone, ConnTrialRecord, Record, TrialRecord, UdpFacts};
 use bench_model::search::SearchResult;
+use wire::units::Pps;
 
 /// (case, repetition, methodology): one search.
 pub(crate) type SearchKey = (String, u32, Methodology);
@@ -18,11 +19,11 @@ pub(crate) struct Index<'a> {
     /// and the connection methodologies).
     pub done: BTreeMap<SearchKey, Option<&'a SearchResult>>,
     /// Results the runner found within 10 % of the tester's calibrated ceiling: (case, m) → pps.
-    pub ceiling: BTreeMap<(String, Methodology), f64>,
+    pub ceiling: BTreeMap<(String, Methodology), Pps>,
     /// The 100 % per direction each search's loads were fractions of, as the runner recorded it in
     /// its `done` record (runs recorded from 3fcea2d to eb18b68; read by
     /// [`crate::compat::udp_line`]).
-    pub line_pps: BTreeMap<(String, Methodology), f64>,
+    pub line_pps: BTreeMap<(String, Methodology), Pps>,
     /// The typed facts of each UDP case's trials (frames, path, 100 %), by case id.
     pub udp_facts: BTreeMap<String, &'a UdpFacts>,
     /// Trials recorded as superseded.
@@ -62,7 +63,7 @@ impl<'a> Index<'a> {
                     .or_default()
                     .push(t),
                 Record::Done(d) => {
-                    if let Some(p) = d.line_pps.filter(|p| p.is_finite() && *p > 0.0) {
+                    if let Some(p) = d.line_pps.filter(|p| p.0.is_finite() && p.0 > 0.0) {
                         line_pps.insert((d.case_id.clone(), d.methodology), p);
                     }
                     if let Some(c) = d.ceiling.filter(|c| c.tester_limited) {

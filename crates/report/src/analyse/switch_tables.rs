@@ -9,7 +9,7 @@ use crate::model::{Dims, Row, SwitchCell, SwitchRow, SwitchTable};
 pub(crate) fn switch_tables(rows: &[Row], profiles: &[String]) -> Vec<SwitchTable> {
     let cell = |r: &Row| SwitchCell {
         case_id: r.case_id.clone(),
-        l2_bps: r.l2_bps.map(|b| b.0),
+        l2_bps: r.l2_bps,
         percent: r.percent,
         dut_cpu_percent: r.dut_cpu_percent,
         dut_power_watts: r.dut_power_watts,

@@ -20,7 +20,7 @@ pub(crate) fn row(
     m: Methodology,
     dims: Dims,
     samples: CaseSamples,
-    speed: f64,
+    speed: BitsPerSec,
     reps: u32,
     notes: &mut Vec<String>,
 ) -> Option<Row> {
@@ -59,7 +59,7 @@ pub(crate) fn row(
         let rates = iperf3::tcp_rates(l4, mss, dims.ip, true);
         frame_len = facts.frame_len;
         directions = facts.directions;
-        max_pps = facts.max_pps();
+        max_pps = facts.max_pps().0;
         // What a tester port's counters saw, where the runner read them: iperf3's own
         // figure can exceed what the link carried (bench_model::iperf3::wire_count).
         let wire = t
@@ -80,7 +80,7 @@ pub(crate) fn row(
         if let Some(s) = t.iperf3.as_ref().and_then(iperf3_interval_spread) {
             rep_spread.push(s);
         }
-        rep_l2.push(t.tcp.as_ref().map_or(rates.l2.0, |f| f.l2_bps));
+        rep_l2.push(t.tcp.as_ref().map_or(rates.l2.0, |f| f.l2_bps.0));
         rep_l4.push(l4.0);
     }
     if rep_pps.is_empty() {
@@ -106,10 +106,10 @@ pub(crate) fn row(
         pps: pps.map(Pps),
         l2_bps: mean(&rep_l2).map(BitsPerSec),
         l4_bps: mean(&rep_l4).map(BitsPerSec),
-        noise_pps,
+        noise_pps: Pps(noise_pps),
         noise_basis,
-        resolution_pps: 0.0,
-        rep_pps,
+        resolution_pps: Pps(0.0),
+        rep_pps: rep_pps.into_iter().map(Pps).collect(),
         max_pps: Pps(max_pps),
         max_l2_bps: BitsPerSec(max_pps * frame_len * 8.0),
         bottleneck: "link".into(),

@@ -27,16 +27,16 @@ pub(crate) struct Records<'a> {
     pub done: &'a BTreeMap<SearchKey, Option<&'a SearchResult>>,
     /// Results the runner found within 10 % of the tester's calibrated ceiling: pps per
     /// direction.
-    pub ceiling: &'a BTreeMap<(String, Methodology), f64>,
+    pub ceiling: &'a BTreeMap<(String, Methodology), Pps>,
     /// What each case's trials recorded about their frames and path, with the 100 % their
     /// loads are fractions of (absent in runs recorded before eb18b68).
     pub udp_facts: &'a BTreeMap<String, &'a UdpFacts>,
     /// For runs without those facts ([`crate::compat::udp_line`]): the 100 % per direction
     /// each search's loads were fractions of, as the runner recorded it in its `done` record
     /// (`MethodologyDone::line_pps`, runs from 3fcea2d to eb18b68), and the reference link speed.
-    pub line_pps: &'a BTreeMap<(String, Methodology), f64>,
+    pub line_pps: &'a BTreeMap<(String, Methodology), Pps>,
     /// See `line_pps`.
-    pub speed: f64,
+    pub speed: BitsPerSec,
     /// Repetitions planned.
     pub reps: u32,
 }
@@ -94,8 +94,8 @@ pub(crate) fn rows(
     };
     let (max_pps, max_l2) = line.times(if dims.bidirectional { 2 } else { 1 });
     let limits = Limits {
-        max_pps,
-        max_l2,
+        max_pps: max_pps.0,
+        max_l2: max_l2.0,
         bottleneck: line.bottleneck,
         encap: facts.map_or(dims.encap, |f| f.encap),
     };
@@ -297,7 +297,7 @@ fn figure<'a>(
     if f.limited.is_none() {
         if let Some(p) = rec.ceiling.get(&(case_id.to_string(), m)) {
             // The calibrated ceiling is per direction.
-            f.limited = Some(100.0 * p * directions / max_pps);
+            f.limited = Some(100.0 * p.0 * directions / max_pps);
         }
     }
     (f.noise_pps, f.noise_basis) = match (f.rep_pps.len(), single_bracket) {
@@ -391,10 +391,10 @@ fn row(
         pps: dut(pps).map(Pps),
         l2_bps: dut(pps.map(|p| p * frame_len * 8.0)).map(BitsPerSec),
         l4_bps: None,
-        noise_pps: f.noise_pps,
+        noise_pps: Pps(f.noise_pps),
         noise_basis: f.noise_basis,
-        resolution_pps: f.resolution_pps,
-        rep_pps: f.rep_pps,
+        resolution_pps: Pps(f.resolution_pps),
+        rep_pps: f.rep_pps.into_iter().map(Pps).collect(),
         max_pps: Pps(limits.max_pps),
         max_l2_bps: BitsPerSec(limits.max_l2),
         bottleneck: limits.bottleneck.clone(),
@@ -410,7 +410,7 @@ fn row(
         trial_frames_lost: accounted.0,
         dut_ingress_drops: accounted.1,
         trial_frames_invalid: (!invalid.is_zero()).then(|| invalid.total()),
-        conditional_pps: dut(mean(&f.conditional)),
+        conditional_pps: dut(mean(&f.conditional)).map(Pps),
         irregular_repetitions: f.irregular,
         above_line: None,
     }

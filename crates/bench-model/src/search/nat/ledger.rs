@@ -44,8 +44,8 @@ impl ConnLedger {
             (Some(_), Some(o)) if !self.limits_per_trial && o.is_tester_limited(self.tolerance) => {
                 self.limited = Some(match o.load {
                     Some(l) if l.is_tester_limited(self.tolerance) => (
-                        ConnRate(l.intended_pps),
-                        ConnRate(l.forward_pps.min(l.reverse_pps)),
+                        ConnRate(l.intended_pps.0),
+                        ConnRate(l.forward_pps.0.min(l.reverse_pps.0)),
                     ),
                     _ => (o.intended_rate, o.offered_rate),
                 });

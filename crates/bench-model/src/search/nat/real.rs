@@ -392,7 +392,7 @@ impl NatThroughputSearch {
                     let achieved = if l.tester_drops > 0 {
                         0.0
                     } else {
-                        l.forward_pps.min(l.reverse_pps)
+                        l.forward_pps.0.min(l.reverse_pps.0)
                     };
                     self.ceiling = Some(TesterShort::Load {
                         intended: pps,

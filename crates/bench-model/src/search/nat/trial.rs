@@ -5,6 +5,7 @@ use core::fmt;
 use core::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use wire::units::Pps;
 
 use super::{check, InvalidConfig};
 
@@ -237,15 +238,15 @@ impl fmt::Display for LoadPriority {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct LoadOutcome {
     /// The rate asked for, each direction (frames/s).
-    pub intended_pps: f64,
+    pub intended_pps: Pps,
     /// Initiator → responder, on the opened tuples.
     pub forward_sent: u64,
     pub forward_received: u64,
-    pub forward_pps: f64,
+    pub forward_pps: Pps,
     /// Responder → initiator, on the learned (translated) tuples.
     pub reverse_sent: u64,
     pub reverse_received: u64,
-    pub reverse_pps: f64,
+    pub reverse_pps: Pps,
     /// The DUT's table entries right after the load (the lab DUT's own count), when known:
     /// the N connections must still be there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
