@@ -148,6 +148,10 @@ def trivial_prog():
     return fd
 
 
+def load():
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def summary(ns):
     ns = sorted(ns)
     n = len(ns)
@@ -179,7 +183,7 @@ def main():
             procs[-1].timed = (label or binary, pid_, fd, dst, port, [])
         os.sched_setaffinity(0, {a.cpu})
         harness = (trivial_prog(), [])
-        print(f"{time.strftime('%F %T')} load {os.getloadavg()}; CPU {a.cpu}; "
+        print(f"{time.strftime('%F %T')} load {load()}; CPU {a.cpu}; "
               f"{a.frames} frames per build from sequence number {a.start}")
         for k in range(0, a.frames, a.chunk):
             for p in procs:
@@ -196,7 +200,7 @@ def main():
             label, pid_, _, _, _, ns = p.timed
             print(f"  {label} (program {pid_}): {summary(ns)}")
         print(f"  harness (2-instruction program): {summary(harness[1])}")
-        print(f"  load {os.getloadavg()}")
+        print(f"  load {load()}")
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
