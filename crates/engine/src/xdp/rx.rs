@@ -488,9 +488,19 @@ impl Drop for XdpReceiver {
     }
 }
 
+/// Receiver objects this process has loaded (each one is reused, so a run of many trials
+/// loads about as many as it attaches receivers at once).
+static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times this process has loaded `rx.bpf.o` (tests, diagnostics).
+pub fn loads() -> u64 {
+    LOADS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Loads `rx.bpf.o` with its per-stream maps sized for `capacity` stream slots, and its
 /// program into the kernel (the verifier), not attached.
 fn load(capacity: u32) -> Result<Ebpf> {
+    LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let n = capacity;
     let mut bpf = EbpfLoader::new()
         .set_max_entries("wr_rx_ctr", n)

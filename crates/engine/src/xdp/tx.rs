@@ -419,9 +419,18 @@ pub(crate) fn open_with_conns(
     Ok(sender)
 }
 
+/// Sender objects this process has loaded.
+static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times this process has loaded `tx.bpf.o` for a sender (tests, diagnostics).
+pub fn loads() -> u64 {
+    LOADS.load(Ordering::Relaxed)
+}
+
 /// Loads `tx.bpf.o` with `conn_slots` connection entries: `wr_tx` through the verifier and into
 /// the dispatcher, the two tracepoint programs loaded and attached (counting no thread yet).
 fn load(conn_slots: u32) -> Result<LoadedTx> {
+    LOADS.fetch_add(1, Ordering::Relaxed);
     let mut bpf = aya::EbpfLoader::new()
         .set_max_entries("conns", conn_slots)
         .load(super::objects::TX)
