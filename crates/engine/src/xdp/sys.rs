@@ -389,7 +389,7 @@ mod tests {
         );
         assert_eq!(std::mem::size_of::<Conn>(), 12);
         assert_eq!(std::mem::size_of::<RxCfg>(), 16);
-        assert_eq!(std::mem::size_of::<BatchAttr>(), 48);
+        assert_eq!(std::mem::size_of::<BatchAttr>(), 8 * 4 + 4 * 2 + 8 * 2);
         assert_eq!(std::mem::size_of::<LearnSlot>(), 16);
         assert_eq!(std::mem::size_of::<LearnTotals>(), 32);
         assert_eq!(std::mem::size_of::<StreamState>(), 40);
