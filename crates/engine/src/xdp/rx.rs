@@ -35,8 +35,8 @@
 //!
 //! **Loaded once** (issue 36): loading `rx.bpf.o` (aya's BTF parse and the verifier) took
 //! about a quarter of a second, once per trial. A dropped receiver detaches its program and
-//! gives the loaded object to [`super::cache`]; the next receiver whose streams fit the same
-//! slot capacity ([`slot_capacity`]) takes it instead of loading. Before it attaches, it
+//! gives the loaded object to `xdp::cache`; the next receiver whose streams fit the same
+//! slot capacity (`slot_capacity`) takes it instead of loading. Before it attaches, it
 //! resets what it will read: the slots map of the previous receiver's streams, and the
 //! counters, histograms, sequence state and duplicate window of the slots it will use (one
 //! `BPF_MAP_UPDATE_BATCH` call per map), the port counters, and the trial's own values in
@@ -55,7 +55,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::os::fd::{AsFd, BorrowedFd};
 
-/// Streams one XDP receiver can count (the maps are sized to [`slot_capacity`] of the streams
+/// Streams one XDP receiver can count (the maps are sized to `slot_capacity` of the streams
 /// actually expected).
 pub const MAX_STREAMS: usize = 64;
 /// The fewest stream slots a receiver is loaded with: trials of 1 to 4 streams share one

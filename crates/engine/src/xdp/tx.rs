@@ -41,11 +41,11 @@
 //! **Not supported** (refused with an error, never ignored): frames above
 //! [`MAX_FRAME_LEN`] bytes (live mode takes one page per frame: no jumbo frames), more than
 //! 254 frame sizes per port. The `BPF_PROG_RUN` program is never attached to a port's
-//! interface (only to a private namespace's loopback, see [`keep_in_dispatcher`]).
+//! interface (only to a private namespace's loopback, see `keep_in_dispatcher`).
 //!
 //! **Loaded once** (issue 36): loading `tx.bpf.o` (aya's BTF parse, the verifier, the
 //! dispatcher attachment, two tracepoints) cost 0.05–0.2 s per trial. A dropped sender gives
-//! its loaded object, still in the dispatcher and on the tracepoints, to [`super::cache`]; the
+//! its loaded object, still in the dispatcher and on the tracepoints, to `xdp::cache`; the
 //! next [`open`] with the same connection-table size takes it. It first points the tracepoint
 //! programs at its own thread (`ctl`), then zeroes every other map — recipes, their states,
 //! headers, stream states (the next frame index: sequence numbers start at 0 again),
