@@ -156,7 +156,8 @@ struct {
 	__uint(max_entries, 65536);
 } wr_rx_slots SEC(".maps");
 
-/* The max_entries below are defaults; user space sizes the per-stream maps to its streams. */
+/* The max_entries below are defaults; user space sizes the per-stream maps to a capacity class
+ * of its streams (xdp/rx.rs, slot_capacity) and resets the slots a trial uses before it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
@@ -225,11 +226,36 @@ struct {
 	__uint(max_entries, MAX_STREAMS);
 } wr_rx_expect SEC(".maps");
 
-/* Set by user space at load time: pass test frames on instead of dropping them. */
-volatile const __u32 wr_pass_ours = 0;
-/* Set by user space at load time: CLOCK_MONOTONIC when the receiver was attached (before any
- * frame of the trial was sent); earlier send timestamps are forged. */
-volatile const __u64 wr_not_before = 0;
+/* What one trial tells the receiver, written by user space before each attach (the program is
+ * loaded once and reused by trial after trial: xdp/rx.rs, "Loaded once"). Mirrored in xdp/rx.rs
+ * (RxCfg). */
+struct rx_cfg {
+	__u64 not_before; /* CLOCK_MONOTONIC when the receiver was attached (before any frame of
+			   * the trial was sent); earlier send timestamps are forged. 0: none */
+	__u32 pass_ours;  /* pass test frames on instead of dropping them */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct rx_cfg);
+	__uint(max_entries, 1);
+} wr_rx_cfg SEC(".maps");
+
+static __always_inline __u64 cfg_not_before(void)
+{
+	__u32 k = 0;
+	struct rx_cfg *c = bpf_map_lookup_elem(&wr_rx_cfg, &k);
+	return c ? c->not_before : 0;
+}
+
+static __always_inline int cfg_pass_ours(void)
+{
+	__u32 k = 0;
+	struct rx_cfg *c = bpf_map_lookup_elem(&wr_rx_cfg, &k);
+	return c && c->pass_ours != 0;
+}
 #define FUTURE_TOLERANCE_NS 100000000ULL /* engine::validate::FUTURE_TOLERANCE_NS */
 
 #define ETH_VLAN 0x8100
@@ -635,8 +661,9 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		c->v[C_INV_SEQUENCE]++;
 		return;
 	}
+	__u64 not_before = cfg_not_before();
 	if (tx_ns > rx_ns + FUTURE_TOLERANCE_NS ||
-	    (wr_not_before > FUTURE_TOLERANCE_NS && tx_ns < wr_not_before - FUTURE_TOLERANCE_NS)) {
+	    (not_before > FUTURE_TOLERANCE_NS && tx_ns < not_before - FUTURE_TOLERANCE_NS)) {
 		c->v[C_INV_TIMESTAMP]++;
 		return;
 	}
@@ -1107,7 +1134,7 @@ SEC("xdp")
 int wr_rx(struct xdp_md *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
-	int pass = wr_pass_ours != 0;
+	int pass = cfg_pass_ours();
 	if (fast_ipv4(ctx, now))
 		return pass ? XDP_PASS : XDP_DROP;
 	struct pkt p;

@@ -36,10 +36,13 @@ pub struct Startup {
     pub lab: f64,
     /// Loading one lab profile (one `nft -f`; 10,000 rules take 0.3–0.6 s).
     pub profile: f64,
-    /// Per engine trial: programs loaded, next hop resolved, the 100 ms drain, DUT counters read.
-    /// The demo on a fresh clone of 2ddc443 (2026-11-26, load ~1): 0.64 s between the ends of
-    /// consecutive trials of a case beyond the trial's own duration, median of 271, of which
-    /// 0.1 s is the plan's settle: 0.54 s.
+    /// Per engine trial: receivers attached, next hop resolved, the 100 ms drain, maps and DUT
+    /// counters read (the XDP programs are loaded once per process since issue 36).
+    /// `scripts/dev/fixed-cost-check.toml` on 2026-11-29 (a9024d9, load 4–6): 0.41–0.42 s
+    /// between the ends of consecutive trials of a case beyond the trial's own duration
+    /// (medians of three runs of 20), of which 0.1 s is the plan's settle: 0.32 s. (Before,
+    /// with a load per trial: 0.54 s in the demo on a fresh clone of 2ddc443 at load ~1;
+    /// 0.55–0.66 s in the same alternation as the figure above.)
     pub engine_trial: f64,
     /// Per connection trial (RFC 9693) on the lab: the DUT's table emptied and its counters read
     /// three times (a dozen `ip netns exec` processes), three threads set up, both ports
@@ -57,7 +60,7 @@ pub struct Startup {
 pub const STARTUP: Startup = Startup {
     lab: 3.0,
     profile: 1.0,
-    engine_trial: 0.55,
+    engine_trial: 0.32,
     conn_trial: 1.45,
     iperf3_trial: 1.5,
     pppoe_session: 5.0,

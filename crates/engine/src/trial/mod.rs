@@ -386,6 +386,22 @@ fn tx_thread(
     }
 }
 
+/// Blocks of the receive ring of a port whose test frames an XDP program counts and drops.
+const CONTROL_RING_BLOCKS: usize = 4;
+
+/// The ring of an XDP trial's control thread: `ring`'s blocks (so any frame that fits the
+/// trial's ring fits), but at most [`CONTROL_RING_BLOCKS`] of them. That thread sees only
+/// what the program passes on (ARP, ND, control planes), never a test frame, so a few MiB
+/// hold far more than it can receive in a trial; the 64 MiB of the default ring took 30–110 ms
+/// per port and trial to allocate (measured 2026-11-29 on the forward lab, load 5–8), more
+/// than the rest of an XDP trial's setup.
+fn control_ring(ring: RxRingConfig) -> RxRingConfig {
+    RxRingConfig {
+        blocks: ring.blocks.min(CONTROL_RING_BLOCKS),
+        ..ring
+    }
+}
+
 /// Splits `items` round-robin over at most `n` threads (never more threads than items, at
 /// least one): item *i* goes to thread *i* mod the thread count.
 fn split<T: Copy>(items: &[T], n: usize) -> Vec<Vec<T>> {
@@ -539,7 +555,11 @@ fn run_on(
                     }
                 };
                 let (ready, ready_rx) = mpsc::channel();
-                let (rx_stop, ring, gate) = (&rx_stop, cfg.rx_ring, &gates[p]);
+                let ring = match xdp_rx {
+                    Some(_) => control_ring(cfg.rx_ring),
+                    None => cfg.rx_ring,
+                };
+                let (rx_stop, gate) = (&rx_stop, &gates[p]);
                 let counted = &counted[rx_handles.len()];
                 let expected = expected.clone();
                 rx_handles.push(sc.spawn(move || {
@@ -866,6 +886,21 @@ fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An XDP trial's control ring keeps the trial ring's block size (any frame that fits
+    /// one fits the other) with at most four blocks; a smaller ring stays as it is.
+    #[test]
+    fn control_rings_are_small_but_take_the_same_frames() {
+        let c = control_ring(RxRingConfig::default());
+        assert_eq!(c.block_size, RxRingConfig::default().block_size);
+        assert_eq!(c.retire_ms, RxRingConfig::default().retire_ms);
+        assert_eq!(c.blocks, CONTROL_RING_BLOCKS);
+        let small = RxRingConfig {
+            blocks: 2,
+            ..RxRingConfig::default()
+        };
+        assert_eq!(control_ring(small), small);
+    }
 
     #[test]
     fn the_drain_ends_when_every_frame_sent_was_counted_and_not_before() {

@@ -2,6 +2,7 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | `cache` | loaded objects kept for the next trial of the process: each program loaded once |
 //! | [`objects`] | the compiled BPF objects, built from `crates/engine/bpf/*.bpf.c` by `build.rs` |
 //! | [`sys`] | the only `unsafe` of this backend (BPF_PROG_RUN with live frames, ...) |
 //! | [`tx`] | TX: an XDP program run over live frames stamps each frame's signature and sends it |
@@ -14,6 +15,7 @@
 //! | [`trial`] | trials on this backend (`--backend xdp`): attach, control path, same report |
 
 mod attach;
+mod cache;
 pub mod conn_rx;
 pub mod learn_rx;
 pub mod mode;

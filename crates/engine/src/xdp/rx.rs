@@ -32,19 +32,35 @@
 //! Detaching: the program is attached through a BPF link, which the kernel removes when its
 //! last file descriptor closes. Dropping the receiver closes it; so does the process ending in
 //! any way (Ctrl-C, a panic, SIGKILL), so no program is ever left behind on an interface.
+//!
+//! **Loaded once** (issue 36): loading `rx.bpf.o` (aya's BTF parse and the verifier) took
+//! about a quarter of a second, once per trial. A dropped receiver detaches its program and
+//! gives the loaded object to `xdp::cache`; the next receiver whose streams fit the same
+//! slot capacity (`slot_capacity`) takes it instead of loading. Before it attaches, it
+//! resets what it will read: the slots map of the previous receiver's streams, and the
+//! counters, histograms, sequence state and duplicate window of the slots it will use (one
+//! `BPF_MAP_UPDATE_BATCH` call per map), the port counters, and the trial's own values in
+//! `wr_rx_cfg` (`not_before`, `pass_ours`). Nothing reaches the program between the reset
+//! and the attach, so a trial counts only its own frames.
 
 use crate::port::PortSpec;
 use crate::rx::{IpdvReport, LatencyReport, StreamRxReport};
 use crate::validate::{Expect, Invalid, InvalidCounts};
 use crate::{Error, Result};
-use aya::maps::{Array, MapData, PerCpuArray};
+use aya::maps::{Array, Map, MapData, PerCpuArray};
+use aya::programs::xdp::XdpLinkId;
 use aya::programs::{Xdp, XdpFlags};
 use aya::{Ebpf, EbpfLoader};
 use hdrhistogram::Histogram;
 use serde::Serialize;
+use std::os::fd::{AsFd, BorrowedFd};
 
-/// Streams one XDP receiver can count (the maps are sized to the streams actually expected).
+/// Streams one XDP receiver can count (the maps are sized to `slot_capacity` of the streams
+/// actually expected).
 pub const MAX_STREAMS: usize = 64;
+/// The fewest stream slots a receiver is loaded with: trials of 1 to 4 streams share one
+/// loaded program.
+const MIN_SLOTS: usize = 4;
 /// Sequence numbers remembered for duplicate detection (as [`crate::rx::WINDOW`]).
 pub const WINDOW: u64 = 1 << 16;
 
@@ -154,13 +170,39 @@ pub struct XdpPortCounters {
     pub ours: u64,
 }
 
-/// The XDP receiver of one port; detached on drop.
+/// The XDP receiver of one port; detached on drop, its loaded object then kept for the next
+/// receiver of the process (the module's "Loaded once").
 pub struct XdpReceiver {
-    bpf: Ebpf,
+    /// `Some` until drop, which gives it back to [`IDLE`].
+    bpf: Option<Ebpf>,
+    /// The program's link on the port's interface.
+    link: Option<XdpLinkId>,
+    /// The stream slots the maps were sized for ([`slot_capacity`]).
+    capacity: u32,
     ids: Vec<u16>,
     ifname: String,
     mode: XdpMode,
     mode_note: Option<String>,
+    /// The program's run statistics when this receiver attached (a reused program's earlier
+    /// runs are not this receiver's).
+    stats_base: Option<(u64, u64)>,
+}
+
+/// A detached receiver object kept for reuse: the object, and the stream ids its slots map
+/// still holds.
+struct LoadedRx {
+    bpf: Ebpf,
+    ids: Vec<u16>,
+}
+
+/// Loaded receiver objects not attached now, by slot capacity.
+static IDLE: super::cache::Idle<u32, LoadedRx> = super::cache::Idle::new();
+
+/// The stream slots a receiver of `n` streams is loaded with: the next power of two, at least
+/// [`MIN_SLOTS`] (so one loaded program serves trials of nearby stream counts), at most
+/// [`MAX_STREAMS`].
+fn slot_capacity(n: usize) -> u32 {
+    n.next_power_of_two().clamp(MIN_SLOTS, MAX_STREAMS) as u32
 }
 
 impl std::fmt::Debug for XdpReceiver {
@@ -242,53 +284,17 @@ impl XdpReceiver {
         cfg: &XdpRxConfig,
     ) -> Result<Self> {
         let ifindex = port.enter(0)?;
-        let n = ids.len() as u32;
-        let pass: u32 = cfg.pass_ours.into();
-        let mut bpf = EbpfLoader::new()
-            .set_max_entries("wr_rx_ctr", n)
-            .set_max_entries("wr_rx_hist", n)
-            .set_max_entries("wr_rx_ipdv_hist", 2 * n)
-            .set_max_entries("wr_rx_seq", n)
-            .set_max_entries("wr_rx_win", n * WINDOW as u32)
-            .set_max_entries("wr_rx_expect", n)
-            .set_global("wr_pass_ours", &pass, true)
-            .set_global("wr_not_before", &not_before_ns, true)
-            .load(super::objects::RX)
-            .map_err(|e| Error::Bpf(format!("loading the XDP receiver object: {}", chain(&e))))?;
-        {
-            let mut slots: Array<&mut MapData, u32> = Array::try_from(
-                bpf.map_mut("wr_rx_slots")
-                    .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_slots".into()))?,
-            )
-            .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
-            for (slot, &id) in ids.iter().enumerate() {
-                slots
-                    .set(u32::from(id), slot as u32 + 1, 0)
-                    .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
-            }
+        let capacity = slot_capacity(ids.len());
+        let (mut bpf, previous) = match IDLE.take(&capacity) {
+            Some(LoadedRx { bpf, ids }) => (bpf, Some(ids)),
+            None => (load(capacity)?, None),
+        };
+        if let Some(previous) = previous {
+            reset(&mut bpf, &previous, ids.len() as u32)?;
         }
-        {
-            let mut map: Array<&mut MapData, ExpectWords> = Array::try_from(
-                bpf.map_mut("wr_rx_expect")
-                    .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_expect".into()))?,
-            )
-            .map_err(|e| Error::Bpf(format!("wr_rx_expect: {}", chain(&e))))?;
-            for (slot, e) in expect.iter().enumerate() {
-                map.set(slot as u32, expect_words(e), 0)
-                    .map_err(|e| Error::Bpf(format!("wr_rx_expect: {}", chain(&e))))?;
-            }
-        }
-        let prog: &mut Xdp = bpf
-            .program_mut("wr_rx")
-            .ok_or_else(|| Error::Bpf("rx.bpf.o has no program wr_rx".into()))?
-            .try_into()
-            .map_err(|e: aya::programs::ProgramError| Error::Bpf(chain(&e)))?;
-        prog.load().map_err(|e| {
-            Error::Bpf(format!(
-                "the kernel refused the XDP receiver program: {}",
-                chain(&e)
-            ))
-        })?;
+        prepare(&mut bpf, &ids, expect, not_before_ns, cfg)?;
+        let stats_base = prog_stats(&bpf);
+        let prog = wr_rx(&mut bpf)?;
         let tries: &[XdpMode] = match cfg.mode {
             Some(XdpMode::Native) => &[XdpMode::Native],
             Some(XdpMode::Skb) => &[XdpMode::Skb],
@@ -301,7 +307,7 @@ impl XdpReceiver {
                 XdpMode::Skb => XdpFlags::SKB_MODE,
             };
             match prog.attach_to_if_index(ifindex, flags) {
-                Ok(_link) => {
+                Ok(link) => {
                     // The link stays owned by the program (and so by `bpf`) until drop.
                     let mode_note = (!refusals.is_empty()).then(|| {
                         format!(
@@ -311,11 +317,14 @@ impl XdpReceiver {
                         )
                     });
                     return Ok(XdpReceiver {
-                        bpf,
+                        bpf: Some(bpf),
+                        link: Some(link),
+                        capacity,
                         ids,
                         ifname: port.ifname.clone(),
                         mode,
                         mode_note,
+                        stats_base,
                     });
                 }
                 Err(e) => refusals.push(format!("{mode:?} mode: {}", chain(&e))),
@@ -347,9 +356,16 @@ impl XdpReceiver {
         &self.ids
     }
 
+    /// The loaded object (held from attach to drop).
+    fn bpf(&self) -> &Ebpf {
+        self.bpf
+            .as_ref()
+            .expect("an XDP receiver holds its object until drop")
+    }
+
     fn per_cpu<V: aya::Pod>(&self, map: &str, index: u32) -> Result<Vec<V>> {
         let m = self
-            .bpf
+            .bpf()
             .map(map)
             .ok_or_else(|| Error::Bpf(format!("rx.bpf.o has no map {map}")))?;
         let arr: PerCpuArray<&MapData, V> =
@@ -388,7 +404,7 @@ impl XdpReceiver {
         let ctrs = self.per_cpu::<Ctr>("wr_rx_ctr", slot)?;
         let hists = self.per_cpu::<Hist>("wr_rx_hist", slot)?;
         let seq: Array<&MapData, SeqState> = Array::try_from(
-            self.bpf
+            self.bpf()
                 .map("wr_rx_seq")
                 .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_seq".into()))?,
         )
@@ -437,33 +453,196 @@ impl XdpReceiver {
         Ok(out)
     }
 
-    /// Runs of the program and the nanoseconds it spent in them, from the kernel's BPF
-    /// statistics (`/proc/self/fdinfo` of the program). `None` unless the statistics are on
-    /// (`sysctl kernel.bpf_stats_enabled=1`, which costs two clock reads per run).
+    /// Runs of the program since this receiver attached and the nanoseconds it spent in them,
+    /// from the kernel's BPF statistics (`/proc/self/fdinfo` of the program). `None` unless the
+    /// statistics are on (`sysctl kernel.bpf_stats_enabled=1`, which costs two clock reads per
+    /// run).
     pub fn run_stats(&self) -> Option<(u64, u64)> {
-        use std::os::fd::{AsFd, AsRawFd};
-        if std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
-            .ok()?
-            .trim()
-            != "1"
-        {
-            return None;
-        }
-        let prog: &Xdp = self.bpf.program("wr_rx")?.try_into().ok()?;
-        let fd = prog.fd().ok()?.as_fd().as_raw_fd();
-        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
-        let field = |k: &str| {
-            info.lines()
-                .find_map(|l| l.strip_prefix(k))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
-        Some((field("run_cnt:")?, field("run_time_ns:")?))
+        let (runs, ns) = prog_stats(self.bpf())?;
+        let (runs0, ns0) = self.stats_base.unwrap_or((0, 0));
+        Some((runs.saturating_sub(runs0), ns.saturating_sub(ns0)))
     }
 
     /// Detaches now (dropping does the same; this is for callers that want it explicit).
     pub fn detach(self) {
         drop(self);
     }
+}
+
+impl Drop for XdpReceiver {
+    /// Detaches the program from the port and keeps the loaded object for the next receiver;
+    /// if detaching fails, closes it instead (which detaches it too), so no kept object is
+    /// ever attached anywhere.
+    fn drop(&mut self) {
+        let Some(mut bpf) = self.bpf.take() else {
+            return;
+        };
+        let detached = match (self.link.take(), wr_rx(&mut bpf)) {
+            (Some(link), Ok(prog)) => prog.detach(link).is_ok(),
+            _ => false,
+        };
+        if detached {
+            let ids = std::mem::take(&mut self.ids);
+            IDLE.put(self.capacity, LoadedRx { bpf, ids });
+        }
+    }
+}
+
+/// Receiver objects this process has loaded (each one is reused, so a run of many trials
+/// loads about as many as it attaches receivers at once).
+static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times this process has loaded `rx.bpf.o` (tests, diagnostics).
+pub fn loads() -> u64 {
+    LOADS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Loads `rx.bpf.o` with its per-stream maps sized for `capacity` stream slots, and its
+/// program into the kernel (the verifier), not attached.
+fn load(capacity: u32) -> Result<Ebpf> {
+    LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = capacity;
+    let mut bpf = EbpfLoader::new()
+        .set_max_entries("wr_rx_ctr", n)
+        .set_max_entries("wr_rx_hist", n)
+        .set_max_entries("wr_rx_ipdv_hist", 2 * n)
+        .set_max_entries("wr_rx_seq", n)
+        .set_max_entries("wr_rx_win", n * WINDOW as u32)
+        .set_max_entries("wr_rx_expect", n)
+        .load(super::objects::RX)
+        .map_err(|e| Error::Bpf(format!("loading the XDP receiver object: {}", chain(&e))))?;
+    wr_rx(&mut bpf)?.load().map_err(|e| {
+        Error::Bpf(format!(
+            "the kernel refused the XDP receiver program: {}",
+            chain(&e)
+        ))
+    })?;
+    Ok(bpf)
+}
+
+/// The receiver program of a loaded object.
+fn wr_rx(bpf: &mut Ebpf) -> Result<&mut Xdp> {
+    bpf.program_mut("wr_rx")
+        .ok_or_else(|| Error::Bpf("rx.bpf.o has no program wr_rx".into()))?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| Error::Bpf(chain(&e)))
+}
+
+/// The file descriptor of array map `name` (plain or per CPU).
+fn map_fd<'a>(bpf: &'a Ebpf, name: &str) -> Result<BorrowedFd<'a>> {
+    match bpf.map(name) {
+        Some(Map::Array(d) | Map::PerCpuArray(d)) => Ok(d.fd().as_fd()),
+        Some(_) => Err(Error::Bpf(format!("rx.bpf.o: {name} is not an array"))),
+        None => Err(Error::Bpf(format!("rx.bpf.o has no map {name}"))),
+    }
+}
+
+/// Makes a detached, reused object count like a fresh one for `n` streams in slots `0..n`:
+/// `previous` (the stream ids its slots map still holds) unmapped, and every value of slots
+/// `0..n` and of the port zeroed (the only ones the next receiver's program writes or its
+/// reports read).
+fn reset(bpf: &mut Ebpf, previous: &[u16], n: u32) -> Result<()> {
+    {
+        let mut slots: Array<&mut MapData, u32> = Array::try_from(
+            bpf.map_mut("wr_rx_slots")
+                .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_slots".into()))?,
+        )
+        .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
+        for &id in previous {
+            slots
+                .set(u32::from(id), 0, 0)
+                .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
+        }
+    }
+    let cpus = aya::util::nr_cpus()
+        .map_err(|(what, e)| Error::Bpf(format!("possible CPUs ({what}): {e}")))?;
+    let per_cpu = |len: usize| len.next_multiple_of(8) * cpus;
+    let zero = |name: &str, keys: std::ops::Range<u32>, value_len: usize| {
+        super::sys::zero_entries(map_fd(bpf, name)?, keys, value_len)
+            .map_err(|e| Error::Bpf(format!("resetting {name}: {e}")))
+    };
+    zero("wr_rx_ctr", 0..n, per_cpu(std::mem::size_of::<Ctr>()))?;
+    zero("wr_rx_hist", 0..n, per_cpu(std::mem::size_of::<Hist>()))?;
+    zero(
+        "wr_rx_ipdv_hist",
+        0..2 * n,
+        per_cpu(std::mem::size_of::<Hist>()),
+    )?;
+    zero("wr_rx_seq", 0..n, std::mem::size_of::<SeqState>())?;
+    zero(
+        "wr_rx_win",
+        0..n * WINDOW as u32,
+        std::mem::size_of::<u32>(),
+    )?;
+    zero("wr_rx_port", 0..1, per_cpu(std::mem::size_of::<PortCtr>()))?;
+    Ok(())
+}
+
+/// Tells a detached object this receiver's streams (slot i: `ids[i]`, which its frames must
+/// look like) and the trial's values (`wr_rx_cfg`), before it is attached.
+fn prepare(
+    bpf: &mut Ebpf,
+    ids: &[u16],
+    expect: &[Expect],
+    not_before_ns: u64,
+    cfg: &XdpRxConfig,
+) -> Result<()> {
+    {
+        let mut slots: Array<&mut MapData, u32> = Array::try_from(
+            bpf.map_mut("wr_rx_slots")
+                .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_slots".into()))?,
+        )
+        .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
+        for (slot, &id) in ids.iter().enumerate() {
+            slots
+                .set(u32::from(id), slot as u32 + 1, 0)
+                .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
+        }
+    }
+    {
+        let mut map: Array<&mut MapData, ExpectWords> = Array::try_from(
+            bpf.map_mut("wr_rx_expect")
+                .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_expect".into()))?,
+        )
+        .map_err(|e| Error::Bpf(format!("wr_rx_expect: {}", chain(&e))))?;
+        for (slot, e) in expect.iter().enumerate() {
+            map.set(slot as u32, expect_words(e), 0)
+                .map_err(|e| Error::Bpf(format!("wr_rx_expect: {}", chain(&e))))?;
+        }
+    }
+    let mut map: Array<&mut MapData, super::sys::RxCfg> = Array::try_from(
+        bpf.map_mut("wr_rx_cfg")
+            .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_cfg".into()))?,
+    )
+    .map_err(|e| Error::Bpf(format!("wr_rx_cfg: {}", chain(&e))))?;
+    let v = super::sys::RxCfg {
+        not_before: not_before_ns,
+        pass_ours: cfg.pass_ours.into(),
+        pad: 0,
+    };
+    map.set(0, v, 0)
+        .map_err(|e| Error::Bpf(format!("wr_rx_cfg: {}", chain(&e))))
+}
+
+/// The program's runs and run time so far (kernel BPF statistics), if they are on.
+fn prog_stats(bpf: &Ebpf) -> Option<(u64, u64)> {
+    use std::os::fd::AsRawFd;
+    if std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
+        .ok()?
+        .trim()
+        != "1"
+    {
+        return None;
+    }
+    let prog: &Xdp = bpf.program("wr_rx")?.try_into().ok()?;
+    let fd = prog.fd().ok()?.as_fd().as_raw_fd();
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+    let field = |k: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((field("run_cnt:")?, field("run_time_ns:")?))
 }
 
 /// Frames of one stream a CPU's counters account for: each is exactly one of received,

@@ -3,6 +3,8 @@
 //! - [`test_run_live`]: `bpf(BPF_PROG_TEST_RUN)` with `BPF_F_TEST_XDP_LIVE_FRAMES`, which runs
 //!   an XDP program `repeat` times over a frame and sends what it returns `XDP_TX` for out of
 //!   the ingress interface (kernel ≥ 5.18; net/bpf/test_run.c).
+//! - [`zero_entries`]: `bpf(BPF_MAP_UPDATE_BATCH)` zeroing a range of an array map's entries in
+//!   one call (a loaded program's maps reset between trials, `xdp::cache`).
 //! - The map value types shared with `bpf/tx.bpf.c` and `bpf/conn_rx.bpf.c` (`#[repr(C)]`,
 //!   [`aya::Pod`]).
 
@@ -96,6 +98,73 @@ pub fn test_run_live(
     Ok(())
 }
 
+/// `BPF_MAP_UPDATE_BATCH` (include/uapi/linux/bpf.h, `enum bpf_cmd`).
+const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
+
+/// The `batch` member of `union bpf_attr`, in the kernel's layout.
+#[repr(C)]
+#[derive(Default)]
+struct BatchAttr {
+    in_batch: u64,
+    out_batch: u64,
+    keys: u64,
+    values: u64,
+    count: u32,
+    map_fd: u32,
+    elem_flags: u64,
+    flags: u64,
+}
+
+/// Most entries [`zero_entries`] writes per call (bounds its buffers to a few MiB).
+const ZERO_CHUNK: u32 = 1 << 16;
+
+/// Sets entries `keys` of the array map `map` (u32 keys) to zero in one `BPF_MAP_UPDATE_BATCH`
+/// call per [`ZERO_CHUNK`] entries: the kernel walks the entries itself, where one update
+/// syscall per entry would cost more than loading the program afresh (a receiver's duplicate
+/// window is 2^16 entries per stream). `value_len` is what the kernel copies per entry: the
+/// value size, or for a per-CPU map the value size rounded up to 8 times the possible CPUs.
+pub fn zero_entries(
+    map: BorrowedFd<'_>,
+    keys: std::ops::Range<u32>,
+    value_len: usize,
+) -> std::io::Result<()> {
+    let mut first = keys.start;
+    while first < keys.end {
+        let n = (keys.end - first).min(ZERO_CHUNK);
+        let ks: Vec<u32> = (first..first + n).collect();
+        let values = vec![0u8; n as usize * value_len];
+        let mut attr = BatchAttr {
+            keys: ks.as_ptr() as u64,
+            values: values.as_ptr() as u64,
+            count: n,
+            map_fd: map.as_raw_fd() as u32,
+            ..Default::default()
+        };
+        // SAFETY: `attr` is a zero-padded bpf_attr `batch` member; `keys` holds `n` u32 keys
+        // and `values` `n * value_len` bytes, both alive for the call; the kernel reads them
+        // and writes only `attr.count` (entries done), which we own mutably.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                BPF_MAP_UPDATE_BATCH,
+                &mut attr as *mut BatchAttr,
+                std::mem::size_of::<BatchAttr>() as u32,
+            )
+        };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if attr.count != n {
+            return Err(std::io::Error::other(format!(
+                "BPF_MAP_UPDATE_BATCH zeroed {} of {n} entries",
+                attr.count
+            )));
+        }
+        first += n;
+    }
+    Ok(())
+}
+
 /// Moves the calling thread (only) into a new, empty network namespace.
 pub fn unshare_netns() -> std::io::Result<()> {
     // SAFETY: unshare(2) with CLONE_NEWNET only changes the calling thread's namespace; it
@@ -105,6 +174,17 @@ pub fn unshare_netns() -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// `struct rx_cfg` of `bpf/rx.bpf.c`: what one trial tells the receiver program (`xdp::rx`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RxCfg {
+    /// CLOCK_MONOTONIC when the receiver was attached; earlier send timestamps are forged.
+    pub not_before: u64,
+    /// 1: pass test frames on after counting them.
+    pub pass_ours: u32,
+    pub pad: u32,
 }
 
 /// `struct recipe` of `bpf/tx.bpf.c`: one base frame of one stream and where its variable
@@ -279,6 +359,9 @@ unsafe impl aya::Pod for LearnSlot {}
 // SAFETY: #[repr(C)], four u64: no padding, any bit pattern valid.
 unsafe impl aya::Pod for LearnTotals {}
 
+// SAFETY: #[repr(C)], a u64 then two u32: 16 bytes, no padding (checked below), any bit
+// pattern valid.
+unsafe impl aya::Pod for RxCfg {}
 // SAFETY: plain #[repr(C)] integers with no padding holes (sizes checked by the test below),
 // so any bit pattern is a valid value and the bytes the kernel copies are exactly the fields.
 unsafe impl aya::Pod for Recipe {}
@@ -305,6 +388,8 @@ mod tests {
             8 * 2 + 4 * 8 + 2 * 12 + 4 * 2
         );
         assert_eq!(std::mem::size_of::<Conn>(), 12);
+        assert_eq!(std::mem::size_of::<RxCfg>(), 16);
+        assert_eq!(std::mem::size_of::<BatchAttr>(), 8 * 4 + 4 * 2 + 8 * 2);
         assert_eq!(std::mem::size_of::<LearnSlot>(), 16);
         assert_eq!(std::mem::size_of::<LearnTotals>(), 32);
         assert_eq!(std::mem::size_of::<StreamState>(), 40);

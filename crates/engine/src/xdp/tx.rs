@@ -40,8 +40,18 @@
 //!
 //! **Not supported** (refused with an error, never ignored): frames above
 //! [`MAX_FRAME_LEN`] bytes (live mode takes one page per frame: no jumbo frames), more than
-//! 254 frame sizes per port. Programs and tracepoint links are released when the sender is
-//! dropped (the `BPF_PROG_RUN` program is never attached to an interface).
+//! 254 frame sizes per port. The `BPF_PROG_RUN` program is never attached to a port's
+//! interface (only to a private namespace's loopback, see `keep_in_dispatcher`).
+//!
+//! **Loaded once** (issue 36): loading `tx.bpf.o` (aya's BTF parse, the verifier, the
+//! dispatcher attachment, two tracepoints) cost 0.05–0.2 s per trial. A dropped sender gives
+//! its loaded object, still in the dispatcher and on the tracepoints, to `xdp::cache`; the
+//! next [`open`] with the same connection-table size takes it. It first points the tracepoint
+//! programs at its own thread (`ctl`), then zeroes every other map — recipes, their states,
+//! headers, stream states (the next frame index: sequence numbers start at 0 again),
+//! schedules, connections — in one `BPF_MAP_UPDATE_BATCH` call each, before writing its own.
+//! While idle, a kept object's tracepoint programs count nothing (`ctl.tid` 0), and whatever
+//! they might count is zeroed before reuse; the kernel frees it all when the process ends.
 
 use super::sys::{self, Ctl, Header, Recipe, RecipeState, Schedule, StreamState as MapStream};
 use crate::pacing::{Pacer, StreamPacing};
@@ -105,11 +115,31 @@ struct Run {
     len: usize,
 }
 
+/// A loaded sender object: the object, and the private namespace whose `lo` holds `wr_tx`
+/// attached (see [`keep_in_dispatcher`]).
+struct LoadedTx {
+    bpf: Ebpf,
+    _dispatcher_ns: std::fs::File,
+}
+
+/// Loaded sender objects not in use, by the size of their `conns` map.
+static IDLE: super::cache::Idle<u32, LoadedTx> = super::cache::Idle::new();
+
+/// The maps a sender writes or its reports read, zeroed before a kept object is reused: every
+/// map of `tx.bpf.o` but `ctl` (set first, see [`XdpSender::set_thread`]).
+const PER_SENDER_MAPS: [&str; 6] = [
+    "recipes",
+    "recipe_states",
+    "headers",
+    "streams",
+    "schedules",
+    "conns",
+];
+
 /// An XDP sender, loaded and checked on one port.
 pub struct XdpSender {
-    bpf: Ebpf,
-    /// The private namespace whose `lo` holds `wr_tx` attached (see [`keep_in_dispatcher`]).
-    _dispatcher_ns: std::fs::File,
+    /// `Some` until drop, which gives it back to [`IDLE`].
+    loaded: Option<LoadedTx>,
     ifindex: u32,
     ifname: String,
     runs: Vec<Run>,
@@ -122,6 +152,21 @@ pub struct XdpSender {
     faces_dut: bool,
     /// The token of the last `BPF_PROG_RUN` call ([`Self::run_recipe`]).
     call_token: u32,
+    /// The size of the object's `conns` map (its key in [`IDLE`]).
+    conn_slots: u32,
+}
+
+impl Drop for XdpSender {
+    /// Keeps the loaded object for the next sender, its tracepoint programs counting no
+    /// thread; if that cannot be set, closes it instead.
+    fn drop(&mut self) {
+        if self.set_ctl_thread(0).is_err() {
+            return;
+        }
+        if let Some(loaded) = self.loaded.take() {
+            IDLE.put(self.conn_slots, loaded);
+        }
+    }
 }
 
 impl std::fmt::Debug for XdpSender {
@@ -321,6 +366,71 @@ pub(crate) fn open_with_conns(
     }
     let conn_slots =
         u32::try_from(conns.len().max(1)).map_err(|_| conn_refused("more than 2^32"))?;
+    let (loaded, reused) = match IDLE.take(&conn_slots) {
+        Some(l) => (l, true),
+        None => (load(conn_slots)?, false),
+    };
+    let mut sender = XdpSender {
+        loaded: Some(loaded),
+        ifindex,
+        ifname: spec.ifname.clone(),
+        runs,
+        stream_runs,
+        idle_ns: None,
+        faces_dut: spec.faces_dut,
+        call_token: 0,
+        conn_slots,
+    };
+    // The tracepoints count this thread's refusals from now on; then everything else starts
+    // from zero, as in a freshly loaded object.
+    sender.set_thread()?;
+    if reused {
+        sender.reset()?;
+    }
+    {
+        let bpf = sender.bpf_mut();
+        let mut m = array::<Recipe>(bpf, "recipes")?;
+        for (i, r) in recipes.iter().enumerate() {
+            m.set(i as u32, r, 0).map_err(|e| bpf_err("recipes", e))?;
+        }
+        let mut hm = array::<Header>(bpf, "headers")?;
+        for (i, h) in headers.iter().enumerate() {
+            hm.set(i as u32, h, 0).map_err(|e| bpf_err("headers", e))?;
+        }
+        let mut cm = array::<sys::Conn>(bpf, "conns")?;
+        for (i, c) in conns.iter().enumerate() {
+            cm.set(i as u32, c, 0).map_err(|e| bpf_err("conns", e))?;
+        }
+        let mut m = array::<Recipe>(bpf, "recipes")?;
+        m.set(
+            PROBE_SLOT,
+            Recipe {
+                flags: RECIPE_PROBE,
+                ..Default::default()
+            },
+            0,
+        )
+        .map_err(|e| bpf_err("recipes", e))?;
+    }
+    sender.probe(spec, own_mac.unwrap_or([2, 0, 0, 0, 0, 0]))?;
+    if sender.stream_runs.len() == 1 && sender.stream_runs[0].len() == 1 {
+        sender.idle_ns = Some(sender.idle_iteration_ns(sender.stream_runs[0][0])?);
+    }
+    Ok(sender)
+}
+
+/// Sender objects this process has loaded.
+static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times this process has loaded `tx.bpf.o` for a sender (tests, diagnostics).
+pub fn loads() -> u64 {
+    LOADS.load(Ordering::Relaxed)
+}
+
+/// Loads `tx.bpf.o` with `conn_slots` connection entries: `wr_tx` through the verifier and into
+/// the dispatcher, the two tracepoint programs loaded and attached (counting no thread yet).
+fn load(conn_slots: u32) -> Result<LoadedTx> {
+    LOADS.fetch_add(1, Ordering::Relaxed);
     let mut bpf = aya::EbpfLoader::new()
         .set_max_entries("conns", conn_slots)
         .load(super::objects::TX)
@@ -349,47 +459,10 @@ pub(crate) fn open_with_conns(
         prog.attach(tp)
             .map_err(|e| bpf_err(&format!("attaching {name} to tracepoint xdp:{tp}"), e))?;
     }
-    {
-        let mut m = array::<Recipe>(&mut bpf, "recipes")?;
-        for (i, r) in recipes.iter().enumerate() {
-            m.set(i as u32, r, 0).map_err(|e| bpf_err("recipes", e))?;
-        }
-        let mut hm = array::<Header>(&mut bpf, "headers")?;
-        for (i, h) in headers.iter().enumerate() {
-            hm.set(i as u32, h, 0).map_err(|e| bpf_err("headers", e))?;
-        }
-        let mut cm = array::<sys::Conn>(&mut bpf, "conns")?;
-        for (i, c) in conns.iter().enumerate() {
-            cm.set(i as u32, c, 0).map_err(|e| bpf_err("conns", e))?;
-        }
-        let mut m = array::<Recipe>(&mut bpf, "recipes")?;
-        m.set(
-            PROBE_SLOT,
-            Recipe {
-                flags: RECIPE_PROBE,
-                ..Default::default()
-            },
-            0,
-        )
-        .map_err(|e| bpf_err("recipes", e))?;
-    }
-    let mut sender = XdpSender {
+    Ok(LoadedTx {
         bpf,
         _dispatcher_ns: dispatcher_ns,
-        ifindex,
-        ifname: spec.ifname.clone(),
-        runs,
-        stream_runs,
-        idle_ns: None,
-        faces_dut: spec.faces_dut,
-        call_token: 0,
-    };
-    sender.set_thread()?;
-    sender.probe(spec, own_mac.unwrap_or([2, 0, 0, 0, 0, 0]))?;
-    if sender.stream_runs.len() == 1 && sender.stream_runs[0].len() == 1 {
-        sender.idle_ns = Some(sender.idle_iteration_ns(sender.stream_runs[0][0])?);
-    }
-    Ok(sender)
+    })
 }
 
 /// Turns the only recipe into one that cycles through `n` connections (`RECIPE_CONNS`).
@@ -440,12 +513,54 @@ fn keep_in_dispatcher(bpf: &mut Ebpf) -> Result<std::fs::File> {
 }
 
 impl XdpSender {
-    /// Makes the tracepoint programs count the refusals of the calling thread's runs.
+    /// The loaded object (held from open to drop).
+    fn bpf(&self) -> &Ebpf {
+        &self
+            .loaded
+            .as_ref()
+            .expect("an XDP sender holds its object until drop")
+            .bpf
+    }
+
+    fn bpf_mut(&mut self) -> &mut Ebpf {
+        &mut self
+            .loaded
+            .as_mut()
+            .expect("an XDP sender holds its object until drop")
+            .bpf
+    }
+
+    /// Makes the tracepoint programs count the refusals of the calling thread's runs (and
+    /// nothing else: the running recipe and the bad-recipe count start at 0).
     fn set_thread(&mut self) -> Result<()> {
-        let mut c = array::<Ctl>(&mut self.bpf, "ctl")?;
-        let mut v = c.get(&0, 0).map_err(|e| bpf_err("ctl", e))?;
-        v.tid = crate::sys::gettid();
+        self.set_ctl_thread(crate::sys::gettid())
+    }
+
+    fn set_ctl_thread(&mut self, tid: u32) -> Result<()> {
+        let mut c = array::<Ctl>(self.bpf_mut(), "ctl")?;
+        let v = Ctl {
+            tid,
+            ..Default::default()
+        };
         c.set(0, v, 0).map_err(|e| bpf_err("ctl", e))
+    }
+
+    /// Zeroes every map but `ctl` of a reused object ([`PER_SENDER_MAPS`]).
+    fn reset(&mut self) -> Result<()> {
+        let bpf = self.bpf();
+        for name in PER_SENDER_MAPS {
+            let Some(aya::maps::Map::Array(m)) = bpf.map(name) else {
+                return Err(bpf_err("not an array map", name));
+            };
+            let info = m.info().map_err(|e| bpf_err(name, e))?;
+            sys::zero_entries(
+                m.fd().as_fd(),
+                0..info.max_entries(),
+                info.value_size() as usize,
+            )
+            .map_err(|e| bpf_err(&format!("resetting {name}"), e))?;
+        }
+        Ok(())
     }
 
     fn prog_run(&self, data: &[u8], repeat: u32) -> std::io::Result<()> {
@@ -466,7 +581,7 @@ impl XdpSender {
     /// [`Self::prog_run`] with `batch` frames per flush inside the run.
     fn prog_run_batched(&self, data: &[u8], repeat: u32, batch: u32) -> std::io::Result<()> {
         let prog: &Xdp = self
-            .bpf
+            .bpf()
             .program("wr_tx")
             .and_then(|p| p.try_into().ok())
             .expect("open loaded wr_tx");
@@ -484,13 +599,13 @@ impl XdpSender {
     }
 
     fn schedule(&self, i: u32) -> Result<Schedule> {
-        array_ro::<Schedule>(&self.bpf, "schedules")?
+        array_ro::<Schedule>(self.bpf(), "schedules")?
             .get(&i, 0)
             .map_err(|e| bpf_err("schedules", e))
     }
 
     fn set_schedule(&mut self, i: u32, s: &Schedule) -> Result<()> {
-        array::<Schedule>(&mut self.bpf, "schedules")?
+        array::<Schedule>(self.bpf_mut(), "schedules")?
             .set(i, s, 0)
             .map_err(|e| bpf_err("schedules", e))
     }
@@ -535,7 +650,7 @@ impl XdpSender {
         {
             return None;
         }
-        let prog: &Xdp = self.bpf.program("wr_tx")?.try_into().ok()?;
+        let prog: &Xdp = self.bpf().program("wr_tx")?.try_into().ok()?;
         let fd = prog.fd().ok()?.as_fd().as_raw_fd();
         let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
         let field = |k: &str| {
@@ -547,13 +662,13 @@ impl XdpSender {
     }
 
     fn recipe_state(&self, i: u32) -> Result<RecipeState> {
-        array_ro::<RecipeState>(&self.bpf, "recipe_states")?
+        array_ro::<RecipeState>(self.bpf(), "recipe_states")?
             .get(&i, 0)
             .map_err(|e| bpf_err("recipe_states", e))
     }
 
     fn stream_state(&self, i: u32) -> Result<MapStream> {
-        array_ro::<MapStream>(&self.bpf, "streams")?
+        array_ro::<MapStream>(self.bpf(), "streams")?
             .get(&i, 0)
             .map_err(|e| bpf_err("streams", e))
     }
@@ -944,7 +1059,7 @@ fn report(
     max_batch: u64,
     processed_total: u64,
 ) -> Result<TxPortReport> {
-    let ctl = array_ro::<Ctl>(&sender.bpf, "ctl")?
+    let ctl = array_ro::<Ctl>(sender.bpf(), "ctl")?
         .get(&0, 0)
         .map_err(|e| bpf_err("ctl", e))?;
     if ctl.bad_recipe > 0 {
