@@ -39,6 +39,7 @@
 //! transmit backend.
 
 use crate::stream::{Limit, StreamConfig};
+use wire::units::Pps;
 
 /// The largest number of frames handed to the kernel in one go.
 pub const MAX_BATCH: u64 = 256;
@@ -369,7 +370,7 @@ pub struct StreamPacing {
     /// As fast as the port goes: no schedule, no debt cap, no slip accounting.
     pub unpaced: bool,
     /// The average frames/s intended (gaps included); 0 when unpaced.
-    pub intended_pps: f64,
+    pub intended_pps: Pps,
 }
 
 impl StreamPacing {
@@ -398,7 +399,7 @@ impl StreamPacing {
                 pacer,
                 end_ns,
                 unpaced: true,
-                intended_pps: 0.0,
+                intended_pps: Pps(0.0),
             };
         }
         let mut pacer = match cfg.limit {
@@ -416,8 +417,8 @@ impl StreamPacing {
         }
         StreamPacing {
             intended_pps: match cfg.burst_gap {
-                Some(_) => pacer.avg_rate(),
-                None => pps,
+                Some(_) => Pps(pacer.avg_rate()),
+                None => Pps(pps),
             },
             pacer,
             end_ns: None,
