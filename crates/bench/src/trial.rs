@@ -149,7 +149,7 @@ pub fn intended_with_gaps(
     stream: &engine::stream::StreamConfig,
     tx: &engine::tx::TxStreamReport,
 ) -> LineFraction {
-    let in_burst = stream.pps();
+    let in_burst = stream.pps().0;
     let positive = |x: f64| x.is_finite() && x > 0.0;
     if stream.burst_gap.is_none() || !positive(in_burst) || !positive(tx.intended_pps.0) {
         return load;

@@ -382,7 +382,7 @@ impl StreamPacing {
     ///   schedule itself ends the stream (slipped frames use up the count), not the clock.
     /// - Paced and frame-limited: exactly that many frames, however late.
     pub fn for_stream(cfg: &StreamConfig, start_ns: u64) -> Self {
-        let pps = cfg.pps();
+        let pps = cfg.pps().0;
         let burst = cfg.burst.max(1);
         let paced = |limit| match cfg.burst_gap {
             Some(gap) => Pacer::with_gap(start_ns, pps, burst, gap.as_nanos() as u64, limit),
@@ -413,7 +413,7 @@ impl StreamPacing {
             // Back to back up to a batch (the user-space senders hand the kernel a batch at
             // once) or a devmap bulk of 16 (how XDP frames reach a device), then the line rate.
             let depth = pacer.batch().max(LINK_DEPTH_MIN);
-            pacer = pacer.with_link(link_pps, depth);
+            pacer = pacer.with_link(link_pps.0, depth);
         }
         StreamPacing {
             intended_pps: match cfg.burst_gap {

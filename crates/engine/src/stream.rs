@@ -29,12 +29,12 @@ pub enum Rate {
 
 impl Rate {
     /// Frames per second for frames of `avg_len_with_fcs` bytes on average.
-    pub fn pps(&self, avg_len_with_fcs: f64) -> f64 {
+    pub fn pps(&self, avg_len_with_fcs: f64) -> Pps {
         match *self {
-            Rate::Pps(p) => p.0,
-            Rate::L1Bps(b) => b.0 / ((avg_len_with_fcs + 20.0) * 8.0),
-            Rate::L2Bps(b) => b.0 / (avg_len_with_fcs * 8.0),
-            Rate::Unlimited => f64::INFINITY,
+            Rate::Pps(p) => p,
+            Rate::L1Bps(b) => Pps(b.0 / ((avg_len_with_fcs + 20.0) * 8.0)),
+            Rate::L2Bps(b) => Pps(b.0 / (avg_len_with_fcs * 8.0)),
+            Rate::Unlimited => Pps(f64::INFINITY),
         }
     }
 }
@@ -180,7 +180,7 @@ impl StreamConfig {
 
     /// The most frames/s the stream's link carries of its frames (their weighted mean wire
     /// cost), if it has a line rate.
-    pub fn link_pps(&self) -> Option<f64> {
+    pub fn link_pps(&self) -> Option<Pps> {
         let bps = self.link_l1_bps.filter(|b| b.0.is_finite() && b.0 > 0.0)?;
         Some(Rate::L1Bps(bps).pps(self.avg_len_with_fcs()))
     }
@@ -200,7 +200,7 @@ impl StreamConfig {
     }
 
     /// Frames/s of `rate` (inside a burst when a burst gap is set).
-    pub fn pps(&self) -> f64 {
+    pub fn pps(&self) -> Pps {
         self.rate.pps(self.avg_len_with_fcs())
     }
 
@@ -257,16 +257,16 @@ impl StreamConfig {
         }
         // Every wait has a bound: a rate so low, or a stream so long, that the sender would
         // wait for more than a day is refused, not waited out.
-        let pps = self.pps();
+        let pps = self.pps().0;
         if pps.is_nan() || pps <= 0.0 {
             return bad(format!(
                 "the rate must be above 0 (it gives {pps} frames/s)"
             ));
         }
-        if pps.is_finite() && pps > Self::MAX_PPS {
+        if pps.is_finite() && pps > Self::MAX_PPS.0 {
             return bad(format!(
                 "{pps:e} frames/s is more than any Ethernet link carries (400 Gb/s carries 595 M frames/s of 64 B); give at most {:e}, or an unlimited rate",
-                Self::MAX_PPS
+                Self::MAX_PPS.0
             ));
         }
         let day = Self::MAX_STREAM_TIME.as_secs_f64();
@@ -299,7 +299,7 @@ impl StreamConfig {
     /// The highest paced rate: above any Ethernet link's 64-byte frame rate. A paced schedule
     /// faster than this never slips (its catch-up cap, 10 ms worth of frames, overflows), so a
     /// stream of `--rate 1e30pps --duration 1` had to send 2^64 frames: it never ended.
-    pub const MAX_PPS: f64 = 1e9;
+    pub const MAX_PPS: Pps = Pps(1e9);
 
     /// The largest burst: a burst's frames are due together and go back to back, so
     /// `--burst 100000000` made a 1 s trial send for minutes. 2^20 frames is 0.7 s of 64-byte
@@ -891,7 +891,7 @@ mod tests {
         );
         refused(&|c| c.burst = 100_000_000, "a burst of 100000000 frames");
         let mut top = ok.clone();
-        top.rate = Rate::Pps(Pps(StreamConfig::MAX_PPS));
+        top.rate = Rate::Pps(StreamConfig::MAX_PPS);
         top.burst = StreamConfig::MAX_BURST;
         assert!(top.check().is_ok());
         refused(&|c| c.weights = vec![0], "non-zero weight");
@@ -931,7 +931,7 @@ mod tests {
 
     #[test]
     fn rates_convert_per_frame_size() {
-        assert!((Rate::L1Bps(BitsPerSec(1e9)).pps(64.0) - 1_488_095.238).abs() < 0.01);
-        assert!((Rate::L2Bps(BitsPerSec(512e3)).pps(64.0) - 1000.0).abs() < 1e-9);
+        assert!((Rate::L1Bps(BitsPerSec(1e9)).pps(64.0).0 - 1_488_095.238).abs() < 0.01);
+        assert!((Rate::L2Bps(BitsPerSec(512e3)).pps(64.0).0 - 1000.0).abs() < 1e-9);
     }
 }

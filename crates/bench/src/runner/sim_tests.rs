@@ -669,7 +669,7 @@ impl TrialExecutor for AssemblingBed {
             .streams
             .iter()
             .map(|s| {
-                let pps = s.config.pps();
+                let pps = s.config.pps().0;
                 let sent = (pps * request.duration.as_secs_f64()).round() as u64;
                 let lost = if s.tx_port == 1 {
                     sent / self.reverse_loss_every
