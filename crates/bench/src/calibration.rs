@@ -302,7 +302,7 @@ pub fn measure(
                 let secs = duration.as_secs_f64();
                 let this = Tried {
                     load,
-                    offered: s.tx.achieved_pps,
+                    offered: s.tx.achieved_pps.0,
                     received: s.rx.received as f64 / secs,
                     exact,
                     backend: report.backend_note.clone(),

@@ -280,7 +280,7 @@ mod tests {
         let built = build_streams(&f, &a, &b).unwrap();
         assert_eq!(built[0].config.frames[0].len(), 60, "plain as sent");
         assert_eq!(
-            built[0].config.pps(),
+            built[0].config.pps().0,
             0.5 * 1e9 / ((64.0 + 8.0 + 20.0) * 8.0)
         );
         let e = one("far_encap = \"vlan+ipv6\"\n").unwrap_err().to_string();

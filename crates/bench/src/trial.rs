@@ -117,7 +117,7 @@ pub fn outcome(request: &TrialRequest, streams: &[StreamResult], max: Pps) -> Ou
         let this = if s.tx.sent <= 1 {
             request.load
         } else {
-            LineFraction::from_pps(Pps(s.tx.achieved_pps), max)
+            LineFraction::from_pps(s.tx.achieved_pps, max)
         };
         offered = Some(match offered {
             Some(o) if o.0 <= this.0 => o,
@@ -149,12 +149,12 @@ pub fn intended_with_gaps(
     stream: &engine::stream::StreamConfig,
     tx: &engine::tx::TxStreamReport,
 ) -> LineFraction {
-    let in_burst = stream.pps();
+    let in_burst = stream.pps().0;
     let positive = |x: f64| x.is_finite() && x > 0.0;
-    if stream.burst_gap.is_none() || !positive(in_burst) || !positive(tx.intended_pps) {
+    if stream.burst_gap.is_none() || !positive(in_burst) || !positive(tx.intended_pps.0) {
         return load;
     }
-    LineFraction(load.0 * tx.intended_pps / in_burst)
+    LineFraction(load.0 * tx.intended_pps.0 / in_burst)
 }
 
 /// Each direction of a trial on its own (streams grouped by sending and receiving port, in
@@ -166,7 +166,7 @@ pub fn per_direction(streams: &[StreamResult], max: Pps) -> Vec<crate::results::
     for s in streams {
         let lost = s.rx.lost.unwrap_or(s.tx.sent.saturating_sub(s.rx.received));
         let offered = if max.0 > 0.0 {
-            s.tx.achieved_pps / max.0
+            s.tx.achieved_pps.0 / max.0
         } else {
             0.0
         };
@@ -179,7 +179,7 @@ pub fn per_direction(streams: &[StreamResult], max: Pps) -> Vec<crate::results::
                 d.received += s.rx.received;
                 d.lost += lost;
                 d.offered += offered;
-                d.rx_pps = d.rx_pps + Pps(s.rx_pps);
+                d.rx_pps += s.rx_pps;
             }
             None => out.push(crate::results::DirectionFacts {
                 tx_port: s.tx_port.clone(),
@@ -188,7 +188,7 @@ pub fn per_direction(streams: &[StreamResult], max: Pps) -> Vec<crate::results::
                 received: s.rx.received,
                 lost,
                 offered,
-                rx_pps: Pps(s.rx_pps),
+                rx_pps: s.rx_pps,
             }),
         }
     }
@@ -214,8 +214,8 @@ mod tests {
                 sent,
                 bytes: 0,
                 bytes_with_fcs: 0,
-                intended_pps: pps,
-                achieved_pps: pps,
+                intended_pps: Pps(pps),
+                achieved_pps: Pps(pps),
                 first_tx_ns: 0,
                 last_tx_ns: 0,
                 slipped: 0,
@@ -254,9 +254,9 @@ mod tests {
                 median_ns: 20,
                 max_ns: 1_200,
             }),
-            rx_pps: 0.0,
-            rx_l2_bps: 0.0,
-            rx_l1_bps: 0.0,
+            rx_pps: Pps(0.0),
+            rx_l2_bps: BitsPerSec(0.0),
+            rx_l1_bps: BitsPerSec(0.0),
         }
     }
 
@@ -300,9 +300,9 @@ mod tests {
     fn per_direction_facts_keep_what_the_sums_hide() {
         let max = max();
         let mut fwd = stream(1, "a", "b", 1000, 1000, 0.5 * max.0);
-        fwd.rx_pps = 0.5 * max.0;
+        fwd.rx_pps = max * 0.5;
         let mut rev = stream(2, "b", "a", 1000, 0, 0.5 * max.0);
-        rev.rx_pps = 0.0;
+        rev.rx_pps = Pps(0.0);
         let d = per_direction(&[fwd.clone(), rev], max);
         assert_eq!(d.len(), 2);
         assert_eq!((d[0].tx_port.as_str(), d[0].rx_port.as_str()), ("a", "b"));
@@ -332,7 +332,7 @@ mod tests {
         let mut cfg = engine::stream::StreamConfig::single(
             1,
             frame,
-            engine::stream::Rate::Pps(0.5 * max),
+            engine::stream::Rate::Pps(Pps(0.5 * max)),
             engine::stream::Limit::DurationNs(1_000_000_000),
         );
         let tx = stream(1, "a", "b", 100, 100, 0.25 * max).tx;

@@ -9,6 +9,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
+use wire::units::Pps;
 
 use engine::nat::priority::SenderPriority;
 use engine::nat::{self, ConnTrialConfig, LoadEngine};
@@ -33,8 +34,8 @@ fn trial(lab: &Lab, ip: IpVersion, n: u64, pps: f64, backend: Backend) -> ConnTr
     c.connections = n;
     // The smallest frame that carries the signature (IPv6: 82 B).
     c.frame_size = if ip == IpVersion::V4 { 64 } else { 82 };
-    c.rate_pps = pps;
-    c.validation_rate_pps = 5_000.0;
+    c.rate_pps = Pps(pps);
+    c.validation_rate_pps = Pps(5_000.0);
     // A second between the phases and after the last frame: a busy machine that holds the
     // DUT or the responder for a few hundred ms must not turn late frames into lost ones.
     c.gap = Duration::from_secs(1);

@@ -8,6 +8,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
+use wire::units::Pps;
 
 use engine::nat::{self, ConnTrialConfig, LoadPhase};
 use engine::trial::Backend;
@@ -28,8 +29,8 @@ fn trial(lab: &Lab, n: u64, pps: f64) -> ConnTrialConfig {
     let (a, b) = bench::trial::lab_ports(lab).expect("lab ports");
     let mut c = ConnTrialConfig::new(a, b, IpVersion::V4);
     c.connections = n;
-    c.rate_pps = pps;
-    c.validation_rate_pps = pps;
+    c.rate_pps = Pps(pps);
+    c.validation_rate_pps = Pps(pps);
     // A second between the phases and after the last frame: a busy machine that holds the
     // DUT or the responder for a few hundred ms must not turn late frames into lost ones.
     c.gap = Duration::from_secs(1);
@@ -75,7 +76,7 @@ fn load_on_n_established_connections_crosses_exactly_and_opens_none() {
     // The AF_PACKET load (nat_xdp.rs holds the XDP one to the same counts).
     let load = LoadPhase {
         backend: Backend::AfPacket,
-        ..LoadPhase::new(4_000.0, Duration::from_secs(2))
+        ..LoadPhase::new(Pps(4_000.0), Duration::from_secs(2))
     };
     let mut cfg = trial(lab, n, 5_000.0);
     cfg.load = Some(load);
@@ -115,7 +116,7 @@ fn no_load_when_a_connection_is_missing() {
     let _ = sh(lab, &["conntrack", "-F"]);
     lab.reset_conn_table(Some(300)).expect("reset");
     let mut cfg = trial(lab, 500, 5_000.0);
-    cfg.load = Some(LoadPhase::new(1_000.0, Duration::from_secs(1)));
+    cfg.load = Some(LoadPhase::new(Pps(1_000.0), Duration::from_secs(1)));
     let r = nat::run(&cfg, &AtomicBool::new(false), &mut || {}).expect("trial");
     assert_eq!(r.validated, 300);
     assert_eq!(r.load, None);

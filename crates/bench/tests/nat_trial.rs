@@ -11,6 +11,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
+use wire::units::Pps;
 
 use engine::nat::{self, ConnTrialConfig, Failed};
 use engine::port::PortSpec;
@@ -35,8 +36,8 @@ fn trial(lab: &Lab, n: u64, pps: f64) -> ConnTrialConfig {
     let (a, b) = ports(lab);
     let mut c = ConnTrialConfig::new(a, b, IpVersion::V4);
     c.connections = n;
-    c.rate_pps = pps;
-    c.validation_rate_pps = pps;
+    c.rate_pps = Pps(pps);
+    c.validation_rate_pps = Pps(pps);
     // A second between the phases and after the last frame: a busy machine that holds the
     // DUT or the responder for a few hundred ms must not turn late frames into lost ones.
     c.gap = Duration::from_secs(1);

@@ -6,6 +6,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
+use wire::units::Pps;
 
 use engine::nat::{self, ConnTrialConfig, LoadEngine, LoadPhase};
 use engine::trial::Backend;
@@ -29,8 +30,8 @@ fn trial(lab: &Lab, n: u64, pps: f64, secs: u64) -> ConnTrialConfig {
     let (a, b) = bench::trial::lab_ports(lab).expect("lab ports");
     let mut c = ConnTrialConfig::new(a, b, IpVersion::V4);
     c.connections = n;
-    c.rate_pps = 5_000.0;
-    c.validation_rate_pps = 5_000.0;
+    c.rate_pps = Pps(5_000.0);
+    c.validation_rate_pps = Pps(5_000.0);
     // A second between the phases and after the last frame: a busy machine that holds the
     // DUT or the responder for a few hundred ms must not turn late frames into lost ones.
     c.gap = Duration::from_secs(1);
@@ -39,7 +40,7 @@ fn trial(lab: &Lab, n: u64, pps: f64, secs: u64) -> ConnTrialConfig {
     c.load = Some(LoadPhase {
         backend: Backend::Xdp,
         keep_per_connection: true,
-        ..LoadPhase::new(pps, Duration::from_secs(secs))
+        ..LoadPhase::new(Pps(pps), Duration::from_secs(secs))
     });
     c
 }

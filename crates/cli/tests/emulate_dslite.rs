@@ -169,7 +169,12 @@ fn loopback_trial_through_dslite_both_ways() {
             streams.push(TrialStream {
                 config: StreamConfig {
                     rewrite_macs: false,
-                    ..StreamConfig::single(id, t, Rate::Pps(2_000.0), Limit::Frames(frames))
+                    ..StreamConfig::single(
+                        id,
+                        t,
+                        Rate::Pps(wire::units::Pps(2_000.0)),
+                        Limit::Frames(frames),
+                    )
                 },
                 tx_port,
                 rx_port,

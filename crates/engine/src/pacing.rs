@@ -39,6 +39,7 @@
 //! transmit backend.
 
 use crate::stream::{Limit, StreamConfig};
+use wire::units::Pps;
 
 /// The largest number of frames handed to the kernel in one go.
 pub const MAX_BATCH: u64 = 256;
@@ -369,7 +370,7 @@ pub struct StreamPacing {
     /// As fast as the port goes: no schedule, no debt cap, no slip accounting.
     pub unpaced: bool,
     /// The average frames/s intended (gaps included); 0 when unpaced.
-    pub intended_pps: f64,
+    pub intended_pps: Pps,
 }
 
 impl StreamPacing {
@@ -381,7 +382,7 @@ impl StreamPacing {
     ///   schedule itself ends the stream (slipped frames use up the count), not the clock.
     /// - Paced and frame-limited: exactly that many frames, however late.
     pub fn for_stream(cfg: &StreamConfig, start_ns: u64) -> Self {
-        let pps = cfg.pps();
+        let pps = cfg.pps().0;
         let burst = cfg.burst.max(1);
         let paced = |limit| match cfg.burst_gap {
             Some(gap) => Pacer::with_gap(start_ns, pps, burst, gap.as_nanos() as u64, limit),
@@ -398,7 +399,7 @@ impl StreamPacing {
                 pacer,
                 end_ns,
                 unpaced: true,
-                intended_pps: 0.0,
+                intended_pps: Pps(0.0),
             };
         }
         let mut pacer = match cfg.limit {
@@ -412,12 +413,12 @@ impl StreamPacing {
             // Back to back up to a batch (the user-space senders hand the kernel a batch at
             // once) or a devmap bulk of 16 (how XDP frames reach a device), then the line rate.
             let depth = pacer.batch().max(LINK_DEPTH_MIN);
-            pacer = pacer.with_link(link_pps, depth);
+            pacer = pacer.with_link(link_pps.0, depth);
         }
         StreamPacing {
             intended_pps: match cfg.burst_gap {
-                Some(_) => pacer.avg_rate(),
-                None => pps,
+                Some(_) => Pps(pacer.avg_rate()),
+                None => Pps(pps),
             },
             pacer,
             end_ns: None,

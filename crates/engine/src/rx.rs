@@ -602,6 +602,7 @@ pub mod steering {
 mod tests {
     use super::*;
     use crate::stream::{FrameGen, Limit, Rate, StreamConfig};
+    use wire::units::Pps;
 
     fn rx_seqs(seqs: &[u32]) -> StreamRxReport {
         let mut s = StreamRx::new();
@@ -726,7 +727,7 @@ mod tests {
     fn receiver_classifies_ours_unexpected_and_foreign() {
         let cfg = |id| {
             let frame = crate::stream::tests_support::signed_frame(60, id);
-            StreamConfig::single(id, frame, Rate::Pps(1.0), Limit::Frames(1))
+            StreamConfig::single(id, frame, Rate::Pps(Pps(1.0)), Limit::Frames(1))
         };
         let g3 = FrameGen::new(&cfg(3)).unwrap();
         let g4 = FrameGen::new(&cfg(4)).unwrap();
@@ -829,7 +830,7 @@ mod tests {
                 mode: FlowMode::Random { seed: 3 },
                 ..Flows::default()
             },
-            rate: Rate::Pps(1.0),
+            rate: Rate::Pps(Pps(1.0)),
             burst: 1,
             burst_gap: None,
             limit: Limit::Frames(1),

@@ -11,29 +11,30 @@ use wire::bytes::Fields;
 use wire::checksum;
 use wire::dissect::Dissection;
 use wire::template::FrameTemplate;
+use wire::units::{BitsPerSec, Pps};
 
 /// How fast a stream sends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rate {
     /// Frames per second.
-    Pps(f64),
+    Pps(Pps),
     /// Bits per second counting preamble, SFD and inter-frame gap (20 B) and the FCS.
-    L1Bps(f64),
+    L1Bps(BitsPerSec),
     /// Bits per second of the frame including FCS.
-    L2Bps(f64),
+    L2Bps(BitsPerSec),
     /// As fast as the port can send (for measuring the tester itself).
     Unlimited,
 }
 
 impl Rate {
     /// Frames per second for frames of `avg_len_with_fcs` bytes on average.
-    pub fn pps(&self, avg_len_with_fcs: f64) -> f64 {
+    pub fn pps(&self, avg_len_with_fcs: f64) -> Pps {
         match *self {
             Rate::Pps(p) => p,
-            Rate::L1Bps(b) => b / ((avg_len_with_fcs + 20.0) * 8.0),
-            Rate::L2Bps(b) => b / (avg_len_with_fcs * 8.0),
-            Rate::Unlimited => f64::INFINITY,
+            Rate::L1Bps(b) => Pps(b.0 / ((avg_len_with_fcs + 20.0) * 8.0)),
+            Rate::L2Bps(b) => Pps(b.0 / (avg_len_with_fcs * 8.0)),
+            Rate::Unlimited => Pps(f64::INFINITY),
         }
     }
 }
@@ -154,7 +155,7 @@ pub struct StreamConfig {
     /// tester). A trial sets the link's reference speed: a veth has no line rate of its own.
     /// Several streams leaving one port share its link: a trial paces each at its part of it
     /// ([`crate::trial::TrialConfig::paced_streams`]).
-    pub link_l1_bps: Option<f64>,
+    pub link_l1_bps: Option<BitsPerSec>,
 }
 
 impl StreamConfig {
@@ -179,8 +180,8 @@ impl StreamConfig {
 
     /// The most frames/s the stream's link carries of its frames (their weighted mean wire
     /// cost), if it has a line rate.
-    pub fn link_pps(&self) -> Option<f64> {
-        let bps = self.link_l1_bps.filter(|b| b.is_finite() && *b > 0.0)?;
+    pub fn link_pps(&self) -> Option<Pps> {
+        let bps = self.link_l1_bps.filter(|b| b.0.is_finite() && b.0 > 0.0)?;
         Some(Rate::L1Bps(bps).pps(self.avg_len_with_fcs()))
     }
 
@@ -199,7 +200,7 @@ impl StreamConfig {
     }
 
     /// Frames/s of `rate` (inside a burst when a burst gap is set).
-    pub fn pps(&self) -> f64 {
+    pub fn pps(&self) -> Pps {
         self.rate.pps(self.avg_len_with_fcs())
     }
 
@@ -256,16 +257,16 @@ impl StreamConfig {
         }
         // Every wait has a bound: a rate so low, or a stream so long, that the sender would
         // wait for more than a day is refused, not waited out.
-        let pps = self.pps();
+        let pps = self.pps().0;
         if pps.is_nan() || pps <= 0.0 {
             return bad(format!(
                 "the rate must be above 0 (it gives {pps} frames/s)"
             ));
         }
-        if pps.is_finite() && pps > Self::MAX_PPS {
+        if pps.is_finite() && pps > Self::MAX_PPS.0 {
             return bad(format!(
                 "{pps:e} frames/s is more than any Ethernet link carries (400 Gb/s carries 595 M frames/s of 64 B); give at most {:e}, or an unlimited rate",
-                Self::MAX_PPS
+                Self::MAX_PPS.0
             ));
         }
         let day = Self::MAX_STREAM_TIME.as_secs_f64();
@@ -298,7 +299,7 @@ impl StreamConfig {
     /// The highest paced rate: above any Ethernet link's 64-byte frame rate. A paced schedule
     /// faster than this never slips (its catch-up cap, 10 ms worth of frames, overflows), so a
     /// stream of `--rate 1e30pps --duration 1` had to send 2^64 frames: it never ended.
-    pub const MAX_PPS: f64 = 1e9;
+    pub const MAX_PPS: Pps = Pps(1e9);
 
     /// The largest burst: a burst's frames are due together and go back to back, so
     /// `--burst 100000000` made a 1 s trial send for minutes. 2^20 frames is 0.7 s of 64-byte
@@ -633,7 +634,7 @@ mod tests {
             frames,
             weights,
             flows: Flows::default(),
-            rate: Rate::Pps(1000.0),
+            rate: Rate::Pps(Pps(1000.0)),
             burst: 1,
             burst_gap: None,
             limit: Limit::Frames(10),
@@ -871,18 +872,21 @@ mod tests {
             let e = c.check().expect_err(why).to_string();
             assert!(e.contains(why), "{e}");
         };
-        refused(&|c| c.rate = Rate::Pps(1e-300), "less than one frame a day");
-        refused(&|c| c.rate = Rate::Pps(0.0), "above 0");
-        refused(&|c| c.rate = Rate::Pps(f64::NAN), "above 0");
+        refused(
+            &|c| c.rate = Rate::Pps(Pps(1e-300)),
+            "less than one frame a day",
+        );
+        refused(&|c| c.rate = Rate::Pps(Pps(0.0)), "above 0");
+        refused(&|c| c.rate = Rate::Pps(Pps(f64::NAN)), "above 0");
         refused(&|c| c.limit = Limit::Frames(0), "at least 1 frame");
         refused(&|c| c.limit = Limit::DurationNs(0), "longer than 0");
         refused(&|c| c.burst = 0, "at least 1 frame");
         refused(
-            &|c| c.rate = Rate::Pps(1e30),
+            &|c| c.rate = Rate::Pps(Pps(1e30)),
             "more than any Ethernet link carries",
         );
         refused(
-            &|c| c.rate = Rate::L1Bps(1e30),
+            &|c| c.rate = Rate::L1Bps(BitsPerSec(1e30)),
             "more than any Ethernet link carries",
         );
         refused(&|c| c.burst = 100_000_000, "a burst of 100000000 frames");
@@ -893,7 +897,7 @@ mod tests {
         refused(&|c| c.weights = vec![0], "non-zero weight");
         refused(
             &|c| {
-                c.rate = Rate::Pps(1.0);
+                c.rate = Rate::Pps(Pps(1.0));
                 c.limit = Limit::Frames(86_401);
             },
             "more than a day",
@@ -927,7 +931,7 @@ mod tests {
 
     #[test]
     fn rates_convert_per_frame_size() {
-        assert!((Rate::L1Bps(1e9).pps(64.0) - 1_488_095.238).abs() < 0.01);
-        assert!((Rate::L2Bps(512e3).pps(64.0) - 1000.0).abs() < 1e-9);
+        assert!((Rate::L1Bps(BitsPerSec(1e9)).pps(64.0).0 - 1_488_095.238).abs() < 0.01);
+        assert!((Rate::L2Bps(BitsPerSec(512e3)).pps(64.0).0 - 1000.0).abs() < 1e-9);
     }
 }

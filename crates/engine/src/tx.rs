@@ -36,6 +36,7 @@ use crate::sys::{
 use crate::{Error, Result};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
+use wire::units::Pps;
 
 /// What one stream's sender did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -48,9 +49,9 @@ pub struct TxStreamReport {
     pub bytes: u64,
     /// Bytes on the wire including FCS (4 B per frame).
     pub bytes_with_fcs: u64,
-    pub intended_pps: f64,
+    pub intended_pps: Pps,
     /// `(sent - 1) / (last - first)` send timestamps: the rate actually offered.
-    pub achieved_pps: f64,
+    pub achieved_pps: Pps,
     /// Send timestamps of the first and last accepted frame (CLOCK_MONOTONIC ns).
     pub first_tx_ns: u64,
     pub last_tx_ns: u64,
@@ -176,7 +177,7 @@ struct StreamState {
     first_ns: u64,
     last_ns: u64,
     /// Average frames/s intended (0 when unpaced), from [`StreamPacing`].
-    intended: f64,
+    intended: Pps,
     unpaced: bool,
     finishing_pair: bool,
 }
@@ -571,9 +572,9 @@ impl StreamState {
             bytes_with_fcs: self.bytes + 4 * self.sent,
             intended_pps: self.intended,
             achieved_pps: if self.sent >= 2 && self.last_ns > self.first_ns {
-                (self.sent - 1) as f64 / ((self.last_ns - self.first_ns) as f64 * 1e-9)
+                Pps((self.sent - 1) as f64 / ((self.last_ns - self.first_ns) as f64 * 1e-9))
             } else {
-                0.0
+                Pps(0.0)
             },
             first_tx_ns: self.first_ns,
             last_tx_ns: self.last_ns,

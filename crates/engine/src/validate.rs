@@ -294,6 +294,7 @@ mod tests {
     use std::net::{Ipv4Addr, Ipv6Addr};
     use wire::encap::EncapSpec;
     use wire::template::{FrameTemplate, StreamSpec};
+    use wire::units::Pps;
 
     const ID: u16 = 3;
     /// Receive times are on this clock: the trial started at 10 s.
@@ -315,7 +316,7 @@ mod tests {
     }
 
     fn stream(t: &FrameTemplate, frames: u64) -> StreamConfig {
-        StreamConfig::single(ID, t.clone(), Rate::Pps(1e6), Limit::Frames(frames))
+        StreamConfig::single(ID, t.clone(), Rate::Pps(Pps(1e6)), Limit::Frames(frames))
     }
 
     fn frame(t: &FrameTemplate, seq: u64, tx_ns: u64) -> Vec<u8> {
@@ -613,7 +614,7 @@ mod tests {
         );
         // Duration-limited paced streams: the schedule's frame count is the limit.
         let mut cfg = stream(&t, 1);
-        cfg.rate = Rate::Pps(1000.0);
+        cfg.rate = Rate::Pps(Pps(1000.0));
         cfg.limit = Limit::DurationNs(2_000_000_000);
         assert_eq!(Expect::of(&cfg).seq_limit, Some(2000));
         cfg.rate = Rate::Unlimited;

@@ -15,6 +15,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use wire::encap::EncapSpec;
 use wire::template::{FrameTemplate, StreamSpec};
+use wire::units::Pps;
 
 mod common;
 use common::{is_root, Net};
@@ -50,7 +51,7 @@ fn af_packet_trial_follows_steps_of_the_realtime_clock() {
     let stream = StreamConfig::single(
         5,
         FrameTemplate::new(&spec, 128).unwrap(),
-        Rate::Pps(20_000.0),
+        Rate::Pps(Pps(20_000.0)),
         Limit::Frames(FRAMES),
     );
     let mut cfg = net.one_way_trial(stream);

@@ -19,6 +19,7 @@ use engine::trial::{self, Backend, StreamResult};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use wire::template::{FrameTemplate, StreamSpec};
+use wire::units::Pps;
 
 mod common;
 use common::{is_root, Net};
@@ -32,7 +33,7 @@ fn trial_on(net: &Net, backend: Backend) -> Result<StreamResult, String> {
     let mut spec = StreamSpec::new("ipv4".parse().unwrap());
     spec.stream_id = ID;
     let t = FrameTemplate::new(&spec, 64).unwrap();
-    let stream = StreamConfig::single(ID, t, Rate::Pps(20_000.0), Limit::Frames(FRAMES));
+    let stream = StreamConfig::single(ID, t, Rate::Pps(Pps(20_000.0)), Limit::Frames(FRAMES));
     let mut cfg = net.one_way_trial(stream);
     cfg.backend = backend;
     cfg.drain = Duration::from_millis(300);

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use wire::checksum;
 use wire::encap::EncapSpec;
 use wire::template::{FrameTemplate, StreamSpec};
+use wire::units::Pps;
 
 mod common;
 use common::{is_root, sh, Net};
@@ -187,7 +188,7 @@ fn malformed_frames_are_counted_by_reason(backend: Backend) {
     let stream = StreamConfig::single(
         ID,
         template("ipv4"),
-        Rate::Pps(20_000.0),
+        Rate::Pps(Pps(20_000.0)),
         Limit::Frames(FRAMES),
     );
     let mut cfg = net.one_way_trial(stream);

@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use wire::encap::EncapSpec;
 use wire::template::{FrameTemplate, StreamSpec};
+use wire::units::Pps;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -66,7 +67,7 @@ fn stream(id: u16, src: IpAddr, dst: IpAddr, size: usize, pps: f64, limit: Limit
     spec.dst_ip = dst;
     spec.dst_port = 9;
     let t = FrameTemplate::new(&spec, size).expect("template");
-    StreamConfig::single(id, t, Rate::Pps(pps), limit)
+    StreamConfig::single(id, t, Rate::Pps(Pps(pps)), limit)
 }
 
 /// A stream sent from port A (index 0) and received on port B (index 1).
@@ -707,9 +708,9 @@ fn burst_gap_shows_on_the_wire() {
         // Average rate: 50 frames per (50 × 10 µs + 10 ms).
         let avg = burst as f64 / (burst as f64 * 10e-6 + gap.as_secs_f64());
         assert!(
-            (st.tx.intended_pps - avg).abs() < 1e-6 * avg,
+            (st.tx.intended_pps.0 - avg).abs() < 1e-6 * avg,
             "{}",
-            st.tx.intended_pps
+            st.tx.intended_pps.0
         );
         let path = path_loss("burst gap test", n, arrived, &before, &after);
         assert_eq!(st.rx.received, arrived, "received = kernel count at B");
@@ -1233,16 +1234,16 @@ fn rate_accuracy_with(engine: Backend, lab_name: &str, pps: Option<f64>) {
                 let r = trial::run(&cfg, &AtomicBool::new(false)).expect("probe runs");
                 r.streams[0].tx.clone()
             };
-            let max = probe(Rate::Unlimited, 1_000_000_000).achieved_pps;
+            let max = probe(Rate::Unlimited, 1_000_000_000).achieved_pps.0;
             println!("unpaced: {max:.0} frames/s");
             let mut chosen = None;
             for step in 1..=6 {
                 let pps = (max * (1.0 - 0.1 * f64::from(step))).floor();
-                let t = probe(Rate::Pps(pps), 1_000_000_000);
-                let err = (t.achieved_pps - pps) / pps;
+                let t = probe(Rate::Pps(Pps(pps)), 1_000_000_000);
+                let err = (t.achieved_pps.0 - pps) / pps;
                 println!(
                     "probe {pps:.0}: achieved {:.0} ({:+.3} %), slipped {}",
-                    t.achieved_pps,
+                    t.achieved_pps.0,
                     err * 100.0,
                     t.slipped
                 );
@@ -1274,10 +1275,10 @@ fn rate_accuracy_with(engine: Backend, lab_name: &str, pps: Option<f64>) {
     let after = lab.snapshot().unwrap();
     let arrived = wb.all(&lab);
     let s = &r.streams[0];
-    let err = (s.tx.achieved_pps - pps) / pps;
+    let err = (s.tx.achieved_pps.0 - pps) / pps;
     println!(
         "intended {pps:.0} achieved {:.1} ({:+.3} %), sent {} (planned {}), slipped {}, received {}",
-        s.tx.achieved_pps,
+        s.tx.achieved_pps.0,
         err * 100.0,
         s.tx.sent,
         (pps * 5.0).ceil(),

@@ -15,6 +15,7 @@ use engine::trial::{self, Backend, StreamResult, TrialConfig, TrialStream};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use wire::template::{FrameTemplate, StreamSpec};
+use wire::units::Pps;
 
 mod common;
 use common::{is_root, Net};
@@ -25,7 +26,7 @@ fn stream(id: u16, pps: f64, frames: u64) -> TrialStream {
     spec.stream_id = id;
     let t = FrameTemplate::new(&spec, 64).unwrap();
     TrialStream {
-        config: StreamConfig::single(id, t, Rate::Pps(pps), Limit::Frames(frames)),
+        config: StreamConfig::single(id, t, Rate::Pps(Pps(pps)), Limit::Frames(frames)),
         tx_port: 0,
         rx_port: 1,
     }

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wire::encap::EncapSpec;
 use wire::template::{FrameTemplate, StreamSpec};
+use wire::units::Pps;
 
 mod common;
 use common::{is_root, sh};
@@ -601,7 +602,7 @@ fn malformed_frames_of_expected_streams_are_invalid_alike() {
             110
         };
         let t = FrameTemplate::new(&spec, size).unwrap();
-        let cfg = StreamConfig::single(id, t.clone(), Rate::Pps(1e3), Limit::Frames(10_000));
+        let cfg = StreamConfig::single(id, t.clone(), Rate::Pps(Pps(1e3)), Limit::Frames(10_000));
         expect.push((id, Expect::of(&cfg)));
         let now = engine::sys::monotonic_ns();
         let n = t.len();

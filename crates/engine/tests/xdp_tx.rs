@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use wire::checksum;
 use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
+use wire::units::{BitsPerSec, Pps};
 
 mod common;
 use common::{is_root, sh};
@@ -94,7 +95,7 @@ fn stream(
         frames,
         weights,
         flows: Flows::default(),
-        rate: Rate::Pps(pps),
+        rate: Rate::Pps(Pps(pps)),
         burst: 1,
         burst_gap: None,
         limit: Limit::Frames(n),
@@ -419,25 +420,25 @@ fn rate_accuracy_10kpps_and_max() {
         engine::xdp::tx::run_port(&p, &[s], 0, &stop).unwrap()
     };
     let check = |pps: f64| {
-        let r = run(Rate::Pps(pps), 5.0);
+        let r = run(Rate::Pps(Pps(pps)), 5.0);
         let s = &r.streams[0];
-        let err = (s.achieved_pps - pps) / pps * 100.0;
+        let err = (s.achieved_pps.0 - pps) / pps * 100.0;
         println!(
             "5 s at {pps:.0}: achieved {:.1} ({err:+.3} %), slipped {}, sent {}, refused {}",
-            s.achieved_pps, s.slipped, s.sent, r.abandoned
+            s.achieved_pps.0, s.slipped, s.sent, r.abandoned
         );
         assert_eq!(r.abandoned, 0, "frames refused");
         assert!(err.abs() <= 1.0, "rate off by {err:.3} % at {pps} pps");
     };
     check(10_000.0);
-    let unpaced = run(Rate::Unlimited, 1.0).streams[0].achieved_pps;
+    let unpaced = run(Rate::Unlimited, 1.0).streams[0].achieved_pps.0;
     println!("unpaced: {unpaced:.0} pps");
     let mut held = None;
     for step in (1..=9).rev() {
         let pps = (unpaced * f64::from(step) / 10.0 / 1000.0).floor() * 1000.0;
-        let r = run(Rate::Pps(pps), 1.0);
+        let r = run(Rate::Pps(Pps(pps)), 1.0);
         let s = &r.streams[0];
-        let err = (s.achieved_pps - pps) / pps * 100.0;
+        let err = (s.achieved_pps.0 - pps) / pps * 100.0;
         println!("1 s at {pps:.0}: {err:+.3} %, slipped {}", s.slipped);
         if s.slipped == 0 && err.abs() <= 0.5 {
             held = Some(pps);
@@ -565,7 +566,7 @@ fn a_paced_catch_up_leaves_no_faster_than_the_link() {
             n,
             10_000.0,
         );
-        s.link_l1_bps = link;
+        s.link_l1_bps = link.map(BitsPerSec);
         let stop = AtomicBool::new(false);
         let late = engine::sys::monotonic_ns() - 30_000_000;
         let (rep, frames) = capture_while(&net.port("wx1"), || {

@@ -468,7 +468,9 @@ pub(crate) fn xdp_source(
     frame: &FrameTemplate,
     cfg: &RxBenchConfig,
 ) -> Result<(u64, f64, RxSourceFacts)> {
-    let rate = cfg.source_pps.map_or(Rate::Unlimited, Rate::Pps);
+    let rate = cfg
+        .source_pps
+        .map_or(Rate::Unlimited, |p| Rate::Pps(wire::units::Pps(p)));
     let stream = StreamConfig {
         rewrite_macs: false,
         ..StreamConfig::single(2, frame.clone(), rate, Limit::Frames(cfg.frames))
@@ -488,7 +490,7 @@ pub(crate) fn xdp_source(
         refusal_events: rep.backpressure_flushes,
         max_catch_up: s.max_debt,
     };
-    Ok((s.sent, s.achieved_pps, facts))
+    Ok((s.sent, s.achieved_pps.0, facts))
 }
 
 #[cfg(test)]

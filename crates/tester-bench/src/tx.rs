@@ -316,7 +316,7 @@ pub fn tx(cfg: &TxBenchConfig, tag: &str) -> Result<TxBenchReport> {
         let (pps, rep) = measure_ours(&net, cfg, cfg.backend, &frame)?;
         ours.push(pps);
         sent += rep.streams[0].sent;
-        own.push(rep.streams[0].achieved_pps);
+        own.push(rep.streams[0].achieved_pps.0);
         batch.push(rep.mean_batch);
         if cfg.both_backends {
             others.push(measure_ours(&net, cfg, other, &frame)?.0);

@@ -37,6 +37,19 @@ impl core::ops::Add for BitsPerSec {
     }
 }
 
+/// Sums of rates over streams or directions (`total += stream`).
+impl core::ops::AddAssign for Pps {
+    fn add_assign(&mut self, o: Pps) {
+        self.0 += o.0;
+    }
+}
+
+impl core::ops::AddAssign for BitsPerSec {
+    fn add_assign(&mut self, o: BitsPerSec) {
+        self.0 += o.0;
+    }
+}
+
 /// A load fraction (or count of directions) times a rate: `0.5 × 1.488 Mpps`.
 impl core::ops::Mul<f64> for Pps {
     type Output = Pps;

@@ -74,7 +74,7 @@ impl Inside {
                 .rate(&FrameSize::Fixed { bytes: size }, false)
                 .map_err(|e| BenchError::Usage(e.to_string()))?;
             let wan = &rate.links[rate.links.len() - 1];
-            let pps = s.config.rate.pps(s.config.avg_len_with_fcs()).min(1e9);
+            let pps = s.config.pps().0.min(1e9);
             let wanted = match s.config.limit {
                 Limit::Frames(n) => n,
                 Limit::DurationNs(ns) => (pps * ns as f64 / 1e9) as u64,

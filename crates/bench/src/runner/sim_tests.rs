@@ -669,7 +669,7 @@ impl TrialExecutor for AssemblingBed {
             .streams
             .iter()
             .map(|s| {
-                let pps = s.config.pps();
+                let pps = s.config.pps().0;
                 let sent = (pps * request.duration.as_secs_f64()).round() as u64;
                 let lost = if s.tx_port == 1 {
                     sent / self.reverse_loss_every
@@ -731,8 +731,8 @@ fn sim_stream(
             sent,
             bytes: 0,
             bytes_with_fcs: 0,
-            intended_pps: pps,
-            achieved_pps: pps,
+            intended_pps: wire::units::Pps(pps),
+            achieved_pps: wire::units::Pps(pps),
             first_tx_ns: 0,
             last_tx_ns: 0,
             slipped: 0,
@@ -757,9 +757,9 @@ fn sim_stream(
             invalid: Default::default(),
         },
         ipdv: None,
-        rx_pps: pps * received as f64 / sent.max(1) as f64,
-        rx_l2_bps: 0.0,
-        rx_l1_bps: 0.0,
+        rx_pps: wire::units::Pps(pps * received as f64 / sent.max(1) as f64),
+        rx_l2_bps: wire::units::BitsPerSec(0.0),
+        rx_l1_bps: wire::units::BitsPerSec(0.0),
     }
 }
 

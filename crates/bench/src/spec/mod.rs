@@ -309,7 +309,7 @@ impl TrialSpec {
                     frames,
                     weights,
                     flows: s.flows,
-                    rate: Rate::Pps(s.load.pps(max, &lens)),
+                    rate: Rate::Pps(Pps(s.load.pps(max, &lens))),
                     burst: s.burst,
                     burst_gap: s.burst_gap,
                     limit: s.limit,
@@ -318,7 +318,7 @@ impl TrialSpec {
                     // The tester's port is a link of the reference speed: catch-ups and
                     // bursts leave it no faster than such a link carries them (or twice the
                     // stream's rate, near line rate: engine::pacing::Pacer::with_link).
-                    link_l1_bps: Some(self.speed.0),
+                    link_l1_bps: Some(self.speed),
                 };
                 config.check().map_err(SpecError::Stream)?;
                 sent.push(sent_stream(

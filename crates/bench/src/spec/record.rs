@@ -42,7 +42,7 @@ pub fn sent_stream(
         src_port: frame.src_port,
         dst_port: frame.dst_port,
         max_pps: max,
-        pps: Pps(config.pps()),
+        pps: config.pps(),
         frames,
         duration_ns,
         flows: [
@@ -131,11 +131,11 @@ pub fn differences(x: &Built, y: &Built, rel: f64) -> Vec<String> {
             &(p.reorder_every, p.rewrite_macs),
             &(q.reorder_every, q.rewrite_macs),
         );
-        if !close(p.pps(), q.pps()) {
+        if !close(p.pps().0, q.pps().0) {
             out.push(format!(
                 "stream {id}: rate {} ≠ {} frames/s",
-                p.pps(),
-                q.pps()
+                p.pps().0,
+                q.pps().0
             ));
         }
     }

@@ -82,6 +82,7 @@ fn a_line_fraction_is_of_the_paths_line_rate() {
             .streams[0]
             .config
             .pps()
+            .0
     };
     assert_eq!(pps(&plain), 0.5 * 1e9 / (84.0 * 8.0));
     assert_eq!(pps(&far_vlan), 0.5 * 1e9 / (88.0 * 8.0));
@@ -115,9 +116,9 @@ fn imix_loads_count_the_weighted_mean_frame() {
     let mean_l1 = (7.0 * 84.0 + 4.0 * 614.0 + 1538.0) * 8.0 / 12.0;
     for s in &built.config.streams {
         assert!(
-            (s.config.pps() - 1e9 / mean_l1).abs() < 1e-6,
+            (s.config.pps().0 - 1e9 / mean_l1).abs() < 1e-6,
             "{}",
-            s.config.pps()
+            s.config.pps().0
         );
         assert_eq!(s.config.weights, vec![7, 4, 1]);
     }

@@ -67,8 +67,9 @@ impl Testbed {
         let mut cfg = engine::nat::ConnTrialConfig::new(self.a.clone(), b.clone(), case.dims.ip);
         cfg.frame_size = case.frame().and_then(|f| f.fixed()).unwrap_or(64);
         cfg.connections = trial.connections;
-        cfg.rate_pps = trial.rate.0;
-        cfg.validation_rate_pps = trial.validation_rate.0;
+        // A connection rate is also the frame rate of its phase (one frame opens one).
+        cfg.rate_pps = wire::units::Pps(trial.rate.0);
+        cfg.validation_rate_pps = wire::units::Pps(trial.validation_rate.0);
         cfg.gap = trial.gap;
         cfg.drain = UDP_DRAIN;
         // RFC 4814 pseudorandom tuples (RFC 9693 asks for them), the same order every trial.
@@ -78,7 +79,7 @@ impl Testbed {
         cfg.load = match trial.real {
             Some(RealTest::Load { pps, duration }) => Some(engine::nat::LoadPhase {
                 backend,
-                ..engine::nat::LoadPhase::new(pps, duration)
+                ..engine::nat::LoadPhase::new(wire::units::Pps(pps), duration)
             }),
             _ => None,
         };
@@ -109,13 +110,13 @@ impl Testbed {
             _ => None,
         };
         let load = r.load.as_ref().map(|l| LoadOutcome {
-            intended_pps: wire::units::Pps(l.forward.intended_pps),
+            intended_pps: l.forward.intended_pps,
             forward_sent: l.forward.sent,
             forward_received: l.forward_received,
-            forward_pps: wire::units::Pps(l.forward.achieved_pps),
+            forward_pps: l.forward.achieved_pps,
             reverse_sent: l.reverse.sent,
             reverse_received: l.reverse_received,
-            reverse_pps: wire::units::Pps(l.reverse.achieved_pps),
+            reverse_pps: l.reverse.achieved_pps,
             dut_entries: end.map(|e| e.entries),
             misdirected: l.forward_misdirected + l.reverse_misdirected,
             tester_drops: l.rx_ring_drops,
@@ -145,7 +146,7 @@ impl Testbed {
         let outcome = ConnOutcome {
             connections: trial.connections,
             intended_rate: trial.rate,
-            offered_rate: ConnRate(r.preliminary.achieved_pps),
+            offered_rate: ConnRate(r.preliminary.achieved_pps.0),
             preliminary_sent: r.preliminary.sent,
             preliminary_received: r.learned,
             validation_sent: r.validation.sent,
@@ -160,14 +161,14 @@ impl Testbed {
         };
         let phases = ConnPhases {
             preliminary_sent: r.preliminary.sent,
-            preliminary_pps: wire::units::Pps(r.preliminary.achieved_pps),
+            preliminary_pps: r.preliminary.achieved_pps,
             preliminary_max_late_ns: r.preliminary.max_late_ns,
             preliminary_refused_by_dut: r.preliminary.refused_by_peer,
             learned: r.learned,
             translated: r.translated,
             learned_duplicates: r.learned_duplicates,
             validation_sent: r.validation.sent,
-            validation_pps: wire::units::Pps(r.validation.achieved_pps),
+            validation_pps: r.validation.achieved_pps,
             validation_max_late_ns: r.validation.max_late_ns,
             validated: r.validated,
             misdirected: r.misdirected,

@@ -212,7 +212,7 @@ impl TrialStreams {
         let sent = results.first().map_or(0, |s| s.tx.sent);
         if let Some(p) = request.probe {
             // A probe's load is a fraction of its own rate.
-            let achieved = results.first().map_or(0.0, |s| s.tx.achieved_pps);
+            let achieved = results.first().map_or(0.0, |s| s.tx.achieved_pps.0);
             if sent > 1 && p.pps > 0 {
                 o.offered = LineFraction(achieved / f64::from(p.pps));
             }

@@ -266,7 +266,7 @@ fn assert_learning(t: &TrialStreams, frame_len: usize) {
     assert_eq!(ends(l, 0), (0, 1, 1));
     let c = &l.streams[0].config;
     assert_eq!(c.limit, engine::stream::Limit::Frames(20));
-    assert_eq!(c.rate, engine::stream::Rate::Pps(1000.0));
+    assert_eq!(c.rate, engine::stream::Rate::Pps(wire::units::Pps(1000.0)));
     assert_eq!(c.frames[0].len(), frame_len);
     assert_eq!(l.backend, engine::trial::Backend::AfPacket);
     assert_eq!(l.drain, Duration::from_millis(50));
@@ -411,7 +411,10 @@ fn a_reverse_probe_is_the_reverse_stream_alone_as_stream_2_after_learning_in_the
     assert_eq!(ends(c, 0), (1, 0, 2));
     let (bytes, d) = frame(c, 0);
     assert_eq!((bytes.len(), d.pppoe_session), (1400 + 8 - 4, Some(0x4b9e)));
-    assert_eq!(c.streams[0].config.rate, engine::stream::Rate::Pps(1000.0));
+    assert_eq!(
+        c.streams[0].config.rate,
+        engine::stream::Rate::Pps(wire::units::Pps(1000.0))
+    );
     assert_eq!(t.sent.len(), 1);
     assert_eq!(
         (t.sent[0].stream_id, t.sent[0].tx_port.as_str()),

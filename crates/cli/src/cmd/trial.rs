@@ -298,9 +298,9 @@ pub fn run(args: TrialArgs) -> CliResult {
         eprintln!(
             "wirerate: port {} is asked {:.1} % of its {} link ({} of L1 bits with its streams together): more than a link of that speed carries; the veth carries it, but no real port of that speed could offer this load",
             built.config.ports[port].name,
-            100.0 * asked / link,
-            wire::units::BitsPerSec(link),
-            wire::units::BitsPerSec(asked)
+            100.0 * asked.0 / link.0,
+            link,
+            asked
         );
     }
     let mut cfg = built.config;

@@ -3,9 +3,8 @@
 
 use engine::trial::TrialReport;
 
-fn si(v: f64) -> String {
-    wire::units::si(v)
-}
+// Rates print through `wire::units`' Display (`1.488 Mpps`, `761.905 Mb/s`): the same SI
+// figure with its unit as before the report's rates were typed.
 
 pub fn print_table(r: &TrialReport) {
     outln!(
@@ -38,8 +37,8 @@ pub fn print_table(r: &TrialReport) {
             "{:>6} {:>5} {:>12} {:>12} {:>10} {:>10} {:>8} {:>6} {:>6} {:>10} {:>10} {:>10}",
             s.stream_id,
             format!("{}>{}", s.tx_port, s.rx_port),
-            format!("{}pps", si(s.tx.intended_pps)),
-            format!("{}pps", si(s.tx.achieved_pps)),
+            s.tx.intended_pps.to_string(),
+            s.tx.achieved_pps.to_string(),
             s.tx.sent,
             s.rx.received,
             s.rx.lost.unwrap_or(0),
@@ -53,7 +52,7 @@ pub fn print_table(r: &TrialReport) {
     outln!();
     for t in r.directions.iter().chain(std::iter::once(&r.total)) {
         outln!(
-            "{:>8}: sent {} received {} lost {} ({:.4} %)  rx {}pps  {}b/s L2  {}b/s L1",
+            "{:>8}: sent {} received {} lost {} ({:.4} %)  rx {}  {} L2  {} L1",
             t.label,
             t.sent,
             t.received,
@@ -63,9 +62,9 @@ pub fn print_table(r: &TrialReport) {
             } else {
                 0.0
             },
-            si(t.rx_pps),
-            si(t.rx_l2_bps),
-            si(t.rx_l1_bps)
+            t.rx_pps,
+            t.rx_l2_bps,
+            t.rx_l1_bps
         );
     }
     for (p, tx) in &r.tx_ports {

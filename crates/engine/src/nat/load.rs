@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
+use wire::units::Pps;
 
 use super::announce;
 use super::{
@@ -27,7 +28,7 @@ use crate::{Error, Result};
 /// The load: `pps` frames/s each direction for `duration`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LoadPhase {
-    pub pps: f64,
+    pub pps: Pps,
     pub duration: Duration,
     /// Which engine sends and counts: `Auto` runs on XDP when the load fits it (IPv4, frames
     /// up to 3,000 B) and XDP loads, else on AF_PACKET, with the reason in
@@ -40,7 +41,7 @@ pub struct LoadPhase {
 
 impl LoadPhase {
     /// `pps` each way for `duration`, on the backend `Auto` chooses.
-    pub fn new(pps: f64, duration: Duration) -> LoadPhase {
+    pub fn new(pps: Pps, duration: Duration) -> LoadPhase {
         LoadPhase {
             pps,
             duration,
@@ -51,7 +52,7 @@ impl LoadPhase {
 
     /// Frames each direction sends.
     pub fn frames(&self) -> u64 {
-        (self.pps * self.duration.as_secs_f64()).round().max(1.0) as u64
+        (self.pps.0 * self.duration.as_secs_f64()).round().max(1.0) as u64
     }
 }
 

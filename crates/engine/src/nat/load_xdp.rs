@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
+use wire::units::Pps;
 
 use super::load::{spawn_receiver, wait_start, Count, LoadEngine, LoadPhase, LoadReport};
 use super::priority::SenderPriority;
@@ -159,7 +160,7 @@ fn stream(
 
 /// The sender's report as the load's [`PhaseTx`], and the frames the program processed (sent
 /// or refused: the indices the connections were cycled through).
-pub(super) fn phase(r: &TxPortReport, pps: f64) -> (PhaseTx, u64, u64) {
+pub(super) fn phase(r: &TxPortReport, pps: Pps) -> (PhaseTx, u64, u64) {
     let Some(s) = r.streams.first() else {
         return (PhaseTx::default(), 0, 0);
     };
@@ -168,7 +169,7 @@ pub(super) fn phase(r: &TxPortReport, pps: f64) -> (PhaseTx, u64, u64) {
         intended_pps: s.intended_pps,
         achieved_pps: s.achieved_pps,
         // The largest debt, in frames, as time behind the schedule.
-        max_late_ns: (s.max_debt as f64 / pps * 1e9) as u64,
+        max_late_ns: (s.max_debt as f64 / pps.0 * 1e9) as u64,
         first_tx_ns: s.first_tx_ns,
         last_tx_ns: s.last_tx_ns,
         refused_by_peer: s.refused_by_peer,

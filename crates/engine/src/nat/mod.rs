@@ -45,6 +45,7 @@ use std::time::Duration;
 use serde::Serialize;
 use wire::encap::{EncapSpec, IpVersion};
 use wire::template::{FrameTemplate, StreamSpec};
+use wire::units::Pps;
 
 use crate::port::{PortSpec, RxRingConfig};
 use crate::resolve::{self, Identity};
@@ -93,9 +94,9 @@ pub struct ConnTrialConfig {
     /// N.
     pub connections: u64,
     /// Preliminary frames (= new connections) per second.
-    pub rate_pps: f64,
+    pub rate_pps: Pps,
     /// Validation frames per second.
-    pub validation_rate_pps: f64,
+    pub validation_rate_pps: Pps,
     /// Wait after the last preliminary frame before validation starts.
     pub gap: Duration,
     /// How long the initiator keeps counting after the last validation frame.
@@ -122,8 +123,8 @@ impl ConnTrialConfig {
             ip,
             frame_size: 64,
             connections: 1,
-            rate_pps: 1000.0,
-            validation_rate_pps: 1000.0,
+            rate_pps: Pps(1000.0),
+            validation_rate_pps: Pps(1000.0),
             gap: Duration::from_millis(500),
             drain: Duration::from_millis(100),
             permutation_seed: None,
@@ -198,6 +199,7 @@ impl ConnTrialConfig {
             ("rate", self.rate_pps),
             ("validation rate", self.validation_rate_pps),
         ] {
+            let r = r.0;
             if !(r.is_finite() && r > 0.0) {
                 return Err(Error::Config(format!(
                     "{what} {r}: give a positive number of frames/s"
@@ -224,9 +226,9 @@ pub struct PhaseTx {
     /// retried — a connection the DUT could not take is not opened again later.
     #[serde(default)]
     pub refused_by_peer: u64,
-    pub intended_pps: f64,
+    pub intended_pps: Pps,
     /// From the first to the last frame's send time (the intended rate for one frame).
-    pub achieved_pps: f64,
+    pub achieved_pps: Pps,
     /// The latest any frame was sent after its due time: a stall of the tester, which the
     /// average rate hides (frames then leave in a burst).
     pub max_late_ns: u64,
@@ -298,12 +300,12 @@ fn send_paced(
     faces_dut: bool,
     batch: &mut MmsgBatch,
     count: u64,
-    pps: f64,
+    pps: Pps,
     start_ns: u64,
     stop: &AtomicBool,
     mut write: impl FnMut(u64, u64, &mut [u8]) -> Result<usize>,
 ) -> Result<PhaseTx> {
-    let interval = 1e9 / pps;
+    let interval = 1e9 / pps.0;
     let due = |i: u64| start_ns + (i as f64 * interval) as u64;
     let mut tx = PhaseTx {
         intended_pps: pps,
@@ -352,7 +354,7 @@ fn send_paced(
         next += done as u64;
     }
     tx.achieved_pps = if tx.sent > 1 && tx.last_tx_ns > tx.first_tx_ns {
-        (tx.sent - 1) as f64 * 1e9 / (tx.last_tx_ns - tx.first_tx_ns) as f64
+        Pps((tx.sent - 1) as f64 * 1e9 / (tx.last_tx_ns - tx.first_tx_ns) as f64)
     } else {
         pps
     };
@@ -555,7 +557,7 @@ pub fn run(
                     // After `enter` (nice −10), before the start: a short XDP phase cannot sit
                     // out another program's scheduler slice (priority::PRELIMINARY_DEFAULT).
                     let per_frame =
-                        |frames: u64| Duration::from_secs_f64(frames as f64 / pps.max(1.0));
+                        |frames: u64| Duration::from_secs_f64(frames as f64 / pps.0.max(1.0));
                     let wish = priority::preliminary_wish(
                         per_frame(n),
                         per_frame(prelim_xdp::MAX_CATCH_UP),
@@ -695,7 +697,7 @@ mod tests {
         let e = cfg(MAX_TRIAL_CONNECTIONS + 1).check().unwrap_err();
         assert!(e.to_string().contains("at most 4000000"), "{e}");
         let mut c = cfg(10);
-        c.rate_pps = 0.0;
+        c.rate_pps = Pps(0.0);
         assert!(c.check().is_err());
     }
 }

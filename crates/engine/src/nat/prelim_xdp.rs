@@ -23,6 +23,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use serde::Serialize;
+use wire::units::Pps;
 
 use super::load::LoadEngine;
 use super::load_xdp::{phase, unfit};
@@ -129,7 +130,7 @@ pub(super) fn send(
     sender: &mut XdpSender,
     gen: FrameGen,
     stream: &StreamConfig,
-    pps: f64,
+    pps: Pps,
     start_ns: u64,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<PhaseTx> {

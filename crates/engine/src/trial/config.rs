@@ -6,6 +6,7 @@ use crate::port::{PortSpec, RxRingConfig, TxRingConfig};
 use crate::stream::StreamConfig;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
+use wire::units::BitsPerSec;
 
 /// A stream and the ports it runs between (indexes into [`TrialConfig::ports`]).
 #[derive(Debug, Clone)]
@@ -118,8 +119,8 @@ impl TrialConfig {
                 let own = paced_l1_bps(&s.config);
                 let port_total = totals.get(s.tx_port).copied().unwrap_or(own);
                 let mut c = s.config.clone();
-                if own > 0.0 && port_total > own {
-                    c.link_l1_bps = c.link_l1_bps.map(|link| link * own / port_total);
+                if own.0 > 0.0 && port_total > own {
+                    c.link_l1_bps = c.link_l1_bps.map(|link| link * (own.0 / port_total.0));
                 }
                 c
             })
@@ -130,7 +131,7 @@ impl TrialConfig {
     /// (port index, their average L1 bits/s together, the link's). A veth carries such a load
     /// (it has no line rate), but no real port of the link's speed could offer it, so a caller
     /// warns. A single stream asked above its link counts too.
-    pub fn ports_over_their_link(&self) -> Vec<(usize, f64, f64)> {
+    pub fn ports_over_their_link(&self) -> Vec<(usize, BitsPerSec, BitsPerSec)> {
         self.port_l1_totals()
             .into_iter()
             .enumerate()
@@ -140,15 +141,15 @@ impl TrialConfig {
                     .iter()
                     .filter(|s| s.tx_port == p)
                     .filter_map(|s| s.config.link_l1_bps)
-                    .fold(0.0, f64::max);
-                (link > 0.0 && asked > link * (1.0 + 1e-9)).then_some((p, asked, link))
+                    .fold(BitsPerSec(0.0), |a, b| if b > a { b } else { a });
+                (link.0 > 0.0 && asked > link * (1.0 + 1e-9)).then_some((p, asked, link))
             })
             .collect()
     }
 
     /// Per port (by index), the average L1 bits/s its paced streams with a link send together.
-    fn port_l1_totals(&self) -> Vec<f64> {
-        let mut totals = vec![0.0; self.ports.len()];
+    fn port_l1_totals(&self) -> Vec<BitsPerSec> {
+        let mut totals = vec![BitsPerSec(0.0); self.ports.len()];
         for s in &self.streams {
             if let Some(t) = totals.get_mut(s.tx_port) {
                 *t += paced_l1_bps(&s.config);
@@ -169,12 +170,12 @@ impl TrialConfig {
 
 /// A paced stream's average rate in L1 bits/s (preamble, SFD, inter-frame gap and FCS
 /// counted), 0 for an unpaced stream or one without a link.
-fn paced_l1_bps(c: &StreamConfig) -> f64 {
+fn paced_l1_bps(c: &StreamConfig) -> BitsPerSec {
     let p = crate::pacing::StreamPacing::for_stream(c, 0);
     if p.unpaced || c.link_pps().is_none() {
-        0.0
+        BitsPerSec(0.0)
     } else {
-        p.intended_pps * (c.avg_len_with_fcs() + 20.0) * 8.0
+        BitsPerSec(p.intended_pps.0 * (c.avg_len_with_fcs() + 20.0) * 8.0)
     }
 }
 
@@ -188,7 +189,7 @@ mod tests {
         spec.stream_id = id;
         let frame = wire::template::FrameTemplate::new(&spec, size).unwrap();
         let mut config = StreamConfig::single(id, frame, rate, Limit::Frames(1_000));
-        config.link_l1_bps = Some(1e9);
+        config.link_l1_bps = Some(BitsPerSec(1e9));
         TrialStream {
             config,
             tx_port,
@@ -196,7 +197,7 @@ mod tests {
         }
     }
 
-    fn links(cfg: &TrialConfig) -> Vec<Option<f64>> {
+    fn links(cfg: &TrialConfig) -> Vec<Option<BitsPerSec>> {
         cfg.paced_streams().iter().map(|s| s.link_l1_bps).collect()
     }
 
@@ -206,27 +207,31 @@ mod tests {
         let cfg = TrialConfig::new(
             vec![PortSpec::new("a", "a0"), PortSpec::new("b", "b0")],
             vec![
-                stream(1, 0, 64, Rate::L1Bps(300e6)),
-                stream(2, 1, 64, Rate::L1Bps(500e6)),
-                stream(3, 0, 64, Rate::L1Bps(100e6)),
+                stream(1, 0, 64, Rate::L1Bps(BitsPerSec(300e6))),
+                stream(2, 1, 64, Rate::L1Bps(BitsPerSec(500e6))),
+                stream(3, 0, 64, Rate::L1Bps(BitsPerSec(100e6))),
             ],
         );
         let l = links(&cfg);
-        assert!((l[0].unwrap() - 750e6).abs() < 1.0, "{l:?}");
-        assert_eq!(l[1], Some(1e9), "a stream alone on its port keeps the link");
-        assert!((l[2].unwrap() - 250e6).abs() < 1.0, "{l:?}");
+        assert!((l[0].unwrap().0 - 750e6).abs() < 1.0, "{l:?}");
+        assert_eq!(
+            l[1],
+            Some(BitsPerSec(1e9)),
+            "a stream alone on its port keeps the link"
+        );
+        assert!((l[2].unwrap().0 - 250e6).abs() < 1.0, "{l:?}");
         // Shares by bits, not frames: 1518 B frames at the same L1 rate as 64 B ones get the
         // same half, though they are 20 times fewer frames.
         let cfg = TrialConfig::new(
             vec![PortSpec::new("a", "a0")],
             vec![
-                stream(1, 0, 64, Rate::L1Bps(200e6)),
-                stream(2, 0, 1518, Rate::L1Bps(200e6)),
+                stream(1, 0, 64, Rate::L1Bps(BitsPerSec(200e6))),
+                stream(2, 0, 1518, Rate::L1Bps(BitsPerSec(200e6))),
             ],
         );
         let l = links(&cfg);
-        assert!((l[0].unwrap() - 500e6).abs() < 1.0, "{l:?}");
-        assert!((l[1].unwrap() - 500e6).abs() < 1.0, "{l:?}");
+        assert!((l[0].unwrap().0 - 500e6).abs() < 1.0, "{l:?}");
+        assert!((l[1].unwrap().0 - 500e6).abs() < 1.0, "{l:?}");
     }
 
     #[test]
@@ -236,22 +241,22 @@ mod tests {
         let cfg = TrialConfig::new(
             ports(),
             vec![
-                stream(1, 0, 64, Rate::L1Bps(600e6)),
-                stream(2, 0, 1518, Rate::L1Bps(600e6)),
-                stream(3, 1, 64, Rate::L1Bps(1e9)),
+                stream(1, 0, 64, Rate::L1Bps(BitsPerSec(600e6))),
+                stream(2, 0, 1518, Rate::L1Bps(BitsPerSec(600e6))),
+                stream(3, 1, 64, Rate::L1Bps(BitsPerSec(1e9))),
             ],
         );
         let over = cfg.ports_over_their_link();
         assert_eq!(over.len(), 1, "{over:?}");
         let (port, asked, link) = over[0];
         assert_eq!(port, 0);
-        assert!((asked - 1.2e9).abs() < 1.0 && link == 1e9, "{over:?}");
+        assert!((asked.0 - 1.2e9).abs() < 1.0 && link.0 == 1e9, "{over:?}");
         // Within the link together: nothing to say.
         let cfg = TrialConfig::new(
             ports(),
             vec![
-                stream(1, 0, 64, Rate::L1Bps(500e6)),
-                stream(2, 0, 64, Rate::L1Bps(500e6)),
+                stream(1, 0, 64, Rate::L1Bps(BitsPerSec(500e6))),
+                stream(2, 0, 64, Rate::L1Bps(BitsPerSec(500e6))),
             ],
         );
         assert!(cfg.ports_over_their_link().is_empty());
@@ -259,18 +264,21 @@ mod tests {
 
     #[test]
     fn unpaced_and_linkless_streams_take_no_share() {
-        let mut linkless = stream(3, 0, 64, Rate::L1Bps(400e6));
+        let mut linkless = stream(3, 0, 64, Rate::L1Bps(BitsPerSec(400e6)));
         linkless.config.link_l1_bps = None;
         let cfg = TrialConfig::new(
             vec![PortSpec::new("a", "a0")],
             vec![
-                stream(1, 0, 64, Rate::L1Bps(100e6)),
+                stream(1, 0, 64, Rate::L1Bps(BitsPerSec(100e6))),
                 stream(2, 0, 64, Rate::Unlimited),
                 linkless,
             ],
         );
         // The paced stream with a link is the only one the link is shared by.
-        assert_eq!(links(&cfg), vec![Some(1e9), Some(1e9), None]);
+        assert_eq!(
+            links(&cfg),
+            vec![Some(BitsPerSec(1e9)), Some(BitsPerSec(1e9)), None]
+        );
         // Everything but the link is the stream's own.
         let paced = cfg.paced_streams();
         assert_eq!(paced[0].id, 1);

@@ -31,6 +31,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
+use wire::units::{BitsPerSec, Pps};
 
 pub mod config;
 pub mod report;
@@ -789,10 +790,10 @@ fn assemble(
             .cloned()
             .expect("every stream has a sender report");
         // Rates over the sending interval, one frame period included.
-        let rate = if tx.intended_pps > 0.0 {
-            tx.intended_pps
+        let rate = if tx.intended_pps.0 > 0.0 {
+            tx.intended_pps.0
         } else {
-            tx.achieved_pps
+            tx.achieved_pps.0
         };
         let span = if tx.sent > 0 && rate > 0.0 {
             (tx.last_tx_ns - tx.first_tx_ns) as f64 * 1e-9 + 1.0 / rate
@@ -813,9 +814,9 @@ fn assemble(
             tx,
             rx,
             ipdv,
-            rx_pps,
-            rx_l2_bps: l2,
-            rx_l1_bps: l1,
+            rx_pps: Pps(rx_pps),
+            rx_l2_bps: BitsPerSec(l2),
+            rx_l1_bps: BitsPerSec(l1),
         });
     }
     let sum = |label: String, it: &mut dyn Iterator<Item = &StreamResult>| {

@@ -7,6 +7,7 @@ use super::config::{Backend, TrialConfig, TrialStream};
 use crate::rx::{IpdvReport, Receiver, StreamRxReport};
 use crate::tx::{TxPortReport, TxStreamReport};
 use serde::Serialize;
+use wire::units::{BitsPerSec, Pps};
 
 /// One stream's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -22,11 +23,11 @@ pub struct StreamResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipdv: Option<IpdvReport>,
     /// Received frames/s over the sending interval (`received / (last_tx − first_tx + 1/rate)`).
-    pub rx_pps: f64,
+    pub rx_pps: Pps,
     /// Received L2 bit/s (with FCS) over the same interval.
-    pub rx_l2_bps: f64,
+    pub rx_l2_bps: BitsPerSec,
     /// Received L1 bit/s (with FCS, preamble, SFD and inter-frame gap).
-    pub rx_l1_bps: f64,
+    pub rx_l1_bps: BitsPerSec,
 }
 
 /// Sums over a set of streams (one direction, or everything).
@@ -34,8 +35,8 @@ pub struct StreamResult {
 pub struct Totals {
     pub label: String,
     pub streams: usize,
-    pub intended_pps: f64,
-    pub offered_pps: f64,
+    pub intended_pps: Pps,
+    pub offered_pps: Pps,
     pub sent: u64,
     pub received: u64,
     pub lost: u64,
@@ -43,9 +44,9 @@ pub struct Totals {
     pub out_of_order: u64,
     /// Signed frames of the streams not counted as received ([`StreamRxReport::invalid`]).
     pub invalid: u64,
-    pub rx_pps: f64,
-    pub rx_l2_bps: f64,
-    pub rx_l1_bps: f64,
+    pub rx_pps: Pps,
+    pub rx_l2_bps: BitsPerSec,
+    pub rx_l1_bps: BitsPerSec,
 }
 
 /// What one port's receiver saw besides our streams.

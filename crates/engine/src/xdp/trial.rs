@@ -171,12 +171,13 @@ mod tests {
     use crate::stream::{Limit, Rate, StreamConfig};
     use crate::trial::{self, Backend, TrialStream};
     use std::sync::atomic::AtomicBool;
+    use wire::units::Pps;
 
     fn one_stream(len: usize) -> TrialConfig {
         let config = StreamConfig::single(
             3,
             signed_frame(len, 3),
-            Rate::Pps(1000.0),
+            Rate::Pps(Pps(1000.0)),
             Limit::Frames(10),
         );
         let ports = vec![

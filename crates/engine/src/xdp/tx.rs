@@ -65,6 +65,7 @@ use aya::Ebpf;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use wire::bytes::Fields;
+use wire::units::Pps;
 
 /// Largest frame (without FCS) the XDP sender sends: live mode builds each frame in one page
 /// with headroom and tailroom, and refuses larger data (net/bpf/test_run.c).
@@ -736,7 +737,7 @@ struct Sched<'a> {
     pacer: Pacer,
     end_ns: Option<u64>,
     next: u64,
-    intended: f64,
+    intended: Pps,
     unpaced: bool,
     finishing_pair: bool,
 }
@@ -1104,11 +1105,11 @@ fn report(
             sent,
             bytes,
             bytes_with_fcs: bytes + 4 * sent,
-            intended_pps: if s.unpaced { 0.0 } else { s.intended },
+            intended_pps: if s.unpaced { Pps(0.0) } else { s.intended },
             achieved_pps: if sent >= 2 && st.last_ns > st.first_ns {
-                (sent - 1) as f64 / ((st.last_ns - st.first_ns) as f64 * 1e-9)
+                Pps((sent - 1) as f64 / ((st.last_ns - st.first_ns) as f64 * 1e-9))
             } else {
-                0.0
+                Pps(0.0)
             },
             first_tx_ns: if sent > 0 { st.first_ns } else { 0 },
             last_tx_ns: if sent > 0 { st.last_ns } else { 0 },
