@@ -293,7 +293,7 @@ impl XdpReceiver {
             reset(&mut bpf, &previous, ids.len() as u32)?;
         }
         prepare(&mut bpf, &ids, expect, not_before_ns, cfg)?;
-        let stats_base = prog_stats(&bpf);
+        let stats_base = super::prog_stats::runs_and_time(&bpf, "wr_rx");
         let prog = wr_rx(&mut bpf)?;
         let tries: &[XdpMode] = match cfg.mode {
             Some(XdpMode::Native) => &[XdpMode::Native],
@@ -458,7 +458,7 @@ impl XdpReceiver {
     /// statistics are on (`sysctl kernel.bpf_stats_enabled=1`, which costs two clock reads per
     /// run).
     pub fn run_stats(&self) -> Option<(u64, u64)> {
-        let (runs, ns) = prog_stats(self.bpf())?;
+        let (runs, ns) = super::prog_stats::runs_and_time(self.bpf(), "wr_rx")?;
         let (runs0, ns0) = self.stats_base.unwrap_or((0, 0));
         Some((runs.saturating_sub(runs0), ns.saturating_sub(ns0)))
     }
@@ -622,27 +622,6 @@ fn prepare(
     };
     map.set(0, v, 0)
         .map_err(|e| Error::Bpf(format!("wr_rx_cfg: {}", chain(&e))))
-}
-
-/// The program's runs and run time so far (kernel BPF statistics), if they are on.
-fn prog_stats(bpf: &Ebpf) -> Option<(u64, u64)> {
-    use std::os::fd::AsRawFd;
-    if std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
-        .ok()?
-        .trim()
-        != "1"
-    {
-        return None;
-    }
-    let prog: &Xdp = bpf.program("wr_rx")?.try_into().ok()?;
-    let fd = prog.fd().ok()?.as_fd().as_raw_fd();
-    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
-    let field = |k: &str| {
-        info.lines()
-            .find_map(|l| l.strip_prefix(k))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
-    Some((field("run_cnt:")?, field("run_time_ns:")?))
 }
 
 /// Frames of one stream a CPU's counters account for: each is exactly one of received,

@@ -643,23 +643,7 @@ impl XdpSender {
     /// (`sysctl kernel.bpf_stats_enabled=1`; they cost two clock reads per run, so they are
     /// off for rate measurements). A run is one frame (or one idle iteration when paced).
     pub fn run_stats(&self) -> Option<(u64, u64)> {
-        use std::os::fd::AsRawFd;
-        if std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
-            .ok()?
-            .trim()
-            != "1"
-        {
-            return None;
-        }
-        let prog: &Xdp = self.bpf().program("wr_tx")?.try_into().ok()?;
-        let fd = prog.fd().ok()?.as_fd().as_raw_fd();
-        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
-        let field = |k: &str| {
-            info.lines()
-                .find_map(|l| l.strip_prefix(k))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
-        Some((field("run_cnt:")?, field("run_time_ns:")?))
+        super::prog_stats::runs_and_time(self.bpf(), "wr_tx")
     }
 
     fn recipe_state(&self, i: u32) -> Result<RecipeState> {
