@@ -199,12 +199,21 @@ pub fn per_direction(streams: &[StreamResult], max: Pps) -> Vec<crate::results::
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use engine::rx::{LatencyReport, StreamRxReport};
     use engine::tx::TxStreamReport;
 
-    fn stream(id: u16, tx: &str, rx: &str, sent: u64, received: u64, pps: f64) -> StreamResult {
+    /// The engine's result of stream `id` from `tx` to `rx` that sent `sent` frames at `pps`
+    /// and received `received` of them, with a latency report (and IPDV for stream 1).
+    pub(crate) fn stream(
+        id: u16,
+        tx: &str,
+        rx: &str,
+        sent: u64,
+        received: u64,
+        pps: f64,
+    ) -> StreamResult {
         StreamResult {
             stream_id: id,
             tx_port: tx.into(),

@@ -715,52 +715,19 @@ impl TrialExecutor for AssemblingBed {
     }
 }
 
-/// The engine's result of one stream that sent `sent` frames at `pps`, `received` of them.
+/// The engine's result of one stream that sent `sent` frames at `pps`, `received` of them:
+/// counts only (the simulated executor measures no latency or IPDV).
 fn sim_stream(
     id: u16,
     (tx, rx): (&str, &str),
     (sent, received): (u64, u64),
     pps: f64,
 ) -> engine::trial::StreamResult {
-    engine::trial::StreamResult {
-        stream_id: id,
-        tx_port: tx.into(),
-        rx_port: rx.into(),
-        tx: engine::tx::TxStreamReport {
-            stream_id: id,
-            sent,
-            bytes: 0,
-            bytes_with_fcs: 0,
-            intended_pps: wire::units::Pps(pps),
-            achieved_pps: wire::units::Pps(pps),
-            first_tx_ns: 0,
-            last_tx_ns: 0,
-            slipped: 0,
-            max_debt: 0,
-            swapped_pairs: 0,
-            refused_by_peer: 0,
-        },
-        rx: engine::rx::StreamRxReport {
-            stream_id: id,
-            received,
-            bytes: 0,
-            lost: Some(sent - received),
-            lost_by_sequence: 0,
-            duplicates: 0,
-            out_of_order: 0,
-            late: 0,
-            negative_latency: 0,
-            highest_seq: None,
-            first_rx_ns: 0,
-            last_rx_ns: 0,
-            latency: None,
-            invalid: Default::default(),
-        },
-        ipdv: None,
-        rx_pps: wire::units::Pps(pps * received as f64 / sent.max(1) as f64),
-        rx_l2_bps: wire::units::BitsPerSec(0.0),
-        rx_l1_bps: wire::units::BitsPerSec(0.0),
-    }
+    let mut s = crate::trial::tests::stream(id, tx, rx, sent, received, pps);
+    s.rx.latency = None;
+    s.ipdv = None;
+    s.rx_pps = wire::units::Pps(pps * received as f64 / sent.max(1) as f64);
+    s
 }
 
 /// A bidirectional forwarding-rate plan between port A (plain) and port B (`wan`, encap
