@@ -542,18 +542,11 @@ fn map_fd<'a>(bpf: &'a Ebpf, name: &str) -> Result<BorrowedFd<'a>> {
 /// `0..n` and of the port zeroed (the only ones the next receiver's program writes or its
 /// reports read).
 fn reset(bpf: &mut Ebpf, previous: &[u16], n: u32) -> Result<()> {
-    {
-        let mut slots: Array<&mut MapData, u32> = Array::try_from(
-            bpf.map_mut("wr_rx_slots")
-                .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_slots".into()))?,
-        )
-        .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
-        for &id in previous {
-            slots
-                .set(u32::from(id), 0, 0)
-                .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
-        }
-    }
+    set_all(
+        bpf,
+        "wr_rx_slots",
+        previous.iter().map(|&id| (u32::from(id), 0u32)),
+    )?;
     let cpus = aya::util::nr_cpus()
         .map_err(|(what, e)| Error::Bpf(format!("possible CPUs ({what}): {e}")))?;
     let per_cpu = |len: usize| len.next_multiple_of(8) * cpus;
@@ -587,41 +580,45 @@ fn prepare(
     not_before_ns: u64,
     cfg: &XdpRxConfig,
 ) -> Result<()> {
-    {
-        let mut slots: Array<&mut MapData, u32> = Array::try_from(
-            bpf.map_mut("wr_rx_slots")
-                .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_slots".into()))?,
-        )
-        .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
-        for (slot, &id) in ids.iter().enumerate() {
-            slots
-                .set(u32::from(id), slot as u32 + 1, 0)
-                .map_err(|e| Error::Bpf(format!("wr_rx_slots: {}", chain(&e))))?;
-        }
-    }
-    {
-        let mut map: Array<&mut MapData, ExpectWords> = Array::try_from(
-            bpf.map_mut("wr_rx_expect")
-                .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_expect".into()))?,
-        )
-        .map_err(|e| Error::Bpf(format!("wr_rx_expect: {}", chain(&e))))?;
-        for (slot, e) in expect.iter().enumerate() {
-            map.set(slot as u32, expect_words(e), 0)
-                .map_err(|e| Error::Bpf(format!("wr_rx_expect: {}", chain(&e))))?;
-        }
-    }
-    let mut map: Array<&mut MapData, super::sys::RxCfg> = Array::try_from(
-        bpf.map_mut("wr_rx_cfg")
-            .ok_or_else(|| Error::Bpf("rx.bpf.o has no map wr_rx_cfg".into()))?,
-    )
-    .map_err(|e| Error::Bpf(format!("wr_rx_cfg: {}", chain(&e))))?;
+    set_all(
+        bpf,
+        "wr_rx_slots",
+        ids.iter()
+            .enumerate()
+            .map(|(slot, &id)| (u32::from(id), slot as u32 + 1)),
+    )?;
+    set_all(
+        bpf,
+        "wr_rx_expect",
+        expect
+            .iter()
+            .enumerate()
+            .map(|(slot, e)| (slot as u32, expect_words(e))),
+    )?;
     let v = super::sys::RxCfg {
         not_before: not_before_ns,
         pass_ours: cfg.pass_ours.into(),
         pad: 0,
     };
-    map.set(0, v, 0)
-        .map_err(|e| Error::Bpf(format!("wr_rx_cfg: {}", chain(&e))))
+    set_all(bpf, "wr_rx_cfg", [(0, v)])
+}
+
+/// Writes `entries` (index, value) into the receiver object's array map `name`.
+fn set_all<V: aya::Pod>(
+    bpf: &mut Ebpf,
+    name: &str,
+    entries: impl IntoIterator<Item = (u32, V)>,
+) -> Result<()> {
+    let mut map: Array<&mut MapData, V> = Array::try_from(
+        bpf.map_mut(name)
+            .ok_or_else(|| Error::Bpf(format!("rx.bpf.o has no map {name}")))?,
+    )
+    .map_err(|e| Error::Bpf(format!("{name}: {}", chain(&e))))?;
+    for (k, v) in entries {
+        map.set(k, v, 0)
+            .map_err(|e| Error::Bpf(format!("{name}: {}", chain(&e))))?;
+    }
+    Ok(())
 }
 
 /// Frames of one stream a CPU's counters account for: each is exactly one of received,
