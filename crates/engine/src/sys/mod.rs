@@ -14,6 +14,7 @@
 
 mod clock;
 mod mmsg;
+mod release;
 mod socket;
 mod thread;
 pub mod tun;
@@ -29,6 +30,7 @@ pub use thread::{
 };
 
 use std::io;
+use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
@@ -251,8 +253,25 @@ impl Mapping {
     }
 }
 
+impl Mapping {
+    /// Moves the mapping out, leaving one of no bytes in its place (which unmaps nothing):
+    /// for a ring's `Drop`, which hands its mapping to the releasing thread.
+    fn take(&mut self) -> Mapping {
+        std::mem::replace(
+            self,
+            Mapping {
+                ptr: NonNull::dangling(),
+                len: 0,
+            },
+        )
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
+        if self.len == 0 {
+            return;
+        }
         // SAFETY: unmapping exactly what `new` mapped; no slices outlive the ring.
         unsafe {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
@@ -260,7 +279,8 @@ impl Drop for Mapping {
     }
 }
 
-/// A `PACKET_TX_RING` (TPACKET_V2) on a [`PacketSocket`].
+/// A `PACKET_TX_RING` (TPACKET_V2) on a [`PacketSocket`], released like an [`RxRing`] when
+/// dropped.
 ///
 /// Protocol: a slot whose status is `AVAILABLE` belongs to us; we write the frame, its length,
 /// then set `SEND_REQUEST` (release). [`TxRing::flush`] asks the kernel to send every requested
@@ -293,6 +313,13 @@ pub struct Handover {
     /// Frames taken (`sendmmsg`; a TX ring's slots say it themselves, so 0 there).
     pub accepted: usize,
     pub refused: bool,
+}
+
+impl Drop for TxRing {
+    fn drop(&mut self) {
+        // As `RxRing`'s: the mapping first, then (the field) the socket.
+        release::later(self.map.take());
+    }
 }
 
 impl TxRing {
@@ -436,6 +463,9 @@ impl TxRing {
 }
 
 /// A `PACKET_RX_RING` (TPACKET_V3) on a [`PacketSocket`].
+///
+/// Dropped, its mapping and then its socket are released on the releasing thread
+/// ([`release`]): a mapped ring keeps the socket open until it is unmapped.
 #[derive(Debug)]
 pub struct RxRing {
     sock: PacketSocket,
@@ -472,6 +502,13 @@ impl RxPacket<'_> {
             } else {
                 0
             }
+    }
+}
+
+impl Drop for RxRing {
+    fn drop(&mut self) {
+        // Handed over before the socket (the field, dropped after this): unmapped first.
+        release::later(self.map.take());
     }
 }
 

@@ -4,28 +4,44 @@
 use super::*;
 
 /// An `AF_PACKET` raw socket bound to one interface of the calling thread's network namespace.
+///
+/// Dropping it mutes it and closes it on the releasing thread ([`super::release`]): the
+/// kernel's close of a packet socket waits for an RCU grace period.
 #[derive(Debug)]
 pub struct PacketSocket {
-    fd: OwnedFd,
+    /// Taken out only by `drop`.
+    fd: ManuallyDrop<OwnedFd>,
     ifindex: u32,
 }
 
 impl PacketSocket {
     /// Opens a socket for `protocol` (host order, e.g. [`ETH_P_ALL`]) bound to `ifindex`.
+    ///
+    /// The socket is created for no protocol and given `protocol` by the bind: created for
+    /// one, it would already be receiving from every interface, and the bind would then
+    /// unhook it and wait for an RCU grace period (`synchronize_net`, 8 ms here) before
+    /// hooking it to `ifindex`; created for none, the bind hooks it once, at once.
     pub fn open(ifindex: u32, protocol: u16) -> io::Result<Self> {
         // SAFETY: plain system call with constant arguments; the result is checked.
-        let raw = cvt(unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::c_int::from(protocol.to_be()),
-            )
-        })?;
+        let raw =
+            cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) })?;
         // SAFETY: `raw` is a fresh descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = ManuallyDrop::new(unsafe { OwnedFd::from_raw_fd(raw) });
         let sock = PacketSocket { fd, ifindex };
         sock.bind(protocol)?;
         Ok(sock)
+    }
+
+    /// Refuses every frame from now on (a classic BPF filter of one `ret 0`), so a socket
+    /// waiting to be closed takes no more copies of the port's traffic. Cheap: unlike
+    /// unbinding, attaching a filter waits for no grace period.
+    fn mute(&self) -> io::Result<()> {
+        self.attach_filter(&[libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }])
     }
 
     fn bind(&self, protocol: u16) -> io::Result<()> {
@@ -367,5 +383,17 @@ impl PacketSocket {
             )
         })?;
         Ok((u64::from(st.packets), u64::from(st.drops)))
+    }
+}
+
+impl Drop for PacketSocket {
+    fn drop(&mut self) {
+        // Muted first, so that until the releasing thread gets to it the socket copies no
+        // frame of what the port carries next (a failure only leaves it listening a little
+        // longer).
+        let _ = self.mute();
+        // SAFETY: `drop` runs once, and `self.fd` is not used after this line.
+        let fd = unsafe { ManuallyDrop::take(&mut self.fd) };
+        super::release::later(fd);
     }
 }
