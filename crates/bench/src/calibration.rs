@@ -4,7 +4,12 @@
 //!
 //! The ceiling is the highest rate at which the tester both sends and receives *exactly*: every
 //! scheduled frame sent (none slipped), every one received once. Line rate is tried first;
-//! below it a few trials step down from what was reached. When the ceiling is line rate, the
+//! below it a few trials step down from what was reached. A trial that came within
+//! [`STALL_BAND`] of its load without being exact is a stall of the machine rather than the
+//! tester's ceiling (a run measures such a trial again, `runner::MAX_STALL_RETRIES` times):
+//! it is measured again at the same load before stepping down, as often as a run would. On a
+//! shared machine one stall in a one-second line-rate trial put a 512 B ceiling at 97.8 % —
+//! and every DUT result near line rate at that size was then flagged tester-limited. When the ceiling is line rate, the
 //! tester is proven for every load a plan can ask and no result is flagged against it; below
 //! line rate, a DUT result within [`CEILING_MARGIN`] of the ceiling says more about the tester
 //! than about the DUT and is flagged tester-limited.
@@ -145,8 +150,38 @@ impl Calibration {
     }
 }
 
-/// Most trials per (IP version, frame size): line rate, then steps down.
-const MAX_TRIALS: u32 = 4;
+/// Most trials per (IP version, frame size): line rate, then steps down, plus the stalls
+/// measured again.
+const MAX_TRIALS: u32 = 4 + crate::runner::MAX_STALL_RETRIES;
+
+/// A trial that was not exact but reached at least this share of its load fell behind for a
+/// moment (a stall) and is measured again at the same load; below it, the tester's ceiling is
+/// below the load and the next trial steps down.
+pub const STALL_BAND: f64 = 0.98;
+
+/// What the calibration does after a trial.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Next {
+    /// The ceiling is found (an exact trial), or nothing was received at all.
+    Done,
+    /// A stall: the same load again.
+    Again,
+    /// The next trial, at this load.
+    Down(f64),
+}
+
+/// After a trial at `load` that reached `reached` (the smaller of offered and received, as a
+/// fraction of line rate) and was or was not `exact`, with `stalls_left` re-measurements of
+/// stalls left for this frame size.
+fn next_step(load: f64, reached: f64, exact: bool, stalls_left: u32) -> Next {
+    if exact || reached <= 0.0 {
+        Next::Done
+    } else if stalls_left > 0 && reached >= load * STALL_BAND {
+        Next::Again
+    } else {
+        Next::Down((reached * 0.98).min(load * 0.98))
+    }
+}
 
 /// What one calibration trial showed.
 struct Tried {
@@ -233,9 +268,9 @@ impl std::fmt::Display for MeasureError {
 impl std::error::Error for MeasureError {}
 
 /// Measures the ceiling on lab `lab` (which must use the `direct` topology): per IP version and
-/// frame size, line rate of `speed` first, then (if that was not exact) up to
-/// [`MAX_TRIALS`]` − 1` trials stepping down to 98 % of what the last one reached, each of
-/// `duration`, on `backend`.
+/// frame size, line rate of `speed` first, then (if that was not exact) trials stepping down
+/// to 98 % of what the last one reached, a stall measured again at its load first
+/// ([`next_step`]), at most [`MAX_TRIALS`] in all, each of `duration`, on `backend`.
 #[allow(clippy::too_many_arguments)]
 pub fn measure(
     lab: &lab::Lab,
@@ -284,6 +319,7 @@ pub fn measure(
             let line = trial(1.0).streams[0].max_pps(speed).0;
             let mut tried: Vec<Tried> = Vec::new();
             let mut load = 1.0;
+            let mut stalls_left = crate::runner::MAX_STALL_RETRIES;
             while tried.len() < MAX_TRIALS as usize {
                 let built = trial(load)
                     .build(&a, &b, None)
@@ -309,10 +345,11 @@ pub fn measure(
                 };
                 let reached = this.offered.min(this.received) / line;
                 tried.push(this);
-                if exact || reached <= 0.0 {
-                    break;
+                match next_step(load, reached, exact, stalls_left) {
+                    Next::Done => break,
+                    Next::Again => stalls_left -= 1,
+                    Next::Down(next) => load = next,
                 }
-                load = (reached * 0.98).min(load * 0.98);
             }
             let best = tried
                 .iter()
@@ -422,6 +459,31 @@ mod tests {
             c.is_tester_limited(IpVersion::V4, 1518, 79_000.0),
             Some(true)
         );
+    }
+
+    #[test]
+    fn a_stall_is_measured_again_before_stepping_down() {
+        // Exact: done, at any load.
+        assert_eq!(next_step(1.0, 1.0, true, 2), Next::Done);
+        assert_eq!(next_step(0.5, 0.5, true, 0), Next::Done);
+        // Nothing arrived: no step down can help.
+        assert_eq!(next_step(1.0, 0.0, false, 2), Next::Done);
+        // 99.8 % of line rate with a few frames slipped: a stall, line rate again.
+        assert_eq!(next_step(1.0, 0.998, false, 2), Next::Again);
+        assert_eq!(next_step(1.0, 0.998, false, 1), Next::Again);
+        // ... until the stalls' budget is spent: then down to 98 % of what was reached.
+        match next_step(1.0, 0.998, false, 0) {
+            Next::Down(l) => assert!((l - 0.998 * 0.98).abs() < 1e-12, "{l}"),
+            other => panic!("{other:?}"),
+        }
+        // 84 % of line rate: the tester's ceiling, not a stall; down at once.
+        match next_step(1.0, 0.84, false, 2) {
+            Next::Down(l) => assert!((l - 0.84 * 0.98).abs() < 1e-12, "{l}"),
+            other => panic!("{other:?}"),
+        }
+        // The band is relative to the load asked: 81 % of line rate at a load of 82 % is a
+        // stall there.
+        assert_eq!(next_step(0.82, 0.81, false, 2), Next::Again);
     }
 
     #[test]
