@@ -117,8 +117,8 @@ pub struct TrialArgs {
     /// Swap every K-th pair of sequence numbers (tests the receiver's reordering count).
     #[arg(long)]
     reorder_every: Option<u64>,
-    /// Seconds the receivers keep counting after the last frame at most (AF_PACKET receivers
-    /// stop as soon as every frame sent has arrived).
+    /// Seconds the receivers keep counting after the last frame at most (they stop as soon
+    /// as every frame sent has arrived).
     #[arg(long, default_value_t = 0.5)]
     drain: f64,
     /// Packet engine: af_packet (the default), xdp (XDP programs send and count in the

@@ -65,8 +65,8 @@ pub const MAX_THREADS: usize = 16;
 pub struct TrialConfig {
     pub ports: Vec<PortSpec>,
     pub streams: Vec<TrialStream>,
-    /// How long receivers keep counting after the last frame was sent, at most: AF_PACKET
-    /// receivers stop as soon as they have counted every frame sent (`trial::drain`).
+    /// How long receivers keep counting after the last frame was sent, at most: they stop as
+    /// soon as they have counted every frame sent (`trial::drain`).
     pub drain: Duration,
     /// Delay between "all senders ready" and the common start instant.
     pub start_delay: Duration,

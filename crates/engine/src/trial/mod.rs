@@ -642,15 +642,16 @@ fn run_on(
         }
         // Drain, then stop the receivers.
         if first_err.is_none() && !stop.load(Ordering::Relaxed) {
-            // With XDP receivers the programs count the streams, these threads none of them.
-            let sent = if xdp_rx.is_none() {
-                sent_total(cfg, &tx_done)
-            } else {
-                None
-            };
-            drain(cfg.drain, sent, || {
-                counted.iter().map(|c| c.load(Ordering::Acquire)).sum()
-            });
+            let sent = sent_total(cfg, &tx_done);
+            match &xdp_rx {
+                None => drain(cfg.drain, sent, || {
+                    counted.iter().map(|c| c.load(Ordering::Acquire)).sum()
+                }),
+                // The XDP programs count the streams (these threads count none of them).
+                Some(receivers) => drain(cfg.drain, sent, || {
+                    crate::xdp::trial::received_total(receivers)
+                }),
+            }
         }
         rx_stop.store(true, Ordering::Relaxed);
         let mut rx_done = Vec::new();
@@ -692,7 +693,8 @@ fn sent_total(cfg: &TrialConfig, tx_done: &[(usize, TxPortReport)]) -> Option<u6
 /// known). A frame counted is final, and a trial cannot count more than it sent, so the wait
 /// that remains would only wait for nothing: a lossless trial ends as soon as its last frame
 /// arrived, while a trial that lost frames still waits the whole drain for late ones (RFC 2544
-/// §26.1: a frame later than the drain is lost). Polled every millisecond.
+/// §26.1: a frame later than the drain is lost). Polled every millisecond: the receive
+/// threads' counts on AF_PACKET, the programs' maps on XDP.
 fn drain(longest: Duration, sent: Option<u64>, counted: impl Fn() -> u64) {
     let Some(sent) = sent else {
         std::thread::sleep(longest);
@@ -922,7 +924,7 @@ mod tests {
         let t0 = std::time::Instant::now();
         drain(short, Some(100), || 99);
         assert!(t0.elapsed() >= short);
-        // What was sent unknown (XDP receivers count the streams): the whole drain.
+        // What was sent unknown (a stream without a sender's report): the whole drain.
         let t0 = std::time::Instant::now();
         drain(short, None, || 100);
         assert!(t0.elapsed() >= short);

@@ -394,6 +394,19 @@ impl XdpReceiver {
         Ok(out)
     }
 
+    /// Frames of the expected streams counted as received so far (duplicates and invalid
+    /// frames not included), as [`crate::rx::Receiver::received_total`]: what a trial's
+    /// drain compares with what was sent.
+    pub fn received_total(&self) -> Result<u64> {
+        let mut n = 0;
+        for slot in 0..self.ids.len() as u32 {
+            for v in self.per_cpu::<Ctr>("wr_rx_ctr", slot)? {
+                n += v[c::RECEIVED];
+            }
+        }
+        Ok(n)
+    }
+
     /// What this port received of stream `id` so far (`None` if it is not expected); `sent`
     /// (from the sender) gives the exact loss, as in [`crate::rx::StreamRx::report`].
     pub fn stream_report(&self, id: u16, sent: Option<u64>) -> Result<Option<StreamRxReport>> {

@@ -156,6 +156,16 @@ pub(crate) fn rx_side(
     Ok((reports, ipdv, ports))
 }
 
+/// Frames the XDP receivers of every port counted as received so far (a map that cannot be
+/// read counts none: the drain then waits its whole time, as before it could end early).
+pub(crate) fn received_total(receivers: &[Option<XdpReceiver>]) -> u64 {
+    receivers
+        .iter()
+        .flatten()
+        .map(|r| r.received_total().unwrap_or(0))
+        .sum()
+}
+
 /// What [`rx_side`] reads: per trial stream its receive report and IPDV, per port a summary.
 pub(crate) type RxSide = (
     Vec<StreamRxReport>,
