@@ -45,6 +45,48 @@ fn trial(lab: &Lab, n: u64, pps: f64, secs: u64) -> ConnTrialConfig {
     c
 }
 
+/// At most this many attempts of one trial ([`run_clean`]).
+const ATTEMPTS: usize = 3;
+
+/// Runs `cfg`, each attempt after `prepare` (which empties the DUT's table and zeroes the
+/// test's own counters), until one in which the machine lost nothing on the way: neither the
+/// DUT's ports' receive drops nor the DUT's or the tester's CPUs' backlog drops rose. These tests assert exactly what the
+/// DUT's rules did to each connection; a frame that the DUT's ingress refused because the
+/// machine it shares was busy (9,484 of 10,000 forward frames arrived, other builds running,
+/// load 5–6) is lost by the machine, shows on those counters, and says nothing about the
+/// rules. After [`ATTEMPTS`] such attempts the test fails, naming the drops.
+fn run_clean(lab: &Lab, cfg: &ConnTrialConfig, prepare: impl Fn()) -> nat::ConnTrialReport {
+    let ingress_losses = |before: &lab::DutSample, after: &lab::DutSample| -> u64 {
+        let rx_dropped = |s: &lab::DutSample| -> u64 {
+            ["wr-dut-a", "wr-dut-b"]
+                .iter()
+                .filter_map(|i| s.iface(i).map(|i| i.rx_dropped))
+                .sum()
+        };
+        (rx_dropped(after) - rx_dropped(before))
+            + (after.softnet_dropped - before.softnet_dropped)
+            + (after.tester_softnet_dropped - before.tester_softnet_dropped)
+    };
+    let sample = || {
+        lab.dut_sample()
+            .expect("DUT counters")
+            .expect("a lab with a DUT")
+    };
+    let mut seen = Vec::new();
+    for attempt in 1..=ATTEMPTS {
+        prepare();
+        let before = sample();
+        let r = nat::run(cfg, &AtomicBool::new(false), &mut || {}).expect("trial");
+        let lost = ingress_losses(&before, &sample());
+        if lost == 0 {
+            return r;
+        }
+        println!("attempt {attempt}: {lost} frames dropped on the way in (the DUT's ports' receive, or the DUT's or the tester's backlog); running it again");
+        seen.push(lost);
+    }
+    panic!("every attempt lost frames on the way in ({seen:?}): the machine was too busy for an exact count");
+}
+
 /// Every UDP frame the DUT forwards in each direction, by an independent counter (`from_a`:
 /// initiator → responder; `from_b`: the replies).
 fn count_forwarded(lab: &Lab, a: std::net::Ipv4Addr, b: std::net::Ipv4Addr) {
@@ -65,8 +107,10 @@ fn xdp_load_counts_every_frame_on_its_own_connection() {
     let cfg = trial(lab, n, 10_000.0, 1);
     let (a, b) = (cfg.initiator.ipv4.unwrap(), cfg.responder.ipv4.unwrap());
     count_forwarded(lab, a, b);
-    let _ = sh(lab, &["conntrack", "-F"]);
-    let r = nat::run(&cfg, &AtomicBool::new(false), &mut || {}).expect("trial");
+    let r = run_clean(lab, &cfg, || {
+        let _ = sh(lab, &["conntrack", "-F"]);
+        let _ = sh(lab, &["nft", "reset", "counters", "table", "inet", "n15xc"]);
+    });
     assert_eq!((r.learned, r.validated), (n, n), "{r:?}");
     assert_eq!(r.translated, n, "the NAPT translated every connection");
     let l = r.load.clone().expect("a load after a complete validation");
@@ -123,8 +167,10 @@ fn xdp_load_sees_the_one_connection_the_dut_drops() {
             1024 + k
         ),
     );
-    let _ = sh(lab, &["conntrack", "-F"]);
-    let r = nat::run(&cfg, &AtomicBool::new(false), &mut || {}).expect("trial");
+    let r = run_clean(lab, &cfg, || {
+        let _ = sh(lab, &["conntrack", "-F"]);
+        let _ = sh(lab, &["nft", "reset", "counters", "table", "inet", "n15xd"]);
+    });
     assert_eq!((r.learned, r.validated), (n, n), "{r:?}");
     let l = r.load.clone().expect("a load after a complete validation");
     assert_eq!(l.engine, LoadEngine::Xdp, "{}", l.note);
@@ -168,8 +214,10 @@ fn xdp_load_through_a_policer_counts_what_the_policer_dropped() {
             "table inet n15xp {{\n counter policed {{\n }}\n chain f {{\n  type filter hook forward priority 5; policy accept;\n  ip saddr {b} meta l4proto udp limit rate over 2000/second burst {n} packets counter name \"policed\" drop\n }}\n}}\n"
         ),
     );
-    let _ = sh(lab, &["conntrack", "-F"]);
-    let r = nat::run(&cfg, &AtomicBool::new(false), &mut || {}).expect("trial");
+    let r = run_clean(lab, &cfg, || {
+        let _ = sh(lab, &["conntrack", "-F"]);
+        let _ = sh(lab, &["nft", "reset", "counters", "table", "inet", "n15xp"]);
+    });
     assert_eq!((r.learned, r.validated), (n, n), "{r:?}");
     let l = r.load.clone().expect("a load after a complete validation");
     assert_eq!(l.engine, LoadEngine::Xdp, "{}", l.note);
