@@ -36,13 +36,15 @@ pub struct Startup {
     pub lab: f64,
     /// Loading one lab profile (one `nft -f`; 10,000 rules take 0.3–0.6 s).
     pub profile: f64,
-    /// Per engine trial: receivers attached, next hop resolved, the 100 ms drain, maps and DUT
-    /// counters read (the XDP programs are loaded once per process since issue 36).
-    /// `scripts/dev/fixed-cost-check.toml` on 2026-11-29 (a9024d9, load 4–6): 0.41–0.42 s
-    /// between the ends of consecutive trials of a case beyond the trial's own duration
-    /// (medians of three runs of 20), of which 0.1 s is the plan's settle: 0.32 s. (Before,
-    /// with a load per trial: 0.54 s in the demo on a fresh clone of 2ddc443 at load ~1;
-    /// 0.55–0.66 s in the same alternation as the figure above.)
+    /// Per engine trial: receivers attached, next hop resolved, the drain, maps and DUT
+    /// counters read (the XDP programs are loaded once per process, packet sockets bound and
+    /// closed without waiting for the kernel's grace periods, since issue 36).
+    /// `scripts/dev/fixed-cost-check.toml` on 2026-11-29 (319917a, load 1.5): 0.205–0.207 s
+    /// between the ends of consecutive lossless trials of a case beyond the trial's own
+    /// duration (medians of three runs of 20), of which 0.1 s is the plan's settle; a trial
+    /// that lost frames waits its whole drain (100 ms) besides: 0.2 s. (Before: 0.41–0.42 s
+    /// with the drain slept whole and sockets waiting, 0.32 s of it start-up; 0.54 s in the
+    /// demo with a program load per trial.)
     pub engine_trial: f64,
     /// Per connection trial (RFC 9693) on the lab: the DUT's table emptied and its counters read
     /// three times (a dozen `ip netns exec` processes), three threads set up, both ports
@@ -60,7 +62,7 @@ pub struct Startup {
 pub const STARTUP: Startup = Startup {
     lab: 3.0,
     profile: 1.0,
-    engine_trial: 0.32,
+    engine_trial: 0.2,
     conn_trial: 1.45,
     iperf3_trial: 1.5,
     pppoe_session: 5.0,
