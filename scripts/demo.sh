@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --quiet
+# Where the demo's minutes go (docs/measurements.md quotes them): bash counts SECONDS from start.
+took() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
+echo "== Installed and built in $(took)"
 W=./target/release/wirerate
 out=$(mktemp -d /tmp/wirerate-demo.XXXXXX)
 
@@ -23,8 +26,10 @@ echo "    + TCP 1/2/4 sessions × IPv4/IPv6)"
 $W plan check plans/lab-demo.toml --quiet
 echo; echo "== The tester's own ceiling first (direct link, no DUT), so DUT figures near it are flagged"
 $W calibrate --sizes 64,82,512,1518 --duration 1 --out "$out/calibration.json"
+echo "   (calibrated by $(took))"
 echo
 # The run builds the lab, applies each profile, measures, removes the lab (also on Ctrl-C),
 # and renders the report into the run directory.
 $W run plans/lab-demo.toml --out "$out/run" --calibration "$out/calibration.json"
 echo; echo "Results: $out/run (trials.jsonl, hooks.jsonl, iperf3/, report.html)"
+echo "Demo finished in $(took)"
