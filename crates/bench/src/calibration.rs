@@ -6,7 +6,7 @@
 //! scheduled frame sent (none slipped), every one received once. Line rate is tried first;
 //! below it a few trials step down from what was reached. A trial that came within
 //! [`STALL_BAND`] of its load without being exact is a stall of the machine rather than the
-//! tester's ceiling (a run measures such a trial again, `runner::MAX_STALL_RETRIES` times):
+//! tester's ceiling (a run measures such a trial again, [`crate::stall::MAX_STALL_RETRIES`] times):
 //! it is measured again at the same load before stepping down, as often as a run would. On a
 //! shared machine one stall in a one-second line-rate trial put a 512 B ceiling at 97.8 % —
 //! and every DUT result near line rate at that size was then flagged tester-limited. When the ceiling is line rate, the
@@ -152,7 +152,7 @@ impl Calibration {
 
 /// Most trials per (IP version, frame size): line rate, then steps down, plus the stalls
 /// measured again.
-const MAX_TRIALS: u32 = 4 + crate::runner::MAX_STALL_RETRIES;
+const MAX_TRIALS: u32 = 4 + crate::stall::MAX_STALL_RETRIES;
 
 /// A trial that was not exact but reached at least this share of its load fell behind for a
 /// moment (a stall) and is measured again at the same load; below it, the tester's ceiling is
@@ -319,7 +319,7 @@ pub fn measure(
             let line = trial(1.0).streams[0].max_pps(speed).0;
             let mut tried: Vec<Tried> = Vec::new();
             let mut load = 1.0;
-            let mut stalls_left = crate::runner::MAX_STALL_RETRIES;
+            let mut stalls_left = crate::stall::MAX_STALL_RETRIES;
             while tried.len() < MAX_TRIALS as usize {
                 let built = trial(load)
                     .build(&a, &b, None)

@@ -14,6 +14,8 @@
 //! - [`isp`]: the emulated ISP side of a port (PPPoE access concentrator, DS-Lite AFTR);
 //!   [`ipoe_port`]: an IPoE WAN's (DHCPv4, RA + DHCPv6, DNS).
 //! - [`calibration`]: the tester's own ceiling per frame size.
+//! - [`stall`]: when the tester fell behind its schedule, and how often such a trial is
+//!   measured again (the runner and the calibration alike).
 //! - [`sessions`]: many PPPoE subscribers at once and their setup statistics.
 //! - [`iface`]: what the host says about an interface (addresses, next hops, wire speed,
 //!   offloads, the driver's counters), for `plan new`, the preflight and the testbed.
@@ -39,6 +41,7 @@ pub mod runner;
 pub mod session_json;
 pub mod sessions;
 pub mod spec;
+pub mod stall;
 pub mod streams;
 pub mod testbed;
 pub mod trial;

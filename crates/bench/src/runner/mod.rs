@@ -254,17 +254,7 @@ fn run_on(
     Ok(summary)
 }
 
-/// A trial whose sender slipped more than this share of its schedule is tester-limited, even
-/// when its offered rate stays within the plan's `tester-tolerance`.
-pub const SLIP_TOLERANCE: f64 = 0.001;
-
-/// How many trials of one search are measured again after the tester fell behind (slipped
-/// frames or offered less than asked) before the search is stopped tester-limited.
-pub const MAX_STALL_RETRIES: u32 = 2;
-
-/// How many more re-measurements one search grants stalls at loads the tester already kept in
-/// it (a shared machine's transients), before it stops tester-limited.
-pub const MAX_TRANSIENT_RETRIES: u32 = 4;
+pub use crate::stall::{MAX_STALL_RETRIES, MAX_TRANSIENT_RETRIES, SLIP_TOLERANCE};
 
 #[cfg(test)]
 mod sim_tests;

@@ -1,0 +1,15 @@
+//! When the tester fell behind its own schedule (a stall), and how often a trial is measured
+//! again for it: one policy for the run's searches (`runner`) and the tester's calibration
+//! (`calibration`), which both measure a stalled trial again before believing it.
+
+/// A trial whose sender slipped more than this share of its schedule is tester-limited, even
+/// when its offered rate stays within the plan's `tester-tolerance`.
+pub const SLIP_TOLERANCE: f64 = 0.001;
+
+/// How many trials of one search are measured again after the tester fell behind (slipped
+/// frames or offered less than asked) before the search is stopped tester-limited.
+pub const MAX_STALL_RETRIES: u32 = 2;
+
+/// How many more re-measurements one search grants stalls at loads the tester already kept in
+/// it (a shared machine's transients), before it stops tester-limited.
+pub const MAX_TRANSIENT_RETRIES: u32 = 4;
