@@ -785,3 +785,62 @@ fn udp_and_the_mtu_probe_through_a_mape_br_port() {
         "{errs:?}"
     );
 }
+
+/// Port A riding a session of its own towards a DUT that ends it (a subscriber facing a BNG,
+/// a B4 facing an AFTR) with a plain port B: both ways would send the reverse stream from
+/// port B inside a session or softwire it does not have. Refused at `bidirectional`; one way
+/// and a port B that plays the other end are accepted.
+#[test]
+fn both_ways_from_a_riding_subscriber_need_port_b_to_play_the_other_end() {
+    let subscriber = r#"name = "bng"
+[topology]
+kind = "interfaces"
+[ports.lan]
+interface = "eth1"
+speed = "1G"
+[ports.lan.pppoe]
+role = "client"
+user = "sub"
+password = "secret"
+[ports.wan]
+interface = "eth2"
+ipv4 = "198.51.100.2"
+gateway-v4 = "198.51.100.1"
+speed = "1G"
+[dut]
+kind = "device"
+[dut.profiles.default]
+[[matrix]]
+protocol = ["udp"]
+ip = [4]
+encap = ["pppoe"]
+frame-size = [64]
+methodologies = ["rfc2544-throughput"]
+"#;
+    Plan::parse(subscriber, "bng.toml").expect("one way from a subscriber port is fine");
+    let both = subscriber.replace(
+        "encap = [\"pppoe\"]",
+        "encap = [\"pppoe\"]\nbidirectional = true",
+    );
+    let errs = errors(&both);
+    assert!(
+        has(
+            &errs,
+            "matrix[0].bidirectional",
+            "port `lan` rides a PPPoE session of its own, but port `wan` plays no end of it"
+        ),
+        "{errs:?}"
+    );
+    assert!(errs[0].line > 0, "{errs:?}");
+    // Port B as our access concentrator (both ends ours): accepted.
+    let ours = both
+        .replace(
+            "ipv4 = \"198.51.100.2\"\ngateway-v4 = \"198.51.100.1\"\n",
+            "",
+        )
+        .replace(
+            "[dut]",
+            "[ports.wan.pppoe]\nrole = \"server\"\nusers = [{ user = \"sub\", password = \"secret\" }]\n[dut]",
+        );
+    Plan::parse(&ours, "loop.toml").expect("both ends ours");
+}

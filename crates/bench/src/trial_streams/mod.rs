@@ -144,8 +144,8 @@ impl Carrier for PortHeaders {
     }
 
     /// A port's frames keep the MACs of what it plays. While port A rides a session every
-    /// stream keeps its built MACs, a plain port B's copy of a bidirectional trial included
-    /// (as such trials have always been built).
+    /// stream keeps its built MACs; a bidirectional trial then has port B play the other end
+    /// (a plain port B cannot send inside port A's session: `plan check` refuses it).
     fn sets_macs(&self, tx_port: usize) -> bool {
         self.a_rides.is_some() || (tx_port == 1 && self.b_replies.is_some())
     }

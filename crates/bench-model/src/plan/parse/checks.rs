@@ -513,6 +513,31 @@ impl Walker<'_> {
                     format!("bidirectional trials send the reverse stream from the second port without tags or labels; with encap `{}` it would have to resolve and send inside that encapsulation, which the engine does not do yet", spell_encap(e)),
                 );
             }
+            // Port A riding a session or softwire of its own (a PPPoE subscriber, a DS-Lite
+            // B4) towards a DUT that ends it, and a plain port B: the reverse stream would
+            // leave port B inside a session or softwire port B does not have (built with a
+            // placeholder session id and MACs, never resolved), and every frame of it would
+            // count as the DUT's loss. Port B must play the other end for both ways.
+            let rides = |p: &&Port| {
+                p.pppoe
+                    .as_ref()
+                    .map(|_| "a PPPoE session")
+                    .or(p.dslite.as_ref().map(|_| "a DS-Lite softwire"))
+            };
+            let b_plays = ports.get(1).is_some_and(|p| {
+                p.pppoe.is_some() || p.dslite.is_some() || p.mape.is_some() || p.ipoe.is_some()
+            });
+            if let (Some((a, what)), Some(b), false) = (
+                ports.first().and_then(|a| rides(&a).map(|w| (a, w))),
+                ports.get(1),
+                b_plays,
+            ) {
+                self.err(
+                    span_of("bidirectional"),
+                    &key,
+                    format!("port `{}` rides {what} of its own, but port `{}` plays no end of it: the reverse stream would have to leave a plain port inside {what} it does not have; run one way (drop `bidirectional`), or make port `{}` the other end (our access concentrator or AFTR)", a.name, b.name, b.name),
+                );
+            }
         }
     }
 }
