@@ -56,16 +56,10 @@ const ATTEMPTS: usize = 3;
 /// load 5–6) is lost by the machine, shows on those counters, and says nothing about the
 /// rules. After [`ATTEMPTS`] such attempts the test fails, naming the drops.
 fn run_clean(lab: &Lab, cfg: &ConnTrialConfig, prepare: impl Fn()) -> nat::ConnTrialReport {
+    // Both ways: the load crosses the DUT in both directions, so both ports are ingress.
     let ingress_losses = |before: &lab::DutSample, after: &lab::DutSample| -> u64 {
-        let rx_dropped = |s: &lab::DutSample| -> u64 {
-            ["wr-dut-a", "wr-dut-b"]
-                .iter()
-                .filter_map(|i| s.iface(i).map(|i| i.rx_dropped))
-                .sum()
-        };
-        (rx_dropped(after) - rx_dropped(before))
-            + (after.softnet_dropped - before.softnet_dropped)
-            + (after.tester_softnet_dropped - before.tester_softnet_dropped)
+        let d = bench::testbed::dut_delta(before, after, true);
+        d.ingress_drops + d.backlog_drops + d.tester_backlog_drops
     };
     let sample = || {
         lab.dut_sample()

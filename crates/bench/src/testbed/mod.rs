@@ -237,8 +237,9 @@ impl Testbed {
 }
 
 /// The DUT's counters over a trial: ingress is the port facing A (both ports when the trial
-/// runs both ways), egress the port facing B (likewise).
-fn dut_delta(before: &lab::DutSample, after: &lab::DutSample, both_ways: bool) -> DutCounters {
+/// runs both ways), egress the port facing B (likewise). Public for tests that check a lab
+/// trial's losses against the DUT's own counters as a run does.
+pub fn dut_delta(before: &lab::DutSample, after: &lab::DutSample, both_ways: bool) -> DutCounters {
     let d = |name: &str, f: fn(&lab::stats::IfaceStats) -> u64| -> u64 {
         match (before.iface(name), after.iface(name)) {
             (Some(b), Some(a)) => f(a).saturating_sub(f(b)),

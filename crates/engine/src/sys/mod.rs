@@ -171,6 +171,18 @@ struct Mapping {
 unsafe impl Send for Mapping {}
 
 impl Mapping {
+    /// Moves the mapping out, leaving one of no bytes in its place (which unmaps nothing):
+    /// for a ring's `Drop`, which hands its mapping to the releasing thread.
+    fn take(&mut self) -> Mapping {
+        std::mem::replace(
+            self,
+            Mapping {
+                ptr: NonNull::dangling(),
+                len: 0,
+            },
+        )
+    }
+
     fn new(fd: RawFd, len: usize) -> io::Result<Self> {
         // SAFETY: mapping a packet ring of the socket's configured size; the result is checked.
         let p = unsafe {
@@ -250,20 +262,6 @@ impl Mapping {
         // SAFETY: in bounds; the ring protocol gives user space exclusive use of this slot
         // (status AVAILABLE), and `&mut self` makes this the only slice of the mapping alive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(off), len) }
-    }
-}
-
-impl Mapping {
-    /// Moves the mapping out, leaving one of no bytes in its place (which unmaps nothing):
-    /// for a ring's `Drop`, which hands its mapping to the releasing thread.
-    fn take(&mut self) -> Mapping {
-        std::mem::replace(
-            self,
-            Mapping {
-                ptr: NonNull::dangling(),
-                len: 0,
-            },
-        )
     }
 }
 
