@@ -453,6 +453,43 @@ fn stalls_below_a_load_the_tester_kept_are_transients_not_a_ceiling() {
     assert!(t <= 0.37 + 1e-9 && t > 0.37 - 0.02 - 1e-9, "throughput {t}");
 }
 
+/// The first request (line rate) stalls three times in a row. The tester's calibration carried
+/// line rate at 64 B, so those stalls are transients: measured again until one is kept, and
+/// the DUT's figure stands. Without the calibration the same stalls end at the tester-limited
+/// trial after [`MAX_STALL_RETRIES`] re-measurements, as the tester's possible ceiling.
+#[test]
+fn stalls_at_a_load_the_calibration_carried_are_transients_not_a_ceiling() {
+    let text = plan_text(UDP_64);
+    let stop = AtomicBool::new(false);
+    let stalled_first = |calibration: Option<Calibration>| {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::default();
+        let mut bed = SimBed::new(&log, 0.37);
+        bed.stall_calls = vec![1, 2, 3];
+        run_calibrated(&text, dir.path(), false, bed, &stop, calibration).unwrap();
+        (trial_records(dir.path()), done_results(dir.path()))
+    };
+
+    let (trials, results) = stalled_first(Some(calibration_at(1.0)));
+    let superseded: Vec<_> = trials.iter().filter(|t| t.superseded).collect();
+    assert_eq!(superseded.len(), 3, "{trials:#?}");
+    assert!(superseded.iter().all(|t| t.request.load.0 == 1.0));
+    assert!(
+        trials.iter().all(|t| t.superseded || !t.tester_limited),
+        "{trials:#?}"
+    );
+    assert_eq!(results[0].status, Status::Complete, "{results:?}");
+
+    let (trials, _) = stalled_first(None);
+    let superseded = trials.iter().filter(|t| t.superseded).count() as u32;
+    assert_eq!(superseded, MAX_STALL_RETRIES, "{trials:#?}");
+    let first_kept = trials
+        .iter()
+        .find(|t| !t.superseded)
+        .expect("a counted trial");
+    assert!(first_kept.tester_limited && first_kept.request.load.0 == 1.0);
+}
+
 /// The tester's receive backlog takes at most 30 % of line rate, the DUT forwards 50 %: the
 /// frames the tester dropped are not the DUT's loss. Without the tester's backlog counter
 /// the search would report 30 % as the DUT's throughput.
