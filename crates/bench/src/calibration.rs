@@ -140,6 +140,17 @@ impl Calibration {
             .map(|e| e.ceiling_pps)
     }
 
+    /// The ceiling measured at exactly this frame size and IP version, `None` when the
+    /// calibration did not measure it: what the tester is known to carry, where
+    /// [`Calibration::ceiling_pps`] also bounds unmeasured sizes from a smaller one.
+    pub fn measured_ceiling_pps(&self, ip: IpVersion, frame_size: u32) -> Option<f64> {
+        let ip = ip_number(ip);
+        self.entries
+            .iter()
+            .find(|e| e.ip == ip && e.frame_size == frame_size)
+            .map(|e| e.ceiling_pps)
+    }
+
     /// Whether a result of `pps` is within [`CEILING_MARGIN`] of the ceiling. Never when the
     /// ceiling is line rate at `frame_size`: the tester is then proven for any load.
     pub fn is_tester_limited(&self, ip: IpVersion, frame_size: u32, pps: f64) -> Option<bool> {

@@ -219,13 +219,20 @@ pub(super) fn run_methodology(
     let ceiling = match (&ctx.opts.calibration, result.throughput(0), frame_size) {
         (Some(cal), Some(t), Some(frame_size)) => {
             let pps = t.to_pps(plan.line_pps(case)).0;
+            // A result at line rate is the most a search can find: the tester offered it on
+            // schedule (a stalled trial is never a figure), and there is no higher load it
+            // might have failed to offer. So it is the DUT's whatever the calibration's ceiling
+            // says (a calibration whose trials stalled can put that lower: a demo run's 64 B
+            // ceiling of 87.8 % flagged a 100 % result its own search had offered exactly).
+            let at_line_rate = t.0 >= 1.0 - crate::calibration::LINE_RATE_EPSILON;
             cal.ceiling_pps(case.dims.ip, frame_size)
                 .map(|c| CeilingCheck {
                     ceiling_pps: wire::units::Pps(c),
                     result_pps: wire::units::Pps(pps),
-                    tester_limited: cal
-                        .is_tester_limited(case.dims.ip, frame_size, pps)
-                        .unwrap_or(false),
+                    tester_limited: !at_line_rate
+                        && cal
+                            .is_tester_limited(case.dims.ip, frame_size, pps)
+                            .unwrap_or(false),
                 })
         }
         _ => None,
@@ -250,8 +257,9 @@ pub(super) fn run_methodology(
 }
 
 /// Whether the tester's calibration carried `load` of this case exactly on a direct link: its
-/// ceiling for the frame size (and IP version) is at or above the load's frame rate. Loads of
-/// cases without one fixed size (IMIX) or without a calibration are not known to be carried.
+/// ceiling measured at this frame size (and IP version) is at or above the load's frame rate.
+/// Loads of sizes it did not measure, of cases without one fixed size (IMIX), or without a
+/// calibration are not known to be carried.
 fn calibrated_to_carry(
     calibration: Option<&Calibration>,
     case: &Case,
@@ -261,6 +269,6 @@ fn calibrated_to_carry(
     let (Some(cal), Some(size)) = (calibration, frame_size) else {
         return false;
     };
-    cal.ceiling_pps(case.dims.ip, size)
+    cal.measured_ceiling_pps(case.dims.ip, size)
         .is_some_and(|c| load.0 <= c)
 }
