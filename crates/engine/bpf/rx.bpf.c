@@ -567,23 +567,15 @@ static __always_inline __u64 above(__u64 v, __u64 limit)
  * then mispredicts. */
 static __always_inline __u32 log2_flat(__u64 v)
 {
-	__u64 r, s;
-	r = above(v, 0xffffffffULL) << 5;
-	v >>= r;
-	s = above(v, 0xffffULL) << 4;
-	v >>= s;
-	r |= s;
-	s = above(v, 0xffULL) << 3;
-	v >>= s;
-	r |= s;
-	s = above(v, 0xfULL) << 2;
-	v >>= s;
-	r |= s;
-	s = above(v, 0x3ULL) << 1;
-	v >>= s;
-	r |= s;
-	r |= v >> 1;
-	return (__u32)r;
+	__u64 r = 0;
+	/* Halving steps of 32, 16, 8, 4 and 2 bits: shift by the step if v has a bit above it. */
+#pragma unroll
+	for (int k = 5; k >= 1; k--) {
+		__u64 s = above(v, (1ULL << (1 << k)) - 1) << k;
+		v >>= s;
+		r |= s;
+	}
+	return (__u32)(r | (v >> 1));
 }
 
 /* The histogram bucket of a latency in [1, HIST_MAX_NS]. Mirrored in xdp/rx.rs. One formula
