@@ -125,19 +125,18 @@ impl Calibration {
             .map_err(|e| BenchError::Failed(format!("{}: {e}", path.display())))
     }
 
-    /// The ceiling for a frame size and IP version: the measured size itself, else the nearest
-    /// measured size above it scaled by frame length (a larger frame never goes faster in
-    /// frames/s), else `None`.
+    /// The ceiling for a frame size and IP version: the measured size itself, else the frames/s
+    /// of the nearest measured size below it (a larger frame never goes faster in frames/s, so
+    /// that bounds it from above), else `None`.
     pub fn ceiling_pps(&self, ip: IpVersion, frame_size: u32) -> Option<f64> {
-        let ip = ip_number(ip);
-        let same: Vec<&CeilingEntry> = self.entries.iter().filter(|e| e.ip == ip).collect();
-        if let Some(e) = same.iter().find(|e| e.frame_size == frame_size) {
-            return Some(e.ceiling_pps);
-        }
-        same.iter()
-            .filter(|e| e.frame_size < frame_size)
-            .max_by_key(|e| e.frame_size)
-            .map(|e| e.ceiling_pps)
+        self.measured_ceiling_pps(ip, frame_size).or_else(|| {
+            let ip = ip_number(ip);
+            self.entries
+                .iter()
+                .filter(|e| e.ip == ip && e.frame_size < frame_size)
+                .max_by_key(|e| e.frame_size)
+                .map(|e| e.ceiling_pps)
+        })
     }
 
     /// The ceiling measured at exactly this frame size and IP version, `None` when the
