@@ -21,6 +21,17 @@
 // too (an atomic compare-and-swap max). Everything else is per CPU and summed by user space,
 // except the IPDV state below.
 //
+// One at a time: where user space knows that no two CPUs can account this port's frames at
+// once -- native XDP on an interface with one receive queue, whose one NAPI instance runs on
+// one CPU at a time and hands over to another CPU only through atomic operations on its state
+// -- it sets rx_cfg.one_at_a_time, and the window and the highest are read and written with
+// plain loads and stores: the same values, in the same order, as the atomic operations would
+// give there. The locked instructions cost more than their own cycles: each waits for every
+// store before it to drain, among them the veth driver's stores to ring lines the sending CPU
+// owns (refusals behind the receiver at 3 Mpps about halved, docs/measurements.md, "One at a
+// time"). With several receive queues, or in SKB mode (run wherever the skb is received), the
+// atomic operations stay.
+//
 // IPDV (RFC 8219 §7.3.2, RFC 3393/5481; engine::rx::StreamRx::on_frame): IPDV(i) = D(i) - D(i-1)
 // of frames whose sequence numbers are consecutive, signed. A frame with the next sequence number
 // after the last frame that raised the stream's highest forms a pair with it, a frame further
@@ -244,7 +255,9 @@ struct rx_cfg {
 	__u64 not_before; /* CLOCK_MONOTONIC when the receiver was attached (before any frame of
 			   * the trial was sent); earlier send timestamps are forged. 0: none */
 	__u32 pass_ours;  /* pass test frames on instead of dropping them */
-	__u32 pad;
+	__u32 one_at_a_time; /* 1: this port's frames are accounted one at a time (native XDP on
+			      * one receive queue: one NAPI instance): the sequence state is
+			      * read and written plainly, without atomic operations */
 };
 
 struct {
@@ -266,6 +279,13 @@ static __always_inline int cfg_pass_ours(void)
 	__u32 k = 0;
 	struct rx_cfg *c = bpf_map_lookup_elem(&wr_rx_cfg, &k);
 	return c && c->pass_ours != 0;
+}
+
+static __always_inline int cfg_one_at_a_time(void)
+{
+	__u32 k = 0;
+	struct rx_cfg *c = bpf_map_lookup_elem(&wr_rx_cfg, &k);
+	return c && c->one_at_a_time != 0;
 }
 #define FUTURE_TOLERANCE_NS 100000000ULL /* engine::validate::FUTURE_TOLERANCE_NS */
 
@@ -671,6 +691,7 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		return;
 	}
 	__u64 not_before = cfg_not_before();
+	int alone = cfg_one_at_a_time();
 	/* "Not in the future": against the receive time of this CPU's previous frame of the
 	 * stream, which is not after now, so a frame that passes it passes against now; only one
 	 * that does not (the CPU's first frame, or after a pause) reads the clock to be judged. */
@@ -699,13 +720,24 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		if (!w)
 			return;
 		__u32 tag = (__u32)(seq >> WIN_BITS) + 1;
-		__u32 old = __sync_lock_test_and_set(w, tag);
+		__u32 old;
+		if (alone) {
+			/* No other CPU accounts this port's frames (see "One at a time" above). */
+			old = *(volatile __u32 *)w;
+			*(volatile __u32 *)w = tag;
+		} else {
+			old = __sync_lock_test_and_set(w, tag);
+		}
 		if (old == tag) {
 			c->v[C_DUPLICATES]++;
 			return;
 		}
 	}
-	if (newer) {
+	if (newer && alone) {
+		/* A new highest, and nobody else can have raised it since it was read. */
+		*(volatile __u64 *)hp = seq + 1;
+		raised_from = high1;
+	} else if (newer) {
 		/* A new highest: raise the shared maximum (bounded retries under contention). */
 		__u64 cur = high1;
 		for (int i = 0; i < 8; i++) {
@@ -720,9 +752,10 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		}
 	}
 received:;
-	/* The receive time, read after the window's exchange and the highest's compare-and-swap
-	 * (locked instructions that wait for every earlier load and store): nothing is left in
-	 * flight for the clock's ordered TSC read to wait for. */
+	/* The receive time, read after the sequence state is settled (with other CPUs: after the
+	 * window's exchange and the highest's compare-and-swap, locked instructions that wait
+	 * for every earlier load and store), so that little is left in flight for the clock's
+	 * ordered TSC read to wait for. */
 	__u64 rx_ns = bpf_ktime_get_ns();
 	if (ooo)
 		c->v[C_OUT_OF_ORDER]++;

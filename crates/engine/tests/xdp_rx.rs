@@ -259,6 +259,9 @@ fn counts_match_the_af_packet_accounting_through_every_encapsulation() {
     frames.extend(hostile.iter().cloned());
     let rx = XdpReceiver::attach(&net.port_b(), &ids, &XdpRxConfig::default()).unwrap();
     assert_eq!(rx.mode(), XdpMode::Native, "veth takes native XDP");
+    // wr1 has one receive queue (ethtool -l): its frames are accounted one at a time, with
+    // plain loads and stores, and the counts below are those of that path.
+    assert!(rx.one_at_a_time(), "native XDP on one receive queue");
     assert!(net.xdp_shown_on_wr1());
     net.send(&frames);
     let port = settle(&rx, frames.len() as u64);
@@ -501,6 +504,8 @@ fn skb_mode_counts_the_same_and_limits_are_refused_clearly() {
     };
     let rx = XdpReceiver::attach(&net.port_b(), &ids, &cfg).unwrap();
     assert_eq!(rx.mode(), XdpMode::Skb);
+    // SKB mode runs wherever the skb is received: the atomic operations stay.
+    assert!(!rx.one_at_a_time());
     assert!(sh(&["ip", "-n", &net.b, "link", "show", "wr1"]).contains("xdpgeneric"));
     net.send(&frames);
     settle(&rx, frames.len() as u64);
@@ -759,6 +764,10 @@ fn one_stream_received_on_two_cpus_is_counted_exactly() {
         ]);
     }
     let rx = XdpReceiver::attach(&net.port_b(), &[ID], &XdpRxConfig::default()).unwrap();
+    // Two receive queues (ethtool -l): the sequence state is kept with atomic operations,
+    // the path this test is about.
+    assert_eq!(rx.mode(), XdpMode::Native);
+    assert!(!rx.one_at_a_time(), "wr1 has two receive queues");
     let start = std::sync::Arc::new(std::sync::Barrier::new(2));
     let senders: Vec<_> = (0..2u64)
         .map(|half| {

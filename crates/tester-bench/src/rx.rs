@@ -164,6 +164,9 @@ pub struct RxBenchReport {
     pub wait: Option<engine::rx::LatencyReport>,
     /// XDP backend: how the program ran (native or SKB mode) and why, if not native.
     pub xdp_mode: Option<engine::xdp::rx::XdpMode>,
+    /// XDP backend: the program kept its sequence state without atomic operations (native
+    /// mode on one receive queue: `XdpReceiver::one_at_a_time`).
+    pub xdp_one_at_a_time: Option<bool>,
     pub xdp_note: Option<String>,
     /// Mean nanoseconds the XDP receiver program ran per frame, when the kernel's BPF
     /// statistics are on (`sysctl kernel.bpf_stats_enabled=1`).
@@ -309,6 +312,7 @@ fn rx_af_packet(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         source: None,
         wait: None,
         xdp_mode: None,
+        xdp_one_at_a_time: None,
         xdp_note: None,
         xdp_ns_per_frame: None,
         seconds: secs,
@@ -448,6 +452,7 @@ fn rx_xdp(cfg: &RxBenchConfig, tag: &str) -> Result<RxBenchReport> {
         source,
         wait: source.and(r.latency),
         xdp_mode: Some(rx.mode()),
+        xdp_one_at_a_time: Some(rx.one_at_a_time()),
         xdp_note: rx.mode_note().map(str::to_string),
         xdp_ns_per_frame: rx
             .run_stats()

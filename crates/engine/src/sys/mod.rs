@@ -8,11 +8,13 @@
 //! - [`MmsgBatch`] (`mmsg.rs`): the sendmmsg backend's reusable frames and headers.
 //! - Thread placement (`thread.rs`): [`enter_netns`] (setns), [`pin_to_cpu`],
 //!   [`set_timer_slack_ns`], [`gettid`].
+//! - Queues (`ethtool.rs`): [`rx_queues`], what the driver tells `ethtool -l`.
 //! - Clocks (`clock.rs`): [`monotonic_ns`], [`realtime_ns`], [`sleep_until`].
 //!
 //! Every `unsafe` block carries a `// SAFETY:` line.
 
 mod clock;
+mod ethtool;
 mod mmsg;
 mod release;
 mod socket;
@@ -22,6 +24,7 @@ pub mod tun;
 pub use clock::{
     machine_now, monotonic_ns, realtime_minus_monotonic_ns, realtime_ns, sleep_until, wait_for_due,
 };
+pub use ethtool::rx_queues;
 pub use mmsg::MmsgBatch;
 pub use socket::PacketSocket;
 pub use thread::{

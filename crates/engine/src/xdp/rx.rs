@@ -10,7 +10,10 @@
 //! - received, bytes, duplicates, out of order, late, negative latency, first/last receive
 //!   time, latency min/mean/max are exact sums (and minima/maxima) of per-CPU counters;
 //! - sequence state (the highest sequence number and the 2^16 duplicate window) is shared by
-//!   all CPUs and updated atomically, so duplicates are exact whichever CPU sees a frame;
+//!   all CPUs and updated atomically, so duplicates are exact whichever CPU sees a frame —
+//!   except where no two CPUs can account the port's frames at once (**one at a time**:
+//!   native XDP on an interface with one receive queue, [`accounts_one_at_a_time`]), where
+//!   plain loads and stores give the same values without the atomic operations' cost;
 //! - percentiles come from a log-linear histogram with 128 sub-buckets per power of two
 //!   (exact below 128 ns, otherwise within 1/256 of the value, i.e. ±0.4 %);
 //! - invalid frames (`engine::validate`) are counted per stream by reason, per CPU; the program
@@ -40,7 +43,7 @@
 //! resets what it will read: the slots map of the previous receiver's streams, and the
 //! counters, histograms, sequence state and duplicate window of the slots it will use (one
 //! `BPF_MAP_UPDATE_BATCH` call per map), the port counters, and the trial's own values in
-//! `wr_rx_cfg` (`not_before`, `pass_ours`). Nothing reaches the program between the reset
+//! `wr_rx_cfg` (`not_before`, `pass_ours`, `one_at_a_time`). Nothing reaches the program between the reset
 //! and the attach, so a trial counts only its own frames.
 
 use crate::port::PortSpec;
@@ -183,6 +186,9 @@ pub struct XdpReceiver {
     ifname: String,
     mode: XdpMode,
     mode_note: Option<String>,
+    /// The program accounts this port's frames without atomic operations
+    /// ([`accounts_one_at_a_time`]).
+    one_at_a_time: bool,
     /// The program's run statistics when this receiver attached (a reused program's earlier
     /// runs are not this receiver's).
     stats_base: Option<(u64, u64)>,
@@ -292,9 +298,11 @@ impl XdpReceiver {
         if let Some(previous) = previous {
             reset(&mut bpf, &previous, ids.len() as u32)?;
         }
-        prepare(&mut bpf, &ids, expect, not_before_ns, cfg)?;
+        prepare(&mut bpf, &ids, expect)?;
+        // Asked here, inside the port's namespace; a driver that does not say is taken to
+        // have several queues.
+        let rx_queues = crate::sys::rx_queues(&port.ifname).ok();
         let stats_base = super::prog_stats::runs_and_time(&bpf, "wr_rx");
-        let prog = wr_rx(&mut bpf)?;
         let tries: &[XdpMode] = match cfg.mode {
             Some(XdpMode::Native) => &[XdpMode::Native],
             Some(XdpMode::Skb) => &[XdpMode::Skb],
@@ -306,6 +314,11 @@ impl XdpReceiver {
                 XdpMode::Native => XdpFlags::DRV_MODE,
                 XdpMode::Skb => XdpFlags::SKB_MODE,
             };
+            // The trial's values, for the mode this attach tries: frames reach the program
+            // from the moment it is attached.
+            let one_at_a_time = accounts_one_at_a_time(mode, rx_queues);
+            set_trial_values(&mut bpf, not_before_ns, cfg, one_at_a_time)?;
+            let prog = wr_rx(&mut bpf)?;
             match prog.attach_to_if_index(ifindex, flags) {
                 Ok(link) => {
                     // The link stays owned by the program (and so by `bpf`) until drop.
@@ -324,6 +337,7 @@ impl XdpReceiver {
                         ifname: port.ifname.clone(),
                         mode,
                         mode_note,
+                        one_at_a_time,
                         stats_base,
                     });
                 }
@@ -344,6 +358,12 @@ impl XdpReceiver {
 
     pub fn mode(&self) -> XdpMode {
         self.mode
+    }
+
+    /// Whether the program accounts this port's frames one at a time, without atomic
+    /// operations ([`accounts_one_at_a_time`]).
+    pub fn one_at_a_time(&self) -> bool {
+        self.one_at_a_time
     }
 
     /// Why the receiver runs in SKB mode, when native mode was refused.
@@ -584,15 +604,35 @@ fn reset(bpf: &mut Ebpf, previous: &[u16], n: u32) -> Result<()> {
     Ok(())
 }
 
-/// Tells a detached object this receiver's streams (slot i: `ids[i]`, which its frames must
-/// look like) and the trial's values (`wr_rx_cfg`), before it is attached.
-fn prepare(
+/// Whether no two CPUs can run the program on frames of a port attached in `mode` with
+/// `rx_queues` receive queues (`None`: the driver did not say), so that its sequence state may
+/// be kept with plain loads and stores. Only native XDP on one queue: that queue's one NAPI
+/// instance runs on one CPU at a time, and it moves to another CPU only through atomic
+/// operations on its own state, which order everything the program wrote before. In SKB mode
+/// the program runs wherever the skb is received (the sending CPU's backlog on a veth), and
+/// several queues are polled on several CPUs at once.
+pub fn accounts_one_at_a_time(mode: XdpMode, rx_queues: Option<u32>) -> bool {
+    mode == XdpMode::Native && rx_queues == Some(1)
+}
+
+/// The trial's values in `wr_rx_cfg`: written before each attach.
+fn set_trial_values(
     bpf: &mut Ebpf,
-    ids: &[u16],
-    expect: &[Expect],
     not_before_ns: u64,
     cfg: &XdpRxConfig,
+    one_at_a_time: bool,
 ) -> Result<()> {
+    let v = super::sys::RxCfg {
+        not_before: not_before_ns,
+        pass_ours: cfg.pass_ours.into(),
+        one_at_a_time: one_at_a_time.into(),
+    };
+    set_all(bpf, "wr_rx_cfg", [(0, v)])
+}
+
+/// Tells a detached object this receiver's streams (slot i: `ids[i]`, which its frames must
+/// look like), before it is attached.
+fn prepare(bpf: &mut Ebpf, ids: &[u16], expect: &[Expect]) -> Result<()> {
     set_all(
         bpf,
         "wr_rx_slots",
@@ -607,13 +647,7 @@ fn prepare(
             .iter()
             .enumerate()
             .map(|(slot, e)| (slot as u32, expect_words(e))),
-    )?;
-    let v = super::sys::RxCfg {
-        not_before: not_before_ns,
-        pass_ours: cfg.pass_ours.into(),
-        pad: 0,
-    };
-    set_all(bpf, "wr_rx_cfg", [(0, v)])
+    )
 }
 
 /// Writes `entries` (index, value) into the receiver object's array map `name`.
@@ -736,6 +770,16 @@ fn summarize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_native_xdp_on_one_queue_accounts_one_frame_at_a_time() {
+        assert!(accounts_one_at_a_time(XdpMode::Native, Some(1)));
+        assert!(!accounts_one_at_a_time(XdpMode::Native, Some(2)));
+        assert!(!accounts_one_at_a_time(XdpMode::Native, Some(0)));
+        assert!(!accounts_one_at_a_time(XdpMode::Native, None));
+        assert!(!accounts_one_at_a_time(XdpMode::Skb, Some(1)));
+        assert!(!accounts_one_at_a_time(XdpMode::Skb, None));
+    }
 
     /// `bucket_of` from rx.bpf.c, for checking the inverse.
     fn bucket_of(v: u64) -> usize {

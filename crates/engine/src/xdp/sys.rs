@@ -184,7 +184,9 @@ pub struct RxCfg {
     pub not_before: u64,
     /// 1: pass test frames on after counting them.
     pub pass_ours: u32,
-    pub pad: u32,
+    /// 1: no two CPUs account this port's frames at once (native XDP, one receive queue), so
+    /// the sequence state needs no atomic operations ([`super::rx`], "One at a time").
+    pub one_at_a_time: u32,
 }
 
 /// `struct recipe` of `bpf/tx.bpf.c`: one base frame of one stream and where its variable

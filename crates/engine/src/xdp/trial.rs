@@ -104,6 +104,9 @@ pub(crate) fn attach_receivers(
         if let Some(why) = r.mode_note() {
             note.push_str(&format!(" ({why})"));
         }
+        if r.one_at_a_time() {
+            note.push_str(", one frame at a time (one receive queue)");
+        }
         out.push(Some(r));
     }
     Ok(out)

@@ -221,6 +221,16 @@ pub(super) fn rx(a: &RxArgs, r: &RxBenchReport) {
         if let Some(m) = r.xdp_mode {
             outln!("  XDP mode                  {:>10}", format!("{m:?}"));
         }
+        if let Some(alone) = r.xdp_one_at_a_time {
+            outln!(
+                "  sequence state            {}",
+                if alone {
+                    "plain loads and stores (one receive queue: frames accounted one at a time)"
+                } else {
+                    "atomic operations (frames may be accounted on several CPUs at once)"
+                }
+            );
+        }
         if let Some(n) = &r.xdp_note {
             outln!("  note: {n}");
         }
