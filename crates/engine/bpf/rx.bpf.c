@@ -155,6 +155,11 @@ enum {
 	P_FOREIGN_BYTES,
 	P_UNEXPECTED,
 	P_OURS, /* not counted here: user space sums the streams' received, duplicates, invalid */
+	/* Test frames that reached the program outside the one receive queue it was told it
+	 * counts alone on (rx_cfg.one_at_a_time): the queue count changed after the attach, or
+	 * the driver runs the program on rings it does not report. User space refuses the
+	 * counts then. */
+	P_OUTSIDE_ONE_QUEUE,
 	P_NCTR = 8,
 };
 
@@ -258,6 +263,9 @@ struct rx_cfg {
 	__u32 one_at_a_time; /* 1: this port's frames are accounted one at a time (native XDP on
 			      * one receive queue: one NAPI instance): the sequence state is
 			      * read and written plainly, without atomic operations */
+	__u32 ifindex;	      /* the port's interface: with one_at_a_time, frames must come from
+			       * its receive queue 0 */
+	__u32 pad;
 };
 
 struct {
@@ -281,11 +289,21 @@ static __always_inline int cfg_pass_ours(void)
 	return c && c->pass_ours != 0;
 }
 
-static __always_inline int cfg_one_at_a_time(void)
+static __always_inline void port_count(__u32 which, __u64 bytes);
+
+/* 1 if this frame may be accounted with plain loads and stores: user space said the port's
+ * frames come one at a time, and this one came as promised, from receive queue 0 of the port's
+ * interface. One that did not is counted (P_OUTSIDE_ONE_QUEUE) and accounted atomically. */
+static __always_inline int one_at_a_time(struct xdp_md *ctx)
 {
 	__u32 k = 0;
 	struct rx_cfg *c = bpf_map_lookup_elem(&wr_rx_cfg, &k);
-	return c && c->one_at_a_time != 0;
+	if (!c || c->one_at_a_time == 0)
+		return 0;
+	if (ctx->rx_queue_index == 0 && ctx->ingress_ifindex == c->ifindex)
+		return 1;
+	port_count(P_OUTSIDE_ONE_QUEUE, 0);
+	return 0;
 }
 #define FUTURE_TOLERANCE_NS 100000000ULL /* engine::validate::FUTURE_TOLERANCE_NS */
 
@@ -675,8 +693,8 @@ static __always_inline void ipdv_step(struct ctr *c, struct seq_state *st, __u32
 
 /* engine::rx::StreamRx::on_frame for one frame of the stream in `slot`. The receive time is
  * read late (see "The receive time" at the top of this file). */
-static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 len,
-				    __u64 seq_limit)
+static __always_inline void account(struct xdp_md *ctx, __u32 slot, __u32 seq32, __u64 tx_ns,
+				    __u64 len, __u64 seq_limit)
 {
 	struct ctr *c = bpf_map_lookup_elem(&wr_rx_ctr, &slot);
 	struct seq_state *st = bpf_map_lookup_elem(&wr_rx_seq, &slot);
@@ -691,7 +709,7 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		return;
 	}
 	__u64 not_before = cfg_not_before();
-	int alone = cfg_one_at_a_time();
+	int alone = one_at_a_time(ctx);
 	/* "Not in the future": against the receive time of this CPU's previous frame of the
 	 * stream, which is not after now, so a frame that passes it passes against now; only one
 	 * that does not (the CPU's first frame, or after a pause) reads the clock to be judged. */
@@ -808,12 +826,11 @@ static __always_inline void port_count(__u32 which, __u64 bytes)
 	struct port_ctr *pc = bpf_map_lookup_elem(&wr_rx_port, &k);
 	if (!pc)
 		return;
-	if (which == P_FOREIGN) {
-		pc->v[P_FOREIGN]++;
+	if (which >= P_NCTR)
+		return;
+	pc->v[which]++;
+	if (which == P_FOREIGN)
 		pc->v[P_FOREIGN_BYTES] += bytes;
-	} else {
-		pc->v[P_UNEXPECTED]++;
-	}
 }
 
 /* The ones' complement sum of the `len` bytes at `off`, folded to 16 bits, big-endian view;
@@ -1176,7 +1193,7 @@ static __always_inline int fast_ipv4(struct xdp_md *ctx)
 		if (low - base >= e->dst_count || (__u16)(port - e->dst_port) >= e->port_count)
 			return 0;
 	}
-	account(slot, bpf_ntohl(*(__u32 *)(d + 46)), bpf_be64_to_cpu(*(__u64 *)(d + 50)), len,
+	account(ctx, slot, bpf_ntohl(*(__u32 *)(d + 46)), bpf_be64_to_cpu(*(__u64 *)(d + 50)), len,
 		e->seq_limit);
 	return 1;
 }
@@ -1217,7 +1234,7 @@ int wr_rx(struct xdp_md *ctx)
 			c->v[bad]++;
 		return pass ? XDP_PASS : XDP_DROP;
 	}
-	account(slot, seq32, tx_ns, p.len, e->seq_limit);
+	account(ctx, slot, seq32, tx_ns, p.len, e->seq_limit);
 	return pass ? XDP_PASS : XDP_DROP;
 }
 
