@@ -22,11 +22,13 @@
 // except the IPDV state below.
 //
 // One at a time: where user space knows that no two CPUs can account this port's frames at
-// once -- native XDP on an interface with one receive queue, whose one NAPI instance runs on
-// one CPU at a time and hands over to another CPU only through atomic operations on its state
-// -- it sets rx_cfg.one_at_a_time, and the window and the highest are read and written with
-// plain loads and stores: the same values, in the same order, as the atomic operations would
-// give there. The locked instructions cost more than their own cycles: each waits for every
+// once -- native XDP on an interface with one receive queue, whose one NAPI instance is polled
+// by one CPU at a time (its scheduled bit is taken and released by atomic operations, which
+// order whatever the previous poll wrote) -- it sets rx_cfg.one_at_a_time, and the window and
+// the highest are read and written with plain loads and stores: the same values, in the same
+// order, as the atomic operations would give there. A frame from any other queue or interface
+// (a driver running XDP on rings it does not report) takes the atomic path and is counted
+// (P_OUTSIDE_ONE_QUEUE): user space then refuses the counts. The locked instructions cost more than their own cycles: each waits for every
 // store before it to drain, among them the veth driver's stores to ring lines the sending CPU
 // owns (refusals behind the receiver at 3 Mpps about halved, docs/measurements.md, "One at a
 // time"). With several receive queues, or in SKB mode (run wherever the skb is received), the
@@ -56,14 +58,14 @@
 // the latency histogram's buckets), with exact per-CPU minimum and maximum.
 //
 // The receive time (latency, IPDV, jitter, first/last receive) is bpf_ktime_get_ns(), read once
-// per counted frame after the sequence accounting's atomic operations, not on entry. On x86 the
+// per counted frame after the sequence accounting, not on entry. On x86 the
 // clock is an ordered TSC read (RDTSCP, or LFENCE and RDTSC), which waits for every load before
 // it to complete; read on entry it waited for the misses the veth driver and the previous
 // frame left in flight (the frame was written by the sending CPU), and the program's cost per
 // frame at 3 Mpps rose from ~160 to ~230 ns (bpf_stats; refusals behind the receiver 10-12 %
-// against 2-3 % read here, `bench rx --rate 3Mpps --against xdp-bench`, 2026-11-29). The
-// locked exchange and compare-and-swap before it have already waited for those, so the read
-// costs little more than the TSC itself. The frame's send timestamp is judged before that
+// against 2-3 % read here, `bench rx --rate 3Mpps --against xdp-bench`, 2026-11-29). On the
+// atomic path the locked exchange and compare-and-swap before it have already waited for
+// those; one at a time, the read waits for the window's load itself. The frame's send timestamp is judged before that
 // without a clock read of its own in the common case (account()).
 //
 // Receive-side validation (engine::validate; docs/engine.md "Receive-side validation"): a
