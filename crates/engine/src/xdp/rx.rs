@@ -465,7 +465,8 @@ impl XdpReceiver {
     }
 
     /// An error if this receiver was attached to count one frame at a time and a test frame
-    /// reached it from elsewhere than its interface's receive queue 0 (a driver that runs the
+    /// it checked (each CPU's first of a stream and every 64th: `bpf/rx.bpf.c`,
+    /// `one_at_a_time`) reached it from elsewhere than its interface's receive queue 0 (a driver that runs the
     /// program on rings `ethtool -l` does not show, or a receiver forced to count one at a
     /// time): two CPUs may then have written the sequence state at once without atomic
     /// operations, and its counts are not exact. The program accounted such frames atomically
@@ -483,7 +484,8 @@ impl XdpReceiver {
             return Ok(());
         }
         Err(Error::Config(format!(
-            "XDP receiver on {}: {outside} test frames arrived outside receive queue 0, though \
+            "XDP receiver on {}: {outside} of the test frames it checked (a CPU's first of a \
+             stream and every 64th) arrived outside receive queue 0, though \
              the interface had one receive queue when the receiver was attached (does its \
              driver run XDP on more rings than `ethtool -l` shows?). Its sequence state was \
              kept without atomic operations, so duplicates and losses may be miscounted: \
