@@ -22,11 +22,13 @@
 // except the IPDV state below.
 //
 // One at a time: where user space knows that no two CPUs can account this port's frames at
-// once -- native XDP on an interface with one receive queue, whose one NAPI instance runs on
-// one CPU at a time and hands over to another CPU only through atomic operations on its state
-// -- it sets rx_cfg.one_at_a_time, and the window and the highest are read and written with
-// plain loads and stores: the same values, in the same order, as the atomic operations would
-// give there. The locked instructions cost more than their own cycles: each waits for every
+// once -- native XDP on an interface with one receive queue, whose one NAPI instance is polled
+// by one CPU at a time (its scheduled bit is taken and released by atomic operations, which
+// order whatever the previous poll wrote) -- it sets rx_cfg.one_at_a_time, and the window and
+// the highest are read and written with plain loads and stores: the same values, in the same
+// order, as the atomic operations would give there. A frame from any other queue or interface
+// (a driver running XDP on rings it does not report) takes the atomic path and is counted
+// (P_OUTSIDE_ONE_QUEUE): user space then refuses the counts. The locked instructions cost more than their own cycles: each waits for every
 // store before it to drain, among them the veth driver's stores to ring lines the sending CPU
 // owns (refusals behind the receiver at 3 Mpps about halved, docs/measurements.md, "One at a
 // time"). With several receive queues, or in SKB mode (run wherever the skb is received), the
@@ -56,14 +58,14 @@
 // the latency histogram's buckets), with exact per-CPU minimum and maximum.
 //
 // The receive time (latency, IPDV, jitter, first/last receive) is bpf_ktime_get_ns(), read once
-// per counted frame after the sequence accounting's atomic operations, not on entry. On x86 the
+// per counted frame after the sequence accounting, not on entry. On x86 the
 // clock is an ordered TSC read (RDTSCP, or LFENCE and RDTSC), which waits for every load before
 // it to complete; read on entry it waited for the misses the veth driver and the previous
 // frame left in flight (the frame was written by the sending CPU), and the program's cost per
 // frame at 3 Mpps rose from ~160 to ~230 ns (bpf_stats; refusals behind the receiver 10-12 %
-// against 2-3 % read here, `bench rx --rate 3Mpps --against xdp-bench`, 2026-11-29). The
-// locked exchange and compare-and-swap before it have already waited for those, so the read
-// costs little more than the TSC itself. The frame's send timestamp is judged before that
+// against 2-3 % read here, `bench rx --rate 3Mpps --against xdp-bench`, 2026-11-29). On the
+// atomic path the locked exchange and compare-and-swap before it have already waited for
+// those; one at a time, the read waits for the window's load itself. The frame's send timestamp is judged before that
 // without a clock read of its own in the common case (account()).
 //
 // Receive-side validation (engine::validate; docs/engine.md "Receive-side validation"): a
@@ -155,6 +157,11 @@ enum {
 	P_FOREIGN_BYTES,
 	P_UNEXPECTED,
 	P_OURS, /* not counted here: user space sums the streams' received, duplicates, invalid */
+	/* Test frames that reached the program outside the one receive queue it was told it
+	 * counts alone on (rx_cfg.one_at_a_time): the queue count changed after the attach, or
+	 * the driver runs the program on rings it does not report. User space refuses the
+	 * counts then. */
+	P_OUTSIDE_ONE_QUEUE,
 	P_NCTR = 8,
 };
 
@@ -258,6 +265,9 @@ struct rx_cfg {
 	__u32 one_at_a_time; /* 1: this port's frames are accounted one at a time (native XDP on
 			      * one receive queue: one NAPI instance): the sequence state is
 			      * read and written plainly, without atomic operations */
+	__u32 ifindex;	      /* the port's interface: with one_at_a_time, frames must come from
+			       * its receive queue 0 */
+	__u32 pad;
 };
 
 struct {
@@ -281,11 +291,30 @@ static __always_inline int cfg_pass_ours(void)
 	return c && c->pass_ours != 0;
 }
 
-static __always_inline int cfg_one_at_a_time(void)
+static __always_inline void port_count(__u32 which, __u64 bytes);
+
+/* Whether frames of a stream may be accounted with plain loads and stores: user space said
+ * the port's frames come one at a time (from receive queue 0 of its interface, one NAPI
+ * instance). `received` is this CPU's count of the stream's frames so far: the promise is
+ * checked on a CPU's first frame of the stream and every 64th after it -- a CPU that runs the
+ * program for another queue or interface, the only way two CPUs could race, is caught on its
+ * first frame, and a violation that lasts is caught within 64 frames -- because reading the
+ * queue and the interface from the context costs a chain of dependent loads that every frame
+ * would pay (bench rx at 3 Mpps: about 2x the floor with the check on every frame, 1.1-1.2x
+ * without). A frame that breaks it is counted (P_OUTSIDE_ONE_QUEUE) and accounted atomically;
+ * user space then refuses the counts. */
+static __always_inline int one_at_a_time(struct xdp_md *ctx, __u64 received)
 {
 	__u32 k = 0;
 	struct rx_cfg *c = bpf_map_lookup_elem(&wr_rx_cfg, &k);
-	return c && c->one_at_a_time != 0;
+	if (!c || c->one_at_a_time == 0)
+		return 0;
+	if ((received & 63) != 0)
+		return 1;
+	if (ctx->rx_queue_index == 0 && ctx->ingress_ifindex == c->ifindex)
+		return 1;
+	port_count(P_OUTSIDE_ONE_QUEUE, 0);
+	return 0;
 }
 #define FUTURE_TOLERANCE_NS 100000000ULL /* engine::validate::FUTURE_TOLERANCE_NS */
 
@@ -675,8 +704,8 @@ static __always_inline void ipdv_step(struct ctr *c, struct seq_state *st, __u32
 
 /* engine::rx::StreamRx::on_frame for one frame of the stream in `slot`. The receive time is
  * read late (see "The receive time" at the top of this file). */
-static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 len,
-				    __u64 seq_limit)
+static __always_inline void account(struct xdp_md *ctx, __u32 slot, __u32 seq32, __u64 tx_ns,
+				    __u64 len, __u64 seq_limit)
 {
 	struct ctr *c = bpf_map_lookup_elem(&wr_rx_ctr, &slot);
 	struct seq_state *st = bpf_map_lookup_elem(&wr_rx_seq, &slot);
@@ -691,7 +720,7 @@ static __always_inline void account(__u32 slot, __u32 seq32, __u64 tx_ns, __u64 
 		return;
 	}
 	__u64 not_before = cfg_not_before();
-	int alone = cfg_one_at_a_time();
+	int alone = one_at_a_time(ctx, c->v[C_RECEIVED]);
 	/* "Not in the future": against the receive time of this CPU's previous frame of the
 	 * stream, which is not after now, so a frame that passes it passes against now; only one
 	 * that does not (the CPU's first frame, or after a pause) reads the clock to be judged. */
@@ -808,12 +837,11 @@ static __always_inline void port_count(__u32 which, __u64 bytes)
 	struct port_ctr *pc = bpf_map_lookup_elem(&wr_rx_port, &k);
 	if (!pc)
 		return;
-	if (which == P_FOREIGN) {
-		pc->v[P_FOREIGN]++;
+	if (which >= P_NCTR)
+		return;
+	pc->v[which]++;
+	if (which == P_FOREIGN)
 		pc->v[P_FOREIGN_BYTES] += bytes;
-	} else {
-		pc->v[P_UNEXPECTED]++;
-	}
 }
 
 /* The ones' complement sum of the `len` bytes at `off`, folded to 16 bits, big-endian view;
@@ -1176,7 +1204,7 @@ static __always_inline int fast_ipv4(struct xdp_md *ctx)
 		if (low - base >= e->dst_count || (__u16)(port - e->dst_port) >= e->port_count)
 			return 0;
 	}
-	account(slot, bpf_ntohl(*(__u32 *)(d + 46)), bpf_be64_to_cpu(*(__u64 *)(d + 50)), len,
+	account(ctx, slot, bpf_ntohl(*(__u32 *)(d + 46)), bpf_be64_to_cpu(*(__u64 *)(d + 50)), len,
 		e->seq_limit);
 	return 1;
 }
@@ -1217,7 +1245,7 @@ int wr_rx(struct xdp_md *ctx)
 			c->v[bad]++;
 		return pass ? XDP_PASS : XDP_DROP;
 	}
-	account(slot, seq32, tx_ns, p.len, e->seq_limit);
+	account(ctx, slot, seq32, tx_ns, p.len, e->seq_limit);
 	return pass ? XDP_PASS : XDP_DROP;
 }
 

@@ -832,3 +832,96 @@ fn one_stream_received_on_two_cpus_is_counted_exactly() {
     let ipdv = rx.stream_ipdv(ID).unwrap();
     assert!(ipdv.map_or(0, |i| i.pairs) < N, "{ipdv:?}");
 }
+
+/// A receiver told to count one frame at a time on a port whose frames arrive on two receive
+/// queues, polled on two CPUs: frames from the second queue may race the first's on the
+/// sequence state, which the receiver then keeps without atomic operations, so it must refuse
+/// its counts rather than report them. (How a receiver could meet this without being told:
+/// a driver that runs the program on rings `ethtool -l` does not show. Raising a veth's queue
+/// count after the attach, `ethtool -L wr1 rx 2`, does not: on this kernel the new queue does
+/// not run the attached program at all, and its frames reach the stack uncounted.) Frames are
+/// sent from two CPUs steered by XPS to the two queues; the second queue must have had frames
+/// (`ethtool -S`), or the test would not have exercised the check.
+#[test]
+fn frames_outside_the_one_queue_make_the_counts_an_error() {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, XDP)");
+        return;
+    }
+    let cpus = engine::sys::allowed_cpus().unwrap();
+    if cpus.len() < 2 {
+        println!("SKIP: needs two CPUs, this process may use {cpus:?}");
+        return;
+    }
+    const ID: u16 = 7;
+    const PER_CPU: u64 = 2_000;
+    let net = Net::with_queues(2);
+    // XPS: a frame sent from cpus[q] leaves on transmit queue q (and arrives on receive queue q).
+    for (q, &cpu) in cpus[..2].iter().enumerate() {
+        let mask = format!("{:x}", 1u128 << cpu);
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &net.a,
+            "sh",
+            "-c",
+            &format!("echo {mask} > /sys/class/net/wr0/queues/tx-{q}/xps_cpus"),
+        ]);
+    }
+    let cfg = XdpRxConfig {
+        one_at_a_time: Some(true),
+        ..Default::default()
+    };
+    let rx = XdpReceiver::attach(&net.port_b(), &[ID], &cfg).unwrap();
+    assert_eq!(rx.mode(), XdpMode::Native);
+    assert!(rx.one_at_a_time());
+    let senders: Vec<_> = (0..2u64)
+        .map(|half| {
+            let (port, cpu) = (net.port_a(), cpus[half as usize]);
+            std::thread::spawn(move || {
+                let frames: Vec<Vec<u8>> = (0..PER_CPU)
+                    .map(|i| frame("ipv4", ID, 2 * i + half))
+                    .collect();
+                engine::sys::pin_to_cpu(cpu).unwrap();
+                let ifindex = port.enter(0).unwrap();
+                let sock = engine::sys::PacketSocket::open(ifindex, 0).unwrap();
+                for f in &frames {
+                    let t0 = Instant::now();
+                    while !sock.send_frame(f).unwrap() {
+                        assert!(t0.elapsed() < Duration::from_secs(5), "send stalled");
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    for s in senders {
+        s.join().unwrap();
+    }
+    settle(&rx, 2 * PER_CPU);
+    let stats = sh(&["ip", "netns", "exec", &net.b, "ethtool", "-S", "wr1"]);
+    let on_queue_1: u64 = stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("rx_queue_1_xdp_packets:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no rx_queue_1_xdp_packets in ethtool -S wr1:\n{stats}"));
+    assert!(on_queue_1 > 0, "the second queue had no frames:\n{stats}");
+    let err = rx
+        .stream_report(ID, Some(2 * PER_CPU))
+        .unwrap_err()
+        .to_string();
+    println!("{on_queue_1} frames on queue 1; the receiver said: {err}");
+    // The program checks a CPU's first frame of the stream and every 64th after it.
+    let outside: u64 = err
+        .split("on wr1: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in: {err}"));
+    assert!(
+        err.contains("arrived outside receive queue 0")
+            && (1..=on_queue_1.div_ceil(64) + 1).contains(&outside),
+        "{err}"
+    );
+}

@@ -105,6 +105,8 @@ mod p {
     pub const FOREIGN: usize = 0;
     pub const FOREIGN_BYTES: usize = 1;
     pub const UNEXPECTED: usize = 2;
+    /// Test frames outside the one receive queue of a one-at-a-time receiver.
+    pub const OUTSIDE_ONE_QUEUE: usize = 4;
     pub const N: usize = 8;
 }
 
@@ -159,6 +161,11 @@ pub struct XdpRxConfig {
     pub pass_ours: bool,
     /// Attach in this mode only; `None`: native, falling back to SKB mode.
     pub mode: Option<XdpMode>,
+    /// Keep the sequence state one frame at a time (`Some(true)`) or atomically
+    /// (`Some(false)`) whatever the port; `None` (the default): as [`accounts_one_at_a_time`]
+    /// decides. Forced on a port whose frames arrive on several queues, the receiver still
+    /// notices every such frame and refuses its counts (tests use it to show that).
+    pub one_at_a_time: Option<bool>,
 }
 
 /// The port-level counters (the XDP side of `trial::PortRxSummary`).
@@ -316,8 +323,10 @@ impl XdpReceiver {
             };
             // The trial's values, for the mode this attach tries: frames reach the program
             // from the moment it is attached.
-            let one_at_a_time = accounts_one_at_a_time(mode, rx_queues);
-            set_trial_values(&mut bpf, not_before_ns, cfg, one_at_a_time)?;
+            let one_at_a_time = cfg
+                .one_at_a_time
+                .unwrap_or_else(|| accounts_one_at_a_time(mode, rx_queues));
+            set_trial_values(&mut bpf, not_before_ns, cfg, one_at_a_time, ifindex)?;
             let prog = wr_rx(&mut bpf)?;
             match prog.attach_to_if_index(ifindex, flags) {
                 Ok(link) => {
@@ -434,6 +443,7 @@ impl XdpReceiver {
             return Ok(None);
         };
         let slot = slot as u32;
+        self.check_one_at_a_time()?;
         let ctrs = self.per_cpu::<Ctr>("wr_rx_ctr", slot)?;
         let hists = self.per_cpu::<Hist>("wr_rx_hist", slot)?;
         let seq: Array<&MapData, SeqState> = Array::try_from(
@@ -452,6 +462,36 @@ impl XdpReceiver {
             }
         }
         Ok(Some(summarize(id, &ctrs, &buckets, high1, sent)))
+    }
+
+    /// An error if this receiver was attached to count one frame at a time and a test frame
+    /// it checked (each CPU's first of a stream and every 64th: `bpf/rx.bpf.c`,
+    /// `one_at_a_time`) reached it from elsewhere than its interface's receive queue 0 (a driver that runs the
+    /// program on rings `ethtool -l` does not show, or a receiver forced to count one at a
+    /// time): two CPUs may then have written the sequence state at once without atomic
+    /// operations, and its counts are not exact. The program accounted such frames atomically
+    /// and counted them; no report is given while there are any.
+    fn check_one_at_a_time(&self) -> Result<()> {
+        if !self.one_at_a_time {
+            return Ok(());
+        }
+        let outside: u64 = self
+            .per_cpu::<PortCtr>("wr_rx_port", 0)?
+            .iter()
+            .map(|v| v[p::OUTSIDE_ONE_QUEUE])
+            .sum();
+        if outside == 0 {
+            return Ok(());
+        }
+        Err(Error::Config(format!(
+            "XDP receiver on {}: {outside} of the test frames it checked (a CPU's first of a \
+             stream and every 64th) arrived outside receive queue 0, though \
+             the interface had one receive queue when the receiver was attached (does its \
+             driver run XDP on more rings than `ethtool -l` shows?). Its sequence state was \
+             kept without atomic operations, so duplicates and losses may be miscounted: \
+             measure again with the receiver told to count atomically",
+            self.ifname
+        )))
     }
 
     /// Inter-packet delay variation of stream `id` so far, as
@@ -621,11 +661,14 @@ fn set_trial_values(
     not_before_ns: u64,
     cfg: &XdpRxConfig,
     one_at_a_time: bool,
+    ifindex: u32,
 ) -> Result<()> {
     let v = super::sys::RxCfg {
         not_before: not_before_ns,
         pass_ours: cfg.pass_ours.into(),
         one_at_a_time: one_at_a_time.into(),
+        ifindex,
+        pad: 0,
     };
     set_all(bpf, "wr_rx_cfg", [(0, v)])
 }

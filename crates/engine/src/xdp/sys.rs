@@ -187,6 +187,9 @@ pub struct RxCfg {
     /// 1: no two CPUs account this port's frames at once (native XDP, one receive queue), so
     /// the sequence state needs no atomic operations ([`super::rx`], "One at a time").
     pub one_at_a_time: u32,
+    /// The port's interface: with `one_at_a_time`, frames must come from its queue 0.
+    pub ifindex: u32,
+    pub pad: u32,
 }
 
 /// `struct recipe` of `bpf/tx.bpf.c`: one base frame of one stream and where its variable
@@ -390,7 +393,7 @@ mod tests {
             8 * 2 + 4 * 8 + 2 * 12 + 4 * 2
         );
         assert_eq!(std::mem::size_of::<Conn>(), 12);
-        assert_eq!(std::mem::size_of::<RxCfg>(), 16);
+        assert_eq!(std::mem::size_of::<RxCfg>(), 24);
         assert_eq!(std::mem::size_of::<BatchAttr>(), 8 * 4 + 4 * 2 + 8 * 2);
         assert_eq!(std::mem::size_of::<LearnSlot>(), 16);
         assert_eq!(std::mem::size_of::<LearnTotals>(), 32);
