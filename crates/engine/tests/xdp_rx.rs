@@ -60,6 +60,67 @@ impl Net {
         sh(&["ip", "-n", &self.b, "link", "show", "wr1"]).contains("prog/xdp")
     }
 
+    /// XPS: a frame sent from `cpus[q]` leaves `wr0` on transmit queue q (and arrives on
+    /// `wr1`'s receive queue q).
+    fn steer_by_cpu(&self, cpus: &[usize]) {
+        for (q, &cpu) in cpus.iter().enumerate() {
+            let mask = format!("{:x}", 1u128 << cpu);
+            sh(&[
+                "ip",
+                "netns",
+                "exec",
+                &self.a,
+                "sh",
+                "-c",
+                &format!("echo {mask} > /sys/class/net/wr0/queues/tx-{q}/xps_cpus"),
+            ]);
+        }
+    }
+
+    /// Sends `frames_of(i)` out of `wr0` from a thread pinned to `cpus[i]`, each, all threads
+    /// starting together; returns when all are sent.
+    fn send_from_cpus(&self, cpus: &[usize], frames_of: impl Fn(usize) -> Vec<Vec<u8>>) {
+        let start = std::sync::Arc::new(std::sync::Barrier::new(cpus.len()));
+        let senders: Vec<_> = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, &cpu)| {
+                let (port, start, frames) = (self.port_a(), start.clone(), frames_of(i));
+                std::thread::spawn(move || {
+                    engine::sys::pin_to_cpu(cpu).unwrap();
+                    let ifindex = port.enter(0).unwrap();
+                    let sock = engine::sys::PacketSocket::open(ifindex, 0).unwrap();
+                    start.wait();
+                    for f in &frames {
+                        let t0 = Instant::now();
+                        while !sock.send_frame(f).unwrap() {
+                            assert!(t0.elapsed() < Duration::from_secs(5), "send stalled");
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for s in senders {
+            s.join().unwrap();
+        }
+    }
+
+    /// Frames the XDP program ran on per receive queue of `wr1` (`ethtool -S`).
+    fn xdp_packets_per_queue_of_wr1(&self, queues: usize) -> Vec<u64> {
+        let stats = sh(&["ip", "netns", "exec", &self.b, "ethtool", "-S", "wr1"]);
+        (0..queues)
+            .map(|q| {
+                let key = format!("rx_queue_{q}_xdp_packets:");
+                stats
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix(key.as_str()))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or_else(|| panic!("no {key} in ethtool -S wr1:\n{stats}"))
+            })
+            .collect()
+    }
+
     /// Sends `frames` in order out of `wr0` (AF_PACKET, one thread: they arrive in order).
     fn send(&self, frames: &[Vec<u8>]) {
         let port = self.port_a();
@@ -750,60 +811,20 @@ fn one_stream_received_on_two_cpus_is_counted_exactly() {
     const ID: u16 = 7;
     const { assert!(N < engine::xdp::rx::WINDOW) };
     let net = Net::with_queues(2);
-    // XPS: a frame sent from cpus[q] leaves on transmit queue q (and arrives on receive queue q).
-    for (q, &cpu) in cpus[..2].iter().enumerate() {
-        let mask = format!("{:x}", 1u128 << cpu);
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            &net.a,
-            "sh",
-            "-c",
-            &format!("echo {mask} > /sys/class/net/wr0/queues/tx-{q}/xps_cpus"),
-        ]);
-    }
+    net.steer_by_cpu(&cpus[..2]);
     let rx = XdpReceiver::attach(&net.port_b(), &[ID], &XdpRxConfig::default()).unwrap();
     // Two receive queues (ethtool -l): the sequence state is kept with atomic operations,
     // the path this test is about.
     assert_eq!(rx.mode(), XdpMode::Native);
     assert!(!rx.one_at_a_time(), "wr1 has two receive queues");
-    let start = std::sync::Arc::new(std::sync::Barrier::new(2));
-    let senders: Vec<_> = (0..2u64)
-        .map(|half| {
-            let (port, start, cpu) = (net.port_a(), start.clone(), cpus[half as usize]);
-            std::thread::spawn(move || {
-                let seqs: Vec<u64> = (0..D).chain((D..N).filter(|s| s % 2 == half)).collect();
-                let frames: Vec<Vec<u8>> = seqs.iter().map(|&s| frame("ipv4", ID, s)).collect();
-                engine::sys::pin_to_cpu(cpu).unwrap();
-                let ifindex = port.enter(0).unwrap();
-                let sock = engine::sys::PacketSocket::open(ifindex, 0).unwrap();
-                start.wait();
-                for f in &frames {
-                    let t0 = Instant::now();
-                    while !sock.send_frame(f).unwrap() {
-                        assert!(t0.elapsed() < Duration::from_secs(5), "send stalled");
-                        std::thread::yield_now();
-                    }
-                }
-            })
-        })
-        .collect();
-    for s in senders {
-        s.join().unwrap();
-    }
+    net.send_from_cpus(&cpus[..2], |half| {
+        (0..D)
+            .chain((D..N).filter(|s| s % 2 == half as u64))
+            .map(|s| frame("ipv4", ID, s))
+            .collect()
+    });
     let port = settle(&rx, N + D);
-    let stats = sh(&["ip", "netns", "exec", &net.b, "ethtool", "-S", "wr1"]);
-    let per_queue: Vec<u64> = (0..2)
-        .map(|q| {
-            let key = format!("rx_queue_{q}_xdp_packets:");
-            stats
-                .lines()
-                .find_map(|l| l.trim().strip_prefix(key.as_str()))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| panic!("no {key} in ethtool -S wr1:\n{stats}"))
-        })
-        .collect();
+    let per_queue = net.xdp_packets_per_queue_of_wr1(2);
     println!("frames per receive queue: {per_queue:?}; port {port:?}");
     assert!(
         per_queue.iter().all(|&n| n >= D),
@@ -856,19 +877,7 @@ fn frames_outside_the_one_queue_make_the_counts_an_error() {
     const ID: u16 = 7;
     const PER_CPU: u64 = 2_000;
     let net = Net::with_queues(2);
-    // XPS: a frame sent from cpus[q] leaves on transmit queue q (and arrives on receive queue q).
-    for (q, &cpu) in cpus[..2].iter().enumerate() {
-        let mask = format!("{:x}", 1u128 << cpu);
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            &net.a,
-            "sh",
-            "-c",
-            &format!("echo {mask} > /sys/class/net/wr0/queues/tx-{q}/xps_cpus"),
-        ]);
-    }
+    net.steer_by_cpu(&cpus[..2]);
     let cfg = XdpRxConfig {
         one_at_a_time: Some(true),
         ..Default::default()
@@ -876,37 +885,14 @@ fn frames_outside_the_one_queue_make_the_counts_an_error() {
     let rx = XdpReceiver::attach(&net.port_b(), &[ID], &cfg).unwrap();
     assert_eq!(rx.mode(), XdpMode::Native);
     assert!(rx.one_at_a_time());
-    let senders: Vec<_> = (0..2u64)
-        .map(|half| {
-            let (port, cpu) = (net.port_a(), cpus[half as usize]);
-            std::thread::spawn(move || {
-                let frames: Vec<Vec<u8>> = (0..PER_CPU)
-                    .map(|i| frame("ipv4", ID, 2 * i + half))
-                    .collect();
-                engine::sys::pin_to_cpu(cpu).unwrap();
-                let ifindex = port.enter(0).unwrap();
-                let sock = engine::sys::PacketSocket::open(ifindex, 0).unwrap();
-                for f in &frames {
-                    let t0 = Instant::now();
-                    while !sock.send_frame(f).unwrap() {
-                        assert!(t0.elapsed() < Duration::from_secs(5), "send stalled");
-                        std::thread::yield_now();
-                    }
-                }
-            })
-        })
-        .collect();
-    for s in senders {
-        s.join().unwrap();
-    }
+    net.send_from_cpus(&cpus[..2], |half| {
+        (0..PER_CPU)
+            .map(|i| frame("ipv4", ID, 2 * i + half as u64))
+            .collect()
+    });
     settle(&rx, 2 * PER_CPU);
-    let stats = sh(&["ip", "netns", "exec", &net.b, "ethtool", "-S", "wr1"]);
-    let on_queue_1: u64 = stats
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("rx_queue_1_xdp_packets:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no rx_queue_1_xdp_packets in ethtool -S wr1:\n{stats}"));
-    assert!(on_queue_1 > 0, "the second queue had no frames:\n{stats}");
+    let on_queue_1 = net.xdp_packets_per_queue_of_wr1(2)[1];
+    assert!(on_queue_1 > 0, "the second queue had no frames");
     let err = rx
         .stream_report(ID, Some(2 * PER_CPU))
         .unwrap_err()
