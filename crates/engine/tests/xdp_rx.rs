@@ -784,6 +784,21 @@ fn malformed_frames_of_expected_streams_are_invalid_alike() {
     }
 }
 
+/// The CPUs this process may use, if it is root and may use at least two (the two-CPU tests
+/// below); else `None`, with the reason printed as the test's SKIP line.
+fn two_cpus_as_root() -> Option<Vec<usize>> {
+    if !is_root() {
+        println!("SKIP: needs root (network namespaces, XDP)");
+        return None;
+    }
+    let cpus = engine::sys::allowed_cpus().unwrap();
+    if cpus.len() < 2 {
+        println!("SKIP: needs two CPUs, this process may use {cpus:?}");
+        return None;
+    }
+    Some(cpus)
+}
+
 /// Two receive CPUs (issue 37 item 2): one stream's frames land on two receive queues of
 /// `wr1`, each polled by its own NAPI instance on its own CPU, so the program accounts frames
 /// of the same stream on both CPUs at the same instants — the race the duplicate window's
@@ -797,15 +812,9 @@ fn malformed_frames_of_expected_streams_are_invalid_alike() {
 /// not have exercised the race: it says so and fails.
 #[test]
 fn one_stream_received_on_two_cpus_is_counted_exactly() {
-    if !is_root() {
-        println!("SKIP: needs root (network namespaces, XDP)");
+    let Some(cpus) = two_cpus_as_root() else {
         return;
-    }
-    let cpus = engine::sys::allowed_cpus().unwrap();
-    if cpus.len() < 2 {
-        println!("SKIP: needs two CPUs, this process may use {cpus:?}");
-        return;
-    }
+    };
     const N: u64 = 60_000;
     const D: u64 = 30_000;
     const ID: u16 = 7;
@@ -865,15 +874,9 @@ fn one_stream_received_on_two_cpus_is_counted_exactly() {
 /// (`ethtool -S`), or the test would not have exercised the check.
 #[test]
 fn frames_outside_the_one_queue_make_the_counts_an_error() {
-    if !is_root() {
-        println!("SKIP: needs root (network namespaces, XDP)");
+    let Some(cpus) = two_cpus_as_root() else {
         return;
-    }
-    let cpus = engine::sys::allowed_cpus().unwrap();
-    if cpus.len() < 2 {
-        println!("SKIP: needs two CPUs, this process may use {cpus:?}");
-        return;
-    }
+    };
     const ID: u16 = 7;
     const PER_CPU: u64 = 2_000;
     let net = Net::with_queues(2);
