@@ -26,13 +26,14 @@
 // by one CPU at a time (its scheduled bit is taken and released by atomic operations, which
 // order whatever the previous poll wrote) -- it sets rx_cfg.one_at_a_time, and the window and
 // the highest are read and written with plain loads and stores: the same values, in the same
-// order, as the atomic operations would give there. A frame from any other queue or interface
-// (a driver running XDP on rings it does not report) takes the atomic path and is counted
-// (P_OUTSIDE_ONE_QUEUE): user space then refuses the counts. The locked instructions cost more than their own cycles: each waits for every
-// store before it to drain, among them the veth driver's stores to ring lines the sending CPU
-// owns (refusals behind the receiver at 3 Mpps about halved, docs/measurements.md, "One at a
-// time"). With several receive queues, or in SKB mode (run wherever the skb is received), the
-// atomic operations stay.
+// order, as the atomic operations would give there. A checked frame from any other queue or
+// interface (a driver running XDP on rings it does not report) takes the atomic path and is
+// counted (P_OUTSIDE_ONE_QUEUE): user space then refuses the counts (one_at_a_time()). The
+// locked instructions cost more than their own cycles: each waits for every store before it
+// to drain, among them the veth driver's stores to ring lines the sending CPU owns (refusals
+// behind the receiver at 3 Mpps about halved, docs/measurements.md, "One at a time"). With
+// several receive queues, or in SKB mode (run wherever the skb is received), the atomic
+// operations stay.
 //
 // IPDV (RFC 8219 §7.3.2, RFC 3393/5481; engine::rx::StreamRx::on_frame): IPDV(i) = D(i) - D(i-1)
 // of frames whose sequence numbers are consecutive, signed. A frame with the next sequence number
@@ -65,8 +66,9 @@
 // frame at 3 Mpps rose from ~160 to ~230 ns (bpf_stats; refusals behind the receiver 10-12 %
 // against 2-3 % read here, `bench rx --rate 3Mpps --against xdp-bench`, 2026-11-29). On the
 // atomic path the locked exchange and compare-and-swap before it have already waited for
-// those; one at a time, the read waits for the window's load itself. The frame's send timestamp is judged before that
-// without a clock read of its own in the common case (account()).
+// those; one at a time, the read waits for the window's load itself. The frame's send
+// timestamp is judged before that without a clock read of its own in the common case
+// (account()).
 //
 // Receive-side validation (engine::validate; docs/engine.md "Receive-side validation"): a
 // signed frame of an expected stream counts only if its encapsulation is the stream's (tags,
@@ -157,10 +159,9 @@ enum {
 	P_FOREIGN_BYTES,
 	P_UNEXPECTED,
 	P_OURS, /* not counted here: user space sums the streams' received, duplicates, invalid */
-	/* Test frames that reached the program outside the one receive queue it was told it
-	 * counts alone on (rx_cfg.one_at_a_time): the queue count changed after the attach, or
-	 * the driver runs the program on rings it does not report. User space refuses the
-	 * counts then. */
+	/* Checked test frames that reached the program outside the one receive queue it was told
+	 * it counts alone on (rx_cfg.one_at_a_time): the driver runs the program on rings it does
+	 * not report. User space refuses the counts then. */
 	P_OUTSIDE_ONE_QUEUE,
 	P_NCTR = 8,
 };

@@ -27,13 +27,7 @@ struct EthtoolChannels {
 /// by a NAPI instance of its own, possibly on its own CPU. An error if the driver does not
 /// say (`EOPNOTSUPP`) or there is no such interface.
 pub fn rx_queues(ifname: &str) -> io::Result<u32> {
-    let name = ifname.as_bytes();
-    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("interface name `{ifname}` is not 1 to 15 bytes"),
-        ));
-    }
+    let mut req = ifreq_named(ifname)?;
     // SAFETY: plain system call with constant arguments; the result is checked.
     let raw =
         cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
@@ -43,11 +37,6 @@ pub fn rx_queues(ifname: &str) -> io::Result<u32> {
         cmd: ETHTOOL_GCHANNELS,
         ..Default::default()
     };
-    // SAFETY: ifreq is plain old data; all-zero is a valid value.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in req.ifr_name.iter_mut().zip(name) {
-        *d = *s as libc::c_char;
-    }
     req.ifr_ifru.ifru_data = (&mut ch as *mut EthtoolChannels).cast();
     // SAFETY: `req` is a valid ifreq with a NUL-terminated name (zeroed tail) whose data
     // pointer points at `ch`, a `struct ethtool_channels` that lives across the call; for

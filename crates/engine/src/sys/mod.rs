@@ -140,6 +140,24 @@ mod v3 {
     pub const PKT_MAC: usize = 24;
 }
 
+/// An all-zero `ifreq` naming interface `ifname` (NUL-terminated by the zeroed tail), for the
+/// interface ioctls (`SIOCGIFMTU`, `SIOCETHTOOL`); an error if the name is not 1 to 15 bytes.
+fn ifreq_named(ifname: &str) -> io::Result<libc::ifreq> {
+    let name = ifname.as_bytes();
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("interface name `{ifname}` is not 1 to 15 bytes"),
+        ));
+    }
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(name) {
+        *d = *s as libc::c_char;
+    }
+    Ok(req)
+}
+
 fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
         Err(io::Error::last_os_error())

@@ -96,18 +96,7 @@ impl PacketSocket {
     /// The MTU of interface `ifname` (in the calling thread's namespace), by `SIOCGIFMTU` on
     /// this socket.
     pub fn mtu(&self, ifname: &str) -> io::Result<u32> {
-        let name = ifname.as_bytes();
-        if name.is_empty() || name.len() >= libc::IFNAMSIZ {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("interface name `{ifname}` is not 1 to 15 bytes"),
-            ));
-        }
-        // SAFETY: ifreq is plain old data; all-zero is a valid value.
-        let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-        for (d, s) in req.ifr_name.iter_mut().zip(name) {
-            *d = *s as libc::c_char;
-        }
+        let mut req = ifreq_named(ifname)?;
         // SAFETY: `req` is a valid ifreq with a NUL-terminated name (zeroed tail); SIOCGIFMTU
         // writes only `ifr_ifru.ifru_mtu` inside it.
         cvt(unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::SIOCGIFMTU, &mut req) })?;

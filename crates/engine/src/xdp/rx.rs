@@ -43,8 +43,8 @@
 //! resets what it will read: the slots map of the previous receiver's streams, and the
 //! counters, histograms, sequence state and duplicate window of the slots it will use (one
 //! `BPF_MAP_UPDATE_BATCH` call per map), the port counters, and the trial's own values in
-//! `wr_rx_cfg` (`not_before`, `pass_ours`, `one_at_a_time`). Nothing reaches the program between the reset
-//! and the attach, so a trial counts only its own frames.
+//! `wr_rx_cfg` (`not_before`, `pass_ours`, `one_at_a_time`, `ifindex`). Nothing reaches the
+//! program between the reset and the attach, so a trial counts only its own frames.
 
 use crate::port::PortSpec;
 use crate::rx::{IpdvReport, LatencyReport, StreamRxReport};
@@ -466,11 +466,11 @@ impl XdpReceiver {
 
     /// An error if this receiver was attached to count one frame at a time and a test frame
     /// it checked (each CPU's first of a stream and every 64th: `bpf/rx.bpf.c`,
-    /// `one_at_a_time`) reached it from elsewhere than its interface's receive queue 0 (a driver that runs the
-    /// program on rings `ethtool -l` does not show, or a receiver forced to count one at a
-    /// time): two CPUs may then have written the sequence state at once without atomic
-    /// operations, and its counts are not exact. The program accounted such frames atomically
-    /// and counted them; no report is given while there are any.
+    /// `one_at_a_time`) reached it from elsewhere than its interface's receive queue 0 (a
+    /// driver that runs the program on rings `ethtool -l` does not show, or a receiver forced
+    /// to count one at a time): two CPUs may then have written the sequence state at once
+    /// without atomic operations, and its counts are not exact. The program accounted such
+    /// frames atomically and counted them; no report is given while there are any.
     fn check_one_at_a_time(&self) -> Result<()> {
         if !self.one_at_a_time {
             return Ok(());
@@ -647,8 +647,8 @@ fn reset(bpf: &mut Ebpf, previous: &[u16], n: u32) -> Result<()> {
 /// Whether no two CPUs can run the program on frames of a port attached in `mode` with
 /// `rx_queues` receive queues (`None`: the driver did not say), so that its sequence state may
 /// be kept with plain loads and stores. Only native XDP on one queue: that queue's one NAPI
-/// instance runs on one CPU at a time, and it moves to another CPU only through atomic
-/// operations on its own state, which order everything the program wrote before. In SKB mode
+/// instance is polled by one CPU at a time, its scheduled bit taken and released by atomic
+/// operations that order everything the previous poll wrote. In SKB mode
 /// the program runs wherever the skb is received (the sending CPU's backlog on a veth), and
 /// several queues are polled on several CPUs at once.
 pub fn accounts_one_at_a_time(mode: XdpMode, rx_queues: Option<u32>) -> bool {
